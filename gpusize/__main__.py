@@ -1,0 +1,3 @@
+from gpusize.cli import main
+
+main()

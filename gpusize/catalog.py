@@ -1,0 +1,184 @@
+"""The only YAML reader: schemas for data/gpus.yaml and data/models.yaml, lookup with suggestions.
+
+Catalogs ship inside the wheel as gpusize/data/*.yaml and live in the checkout's top-level data/;
+`data_dir()` finds whichever exists. Files are parsed with the C loader when PyYAML has it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gpusize.errors import CatalogError, UnknownNameError
+from gpusize.units import GIB, MIB
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+#: When no CUDA-visible total is published, the driver/CUDA reserve subtracted from the reported
+#: total: the largest gap seen between nvidia-smi's total and torch's (A100 80GB: 696 MiB, H200:
+#: 698 MiB, H100: 468 MiB; ../shared/reference/gpus.md, surprise 2). An assumption, shown as such.
+DEFAULT_CUDA_RESERVE_MIB = 698
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    aliases: tuple[str, ...] = ()
+    source: str = Field(min_length=1)
+
+
+class GpuSpec(_Entry):
+    full_name: str
+    vendor: Literal["NVIDIA", "AMD", "Intel"]
+    segment: Literal["consumer", "workstation", "datacenter"]
+    architecture: str
+    memory_type: str
+    marketing_memory_gb: float = Field(gt=0)
+    memory_mib: int = Field(gt=0)
+    cuda_visible_gib: float | None = Field(default=None, gt=0)
+    ecc: Literal["on", "off", "none"]
+    ecc_off_memory_mib: int | None = Field(default=None, gt=0)
+    bandwidth_gbps: float | None = Field(default=None, gt=0)
+    bf16_tflops: float | None = Field(default=None, gt=0)
+    fp8_tflops: float | None = Field(default=None, gt=0)
+    nvlink_gbps: float | None = Field(default=None, gt=0)
+    interconnect: Literal["nvswitch", "bridge-pairs", "pcie", "unknown"]
+    pcie_gen: int | None = Field(default=None, gt=0)
+    tdp_w: float | None = Field(default=None, gt=0)
+    mig_instances: int | None = Field(default=None, ge=0)  # None: supported, count unsourced
+    price_usd_per_hour: float | None = Field(default=None, gt=0)
+    price_date: str | None = None
+    notes: str | None = None
+
+    @property
+    def reported_bytes(self) -> int:
+        return self.memory_mib * MIB
+
+    @property
+    def visible_bytes(self) -> int:
+        """What the CUDA runtime reports as total (vLLM's utilization multiplies this)."""
+        if self.cuda_visible_gib is not None:
+            return round(self.cuda_visible_gib * GIB)
+        return (self.memory_mib - DEFAULT_CUDA_RESERVE_MIB) * MIB
+
+    @property
+    def visible_is_measured(self) -> bool:
+        return self.cuda_visible_gib is not None
+
+
+class ModelEntry(_Entry):
+    hf_id: str = Field(min_length=3)
+    params_published: int | None = Field(default=None, gt=0)
+    params_source: str | None = None
+    config: dict[str, Any]
+
+    @field_validator("config")
+    @classmethod
+    def _has_model_type(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if "model_type" not in value:
+            raise ValueError("config has no model_type")
+        return value
+
+
+def data_dir() -> Path:
+    """gpusize/data inside an installed wheel, else the checkout's top-level data/."""
+    packaged = Path(__file__).parent / "data"
+    if (packaged / "gpus.yaml").is_file():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "data"
+
+
+def _read_yaml(path: Path) -> list[Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - CSafeLoader/SafeLoader only
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{path.name}: not valid YAML ({exc})".splitlines()[0]) from None
+    if not isinstance(data, list):
+        raise CatalogError(f"{path.name}: expected a list of entries")
+    return data
+
+
+def _validate(path: Path, rows: list[Any], schema: type[_Entry]) -> list[Any]:
+    entries, seen = [], {}
+    for i, row in enumerate(rows):
+        try:
+            entry = schema.model_validate(row)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise CatalogError(f"{path.name}: [{i}].{where}: {err['msg'].lower()}") from None
+        for key in _keys(entry):
+            if key in seen:
+                raise CatalogError(f"{path.name}: [{i}]: name '{key}' already used by "
+                                   f"[{seen[key]}]")
+            seen[key] = i
+        entries.append(entry)
+    return entries
+
+
+def _keys(entry: _Entry) -> set[str]:
+    keys = {entry.name.lower(), *(a.lower() for a in entry.aliases)}
+    if isinstance(entry, ModelEntry):
+        keys.add(entry.hf_id.lower())
+    return keys
+
+
+@functools.lru_cache(maxsize=None)
+def load_gpus(path: Path | None = None) -> tuple[GpuSpec, ...]:
+    path = path or data_dir() / "gpus.yaml"
+    return tuple(_validate(path, _read_yaml(path), GpuSpec))
+
+
+@functools.lru_cache(maxsize=None)
+def load_models(path: Path | None = None) -> tuple[ModelEntry, ...]:
+    path = path or data_dir() / "models.yaml"
+    return tuple(_validate(path, _read_yaml(path), ModelEntry))
+
+
+def _normalize(name: str) -> str:
+    return name.strip().lower().replace("_", "-").replace(" ", "-")
+
+
+def _lookup(kind: str, name: str, entries: tuple[Any, ...]) -> Any:
+    index: dict[str, Any] = {}
+    for entry in entries:
+        for key in _keys(entry):
+            index[_normalize(key)] = entry
+            index[_normalize(key).replace("-", "")] = entry
+    wanted = _normalize(name)
+    found = index.get(wanted) or index.get(wanted.replace("-", ""))
+    if found is not None:
+        return found
+    names = sorted({e.name for e in entries} | {a for e in entries for a in e.aliases})
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
+    if not close:
+        close = [n for n in names if wanted.split("-")[0] in n.lower()][:3]
+    raise UnknownNameError(kind, name, close)
+
+
+def find_gpu(name: str) -> GpuSpec:
+    gpu: GpuSpec = _lookup("GPU", name, load_gpus())
+    return gpu
+
+
+def find_model(name: str) -> ModelEntry:
+    """A catalog model by short name, alias or Hub id (case-insensitive; 'Qwen/Qwen3-32B' works)."""
+    entries = load_models()
+    try:
+        entry: ModelEntry = _lookup("model", name, entries)
+        return entry
+    except UnknownNameError:
+        if "/" in name:  # an org/name id whose short name is in the catalog under another org
+            entry = _lookup("model", name.split("/", 1)[1], entries)
+            return entry
+        raise

@@ -1,0 +1,169 @@
+"""Typer app: parse, call the core, render, exit code. Thin.
+
+Exit status is the verdict: 0 fits / ok, 1 does not fit (the report is still printed),
+2 bad input or could not answer, 3 internal error. No traceback unless GPUSIZE_DEBUG=1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from gpusize import __version__
+from gpusize.errors import GpusizeError, UsageError
+
+app = typer.Typer(add_completion=True, no_args_is_help=True, rich_markup_mode=None,
+                  help="How much GPU memory does this LLM need, and which GPUs run it?")
+
+DTYPES = ("auto", "fp32", "bf16", "fp16", "fp8", "int8", "int4")
+KV_DTYPES = ("auto", "bf16", "fp16", "fp8")
+ENGINES = ("vllm",)
+
+
+def _stdout() -> Console:
+    return Console(width=int(os.environ.get("COLUMNS", "0")) or None, soft_wrap=False)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"gpusize {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """gpusize sizes LLM inference memory and picks the smallest tensor-parallel split."""
+
+
+def _choice(value: str, allowed: tuple[str, ...], what: str) -> str:
+    key = value.strip().lower()
+    if key not in allowed:
+        raise UsageError(f"unknown {what} '{value}'; use one of {', '.join(allowed)}")
+    return key
+
+
+@app.command()
+def fit(
+    model: str = typer.Argument(..., help="Catalog name, Hub id in the catalog, or a local "
+                                          "config.json / folder."),
+    ctx: str = typer.Option("8k", "--ctx", help="Context length per sequence: 8192, 32k, 1m."),
+    batch: int = typer.Option(1, "--batch", help="Concurrent sequences at full context."),
+    dtype: str = typer.Option("auto", "--dtype", help=f"Weights: {', '.join(DTYPES)}."),
+    kv_dtype: str = typer.Option("auto", "--kv-dtype", help=f"KV cache: {', '.join(KV_DTYPES)}."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="Restrict to one GPU type."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", help="Fix the GPU count (1, 2, 4 or 8)."),
+    engine: str = typer.Option("vllm", "--engine", help="Serving engine model: vllm."),
+    utilization: Optional[float] = typer.Option(
+        None, "--gpu-memory-utilization", help="Fraction of each GPU the engine may use "
+                                               "(vLLM 0.19 default 0.9)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Size a model for inference and find the smallest set of GPUs in one server that runs it."""
+    from gpusize import catalog, plan, report, source
+    from gpusize.model import parse_config
+    from gpusize.params import count_params
+    from gpusize.units import canonical_dtype, parse_tokens
+
+    context = parse_tokens(ctx)
+    if batch <= 0:
+        raise UsageError(f"invalid --batch {batch}: must be greater than zero")
+    if gpus is not None and gpus not in plan.TP_SIZES:
+        raise UsageError(f"invalid --gpus {gpus}: one server runs 1, 2, 4 or 8 GPUs")
+    if utilization is not None and not 0 < utilization <= 1:
+        raise UsageError(f"invalid --gpu-memory-utilization {utilization}: must be in (0, 1]")
+    _choice(engine, ENGINES, "engine")
+    weight_dtype = _choice(dtype, DTYPES, "--dtype")
+    weight_dtype = weight_dtype if weight_dtype == "auto" else canonical_dtype(weight_dtype)
+    kv = _choice(kv_dtype, KV_DTYPES, "--kv-dtype")
+
+    resolved = source.resolve_model(model)
+    spec = parse_config(resolved.config)
+    counts = count_params(spec)
+    targets = [catalog.find_gpu(gpu)] if gpu else list(catalog.load_gpus())
+    work = plan.Workload(context, batch, weight_dtype, kv,
+                         utilization or plan.DEFAULT_GPU_MEMORY_UTILIZATION)
+    result = report.build_fit_report(resolved.id, resolved.source, spec, counts, targets, work,
+                                     fixed_count=gpus)
+    if as_json:
+        typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
+    else:
+        from gpusize.render import render_fit
+
+        render_fit(result, _stdout(), targets)
+    raise typer.Exit(0 if result.fits else 1)
+
+
+@app.command("models")
+def models_cmd(query: Optional[str] = typer.Argument(None, help="Filter by substring."),
+               as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List the bundled model catalog."""
+    from gpusize import catalog
+
+    rows = [{"name": e.name, "hf_id": e.hf_id, "model_type": e.config.get("model_type"),
+             "params_published": e.params_published, "source": e.source}
+            for e in catalog.load_models()
+            if not query or query.lower() in (e.name + " " + e.hf_id).lower()]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    from gpusize.render import render_list
+
+    render_list(rows, ["name", "hf_id", "model_type", "params_published"],
+                f"{len(rows)} models", _stdout())
+
+
+@app.command("gpus")
+def gpus_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List the bundled GPU catalog."""
+    from gpusize import catalog
+
+    rows = [{"name": g.name, "full_name": g.full_name, "memory_mib": g.memory_mib,
+             "visible_bytes": g.visible_bytes, "visible_measured": g.visible_is_measured,
+             "bandwidth_gbps": g.bandwidth_gbps, "bf16_tflops": g.bf16_tflops,
+             "interconnect": g.interconnect, "tdp_w": g.tdp_w,
+             "price_usd_per_hour": g.price_usd_per_hour, "aliases": list(g.aliases)}
+            for g in catalog.load_gpus()]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    from gpusize.render import render_list
+
+    render_list(rows, ["name", "full_name", "memory_mib", "bandwidth_gbps", "bf16_tflops",
+                       "interconnect", "tdp_w", "price_usd_per_hour"],
+                f"{len(rows)} GPUs (prices indicative, USD per GPU-hour, 2026-04-10)", _stdout())
+
+
+def main() -> None:
+    """Entry point: translate errors once, here; never let an exception read as 'does not fit'."""
+    try:
+        code = app(standalone_mode=False)
+    except GpusizeError as exc:
+        _fail(str(exc), exc.hint)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(2)
+    except Exception as exc:  # noqa: BLE001 - the CLI boundary
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            _fail(exc.format_message(), None)
+        if os.environ.get("GPUSIZE_DEBUG") == "1":
+            raise
+        _fail(f"internal error: {type(exc).__name__}: {exc} (set GPUSIZE_DEBUG=1 for a "
+              f"traceback; please report it)", None, code=3)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, hint: str | None, code: int = 2) -> None:
+    if os.environ.get("GPUSIZE_DEBUG") == "1" and code == 3:
+        raise
+    tail = f" ({hint})" if hint else ""
+    sys.stderr.write(f"gpusize: error: {message}{tail}\n")
+    sys.exit(code)

@@ -1,0 +1,254 @@
+"""Memory terms, one function each, in integer bytes (pure).
+
+Weights and KV cache follow from the config exactly. Activations and engine overheads are
+estimates: named constants fitted to the vLLM 0.19 H100 records in
+../shared/reference/engine-logs.yaml by bench/calibrate_vllm.py (the fit and its residuals are
+recorded in bench/calibration.md); those records stay as conformance tests (tests/test_conformance.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpusize.model import ModelSpec
+from gpusize.params import ParamCounts
+from gpusize.units import DTYPE_BYTES, GIB
+
+# --------------------------------------------------------------------------- weight formats
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """How the engine stores weights: linear layers in `linear_bytes` per element (scales
+    included), everything else (embeddings, lm_head, norms, routers, vision) in `other_bytes`."""
+
+    name: str
+    linear_bytes: float
+    other_bytes: float
+    #: Roles left in `other_bytes` by the checkpoint (modules_to_not_convert).
+    unquantized: tuple[str, ...] = ()
+    #: vLLM's MXFP4 MoE kernels pad each expert's intermediate width to this multiple per rank.
+    expert_pad: int = 1
+    note: str = ""
+
+
+#: fp8 per-channel weight scale: one fp32 per output row; the row length is ~hidden_size.
+FP8_CHANNEL_SCALE_BYTES = 4
+#: Group size of int4 weight-only formats (GPTQ/AWQ/compressed-tensors w4a16): one fp16 scale per 128.
+INT4_GROUP_SIZE = 128
+#: vLLM 0.19 mxfp4.py rounds the per-rank expert intermediate size up to a multiple of 256 for the
+#: Hopper Triton/Marlin MoE kernels (gpt-oss-120b: 64.38 GiB logged vs 60.7 GiB unpadded).
+MXFP4_EXPERT_PAD = 256
+
+
+def weight_format(spec: ModelSpec, dtype: str) -> WeightFormat:
+    """Resolve `--dtype` (auto = the checkpoint's own storage) into a WeightFormat."""
+    act = activation_dtype(spec)
+    if dtype == "auto" and spec.quantization is not None:
+        return _checkpoint_format(spec, DTYPE_BYTES[act])
+    if dtype == "auto":
+        return WeightFormat(act, DTYPE_BYTES[act], DTYPE_BYTES[act])
+    other = DTYPE_BYTES[act] if dtype in ("fp8", "int8", "int4") else DTYPE_BYTES[dtype]
+    if dtype == "fp8":
+        return WeightFormat("fp8", 1 + FP8_CHANNEL_SCALE_BYTES / spec.hidden_size, other,
+                            note="linear layers FP8 with per-channel scales (vLLM --quantization "
+                                 "fp8); embeddings, lm_head, norms and routers stay " + act)
+    if dtype == "int8":
+        return WeightFormat("int8", 1 + FP8_CHANNEL_SCALE_BYTES / spec.hidden_size, other,
+                            note="linear layers int8 with per-channel scales; embeddings, "
+                                 "lm_head, norms and routers stay " + act)
+    if dtype == "int4":
+        return WeightFormat("int4", 0.5 + 2 / INT4_GROUP_SIZE, other,
+                            note=f"linear layers int4 with one fp16 scale per {INT4_GROUP_SIZE} "
+                                 f"weights (GPTQ/AWQ-style); embeddings, lm_head, norms and "
+                                 f"routers stay {act}")
+    return WeightFormat(dtype, DTYPE_BYTES[dtype], DTYPE_BYTES[dtype])
+
+
+def activation_dtype(spec: ModelSpec) -> str:
+    """The compute dtype: the checkpoint's torch_dtype, with fp32 checkpoints served in bf16
+    (vLLM's dtype=auto rule) and quantized checkpoints computing in bf16/fp16."""
+    return "bf16" if spec.torch_dtype in ("fp32", "fp8", "int8", "int4", "fp4") else spec.torch_dtype
+
+
+def _checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
+    q = spec.quantization
+    assert q is not None
+    skip = _unquantized_roles(q.not_converted)
+    if q.method == "mxfp4":
+        return WeightFormat("mxfp4", 0.5 + 1 / 32, other, skip, MXFP4_EXPERT_PAD,
+                            note="MXFP4 experts (4-bit values + one e8m0 scale per 32); "
+                                 "attention, router, embeddings and lm_head in bf16")
+    if q.weight_bits == 8:
+        scale = 4 / (q.block_size[0] * q.block_size[1]) if q.block_size else (
+            FP8_CHANNEL_SCALE_BYTES / spec.hidden_size)
+        return WeightFormat("fp8", 1 + scale, other, skip, note=f"{q.label}; embeddings and "
+                            "lm_head in bf16")
+    group = q.group_size or INT4_GROUP_SIZE
+    per = q.weight_bits / 8 + 2 / group
+    return WeightFormat(f"int{q.weight_bits}", per, other, skip,
+                        note=f"{q.label}: {per:.4f} bytes per weight with scales; embeddings and "
+                             f"lm_head in bf16")
+
+
+def _unquantized_roles(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    roles = []
+    for pattern in patterns:
+        if "attn" in pattern:
+            roles.append("attention")
+        if "shared_expert" in pattern:
+            roles.append("shared_experts")
+    return tuple(roles)
+
+
+# --------------------------------------------------------------------------- weights
+
+
+def rope_cache_bytes(spec: ModelSpec, fmt: WeightFormat) -> int:
+    """vLLM keeps a cos/sin table of max_position_embeddings x rotary dim in the model dtype on
+    every rank (Llama-3.1-8B: 131072 x 128 x 2 B = 32 MiB, the gap between 2 x params = 14.96 GiB
+    and the logged 14.99 GiB; Llama-4-Scout's 10M positions make it 2.5 GiB per GPU)."""
+    if spec.mla or not spec.max_position_embeddings or spec.learned_position_embeddings:
+        return 0
+    return int(spec.max_position_embeddings * spec.head_dim * fmt.other_bytes)
+
+
+def weights_bytes(spec: ModelSpec, counts: ParamCounts, fmt: WeightFormat, tp: int = 1) -> int:
+    """Weight bytes held by ONE GPU at tensor-parallel size `tp` (tp=1: the whole model).
+
+    Sharded: attention projections, MLPs, experts, embeddings and lm_head (vocab-parallel).
+    Replicated on every rank: norms and biases, routers, MLA down-projections, k/v projections
+    when tp exceeds the KV heads (vLLM QKVParallelLinear replicas), and the rope table.
+    """
+    quant = {role: fmt.other_bytes if role in fmt.unquantized else fmt.linear_bytes
+             for role in ("attention", "mlp", "experts", "shared_experts")}
+    experts = counts.experts * _expert_padding(spec, fmt, tp)
+    sharded = ((counts.attention - counts.replicated_attention) * quant["attention"]
+               + counts.mlp * quant["mlp"] + experts * quant["experts"]
+               + counts.shared_experts * quant["shared_experts"]
+               + (counts.embedding + counts.lm_head + counts.vision) * fmt.other_bytes)
+    replicated = (counts.replicated_attention * quant["attention"]
+                  + (counts.small + counts.router) * fmt.other_bytes)
+    extra_kv = _replicated_kv_weights(spec, tp) * quant["attention"]
+    return int(sharded / tp + replicated + extra_kv) + rope_cache_bytes(spec, fmt)
+
+
+def _expert_padding(spec: ModelSpec, fmt: WeightFormat, tp: int) -> float:
+    if spec.moe is None or fmt.expert_pad == 1:
+        return 1.0
+    width = spec.moe.moe_intermediate_size // tp
+    return math.ceil(width / fmt.expert_pad) * fmt.expert_pad / width
+
+
+def _replicated_kv_weights(spec: ModelSpec, tp: int) -> float:
+    """Extra k/v projection weights per GPU when tp > KV heads: each rank holds a whole head."""
+    if spec.mla or tp <= spec.num_key_value_heads:
+        return 0.0
+    per_head = 2 * spec.hidden_size * spec.head_dim
+    return sum(per_head * (1 - layer.num_key_value_heads / tp)
+               for layer in spec.attention_layers if layer.num_key_value_heads)
+
+
+# --------------------------------------------------------------------------- KV cache
+
+
+def kv_heads_per_gpu(num_kv_heads: int, tp: int) -> int:
+    """vLLM: max(1, kv_heads // tp); a rank never holds a fraction of a head."""
+    return max(1, num_kv_heads // tp)
+
+
+def kv_bytes_per_token_per_layer(spec: ModelSpec, kv_bytes: float, tp: int = 1,
+                                 kv_heads: int | None = None) -> int:
+    """K and V for one token in one attention layer on one GPU.
+
+    Standard: 2 x (kv_heads / tp, at least 1) x head_dim x bytes.
+    MLA: (kv_lora_rank + qk_rope_head_dim) x bytes, no factor 2 and not divided by tp: every
+    rank holds the whole latent (vLLM; Kimi-VL logs 31,104 B/token at TP=1 and TP=2)."""
+    if spec.mla:
+        return int((spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim) * kv_bytes)
+    heads = spec.num_key_value_heads if kv_heads is None else kv_heads
+    return int(2 * kv_heads_per_gpu(heads, tp) * spec.head_dim * kv_bytes)
+
+
+def kv_cache_bytes_per_token(spec: ModelSpec, kv_bytes: float, tp: int = 1) -> int:
+    """Bytes per token summed over every attention layer on one GPU (Llama-3-8B bf16: 131,072)."""
+    return sum(kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads)
+               for layer in spec.attention_layers)
+
+
+def recurrent_state_bytes(spec: ModelSpec, state_bytes: float, tp: int = 1) -> int:
+    """Constant per-sequence state of linear-attention and Mamba layers on one GPU.
+
+    Gated DeltaNet: value heads x key_dim x value_dim recurrent state + the causal-conv window
+    of (2 x key_dim + value_dim) channels x (kernel - 1). Mamba-2: heads x head_dim x state_size
+    SSM state + conv window of (inner + 2 x groups x state) channels x (kernel - 1)."""
+    total = 0.0
+    if spec.linear_attention:
+        la = spec.linear_attention
+        channels = 2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim
+        per_layer = (la.num_value_heads * la.key_head_dim * la.value_head_dim
+                     + channels * (la.conv_kernel - 1))
+        total += per_layer * sum(layer.mixer == "linear_attention" for layer in spec.layers)
+    if spec.mamba:
+        mb = spec.mamba
+        channels = mb.num_heads * mb.head_dim + 2 * mb.n_groups * mb.state_size
+        per_layer = mb.num_heads * mb.head_dim * mb.state_size + channels * (mb.conv_kernel - 1)
+        total += per_layer * sum(layer.mixer == "mamba" for layer in spec.layers)
+    return int(total * state_bytes / tp)
+
+
+# --------------------------------------------------------------------------- activations
+
+
+#: vLLM 0.19 profile-run peak (torch peak increase) = SAMPLER_LOGITS_COPIES fp32 copies of the dummy
+#: sampler's logits (min(max_num_seqs, max_num_batched_tokens) rows x vocab, gathered on every rank)
+#: + HIDDEN_STATE_COPIES bf16 copies of the dummy batch's hidden states (max_num_batched_tokens x
+#: hidden). Least-squares fit over the 12 vLLM 0.19 H100 records (bench/calibrate_vllm.py).
+SAMPLER_LOGITS_COPIES = 3.75
+HIDDEN_STATE_COPIES = 1.0
+
+
+def activation_bytes(spec: ModelSpec, max_num_seqs: int, max_num_batched_tokens: int,
+                     tp: int = 1, fused_moe: bool = True) -> int:
+    """Estimate of the engine's activation peak on one GPU (vLLM's 'torch peak increase').
+
+    sampler: copies x rows x vocab x 4 B (logits cast to fp32, top-k/top-p over them);
+    hidden: copies x tokens x hidden x 2 B; fused MoE workspace (vLLM fused_moe caches):
+    tokens x top_k x (3 x expert width / tp + hidden) x 2 B; multimodal encoder cache:
+    tokens x hidden x 2 B held during the profile (gpu_model_runner.profile_run)."""
+    rows = min(max_num_seqs, max_num_batched_tokens)
+    sampler = SAMPLER_LOGITS_COPIES * rows * spec.vocab_size * 4
+    hidden = HIDDEN_STATE_COPIES * max_num_batched_tokens * spec.hidden_size * 2
+    moe = 0.0
+    if spec.moe and fused_moe:
+        m = spec.moe
+        moe = (max_num_batched_tokens * m.num_experts_per_tok
+               * (3 * m.moe_intermediate_size / tp + spec.hidden_size) * 2)
+    encoder = max_num_batched_tokens * spec.hidden_size * 2 if spec.vision else 0
+    return int(sampler + hidden + moe + encoder)
+
+
+# --------------------------------------------------------------------------- engine overheads
+
+#: Memory outside PyTorch that grows during the profile run (vLLM 'non-torch forward increase'):
+#: 0.24-0.27 GiB at TP=1 (mean 0.25), 2.07-2.17 GiB per GPU at TP>=2 for NCCL / custom all-reduce
+#: buffers (mean 2.10). vLLM 0.19 H100 records llmd-v019-*.
+NON_TORCH_TP1 = int(0.25 * GIB)
+NON_TORCH_TPN = int(2.10 * GIB)
+#: CUDA context and its libraries per GPU before loading ('init cuda_memory'): 0.51 GiB at TP=1,
+#: 1.53-2.07 GiB at TP>=2 (NCCL communicators; we keep the largest, 2.07). Lives outside the
+#: utilization budget, in the (1 - utilization) headroom.
+CUDA_CONTEXT_TP1 = int(0.51 * GIB)
+CUDA_CONTEXT_TPN = int(2.07 * GIB)
+#: CUDA-graph pool captured after the KV cache is allocated, also in the headroom: 0.76-1.84 GiB
+#: in the vLLM 0.19 H100 records; we budget the largest seen.
+CUDA_GRAPH_POOL = int(1.84 * GIB)
+
+
+def non_torch_bytes(tp: int) -> int:
+    return NON_TORCH_TP1 if tp == 1 else NON_TORCH_TPN
+
+
+def cuda_context_bytes(tp: int) -> int:
+    return CUDA_CONTEXT_TP1 if tp == 1 else CUDA_CONTEXT_TPN

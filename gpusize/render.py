@@ -1,0 +1,129 @@
+"""Report -> Rich tables or JSON text. No arithmetic beyond unit conversion."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from gpusize.catalog import GpuSpec
+from gpusize.report import CandidateInfo, Report
+from gpusize.units import gib, human_tokens
+
+
+def to_json(report: Report) -> str:
+    return json.dumps(report.model_dump(mode="json"), indent=2)
+
+
+def _g(n_bytes: int | None) -> str:
+    return "-" if n_bytes is None else f"{gib(n_bytes):.1f}"
+
+
+def headline(report: Report) -> str:
+    name = report.model.id.split("/")[-1]
+    ctx = human_tokens(report.workload.context_tokens)
+    batch = f", batch {report.workload.batch}" if report.workload.batch > 1 else ""
+    p = report.plan
+    if report.fits and p and p.per_gpu:
+        return (f"{name} at {ctx} context{batch} needs {p.num_gpus}x {p.gpu_full_name} "
+                f"(TP={p.tensor_parallel}): {_g(p.per_gpu.total_bytes)} of "
+                f"{_g(p.per_gpu.usable_bytes)} GiB per GPU")
+    if p:
+        return (f"{name} at {ctx} context{batch} does not fit on {p.num_gpus}x "
+                f"{p.gpu_full_name}: {p.reason}")
+    return f"{name} at {ctx} context{batch} does not fit on up to 8 GPUs of any type considered"
+
+
+def memory_table(report: Report) -> Table:
+    m, w = report.memory, report.workload
+    table = Table(title="Memory, whole model (one GPU, TP=1)", title_justify="left")
+    table.add_column("term")
+    table.add_column("GiB", justify="right")
+    table.add_column("how")
+    table.add_row("weights", _g(m.weights_bytes), f"{report.model.params_total:,} params, "
+                  f"{w.weight_dtype}")
+    table.add_row("KV cache", _g(m.kv_cache_bytes),
+                  f"{w.batch} x {w.context_tokens:,} tokens, {m.kv_cache_bytes_per_token:,} B/token"
+                  f" ({w.kv_cache_dtype})")
+    table.add_row("activations", _g(m.activations_bytes), "estimate (engine profile peak)")
+    table.add_row("overhead", _g(m.overhead_bytes), "estimate (non-torch, CUDA context, graphs)")
+    table.add_row("total", _g(m.total_bytes), "")
+    return table
+
+
+def candidates_table(rows: list[CandidateInfo], title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col, just in (("GPU", "left"), ("GPUs", "right"), ("fits", "left"),
+                      ("need GiB/GPU", "right"), ("usable", "right"), ("KV pool tokens", "right"),
+                      ("concurrency", "right"), ("$/h", "right")):
+        table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
+    for c in rows:
+        table.add_row(*_candidate_cells(c))
+    return table
+
+
+def _candidate_cells(c: CandidateInfo) -> list[str]:
+    g = c.per_gpu
+    return [c.gpu, f"{c.num_gpus} (TP={c.tensor_parallel})", "yes" if c.fits else "NO",
+            _g(g.total_bytes) if g else "-", _g(g.usable_bytes) if g else "-",
+            f"{c.kv_cache_capacity_tokens:,}" if c.kv_cache_capacity_tokens is not None else "-",
+            f"{c.max_concurrency:.2f}x" if c.max_concurrency is not None else "-",
+            f"{c.price_usd_per_hour:.2f}" if c.price_usd_per_hour else "-"]
+
+
+def _last_per_gpu(report: Report) -> list[CandidateInfo]:
+    """The deciding candidate of each GPU type: its smallest fitting split, or its largest miss."""
+    last: dict[str, CandidateInfo] = {}
+    for c in report.candidates:
+        last[c.gpu] = c
+    return list(last.values())
+
+
+def footer(report: Report) -> Text:
+    a = report.assumptions
+    lines = [
+        f"Assumptions: {a['engine']}, gpu_memory_utilization {a['gpu_memory_utilization']}, "
+        f"max_num_seqs {a['max_num_seqs']}, max_num_batched_tokens {a['max_num_batched_tokens']}, "
+        f"KV block {a['kv_block_size']} tokens; weights {report.workload.weight_dtype}, "
+        f"KV {report.workload.kv_cache_dtype}. Activations and overhead are estimates. "
+        f"Sizes in GiB (2^30 bytes).",
+    ]
+    if report.plan and report.plan.per_gpu:
+        p = report.plan
+        lines.append(f"Plan: KV pool {p.kv_cache_capacity_tokens or 0:,} tokens, "
+                     f"{p.max_concurrency}x concurrent requests of this context; largest context "
+                     f"that fits {p.max_context_tokens or 0:,} tokens.")
+    lines += [f"Note: {n}" for n in a["notes"]]
+    lines.append(f"Prices: {a['prices']}.")
+    return Text("\n".join(lines), style="dim")
+
+
+def reasons(rows: list[CandidateInfo]) -> Text:
+    lines = [f"{c.gpu} x{c.num_gpus}: {c.reason}" for c in rows if c.reason]
+    lines += [f"{c.gpu} x{c.num_gpus}: warning: {c.warning}" for c in rows if c.fits and c.warning]
+    return Text("\n".join(lines))
+
+
+def render_fit(report: Report, console: Console, gpus: list[GpuSpec]) -> None:
+    if len(gpus) > 1:
+        rows = _last_per_gpu(report)
+        title = ("Smallest split per GPU type (one server, 1/2/4/8 GPUs); pick: fewest GPUs, "
+                 "then lowest indicative price")
+    else:
+        rows, title = list(report.candidates), "Splits tried"
+    console.print(Text(headline(report), style="bold"))
+    console.print(Group(memory_table(report), candidates_table(rows, title), reasons(rows),
+                        footer(report)))
+
+
+def render_list(rows: list[dict[str, Any]], columns: list[str], title: str,
+                console: Console) -> None:
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*["-" if row.get(c) is None else str(row.get(c)) for c in columns])
+    console.print(table)
