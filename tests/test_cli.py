@@ -1,0 +1,118 @@
+"""CLI: exit codes first, then JSON, then the human text (fixed width, NO_COLOR)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120"}
+
+JSON_KEYS = {"gpusize_version", "fits", "model", "workload", "memory", "plan", "candidates",
+             "assumptions"}
+MODEL_KEYS = {"id", "source", "architecture", "params_total", "params_active",
+              "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim"}
+WORKLOAD_KEYS = {"mode", "context_tokens", "batch", "weight_dtype", "kv_cache_dtype", "engine",
+                 "gpu_memory_utilization"}
+MEMORY_KEYS = {"weights_bytes", "kv_cache_bytes", "kv_cache_bytes_per_token", "activations_bytes",
+               "overhead_bytes", "total_bytes"}
+PER_GPU_KEYS = {"weights_bytes", "kv_cache_bytes", "activations_bytes", "overhead_bytes",
+                "total_bytes", "usable_bytes", "headroom_bytes"}
+PLAN_KEYS = {"gpu", "num_gpus", "tensor_parallel", "per_gpu", "kv_cache_capacity_tokens",
+             "max_concurrency"}
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gpusize", *args], capture_output=True,
+                          text=True, env=ENV, timeout=60)
+
+
+def test_fit_json_contract() -> None:
+    r = run("fit", "Qwen3-32B", "--ctx", "16k", "--gpu", "H100", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert JSON_KEYS <= d.keys()
+    assert MODEL_KEYS <= d["model"].keys() and WORKLOAD_KEYS <= d["workload"].keys()
+    assert MEMORY_KEYS <= d["memory"].keys() and PLAN_KEYS <= d["plan"].keys()
+    assert PER_GPU_KEYS <= d["plan"]["per_gpu"].keys()
+    assert all(isinstance(v, int) for v in d["memory"].values())
+    assert d["plan"]["num_gpus"] == 1 and d["workload"]["context_tokens"] == 16384
+    assert all({"gpu", "num_gpus", "fits", "reason"} <= c.keys() for c in d["candidates"])
+
+
+def test_does_not_fit_exits_1_and_still_reports() -> None:
+    r = run("fit", "DeepSeek-V3", "--gpu", "H100", "--gpus", "8", "--json")
+    assert r.returncode == 1
+    d = json.loads(r.stdout)
+    assert d["fits"] is False and d["candidates"][0]["reason"]
+
+
+def test_human_output_headline_and_footer() -> None:
+    r = run("fit", "Qwen3-32B", "--ctx", "32k", "--gpu", "H100")
+    assert r.returncode == 0
+    assert "Qwen3-32B at 32k context needs 2x NVIDIA H100 SXM5 80GB (TP=2)" in r.stdout
+    assert "GiB" in r.stdout and "Assumptions: vllm 0.19.0" in r.stdout
+    assert "largest context that fits is" in r.stdout  # the 1-GPU miss says how far it got
+    assert "\x1b[" not in r.stdout
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["fit", "Qwen3-33B"], "unknown model 'Qwen3-33B'; did you mean"),
+    (["fit", "Qwen3-32B", "--gpu", "H10"], "unknown GPU 'H10'"),
+    (["fit", "Qwen3-32B", "--ctx", "32q"], "invalid context '32q'"),
+    (["fit", "Qwen3-32B", "--ctx", "0"], "must be greater than zero"),
+    (["fit", "Qwen3-32B", "--ctx", "-5"], "invalid context"),
+    (["fit", "Qwen3-32B", "--batch", "0"], "invalid --batch"),
+    (["fit", "Qwen3-32B", "--gpus", "3"], "1, 2, 4 or 8"),
+    (["fit", "Qwen3-32B", "--gpu-memory-utilization", "1.5"], "(0, 1]"),
+    (["fit", "Qwen3-32B", "--gpu-memory-utilization", "0"], "(0, 1]"),
+    (["fit", "Qwen3-32B", "--dtype", "int3"], "unknown --dtype"),
+    (["fit", "Qwen3-32B", "--engine", "tgi"], "unknown engine"),
+    (["fit", "some-org/not-a-model"], "unknown model"),
+    (["fit", "./missing/config.json"], "no such file"),
+])
+def test_bad_input_exits_2_with_one_line(args: list[str], fragment: str) -> None:
+    r = run(*args)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stdout == ""
+    assert fragment in r.stderr and r.stderr.count("\n") == 1
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ("{not json", "not valid JSON"),
+    ("", "not valid JSON"),
+    ("{}", "non-empty JSON object"),
+    ('{"model_type": "llama", "hidden_size": 4096}', "missing 'num_hidden_layers'"),
+])
+def test_bad_local_configs_exit_2(tmp_path: Path, content: str, fragment: str) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(content)
+    before = path.read_bytes()
+    r = run("fit", str(path))
+    assert r.returncode == 2 and fragment in r.stderr and r.stdout == ""
+    assert path.read_bytes() == before  # never modified
+
+
+def test_folder_without_config_exits_2(tmp_path: Path) -> None:
+    r = run("fit", str(tmp_path))
+    assert r.returncode == 2 and "no config.json" in r.stderr
+
+
+def test_local_folder_sized_like_catalog(tmp_path: Path) -> None:
+    src = Path(__file__).parent / "data" / "reference" / "configs" / "Qwen__Qwen3-8B.json"
+    (tmp_path / "config.json").write_text(json.dumps(json.loads(src.read_text())["config"]))
+    local = json.loads(run("fit", str(tmp_path), "--gpu", "L4", "--json").stdout)
+    catalog = json.loads(run("fit", "Qwen3-8B", "--gpu", "L4", "--json").stdout)
+    assert local["memory"] == catalog["memory"] and local["model"]["source"] == "local"
+
+
+def test_models_and_gpus_lists() -> None:
+    models = json.loads(run("models", "--json").stdout)
+    gpus = json.loads(run("gpus", "--json").stdout)
+    assert len(models) >= 40 and len(gpus) >= 30
+    assert run("--version").stdout.startswith("gpusize ")
