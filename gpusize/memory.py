@@ -205,8 +205,8 @@ def recurrent_state_bytes(spec: ModelSpec, state_bytes: float, tp: int = 1) -> i
 #: sampler's logits (min(max_num_seqs, max_num_batched_tokens) rows x vocab, gathered on every rank)
 #: + HIDDEN_STATE_COPIES bf16 copies of the dummy batch's hidden states (max_num_batched_tokens x
 #: hidden). Least-squares fit over the 12 vLLM 0.19 H100 records (bench/calibrate_vllm.py).
-SAMPLER_LOGITS_COPIES = 3.75
-HIDDEN_STATE_COPIES = 1.0
+SAMPLER_LOGITS_COPIES = 3.76
+HIDDEN_STATE_COPIES = 0.90
 
 
 def activation_bytes(spec: ModelSpec, max_num_seqs: int, max_num_batched_tokens: int,

@@ -1,0 +1,86 @@
+"""Calibration of gpusize's vLLM 0.19 constants against the logged H100 records.
+
+1. Least-squares fit of the activation model's two coefficients: the logged 'torch peak increase'
+   minus the config-derived MoE-workspace and encoder terms, regressed on
+   (sampler rows x vocab x 4 B) and (batched tokens x hidden x 2 B) with no intercept.
+2. The conformance table: predicted vs logged KV-cache tokens for every record the planner models.
+
+Run: python bench/calibrate_vllm.py   (reads tests/data/reference/engine-logs.yaml)
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import yaml
+
+from gpusize import memory, plan
+from gpusize.catalog import find_gpu, find_model
+from gpusize.errors import UnknownNameError
+from gpusize.model import parse_config
+from gpusize.params import count_params
+
+LOGS = Path(__file__).resolve().parent.parent / "tests/data/reference/engine-logs.yaml"
+GIB = 2**30
+
+
+def records() -> list[dict]:
+    out = []
+    for rec in yaml.safe_load(LOGS.read_text()):
+        if rec.get("engine_version") != "0.19.0" or "gpu_kv_cache_tokens" not in rec["measured"]:
+            continue
+        if rec["pipeline_parallel_size"] != 1:
+            continue
+        try:
+            find_model(rec["model"])
+        except UnknownNameError:
+            continue
+        out.append(rec)
+    return out
+
+
+def fit_activation(recs: list[dict]) -> tuple[float, float]:
+    rows = []
+    for rec in recs:
+        spec = parse_config(find_model(rec["model"]).config)
+        tp = rec["tensor_parallel_size"]
+        fused = spec.quantization is None or spec.quantization.method != "mxfp4"
+        base = memory.activation_bytes(spec, 1024, 8192, tp, fused) - (
+            memory.SAMPLER_LOGITS_COPIES * 1024 * spec.vocab_size * 4
+            + memory.HIDDEN_STATE_COPIES * 8192 * spec.hidden_size * 2)
+        target = rec["measured"]["activation_peak_gib"] * GIB - base
+        rows.append((1024 * spec.vocab_size * 4, 8192 * spec.hidden_size * 2, target))
+    sxx = sum(a * a for a, _, _ in rows)
+    sxy = sum(a * b for a, b, _ in rows)
+    syy = sum(b * b for _, b, _ in rows)
+    sxt = sum(a * t for a, _, t in rows)
+    syt = sum(b * t for _, b, t in rows)
+    det = sxx * syy - sxy * sxy
+    return (sxt * syy - syt * sxy) / det, (syt * sxx - sxt * sxy) / det
+
+
+def main() -> None:
+    recs = records()
+    sampler, hidden = fit_activation(recs)
+    print(f"least-squares activation fit over {len(recs)} records: sampler copies {sampler:.2f}, "
+          f"hidden copies {hidden:.2f} (memory.py uses {memory.SAMPLER_LOGITS_COPIES}, "
+          f"{memory.HIDDEN_STATE_COPIES})")
+    errors = []
+    print(f"{'record':14} {'model':45} {'TP':>2} {'logged':>9} {'predicted':>9} {'error':>7}")
+    for rec in recs:
+        spec = parse_config(find_model(rec["model"]).config)
+        dtype = "fp8" if rec["quantization"] == "fp8" else "auto"
+        work = plan.Workload(rec["max_model_len"], 1, dtype, "auto", rec["gpu_memory_utilization"])
+        cand = plan.evaluate(spec, count_params(spec), find_gpu("H100"),
+                             rec["tensor_parallel_size"], work)
+        logged = rec["measured"]["gpu_kv_cache_tokens"]
+        err = (cand.kv_cache_capacity_tokens - logged) / logged
+        errors.append(abs(err))
+        print(f"{rec['id']:14} {rec['model'][:45]:45} {rec['tensor_parallel_size']:>2} "
+              f"{logged:>9,} {cand.kv_cache_capacity_tokens:>9,} {err * 100:>+6.2f}%")
+    print(f"mean |error| {statistics.mean(errors) * 100:.2f}%, worst {max(errors) * 100:.2f}%")
+
+
+if __name__ == "__main__":
+    main()
