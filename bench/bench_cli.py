@@ -28,8 +28,10 @@ def main() -> None:
         fit.append(wall(FIT))
         bare.append(wall(BARE))
     f, b = statistics.median(fit), statistics.median(bare)
-    print(f"runs={n} fit_median={f * 1000:.0f}ms bare_import_median={b * 1000:.0f}ms "
-          f"ratio={f / b:.2f} (target <= 1.3)")
+    print(
+        f"runs={n} fit_median={f * 1000:.0f}ms bare_import_median={b * 1000:.0f}ms "
+        f"ratio={f / b:.2f} (target <= 1.3)"
+    )
 
 
 if __name__ == "__main__":

@@ -48,7 +48,8 @@ def fit_activation(recs: list[dict]) -> tuple[float, float]:
         fused = spec.quantization is None or spec.quantization.method != "mxfp4"
         base = memory.activation_bytes(spec, 1024, 8192, tp, fused) - (
             memory.SAMPLER_LOGITS_COPIES * 1024 * spec.vocab_size * 4
-            + memory.HIDDEN_STATE_COPIES * 8192 * spec.hidden_size * 2)
+            + memory.HIDDEN_STATE_COPIES * 8192 * spec.hidden_size * 2
+        )
         target = rec["measured"]["activation_peak_gib"] * GIB - base
         rows.append((1024 * spec.vocab_size * 4, 8192 * spec.hidden_size * 2, target))
     sxx = sum(a * a for a, _, _ in rows)
@@ -63,22 +64,25 @@ def fit_activation(recs: list[dict]) -> tuple[float, float]:
 def main() -> None:
     recs = records()
     sampler, hidden = fit_activation(recs)
-    print(f"least-squares activation fit over {len(recs)} records: sampler copies {sampler:.2f}, "
-          f"hidden copies {hidden:.2f} (memory.py uses {memory.SAMPLER_LOGITS_COPIES}, "
-          f"{memory.HIDDEN_STATE_COPIES})")
+    print(
+        f"least-squares activation fit over {len(recs)} records: sampler copies {sampler:.2f}, "
+        f"hidden copies {hidden:.2f} (memory.py uses {memory.SAMPLER_LOGITS_COPIES}, "
+        f"{memory.HIDDEN_STATE_COPIES})"
+    )
     errors = []
     print(f"{'record':14} {'model':45} {'TP':>2} {'logged':>9} {'predicted':>9} {'error':>7}")
     for rec in recs:
         spec = parse_config(find_model(rec["model"]).config)
         dtype = "fp8" if rec["quantization"] == "fp8" else "auto"
         work = plan.Workload(rec["max_model_len"], 1, dtype, "auto", rec["gpu_memory_utilization"])
-        cand = plan.evaluate(spec, count_params(spec), find_gpu("H100"),
-                             rec["tensor_parallel_size"], work)
+        cand = plan.evaluate(spec, count_params(spec), find_gpu("H100"), rec["tensor_parallel_size"], work)
         logged = rec["measured"]["gpu_kv_cache_tokens"]
         err = (cand.kv_cache_capacity_tokens - logged) / logged
         errors.append(abs(err))
-        print(f"{rec['id']:14} {rec['model'][:45]:45} {rec['tensor_parallel_size']:>2} "
-              f"{logged:>9,} {cand.kv_cache_capacity_tokens:>9,} {err * 100:>+6.2f}%")
+        print(
+            f"{rec['id']:14} {rec['model'][:45]:45} {rec['tensor_parallel_size']:>2} "
+            f"{logged:>9,} {cand.kv_cache_capacity_tokens:>9,} {err * 100:>+6.2f}%"
+        )
     print(f"mean |error| {statistics.mean(errors) * 100:.2f}%, worst {max(errors) * 100:.2f}%")
 
 

@@ -7,13 +7,15 @@ family is sized without code changes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from gpusize.errors import ConfigError
 from gpusize.model import (
+    Ffn,
     LayerSpec,
     LinearAttentionSpec,
     MambaSpec,
+    Mixer,
     MLASpec,
     MoESpec,
     QuantSpec,
@@ -93,8 +95,15 @@ def mamba_spec(cfg: dict[str, Any]) -> MambaSpec | None:
 # --------------------------------------------------------------------------- layer layout
 
 
-def layer_specs(cfg: dict[str, Any], family: str, n: int, heads: int, kv_heads: int,
-                intermediate: int, moe: MoESpec | None) -> tuple[LayerSpec, ...]:
+def layer_specs(
+    cfg: dict[str, Any],
+    family: str,
+    n: int,
+    heads: int,
+    kv_heads: int,
+    intermediate: int,
+    moe: MoESpec | None,
+) -> tuple[LayerSpec, ...]:
     """One LayerSpec per decoder layer, from the config's own layout fields."""
     if cfg.get("hybrid_override_pattern"):
         return _pattern_layers(cfg, heads, kv_heads, intermediate)
@@ -106,9 +115,17 @@ def layer_specs(cfg: dict[str, Any], family: str, n: int, heads: int, kv_heads: 
     for i in range(n):
         window, chunked = windows[i]
         ffn, width = _ffn(cfg, i, intermediate, moe)
-        layers.append(LayerSpec(mixer=mixers[i], window=window, chunked=chunked,
-                                num_attention_heads=heads, num_key_value_heads=kv_heads,
-                                ffn=ffn, intermediate_size=width))
+        layers.append(
+            LayerSpec(
+                mixer=cast(Mixer, mixers[i]),
+                window=window,
+                chunked=chunked,
+                num_attention_heads=heads,
+                num_key_value_heads=kv_heads,
+                ffn=cast(Ffn, ffn),
+                intermediate_size=width,
+            )
+        )
     return tuple(layers)
 
 
@@ -150,8 +167,7 @@ def _window_of_type(kind: str, window: int | None, chunk: int | None) -> tuple[i
     return (None, False)
 
 
-def _ffn(cfg: dict[str, Any], i: int, intermediate: int,
-         moe: MoESpec | None) -> tuple[str, int]:
+def _ffn(cfg: dict[str, Any], i: int, intermediate: int, moe: MoESpec | None) -> tuple[str, int]:
     if moe is None:
         return "dense", intermediate
     dense_width = int(_first(cfg, "intermediate_size_mlp", "intermediate_size") or intermediate)
@@ -164,8 +180,9 @@ def _ffn(cfg: dict[str, Any], i: int, intermediate: int,
     return "moe", moe.moe_intermediate_size
 
 
-def _pattern_layers(cfg: dict[str, Any], heads: int, kv_heads: int,
-                    intermediate: int) -> tuple[LayerSpec, ...]:
+def _pattern_layers(
+    cfg: dict[str, Any], heads: int, kv_heads: int, intermediate: int
+) -> tuple[LayerSpec, ...]:
     """Nemotron-H: one block per character; M = Mamba-2, * = attention, - = MLP."""
     kinds = {"M": ("mamba", "none"), "*": ("attention", "none"), "-": ("none", "dense")}
     layers = []
@@ -173,14 +190,19 @@ def _pattern_layers(cfg: dict[str, Any], heads: int, kv_heads: int,
         if char not in kinds:
             raise ConfigError(f"config.json: unknown block '{char}' in hybrid_override_pattern")
         mixer, ffn = kinds[char]
-        layers.append(LayerSpec(mixer=mixer, num_attention_heads=heads,  # type: ignore[arg-type]
-                                num_key_value_heads=kv_heads, ffn=ffn,  # type: ignore[arg-type]
-                                intermediate_size=intermediate if ffn == "dense" else 0))
+        layers.append(
+            LayerSpec(
+                mixer=cast(Mixer, mixer),
+                num_attention_heads=heads,
+                num_key_value_heads=kv_heads,
+                ffn=cast(Ffn, ffn),
+                intermediate_size=intermediate if ffn == "dense" else 0,
+            )
+        )
     return tuple(layers)
 
 
-def _block_config_layers(cfg: dict[str, Any], n: int, heads: int,
-                         intermediate: int) -> tuple[LayerSpec, ...]:
+def _block_config_layers(cfg: dict[str, Any], n: int, heads: int, intermediate: int) -> tuple[LayerSpec, ...]:
     """DeciLM / Llama-Nemotron-NAS: per-layer attention groups and FFN multipliers."""
     hidden = int(cfg["hidden_size"])
     layers = []
@@ -194,9 +216,15 @@ def _block_config_layers(cfg: dict[str, Any], n: int, heads: int,
             kind, width = "none", 0
         else:
             kind, width = "dense", _ffn_mult_to_width(float(ffn["ffn_mult"]), hidden)
-        layers.append(LayerSpec(mixer=mixer, num_attention_heads=heads,  # type: ignore[arg-type]
-                                num_key_value_heads=kv, ffn=kind,  # type: ignore[arg-type]
-                                intermediate_size=width))
+        layers.append(
+            LayerSpec(
+                mixer=cast(Mixer, mixer),
+                num_attention_heads=heads,
+                num_key_value_heads=kv,
+                ffn=cast(Ffn, kind),
+                intermediate_size=width,
+            )
+        )
     if len(layers) != n:
         raise ConfigError(f"config.json: {len(layers)} block_configs for {n} layers")
     return tuple(layers)
@@ -239,30 +267,52 @@ def quant_spec(config: dict[str, Any], text: dict[str, Any]) -> QuantSpec | None
     if not isinstance(qc, dict):
         return None
     method = str(qc.get("quant_method", "")).lower()
-    skip = tuple(qc.get("modules_to_not_convert") or qc.get("ignored_layers")
-                 or qc.get("ignore") or ())
+    skip = tuple(qc.get("modules_to_not_convert") or qc.get("ignored_layers") or qc.get("ignore") or ())
     if method == "fp8":
         block = qc.get("weight_block_size")
         label = f"FP8 {block[0]}x{block[1]} blocks" if block else "FP8 per-tensor"
-        return QuantSpec(method="fp8", weight_bits=8, not_converted=skip, label=label,
-                         block_size=tuple(block) if block else None)
+        return QuantSpec(
+            method="fp8",
+            weight_bits=8,
+            not_converted=skip,
+            label=label,
+            block_size=tuple(block) if block else None,
+        )
     if method == "mxfp4":
-        return QuantSpec(method="mxfp4", weight_bits=4, group_size=32, not_converted=skip,
-                         label="MXFP4 (4-bit + e8m0 scale per 32)")
+        return QuantSpec(
+            method="mxfp4",
+            weight_bits=4,
+            group_size=32,
+            not_converted=skip,
+            label="MXFP4 (4-bit + e8m0 scale per 32)",
+        )
     if method in ("gptq", "awq", "gptq_marlin", "awq_marlin"):
-        bits, group = int(qc.get("bits", qc.get("w_bit", 4))), int(qc.get("group_size",
-                                                                          qc.get("q_group_size", 128)))
-        return QuantSpec(method=method.split("_")[0], weight_bits=bits, group_size=group,
-                         not_converted=skip, label=f"{method.upper()} int{bits} g{group}")
+        bits, group = (
+            int(qc.get("bits") or qc.get("w_bit") or 4),
+            int(qc.get("group_size") or qc.get("q_group_size") or 128),
+        )
+        return QuantSpec(
+            method=method.split("_")[0],
+            weight_bits=bits,
+            group_size=group,
+            not_converted=skip,
+            label=f"{method.upper()} int{bits} g{group}",
+        )
     if method == "compressed-tensors":
         return _compressed_tensors(qc, skip)
     if method == "bitsandbytes":
         bits = 4 if qc.get("load_in_4bit") else 8
-        return QuantSpec(method="bitsandbytes", weight_bits=bits, group_size=64 if bits == 4 else None,
-                         not_converted=tuple(qc.get("llm_int8_skip_modules") or ()),
-                         label="bitsandbytes NF4" if bits == 4 else "bitsandbytes int8")
-    raise ConfigError(f"config.json: unsupported quant_method '{method}'",
-                      hint="supported: fp8, mxfp4, gptq, awq, compressed-tensors, bitsandbytes")
+        return QuantSpec(
+            method="bitsandbytes",
+            weight_bits=bits,
+            group_size=64 if bits == 4 else None,
+            not_converted=tuple(qc.get("llm_int8_skip_modules") or ()),
+            label="bitsandbytes NF4" if bits == 4 else "bitsandbytes int8",
+        )
+    raise ConfigError(
+        f"config.json: unsupported quant_method '{method}'",
+        hint="supported: fp8, mxfp4, gptq, awq, compressed-tensors, bitsandbytes",
+    )
 
 
 def _compressed_tensors(qc: dict[str, Any], skip: tuple[str, ...]) -> QuantSpec:
@@ -276,5 +326,11 @@ def _compressed_tensors(qc: dict[str, Any], skip: tuple[str, ...]) -> QuantSpec:
     group = weights.get("group_size") if strategy == "group" else None
     block = weights.get("block_structure") if strategy == "block" else None
     label = f"compressed-tensors {kind}{bits} ({strategy}{f' g{group}' if group else ''})"
-    return QuantSpec(method="compressed-tensors", weight_bits=bits, group_size=group,
-                     block_size=tuple(block) if block else None, not_converted=skip, label=label)
+    return QuantSpec(
+        method="compressed-tensors",
+        weight_bits=bits,
+        group_size=group,
+        block_size=tuple(block) if block else None,
+        not_converted=skip,
+        label=label,
+    )

@@ -109,7 +109,8 @@ def _read_yaml(path: Path) -> list[Any]:
 
 
 def _validate(path: Path, rows: list[Any], schema: type[_Entry]) -> list[Any]:
-    entries, seen = [], {}
+    entries: list[Any] = []
+    seen: dict[str, int] = {}
     for i, row in enumerate(rows):
         try:
             entry = schema.model_validate(row)
@@ -119,8 +120,7 @@ def _validate(path: Path, rows: list[Any], schema: type[_Entry]) -> list[Any]:
             raise CatalogError(f"{path.name}: [{i}].{where}: {err['msg'].lower()}") from None
         for key in _keys(entry):
             if key in seen:
-                raise CatalogError(f"{path.name}: [{i}]: name '{key}' already used by "
-                                   f"[{seen[key]}]")
+                raise CatalogError(f"{path.name}: [{i}]: name '{key}' already used by [{seen[key]}]")
             seen[key] = i
         entries.append(entry)
     return entries
@@ -133,13 +133,13 @@ def _keys(entry: _Entry) -> set[str]:
     return keys
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_gpus(path: Path | None = None) -> tuple[GpuSpec, ...]:
     path = path or data_dir() / "gpus.yaml"
     return tuple(_validate(path, _read_yaml(path), GpuSpec))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_models(path: Path | None = None) -> tuple[ModelEntry, ...]:
     path = path or data_dir() / "models.yaml"
     return tuple(_validate(path, _read_yaml(path), ModelEntry))

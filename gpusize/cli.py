@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -17,8 +16,12 @@ from rich.console import Console
 from gpusize import __version__
 from gpusize.errors import GpusizeError, UsageError
 
-app = typer.Typer(add_completion=True, no_args_is_help=True, rich_markup_mode=None,
-                  help="How much GPU memory does this LLM need, and which GPUs run it?")
+app = typer.Typer(
+    add_completion=True,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="How much GPU memory does this LLM need, and which GPUs run it?",
+)
 
 DTYPES = ("auto", "fp32", "bf16", "fp16", "fp8", "int8", "int4")
 KV_DTYPES = ("auto", "bf16", "fp16", "fp8")
@@ -36,8 +39,11 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     """gpusize sizes LLM inference memory and picks the smallest tensor-parallel split."""
 
 
@@ -50,18 +56,21 @@ def _choice(value: str, allowed: tuple[str, ...], what: str) -> str:
 
 @app.command()
 def fit(
-    model: str = typer.Argument(..., help="Catalog name, Hub id in the catalog, or a local "
-                                          "config.json / folder."),
+    model: str = typer.Argument(
+        ..., help="Catalog name, Hub id in the catalog, or a local config.json / folder."
+    ),
     ctx: str = typer.Option("8k", "--ctx", help="Context length per sequence: 8192, 32k, 1m."),
     batch: int = typer.Option(1, "--batch", help="Concurrent sequences at full context."),
     dtype: str = typer.Option("auto", "--dtype", help=f"Weights: {', '.join(DTYPES)}."),
     kv_dtype: str = typer.Option("auto", "--kv-dtype", help=f"KV cache: {', '.join(KV_DTYPES)}."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="Restrict to one GPU type."),
-    gpus: Optional[int] = typer.Option(None, "--gpus", help="Fix the GPU count (1, 2, 4 or 8)."),
+    gpu: str | None = typer.Option(None, "--gpu", help="Restrict to one GPU type."),
+    gpus: int | None = typer.Option(None, "--gpus", help="Fix the GPU count (1, 2, 4 or 8)."),
     engine: str = typer.Option("vllm", "--engine", help="Serving engine model: vllm."),
-    utilization: Optional[float] = typer.Option(
-        None, "--gpu-memory-utilization", help="Fraction of each GPU the engine may use "
-                                               "(vLLM 0.19 default 0.9)."),
+    utilization: float | None = typer.Option(
+        None,
+        "--gpu-memory-utilization",
+        help="Fraction of each GPU the engine may use (vLLM 0.19 default 0.9).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Size a model for inference and find the smallest set of GPUs in one server that runs it."""
@@ -86,10 +95,10 @@ def fit(
     spec = parse_config(resolved.config)
     counts = count_params(spec)
     targets = [catalog.find_gpu(gpu)] if gpu else list(catalog.load_gpus())
-    work = plan.Workload(context, batch, weight_dtype, kv,
-                         utilization or plan.DEFAULT_GPU_MEMORY_UTILIZATION)
-    result = report.build_fit_report(resolved.id, resolved.source, spec, counts, targets, work,
-                                     fixed_count=gpus)
+    work = plan.Workload(context, batch, weight_dtype, kv, utilization or plan.DEFAULT_GPU_MEMORY_UTILIZATION)
+    result = report.build_fit_report(
+        resolved.id, resolved.source, spec, counts, targets, work, fixed_count=gpus
+    )
     if as_json:
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:
@@ -100,22 +109,30 @@ def fit(
 
 
 @app.command("models")
-def models_cmd(query: Optional[str] = typer.Argument(None, help="Filter by substring."),
-               as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def models_cmd(
+    query: str | None = typer.Argument(None, help="Filter by substring."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
     """List the bundled model catalog."""
     from gpusize import catalog
 
-    rows = [{"name": e.name, "hf_id": e.hf_id, "model_type": e.config.get("model_type"),
-             "params_published": e.params_published, "source": e.source}
-            for e in catalog.load_models()
-            if not query or query.lower() in (e.name + " " + e.hf_id).lower()]
+    rows = [
+        {
+            "name": e.name,
+            "hf_id": e.hf_id,
+            "model_type": e.config.get("model_type"),
+            "params_published": e.params_published,
+            "source": e.source,
+        }
+        for e in catalog.load_models()
+        if not query or query.lower() in (e.name + " " + e.hf_id).lower()
+    ]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
     from gpusize.render import render_list
 
-    render_list(rows, ["name", "hf_id", "model_type", "params_published"],
-                f"{len(rows)} models", _stdout())
+    render_list(rows, ["name", "hf_id", "model_type", "params_published"], f"{len(rows)} models", _stdout())
 
 
 @app.command("gpus")
@@ -123,20 +140,42 @@ def gpus_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) 
     """List the bundled GPU catalog."""
     from gpusize import catalog
 
-    rows = [{"name": g.name, "full_name": g.full_name, "memory_mib": g.memory_mib,
-             "visible_bytes": g.visible_bytes, "visible_measured": g.visible_is_measured,
-             "bandwidth_gbps": g.bandwidth_gbps, "bf16_tflops": g.bf16_tflops,
-             "interconnect": g.interconnect, "tdp_w": g.tdp_w,
-             "price_usd_per_hour": g.price_usd_per_hour, "aliases": list(g.aliases)}
-            for g in catalog.load_gpus()]
+    rows = [
+        {
+            "name": g.name,
+            "full_name": g.full_name,
+            "memory_mib": g.memory_mib,
+            "visible_bytes": g.visible_bytes,
+            "visible_measured": g.visible_is_measured,
+            "bandwidth_gbps": g.bandwidth_gbps,
+            "bf16_tflops": g.bf16_tflops,
+            "interconnect": g.interconnect,
+            "tdp_w": g.tdp_w,
+            "price_usd_per_hour": g.price_usd_per_hour,
+            "aliases": list(g.aliases),
+        }
+        for g in catalog.load_gpus()
+    ]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
     from gpusize.render import render_list
 
-    render_list(rows, ["name", "full_name", "memory_mib", "bandwidth_gbps", "bf16_tflops",
-                       "interconnect", "tdp_w", "price_usd_per_hour"],
-                f"{len(rows)} GPUs (prices indicative, USD per GPU-hour, 2026-04-10)", _stdout())
+    render_list(
+        rows,
+        [
+            "name",
+            "full_name",
+            "memory_mib",
+            "bandwidth_gbps",
+            "bf16_tflops",
+            "interconnect",
+            "tdp_w",
+            "price_usd_per_hour",
+        ],
+        f"{len(rows)} GPUs (prices indicative, USD per GPU-hour, 2026-04-10)",
+        _stdout(),
+    )
 
 
 def main() -> None:
@@ -156,8 +195,12 @@ def main() -> None:
             _fail(exc.format_message(), None)
         if os.environ.get("GPUSIZE_DEBUG") == "1":
             raise
-        _fail(f"internal error: {type(exc).__name__}: {exc} (set GPUSIZE_DEBUG=1 for a "
-              f"traceback; please report it)", None, code=3)
+        _fail(
+            f"internal error: {type(exc).__name__}: {exc} (set GPUSIZE_DEBUG=1 for a "
+            f"traceback; please report it)",
+            None,
+            code=3,
+        )
     sys.exit(code if isinstance(code, int) else 0)
 
 

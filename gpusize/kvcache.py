@@ -60,8 +60,9 @@ def kv_layout(spec: ModelSpec, kv_bytes: float, tp: int) -> KvLayout | None:
         return KvLayout(page, block, count, (KvGroup(kind, window),))
     smallest, largest = min(kinds.values()), max(kinds.values())
     size = largest if largest < GROUP_SIZE_RATIO * smallest else smallest
-    groups = tuple(KvGroup(kind, window) for (kind, window), count in kinds.items()
-                   for _ in range(-(-count // size)))
+    groups = tuple(
+        KvGroup(kind, window) for (kind, window), count in kinds.items() for _ in range(-(-count // size))
+    )
     return KvLayout(page, block, size, groups)
 
 
@@ -98,8 +99,9 @@ def request_kv_bytes(layout: KvLayout, context: int, max_num_batched_tokens: int
     return blocks_per_request(layout, context, max_num_batched_tokens) * layout.bytes_per_block
 
 
-def largest_context(layout: KvLayout, num_blocks: int, batch: int,
-                    max_num_batched_tokens: int, limit: int) -> int:
+def largest_context(
+    layout: KvLayout, num_blocks: int, batch: int, max_num_batched_tokens: int, limit: int
+) -> int:
     """Largest context (multiple of the block size, <= limit) of which `batch` requests fit."""
     lo, hi = 0, limit // layout.block_size
     while lo < hi:

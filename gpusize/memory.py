@@ -51,18 +51,30 @@ def weight_format(spec: ModelSpec, dtype: str) -> WeightFormat:
         return WeightFormat(act, DTYPE_BYTES[act], DTYPE_BYTES[act])
     other = DTYPE_BYTES[act] if dtype in ("fp8", "int8", "int4") else DTYPE_BYTES[dtype]
     if dtype == "fp8":
-        return WeightFormat("fp8", 1 + FP8_CHANNEL_SCALE_BYTES / spec.hidden_size, other,
-                            note="linear layers FP8 with per-channel scales (vLLM --quantization "
-                                 "fp8); embeddings, lm_head, norms and routers stay " + act)
+        return WeightFormat(
+            "fp8",
+            1 + FP8_CHANNEL_SCALE_BYTES / spec.hidden_size,
+            other,
+            note="linear layers FP8 with per-channel scales (vLLM --quantization "
+            "fp8); embeddings, lm_head, norms and routers stay " + act,
+        )
     if dtype == "int8":
-        return WeightFormat("int8", 1 + FP8_CHANNEL_SCALE_BYTES / spec.hidden_size, other,
-                            note="linear layers int8 with per-channel scales; embeddings, "
-                                 "lm_head, norms and routers stay " + act)
+        return WeightFormat(
+            "int8",
+            1 + FP8_CHANNEL_SCALE_BYTES / spec.hidden_size,
+            other,
+            note="linear layers int8 with per-channel scales; embeddings, "
+            "lm_head, norms and routers stay " + act,
+        )
     if dtype == "int4":
-        return WeightFormat("int4", 0.5 + 2 / INT4_GROUP_SIZE, other,
-                            note=f"linear layers int4 with one fp16 scale per {INT4_GROUP_SIZE} "
-                                 f"weights (GPTQ/AWQ-style); embeddings, lm_head, norms and "
-                                 f"routers stay {act}")
+        return WeightFormat(
+            "int4",
+            0.5 + 2 / INT4_GROUP_SIZE,
+            other,
+            note=f"linear layers int4 with one fp16 scale per {INT4_GROUP_SIZE} "
+            f"weights (GPTQ/AWQ-style); embeddings, lm_head, norms and "
+            f"routers stay {act}",
+        )
     return WeightFormat(dtype, DTYPE_BYTES[dtype], DTYPE_BYTES[dtype])
 
 
@@ -77,19 +89,31 @@ def _checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
     assert q is not None
     skip = _unquantized_roles(q.not_converted)
     if q.method == "mxfp4":
-        return WeightFormat("mxfp4", 0.5 + 1 / 32, other, skip, MXFP4_EXPERT_PAD,
-                            note="MXFP4 experts (4-bit values + one e8m0 scale per 32); "
-                                 "attention, router, embeddings and lm_head in bf16")
+        return WeightFormat(
+            "mxfp4",
+            0.5 + 1 / 32,
+            other,
+            skip,
+            MXFP4_EXPERT_PAD,
+            note="MXFP4 experts (4-bit values + one e8m0 scale per 32); "
+            "attention, router, embeddings and lm_head in bf16",
+        )
     if q.weight_bits == 8:
-        scale = 4 / (q.block_size[0] * q.block_size[1]) if q.block_size else (
-            FP8_CHANNEL_SCALE_BYTES / spec.hidden_size)
-        return WeightFormat("fp8", 1 + scale, other, skip, note=f"{q.label}; embeddings and "
-                            "lm_head in bf16")
+        scale = (
+            4 / (q.block_size[0] * q.block_size[1])
+            if q.block_size
+            else (FP8_CHANNEL_SCALE_BYTES / spec.hidden_size)
+        )
+        return WeightFormat("fp8", 1 + scale, other, skip, note=f"{q.label}; embeddings and lm_head in bf16")
     group = q.group_size or INT4_GROUP_SIZE
     per = q.weight_bits / 8 + 2 / group
-    return WeightFormat(f"int{q.weight_bits}", per, other, skip,
-                        note=f"{q.label}: {per:.4f} bytes per weight with scales; embeddings and "
-                             f"lm_head in bf16")
+    return WeightFormat(
+        f"int{q.weight_bits}",
+        per,
+        other,
+        skip,
+        note=f"{q.label}: {per:.4f} bytes per weight with scales; embeddings and lm_head in bf16",
+    )
 
 
 def _unquantized_roles(patterns: tuple[str, ...]) -> tuple[str, ...]:
@@ -121,15 +145,21 @@ def weights_bytes(spec: ModelSpec, counts: ParamCounts, fmt: WeightFormat, tp: i
     Replicated on every rank: norms and biases, routers, MLA down-projections, k/v projections
     when tp exceeds the KV heads (vLLM QKVParallelLinear replicas), and the rope table.
     """
-    quant = {role: fmt.other_bytes if role in fmt.unquantized else fmt.linear_bytes
-             for role in ("attention", "mlp", "experts", "shared_experts")}
+    quant = {
+        role: fmt.other_bytes if role in fmt.unquantized else fmt.linear_bytes
+        for role in ("attention", "mlp", "experts", "shared_experts")
+    }
     experts = counts.experts * _expert_padding(spec, fmt, tp)
-    sharded = ((counts.attention - counts.replicated_attention) * quant["attention"]
-               + counts.mlp * quant["mlp"] + experts * quant["experts"]
-               + counts.shared_experts * quant["shared_experts"]
-               + (counts.embedding + counts.lm_head + counts.vision) * fmt.other_bytes)
-    replicated = (counts.replicated_attention * quant["attention"]
-                  + (counts.small + counts.router) * fmt.other_bytes)
+    sharded = (
+        (counts.attention - counts.replicated_attention) * quant["attention"]
+        + counts.mlp * quant["mlp"]
+        + experts * quant["experts"]
+        + counts.shared_experts * quant["shared_experts"]
+        + (counts.embedding + counts.lm_head + counts.vision) * fmt.other_bytes
+    )
+    replicated = (
+        counts.replicated_attention * quant["attention"] + (counts.small + counts.router) * fmt.other_bytes
+    )
     extra_kv = _replicated_kv_weights(spec, tp) * quant["attention"]
     return int(sharded / tp + replicated + extra_kv) + rope_cache_bytes(spec, fmt)
 
@@ -146,8 +176,11 @@ def _replicated_kv_weights(spec: ModelSpec, tp: int) -> float:
     if spec.mla or tp <= spec.num_key_value_heads:
         return 0.0
     per_head = 2 * spec.hidden_size * spec.head_dim
-    return sum(per_head * (1 - layer.num_key_value_heads / tp)
-               for layer in spec.attention_layers if layer.num_key_value_heads)
+    return sum(
+        per_head * (1 - layer.num_key_value_heads / tp)
+        for layer in spec.attention_layers
+        if layer.num_key_value_heads
+    )
 
 
 # --------------------------------------------------------------------------- KV cache
@@ -158,8 +191,9 @@ def kv_heads_per_gpu(num_kv_heads: int, tp: int) -> int:
     return max(1, num_kv_heads // tp)
 
 
-def kv_bytes_per_token_per_layer(spec: ModelSpec, kv_bytes: float, tp: int = 1,
-                                 kv_heads: int | None = None) -> int:
+def kv_bytes_per_token_per_layer(
+    spec: ModelSpec, kv_bytes: float, tp: int = 1, kv_heads: int | None = None
+) -> int:
     """K and V for one token in one attention layer on one GPU.
 
     Standard: 2 x (kv_heads / tp, at least 1) x head_dim x bytes.
@@ -173,8 +207,10 @@ def kv_bytes_per_token_per_layer(spec: ModelSpec, kv_bytes: float, tp: int = 1,
 
 def kv_cache_bytes_per_token(spec: ModelSpec, kv_bytes: float, tp: int = 1) -> int:
     """Bytes per token summed over every attention layer on one GPU (Llama-3-8B bf16: 131,072)."""
-    return sum(kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads)
-               for layer in spec.attention_layers)
+    return sum(
+        kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads)
+        for layer in spec.attention_layers
+    )
 
 
 def recurrent_state_bytes(spec: ModelSpec, state_bytes: float, tp: int = 1) -> int:
@@ -187,8 +223,7 @@ def recurrent_state_bytes(spec: ModelSpec, state_bytes: float, tp: int = 1) -> i
     if spec.linear_attention:
         la = spec.linear_attention
         channels = 2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim
-        per_layer = (la.num_value_heads * la.key_head_dim * la.value_head_dim
-                     + channels * (la.conv_kernel - 1))
+        per_layer = la.num_value_heads * la.key_head_dim * la.value_head_dim + channels * (la.conv_kernel - 1)
         total += per_layer * sum(layer.mixer == "linear_attention" for layer in spec.layers)
     if spec.mamba:
         mb = spec.mamba
@@ -209,8 +244,9 @@ SAMPLER_LOGITS_COPIES = 3.76
 HIDDEN_STATE_COPIES = 0.90
 
 
-def activation_bytes(spec: ModelSpec, max_num_seqs: int, max_num_batched_tokens: int,
-                     tp: int = 1, fused_moe: bool = True) -> int:
+def activation_bytes(
+    spec: ModelSpec, max_num_seqs: int, max_num_batched_tokens: int, tp: int = 1, fused_moe: bool = True
+) -> int:
     """Estimate of the engine's activation peak on one GPU (vLLM's 'torch peak increase').
 
     sampler: copies x rows x vocab x 4 B (logits cast to fp32, top-k/top-p over them);
@@ -223,8 +259,12 @@ def activation_bytes(spec: ModelSpec, max_num_seqs: int, max_num_batched_tokens:
     moe = 0.0
     if spec.moe and fused_moe:
         m = spec.moe
-        moe = (max_num_batched_tokens * m.num_experts_per_tok
-               * (3 * m.moe_intermediate_size / tp + spec.hidden_size) * 2)
+        moe = (
+            max_num_batched_tokens
+            * m.num_experts_per_tok
+            * (3 * m.moe_intermediate_size / tp + spec.hidden_size)
+            * 2
+        )
     encoder = max_num_batched_tokens * spec.hidden_size * 2 if spec.vision else 0
     return int(sampler + hidden + moe + encoder)
 

@@ -193,8 +193,14 @@ def text_config(config: dict[str, Any]) -> dict[str, Any]:
     return {**inherited, **nested}
 
 
-_COMPOSITE_ONLY = {"text_config", "llm_config", "language_config", "vision_config", "model_type",
-                   "architectures"}
+_COMPOSITE_ONLY = {
+    "text_config",
+    "llm_config",
+    "language_config",
+    "vision_config",
+    "model_type",
+    "architectures",
+}
 
 
 def _torch_dtype(config: dict[str, Any], text: dict[str, Any]) -> str:
@@ -245,8 +251,9 @@ def parse_config(config: Any) -> ModelSpec:
         intermediate_size=int(intermediate),
         vocab_size=vocab,
         tie_word_embeddings=bool(_first(cfg, "tie_word_embeddings", default=rules.tie_default)),
-        max_position_embeddings=_first(cfg, "max_position_embeddings", "n_positions",
-                                       "seq_length", "max_sequence_length"),
+        max_position_embeddings=_first(
+            cfg, "max_position_embeddings", "n_positions", "seq_length", "max_sequence_length"
+        ),
         torch_dtype=_torch_dtype(config, text),
         layers=layers,
         mla=architectures.mla_spec(cfg),
@@ -296,11 +303,11 @@ def _norms_per_layer(cfg: dict[str, Any], rules: Family, family: str) -> int:
 def _kv_heads(cfg: dict[str, Any], heads: int) -> int:
     if cfg.get("multi_query") and not cfg.get("new_decoder_architecture"):
         return 1
-    value = _first(cfg, "num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num",
-                   default=heads)
+    value = _first(
+        cfg, "num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num", default=heads
+    )
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"config.json: 'num_key_value_heads' must be a positive integer, "
-                          f"got {value!r}")
+        raise ConfigError(f"config.json: 'num_key_value_heads' must be a positive integer, got {value!r}")
     return value
 
 

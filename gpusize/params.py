@@ -37,8 +37,17 @@ class ParamCounts:
 
     @property
     def total(self) -> int:
-        return (self.embedding + self.lm_head + self.attention + self.mlp + self.experts
-                + self.shared_experts + self.router + self.small + self.vision)
+        return (
+            self.embedding
+            + self.lm_head
+            + self.attention
+            + self.mlp
+            + self.experts
+            + self.shared_experts
+            + self.router
+            + self.small
+            + self.vision
+        )
 
     #: Embedding rows looked up, not read whole, per token (untied input table, learned positions).
     lookup_only: int = 0
@@ -48,8 +57,14 @@ class ParamCounts:
         """Weights read per generated token: everything but inactive experts and the input
         lookup tables (one row of those is read). A tied table is read whole as the output
         head, so it counts. This is OpenAI's convention for gpt-oss (20b: 3.61B active)."""
-        return (self.total - self.experts + self.experts_active
-                - self.expert_biases + self.expert_biases_active - self.lookup_only)
+        return (
+            self.total
+            - self.experts
+            + self.experts_active
+            - self.expert_biases
+            + self.expert_biases_active
+            - self.lookup_only
+        )
 
     @property
     def linear(self) -> int:
@@ -57,8 +72,7 @@ class ParamCounts:
         return self.attention + self.mlp + self.experts + self.shared_experts
 
     def __add__(self, other: ParamCounts) -> ParamCounts:
-        return ParamCounts(**{f.name: getattr(self, f.name) + getattr(other, f.name)
-                              for f in fields(self)})
+        return ParamCounts(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
 
 
 def count_params(spec: ModelSpec) -> ParamCounts:
@@ -66,11 +80,14 @@ def count_params(spec: ModelSpec) -> ParamCounts:
     h = spec.hidden_size
     embedding = spec.vocab_size * h + spec.learned_position_embeddings * h
     lm_head = 0 if spec.tie_word_embeddings else spec.vocab_size * h
-    lookup = spec.learned_position_embeddings * h + (0 if spec.tie_word_embeddings
-                                                      else spec.vocab_size * h)
-    counts = ParamCounts(embedding=embedding, lm_head=lm_head, small=_norm_size(spec),
-                         lookup_only=lookup,
-                         vision=spec.vision.params if spec.vision else 0)
+    lookup = spec.learned_position_embeddings * h + (0 if spec.tie_word_embeddings else spec.vocab_size * h)
+    counts = ParamCounts(
+        embedding=embedding,
+        lm_head=lm_head,
+        small=_norm_size(spec),
+        lookup_only=lookup,
+        vision=spec.vision.params if spec.vision else 0,
+    )
     for layer in spec.layers:
         counts = counts + layer_params(spec, layer)
     if spec.num_nextn_predict_layers:
@@ -126,8 +143,11 @@ def _mla_params(spec: ModelSpec) -> ParamCounts:
     kv_down = h * (m.kv_lora_rank + m.qk_rope_head_dim)
     kv_up = m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)
     out = heads * m.v_head_dim * h
-    return ParamCounts(attention=q_down + q_up + kv_down + kv_up + out,
-                       small=q_norm + m.kv_lora_rank, replicated_attention=q_down + kv_down)
+    return ParamCounts(
+        attention=q_down + q_up + kv_down + kv_up + out,
+        small=q_norm + m.kv_lora_rank,
+        replicated_attention=q_down + kv_down,
+    )
 
 
 def _gated_deltanet_params(spec: ModelSpec) -> ParamCounts:

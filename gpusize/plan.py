@@ -91,25 +91,26 @@ def split_problem(spec: ModelSpec, tp: int, block: tuple[int, int] | None) -> st
         return f"TP={tp} does not divide the {spec.mamba.num_heads} Mamba heads"
     if spec.moe and block and (spec.moe.moe_intermediate_size // tp) % block[1]:
         width = spec.moe.moe_intermediate_size // tp
-        return (f"TP={tp} leaves {width} expert columns per GPU, not a multiple of the "
-                f"checkpoint's {block[1]}-wide FP8 blocks")
+        return (
+            f"TP={tp} leaves {width} expert columns per GPU, not a multiple of the "
+            f"checkpoint's {block[1]}-wide FP8 blocks"
+        )
     return None
 
 
-def evaluate(spec: ModelSpec, counts: ParamCounts, gpu: GpuSpec, tp: int,
-             work: Workload) -> Candidate:
+def evaluate(spec: ModelSpec, counts: ParamCounts, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
     """Fit test of one model on `tp` GPUs of one type."""
     fmt = memory.weight_format(spec, work.weight_dtype)
-    block = spec.quantization.block_size if (spec.quantization and work.weight_dtype == "auto") \
-        else None
+    block = spec.quantization.block_size if (spec.quantization and work.weight_dtype == "auto") else None
     problem = split_problem(spec, tp, block)
     if problem:
         return Candidate(gpu.name, tp, tp, False, problem)
     limits = scheduler_limits(gpu)
     kv_bytes = kv_element_bytes(spec, work.kv_dtype)
     weights = memory.weights_bytes(spec, counts, fmt, tp)
-    acts = memory.activation_bytes(spec, limits.max_num_seqs, limits.max_num_batched_tokens, tp,
-                                   fused_moe=fmt.name != "mxfp4")
+    acts = memory.activation_bytes(
+        spec, limits.max_num_seqs, limits.max_num_batched_tokens, tp, fused_moe=fmt.name != "mxfp4"
+    )
     overhead = memory.non_torch_bytes(tp)
     visible = gpu.visible_bytes
     usable = int(work.gpu_memory_utilization * visible)
@@ -120,39 +121,67 @@ def evaluate(spec: ModelSpec, counts: ParamCounts, gpu: GpuSpec, tp: int,
     if layout is None:
         kv_need, capacity, concurrency, max_ctx = 0, None, None, None
     else:
-        kv_need = work.batch * kvcache.request_kv_bytes(layout, work.context,
-                                                        limits.max_num_batched_tokens)
+        kv_need = work.batch * kvcache.request_kv_bytes(layout, work.context, limits.max_num_batched_tokens)
         blocks = kvcache.pool_blocks(layout, max(available, 0))
         capacity = kvcache.capacity_tokens(layout, blocks)
-        per_request = kvcache.blocks_per_request(layout, work.context,
-                                                 limits.max_num_batched_tokens)
+        per_request = kvcache.blocks_per_request(layout, work.context, limits.max_num_batched_tokens)
         concurrency = round(blocks / per_request, 2)
-        max_ctx = kvcache.largest_context(layout, blocks, work.batch,
-                                          limits.max_num_batched_tokens,
-                                          max(work.context, spec.max_position_embeddings or 0))
+        max_ctx = kvcache.largest_context(
+            layout,
+            blocks,
+            work.batch,
+            limits.max_num_batched_tokens,
+            max(work.context, spec.max_position_embeddings or 0),
+        )
     total = weights + kv_need + acts + overhead + state
-    per_gpu = PerGpu(weights, kv_need + state, acts, overhead, total, usable, usable - total,
-                     outside, visible - usable, visible)
+    per_gpu = PerGpu(
+        weights,
+        kv_need + state,
+        acts,
+        overhead,
+        total,
+        usable,
+        usable - total,
+        outside,
+        visible - usable,
+        visible,
+    )
     reason = _misfit(spec, per_gpu, available, work, max_ctx)
-    return Candidate(gpu.name, tp, tp, reason is None, reason, per_gpu, capacity, concurrency,
-                     max_ctx, memory.kv_heads_per_gpu(spec.num_key_value_heads, tp),
-                     not spec.mla and tp > spec.num_key_value_heads, headroom_warning(per_gpu))
+    return Candidate(
+        gpu.name,
+        tp,
+        tp,
+        reason is None,
+        reason,
+        per_gpu,
+        capacity,
+        concurrency,
+        max_ctx,
+        memory.kv_heads_per_gpu(spec.num_key_value_heads, tp),
+        not spec.mla and tp > spec.num_key_value_heads,
+        headroom_warning(per_gpu),
+    )
 
 
-def _misfit(spec: ModelSpec, g: PerGpu, available: int, work: Workload,
-            max_ctx: int | None) -> str | None:
+def _misfit(spec: ModelSpec, g: PerGpu, available: int, work: Workload, max_ctx: int | None) -> str | None:
     gib = 1 << 30
     if available <= 0:
-        return (f"weights, activations and overhead ({(g.usable_bytes - available) / gib:.1f} GiB) "
-                f"exceed the {g.usable_bytes / gib:.1f} GiB budget; no room for KV cache")
+        return (
+            f"weights, activations and overhead ({(g.usable_bytes - available) / gib:.1f} GiB) "
+            f"exceed the {g.usable_bytes / gib:.1f} GiB budget; no room for KV cache"
+        )
     if g.total_bytes > g.usable_bytes:
         fits_ctx = f"; the largest context that fits is {max_ctx:,} tokens" if max_ctx else ""
-        return (f"KV cache for {work.batch} x {work.context:,} tokens needs "
-                f"{g.kv_cache_bytes / gib:.1f} GiB, only {available / gib:.1f} GiB left{fits_ctx}")
+        return (
+            f"KV cache for {work.batch} x {work.context:,} tokens needs "
+            f"{g.kv_cache_bytes / gib:.1f} GiB, only {available / gib:.1f} GiB left{fits_ctx}"
+        )
     if g.outside_budget_limit_bytes < memory.CUDA_CONTEXT_TP1:
-        return (f"only {g.outside_budget_limit_bytes / gib:.2f} GiB left outside the utilization "
-                f"budget, less than a CUDA context ({memory.CUDA_CONTEXT_TP1 / gib:.2f} GiB); "
-                f"lower --gpu-memory-utilization")
+        return (
+            f"only {g.outside_budget_limit_bytes / gib:.2f} GiB left outside the utilization "
+            f"budget, less than a CUDA context ({memory.CUDA_CONTEXT_TP1 / gib:.2f} GiB); "
+            f"lower --gpu-memory-utilization"
+        )
     return None
 
 
@@ -163,9 +192,11 @@ def headroom_warning(g: PerGpu) -> str | None:
     if g.outside_budget_bytes <= g.outside_budget_limit_bytes:
         return None
     gib = 1 << 30
-    return (f"CUDA context + graph pool may need ~{g.outside_budget_bytes / gib:.1f} GiB outside "
-            f"the budget, {g.outside_budget_limit_bytes / gib:.1f} GiB left: if start-up fails "
-            f"at CUDA-graph capture, lower --gpu-memory-utilization or use --enforce-eager")
+    return (
+        f"CUDA context + graph pool may need ~{g.outside_budget_bytes / gib:.1f} GiB outside "
+        f"the budget, {g.outside_budget_limit_bytes / gib:.1f} GiB left: if start-up fails "
+        f"at CUDA-graph capture, lower --gpu-memory-utilization or use --enforce-eager"
+    )
 
 
 def kv_element_bytes(spec: ModelSpec, kv_dtype: str) -> float:
@@ -176,8 +207,9 @@ def kv_element_bytes(spec: ModelSpec, kv_dtype: str) -> float:
     return DTYPE_BYTES[name]
 
 
-def smallest_fit(spec: ModelSpec, counts: ParamCounts, gpu: GpuSpec, work: Workload,
-                 sizes: tuple[int, ...] = TP_SIZES) -> list[Candidate]:
+def smallest_fit(
+    spec: ModelSpec, counts: ParamCounts, gpu: GpuSpec, work: Workload, sizes: tuple[int, ...] = TP_SIZES
+) -> list[Candidate]:
     """Candidates in increasing size up to and including the first that fits."""
     out = []
     for tp in sizes:

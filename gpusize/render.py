@@ -28,12 +28,13 @@ def headline(report: Report) -> str:
     batch = f", batch {report.workload.batch}" if report.workload.batch > 1 else ""
     p = report.plan
     if report.fits and p and p.per_gpu:
-        return (f"{name} at {ctx} context{batch} needs {p.num_gpus}x {p.gpu_full_name} "
-                f"(TP={p.tensor_parallel}): {_g(p.per_gpu.total_bytes)} of "
-                f"{_g(p.per_gpu.usable_bytes)} GiB per GPU")
+        return (
+            f"{name} at {ctx} context{batch} needs {p.num_gpus}x {p.gpu_full_name} "
+            f"(TP={p.tensor_parallel}): {_g(p.per_gpu.total_bytes)} of "
+            f"{_g(p.per_gpu.usable_bytes)} GiB per GPU"
+        )
     if p:
-        return (f"{name} at {ctx} context{batch} does not fit on {p.num_gpus}x "
-                f"{p.gpu_full_name}: {p.reason}")
+        return f"{name} at {ctx} context{batch} does not fit on {p.num_gpus}x {p.gpu_full_name}: {p.reason}"
     return f"{name} at {ctx} context{batch} does not fit on up to 8 GPUs of any type considered"
 
 
@@ -43,11 +44,13 @@ def memory_table(report: Report) -> Table:
     table.add_column("term")
     table.add_column("GiB", justify="right")
     table.add_column("how")
-    table.add_row("weights", _g(m.weights_bytes), f"{report.model.params_total:,} params, "
-                  f"{w.weight_dtype}")
-    table.add_row("KV cache", _g(m.kv_cache_bytes),
-                  f"{w.batch} x {w.context_tokens:,} tokens, {m.kv_cache_bytes_per_token:,} B/token"
-                  f" ({w.kv_cache_dtype})")
+    table.add_row("weights", _g(m.weights_bytes), f"{report.model.params_total:,} params, {w.weight_dtype}")
+    table.add_row(
+        "KV cache",
+        _g(m.kv_cache_bytes),
+        f"{w.batch} x {w.context_tokens:,} tokens, {m.kv_cache_bytes_per_token:,} B/token"
+        f" ({w.kv_cache_dtype})",
+    )
     table.add_row("activations", _g(m.activations_bytes), "estimate (engine profile peak)")
     table.add_row("overhead", _g(m.overhead_bytes), "estimate (non-torch, CUDA context, graphs)")
     table.add_row("total", _g(m.total_bytes), "")
@@ -56,9 +59,16 @@ def memory_table(report: Report) -> Table:
 
 def candidates_table(rows: list[CandidateInfo], title: str) -> Table:
     table = Table(title=title, title_justify="left")
-    for col, just in (("GPU", "left"), ("GPUs", "right"), ("fits", "left"),
-                      ("need GiB/GPU", "right"), ("usable", "right"), ("KV pool tokens", "right"),
-                      ("concurrency", "right"), ("$/h", "right")):
+    for col, just in (
+        ("GPU", "left"),
+        ("GPUs", "right"),
+        ("fits", "left"),
+        ("need GiB/GPU", "right"),
+        ("usable", "right"),
+        ("KV pool tokens", "right"),
+        ("concurrency", "right"),
+        ("$/h", "right"),
+    ):
         table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for c in rows:
         table.add_row(*_candidate_cells(c))
@@ -67,11 +77,16 @@ def candidates_table(rows: list[CandidateInfo], title: str) -> Table:
 
 def _candidate_cells(c: CandidateInfo) -> list[str]:
     g = c.per_gpu
-    return [c.gpu, f"{c.num_gpus} (TP={c.tensor_parallel})", "yes" if c.fits else "NO",
-            _g(g.total_bytes) if g else "-", _g(g.usable_bytes) if g else "-",
-            f"{c.kv_cache_capacity_tokens:,}" if c.kv_cache_capacity_tokens is not None else "-",
-            f"{c.max_concurrency:.2f}x" if c.max_concurrency is not None else "-",
-            f"{c.price_usd_per_hour:.2f}" if c.price_usd_per_hour else "-"]
+    return [
+        c.gpu,
+        f"{c.num_gpus} (TP={c.tensor_parallel})",
+        "yes" if c.fits else "NO",
+        _g(g.total_bytes) if g else "-",
+        _g(g.usable_bytes) if g else "-",
+        f"{c.kv_cache_capacity_tokens:,}" if c.kv_cache_capacity_tokens is not None else "-",
+        f"{c.max_concurrency:.2f}x" if c.max_concurrency is not None else "-",
+        f"{c.price_usd_per_hour:.2f}" if c.price_usd_per_hour else "-",
+    ]
 
 
 def _last_per_gpu(report: Report) -> list[CandidateInfo]:
@@ -93,9 +108,11 @@ def footer(report: Report) -> Text:
     ]
     if report.plan and report.plan.per_gpu:
         p = report.plan
-        lines.append(f"Plan: KV pool {p.kv_cache_capacity_tokens or 0:,} tokens, "
-                     f"{p.max_concurrency}x concurrent requests of this context; largest context "
-                     f"that fits {p.max_context_tokens or 0:,} tokens.")
+        lines.append(
+            f"Plan: KV pool {p.kv_cache_capacity_tokens or 0:,} tokens, "
+            f"{p.max_concurrency}x concurrent requests of this context; largest context "
+            f"that fits {p.max_context_tokens or 0:,} tokens."
+        )
     lines += [f"Note: {n}" for n in a["notes"]]
     lines.append(f"Prices: {a['prices']}.")
     return Text("\n".join(lines), style="dim")
@@ -110,17 +127,17 @@ def reasons(rows: list[CandidateInfo]) -> Text:
 def render_fit(report: Report, console: Console, gpus: list[GpuSpec]) -> None:
     if len(gpus) > 1:
         rows = _last_per_gpu(report)
-        title = ("Smallest split per GPU type (one server, 1/2/4/8 GPUs); pick: fewest GPUs, "
-                 "then lowest indicative price")
+        title = (
+            "Smallest split per GPU type (one server, 1/2/4/8 GPUs); pick: fewest GPUs, "
+            "then lowest indicative price"
+        )
     else:
         rows, title = list(report.candidates), "Splits tried"
     console.print(Text(headline(report), style="bold"))
-    console.print(Group(memory_table(report), candidates_table(rows, title), reasons(rows),
-                        footer(report)))
+    console.print(Group(memory_table(report), candidates_table(rows, title), reasons(rows), footer(report)))
 
 
-def render_list(rows: list[dict[str, Any]], columns: list[str], title: str,
-                console: Console) -> None:
+def render_list(rows: list[dict[str, Any]], columns: list[str], title: str, console: Console) -> None:
     table = Table(title=title, title_justify="left")
     for col in columns:
         table.add_column(col)

@@ -106,47 +106,66 @@ class Report(_Out):
 
 def _candidate(c: plan.Candidate, gpu: GpuSpec) -> dict[str, Any]:
     data = asdict(c)
-    data["price_usd_per_hour"] = (gpu.price_usd_per_hour * c.num_gpus
-                                  if gpu.price_usd_per_hour else None)
+    data["price_usd_per_hour"] = gpu.price_usd_per_hour * c.num_gpus if gpu.price_usd_per_hour else None
     return data
 
 
 def model_info(model_id: str, source: str, spec: ModelSpec, counts: ParamCounts) -> ModelInfo:
     return ModelInfo(
-        id=model_id, source=source, architecture=spec.architecture, model_type=spec.model_type,
-        params_total=counts.total, params_active=counts.active, params_vision=counts.vision,
-        params_mtp=counts.mtp, num_hidden_layers=spec.num_hidden_layers,
+        id=model_id,
+        source=source,
+        architecture=spec.architecture,
+        model_type=spec.model_type,
+        params_total=counts.total,
+        params_active=counts.active,
+        params_vision=counts.vision,
+        params_mtp=counts.mtp,
+        num_hidden_layers=spec.num_hidden_layers,
         num_attention_heads=spec.num_attention_heads,
-        num_key_value_heads=spec.num_key_value_heads, head_dim=spec.head_dim,
+        num_key_value_heads=spec.num_key_value_heads,
+        head_dim=spec.head_dim,
         attention_layers=len(spec.attention_layers),
         sliding_window_layers=sum(1 for la in spec.attention_layers if la.window),
-        vocab_size=spec.vocab_size, max_position_embeddings=spec.max_position_embeddings,
+        vocab_size=spec.vocab_size,
+        max_position_embeddings=spec.max_position_embeddings,
     )
 
 
-def whole_model_memory(spec: ModelSpec, counts: ParamCounts, work: plan.Workload,
-                       limits: plan.SchedulerLimits) -> MemoryInfo:
+def whole_model_memory(
+    spec: ModelSpec, counts: ParamCounts, work: plan.Workload, limits: plan.SchedulerLimits
+) -> MemoryInfo:
     """The model on one imaginary GPU (TP=1): what it needs in total."""
     fmt = memory.weight_format(spec, work.weight_dtype)
     kv_bytes = plan.kv_element_bytes(spec, work.kv_dtype)
     weights = memory.weights_bytes(spec, counts, fmt, 1)
     layout = kvcache.kv_layout(spec, kv_bytes, 1)
-    kv = work.batch * (kvcache.request_kv_bytes(layout, work.context, limits.max_num_batched_tokens)
-                       if layout else 0)
+    kv = work.batch * (
+        kvcache.request_kv_bytes(layout, work.context, limits.max_num_batched_tokens) if layout else 0
+    )
     kv += work.batch * memory.recurrent_state_bytes(spec, kv_bytes, 1)
-    acts = memory.activation_bytes(spec, limits.max_num_seqs, limits.max_num_batched_tokens, 1,
-                                   fused_moe=fmt.name != "mxfp4")
-    overhead = (memory.non_torch_bytes(1) + memory.cuda_context_bytes(1)
-                + memory.CUDA_GRAPH_POOL)
-    return MemoryInfo(weights_bytes=weights, kv_cache_bytes=kv,
-                      kv_cache_bytes_per_token=memory.kv_cache_bytes_per_token(spec, kv_bytes, 1),
-                      activations_bytes=acts, overhead_bytes=overhead,
-                      total_bytes=weights + kv + acts + overhead)
+    acts = memory.activation_bytes(
+        spec, limits.max_num_seqs, limits.max_num_batched_tokens, 1, fused_moe=fmt.name != "mxfp4"
+    )
+    overhead = memory.non_torch_bytes(1) + memory.cuda_context_bytes(1) + memory.CUDA_GRAPH_POOL
+    return MemoryInfo(
+        weights_bytes=weights,
+        kv_cache_bytes=kv,
+        kv_cache_bytes_per_token=memory.kv_cache_bytes_per_token(spec, kv_bytes, 1),
+        activations_bytes=acts,
+        overhead_bytes=overhead,
+        total_bytes=weights + kv + acts + overhead,
+    )
 
 
-def build_fit_report(model_id: str, source: str, spec: ModelSpec, counts: ParamCounts,
-                     gpus: list[GpuSpec], work: plan.Workload,
-                     fixed_count: int | None = None) -> Report:
+def build_fit_report(
+    model_id: str,
+    source: str,
+    spec: ModelSpec,
+    counts: ParamCounts,
+    gpus: list[GpuSpec],
+    work: plan.Workload,
+    fixed_count: int | None = None,
+) -> Report:
     """Plan over `gpus`: the smallest valid TP per GPU type (or exactly `fixed_count`)."""
     rows: list[dict[str, Any]] = []
     best: list[tuple[plan.Candidate, GpuSpec]] = []
@@ -166,11 +185,16 @@ def build_fit_report(model_id: str, source: str, spec: ModelSpec, counts: ParamC
         gpusize_version=__version__,
         fits=chosen is not None,
         model=model_info(model_id, source, spec, counts),
-        workload=WorkloadInfo(mode="inference", context_tokens=work.context, batch=work.batch,
-                              weight_dtype=memory.weight_format(spec, work.weight_dtype).name,
-                              kv_cache_dtype=_kv_name(spec, work.kv_dtype),
-                              engine=plan.ENGINE, engine_version=plan.ENGINE_VERSION,
-                              gpu_memory_utilization=work.gpu_memory_utilization),
+        workload=WorkloadInfo(
+            mode="inference",
+            context_tokens=work.context,
+            batch=work.batch,
+            weight_dtype=memory.weight_format(spec, work.weight_dtype).name,
+            kv_cache_dtype=_kv_name(spec, work.kv_dtype),
+            engine=plan.ENGINE,
+            engine_version=plan.ENGINE_VERSION,
+            gpu_memory_utilization=work.gpu_memory_utilization,
+        ),
         memory=whole_model_memory(spec, counts, work, limits),
         plan=plan_info,
         candidates=[CandidateInfo(**row) for row in rows],
@@ -182,28 +206,42 @@ def _kv_name(spec: ModelSpec, kv_dtype: str) -> str:
     return memory.activation_dtype(spec) if kv_dtype == "auto" else kv_dtype
 
 
-def assumptions(spec: ModelSpec, work: plan.Workload, limits: plan.SchedulerLimits,
-                gpus: list[GpuSpec], chosen: GpuSpec | None) -> dict[str, Any]:
+def assumptions(
+    spec: ModelSpec,
+    work: plan.Workload,
+    limits: plan.SchedulerLimits,
+    gpus: list[GpuSpec],
+    chosen: GpuSpec | None,
+) -> dict[str, Any]:
     fmt = memory.weight_format(spec, work.weight_dtype)
     notes = []
     if fmt.note:
         notes.append(fmt.note)
     if spec.vision and not spec.vision.exact:
-        notes.append(f"vision tower ({spec.vision.model_type}) parameters estimated with a "
-                     f"generic ViT formula")
+        notes.append(
+            f"vision tower ({spec.vision.model_type}) parameters estimated with a generic ViT formula"
+        )
     if any(layer.window for layer in spec.attention_layers):
-        notes.append("sliding-window layers reserve min(window - 1 + max_num_batched_tokens, "
-                     "context) tokens per request, as vLLM 0.19's hybrid KV allocator does")
+        notes.append(
+            "sliding-window layers reserve min(window - 1 + max_num_batched_tokens, "
+            "context) tokens per request, as vLLM 0.19's hybrid KV allocator does"
+        )
     if spec.linear_attention or spec.mamba:
-        notes.append("linear-attention / Mamba layers hold a constant recurrent state per "
-                     "sequence, counted in kv_cache_bytes")
+        notes.append(
+            "linear-attention / Mamba layers hold a constant recurrent state per "
+            "sequence, counted in kv_cache_bytes"
+        )
     if spec.num_nextn_predict_layers:
-        notes.append(f"{spec.num_nextn_predict_layers} MTP layer(s) in the checkpoint are not "
-                     f"loaded (no speculative decoding)")
+        notes.append(
+            f"{spec.num_nextn_predict_layers} MTP layer(s) in the checkpoint are not "
+            f"loaded (no speculative decoding)"
+        )
     unmeasured = [g.name for g in gpus if not g.visible_is_measured]
     if chosen is not None and not chosen.visible_is_measured:
-        notes.append(f"{chosen.name}: CUDA-visible total assumed = reported total - "
-                     f"{698} MiB driver/CUDA reserve (no measured figure)")
+        notes.append(
+            f"{chosen.name}: CUDA-visible total assumed = reported total - "
+            f"{698} MiB driver/CUDA reserve (no measured figure)"
+        )
     return {
         "engine": f"{plan.ENGINE} {plan.ENGINE_VERSION}",
         "gpu_memory_utilization": work.gpu_memory_utilization,
@@ -213,10 +251,10 @@ def assumptions(spec: ModelSpec, work: plan.Workload, limits: plan.SchedulerLimi
         "weight_format": fmt.name,
         "estimates": ["activations_bytes", "overhead_bytes"],
         "activation_model": f"{memory.SAMPLER_LOGITS_COPIES} fp32 sampler-logit copies + "
-                            f"{memory.HIDDEN_STATE_COPIES} hidden-state copy (+ MoE workspace, "
-                            f"+ encoder cache), fitted to vLLM 0.19 H100 logs",
+        f"{memory.HIDDEN_STATE_COPIES} hidden-state copy (+ MoE workspace, "
+        f"+ encoder cache), fitted to vLLM 0.19 H100 logs",
         "overhead_model": "non-torch 0.25 GiB (TP=1) / 2.10 GiB (TP>=2) inside the budget; "
-                          "CUDA context 0.51 / 2.07 GiB and CUDA-graph pool 1.84 GiB outside it",
+        "CUDA context 0.51 / 2.07 GiB and CUDA-graph pool 1.84 GiB outside it",
         "cuda_visible_assumed_for": unmeasured,
         "prices": "indicative cloud USD per GPU-hour, snapshot dated 2026-04-10; not a quote",
         "notes": notes,

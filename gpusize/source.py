@@ -36,8 +36,7 @@ def resolve_model(reference: str) -> ResolvedModel:
         entry = find_model(reference)
     except UnknownNameError as exc:
         if "/" in reference:
-            exc.hint = ("Hub ids outside the catalog are not supported yet; pass a local "
-                        "config.json or folder")
+            exc.hint = "Hub ids outside the catalog are not supported yet; pass a local config.json or folder"
         raise
     return ResolvedModel(entry.hf_id, "catalog", entry.config)
 

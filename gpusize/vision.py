@@ -23,12 +23,12 @@ def siglip_params(vision: dict[str, Any]) -> int:
     h, p, c = vision["hidden_size"], vision["patch_size"], vision.get("num_channels", 3)
     patches = (vision["image_size"] // p) ** 2
     embed = c * p * p * h + h + patches * h
-    return embed + _vit_encoder(h, vision["intermediate_size"], vision["num_hidden_layers"]) + 2 * h
+    return int(embed + _vit_encoder(h, vision["intermediate_size"], vision["num_hidden_layers"]) + 2 * h)
 
 
 def gemma3_projector(vision: dict[str, Any], text_hidden: int) -> int:
     """Gemma3MultiModalProjector: RMSNorm over vision hidden + (vision hidden x text hidden)."""
-    return vision["hidden_size"] + vision["hidden_size"] * text_hidden
+    return int(vision["hidden_size"] + vision["hidden_size"] * text_hidden)
 
 
 def llama4_vision_params(vision: dict[str, Any], text_hidden: int) -> int:
@@ -40,9 +40,10 @@ def llama4_vision_params(vision: dict[str, Any], text_hidden: int) -> int:
     patches = (vision["image_size"] // p) ** 2
     embed = c * p * p * h + h + (patches + 1) * h + 4 * h
     encoder = _vit_encoder(h, vision["intermediate_size"], vision["num_hidden_layers"])
-    adapter = (vision["intermediate_size"] * vision["projector_input_dim"]
-               + vision["projector_output_dim"] ** 2)
-    return embed + encoder + adapter + vision["vision_output_dim"] * text_hidden
+    adapter = (
+        vision["intermediate_size"] * vision["projector_input_dim"] + vision["projector_output_dim"] ** 2
+    )
+    return int(embed + encoder + adapter + vision["vision_output_dim"] * text_hidden)
 
 
 def generic_vit_params(vision: dict[str, Any], text_hidden: int) -> int:

@@ -12,33 +12,61 @@ import pytest
 
 ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120"}
 
-JSON_KEYS = {"gpusize_version", "fits", "model", "workload", "memory", "plan", "candidates",
-             "assumptions"}
-MODEL_KEYS = {"id", "source", "architecture", "params_total", "params_active",
-              "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim"}
-WORKLOAD_KEYS = {"mode", "context_tokens", "batch", "weight_dtype", "kv_cache_dtype", "engine",
-                 "gpu_memory_utilization"}
-MEMORY_KEYS = {"weights_bytes", "kv_cache_bytes", "kv_cache_bytes_per_token", "activations_bytes",
-               "overhead_bytes", "total_bytes"}
-PER_GPU_KEYS = {"weights_bytes", "kv_cache_bytes", "activations_bytes", "overhead_bytes",
-                "total_bytes", "usable_bytes", "headroom_bytes"}
-PLAN_KEYS = {"gpu", "num_gpus", "tensor_parallel", "per_gpu", "kv_cache_capacity_tokens",
-             "max_concurrency"}
+JSON_KEYS = {"gpusize_version", "fits", "model", "workload", "memory", "plan", "candidates", "assumptions"}
+MODEL_KEYS = {
+    "id",
+    "source",
+    "architecture",
+    "params_total",
+    "params_active",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+}
+WORKLOAD_KEYS = {
+    "mode",
+    "context_tokens",
+    "batch",
+    "weight_dtype",
+    "kv_cache_dtype",
+    "engine",
+    "gpu_memory_utilization",
+}
+MEMORY_KEYS = {
+    "weights_bytes",
+    "kv_cache_bytes",
+    "kv_cache_bytes_per_token",
+    "activations_bytes",
+    "overhead_bytes",
+    "total_bytes",
+}
+PER_GPU_KEYS = {
+    "weights_bytes",
+    "kv_cache_bytes",
+    "activations_bytes",
+    "overhead_bytes",
+    "total_bytes",
+    "usable_bytes",
+    "headroom_bytes",
+}
+PLAN_KEYS = {"gpu", "num_gpus", "tensor_parallel", "per_gpu", "kv_cache_capacity_tokens", "max_concurrency"}
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpusize", *args], capture_output=True,
-                          text=True, env=ENV, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "gpusize", *args], capture_output=True, text=True, env=ENV, timeout=60
+    )
 
 
 def test_fit_json_contract() -> None:
     r = run("fit", "Qwen3-32B", "--ctx", "16k", "--gpu", "H100", "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert JSON_KEYS <= d.keys()
-    assert MODEL_KEYS <= d["model"].keys() and WORKLOAD_KEYS <= d["workload"].keys()
-    assert MEMORY_KEYS <= d["memory"].keys() and PLAN_KEYS <= d["plan"].keys()
-    assert PER_GPU_KEYS <= d["plan"]["per_gpu"].keys()
+    assert d.keys() >= JSON_KEYS
+    assert d["model"].keys() >= MODEL_KEYS and d["workload"].keys() >= WORKLOAD_KEYS
+    assert d["memory"].keys() >= MEMORY_KEYS and d["plan"].keys() >= PLAN_KEYS
+    assert d["plan"]["per_gpu"].keys() >= PER_GPU_KEYS
     assert all(isinstance(v, int) for v in d["memory"].values())
     assert d["plan"]["num_gpus"] == 1 and d["workload"]["context_tokens"] == 16384
     assert all({"gpu", "num_gpus", "fits", "reason"} <= c.keys() for c in d["candidates"])
@@ -60,21 +88,24 @@ def test_human_output_headline_and_footer() -> None:
     assert "\x1b[" not in r.stdout
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["fit", "Qwen3-33B"], "unknown model 'Qwen3-33B'; did you mean"),
-    (["fit", "Qwen3-32B", "--gpu", "H10"], "unknown GPU 'H10'"),
-    (["fit", "Qwen3-32B", "--ctx", "32q"], "invalid context '32q'"),
-    (["fit", "Qwen3-32B", "--ctx", "0"], "must be greater than zero"),
-    (["fit", "Qwen3-32B", "--ctx", "-5"], "invalid context"),
-    (["fit", "Qwen3-32B", "--batch", "0"], "invalid --batch"),
-    (["fit", "Qwen3-32B", "--gpus", "3"], "1, 2, 4 or 8"),
-    (["fit", "Qwen3-32B", "--gpu-memory-utilization", "1.5"], "(0, 1]"),
-    (["fit", "Qwen3-32B", "--gpu-memory-utilization", "0"], "(0, 1]"),
-    (["fit", "Qwen3-32B", "--dtype", "int3"], "unknown --dtype"),
-    (["fit", "Qwen3-32B", "--engine", "tgi"], "unknown engine"),
-    (["fit", "some-org/not-a-model"], "unknown model"),
-    (["fit", "./missing/config.json"], "no such file"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["fit", "Qwen3-33B"], "unknown model 'Qwen3-33B'; did you mean"),
+        (["fit", "Qwen3-32B", "--gpu", "H10"], "unknown GPU 'H10'"),
+        (["fit", "Qwen3-32B", "--ctx", "32q"], "invalid context '32q'"),
+        (["fit", "Qwen3-32B", "--ctx", "0"], "must be greater than zero"),
+        (["fit", "Qwen3-32B", "--ctx", "-5"], "invalid context"),
+        (["fit", "Qwen3-32B", "--batch", "0"], "invalid --batch"),
+        (["fit", "Qwen3-32B", "--gpus", "3"], "1, 2, 4 or 8"),
+        (["fit", "Qwen3-32B", "--gpu-memory-utilization", "1.5"], "(0, 1]"),
+        (["fit", "Qwen3-32B", "--gpu-memory-utilization", "0"], "(0, 1]"),
+        (["fit", "Qwen3-32B", "--dtype", "int3"], "unknown --dtype"),
+        (["fit", "Qwen3-32B", "--engine", "tgi"], "unknown engine"),
+        (["fit", "some-org/not-a-model"], "unknown model"),
+        (["fit", "./missing/config.json"], "no such file"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(args: list[str], fragment: str) -> None:
     r = run(*args)
     assert r.returncode == 2, (r.stdout, r.stderr)
@@ -83,12 +114,15 @@ def test_bad_input_exits_2_with_one_line(args: list[str], fragment: str) -> None
     assert "Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize("content, fragment", [
-    ("{not json", "not valid JSON"),
-    ("", "not valid JSON"),
-    ("{}", "non-empty JSON object"),
-    ('{"model_type": "llama", "hidden_size": 4096}', "missing 'num_hidden_layers'"),
-])
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        ("{not json", "not valid JSON"),
+        ("", "not valid JSON"),
+        ("{}", "non-empty JSON object"),
+        ('{"model_type": "llama", "hidden_size": 4096}', "missing 'num_hidden_layers'"),
+    ],
+)
 def test_bad_local_configs_exit_2(tmp_path: Path, content: str, fragment: str) -> None:
     path = tmp_path / "config.json"
     path.write_text(content)

@@ -26,8 +26,8 @@ NOT_MODELLED = {
 #: Outcomes the model gets wrong, with the reason (strict xfail: fixing one must update this).
 KNOWN_MISSES = {
     "llmd-v019-27": "gpt-oss-20b sized right (KV within 1%) but vLLM then OOMed warming up the "
-                    "sampler at utilization 0.95 with 1.78 GiB reserved-but-unallocated "
-                    "(fragmentation); no config-level rule in the records predicts it",
+    "sampler at utilization 0.95 with 1.78 GiB reserved-but-unallocated "
+    "(fragmentation); no config-level rule in the records predicts it",
 }
 
 
@@ -48,8 +48,7 @@ def predict(rec: dict[str, Any]) -> plan.Candidate:
     spec = parse_config(find_model(rec["model"]).config)
     dtype = "fp8" if rec["quantization"] == "fp8" else "auto"
     work = plan.Workload(rec["max_model_len"], 1, dtype, "auto", rec["gpu_memory_utilization"])
-    return plan.evaluate(spec, count_params(spec), find_gpu("H100"),
-                         rec["tensor_parallel_size"], work)
+    return plan.evaluate(spec, count_params(spec), find_gpu("H100"), rec["tensor_parallel_size"], work)
 
 
 RECORDS = _records()
@@ -82,8 +81,10 @@ def test_qwen3_32b_one_h100_holds_16k_not_32k() -> None:
     """llmdb-emp-02/03: vLLM at utilization 0.9 on one H100 serves 16,000 tokens, fails at 32,000."""
     spec = parse_config(find_model("Qwen3-32B").config)
     counts, h100 = count_params(spec), find_gpu("H100")
-    fits = [plan.evaluate(spec, counts, h100, 1, plan.Workload(ctx, 1, "auto", "auto", 0.9)).fits
-            for ctx in (16000, 32000, 32768)]
+    fits = [
+        plan.evaluate(spec, counts, h100, 1, plan.Workload(ctx, 1, "auto", "auto", 0.9)).fits
+        for ctx in (16000, 32000, 32768)
+    ]
     assert fits == [True, False, False]
 
 
@@ -91,13 +92,16 @@ def test_weights_match_vllm_logs_within_2_percent() -> None:
     """Logged 'Model loading took' for quantized checkpoints (engine-logs.yaml)."""
     from gpusize import memory
 
-    cases = [("gpt-oss-120b", 1, 64.38), ("gpt-oss-20b", 1, 13.64),
-             ("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", 1, 67.72),
-             ("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", 2, 33.88),
-             ("RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16", 1, 5.38),
-             ("Llama-3.1-8B", 2, 7.51), ("Llama-4-Scout", 4, 53.12)]
+    cases = [
+        ("gpt-oss-120b", 1, 64.38),
+        ("gpt-oss-20b", 1, 13.64),
+        ("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", 1, 67.72),
+        ("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", 2, 33.88),
+        ("RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16", 1, 5.38),
+        ("Llama-3.1-8B", 2, 7.51),
+        ("Llama-4-Scout", 4, 53.12),
+    ]
     for name, tp, logged in cases:
         spec = parse_config(find_model(name).config)
-        got = memory.weights_bytes(spec, count_params(spec), memory.weight_format(spec, "auto"),
-                                   tp) / 2**30
+        got = memory.weights_bytes(spec, count_params(spec), memory.weight_format(spec, "auto"), tp) / 2**30
         assert abs(got - logged) / logged <= 0.02, (name, tp, got, logged)

@@ -51,8 +51,9 @@ def test_quantized_checkpoint_formats() -> None:
 
 
 def test_recurrent_state_is_constant_per_sequence() -> None:
-    spec = parse_config(load_reference(
-        REFERENCE / "configs" / "Qwen__Qwen3-Next-80B-A3B-Instruct.json")["config"])
+    spec = parse_config(
+        load_reference(REFERENCE / "configs" / "Qwen__Qwen3-Next-80B-A3B-Instruct.json")["config"]
+    )
     state = memory.recurrent_state_bytes(spec, 2.0)
     # 36 Gated DeltaNet layers x (32 heads x 128 x 128 + 8192 conv channels x 3) x 2 B
     assert state == 36 * (32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 3) * 2

@@ -47,15 +47,18 @@ def test_hybrid_layouts() -> None:
     assert len(nemo.attention_layers) == 10 and sum(la.mixer == "mamba" for la in nemo.layers) == 54
 
 
-@pytest.mark.parametrize("config, message", [
-    ({}, "non-empty JSON object"),
-    ([], "non-empty JSON object"),
-    ({"model_type": "llama"}, "missing 'hidden_size'"),
-    ({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2}, "missing 'num_attention_heads'"),
-    ({"model_type": "llama", "hidden_size": -1}, "positive integer"),
-    ({"hidden_size": 64}, "missing 'model_type'"),
-    ({"model_type": "t5", "hidden_size": 64}, "unsupported model_type 't5'"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        ({}, "non-empty JSON object"),
+        ([], "non-empty JSON object"),
+        ({"model_type": "llama"}, "missing 'hidden_size'"),
+        ({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2}, "missing 'num_attention_heads'"),
+        ({"model_type": "llama", "hidden_size": -1}, "positive integer"),
+        ({"hidden_size": 64}, "missing 'model_type'"),
+        ({"model_type": "t5", "hidden_size": 64}, "unsupported model_type 't5'"),
+    ],
+)
 def test_bad_configs_raise_config_error(config: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_config(config)

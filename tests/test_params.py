@@ -43,8 +43,11 @@ def test_params_total_matches_published_count(path: Path) -> None:
 
 @pytest.mark.parametrize("name", sorted(ACTIVE_PUBLISHED))
 def test_gpt_oss_active_matches_model_card(name: str) -> None:
-    counts = count_params(parse_config(load_reference(
-        Path(__file__).parent / "data" / "reference" / "configs" / name)["config"]))
+    counts = count_params(
+        parse_config(
+            load_reference(Path(__file__).parent / "data" / "reference" / "configs" / name)["config"]
+        )
+    )
     assert abs(counts.active - ACTIVE_PUBLISHED[name]) < 0.005e9
 
 

@@ -13,13 +13,13 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 def test_readme_example_output_is_current() -> None:
     text = README.read_text()
-    block = re.search(r"```console\n\$ NO_COLOR=1 COLUMNS=100 gpusize (.+?)\n(.*?)\n```", text,
-                      re.S)
+    block = re.search(r"```console\n\$ NO_COLOR=1 COLUMNS=100 gpusize (.+?)\n(.*?)\n```", text, re.S)
     assert block, "README example block missing"
     args, expected = block.group(1).split(), block.group(2)
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100"}
-    out = subprocess.run([sys.executable, "-m", "gpusize", *args], capture_output=True,
-                         text=True, env=env, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "gpusize", *args], capture_output=True, text=True, env=env, timeout=60
+    )
     assert out.returncode == 0
     assert out.stdout.rstrip("\n") == expected
 
