@@ -32,3 +32,7 @@ class UnknownNameError(GpusizeError, LookupError):
         tail = f"; did you mean {' or '.join(suggestions)}?" if suggestions else ""
         super().__init__(f"unknown {kind} '{name}'{tail}")
         self.suggestions = suggestions
+
+
+class HubError(GpusizeError, OSError):
+    """The Hugging Face Hub could not answer: gated, not found, offline, unreachable, rate limited."""
