@@ -71,6 +71,10 @@ def fit(
         "--gpu-memory-utilization",
         help="Fraction of each GPU the engine may use (vLLM 0.19 default 0.9).",
     ),
+    mtp: bool = typer.Option(False, "--mtp", help="Load the checkpoint's MTP layers (speculative decoding)."),
+    best_effort: bool = typer.Option(
+        False, "--best-effort", help="Size an unsupported architecture as a Llama-style decoder (flagged)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Size a model for inference and find the smallest set of GPUs in one server that runs it."""
@@ -92,10 +96,12 @@ def fit(
     kv = _choice(kv_dtype, KV_DTYPES, "--kv-dtype")
 
     resolved = source.resolve_model(model)
-    spec = parse_config(resolved.config)
+    spec = parse_config(resolved.config, best_effort=best_effort)
     counts = count_params(spec)
     targets = [catalog.find_gpu(gpu)] if gpu else list(catalog.load_gpus())
-    work = plan.Workload(context, batch, weight_dtype, kv, utilization or plan.DEFAULT_GPU_MEMORY_UTILIZATION)
+    work = plan.Workload(
+        context, batch, weight_dtype, kv, utilization or plan.DEFAULT_GPU_MEMORY_UTILIZATION, mtp
+    )
     result = report.build_fit_report(
         resolved.id, resolved.source, spec, counts, targets, work, fixed_count=gpus
     )

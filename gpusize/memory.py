@@ -138,12 +138,15 @@ def rope_cache_bytes(spec: ModelSpec, fmt: WeightFormat) -> int:
     return int(spec.max_position_embeddings * spec.head_dim * fmt.other_bytes)
 
 
-def weights_bytes(spec: ModelSpec, counts: ParamCounts, fmt: WeightFormat, tp: int = 1) -> int:
+def weights_bytes(
+    spec: ModelSpec, counts: ParamCounts, fmt: WeightFormat, tp: int = 1, include_mtp: bool = False
+) -> int:
     """Weight bytes held by ONE GPU at tensor-parallel size `tp` (tp=1: the whole model).
 
     Sharded: attention projections, MLPs, experts, embeddings and lm_head (vocab-parallel).
     Replicated on every rank: norms and biases, routers, MLA down-projections, k/v projections
     when tp exceeds the KV heads (vLLM QKVParallelLinear replicas), and the rope table.
+    MTP layers count only with `include_mtp` (engines load them for speculative decoding only).
     """
     quant = {
         role: fmt.other_bytes if role in fmt.unquantized else fmt.linear_bytes
@@ -161,7 +164,9 @@ def weights_bytes(spec: ModelSpec, counts: ParamCounts, fmt: WeightFormat, tp: i
         counts.replicated_attention * quant["attention"] + (counts.small + counts.router) * fmt.other_bytes
     )
     extra_kv = _replicated_kv_weights(spec, tp) * quant["attention"]
-    return int(sharded / tp + replicated + extra_kv) + rope_cache_bytes(spec, fmt)
+    # MTP modules (speculative decoding) are decoder layers quantized like the others.
+    mtp = counts.mtp * fmt.linear_bytes / tp if include_mtp else 0
+    return int(sharded / tp + replicated + extra_kv + mtp) + rope_cache_bytes(spec, fmt)
 
 
 def _expert_padding(spec: ModelSpec, fmt: WeightFormat, tp: int) -> float:

@@ -151,6 +151,8 @@ class ModelSpec(Frozen):
     attention_sinks: bool = False
     #: Qwen3-Next gated attention: q_proj also emits a per-head output gate.
     attention_output_gate: bool = False
+    #: The unsupported model_type read as a Llama-style decoder with --best-effort (else None).
+    best_effort_from: str | None = None
 
     @property
     def attention_layers(self) -> tuple[LayerSpec, ...]:
@@ -209,12 +211,21 @@ def _torch_dtype(config: dict[str, Any], text: dict[str, Any]) -> str:
     return DTYPE_ALIASES.get(name, "bf16")
 
 
-def parse_config(config: Any) -> ModelSpec:
-    """Parse a config.json dict into a ModelSpec; ConfigError says which field is missing or bad."""
+def parse_config(config: Any, best_effort: bool = False) -> ModelSpec:
+    """Parse a config.json dict into a ModelSpec; ConfigError says which field is missing or bad.
+
+    An unknown model_type is an error unless `best_effort`: then the config is read as a plain
+    Llama-style decoder from its standard fields and the spec records that it is an estimate."""
     if not isinstance(config, dict) or not config:
         raise ConfigError("config.json: expected a non-empty JSON object")
     text = text_config(config)
-    family = family_for_config(config, text)
+    unknown = None
+    try:
+        family = family_for_config(config, text)
+    except ConfigError:
+        if not best_effort or not (text.get("model_type") or config.get("model_type")):
+            raise
+        unknown, family = str(text.get("model_type") or config.get("model_type")), "llama"
     rules = family_for(family)
     cfg = {**rules.defaults, **{k: v for k, v in text.items() if v is not None}}
 
@@ -264,6 +275,7 @@ def parse_config(config: Any) -> ModelSpec:
         quantization=architectures.quant_spec(config, text),
         num_nextn_predict_layers=int(_first(cfg, "num_nextn_predict_layers", default=0)),
         family=family,
+        best_effort_from=unknown,
         **_anatomy(cfg, rules, family),
     )
 
@@ -322,8 +334,20 @@ def family_for_config(config: dict[str, Any], text: dict[str, Any]) -> str:
     model_type = text.get("model_type") or config.get("model_type")
     if not model_type:
         raise ConfigError("config.json: missing 'model_type'; is this a Hugging Face config.json?")
-    known = ", ".join(sorted(FAMILIES))
+    missing = [names[0] for names in _STANDARD_FIELDS if not any(n in text for n in names)]
+    lacking = f"; missing standard fields: {', '.join(missing)}" if missing else ""
     raise ConfigError(
-        f"config.json: unsupported model_type '{model_type}'",
-        hint=f"gpusize knows: {known}",
+        f"config.json: unsupported model_type '{model_type}'{lacking}",
+        hint="pass --best-effort for an estimate read as a Llama-style decoder, flagged as such"
+        if not missing
+        else f"gpusize knows: {', '.join(sorted(FAMILIES))}",
     )
+
+
+#: Fields a Llama-style reading of an unknown architecture needs (any spelling of each).
+_STANDARD_FIELDS = (
+    ("hidden_size", "n_embd", "d_model"),
+    ("num_hidden_layers", "n_layer", "num_layers"),
+    ("num_attention_heads", "n_head"),
+    ("vocab_size", "padded_vocab_size"),
+)

@@ -32,6 +32,8 @@ class Workload:
     weight_dtype: str  # auto | fp32 | bf16 | fp16 | fp8 | int8 | int4
     kv_dtype: str  # auto | bf16 | fp16 | fp8
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
+    #: Load the checkpoint's multi-token-prediction layers (speculative decoding).
+    include_mtp: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ def evaluate(spec: ModelSpec, counts: ParamCounts, gpu: GpuSpec, tp: int, work: 
         return Candidate(gpu.name, tp, tp, False, problem)
     limits = scheduler_limits(gpu)
     kv_bytes = kv_element_bytes(spec, work.kv_dtype)
-    weights = memory.weights_bytes(spec, counts, fmt, tp)
+    weights = memory.weights_bytes(spec, counts, fmt, tp, work.include_mtp)
     acts = memory.activation_bytes(
         spec, limits.max_num_seqs, limits.max_num_batched_tokens, tp, fused_moe=fmt.name != "mxfp4"
     )

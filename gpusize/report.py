@@ -137,7 +137,7 @@ def whole_model_memory(
     """The model on one imaginary GPU (TP=1): what it needs in total."""
     fmt = memory.weight_format(spec, work.weight_dtype)
     kv_bytes = plan.kv_element_bytes(spec, work.kv_dtype)
-    weights = memory.weights_bytes(spec, counts, fmt, 1)
+    weights = memory.weights_bytes(spec, counts, fmt, 1, work.include_mtp)
     layout = kvcache.kv_layout(spec, kv_bytes, 1)
     kv = work.batch * (
         kvcache.request_kv_bytes(layout, work.context, limits.max_num_batched_tokens) if layout else 0
@@ -232,9 +232,12 @@ def assumptions(
             "sequence, counted in kv_cache_bytes"
         )
     if spec.num_nextn_predict_layers:
+        loaded = "loaded (--mtp)" if work.include_mtp else "not loaded (no speculative decoding; --mtp)"
+        notes.append(f"{spec.num_nextn_predict_layers} MTP layer(s) in the checkpoint: {loaded}")
+    if spec.best_effort_from:
         notes.append(
-            f"{spec.num_nextn_predict_layers} MTP layer(s) in the checkpoint are not "
-            f"loaded (no speculative decoding)"
+            f"BEST-EFFORT ESTIMATE: model_type '{spec.best_effort_from}' is not supported; read as a "
+            f"Llama-style decoder from its standard fields"
         )
     unmeasured = [g.name for g in gpus if not g.visible_is_measured]
     if chosen is not None and not chosen.visible_is_measured:
@@ -249,7 +252,10 @@ def assumptions(
         "max_num_batched_tokens": limits.max_num_batched_tokens,
         "kv_block_size": kvcache.MLA_BLOCK_SIZE if spec.mla else kvcache.BLOCK_SIZE,
         "weight_format": fmt.name,
-        "estimates": ["activations_bytes", "overhead_bytes"],
+        "estimates": ["activations_bytes", "overhead_bytes"]
+        + (["weights_bytes", "kv_cache_bytes"] if spec.best_effort_from else []),
+        "best_effort": spec.best_effort_from is not None,
+        "include_mtp": work.include_mtp,
         "activation_model": f"{memory.SAMPLER_LOGITS_COPIES} fp32 sampler-logit copies + "
         f"{memory.HIDDEN_STATE_COPIES} hidden-state copy (+ MoE workspace, "
         f"+ encoder cache), fitted to vLLM 0.19 H100 logs",
