@@ -53,6 +53,13 @@ def kv_layout(spec: ModelSpec, kv_bytes: float, tp: int) -> KvLayout | None:
     if not layers:
         return None
     block = MLA_BLOCK_SIZE if spec.mla else BLOCK_SIZE
+    if len({layer.num_key_value_heads for layer in layers}) > 1 and not spec.mla:
+        # Per-layer KV widths (DeciLM block_configs): vLLM's UniformTypeKVCacheSpecs, one block
+        # id spans every layer, num_blocks = available // sum of the layers' page sizes.
+        page = block * sum(
+            kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads) for layer in layers
+        )
+        return KvLayout(page, block, 1, (KvGroup("full", None),))
     page = block * kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layers[0].num_key_value_heads)
     kinds = Counter(_kind(layer.window, layer.chunked) for layer in layers)
     if len(kinds) == 1:

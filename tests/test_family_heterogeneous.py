@@ -14,3 +14,7 @@ def test_block_configs_no_op_attention_and_ffn_mult() -> None:
     per_token = sum(2 * la.num_key_value_heads * 128 * 2 for la in attention)
     assert memory.kv_cache_bytes_per_token(spec, 2.0) == per_token
     assert len({la.intermediate_size for la in spec.layers if la.ffn == "dense"}) > 1
+    from gpusize import kvcache
+
+    layout = kvcache.kv_layout(spec, 2.0, 1)
+    assert layout is not None and kvcache.request_kv_bytes(layout, 1600, 8192) == 1600 * per_token
