@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -78,30 +79,18 @@ def fit(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Size a model for inference and find the smallest set of GPUs in one server that runs it."""
-    from gpusize import catalog, plan, report, source
-    from gpusize.model import parse_config
-    from gpusize.params import count_params
-    from gpusize.units import canonical_dtype, parse_tokens
+    from gpusize import catalog, plan, report
 
-    context = parse_tokens(ctx)
     if batch <= 0:
         raise UsageError(f"invalid --batch {batch}: must be greater than zero")
-    if gpus is not None and gpus not in plan.TP_SIZES:
-        raise UsageError(f"invalid --gpus {gpus}: one server runs 1, 2, 4 or 8 GPUs")
-    if utilization is not None and not 0 < utilization <= 1:
-        raise UsageError(f"invalid --gpu-memory-utilization {utilization}: must be in (0, 1]")
-    _choice(engine, ENGINES, "engine")
-    weight_dtype = _choice(dtype, DTYPES, "--dtype")
-    weight_dtype = weight_dtype if weight_dtype == "auto" else canonical_dtype(weight_dtype)
-    kv = _choice(kv_dtype, KV_DTYPES, "--kv-dtype")
-
-    resolved = source.resolve_model(model)
-    spec = parse_config(resolved.config, best_effort=best_effort)
-    counts = count_params(spec)
-    targets = [catalog.find_gpu(gpu)] if gpu else list(catalog.load_gpus())
-    work = plan.Workload(
-        context, batch, weight_dtype, kv, utilization or plan.DEFAULT_GPU_MEMORY_UTILIZATION, mtp
+    _check_count(gpus)
+    resolved, spec, counts, work = _prepare(
+        model, ctx, dtype, kv_dtype, engine, utilization, mtp, best_effort
     )
+    work = plan.Workload(
+        work.context, batch, work.weight_dtype, work.kv_dtype, work.gpu_memory_utilization, work.include_mtp
+    )
+    targets = [catalog.find_gpu(gpu)] if gpu else list(catalog.load_gpus())
     result = report.build_fit_report(
         resolved.id, resolved.source, spec, counts, targets, work, fixed_count=gpus
     )
@@ -111,6 +100,87 @@ def fit(
         from gpusize.render import render_fit
 
         render_fit(result, _stdout(), targets)
+    raise typer.Exit(0 if result.fits else 1)
+
+
+def _check_count(gpus: int | None) -> None:
+    from gpusize import plan
+
+    if gpus is not None and gpus not in plan.TP_SIZES:
+        raise UsageError(f"invalid --gpus {gpus}: one server runs 1, 2, 4 or 8 GPUs")
+
+
+def _prepare(
+    model: str,
+    ctx: str,
+    dtype: str,
+    kv_dtype: str,
+    engine: str,
+    utilization: float | None,
+    mtp: bool,
+    best_effort: bool,
+) -> tuple[Any, Any, Any, Any]:
+    """Shared parsing of fit/serve options: (resolved model, spec, counts, workload)."""
+    from gpusize import plan, source
+    from gpusize.model import parse_config
+    from gpusize.params import count_params
+    from gpusize.units import canonical_dtype, parse_tokens
+
+    context = parse_tokens(ctx)
+    if utilization is not None and not 0 < utilization <= 1:
+        raise UsageError(f"invalid --gpu-memory-utilization {utilization}: must be in (0, 1]")
+    _choice(engine, ENGINES, "engine")
+    weight_dtype = _choice(dtype, DTYPES, "--dtype")
+    weight_dtype = weight_dtype if weight_dtype == "auto" else canonical_dtype(weight_dtype)
+    kv = _choice(kv_dtype, KV_DTYPES, "--kv-dtype")
+    resolved = source.resolve_model(model)
+    spec = parse_config(resolved.config, best_effort=best_effort)
+    work = plan.Workload(
+        context, 1, weight_dtype, kv, utilization or plan.DEFAULT_GPU_MEMORY_UTILIZATION, mtp
+    )
+    return resolved, spec, count_params(spec), work
+
+
+@app.command()
+def serve(
+    model: str = typer.Argument(
+        ..., help="Catalog name, Hub id in the catalog, or a local config.json / folder."
+    ),
+    ctx: str = typer.Option("8k", "--ctx", help="Context length per sequence (prompt + output)."),
+    users: int | None = typer.Option(None, "--users", help="Concurrent users (sequences in flight)."),
+    rps: float | None = typer.Option(None, "--rps", help="Requests per second (instead of --users)."),
+    prompt: str = typer.Option("1k", "--prompt-tokens", help="Prompt length per request (with --rps, TTFT)."),
+    output: str = typer.Option("256", "--output-tokens", help="Output tokens per request (with --rps)."),
+    gpu: str = typer.Option("H100", "--gpu", help="GPU type of the server."),
+    gpus: int = typer.Option(4, "--gpus", help="GPUs in the server (1, 2, 4 or 8)."),
+    dtype: str = typer.Option("auto", "--dtype", help=f"Weights: {', '.join(DTYPES)}."),
+    kv_dtype: str = typer.Option("auto", "--kv-dtype", help=f"KV cache: {', '.join(KV_DTYPES)}."),
+    engine: str = typer.Option("vllm", "--engine", help="Serving engine model: vllm."),
+    utilization: float | None = typer.Option(None, "--gpu-memory-utilization", help="vLLM 0.19 default 0.9."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Compare replicas and tensor parallel on one server: capacity, speed, resilience and cost."""
+    from gpusize import catalog, serve_report, serving
+    from gpusize.units import parse_tokens
+
+    _check_count(gpus)
+    if (users is None) == (rps is None):
+        raise UsageError("give exactly one of --users N or --rps R")
+    if (users is not None and users <= 0) or (rps is not None and rps <= 0):
+        raise UsageError("--users and --rps must be greater than zero")
+    resolved, spec, counts, work = _prepare(model, ctx, dtype, kv_dtype, engine, utilization, False, False)
+    demand = serving.Demand(
+        work.context, users, rps, parse_tokens(prompt, "prompt length"), parse_tokens(output, "output length")
+    )
+    result = serve_report.build_serve_report(
+        resolved.id, resolved.source, spec, counts, catalog.find_gpu(gpu), gpus, work, demand
+    )
+    if as_json:
+        typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
+    else:
+        from gpusize.render import render_serve
+
+        render_serve(result, _stdout())
     raise typer.Exit(0 if result.fits else 1)
 
 

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from gpusize.catalog import GpuSpec
 from gpusize.report import CandidateInfo, Report
+from gpusize.serve_report import ServeReport
 from gpusize.units import gib, human_tokens
 
 
@@ -144,3 +145,63 @@ def render_list(rows: list[dict[str, Any]], columns: list[str], title: str, cons
     for row in rows:
         table.add_row(*["-" if row.get(c) is None else str(row.get(c)) for c in columns])
     console.print(table)
+
+
+def _num(value: float | None, fmt: str = "{:,.0f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def render_serve(report: ServeReport, console: Console) -> None:
+    w = report.workload
+    load = f"{w.users} concurrent users" if w.users is not None else f"{w.rps} requests/s"
+    pick = report.recommendation
+    if pick:
+        title = (
+            f"{report.model.id.split('/')[-1]} on {report.num_gpus}x {report.gpu_full_name}, "
+            f"{human_tokens(w.context_tokens)} context, {load}: "
+            f"{pick.replicas} replica(s) x TP={pick.tensor_parallel}"
+        )
+    else:
+        title = f"{report.model.id.split('/')[-1]} does not fit {report.num_gpus}x {report.gpu_full_name}"
+    table = Table(title="Layouts on one server (throughput and TTFT are estimates)", title_justify="left")
+    for col in (
+        "layout",
+        "fits",
+        "holds seqs",
+        "in flight",
+        "tok/s per req",
+        "tok/s total",
+        "TTFT s",
+        "$/h",
+        "$/1M tok",
+        "one GPU fails",
+    ):
+        table.add_column(col, justify="left" if col in ("layout", "fits", "one GPU fails") else "right")
+    for x in report.layouts:
+        table.add_row(
+            f"{x.replicas} x TP={x.tensor_parallel}",
+            "yes" if x.fits else "NO",
+            str(x.capacity_sequences) if x.fits else "-",
+            str(x.concurrent_sequences) if x.fits else "-",
+            _num(x.per_request_tokens_per_s, "{:,.1f}"),
+            _num(x.aggregate_tokens_per_s),
+            _num(x.ttft_s, "{:.2f}"),
+            _num(x.cost_per_hour, "{:.2f}"),
+            _num(x.cost_per_million_tokens, "{:.3f}"),
+            x.one_gpu_failure if x.fits else (x.reason or ""),
+        )
+    lines = [f"Why: {report.why}"]
+    lines += [f"Launch ({k}): {v}" for k, v in report.launch.items()]
+    if report.power:
+        p = report.power
+        lines.append(
+            f"Power: GPUs {p.gpu_tdp_w:,.0f} W, server {p.total_w_low:,.0f}-{p.total_w_high:,.0f} W "
+            f"-> PSU {p.psu_capacity_w:,.0f} W: {p.psu_layout}; {p.pcie_lanes} PCIe lanes for GPUs"
+        )
+        lines += [f"Note: {n}" for n in p.notes]
+    lines += [
+        f"Assumptions: {report.assumptions['throughput']}; {report.assumptions['load']}.",
+        f"Prices: {report.assumptions['prices']}.",
+    ]
+    console.print(Text(title, style="bold"))
+    console.print(Group(table, Text("\n".join(lines))))

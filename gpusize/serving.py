@@ -1,0 +1,182 @@
+"""Serving plans (pure): replicas versus tensor parallel on one server, with throughput, resilience
+and cost per layout, and a recommendation whose rule is stated (seeds 000 and 001).
+
+A layout splits N GPUs of one type into `replicas` independent engines of `tp` GPUs each
+(replicas x tp = N). Each replica is sized by the same planner as `fit`; its KV pool bounds the
+sequences it holds at the requested context; load is spread evenly over replicas.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpusize import economics, memory, plan, throughput
+from gpusize.catalog import GpuSpec
+from gpusize.model import ModelSpec
+from gpusize.params import ParamCounts
+
+#: Layouts whose aggregate throughput is within this fraction of the best count as a tie; ties go
+#: to more replicas (a GPU failure then takes out a smaller share of capacity, seed 001).
+TIE_FRACTION = 0.05
+
+
+@dataclass(frozen=True)
+class Demand:
+    """Load to serve: `users` concurrent sequences, or `rps` requests/s of prompt + output tokens."""
+
+    context: int
+    users: int | None = None
+    rps: float | None = None
+    prompt_tokens: int = 1024
+    output_tokens: int = 256
+
+
+@dataclass(frozen=True)
+class Layout:
+    replicas: int
+    tensor_parallel: int
+    fits: bool
+    reason: str | None
+    kv_cache_capacity_tokens: int | None = None  # per replica
+    max_concurrency: float | None = None  # per replica, sequences of the requested context
+    capacity_sequences: int = 0  # whole server
+    concurrent_sequences: int = 0  # what the demand puts in flight (capped by capacity)
+    serves_all: bool = False
+    per_request_tokens_per_s: float | None = None
+    aggregate_tokens_per_s: float | None = None
+    ttft_s: float | None = None
+    bound: str | None = None
+    headroom_bytes: int | None = None  # per GPU, beyond the requested KV
+    one_gpu_failure: str = ""
+    cost_per_hour: float | None = None
+    cost_per_month: float | None = None
+    cost_per_million_tokens: float | None = None
+
+
+def layouts_for(num_gpus: int) -> list[tuple[int, int]]:
+    """(replicas, tp) pairs with replicas x tp = num_gpus, tp in 1/2/4/8."""
+    return [(num_gpus // tp, tp) for tp in plan.TP_SIZES if tp <= num_gpus and num_gpus % tp == 0]
+
+
+def mean_context(demand: Demand) -> int:
+    """Tokens a sequence holds on average while decoding: prompt + half the output for a request
+    rate; half the context for concurrent users at random points of their conversations."""
+    if demand.rps is not None:
+        return min(demand.context, demand.prompt_tokens + demand.output_tokens // 2)
+    return max(1, demand.context // 2)
+
+
+def concurrency_for(demand: Demand, speed_at: float, ttft: float) -> int:
+    """Sequences in flight: the users given, or Little's law for a request rate."""
+    if demand.users is not None:
+        return demand.users
+    assert demand.rps is not None
+    seconds = ttft + demand.output_tokens / max(speed_at, 1e-9)
+    return max(1, math.ceil(demand.rps * seconds))
+
+
+def evaluate_layout(
+    spec: ModelSpec,
+    counts: ParamCounts,
+    gpu: GpuSpec,
+    replicas: int,
+    tp: int,
+    work: plan.Workload,
+    demand: Demand,
+) -> Layout:
+    candidate = plan.evaluate(spec, counts, gpu, tp, work)
+    failure = _failure_impact(replicas, tp)
+    price = gpu.price_usd_per_hour * replicas * tp if gpu.price_usd_per_hour else None
+    if not candidate.fits or candidate.per_gpu is None or candidate.max_concurrency is None:
+        return Layout(replicas, tp, False, candidate.reason, one_gpu_failure=failure, cost_per_hour=price)
+    per_replica_cap = max(int(candidate.max_concurrency), 1)
+    capacity = replicas * per_replica_cap
+    fmt = memory.weight_format(spec, work.weight_dtype)
+    kv_bytes = plan.kv_element_bytes(spec, work.kv_dtype)
+    limits = plan.scheduler_limits(gpu)
+    ttft = throughput.prefill_seconds(spec, counts, gpu, tp, min(demand.prompt_tokens, demand.context))
+    in_flight, speed = 1, None
+    for _ in range(8):  # fixed point for a request rate; one pass for a user count
+        per_replica = min(math.ceil(in_flight / replicas), per_replica_cap)
+        speed = throughput.decode_speed(
+            spec,
+            counts,
+            fmt,
+            gpu,
+            tp,
+            per_replica,
+            mean_context(demand),
+            kv_bytes,
+            limits.max_num_batched_tokens,
+        )
+        want = concurrency_for(demand, speed.per_sequence_tokens_per_s if speed else 1.0, ttft or 0.0)
+        if want == in_flight:
+            break
+        in_flight = want
+    active = min(in_flight, capacity)
+    aggregate = speed.per_sequence_tokens_per_s * active if speed else None
+    return Layout(
+        replicas,
+        tp,
+        True,
+        None,
+        candidate.kv_cache_capacity_tokens,
+        candidate.max_concurrency,
+        capacity,
+        active,
+        in_flight <= capacity,
+        speed.per_sequence_tokens_per_s if speed else None,
+        aggregate,
+        ttft,
+        speed.bound if speed else None,
+        candidate.per_gpu.headroom_bytes,
+        failure,
+        price,
+        price * economics.HOURS_PER_MONTH if price else None,
+        economics.cost_per_million_tokens(price, aggregate) if price and aggregate else None,
+    )
+
+
+def _failure_impact(replicas: int, tp: int) -> str:
+    if replicas == 1:
+        return "service down: the only replica spans every GPU" if tp > 1 else "service down"
+    share = 100 / replicas
+    return f"one replica of {replicas} down: {share:.0f}% of capacity lost, service stays up"
+
+
+def compare(
+    spec: ModelSpec, counts: ParamCounts, gpu: GpuSpec, num_gpus: int, work: plan.Workload, demand: Demand
+) -> list[Layout]:
+    return [evaluate_layout(spec, counts, gpu, r, tp, work, demand) for r, tp in layouts_for(num_gpus)]
+
+
+def recommend(layouts: list[Layout]) -> tuple[Layout | None, str]:
+    """Among layouts that hold the whole load, the highest aggregate throughput (ties within 5% go
+    to more replicas); if none holds it, the one holding the most sequences."""
+    fitting = [x for x in layouts if x.fits]
+    if not fitting:
+        return None, "no layout fits: the model does not fit on these GPUs at this context"
+    full = [x for x in fitting if x.serves_all] or fitting
+    best_rate = max(x.aggregate_tokens_per_s or 0 for x in full)
+    near = [x for x in full if (x.aggregate_tokens_per_s or 0) >= best_rate * (1 - TIE_FRACTION)]
+    pick = max(near, key=lambda x: (x.replicas, x.capacity_sequences))
+    return pick, _why(pick, fitting, serves_all=bool([x for x in fitting if x.serves_all]))
+
+
+def _why(pick: Layout, fitting: list[Layout], serves_all: bool) -> str:
+    rate = f"{pick.aggregate_tokens_per_s:,.0f} tok/s" if pick.aggregate_tokens_per_s else "unknown tok/s"
+    head = (
+        f"{pick.replicas} replica(s) x TP={pick.tensor_parallel}: holds {pick.capacity_sequences} "
+        f"sequences of this context, {rate} aggregate (estimate)"
+    )
+    others = [x for x in fitting if x is not pick and x.aggregate_tokens_per_s]
+    if others:
+        alt = max(others, key=lambda x: x.aggregate_tokens_per_s or 0)
+        head += (
+            f"; next best {alt.replicas} x TP={alt.tensor_parallel}: {alt.capacity_sequences} sequences, "
+            f"{alt.aggregate_tokens_per_s:,.0f} tok/s"
+        )
+    if not serves_all:
+        head += "; no layout holds the whole load at once: requests will queue"
+    return head + f"; on a GPU failure: {pick.one_gpu_failure}"
