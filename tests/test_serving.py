@@ -1,0 +1,85 @@
+"""Serving plans: layouts, recommendation, JSON and launch commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+from gpusize import serving
+
+ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "160"}
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpusize", *args], capture_output=True, text=True, env=ENV, timeout=60
+    )
+
+
+def test_layouts_for_a_server() -> None:
+    assert serving.layouts_for(4) == [(4, 1), (2, 2), (1, 4)]
+    assert serving.layouts_for(8) == [(8, 1), (4, 2), (2, 4), (1, 8)]
+
+
+def test_serve_qwen3_8b_on_four_l40s() -> None:
+    """Issue 5 acceptance 4: the comparison, a recommendation, and the same numbers in --json."""
+    human = run("serve", "Qwen3-8B", "--ctx", "8k", "--users", "64", "--gpu", "L40S", "--gpus", "4")
+    assert human.returncode == 0, human.stderr
+    for layout in ("4 x TP=1", "2 x TP=2", "1 x TP=4"):
+        assert layout in human.stdout
+    assert "Why:" in human.stdout and "vllm serve Qwen/Qwen3-8B" in human.stdout
+    data = json.loads(
+        run(
+            "serve", "Qwen3-8B", "--ctx", "8k", "--users", "64", "--gpu", "L40S", "--gpus", "4", "--json"
+        ).stdout
+    )
+    assert len(data["layouts"]) == 3 and data["recommendation"] is not None
+    rec = data["recommendation"]
+    assert f"{rec['replicas']} replica(s) x TP={rec['tensor_parallel']}" in human.stdout
+    assert data["power"]["gpu_tdp_w"] == 4 * 350
+
+
+def test_launch_command_round_trips_the_plan() -> None:
+    data = json.loads(
+        run(
+            "serve", "Llama-3.3-70B", "--ctx", "16k", "--users", "8", "--gpu", "H100", "--gpus", "4", "--json"
+        ).stdout
+    )
+    rec, cmd = data["recommendation"], data["launch"]["vllm"]
+    assert int(re.search(r"--tensor-parallel-size (\d+)", cmd).group(1)) == rec["tensor_parallel"]  # type: ignore[union-attr]
+    assert int(re.search(r"--max-model-len (\d+)", cmd).group(1)) == data["workload"]["context_tokens"]  # type: ignore[union-attr]
+
+
+def test_serve_input_errors() -> None:
+    assert run("serve", "Qwen3-8B").returncode == 2
+    r = run("serve", "Qwen3-8B", "--users", "4", "--rps", "2")
+    assert r.returncode == 2 and "exactly one" in r.stderr
+
+
+def test_model_too_big_for_server_exits_1() -> None:
+    r = run("serve", "DeepSeek-V3", "--users", "4", "--gpu", "L4", "--gpus", "4", "--json")
+    assert r.returncode == 1 and json.loads(r.stdout)["recommendation"] is None
+
+
+def test_rps_mode_uses_littles_law() -> None:
+    data = json.loads(
+        run(
+            "serve",
+            "Qwen3-8B",
+            "--rps",
+            "5",
+            "--prompt-tokens",
+            "512",
+            "--output-tokens",
+            "256",
+            "--gpu",
+            "H100",
+            "--gpus",
+            "2",
+            "--json",
+        ).stdout
+    )
+    assert all(x["concurrent_sequences"] >= 1 for x in data["layouts"] if x["fits"])
