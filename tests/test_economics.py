@@ -18,7 +18,7 @@ def test_seed_004_four_rtx_4090_power() -> None:
     """4x RTX 4090 = 1800 W of GPUs + CPU 200-350 W + platform -> 2300-2500 W; 2x 1600 W PSU."""
     plan = economics.power_plan(450, 4)
     assert plan.gpu_w == 1800
-    assert 2300 <= plan.total_w_low and plan.total_w_high <= 2500
+    assert plan.total_w_low >= 2300 and plan.total_w_high <= 2500
     assert (plan.psu_modules, plan.psu_module_w) == (2, 1600)
 
 
