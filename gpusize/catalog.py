@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -134,15 +135,52 @@ def _keys(entry: _Entry) -> set[str]:
 
 
 @functools.cache
+def _load_file(path: Path, schema: type[_Entry]) -> tuple[Any, ...]:
+    return tuple(_validate(path, _read_yaml(path), schema))
+
+
+#: User catalogs added on top of the bundled ones (CLI --models-file / --gpus-file, env vars).
+_USER_FILES: dict[str, list[Path]] = {"models": [], "gpus": []}
+ENV_VARS = {"models": "GPUSIZE_MODELS", "gpus": "GPUSIZE_GPUS"}
+
+
+def add_user_file(kind: str, path: Path) -> None:
+    """Register a user catalog file ('models' or 'gpus'); its entries add to or override the
+    bundled ones by name (case-insensitive). Errors name the file and the entry path."""
+    if not path.is_file():
+        raise CatalogError(f"{path}: no such catalog file")
+    _USER_FILES[kind].append(path)
+
+
+def _user_files(kind: str) -> list[Path]:
+    env = os.environ.get(ENV_VARS[kind])
+    from_env = [Path(p) for p in env.split(os.pathsep) if p] if env else []
+    for path in from_env:
+        if not path.is_file():
+            raise CatalogError(f"{path}: no such catalog file (from {ENV_VARS[kind]})")
+    return from_env + _USER_FILES[kind]
+
+
+def _merged(kind: str, bundled: Path, schema: type[_Entry]) -> tuple[Any, ...]:
+    entries = list(_load_file(bundled, schema))
+    for path in _user_files(kind):
+        for entry in _load_file(path, schema):
+            entries = [e for e in entries if not (_keys(e) & _keys(entry))] + [entry]
+    return tuple(entries)
+
+
 def load_gpus(path: Path | None = None) -> tuple[GpuSpec, ...]:
-    path = path or data_dir() / "gpus.yaml"
-    return tuple(_validate(path, _read_yaml(path), GpuSpec))
+    """The GPU catalog: one file when `path` is given, else bundled + user files."""
+    if path is not None:
+        return _load_file(path, GpuSpec)
+    return _merged("gpus", data_dir() / "gpus.yaml", GpuSpec)
 
 
-@functools.cache
 def load_models(path: Path | None = None) -> tuple[ModelEntry, ...]:
-    path = path or data_dir() / "models.yaml"
-    return tuple(_validate(path, _read_yaml(path), ModelEntry))
+    """The model catalog: one file when `path` is given, else bundled + user files."""
+    if path is not None:
+        return _load_file(path, ModelEntry)
+    return _merged("models", data_dir() / "models.yaml", ModelEntry)
 
 
 def _normalize(name: str) -> str:

@@ -48,6 +48,25 @@ def _root(
     """gpusize sizes LLM inference memory and picks the smallest tensor-parallel split."""
 
 
+def _models_file_option() -> Any:
+    return typer.Option(None, "--models-file", help="Extra model catalog YAML (or GPUSIZE_MODELS).")
+
+
+def _gpus_file_option() -> Any:
+    return typer.Option(None, "--gpus-file", help="Extra GPU catalog YAML (or GPUSIZE_GPUS).")
+
+
+def _user_catalogs(models_file: str | None, gpus_file: str | None) -> None:
+    from pathlib import Path
+
+    from gpusize import catalog
+
+    if models_file:
+        catalog.add_user_file("models", Path(models_file))
+    if gpus_file:
+        catalog.add_user_file("gpus", Path(gpus_file))
+
+
 def _choice(value: str, allowed: tuple[str, ...], what: str) -> str:
     key = value.strip().lower()
     if key not in allowed:
@@ -76,6 +95,8 @@ def fit(
     best_effort: bool = typer.Option(
         False, "--best-effort", help="Size an unsupported architecture as a Llama-style decoder (flagged)."
     ),
+    models_file: str | None = _models_file_option(),
+    gpus_file: str | None = _gpus_file_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Size a model for inference and find the smallest set of GPUs in one server that runs it."""
@@ -84,6 +105,7 @@ def fit(
     if batch <= 0:
         raise UsageError(f"invalid --batch {batch}: must be greater than zero")
     _check_count(gpus)
+    _user_catalogs(models_file, gpus_file)
     resolved, spec, counts, work = _prepare(
         model, ctx, dtype, kv_dtype, engine, utilization, mtp, best_effort
     )
@@ -157,6 +179,8 @@ def serve(
     kv_dtype: str = typer.Option("auto", "--kv-dtype", help=f"KV cache: {', '.join(KV_DTYPES)}."),
     engine: str = typer.Option("vllm", "--engine", help="Serving engine model: vllm."),
     utilization: float | None = typer.Option(None, "--gpu-memory-utilization", help="vLLM 0.19 default 0.9."),
+    models_file: str | None = _models_file_option(),
+    gpus_file: str | None = _gpus_file_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Compare replicas and tensor parallel on one server: capacity, speed, resilience and cost."""
@@ -164,6 +188,7 @@ def serve(
     from gpusize.units import parse_tokens
 
     _check_count(gpus)
+    _user_catalogs(models_file, gpus_file)
     if (users is None) == (rps is None):
         raise UsageError("give exactly one of --users N or --rps R")
     if (users is not None and users <= 0) or (rps is not None and rps <= 0):
@@ -187,10 +212,13 @@ def serve(
 @app.command("models")
 def models_cmd(
     query: str | None = typer.Argument(None, help="Filter by substring."),
+    models_file: str | None = _models_file_option(),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """List the bundled model catalog."""
+    """List the model catalog (bundled + user files)."""
     from gpusize import catalog
+
+    _user_catalogs(models_file, None)
 
     rows = [
         {
@@ -212,9 +240,14 @@ def models_cmd(
 
 
 @app.command("gpus")
-def gpus_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """List the bundled GPU catalog."""
+def gpus_cmd(
+    gpus_file: str | None = _gpus_file_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List the GPU catalog (bundled + user files)."""
     from gpusize import catalog
+
+    _user_catalogs(None, gpus_file)
 
     rows = [
         {
