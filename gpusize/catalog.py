@@ -56,6 +56,8 @@ class GpuSpec(_Entry):
     price_usd_per_hour: float | None = Field(default=None, gt=0)
     price_date: str | None = None
     notes: str | None = None
+    #: Free memory measured on this machine (`--gpu local` only; never in the bundled catalog).
+    free_mib: int | None = Field(default=None, ge=0)
 
     @property
     def reported_bytes(self) -> int:

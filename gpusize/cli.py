@@ -112,9 +112,14 @@ def fit(
     work = plan.Workload(
         work.context, batch, work.weight_dtype, work.kv_dtype, work.gpu_memory_utilization, work.include_mtp
     )
-    targets = [catalog.find_gpu(gpu)] if gpu else list(catalog.load_gpus())
+    max_count = 8
+    if gpu:
+        one, local_count = _find_gpu(gpu)
+        targets, max_count = [one], local_count or 8
+    else:
+        targets = list(catalog.load_gpus())
     result = report.build_fit_report(
-        resolved.id, resolved.source, spec, counts, targets, work, fixed_count=gpus
+        resolved.id, resolved.source, spec, counts, targets, work, fixed_count=gpus, max_count=max_count
     )
     if as_json:
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
@@ -123,6 +128,17 @@ def fit(
 
         render_fit(result, _stdout(), targets)
     raise typer.Exit(0 if result.fits else 1)
+
+
+def _find_gpu(name: str) -> tuple[Any, int | None]:
+    """A catalog GPU, or `local`: this machine's GPUs (spec, how many)."""
+    from gpusize import catalog
+
+    if name.strip().lower() == "local":
+        from gpusize import local_gpu
+
+        return local_gpu.local_spec(local_gpu.detect())
+    return catalog.find_gpu(name), None
 
 
 def _check_count(gpus: int | None) -> None:
@@ -184,7 +200,7 @@ def serve(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Compare replicas and tensor parallel on one server: capacity, speed, resilience and cost."""
-    from gpusize import catalog, serve_report, serving
+    from gpusize import serve_report, serving
     from gpusize.units import parse_tokens
 
     _check_count(gpus)
@@ -198,7 +214,7 @@ def serve(
         work.context, users, rps, parse_tokens(prompt, "prompt length"), parse_tokens(output, "output length")
     )
     result = serve_report.build_serve_report(
-        resolved.id, resolved.source, spec, counts, catalog.find_gpu(gpu), gpus, work, demand
+        resolved.id, resolved.source, spec, counts, _find_gpu(gpu)[0], gpus, work, demand
     )
     if as_json:
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
@@ -207,6 +223,56 @@ def serve(
 
         render_serve(result, _stdout())
     raise typer.Exit(0 if result.fits else 1)
+
+
+@app.command("which")
+def which_cmd(
+    gpu: str = typer.Option(..., "--gpu", help="GPU type, or 'local' for this machine's GPUs."),
+    gpus: int = typer.Option(1, "--gpus", help="GPUs in the server (1, 2, 4 or 8)."),
+    ctx: str = typer.Option("8k", "--ctx", help="Context length per sequence."),
+    dtype: str = typer.Option("auto", "--dtype", help=f"Weights: {', '.join(DTYPES)}."),
+    kv_dtype: str = typer.Option("auto", "--kv-dtype", help=f"KV cache: {', '.join(KV_DTYPES)}."),
+    show_all: bool = typer.Option(False, "--all", help="Also list the models that do not fit."),
+    models_file: str | None = _models_file_option(),
+    gpus_file: str | None = _gpus_file_option(),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Every catalog model that fits this hardware, with headroom and concurrency, fastest first."""
+    from gpusize import catalog, plan, reverse
+    from gpusize.units import canonical_dtype, parse_tokens
+
+    _check_count(gpus)
+    _user_catalogs(models_file, gpus_file)
+    weight = _choice(dtype, DTYPES, "--dtype")
+    work = plan.Workload(
+        parse_tokens(ctx),
+        1,
+        weight if weight == "auto" else canonical_dtype(weight),
+        _choice(kv_dtype, KV_DTYPES, "--kv-dtype"),
+    )
+    spec, local_count = _find_gpu(gpu)
+    count = min(gpus, local_count) if local_count else gpus
+    entries = [(e.name, e.hf_id, e.config) for e in catalog.load_models()]
+    rows = reverse.models_that_fit(entries, spec, count, work)
+    if as_json:
+        from dataclasses import asdict
+
+        typer.echo(
+            json.dumps(
+                {
+                    "gpu": spec.name,
+                    "num_gpus": count,
+                    "context_tokens": work.context,
+                    "models": [asdict(r) for r in rows if r.fits or show_all],
+                },
+                indent=2,
+            )
+        )
+        raise typer.Exit(0 if any(r.fits for r in rows) else 1)
+    from gpusize.render import render_which
+
+    render_which(rows, spec, count, work.context, show_all, _stdout())
+    raise typer.Exit(0 if any(r.fits for r in rows) else 1)
 
 
 @app.command("models")

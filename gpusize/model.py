@@ -153,6 +153,9 @@ class ModelSpec(Frozen):
     attention_output_gate: bool = False
     #: The unsupported model_type read as a Llama-style decoder with --best-effort (else None).
     best_effort_from: str | None = None
+    #: Longest context the config allows: max_position_embeddings, or original x factor for a
+    #: YaRN / dynamic rope_scaling that extends it (vLLM's derived max_model_len).
+    max_context: int | None = None
 
     @property
     def attention_layers(self) -> tuple[LayerSpec, ...]:
@@ -276,8 +279,21 @@ def parse_config(config: Any, best_effort: bool = False) -> ModelSpec:
         num_nextn_predict_layers=int(_first(cfg, "num_nextn_predict_layers", default=0)),
         family=family,
         best_effort_from=unknown,
+        max_context=_max_context(cfg),
         **_anatomy(cfg, rules, family),
     )
+
+
+def _max_context(cfg: dict[str, Any]) -> int | None:
+    base = _first(cfg, "max_position_embeddings", "n_positions", "seq_length", "max_sequence_length")
+    if not isinstance(base, int) or base <= 0:
+        return None
+    rope = cfg.get("rope_scaling") or {}
+    kind = rope.get("rope_type") or rope.get("type")
+    original, factor = rope.get("original_max_position_embeddings"), rope.get("factor")
+    if kind in ("yarn", "dynamic") and original and factor:
+        return max(base, int(original * factor))
+    return base
 
 
 def _anatomy(cfg: dict[str, Any], rules: Family, family: str) -> dict[str, Any]:

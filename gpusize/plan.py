@@ -100,11 +100,21 @@ def split_problem(spec: ModelSpec, tp: int, block: tuple[int, int] | None) -> st
     return None
 
 
+def context_problem(spec: ModelSpec, context: int) -> str | None:
+    """A context longer than the model allows is refused by the engine at start-up."""
+    if spec.max_context and context > spec.max_context:
+        return (
+            f"context {context:,} exceeds the model's maximum of {spec.max_context:,} tokens "
+            f"(max_position_embeddings / rope_scaling)"
+        )
+    return None
+
+
 def evaluate(spec: ModelSpec, counts: ParamCounts, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
     """Fit test of one model on `tp` GPUs of one type."""
     fmt = memory.weight_format(spec, work.weight_dtype)
     block = spec.quantization.block_size if (spec.quantization and work.weight_dtype == "auto") else None
-    problem = split_problem(spec, tp, block)
+    problem = split_problem(spec, tp, block) or context_problem(spec, work.context)
     if problem:
         return Candidate(gpu.name, tp, tp, False, problem)
     limits = scheduler_limits(gpu)
@@ -148,7 +158,7 @@ def evaluate(spec: ModelSpec, counts: ParamCounts, gpu: GpuSpec, tp: int, work: 
         visible - usable,
         visible,
     )
-    reason = _misfit(spec, per_gpu, available, work, max_ctx)
+    reason = _misfit(spec, per_gpu, available, work, max_ctx) or _not_free(gpu, usable)
     return Candidate(
         gpu.name,
         tp,
@@ -185,6 +195,17 @@ def _misfit(spec: ModelSpec, g: PerGpu, available: int, work: Workload, max_ctx:
             f"lower --gpu-memory-utilization"
         )
     return None
+
+
+def _not_free(gpu: GpuSpec, usable: int) -> str | None:
+    """vLLM refuses to start when the GPU's free memory is below utilization x total."""
+    if gpu.free_mib is None or gpu.free_mib * (1 << 20) >= usable:
+        return None
+    gib = 1 << 30
+    return (
+        f"only {gpu.free_mib * (1 << 20) / gib:.1f} GiB free on this GPU, the engine asks for "
+        f"{usable / gib:.1f} GiB; free memory or lower --gpu-memory-utilization"
+    )
 
 
 def headroom_warning(g: PerGpu) -> str | None:

@@ -205,3 +205,30 @@ def render_serve(report: ServeReport, console: Console) -> None:
     ]
     console.print(Text(title, style="bold"))
     console.print(Group(table, Text("\n".join(lines))))
+
+
+def render_which(
+    rows: list[Any], gpu: GpuSpec, count: int, context: int, show_all: bool, console: Console
+) -> None:
+    fitting = [r for r in rows if r.fits]
+    table = Table(
+        title=f"{len(fitting)} catalog models fit {count}x {gpu.full_name} at "
+        f"{human_tokens(context)} context (fastest first; tok/s is an estimate)",
+        title_justify="left",
+    )
+    for col in ("model", "params", "TP", "headroom GiB", "KV pool tokens", "concurrency", "tok/s", "why not"):
+        table.add_column(col, justify="left" if col in ("model", "why not") else "right")
+    for r in rows:
+        if not r.fits and not show_all:
+            continue
+        table.add_row(
+            r.name,
+            f"{r.params_total / 1e9:.1f}B",
+            str(r.tensor_parallel or "-"),
+            _g(r.headroom_bytes),
+            f"{r.kv_cache_capacity_tokens:,}" if r.kv_cache_capacity_tokens else "-",
+            f"{r.max_concurrency:.1f}x" if r.max_concurrency is not None else "-",
+            f"{r.tokens_per_s:,.0f}" if r.tokens_per_s else "-",
+            r.reason or "",
+        )
+    console.print(table)

@@ -165,12 +165,13 @@ def build_fit_report(
     gpus: list[GpuSpec],
     work: plan.Workload,
     fixed_count: int | None = None,
+    max_count: int = 8,
 ) -> Report:
-    """Plan over `gpus`: the smallest valid TP per GPU type (or exactly `fixed_count`)."""
+    """Plan over `gpus`: the smallest valid TP per GPU type up to `max_count` (or exactly `fixed_count`)."""
     rows: list[dict[str, Any]] = []
     best: list[tuple[plan.Candidate, GpuSpec]] = []
     for gpu in gpus:
-        sizes = (fixed_count,) if fixed_count else plan.TP_SIZES
+        sizes = (fixed_count,) if fixed_count else tuple(t for t in plan.TP_SIZES if t <= max_count)
         tried = plan.smallest_fit(spec, counts, gpu, work, sizes)
         rows += [_candidate(c, gpu) for c in tried]
         best.append((tried[-1], gpu))
