@@ -112,7 +112,7 @@ def local_spec(gpus: list[LocalGpu]) -> tuple[GpuSpec, int]:
     first = gpus[0]
     same = [g for g in gpus if g.name == first.name]
     match = _catalog_match(first.name)
-    base = (
+    base: dict[str, Any] = (
         match.model_dump()
         if match
         else {
@@ -130,7 +130,7 @@ def local_spec(gpus: list[LocalGpu]) -> tuple[GpuSpec, int]:
     base.update(
         {
             "name": "local",
-            "aliases": (),
+            "aliases": [],
             "memory_mib": first.total_mib,
             "cuda_visible_gib": None,
             "free_mib": min(g.free_mib for g in same),
