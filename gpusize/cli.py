@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import replace
 from typing import Any
 
 import typer
@@ -46,6 +47,12 @@ def _root(
     ),
 ) -> None:
     """gpusize sizes LLM inference memory and picks the smallest tensor-parallel split."""
+
+
+def _revision_option() -> Any:
+    return typer.Option(
+        None, "--revision", help="Hub branch, tag or commit (default main); skips the catalog."
+    )
 
 
 def _models_file_option() -> Any:
@@ -95,23 +102,22 @@ def fit(
     best_effort: bool = typer.Option(
         False, "--best-effort", help="Size an unsupported architecture as a Llama-style decoder (flagged)."
     ),
+    revision: str | None = _revision_option(),
     models_file: str | None = _models_file_option(),
     gpus_file: str | None = _gpus_file_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Size a model for inference and find the smallest set of GPUs in one server that runs it."""
-    from gpusize import catalog, plan, report
+    from gpusize import catalog, report
 
     if batch <= 0:
         raise UsageError(f"invalid --batch {batch}: must be greater than zero")
     _check_count(gpus)
     _user_catalogs(models_file, gpus_file)
-    resolved, spec, counts, work = _prepare(
-        model, ctx, dtype, kv_dtype, engine, utilization, mtp, best_effort
+    origin, spec, counts, work = _prepare(
+        model, ctx, dtype, kv_dtype, engine, utilization, mtp, best_effort, revision
     )
-    work = plan.Workload(
-        work.context, batch, work.weight_dtype, work.kv_dtype, work.gpu_memory_utilization, work.include_mtp
-    )
+    work = replace(work, batch=batch)
     max_count = 8
     if gpu:
         one, local_count = _find_gpu(gpu)
@@ -119,7 +125,7 @@ def fit(
     else:
         targets = list(catalog.load_gpus())
     result = report.build_fit_report(
-        resolved.id, resolved.source, spec, counts, targets, work, fixed_count=gpus, max_count=max_count
+        origin, spec, counts, targets, work, fixed_count=gpus, max_count=max_count
     )
     if as_json:
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
@@ -157,9 +163,10 @@ def _prepare(
     utilization: float | None,
     mtp: bool,
     best_effort: bool,
+    revision: str | None = None,
 ) -> tuple[Any, Any, Any, Any]:
-    """Shared parsing of fit/serve options: (resolved model, spec, counts, workload)."""
-    from gpusize import plan, source
+    """Shared parsing of fit/serve options: (origin, spec, counts, workload). Warnings -> stderr."""
+    from gpusize import plan, report, source
     from gpusize.model import parse_config
     from gpusize.params import count_params
     from gpusize.units import canonical_dtype, parse_tokens
@@ -171,12 +178,30 @@ def _prepare(
     weight_dtype = _choice(dtype, DTYPES, "--dtype")
     weight_dtype = weight_dtype if weight_dtype == "auto" else canonical_dtype(weight_dtype)
     kv = _choice(kv_dtype, KV_DTYPES, "--kv-dtype")
-    resolved = source.resolve_model(model)
+    resolved = source.resolve_model(model, revision)
     spec = parse_config(resolved.config, best_effort=best_effort)
+    counts = count_params(spec)
     work = plan.Workload(
-        context, 1, weight_dtype, kv, utilization or plan.DEFAULT_GPU_MEMORY_UTILIZATION, mtp
+        context,
+        1,
+        weight_dtype,
+        kv,
+        utilization or plan.DEFAULT_GPU_MEMORY_UTILIZATION,
+        mtp,
+        resolved.checkpoint_bytes,
     )
-    return resolved, spec, count_params(spec), work
+    warning = report.checkpoint_warning(spec, counts, work)
+    if warning:
+        sys.stderr.write(f"gpusize: warning: {warning}\n")
+    origin = report.Origin(
+        resolved.id,
+        resolved.source,
+        resolved.revision,
+        resolved.checkpoint_bytes,
+        resolved.checkpoint_dtypes,
+        resolved.notes,
+    )
+    return origin, spec, counts, work
 
 
 @app.command()
@@ -195,6 +220,7 @@ def serve(
     kv_dtype: str = typer.Option("auto", "--kv-dtype", help=f"KV cache: {', '.join(KV_DTYPES)}."),
     engine: str = typer.Option("vllm", "--engine", help="Serving engine model: vllm."),
     utilization: float | None = typer.Option(None, "--gpu-memory-utilization", help="vLLM 0.19 default 0.9."),
+    revision: str | None = _revision_option(),
     models_file: str | None = _models_file_option(),
     gpus_file: str | None = _gpus_file_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -209,13 +235,13 @@ def serve(
         raise UsageError("give exactly one of --users N or --rps R")
     if (users is not None and users <= 0) or (rps is not None and rps <= 0):
         raise UsageError("--users and --rps must be greater than zero")
-    resolved, spec, counts, work = _prepare(model, ctx, dtype, kv_dtype, engine, utilization, False, False)
+    origin, spec, counts, work = _prepare(
+        model, ctx, dtype, kv_dtype, engine, utilization, False, False, revision
+    )
     demand = serving.Demand(
         work.context, users, rps, parse_tokens(prompt, "prompt length"), parse_tokens(output, "output length")
     )
-    result = serve_report.build_serve_report(
-        resolved.id, resolved.source, spec, counts, _find_gpu(gpu)[0], gpus, work, demand
-    )
+    result = serve_report.build_serve_report(origin, spec, counts, _find_gpu(gpu)[0], gpus, work, demand)
     if as_json:
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:

@@ -31,6 +31,9 @@ class WeightFormat:
     #: vLLM's MXFP4 MoE kernels pad each expert's intermediate width to this multiple per rank.
     expert_pad: int = 1
     note: str = ""
+    #: Stored bytes / config-arithmetic bytes, when a checkpoint's own tensors disagree with its
+    #: config by more than CHECKPOINT_TOLERANCE (e.g. FP8 tensors under a bf16 torch_dtype).
+    checkpoint_scale: float = 1.0
 
 
 #: fp8 per-channel weight scale: one fp32 per output row; the row length is ~hidden_size.
@@ -76,6 +79,29 @@ def weight_format(spec: ModelSpec, dtype: str) -> WeightFormat:
             f"routers stay {act}",
         )
     return WeightFormat(dtype, DTYPE_BYTES[dtype], DTYPE_BYTES[dtype])
+
+
+#: Disagreement between a checkpoint's stored bytes and the config arithmetic above which the stored
+#: bytes win (and a warning says so).
+CHECKPOINT_TOLERANCE = 0.01
+
+
+def checkpoint_agreement(
+    spec: ModelSpec, counts: ParamCounts, fmt: WeightFormat, stored_bytes: int
+) -> tuple[float, str | None]:
+    """(scale to apply, warning): the stored tensors vs the config arithmetic for the same model.
+
+    Stored bytes also hold MTP layers the engine skips; their share (config-derived) is removed
+    before comparing."""
+    config_bytes = weights_bytes(spec, counts, fmt, 1) - rope_cache_bytes(spec, fmt)
+    main_share = counts.total / (counts.total + counts.mtp) if counts.mtp else 1.0
+    ratio = stored_bytes * main_share / config_bytes
+    if abs(ratio - 1) <= CHECKPOINT_TOLERANCE:
+        return 1.0, None
+    return ratio, (
+        f"the checkpoint stores {stored_bytes / GIB:.2f} GiB of tensors, {ratio - 1:+.1%} vs the "
+        f"config arithmetic ({config_bytes / GIB:.2f} GiB); sizing from the stored bytes"
+    )
 
 
 def activation_dtype(spec: ModelSpec) -> str:
@@ -166,7 +192,8 @@ def weights_bytes(
     extra_kv = _replicated_kv_weights(spec, tp) * quant["attention"]
     # MTP modules (speculative decoding) are decoder layers quantized like the others.
     mtp = counts.mtp * fmt.linear_bytes / tp if include_mtp else 0
-    return int(sharded / tp + replicated + extra_kv + mtp) + rope_cache_bytes(spec, fmt)
+    stored = (sharded / tp + replicated + extra_kv + mtp) * fmt.checkpoint_scale
+    return int(stored) + rope_cache_bytes(spec, fmt)
 
 
 def _expert_padding(spec: ModelSpec, fmt: WeightFormat, tp: int) -> float:

@@ -8,7 +8,7 @@ outside the budget. The KV pool is whatever the budget leaves after the non-KV t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpusize import kvcache, memory
 from gpusize.catalog import GpuSpec
@@ -34,6 +34,8 @@ class Workload:
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
     #: Load the checkpoint's multi-token-prediction layers (speculative decoding).
     include_mtp: bool = False
+    #: Exact bytes of the stored tensors (safetensors headers / GGUF), when the source told us.
+    checkpoint_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,15 @@ class Candidate:
     warning: str | None = None
 
 
+def weight_format_for(spec: ModelSpec, counts: ParamCounts, work: Workload) -> memory.WeightFormat:
+    """The weight format for this workload, corrected by the checkpoint's stored bytes (dtype=auto)."""
+    fmt = memory.weight_format(spec, work.weight_dtype)
+    if work.checkpoint_bytes and work.weight_dtype == "auto":
+        scale, _ = memory.checkpoint_agreement(spec, counts, fmt, work.checkpoint_bytes)
+        fmt = replace(fmt, checkpoint_scale=scale)
+    return fmt
+
+
 def split_problem(spec: ModelSpec, tp: int, block: tuple[int, int] | None) -> str | None:
     """Why tensor-parallel size `tp` is not a valid split of this model, or None."""
     if spec.num_attention_heads % tp:
@@ -112,7 +123,7 @@ def context_problem(spec: ModelSpec, context: int) -> str | None:
 
 def evaluate(spec: ModelSpec, counts: ParamCounts, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
     """Fit test of one model on `tp` GPUs of one type."""
-    fmt = memory.weight_format(spec, work.weight_dtype)
+    fmt = weight_format_for(spec, counts, work)
     block = spec.quantization.block_size if (spec.quantization and work.weight_dtype == "auto") else None
     problem = split_problem(spec, tp, block) or context_problem(spec, work.context)
     if problem:

@@ -6,7 +6,7 @@ are a contract (tests/test_json_contract.py; README "JSON output").
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -21,9 +21,24 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where the model came from (plain values from `source.resolve_model`)."""
+
+    id: str
+    source: str  # catalog | local | hub | gguf
+    revision: str | None = None
+    checkpoint_bytes: int | None = None
+    checkpoint_dtypes: dict[str, int] | None = None
+    notes: tuple[str, ...] = ()
+
+
 class ModelInfo(_Out):
     id: str
     source: str
+    revision: str | None
+    checkpoint_bytes: int | None
+    checkpoint_dtypes: dict[str, int] | None
     architecture: str
     model_type: str
     params_total: int
@@ -110,10 +125,13 @@ def _candidate(c: plan.Candidate, gpu: GpuSpec) -> dict[str, Any]:
     return data
 
 
-def model_info(model_id: str, source: str, spec: ModelSpec, counts: ParamCounts) -> ModelInfo:
+def model_info(origin: Origin, spec: ModelSpec, counts: ParamCounts) -> ModelInfo:
     return ModelInfo(
-        id=model_id,
-        source=source,
+        id=origin.id,
+        source=origin.source,
+        revision=origin.revision,
+        checkpoint_bytes=origin.checkpoint_bytes,
+        checkpoint_dtypes=origin.checkpoint_dtypes,
         architecture=spec.architecture,
         model_type=spec.model_type,
         params_total=counts.total,
@@ -135,7 +153,7 @@ def whole_model_memory(
     spec: ModelSpec, counts: ParamCounts, work: plan.Workload, limits: plan.SchedulerLimits
 ) -> MemoryInfo:
     """The model on one imaginary GPU (TP=1): what it needs in total."""
-    fmt = memory.weight_format(spec, work.weight_dtype)
+    fmt = plan.weight_format_for(spec, counts, work)
     kv_bytes = plan.kv_element_bytes(spec, work.kv_dtype)
     weights = memory.weights_bytes(spec, counts, fmt, 1, work.include_mtp)
     layout = kvcache.kv_layout(spec, kv_bytes, 1)
@@ -158,8 +176,7 @@ def whole_model_memory(
 
 
 def build_fit_report(
-    model_id: str,
-    source: str,
+    origin: Origin,
     spec: ModelSpec,
     counts: ParamCounts,
     gpus: list[GpuSpec],
@@ -185,12 +202,12 @@ def build_fit_report(
     return Report(
         gpusize_version=__version__,
         fits=chosen is not None,
-        model=model_info(model_id, source, spec, counts),
+        model=model_info(origin, spec, counts),
         workload=WorkloadInfo(
             mode="inference",
             context_tokens=work.context,
             batch=work.batch,
-            weight_dtype=memory.weight_format(spec, work.weight_dtype).name,
+            weight_dtype=plan.weight_format_for(spec, counts, work).name,
             kv_cache_dtype=_kv_name(spec, work.kv_dtype),
             engine=plan.ENGINE,
             engine_version=plan.ENGINE_VERSION,
@@ -199,8 +216,16 @@ def build_fit_report(
         memory=whole_model_memory(spec, counts, work, limits),
         plan=plan_info,
         candidates=[CandidateInfo(**row) for row in rows],
-        assumptions=assumptions(spec, work, limits, gpus, chosen[1] if chosen else None),
+        assumptions=assumptions(origin, spec, counts, work, limits, gpus, chosen[1] if chosen else None),
     )
+
+
+def checkpoint_warning(spec: ModelSpec, counts: ParamCounts, work: plan.Workload) -> str | None:
+    """The >1% disagreement between stored tensors and config arithmetic, if any."""
+    if not work.checkpoint_bytes or work.weight_dtype != "auto":
+        return None
+    fmt = memory.weight_format(spec, work.weight_dtype)
+    return memory.checkpoint_agreement(spec, counts, fmt, work.checkpoint_bytes)[1]
 
 
 def _kv_name(spec: ModelSpec, kv_dtype: str) -> str:
@@ -208,16 +233,21 @@ def _kv_name(spec: ModelSpec, kv_dtype: str) -> str:
 
 
 def assumptions(
+    origin: Origin,
     spec: ModelSpec,
+    counts: ParamCounts,
     work: plan.Workload,
     limits: plan.SchedulerLimits,
     gpus: list[GpuSpec],
     chosen: GpuSpec | None,
 ) -> dict[str, Any]:
-    fmt = memory.weight_format(spec, work.weight_dtype)
-    notes = []
+    fmt = plan.weight_format_for(spec, counts, work)
+    notes = list(origin.notes)
     if fmt.note:
         notes.append(fmt.note)
+    warning = checkpoint_warning(spec, counts, work)
+    if warning:
+        notes.append(warning)
     if spec.vision and not spec.vision.exact:
         notes.append(
             f"vision tower ({spec.vision.model_type}) parameters estimated with a generic ViT formula"

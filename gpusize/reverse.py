@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpusize import memory, plan, throughput
+from gpusize import plan, throughput
 from gpusize.catalog import GpuSpec
 from gpusize.errors import ConfigError
 from gpusize.model import parse_config
@@ -38,7 +38,7 @@ def fit_one(
     best = plan.smallest_fit(spec, counts, gpu, work, sizes)[-1]
     if not best.fits or best.per_gpu is None:
         return ModelFit(name, hf_id, counts.total, False, None, None, None, None, None, best.reason)
-    fmt = memory.weight_format(spec, work.weight_dtype)
+    fmt = plan.weight_format_for(spec, counts, work)
     speed = throughput.decode_speed(
         spec,
         counts,

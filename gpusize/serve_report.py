@@ -11,7 +11,7 @@ from gpusize import __version__, economics, launch, memory, plan, serving, throu
 from gpusize.catalog import GpuSpec
 from gpusize.model import ModelSpec
 from gpusize.params import ParamCounts
-from gpusize.report import ModelInfo, model_info
+from gpusize.report import ModelInfo, Origin, model_info
 
 
 class _Out(BaseModel):
@@ -107,8 +107,7 @@ def _power(gpu: GpuSpec, n: int, tp_max: int) -> PowerInfo | None:
 
 
 def build_serve_report(
-    model_id: str,
-    source: str,
+    origin: Origin,
     spec: ModelSpec,
     counts: ParamCounts,
     gpu: GpuSpec,
@@ -118,16 +117,16 @@ def build_serve_report(
 ) -> ServeReport:
     layouts = serving.compare(spec, counts, gpu, num_gpus, work, demand)
     pick, why = serving.recommend(layouts)
-    weight = memory.weight_format(spec, work.weight_dtype).name
+    weight = plan.weight_format_for(spec, counts, work).name
     kv = memory.activation_dtype(spec) if work.kv_dtype == "auto" else work.kv_dtype
     commands: dict[str, str] = {}
     if pick:
         tp = pick.tensor_parallel
         commands["vllm"] = launch.vllm_command(
-            model_id, tp, demand.context, work.gpu_memory_utilization, work.kv_dtype, work.weight_dtype
+            origin.id, tp, demand.context, work.gpu_memory_utilization, work.kv_dtype, work.weight_dtype
         )
         commands["sglang"] = launch.sglang_command(
-            model_id, tp, demand.context, work.gpu_memory_utilization, work.kv_dtype
+            origin.id, tp, demand.context, work.gpu_memory_utilization, work.kv_dtype
         )
         if pick.replicas > 1:
             commands["replicas"] = (
@@ -137,7 +136,7 @@ def build_serve_report(
     return ServeReport(
         gpusize_version=__version__,
         fits=pick is not None,
-        model=model_info(model_id, source, spec, counts),
+        model=model_info(origin, spec, counts),
         workload=ServeWorkload(
             mode="serving",
             context_tokens=demand.context,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpusize import economics, memory, plan, throughput
+from gpusize import economics, plan, throughput
 from gpusize.catalog import GpuSpec
 from gpusize.model import ModelSpec
 from gpusize.params import ParamCounts
@@ -92,7 +92,7 @@ def evaluate_layout(
         return Layout(replicas, tp, False, candidate.reason, one_gpu_failure=failure, cost_per_hour=price)
     per_replica_cap = max(int(candidate.max_concurrency), 1)
     capacity = replicas * per_replica_cap
-    fmt = memory.weight_format(spec, work.weight_dtype)
+    fmt = plan.weight_format_for(spec, counts, work)
     kv_bytes = plan.kv_element_bytes(spec, work.kv_dtype)
     limits = plan.scheduler_limits(gpu)
     ttft = throughput.prefill_seconds(spec, counts, gpu, tp, min(demand.prompt_tokens, demand.context))

@@ -6,11 +6,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120"}
+#: No test touches the internet: the Hub is offline and its cache is empty for these tests.
+ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120", "HF_HUB_OFFLINE": "1", "HF_HOME": tempfile.mkdtemp()}
 
 JSON_KEYS = {"gpusize_version", "fits", "model", "workload", "memory", "plan", "candidates", "assumptions"}
 MODEL_KEYS = {
@@ -102,7 +104,8 @@ def test_human_output_headline_and_footer() -> None:
         (["fit", "Qwen3-32B", "--gpu-memory-utilization", "0"], "(0, 1]"),
         (["fit", "Qwen3-32B", "--dtype", "int3"], "unknown --dtype"),
         (["fit", "Qwen3-32B", "--engine", "tgi"], "unknown engine"),
-        (["fit", "some-org/not-a-model"], "unknown model"),
+        (["fit", "some-org/not-a-model"], "not in the local Hub cache"),
+        (["fit", "not-a-model-name"], "unknown model"),
         (["fit", "./missing/config.json"], "no such file"),
     ],
 )
