@@ -27,7 +27,7 @@ app = typer.Typer(
 
 DTYPES = ("auto", "fp32", "bf16", "fp16", "fp8", "int8", "int4")
 KV_DTYPES = ("auto", "bf16", "fp16", "fp8")
-ENGINES = ("vllm",)
+ENGINES = ("vllm", "sglang", "llamacpp", "transformers")
 
 
 def _stdout() -> Console:
@@ -92,11 +92,22 @@ def fit(
     kv_dtype: str = typer.Option("auto", "--kv-dtype", help=f"KV cache: {', '.join(KV_DTYPES)}."),
     gpu: str | None = typer.Option(None, "--gpu", help="Restrict to one GPU type."),
     gpus: int | None = typer.Option(None, "--gpus", help="Fix the GPU count (1, 2, 4 or 8)."),
-    engine: str = typer.Option("vllm", "--engine", help="Serving engine model: vllm."),
+    engine: str | None = typer.Option(
+        None, "--engine", help="vllm (default), sglang, llamacpp (default for .gguf), transformers."
+    ),
     utilization: float | None = typer.Option(
         None,
         "--gpu-memory-utilization",
         help="Fraction of each GPU the engine may use (vLLM 0.19 default 0.9).",
+    ),
+    n_gpu_layers: int | None = typer.Option(
+        None, "--n-gpu-layers", help="llama.cpp: layers on the GPU (default all; the rest in system RAM)."
+    ),
+    flash_attn: bool = typer.Option(
+        False, "--flash-attn", help="llama.cpp: flash attention (smaller buffer)."
+    ),
+    mem_fraction: float | None = typer.Option(
+        None, "--mem-fraction-static", help="SGLang: static memory fraction (default from GPU size and TP)."
     ),
     mtp: bool = typer.Option(False, "--mtp", help="Load the checkpoint's MTP layers (speculative decoding)."),
     best_effort: bool = typer.Option(
@@ -118,6 +129,7 @@ def fit(
         model, ctx, dtype, kv_dtype, engine, utilization, mtp, best_effort, revision
     )
     work = replace(work, batch=batch)
+    options = _engine_options(origin, work.engine, n_gpu_layers, flash_attn, mem_fraction)
     max_count = 8
     if gpu:
         one, local_count = _find_gpu(gpu)
@@ -125,7 +137,7 @@ def fit(
     else:
         targets = list(catalog.load_gpus())
     result = report.build_fit_report(
-        origin, spec, counts, targets, work, fixed_count=gpus, max_count=max_count
+        origin, spec, counts, targets, work, fixed_count=gpus, max_count=max_count, options=options
     )
     if as_json:
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
@@ -134,6 +146,28 @@ def fit(
 
         render_fit(result, _stdout(), targets)
     raise typer.Exit(0 if result.fits else 1)
+
+
+def _engine_options(
+    origin: Any, engine: str, n_gpu_layers: int | None, flash_attn: bool, mem_fraction: float | None
+) -> Any:
+    from gpusize import engines
+
+    if n_gpu_layers is not None and (n_gpu_layers < 0 or engine != "llamacpp"):
+        raise UsageError("--n-gpu-layers takes a count >= 0 and needs --engine llamacpp")
+    if mem_fraction is not None and (not 0 < mem_fraction < 1 or engine != "sglang"):
+        raise UsageError("--mem-fraction-static takes a value in (0, 1) and needs --engine sglang")
+    gguf = origin.gguf
+    if gguf is None:
+        return engines.EngineOptions(n_gpu_layers, flash_attn, mem_fraction)
+    return engines.EngineOptions(
+        n_gpu_layers,
+        flash_attn,
+        mem_fraction,
+        gguf.layer_bytes,
+        gguf.token_embd_bytes,
+        gguf.output_bytes or gguf.token_embd_bytes,
+    )
 
 
 def _find_gpu(name: str) -> tuple[Any, int | None]:
@@ -159,7 +193,7 @@ def _prepare(
     ctx: str,
     dtype: str,
     kv_dtype: str,
-    engine: str,
+    engine: str | None,
     utilization: float | None,
     mtp: bool,
     best_effort: bool,
@@ -174,11 +208,12 @@ def _prepare(
     context = parse_tokens(ctx)
     if utilization is not None and not 0 < utilization <= 1:
         raise UsageError(f"invalid --gpu-memory-utilization {utilization}: must be in (0, 1]")
-    _choice(engine, ENGINES, "engine")
+    chosen_engine = _choice(engine, ENGINES, "engine") if engine else None
     weight_dtype = _choice(dtype, DTYPES, "--dtype")
     weight_dtype = weight_dtype if weight_dtype == "auto" else canonical_dtype(weight_dtype)
     kv = _choice(kv_dtype, KV_DTYPES, "--kv-dtype")
     resolved = source.resolve_model(model, revision)
+    chosen_engine = chosen_engine or ("llamacpp" if resolved.source == "gguf" else "vllm")
     spec = parse_config(resolved.config, best_effort=best_effort)
     counts = count_params(spec)
     work = plan.Workload(
@@ -189,6 +224,7 @@ def _prepare(
         utilization or plan.DEFAULT_GPU_MEMORY_UTILIZATION,
         mtp,
         resolved.checkpoint_bytes,
+        chosen_engine,
     )
     warning = report.checkpoint_warning(spec, counts, work)
     if warning:
@@ -200,6 +236,7 @@ def _prepare(
         resolved.checkpoint_bytes,
         resolved.checkpoint_dtypes,
         resolved.notes,
+        resolved.gguf,
     )
     return origin, spec, counts, work
 
@@ -218,7 +255,7 @@ def serve(
     gpus: int = typer.Option(4, "--gpus", help="GPUs in the server (1, 2, 4 or 8)."),
     dtype: str = typer.Option("auto", "--dtype", help=f"Weights: {', '.join(DTYPES)}."),
     kv_dtype: str = typer.Option("auto", "--kv-dtype", help=f"KV cache: {', '.join(KV_DTYPES)}."),
-    engine: str = typer.Option("vllm", "--engine", help="Serving engine model: vllm."),
+    engine: str | None = typer.Option(None, "--engine", help="vllm (default) or sglang."),
     utilization: float | None = typer.Option(None, "--gpu-memory-utilization", help="vLLM 0.19 default 0.9."),
     revision: str | None = _revision_option(),
     models_file: str | None = _models_file_option(),

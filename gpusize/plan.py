@@ -36,6 +36,8 @@ class Workload:
     include_mtp: bool = False
     #: Exact bytes of the stored tensors (safetensors headers / GGUF), when the source told us.
     checkpoint_bytes: int | None = None
+    #: Engine memory model: vllm (here), sglang, llamacpp, transformers (gpusize.engines).
+    engine: str = "vllm"
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,8 @@ class Candidate:
     kv_heads_per_gpu: int | None = None
     kv_heads_replicated: bool = False
     warning: str | None = None
+    #: System RAM the engine needs beside the GPUs (llama.cpp layers and KV left on the CPU).
+    host_bytes: int | None = None
 
 
 def weight_format_for(spec: ModelSpec, counts: ParamCounts, work: Workload) -> memory.WeightFormat:

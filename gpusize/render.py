@@ -100,13 +100,21 @@ def _last_per_gpu(report: Report) -> list[CandidateInfo]:
 
 def footer(report: Report) -> Text:
     a = report.assumptions
+    if report.workload.engine == "vllm":
+        engine = (
+            f"{a['engine']}, gpu_memory_utilization {a['gpu_memory_utilization']}, "
+            f"max_num_seqs {a['max_num_seqs']}, max_num_batched_tokens {a['max_num_batched_tokens']}, "
+            f"KV block {a['kv_block_size']} tokens"
+        )
+    else:
+        engine = f"{a['engine']} ({a['engine_model']})"
     lines = [
-        f"Assumptions: {a['engine']}, gpu_memory_utilization {a['gpu_memory_utilization']}, "
-        f"max_num_seqs {a['max_num_seqs']}, max_num_batched_tokens {a['max_num_batched_tokens']}, "
-        f"KV block {a['kv_block_size']} tokens; weights {report.workload.weight_dtype}, "
+        f"Assumptions: {engine}; weights {report.workload.weight_dtype}, "
         f"KV {report.workload.kv_cache_dtype}. Activations and overhead are estimates. "
-        f"Sizes in GiB (2^30 bytes).",
+        "Sizes in GiB (2^30 bytes).",
     ]
+    if report.plan and report.plan.host_bytes:
+        lines.append(f"System RAM for what stays on the CPU: {_g(report.plan.host_bytes)} GiB.")
     if report.plan and report.plan.per_gpu:
         p = report.plan
         lines.append(

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from gpusize import __version__, kvcache, memory, plan
+from gpusize import __version__, engines, kvcache, memory, plan
 from gpusize.catalog import GpuSpec
 from gpusize.model import ModelSpec
 from gpusize.params import ParamCounts
@@ -31,6 +31,7 @@ class Origin:
     checkpoint_bytes: int | None = None
     checkpoint_dtypes: dict[str, int] | None = None
     notes: tuple[str, ...] = ()
+    gguf: Any = None  # gguf_file.GgufModel when the model is a GGUF file
 
 
 class ModelInfo(_Out):
@@ -101,6 +102,7 @@ class CandidateInfo(_Out):
     kv_heads_per_gpu: int | None
     kv_heads_replicated: bool
     warning: str | None
+    host_bytes: int | None
     price_usd_per_hour: float | None
 
 
@@ -183,13 +185,14 @@ def build_fit_report(
     work: plan.Workload,
     fixed_count: int | None = None,
     max_count: int = 8,
+    options: engines.EngineOptions = engines.DEFAULT_OPTIONS,
 ) -> Report:
     """Plan over `gpus`: the smallest valid TP per GPU type up to `max_count` (or exactly `fixed_count`)."""
     rows: list[dict[str, Any]] = []
     best: list[tuple[plan.Candidate, GpuSpec]] = []
     for gpu in gpus:
         sizes = (fixed_count,) if fixed_count else tuple(t for t in plan.TP_SIZES if t <= max_count)
-        tried = plan.smallest_fit(spec, counts, gpu, work, sizes)
+        tried = engines.smallest_fit(spec, counts, gpu, work, sizes, options)
         rows += [_candidate(c, gpu) for c in tried]
         best.append((tried[-1], gpu))
     chosen = plan.recommend(best)
@@ -209,8 +212,8 @@ def build_fit_report(
             batch=work.batch,
             weight_dtype=plan.weight_format_for(spec, counts, work).name,
             kv_cache_dtype=_kv_name(spec, work.kv_dtype),
-            engine=plan.ENGINE,
-            engine_version=plan.ENGINE_VERSION,
+            engine=work.engine,
+            engine_version=engines.ENGINE_VERSIONS[work.engine],
             gpu_memory_utilization=work.gpu_memory_utilization,
         ),
         memory=whole_model_memory(spec, counts, work, limits),
@@ -277,7 +280,8 @@ def assumptions(
             f"{698} MiB driver/CUDA reserve (no measured figure)"
         )
     return {
-        "engine": f"{plan.ENGINE} {plan.ENGINE_VERSION}",
+        "engine": engines.ENGINE_VERSIONS[work.engine],
+        "engine_model": engines.ENGINE_NOTES[work.engine],
         "gpu_memory_utilization": work.gpu_memory_utilization,
         "max_num_seqs": limits.max_num_seqs,
         "max_num_batched_tokens": limits.max_num_batched_tokens,

@@ -85,7 +85,7 @@ def test_human_output_headline_and_footer() -> None:
     r = run("fit", "Qwen3-32B", "--ctx", "32k", "--gpu", "H100")
     assert r.returncode == 0
     assert "Qwen3-32B at 32k context needs 2x NVIDIA H100 SXM5 80GB (TP=2)" in r.stdout
-    assert "GiB" in r.stdout and "Assumptions: vllm 0.19.0" in r.stdout
+    assert "GiB" in r.stdout and "Assumptions: vLLM 0.19.0" in r.stdout
     assert "largest context that fits is" in r.stdout  # the 1-GPU miss says how far it got
     assert "\x1b[" not in r.stdout
 
