@@ -275,6 +275,8 @@ def serve(
     origin, spec, counts, work = _prepare(
         model, ctx, dtype, kv_dtype, engine, utilization, False, False, revision
     )
+    if work.engine not in ("vllm", "sglang"):
+        raise UsageError(f"serve compares vLLM or SGLang layouts; --engine {work.engine} is sized by 'fit'")
     demand = serving.Demand(
         work.context, users, rps, parse_tokens(prompt, "prompt length"), parse_tokens(output, "output length")
     )

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from gpusize import __version__, economics, launch, memory, plan, serving, throughput
+from gpusize import __version__, economics, engines, launch, memory, plan, serving, throughput
 from gpusize.catalog import GpuSpec
 from gpusize.model import ModelSpec
 from gpusize.params import ParamCounts
@@ -126,8 +126,10 @@ def build_serve_report(
             origin.id, tp, demand.context, work.gpu_memory_utilization, work.kv_dtype, work.weight_dtype
         )
         commands["sglang"] = launch.sglang_command(
-            origin.id, tp, demand.context, work.gpu_memory_utilization, work.kv_dtype
+            origin.id, tp, demand.context, engines.sglang_defaults(gpu, tp).mem_fraction_static, work.kv_dtype
         )
+        if origin.gguf is not None:
+            commands["llamacpp"] = launch.llamacpp_command(origin.id, demand.context, len(spec.layers) + 1)
         if pick.replicas > 1:
             commands["replicas"] = (
                 f"run {pick.replicas} copies, one per GPU group (CUDA_VISIBLE_DEVICES), "
@@ -146,8 +148,8 @@ def build_serve_report(
             output_tokens=demand.output_tokens,
             weight_dtype=weight,
             kv_cache_dtype=kv,
-            engine=plan.ENGINE,
-            engine_version=plan.ENGINE_VERSION,
+            engine=work.engine,
+            engine_version=engines.ENGINE_VERSIONS[work.engine],
             gpu_memory_utilization=work.gpu_memory_utilization,
         ),
         gpu=gpu.name,
@@ -159,7 +161,7 @@ def build_serve_report(
         launch=commands,
         power=_power(gpu, num_gpus, max(x.tensor_parallel for x in layouts)),
         assumptions={
-            "engine": f"{plan.ENGINE} {plan.ENGINE_VERSION}",
+            "engine": engines.ENGINE_VERSIONS[work.engine],
             "throughput": (
                 f"estimates: bandwidth roofline at {throughput.BANDWIDTH_EFFICIENCY:.0%} of peak, "
                 f"compute at {throughput.DECODE_MFU:.0%} of dense BF16 peak, ring all-reduce "

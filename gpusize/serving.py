@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpusize import economics, plan, throughput
+from gpusize import economics, engines, plan, throughput
 from gpusize.catalog import GpuSpec
 from gpusize.model import ModelSpec
 from gpusize.params import ParamCounts
@@ -85,7 +85,7 @@ def evaluate_layout(
     work: plan.Workload,
     demand: Demand,
 ) -> Layout:
-    candidate = plan.evaluate(spec, counts, gpu, tp, work)
+    candidate = engines.evaluate(spec, counts, gpu, tp, work)
     failure = _failure_impact(replicas, tp)
     price = gpu.price_usd_per_hour * replicas * tp if gpu.price_usd_per_hour else None
     if not candidate.fits or candidate.per_gpu is None or candidate.max_concurrency is None:

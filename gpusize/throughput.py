@@ -8,7 +8,7 @@ Decode step time on one tensor-parallel group = max(memory time, compute time) +
   GPUs' link (NVLink, else PCIe), each with a fixed latency.
 Prefill (time to first token) is compute-bound: 2 x active parameters x prompt tokens (+ causal
 attention) / (TFLOPS x PREFILL_MFU x TP) + communication. Constants are fitted in
-bench/throughput_calibration.md against published measurements.
+bench/calibrate_throughput.py against published measurements (figures in bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -20,12 +20,15 @@ from gpusize.catalog import GpuSpec
 from gpusize.model import ModelSpec
 from gpusize.params import ParamCounts
 
-#: Fraction of peak memory bandwidth a decode step achieves (fit: bench/throughput_calibration.md).
-BANDWIDTH_EFFICIENCY = 0.75
-#: Fraction of dense tensor peak reached by batched decode GEMMs and by prefill.
+#: Fraction of peak memory bandwidth a decode step achieves: the median of 9 published single-stream
+#: measurements (0.42-0.78; bench/calibrate_throughput.py, figures in bench/RESULTS.md).
+BANDWIDTH_EFFICIENCY = 0.58
+#: Fraction of dense tensor peak reached by batched decode GEMMs and by prefill: an ASSUMPTION (no
+#: cited prefill measurement to fit it against); the output labels TTFT as an estimate.
 DECODE_MFU = 0.5
 PREFILL_MFU = 0.5
-#: Per-direction link bandwidth (GB/s) of PCIe x16 by generation, and all-reduce latencies.
+#: Per-direction link bandwidth (GB/s) of PCIe x16 by generation (PCI-SIG), and all-reduce latencies
+#: (assumptions in the range NCCL reports for small messages: ~10 us over NVLink, ~30 us over PCIe).
 PCIE_GBPS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 ALLREDUCE_LATENCY_S = {"nvlink": 10e-6, "pcie": 30e-6}
 
