@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from gpusize import __version__
 from gpusize.errors import GpusizeError, UsageError
@@ -288,6 +289,112 @@ def serve(
 
         render_serve(result, _stdout())
     raise typer.Exit(0 if result.fits else 1)
+
+
+_QUOTE_GPUS = typer.Option(None, "--gpu", help="GPU types to compare (repeat); default a standard set.")
+
+
+@app.command("quote")
+def quote_cmd(
+    model: str = typer.Argument(..., help="Catalog name, Hub id, local config.json / folder or .gguf."),
+    ctx: str = typer.Option("8k", "--ctx", help="Context length per sequence."),
+    users: int | None = typer.Option(None, "--users", help="Concurrent users to serve."),
+    gpu: list[str] | None = _QUOTE_GPUS,
+    dtype: str = typer.Option("auto", "--dtype", help=f"Weights: {', '.join(DTYPES)}."),
+    kv_dtype: str = typer.Option("auto", "--kv-dtype", help=f"KV cache: {', '.join(KV_DTYPES)}."),
+    engine: str | None = typer.Option(None, "--engine", help="vllm (default) or sglang."),
+    fmt: str = typer.Option("table", "--format", help="table, markdown, csv, json or html."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    svg: str | None = typer.Option(None, "--svg", help="Also save the terminal rendering as SVG."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing; the exit code is the answer."),
+    models_file: str | None = _models_file_option(),
+    gpus_file: str | None = _gpus_file_option(),
+) -> None:
+    """A ranked side-by-side of the server options for a model: fit, capacity, speed, price, power."""
+    from gpusize import quote, quote_report
+
+    _user_catalogs(models_file, gpus_file)
+    form = _choice(fmt, ("table", "markdown", "csv", "json", "html"), "--format")
+    if users is not None and users <= 0:
+        raise UsageError("--users must be greater than zero")
+    origin, spec, counts, work = _prepare(model, ctx, dtype, kv_dtype, engine, None, False, False)
+    if work.engine not in ("vllm", "sglang"):
+        raise UsageError(f"quote compares vLLM or SGLang servers; --engine {work.engine} is sized by 'fit'")
+    names = gpu or list(quote.DEFAULT_QUOTE_GPUS)
+    gpus = [_find_gpu(name)[0] for name in names]
+    result = quote_report.build_quote(origin, spec, counts, gpus, work, users)
+    _emit(result, form, output, svg, quiet)
+    raise typer.Exit(0 if result.fits else 1)
+
+
+def _emit(result: Any, form: str, output: str | None, svg: str | None, quiet: bool) -> None:
+    from gpusize import export
+
+    if form == "table":
+        from gpusize.render import render_quote
+
+        with open(os.devnull, "w") as sink:
+            silent = quiet or output is not None
+            width = int(os.environ.get("COLUMNS", "0")) or None
+            console = Console(record=True, width=width, file=sink if silent else None)
+            render_quote(result, console)
+            if svg:
+                console.save_svg(svg, title="gpusize quote", clear=False)
+            if output:
+                _write(output, console.export_text())
+        return
+    text = {"markdown": export.to_markdown, "csv": export.to_csv, "html": export.to_html}.get(
+        form, lambda r: json.dumps(r.model_dump(mode="json"), indent=2) + "\n"
+    )(result)
+    if output:
+        _write(output, text)
+    elif not quiet:
+        sys.stdout.write(text)
+
+
+def _write(path: str, text: str) -> None:
+    from pathlib import Path
+
+    target = Path(path)
+    if target.exists() and target.is_dir():
+        raise UsageError(f"--output {path}: is a folder")
+    target.write_text(text, encoding="utf-8")
+
+
+@app.command("curve")
+def curve_cmd(
+    model: str = typer.Argument(..., help="Catalog name, Hub id, local config.json / folder."),
+    gpu: str = typer.Option("H100", "--gpu", help="GPU type."),
+    gpus: int = typer.Option(1, "--gpus", help="GPUs (tensor parallel size): 1, 2, 4 or 8."),
+    dtype: str = typer.Option("auto", "--dtype", help=f"Weights: {', '.join(DTYPES)}."),
+    kv_dtype: str = typer.Option("auto", "--kv-dtype", help=f"KV cache: {', '.join(KV_DTYPES)}."),
+    svg: str | None = typer.Option(None, "--svg", help="Also save the rendering as SVG."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Maximum concurrent sequences against context length for one plan."""
+    from dataclasses import asdict
+
+    from gpusize import quote
+
+    _check_count(gpus)
+    origin, spec, counts, work = _prepare(model, "1k", dtype, kv_dtype, None, None, False, False)
+    points = quote.concurrency_curve(spec, counts, _find_gpu(gpu)[0], gpus, work, points=12)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {"model": origin.id, "gpu": gpu, "num_gpus": gpus, "points": [asdict(p) for p in points]},
+                indent=2,
+            )
+        )
+        raise typer.Exit(0 if any(p.fits for p in points) else 1)
+    from gpusize.render import curve_chart
+
+    console = Console(record=bool(svg), width=int(os.environ.get("COLUMNS", "0")) or None)
+    console.print(Text(f"{origin.id} on {gpus}x {gpu}: concurrent sequences by context (vLLM 0.19 KV pool)"))
+    console.print(curve_chart(points))
+    if svg:
+        console.save_svg(svg, title="gpusize curve")
+    raise typer.Exit(0 if any(p.fits for p in points) else 1)
 
 
 @app.command("which")

@@ -240,3 +240,72 @@ def render_which(
             r.reason or "",
         )
     console.print(table)
+
+
+# --------------------------------------------------------------------------- quote and charts
+
+BAR_STYLE = {
+    "weights": ("W", "blue"),
+    "KV cache": ("K", "dark_orange"),
+    "activations": ("A", "magenta"),
+    "overhead": ("O", "grey50"),
+    "free": (".", "green"),
+}
+
+
+def memory_bar(parts: list[tuple[str, int]], width: int = 50) -> Text:
+    """A stacked bar of the per-GPU memory breakdown; letters carry the meaning, colour helps."""
+    total = sum(v for _, v in parts) or 1
+    bar = Text()
+    for name, value in parts:
+        letter, style = BAR_STYLE[name]
+        bar.append(letter * round(value / total * width), style=style)
+    return bar
+
+
+def render_quote(report: Any, console: Console) -> None:
+    from gpusize.export import COLUMNS, title
+
+    console.print(Text(f"Quote: {title(report)}", style="bold"))
+    table = Table(
+        title="Options, best first (figures per GPU; throughput is an estimate)", title_justify="left"
+    )
+    shown = [c for c in COLUMNS if c[0] not in ("PSU", "caveats")]
+    for name, _ in shown:
+        table.add_column(
+            name, justify="left" if name in ("GPU", "layout", "fits", "interconnect") else "right"
+        )
+    for o in report.options:
+        table.add_row(*[cell(o) for _, cell in shown])
+    legend = "  ".join(f"{letter}={name}" for name, (letter, _) in BAR_STYLE.items())
+    bars = Table.grid(padding=(0, 1))
+    from gpusize.quote import memory_parts
+
+    for o in report.options:
+        if o.fits:
+            bars.add_row(f"{o.num_gpus}x {o.gpu}", memory_bar(memory_parts(o)), f"{_g(o.usable_bytes)} GiB")
+    notes = [
+        f"{o.num_gpus}x {o.gpu}: {'; '.join(o.caveats) or o.reason}"
+        for o in report.options
+        if o.caveats or o.reason
+    ]
+    parts: list[Any] = [table, Text(f"Memory per GPU ({legend})"), bars]
+    if report.curve:
+        parts += [Text("Concurrency against context (recommended option)"), curve_chart(report.curve)]
+    if report.topology_text:
+        parts += [Text("Topology"), Text(report.topology_text)]
+    parts += [Text("\n".join(notes)), Text(f"Prices: {report.assumptions['prices']}.", style="dim")]
+    console.print(Group(*parts))
+
+
+def curve_chart(points: list[Any], width: int = 40) -> Table:
+    top = max((p.max_concurrency for p in points), default=0) or 1
+    grid = Table.grid(padding=(0, 1))
+    for p in points:
+        bar = "#" * max(1, round(p.max_concurrency / top * width)) if p.max_concurrency else ""
+        grid.add_row(
+            f"{human_tokens(p.context_tokens):>5}",
+            Text(bar, style="cyan"),
+            f"{p.max_concurrency:,.1f}" + ("" if p.fits else " (does not fit)"),
+        )
+    return grid
