@@ -50,6 +50,9 @@ def _root(
     """gpusize sizes LLM inference memory and picks the smallest tensor-parallel split."""
 
 
+_QUIET = typer.Option(False, "--quiet", "-q", help="Print nothing; the exit code is the answer.")
+
+
 def _revision_option() -> Any:
     return typer.Option(
         None, "--revision", help="Hub branch, tag or commit (default main); skips the catalog."
@@ -117,6 +120,7 @@ def fit(
     revision: str | None = _revision_option(),
     models_file: str | None = _models_file_option(),
     gpus_file: str | None = _gpus_file_option(),
+    quiet: bool = _QUIET,
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Size a model for inference and find the smallest set of GPUs in one server that runs it."""
@@ -140,7 +144,9 @@ def fit(
     result = report.build_fit_report(
         origin, spec, counts, targets, work, fixed_count=gpus, max_count=max_count, options=options
     )
-    if as_json:
+    if quiet:
+        pass
+    elif as_json:
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:
         from gpusize.render import render_fit
@@ -261,6 +267,7 @@ def serve(
     revision: str | None = _revision_option(),
     models_file: str | None = _models_file_option(),
     gpus_file: str | None = _gpus_file_option(),
+    quiet: bool = _QUIET,
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Compare replicas and tensor parallel on one server: capacity, speed, resilience and cost."""
@@ -282,7 +289,9 @@ def serve(
         work.context, users, rps, parse_tokens(prompt, "prompt length"), parse_tokens(output, "output length")
     )
     result = serve_report.build_serve_report(origin, spec, counts, _find_gpu(gpu)[0], gpus, work, demand)
-    if as_json:
+    if quiet:
+        pass
+    elif as_json:
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:
         from gpusize.render import render_serve
@@ -407,6 +416,7 @@ def which_cmd(
     show_all: bool = typer.Option(False, "--all", help="Also list the models that do not fit."),
     models_file: str | None = _models_file_option(),
     gpus_file: str | None = _gpus_file_option(),
+    quiet: bool = _QUIET,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Every catalog model that fits this hardware, with headroom and concurrency, fastest first."""
@@ -426,6 +436,8 @@ def which_cmd(
     count = min(gpus, local_count) if local_count else gpus
     entries = [(e.name, e.hf_id, e.config) for e in catalog.load_models()]
     rows = reverse.models_that_fit(entries, spec, count, work)
+    if quiet:
+        raise typer.Exit(0 if any(r.fits for r in rows) else 1)
     if as_json:
         from dataclasses import asdict
 

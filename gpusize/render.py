@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.table import Table
@@ -11,8 +11,10 @@ from rich.text import Text
 
 from gpusize.catalog import GpuSpec
 from gpusize.report import CandidateInfo, Report
-from gpusize.serve_report import ServeReport
 from gpusize.units import gib, human_tokens
+
+if TYPE_CHECKING:
+    from gpusize.serve_report import ServeReport
 
 
 def to_json(report: Report) -> str:
