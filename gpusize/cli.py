@@ -114,6 +114,9 @@ def fit(
         None, "--mem-fraction-static", help="SGLang: static memory fraction (default from GPU size and TP)."
     ),
     mtp: bool = typer.Option(False, "--mtp", help="Load the checkpoint's MTP layers (speculative decoding)."),
+    nodes: int | None = typer.Option(
+        None, "--nodes", help="Allow N servers of 8 GPUs (TP=8 x PP=N) when one server is not enough."
+    ),
     best_effort: bool = typer.Option(
         False, "--best-effort", help="Size an unsupported architecture as a Llama-style decoder (flagged)."
     ),
@@ -135,6 +138,8 @@ def fit(
     )
     work = replace(work, batch=batch)
     options = _engine_options(origin, work.engine, n_gpu_layers, flash_attn, mem_fraction)
+    if nodes is not None and not 2 <= nodes <= 64:
+        raise UsageError(f"invalid --nodes {nodes}: use 2 to 64 servers")
     max_count = 8
     if gpu:
         one, local_count = _find_gpu(gpu)
@@ -142,7 +147,15 @@ def fit(
     else:
         targets = list(catalog.load_gpus())
     result = report.build_fit_report(
-        origin, spec, counts, targets, work, fixed_count=gpus, max_count=max_count, options=options
+        origin,
+        spec,
+        counts,
+        targets,
+        work,
+        fixed_count=gpus,
+        max_count=max_count,
+        options=options,
+        nodes=nodes,
     )
     if quiet:
         pass

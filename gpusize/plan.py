@@ -83,6 +83,8 @@ class Candidate:
     warning: str | None = None
     #: System RAM the engine needs beside the GPUs (llama.cpp layers and KV left on the CPU).
     host_bytes: int | None = None
+    #: Pipeline stages across servers (multi-node plans only, `--nodes`).
+    pipeline_parallel: int = 1
 
 
 def weight_format_for(spec: ModelSpec, counts: ParamCounts, work: Workload) -> memory.WeightFormat:
@@ -270,3 +272,64 @@ def recommend(best: list[tuple[Candidate, GpuSpec]]) -> tuple[Candidate, GpuSpec
         return (c.num_gpus, price, g.name)
 
     return min(fitting, key=key)
+
+
+#: vLLM's pipeline-parallel non-torch increase per GPU (llmd-v019-04: 0.07 GiB at PP=2).
+NON_TORCH_PP = int(0.07 * (1 << 30))
+
+
+def evaluate_nodes(
+    spec: ModelSpec, counts: ParamCounts, gpu: GpuSpec, nodes: int, work: Workload
+) -> Candidate:
+    """Multi-node ESTIMATE: TP=8 inside each server, one pipeline stage per server (vLLM's layout
+    for models beyond one node). Each stage holds 1/nodes of the layers and of their KV; the last
+    stage keeps the sampler's activation peak. Seed 001: remote GPU memory does not add up for
+    free, the inter-node network decides the speed."""
+    tp = 8
+    single = evaluate(spec, counts, gpu, tp, work)
+    if single.per_gpu is None:
+        return replace(single, num_gpus=tp * nodes, pipeline_parallel=nodes)
+    fmt = weight_format_for(spec, counts, work)
+    g = single.per_gpu
+    weights = g.weights_bytes // nodes + memory.rope_cache_bytes(spec, fmt)
+    overhead = memory.NON_TORCH_TPN + NON_TORCH_PP
+    available = g.usable_bytes - weights - g.activations_bytes - overhead
+    kv_bytes = kv_element_bytes(spec, work.kv_dtype)
+    per_token = -(-memory.kv_cache_bytes_per_token(spec, kv_bytes, tp) // nodes)
+    capacity = max(available, 0) // per_token // kvcache.BLOCK_SIZE * kvcache.BLOCK_SIZE if per_token else 0
+    need = work.batch * work.context * per_token
+    total = weights + need + g.activations_bytes + overhead
+    per_gpu = replace(
+        g,
+        weights_bytes=weights,
+        kv_cache_bytes=need,
+        overhead_bytes=overhead,
+        total_bytes=total,
+        headroom_bytes=g.usable_bytes - total,
+    )
+    fits = available > 0 and capacity >= work.batch * work.context
+    reason = (
+        None
+        if fits
+        else (
+            f"{nodes} servers of 8: {available / (1 << 30):.1f} GiB left for KV per GPU, {capacity:,} tokens"
+        )
+    )
+    warning = (
+        f"spans {nodes} servers (TP=8 x PP={nodes}): the inter-node network (InfiniBand/RoCE) decides "
+        f"speed; memory of remote GPUs does not add up for free (seed 001). Estimate."
+    )
+    return Candidate(
+        gpu.name,
+        tp * nodes,
+        tp,
+        fits,
+        reason,
+        per_gpu,
+        capacity,
+        round(capacity / work.context, 2) if work.context else None,
+        None,
+        memory.kv_heads_per_gpu(spec.num_key_value_heads, tp),
+        warning=warning,
+        pipeline_parallel=nodes,
+    )

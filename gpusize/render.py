@@ -31,10 +31,14 @@ def headline(report: Report) -> str:
     batch = f", batch {report.workload.batch}" if report.workload.batch > 1 else ""
     p = report.plan
     if report.fits and p and p.per_gpu:
+        split = f"TP={p.tensor_parallel}"
+        if p.pipeline_parallel > 1:
+            split += f" x PP={p.pipeline_parallel} across {p.pipeline_parallel} servers"
+        elif report.workload.engine == "llamacpp":
+            split = f"llama.cpp, layers split over {p.num_gpus} GPU(s)"
         return (
             f"{name} at {ctx} context{batch} needs {p.num_gpus}x {p.gpu_full_name} "
-            f"(TP={p.tensor_parallel}): {_g(p.per_gpu.total_bytes)} of "
-            f"{_g(p.per_gpu.usable_bytes)} GiB per GPU"
+            f"({split}): {_g(p.per_gpu.total_bytes)} of {_g(p.per_gpu.usable_bytes)} GiB per GPU"
         )
     if p:
         return f"{name} at {ctx} context{batch} does not fit on {p.num_gpus}x {p.gpu_full_name}: {p.reason}"

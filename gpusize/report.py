@@ -103,6 +103,7 @@ class CandidateInfo(_Out):
     kv_heads_replicated: bool
     warning: str | None
     host_bytes: int | None
+    pipeline_parallel: int
     price_usd_per_hour: float | None
 
 
@@ -186,6 +187,7 @@ def build_fit_report(
     fixed_count: int | None = None,
     max_count: int = 8,
     options: engines.EngineOptions = engines.DEFAULT_OPTIONS,
+    nodes: int | None = None,
 ) -> Report:
     """Plan over `gpus`: the smallest valid TP per GPU type up to `max_count` (or exactly `fixed_count`)."""
     rows: list[dict[str, Any]] = []
@@ -193,6 +195,8 @@ def build_fit_report(
     for gpu in gpus:
         sizes = (fixed_count,) if fixed_count else tuple(t for t in plan.TP_SIZES if t <= max_count)
         tried = engines.smallest_fit(spec, counts, gpu, work, sizes, options)
+        if nodes and not tried[-1].fits and work.engine == "vllm":
+            tried.append(plan.evaluate_nodes(spec, counts, gpu, nodes, work))
         rows += [_candidate(c, gpu) for c in tried]
         best.append((tried[-1], gpu))
     chosen = plan.recommend(best)

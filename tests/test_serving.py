@@ -83,3 +83,15 @@ def test_rps_mode_uses_littles_law() -> None:
         ).stdout
     )
     assert all(x["concurrent_sequences"] >= 1 for x in data["layouts"] if x["fits"])
+
+
+def test_multi_node_only_when_asked() -> None:
+    """Issue 5: --nodes N allows TP=8 x PP=N when one server is not enough; never chosen silently."""
+    single = json.loads(run("fit", "DeepSeek-V3", "--gpu", "H100", "--ctx", "32k", "--json").stdout)
+    assert single["fits"] is False and all(c["pipeline_parallel"] == 1 for c in single["candidates"])
+    multi = run("fit", "DeepSeek-V3", "--gpu", "H100", "--ctx", "32k", "--nodes", "2", "--json")
+    plan = json.loads(multi.stdout)["plan"]
+    assert multi.returncode == 0 and plan["num_gpus"] == 16 and plan["pipeline_parallel"] == 2
+    assert "inter-node network" in plan["warning"]
+    human = run("fit", "DeepSeek-V3", "--gpu", "H100", "--ctx", "32k", "--nodes", "2")
+    assert "PP=2 across 2 servers" in human.stdout
