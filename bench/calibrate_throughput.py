@@ -52,18 +52,23 @@ def main() -> None:
         roof = bandwidth * 1e9 / weight_bytes
         ratios.append(measured / roof)
         print(f"{label:45} {roof:>9.1f} {measured:>9.2f} {measured / roof:>10.2f}")
-    print(f"median efficiency {statistics.median(ratios):.2f} (throughput.py uses "
-          f"{throughput.BANDWIDTH_EFFICIENCY}); range {min(ratios):.2f}-{max(ratios):.2f}\n")
+    print(
+        f"median efficiency {statistics.median(ratios):.2f} (throughput.py uses "
+        f"{throughput.BANDWIDTH_EFFICIENCY}); range {min(ratios):.2f}-{max(ratios):.2f}\n"
+    )
     print(f"{'end to end (gpusize estimate)':45} {'predicted':>9} {'measured':>9} {'ratio':>10}")
     for label, name, dtype, gpu_name, tp, seqs, ctx, measured in END_TO_END:
         spec = parse_config(find_model(name).config)
         counts = count_params(spec)
         fmt = memory.weight_format(spec, dtype)
-        speed = throughput.decode_speed(spec, counts, fmt, find_gpu(gpu_name), tp, seqs, ctx,
-                                        plan.kv_element_bytes(spec, "auto"), 8192)
+        speed = throughput.decode_speed(
+            spec, counts, fmt, find_gpu(gpu_name), tp, seqs, ctx, plan.kv_element_bytes(spec, "auto"), 8192
+        )
         assert speed is not None
-        print(f"{label:45} {speed.aggregate_tokens_per_s:>9.1f} {measured:>9.2f} "
-              f"{speed.aggregate_tokens_per_s / measured:>10.2f}")
+        print(
+            f"{label:45} {speed.aggregate_tokens_per_s:>9.1f} {measured:>9.2f} "
+            f"{speed.aggregate_tokens_per_s / measured:>10.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -472,6 +472,15 @@ def which_cmd(
     raise typer.Exit(0 if any(r.fits for r in rows) else 1)
 
 
+def _register_train() -> None:
+    from gpusize import cli_train
+
+    app.command("train")(cli_train.train)
+
+
+_register_train()
+
+
 @app.command("models")
 def models_cmd(
     query: str | None = typer.Argument(None, help="Filter by substring."),
@@ -561,10 +570,8 @@ def main() -> None:
     except typer.Abort:
         sys.exit(2)
     except Exception as exc:  # noqa: BLE001 - the CLI boundary
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            _fail(exc.format_message(), None)
+        if isinstance(exc, _click_usage_errors()):
+            _fail(exc.format_message(), None)  # type: ignore[attr-defined]
         if os.environ.get("GPUSIZE_DEBUG") == "1":
             raise
         _fail(
@@ -574,6 +581,17 @@ def main() -> None:
             code=3,
         )
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _click_usage_errors() -> tuple[type[BaseException], ...]:
+    """Click's usage errors, from typer's vendored copy (typer >= 0.2x) and/or click itself."""
+    found: list[type[BaseException]] = []
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            found.append(__import__(module, fromlist=["ClickException"]).ClickException)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
 
 
 def _fail(message: str, hint: str | None, code: int = 2) -> None:

@@ -153,3 +153,8 @@ def test_models_and_gpus_lists() -> None:
     gpus = json.loads(run("gpus", "--json").stdout)
     assert len(models) >= 40 and len(gpus) >= 30
     assert run("--version").stdout.startswith("gpusize ")
+
+
+def test_missing_argument_is_a_usage_error() -> None:
+    r = run("fit")
+    assert r.returncode == 2 and "Missing argument" in r.stderr and "internal error" not in r.stderr
