@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -211,8 +212,57 @@ def find_gpu(name: str) -> GpuSpec:
     return gpu
 
 
+_ENTRY_START = re.compile(r"(?m)^- name:")
+
+
+@functools.cache
+def _bundled_model_chunks() -> tuple[tuple[frozenset[str], str], ...] | None:
+    """The bundled models file split into its top-level entries, each with the names it answers to,
+    read from the entry's head only (name, hf_id, aliases precede source:). Looking one model up then
+    parses and validates one entry instead of all of them. None if the file is not laid out so."""
+    path = data_dir() / "models.yaml"
+    text = path.read_text(encoding="utf-8")
+    starts = [m.start() for m in _ENTRY_START.finditer(text)]
+    chunks = []
+    for begin, end in zip(starts, [*starts[1:], len(text)], strict=True):
+        chunk = text[begin:end]
+        head_end = chunk.find("\n  source:")
+        if head_end < 0:
+            return None
+        head = yaml.load(chunk[:head_end], Loader=_Loader)  # noqa: S506 - safe loaders only
+        if not isinstance(head, list) or not isinstance(head[0], dict):
+            return None
+        entry = head[0]
+        keys = {
+            str(entry.get("name", "")),
+            str(entry.get("hf_id", "")),
+            *map(str, entry.get("aliases") or []),
+        }
+        chunks.append((frozenset(_normalize(k) for k in keys if k), chunk))
+    return tuple(chunks)
+
+
+def _find_bundled_model(name: str) -> ModelEntry | None:
+    """Fast path for the bundled catalog when no user model file is configured."""
+    if _user_files("models"):
+        return None
+    chunks = _bundled_model_chunks()
+    if chunks is None:
+        return None
+    wanted = {_normalize(name), _normalize(name).replace("-", "")}
+    for keys, chunk in chunks:
+        if wanted & (keys | {k.replace("-", "") for k in keys}):
+            rows = yaml.load(chunk, Loader=_Loader)  # noqa: S506 - safe loaders only
+            entry: ModelEntry = _validate(data_dir() / "models.yaml", rows, ModelEntry)[0]
+            return entry
+    return None
+
+
 def find_model(name: str) -> ModelEntry:
     """A catalog model by short name, alias or Hub id (case-insensitive; 'Qwen/Qwen3-32B' works)."""
+    fast = _find_bundled_model(name)
+    if fast is not None:
+        return fast
     entries = load_models()
     try:
         entry: ModelEntry = _lookup("model", name, entries)

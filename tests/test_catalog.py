@@ -155,3 +155,11 @@ def test_wheel_ships_catalogs(tmp_path: Path) -> None:
         timeout=120,
     )
     assert cli.returncode == 0 and '"H100-SXM"' in cli.stdout
+
+
+def test_fast_lookup_reads_the_same_entries_as_the_full_parse() -> None:
+    """The bundled file's per-entry fast path must agree with parsing the whole file."""
+    for entry in catalog.load_models():
+        for key in (entry.name, entry.hf_id, *entry.aliases):
+            fast = catalog._find_bundled_model(key)
+            assert fast == entry, key
