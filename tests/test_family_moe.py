@@ -55,3 +55,11 @@ MODELS = [e for e in load_models()]
 def test_active_never_exceeds_total(entry: object) -> None:
     counts = count_params(parse_config(entry.config))  # type: ignore[attr-defined]
     assert 0 < counts.active <= counts.total
+
+
+def test_glm_4_5_reconstruction_matches_the_hub_total() -> None:
+    """Main model + MTP layer + the MTP layer's stored embedding/head copies = 358,337,791,296
+    (Hub safetensors total); model card: 355B total, 32B active."""
+    spec, counts = catalog_spec("GLM-4.5")
+    assert counts.total + counts.mtp + 2 * spec.vocab_size * spec.hidden_size == 358_337_791_296
+    assert 32e9 < counts.active < 33e9
