@@ -158,3 +158,28 @@ def test_models_and_gpus_lists() -> None:
 def test_missing_argument_is_a_usage_error() -> None:
     r = run("fit")
     assert r.returncode == 2 and "Missing argument" in r.stderr and "internal error" not in r.stderr
+
+
+def test_unknown_architecture_error_and_best_effort(tmp_path: Path) -> None:
+    config = {
+        "model_type": "mystery",
+        "architectures": ["MysteryForCausalLM"],
+        "hidden_size": 2048,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 16,
+        "vocab_size": 32000,
+        "intermediate_size": 5632,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    refused = run("fit", str(path), "--gpu", "L4")
+    assert refused.returncode == 2 and "'mystery'" in refused.stderr and "--best-effort" in refused.stderr
+    r = run("fit", str(path), "--gpu", "L4", "--best-effort", "--json")
+    data = json.loads(r.stdout)
+    assert r.returncode == 0 and data["assumptions"]["best_effort"] is True
+    assert "weights_bytes" in data["assumptions"]["estimates"]
+    assert any("BEST-EFFORT" in note for note in data["assumptions"]["notes"])
+    incomplete = {"model_type": "mystery", "hidden_size": 2048}
+    path.write_text(json.dumps(incomplete))
+    r = run("fit", str(path))
+    assert r.returncode == 2 and "missing standard fields: num_hidden_layers" in r.stderr
