@@ -249,15 +249,7 @@ def _prepare(
     warning = report.checkpoint_warning(spec, counts, work)
     if warning:
         sys.stderr.write(f"gpusize: warning: {warning}\n")
-    origin = report.Origin(
-        resolved.id,
-        resolved.source,
-        resolved.revision,
-        resolved.checkpoint_bytes,
-        resolved.checkpoint_dtypes,
-        resolved.notes,
-        resolved.gguf,
-    )
+    origin = report.origin_of(resolved)
     return origin, spec, counts, work
 
 

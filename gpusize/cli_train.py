@@ -123,14 +123,7 @@ def train(
     resolved = source.resolve_model(model, revision)
     spec = parse_config(resolved.config, best_effort=best_effort)
     counts = count_params(spec)
-    origin = report.Origin(
-        resolved.id,
-        resolved.source,
-        resolved.revision,
-        resolved.checkpoint_bytes,
-        resolved.checkpoint_dtypes,
-        resolved.notes,
-    )
+    origin = report.origin_of(resolved)
     max_count = 8
     if gpu:
         from gpusize.cli import _find_gpu

@@ -8,7 +8,8 @@ import html
 import io
 from collections.abc import Callable
 
-from gpusize.quote_report import OptionInfo, QuoteReport
+from gpusize.quote import Option as OptionInfo
+from gpusize.quote_report import QuoteReport
 from gpusize.units import GIB, human_tokens
 
 COLUMNS: list[tuple[str, Callable[[OptionInfo], str]]] = [

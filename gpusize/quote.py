@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import BaseModel, ConfigDict
+
 from gpusize import economics, engines, plan, serving
 from gpusize.catalog import GpuSpec
 from gpusize.model import ModelSpec
@@ -17,8 +19,11 @@ from gpusize.params import ParamCounts
 DEFAULT_QUOTE_GPUS = ("H200", "H100", "B200", "A100-80GB", "L40S", "RTX-PRO-6000", "RTX4090", "RTX5090")
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(BaseModel):
+    """One server option of a quote (also its JSON form: quote --format json)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     gpu: str
     gpu_full_name: str
     num_gpus: int
@@ -89,32 +94,32 @@ def option_for(
     g = best.per_gpu if best.fits else None
     power = economics.power_plan(gpu.tdp_w, n) if gpu.tdp_w else None
     return Option(
-        gpu.name,
-        gpu.full_name,
-        n,
-        layout.replicas,
-        layout.tensor_parallel,
-        best.fits and pick is not None,
-        best.reason or (None if pick else "no layout fits"),
-        g.weights_bytes if g else None,
-        g.kv_cache_bytes if g else None,
-        g.activations_bytes if g else None,
-        g.overhead_bytes if g else None,
-        g.usable_bytes if g else None,
-        layout.headroom_bytes,
-        layout.kv_cache_capacity_tokens,
-        layout.max_concurrency,
-        layout.capacity_sequences,
-        layout.serves_all,
-        layout.per_request_tokens_per_s,
-        layout.aggregate_tokens_per_s,
-        layout.cost_per_hour,
-        layout.cost_per_month,
-        layout.cost_per_million_tokens,
-        power.total_w_high if power else None,
-        power.layout if power else None,
-        gpu.interconnect,
-        _caveats(gpu, layout.tensor_parallel, gpu.visible_is_measured),
+        gpu=gpu.name,
+        gpu_full_name=gpu.full_name,
+        num_gpus=n,
+        replicas=layout.replicas,
+        tensor_parallel=layout.tensor_parallel,
+        fits=best.fits and pick is not None,
+        reason=best.reason or (None if pick else "no layout fits"),
+        weights_bytes=g.weights_bytes if g else None,
+        kv_cache_bytes=g.kv_cache_bytes if g else None,
+        activations_bytes=g.activations_bytes if g else None,
+        overhead_bytes=g.overhead_bytes if g else None,
+        usable_bytes=g.usable_bytes if g else None,
+        headroom_bytes=layout.headroom_bytes,
+        kv_cache_capacity_tokens=layout.kv_cache_capacity_tokens,
+        max_concurrency=layout.max_concurrency,
+        capacity_sequences=layout.capacity_sequences,
+        serves_all=layout.serves_all,
+        per_request_tokens_per_s=layout.per_request_tokens_per_s,
+        aggregate_tokens_per_s=layout.aggregate_tokens_per_s,
+        price_per_hour=layout.cost_per_hour,
+        price_per_month=layout.cost_per_month,
+        cost_per_million_tokens=layout.cost_per_million_tokens,
+        power_w=power.total_w_high if power else None,
+        psu=power.layout if power else None,
+        interconnect=gpu.interconnect,
+        caveats=_caveats(gpu, layout.tensor_parallel, gpu.visible_is_measured),
     )
 
 

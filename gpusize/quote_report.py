@@ -18,35 +18,6 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class OptionInfo(_Out):
-    gpu: str
-    gpu_full_name: str
-    num_gpus: int
-    replicas: int
-    tensor_parallel: int
-    fits: bool
-    reason: str | None
-    weights_bytes: int | None
-    kv_cache_bytes: int | None
-    activations_bytes: int | None
-    overhead_bytes: int | None
-    usable_bytes: int | None
-    headroom_bytes: int | None
-    kv_cache_capacity_tokens: int | None
-    max_concurrency: float | None
-    capacity_sequences: int
-    serves_all: bool
-    per_request_tokens_per_s: float | None
-    aggregate_tokens_per_s: float | None
-    price_per_hour: float | None
-    price_per_month: float | None
-    cost_per_million_tokens: float | None
-    power_w: float | None
-    psu: str | None
-    interconnect: str
-    caveats: list[str]
-
-
 class CurveInfo(_Out):
     context_tokens: int
     max_concurrency: float
@@ -60,8 +31,8 @@ class QuoteReport(_Out):
     context_tokens: int
     users: int | None
     engine: str
-    options: list[OptionInfo]
-    recommendation: OptionInfo | None
+    options: list[quote.Option]
+    recommendation: quote.Option | None
     curve: list[CurveInfo]
     topology_text: str | None
     topology_mermaid: str | None
@@ -90,8 +61,8 @@ def build_quote(
         context_tokens=work.context,
         users=users,
         engine=engines.ENGINE_VERSIONS[work.engine],
-        options=[OptionInfo(**{**asdict(o), "caveats": list(o.caveats)}) for o in options],
-        recommendation=OptionInfo(**{**asdict(top), "caveats": list(top.caveats)}) if top else None,
+        options=options,
+        recommendation=top,
         curve=[CurveInfo(**asdict(p)) for p in curve],
         topology_text=quote.topology_text(top) if top else None,
         topology_mermaid=quote.topology_mermaid(top) if top else None,

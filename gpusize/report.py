@@ -34,6 +34,19 @@ class Origin:
     gguf: Any = None  # gguf_file.GgufModel when the model is a GGUF file
 
 
+def origin_of(resolved: Any) -> Origin:
+    """The plain facts of a `source.ResolvedModel` that reports carry."""
+    return Origin(
+        resolved.id,
+        resolved.source,
+        resolved.revision,
+        resolved.checkpoint_bytes,
+        resolved.checkpoint_dtypes,
+        resolved.notes,
+        resolved.gguf,
+    )
+
+
 class ModelInfo(_Out):
     id: str
     source: str
