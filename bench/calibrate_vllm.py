@@ -30,8 +30,6 @@ def records() -> list[dict]:
     for rec in yaml.safe_load(LOGS.read_text()):
         if rec.get("engine_version") != "0.19.0" or "gpu_kv_cache_tokens" not in rec["measured"]:
             continue
-        if rec["pipeline_parallel_size"] != 1:
-            continue
         try:
             find_model(rec["model"])
         except UnknownNameError:
@@ -43,6 +41,8 @@ def records() -> list[dict]:
 def fit_activation(recs: list[dict]) -> tuple[float, float]:
     rows = []
     for rec in recs:
+        if rec["pipeline_parallel_size"] != 1:
+            continue  # a PP log reports the first stage's peak, without the sampler
         spec = parse_config(find_model(rec["model"]).config)
         tp = rec["tensor_parallel_size"]
         fused = spec.quantization is None or spec.quantization.method != "mxfp4"
@@ -75,7 +75,11 @@ def main() -> None:
         spec = parse_config(find_model(rec["model"]).config)
         dtype = "fp8" if rec["quantization"] == "fp8" else "auto"
         work = plan.Workload(rec["max_model_len"], 1, dtype, "auto", rec["gpu_memory_utilization"])
-        cand = plan.evaluate(spec, count_params(spec), find_gpu("H100"), rec["tensor_parallel_size"], work)
+        tp, pp = rec["tensor_parallel_size"], rec["pipeline_parallel_size"]
+        if pp > 1:
+            cand = plan.evaluate_pipeline(spec, count_params(spec), find_gpu("H100"), tp, pp, work)
+        else:
+            cand = plan.evaluate(spec, count_params(spec), find_gpu("H100"), tp, work)
         logged = rec["measured"]["gpu_kv_cache_tokens"]
         err = (cand.kv_cache_capacity_tokens - logged) / logged
         errors.append(abs(err))

@@ -278,24 +278,25 @@ def recommend(best: list[tuple[Candidate, GpuSpec]]) -> tuple[Candidate, GpuSpec
 NON_TORCH_PP = int(0.07 * (1 << 30))
 
 
-def evaluate_nodes(
-    spec: ModelSpec, counts: ParamCounts, gpu: GpuSpec, nodes: int, work: Workload
+def evaluate_pipeline(
+    spec: ModelSpec, counts: ParamCounts, gpu: GpuSpec, tp: int, pp: int, work: Workload, servers: int = 1
 ) -> Candidate:
-    """Multi-node ESTIMATE: TP=8 inside each server, one pipeline stage per server (vLLM's layout
-    for models beyond one node). Each stage holds 1/nodes of the layers and of their KV; the last
-    stage keeps the sampler's activation peak. Seed 001: remote GPU memory does not add up for
-    free, the inter-node network decides the speed."""
-    tp = 8
+    """TP x PP: each of `pp` pipeline stages holds 1/pp of the layers (weights and KV) on `tp` GPUs;
+    the last stage keeps the sampler's activation peak, and vLLM sizes the pool by the fullest stage
+    (llmd-v019-04: Llama-3.1-8B at PP=2 logs 1,075,312 tokens). An ESTIMATE beyond that record."""
     single = evaluate(spec, counts, gpu, tp, work)
     if single.per_gpu is None:
-        return replace(single, num_gpus=tp * nodes, pipeline_parallel=nodes)
+        return replace(single, num_gpus=tp * pp, pipeline_parallel=pp)
     fmt = weight_format_for(spec, counts, work)
     g = single.per_gpu
-    weights = g.weights_bytes // nodes + memory.rope_cache_bytes(spec, fmt)
-    overhead = memory.NON_TORCH_TPN + NON_TORCH_PP
+    rope = memory.rope_cache_bytes(spec, fmt)
+    weights = (g.weights_bytes - rope) // pp + rope
+    overhead = (memory.NON_TORCH_TPN if tp > 1 else 0) + NON_TORCH_PP
     available = g.usable_bytes - weights - g.activations_bytes - overhead
-    kv_bytes = kv_element_bytes(spec, work.kv_dtype)
-    per_token = -(-memory.kv_cache_bytes_per_token(spec, kv_bytes, tp) // nodes)
+    layers = len(spec.attention_layers)
+    stage_layers = -(-layers // pp)
+    per_token = memory.kv_cache_bytes_per_token(spec, kv_element_bytes(spec, work.kv_dtype), tp)
+    per_token = per_token * stage_layers // max(layers, 1)
     capacity = max(available, 0) // per_token // kvcache.BLOCK_SIZE * kvcache.BLOCK_SIZE if per_token else 0
     need = work.batch * work.context * per_token
     total = weights + need + g.activations_bytes + overhead
@@ -311,17 +312,17 @@ def evaluate_nodes(
     reason = (
         None
         if fits
-        else (
-            f"{nodes} servers of 8: {available / (1 << 30):.1f} GiB left for KV per GPU, {capacity:,} tokens"
+        else (f"TP={tp} x PP={pp}: {available / (1 << 30):.1f} GiB left for KV per GPU, {capacity:,} tokens")
+    )
+    warning = None
+    if servers > 1:
+        warning = (
+            f"spans {servers} servers (TP={tp} x PP={pp}): the inter-node network (InfiniBand/RoCE) "
+            f"decides speed; memory of remote GPUs does not add up for free (seed 001). Estimate."
         )
-    )
-    warning = (
-        f"spans {nodes} servers (TP=8 x PP={nodes}): the inter-node network (InfiniBand/RoCE) decides "
-        f"speed; memory of remote GPUs does not add up for free (seed 001). Estimate."
-    )
     return Candidate(
         gpu.name,
-        tp * nodes,
+        tp * pp,
         tp,
         fits,
         reason,
@@ -331,5 +332,13 @@ def evaluate_nodes(
         None,
         memory.kv_heads_per_gpu(spec.num_key_value_heads, tp),
         warning=warning,
-        pipeline_parallel=nodes,
+        pipeline_parallel=pp,
     )
+
+
+def evaluate_nodes(
+    spec: ModelSpec, counts: ParamCounts, gpu: GpuSpec, nodes: int, work: Workload
+) -> Candidate:
+    """Multi-node ESTIMATE: TP=8 inside each server, one pipeline stage per server (vLLM's layout for
+    models beyond one node); only used when the user asks (`--nodes`)."""
+    return evaluate_pipeline(spec, counts, gpu, 8, nodes, work, servers=nodes)

@@ -19,10 +19,8 @@ from gpusize.params import count_params
 from tests.conftest import engine_records
 
 TOLERANCE = 0.03
-#: Records the planner does not model, with the reason.
-NOT_MODELLED = {
-    "llmd-v019-04": "pipeline parallel (PP=2): gpusize plans tensor parallel within one server",
-}
+#: Records the planner does not model, with the reason (none at present).
+NOT_MODELLED: dict[str, str] = {}
 #: Outcomes the model gets wrong, with the reason (strict xfail: fixing one must update this).
 KNOWN_MISSES = {
     "llmd-v019-27": "gpt-oss-20b sized right (KV within 1%) but vLLM then OOMed warming up the "
@@ -48,14 +46,17 @@ def predict(rec: dict[str, Any]) -> plan.Candidate:
     spec = parse_config(find_model(rec["model"]).config)
     dtype = "fp8" if rec["quantization"] == "fp8" else "auto"
     work = plan.Workload(rec["max_model_len"], 1, dtype, "auto", rec["gpu_memory_utilization"])
-    return plan.evaluate(spec, count_params(spec), find_gpu("H100"), rec["tensor_parallel_size"], work)
+    tp, pp = rec["tensor_parallel_size"], rec["pipeline_parallel_size"]
+    if pp > 1:
+        return plan.evaluate_pipeline(spec, count_params(spec), find_gpu("H100"), tp, pp, work)
+    return plan.evaluate(spec, count_params(spec), find_gpu("H100"), tp, work)
 
 
 RECORDS = _records()
 
 
 def test_every_catalog_record_is_checked() -> None:
-    assert len(RECORDS) >= 15
+    assert len(RECORDS) >= 17
 
 
 @pytest.mark.parametrize("rec", RECORDS, ids=lambda r: r["id"])
