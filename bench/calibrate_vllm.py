@@ -38,7 +38,7 @@ def records() -> list[dict]:
     return out
 
 
-def fit_activation(recs: list[dict]) -> tuple[float, float]:
+def fit_activation(recs: list[dict]) -> tuple[float, float, int]:
     rows = []
     for rec in recs:
         if rec["pipeline_parallel_size"] != 1:
@@ -58,14 +58,14 @@ def fit_activation(recs: list[dict]) -> tuple[float, float]:
     sxt = sum(a * t for a, _, t in rows)
     syt = sum(b * t for _, b, t in rows)
     det = sxx * syy - sxy * sxy
-    return (sxt * syy - syt * sxy) / det, (syt * sxx - sxt * sxy) / det
+    return (sxt * syy - syt * sxy) / det, (syt * sxx - sxt * sxy) / det, len(rows)
 
 
 def main() -> None:
     recs = records()
-    sampler, hidden = fit_activation(recs)
+    sampler, hidden, points = fit_activation(recs)
     print(
-        f"least-squares activation fit over {len(recs)} records: sampler copies {sampler:.2f}, "
+        f"least-squares activation fit over {points} records (PP excluded): sampler copies {sampler:.2f}, "
         f"hidden copies {hidden:.2f} (memory.py uses {memory.SAMPLER_LOGITS_COPIES}, "
         f"{memory.HIDDEN_STATE_COPIES})"
     )
