@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from gpusize import __version__, engines, kvcache, memory, plan
-from gpusize.catalog import GpuSpec
+from gpusize.catalog import DEFAULT_CUDA_RESERVE_MIB, GpuSpec
 from gpusize.model import ModelSpec
 from gpusize.params import ParamCounts
 
@@ -294,7 +294,7 @@ def assumptions(
     if chosen is not None and not chosen.visible_is_measured:
         notes.append(
             f"{chosen.name}: CUDA-visible total assumed = reported total - "
-            f"{698} MiB driver/CUDA reserve (no measured figure)"
+            f"{DEFAULT_CUDA_RESERVE_MIB} MiB driver/CUDA reserve (no measured figure)"
         )
     return {
         "engine": engines.ENGINE_VERSIONS[work.engine],
