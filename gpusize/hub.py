@@ -20,7 +20,6 @@ of the checkpoint is in it (a model downloaded for serving); otherwise they are 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,8 +28,6 @@ from typing import Any
 from gpusize.errors import ConfigError, HubError
 
 CONFIG_NAME = "config.json"
-#: A config.json larger than this is not a config (same limit as a local one in `source`).
-MAX_CONFIG_BYTES = 16 * 1024 * 1024
 #: The Hub cache keeps each commit's files under `snapshots/<40-hex sha>/`.
 COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
 CONFIG_ARITHMETIC = "weights from config arithmetic"
@@ -163,6 +160,8 @@ def _fetched_config(
             raise _outage_error(outage, repo_id, constants.ENDPOINT) from None
     if meta.commit_hash is None or meta.etag is None:
         raise _not_a_hub_error(constants.ENDPOINT)
+    from gpusize.source import MAX_CONFIG_BYTES
+
     if meta.size is not None and meta.size > MAX_CONFIG_BYTES:
         raise ConfigError(f"{repo_id}: config.json is {meta.size} bytes, too large to be a config")
     return hf_hub_download(repo_id, CONFIG_NAME, revision=revision, token=token, etag_timeout=timeout_s), None
@@ -184,16 +183,9 @@ def _snapshot_commit(path: str) -> str:
 
 
 def _parse_config(file: Path, where: str) -> dict[str, Any]:
-    """JSON only; never executes code."""
-    try:
-        data = json.loads(file.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{where}: config.json is not valid JSON ({exc})".splitlines()[0]) from None
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read the cached config.json ({exc.strerror})") from None
-    if not isinstance(data, dict) or not data:
-        raise ConfigError(f"{where}: config.json is not a non-empty JSON object")
-    return data
+    from gpusize.source import read_config_json
+
+    return read_config_json(file, f"{where}: config.json")
 
 
 # --------------------------------------------------------------------------- safetensors headers

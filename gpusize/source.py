@@ -140,12 +140,17 @@ def load_config(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: no config.json in this folder")
     if file.stat().st_size > MAX_CONFIG_BYTES:
         raise ConfigError(f"{file}: too large to be a config.json")
+    return read_config_json(file, str(file))
+
+
+def read_config_json(file: Path, where: str) -> dict[str, Any]:
+    """The one config.json reader (local files and Hub downloads): JSON only, a non-empty object."""
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(file.read_bytes().decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{file}: not valid JSON ({exc})".splitlines()[0]) from None
+        raise ConfigError(f"{where}: not valid JSON ({exc})".splitlines()[0]) from None
     except OSError as exc:
-        raise ConfigError(f"{file}: cannot read ({exc.strerror})") from None
+        raise ConfigError(f"{where}: cannot read ({exc.strerror})") from None
     if not isinstance(data, dict) or not data:
-        raise ConfigError(f"{file}: expected a non-empty JSON object")
+        raise ConfigError(f"{where}: expected a non-empty JSON object")
     return data
