@@ -5,37 +5,23 @@
    (sampler rows x vocab x 4 B) and (batched tokens x hidden x 2 B) with no intercept.
 2. The conformance table: predicted vs logged KV-cache tokens for every record the planner models.
 
-Run: python bench/calibrate_vllm.py   (reads tests/data/reference/engine-logs.yaml)
+Run: python bench/calibrate_vllm.py   (the records and the prediction are tests/test_conformance.py's)
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 from pathlib import Path
 
-import yaml
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the conformance records live in tests/
 
-from gpusize import memory, plan
-from gpusize.catalog import find_gpu, find_model
-from gpusize.errors import UnknownNameError
-from gpusize.model import parse_config
-from gpusize.params import count_params
+from gpusize import memory  # noqa: E402
+from gpusize.catalog import find_model  # noqa: E402
+from gpusize.model import parse_config  # noqa: E402
+from tests.test_conformance import RECORDS, predict  # noqa: E402
 
-LOGS = Path(__file__).resolve().parent.parent / "tests/data/reference/engine-logs.yaml"
 GIB = 2**30
-
-
-def records() -> list[dict]:
-    out = []
-    for rec in yaml.safe_load(LOGS.read_text()):
-        if rec.get("engine_version") != "0.19.0" or "gpu_kv_cache_tokens" not in rec["measured"]:
-            continue
-        try:
-            find_model(rec["model"])
-        except UnknownNameError:
-            continue
-        out.append(rec)
-    return out
 
 
 def fit_activation(recs: list[dict]) -> tuple[float, float, int]:
@@ -62,7 +48,7 @@ def fit_activation(recs: list[dict]) -> tuple[float, float, int]:
 
 
 def main() -> None:
-    recs = records()
+    recs = RECORDS
     sampler, hidden, points = fit_activation(recs)
     print(
         f"least-squares activation fit over {points} records (PP excluded): sampler copies {sampler:.2f}, "
@@ -72,14 +58,8 @@ def main() -> None:
     errors = []
     print(f"{'record':14} {'model':45} {'TP':>2} {'logged':>9} {'predicted':>9} {'error':>7}")
     for rec in recs:
-        spec = parse_config(find_model(rec["model"]).config)
-        dtype = "fp8" if rec["quantization"] == "fp8" else "auto"
-        work = plan.Workload(rec["max_model_len"], 1, dtype, "auto", rec["gpu_memory_utilization"])
-        tp, pp = rec["tensor_parallel_size"], rec["pipeline_parallel_size"]
-        if pp > 1:
-            cand = plan.evaluate_pipeline(spec, count_params(spec), find_gpu("H100"), tp, pp, work)
-        else:
-            cand = plan.evaluate(spec, count_params(spec), find_gpu("H100"), tp, work)
+        cand = predict(rec)
+        assert cand.kv_cache_capacity_tokens is not None
         logged = rec["measured"]["gpu_kv_cache_tokens"]
         err = (cand.kv_cache_capacity_tokens - logged) / logged
         errors.append(abs(err))

@@ -10,13 +10,14 @@ from collections.abc import Callable
 
 from gpusize.quote import Option as OptionInfo
 from gpusize.quote_report import QuoteReport
+from gpusize.render import fmt_gib
 from gpusize.units import GIB, human_tokens
 
 COLUMNS: list[tuple[str, Callable[[OptionInfo], str]]] = [
     ("GPU", lambda o: f"{o.num_gpus}x {o.gpu}"),
     ("layout", lambda o: f"{o.replicas} x TP={o.tensor_parallel}"),
     ("fits", lambda o: ("yes" if o.serves_all else "yes, queues") if o.fits else "no"),
-    ("headroom GiB/GPU", lambda o: _g(o.headroom_bytes)),
+    ("headroom GiB/GPU", lambda o: fmt_gib(o.headroom_bytes)),
     ("KV tokens/replica", lambda o: _int(o.kv_cache_capacity_tokens)),
     ("holds seqs", lambda o: f"{o.capacity_sequences}" if o.fits else "-"),
     ("tok/s per request", lambda o: _f(o.per_request_tokens_per_s, 1)),
@@ -35,10 +36,6 @@ COLORS = {
     "overhead": "#9a9a9a",
     "free": "#d9ead3",
 }
-
-
-def _g(v: int | None) -> str:
-    return "-" if v is None else f"{v / GIB:.1f}"
 
 
 def _f(v: float | None, digits: int) -> str:

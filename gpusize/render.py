@@ -21,7 +21,8 @@ def to_json(report: Report) -> str:
     return json.dumps(report.model_dump(mode="json"), indent=2)
 
 
-def _g(n_bytes: int | None) -> str:
+def fmt_gib(n_bytes: int | None) -> str:
+    """Bytes as GiB with one decimal, "-" when unknown (every table uses this)."""
     return "-" if n_bytes is None else f"{gib(n_bytes):.1f}"
 
 
@@ -38,7 +39,7 @@ def headline(report: Report) -> str:
             split = f"llama.cpp, layers split over {p.num_gpus} GPU(s)"
         return (
             f"{name} at {ctx} context{batch} needs {p.num_gpus}x {p.gpu_full_name} "
-            f"({split}): {_g(p.per_gpu.total_bytes)} of {_g(p.per_gpu.usable_bytes)} GiB per GPU"
+            f"({split}): {fmt_gib(p.per_gpu.total_bytes)} of {fmt_gib(p.per_gpu.usable_bytes)} GiB per GPU"
         )
     if p:
         return f"{name} at {ctx} context{batch} does not fit on {p.num_gpus}x {p.gpu_full_name}: {p.reason}"
@@ -51,16 +52,18 @@ def memory_table(report: Report) -> Table:
     table.add_column("term")
     table.add_column("GiB", justify="right")
     table.add_column("how")
-    table.add_row("weights", _g(m.weights_bytes), f"{report.model.params_total:,} params, {w.weight_dtype}")
+    table.add_row(
+        "weights", fmt_gib(m.weights_bytes), f"{report.model.params_total:,} params, {w.weight_dtype}"
+    )
     table.add_row(
         "KV cache",
-        _g(m.kv_cache_bytes),
+        fmt_gib(m.kv_cache_bytes),
         f"{w.batch} x {w.context_tokens:,} tokens, {m.kv_cache_bytes_per_token:,} B/token"
         f" ({w.kv_cache_dtype})",
     )
-    table.add_row("activations", _g(m.activations_bytes), "estimate (engine profile peak)")
-    table.add_row("overhead", _g(m.overhead_bytes), "estimate (non-torch, CUDA context, graphs)")
-    table.add_row("total", _g(m.total_bytes), "")
+    table.add_row("activations", fmt_gib(m.activations_bytes), "estimate (engine profile peak)")
+    table.add_row("overhead", fmt_gib(m.overhead_bytes), "estimate (non-torch, CUDA context, graphs)")
+    table.add_row("total", fmt_gib(m.total_bytes), "")
     return table
 
 
@@ -88,8 +91,8 @@ def _candidate_cells(c: CandidateInfo) -> list[str]:
         c.gpu,
         f"{c.num_gpus} (TP={c.tensor_parallel})",
         "yes" if c.fits else "NO",
-        _g(g.total_bytes) if g else "-",
-        _g(g.usable_bytes) if g else "-",
+        fmt_gib(g.total_bytes) if g else "-",
+        fmt_gib(g.usable_bytes) if g else "-",
         f"{c.kv_cache_capacity_tokens:,}" if c.kv_cache_capacity_tokens is not None else "-",
         f"{c.max_concurrency:.2f}x" if c.max_concurrency is not None else "-",
         f"{c.price_usd_per_hour:.2f}" if c.price_usd_per_hour else "-",
@@ -120,7 +123,7 @@ def footer(report: Report) -> Text:
         "Sizes in GiB (2^30 bytes).",
     ]
     if report.plan and report.plan.host_bytes:
-        lines.append(f"System RAM for what stays on the CPU: {_g(report.plan.host_bytes)} GiB.")
+        lines.append(f"System RAM for what stays on the CPU: {fmt_gib(report.plan.host_bytes)} GiB.")
     if report.plan and report.plan.per_gpu:
         p = report.plan
         lines.append(
@@ -239,7 +242,7 @@ def render_which(
             r.name,
             f"{r.params_total / 1e9:.1f}B",
             str(r.tensor_parallel or "-"),
-            _g(r.headroom_bytes),
+            fmt_gib(r.headroom_bytes),
             f"{r.kv_cache_capacity_tokens:,}" if r.kv_cache_capacity_tokens else "-",
             f"{r.max_concurrency:.1f}x" if r.max_concurrency is not None else "-",
             f"{r.tokens_per_s:,.0f}" if r.tokens_per_s else "-",
@@ -289,7 +292,9 @@ def render_quote(report: Any, console: Console) -> None:
 
     for o in report.options:
         if o.fits:
-            bars.add_row(f"{o.num_gpus}x {o.gpu}", memory_bar(memory_parts(o)), f"{_g(o.usable_bytes)} GiB")
+            bars.add_row(
+                f"{o.num_gpus}x {o.gpu}", memory_bar(memory_parts(o)), f"{fmt_gib(o.usable_bytes)} GiB"
+            )
     notes = [
         f"{o.num_gpus}x {o.gpu}: {'; '.join(o.caveats) or o.reason}"
         for o in report.options

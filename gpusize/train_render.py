@@ -6,12 +6,9 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from gpusize.render import fmt_gib
 from gpusize.train_report import TrainCandidateInfo, TrainReport
-from gpusize.units import gib, human_tokens
-
-
-def _g(n_bytes: int | None) -> str:
-    return "-" if n_bytes is None else f"{gib(n_bytes):.1f}"
+from gpusize.units import human_tokens
 
 
 def headline(report: TrainReport) -> str:
@@ -25,7 +22,7 @@ def headline(report: TrainReport) -> str:
         return (
             f"{job} needs {p.num_gpus}x {p.gpu_full_name}"
             f"{f' ({p.sharding})' if p.num_gpus > 1 else ''}: "
-            f"{_g(p.per_gpu.total_bytes)} of {_g(p.per_gpu.visible_bytes)} GiB per GPU"
+            f"{fmt_gib(p.per_gpu.total_bytes)} of {fmt_gib(p.per_gpu.visible_bytes)} GiB per GPU"
         )
     if p:
         return f"{job} does not fit on {p.num_gpus}x {p.gpu_full_name}: {p.reason}"
@@ -38,14 +35,18 @@ def memory_table(report: TrainReport) -> Table:
     for col, just in (("term", "left"), ("GiB", "right"), ("how", "left")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     table.add_row(
-        "weights", _g(m.weights_bytes), f"{params.total:,} params; fp32 master {_g(m.master_weights_bytes)}"
+        "weights",
+        fmt_gib(m.weights_bytes),
+        f"{params.total:,} params; fp32 master {fmt_gib(m.master_weights_bytes)}",
     )
-    table.add_row("gradients", _g(m.gradients_bytes), f"{params.trainable:,} trainable params")
-    table.add_row("optimizer", _g(m.optimizer_bytes), w.optimizer)
-    table.add_row("activations", _g(m.activations_bytes), f"estimate; logits {_g(m.logits_bytes)}")
-    table.add_row("overlap", f"-{_g(m.overlap_bytes)}", "gradients built while activations are freed")
-    table.add_row("overhead", _g(m.overhead_bytes), "CUDA context")
-    table.add_row("total", _g(m.total_bytes), f"host RAM {_g(m.host_ram_bytes)}" if m.host_ram_bytes else "")
+    table.add_row("gradients", fmt_gib(m.gradients_bytes), f"{params.trainable:,} trainable params")
+    table.add_row("optimizer", fmt_gib(m.optimizer_bytes), w.optimizer)
+    table.add_row("activations", fmt_gib(m.activations_bytes), f"estimate; logits {fmt_gib(m.logits_bytes)}")
+    table.add_row("overlap", f"-{fmt_gib(m.overlap_bytes)}", "gradients built while activations are freed")
+    table.add_row("overhead", fmt_gib(m.overhead_bytes), "CUDA context")
+    table.add_row(
+        "total", fmt_gib(m.total_bytes), f"host RAM {fmt_gib(m.host_ram_bytes)}" if m.host_ram_bytes else ""
+    )
     return table
 
 
@@ -69,10 +70,10 @@ def candidates_table(rows: list[TrainCandidateInfo], title: str) -> Table:
             str(c.num_gpus),
             c.sharding,
             "yes" if c.fits else "NO",
-            _g(c.per_gpu.total_bytes),
-            _g(c.per_gpu.visible_bytes),
+            fmt_gib(c.per_gpu.total_bytes),
+            fmt_gib(c.per_gpu.visible_bytes),
             f"{c.max_seq_tokens:,}",
-            _g(c.per_gpu.host_ram_bytes) if c.per_gpu.host_ram_bytes else "-",
+            fmt_gib(c.per_gpu.host_ram_bytes) if c.per_gpu.host_ram_bytes else "-",
             f"{c.price_usd_per_hour:.2f}" if c.price_usd_per_hour else "-",
         )
     return table
