@@ -28,8 +28,8 @@ class WeightFormat:
     other_bytes: float
     #: Roles left in `other_bytes` by the checkpoint (modules_to_not_convert).
     unquantized: tuple[str, ...] = ()
-    #: vLLM's MXFP4 MoE kernels pad each expert's intermediate width to this multiple per rank.
-    expert_pad: int = 1
+    #: vLLM's MXFP4 MoE kernels pad expert matrices: (hidden multiple, per-rank intermediate multiple).
+    expert_pad: tuple[int, int] = (1, 1)
     note: str = ""
     #: Stored bytes / config-arithmetic bytes, when a checkpoint's own tensors disagree with its
     #: config by more than CHECKPOINT_TOLERANCE (e.g. FP8 tensors under a bf16 torch_dtype).
@@ -40,9 +40,13 @@ class WeightFormat:
 FP8_CHANNEL_SCALE_BYTES = 4
 #: Group size of int4 weight-only formats (GPTQ/AWQ/compressed-tensors w4a16): one fp16 scale per 128.
 INT4_GROUP_SIZE = 128
-#: vLLM 0.19 mxfp4.py rounds the per-rank expert intermediate size up to a multiple of 256 for the
-#: Hopper Triton/Marlin MoE kernels (gpt-oss-120b: 64.38 GiB logged vs 60.7 GiB unpadded).
-MXFP4_EXPERT_PAD = 256
+#: vLLM 0.19 `mxfp4_round_up_hidden_size_and_intermediate_size` (fused_moe/oracle/mxfp4.py): the
+#: expert hidden size is rounded up to 256 (Marlin, TRT-LLM, ROCm branches) and the per-rank
+#: intermediate size to 64 (default branch). gpt-oss: 2880 -> 3072 hidden, giving 64.57 GiB for
+#: gpt-oss-120b (64.38 logged) and 13.46 for gpt-oss-20b (13.64 logged). The Marlin branch also
+#: rounds the intermediate size to 128 (2880 -> 2944): 13.67 / 65.8 GiB, which fits the 0.19 and
+#: Marlin logs (13.64, 65.97) but not the Triton-backend 64.38; we keep the default branch.
+MXFP4_EXPERT_PAD = (256, 64)
 
 
 def weight_format(spec: ModelSpec, dtype: str) -> WeightFormat:
@@ -197,10 +201,14 @@ def weights_bytes(
 
 
 def _expert_padding(spec: ModelSpec, fmt: WeightFormat, tp: int) -> float:
-    if spec.moe is None or fmt.expert_pad == 1:
+    """Stored / logical size of each expert's matrices after the kernel's padding."""
+    if spec.moe is None or fmt.expert_pad == (1, 1):
         return 1.0
-    width = spec.moe.moe_intermediate_size // tp
-    return math.ceil(width / fmt.expert_pad) * fmt.expert_pad / width
+    hidden_pad, inter_pad = fmt.expert_pad
+    hidden, width = spec.hidden_size, spec.moe.moe_intermediate_size // tp
+    return (math.ceil(hidden / hidden_pad) * hidden_pad / hidden) * (
+        math.ceil(width / inter_pad) * inter_pad / width
+    )
 
 
 def _replicated_kv_weights(spec: ModelSpec, tp: int) -> float:
