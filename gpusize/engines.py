@@ -422,10 +422,9 @@ def smallest_fit(
     sizes: tuple[int, ...] = plan.TP_SIZES,
     options: EngineOptions = DEFAULT_OPTIONS,
 ) -> list[plan.Candidate]:
-    out = []
-    for n in sizes:
-        candidate = evaluate(spec, counts, gpu, n, work, options)
-        out.append(candidate)
-        if candidate.fits:
-            break
-    return out
+    """`plan.smallest_fit` with `work.engine`'s memory model."""
+
+    def with_engine(s: ModelSpec, c: ParamCounts, g: GpuSpec, n: int, w: plan.Workload) -> plan.Candidate:
+        return evaluate(s, c, g, n, w, options)
+
+    return plan.smallest_fit(spec, counts, gpu, work, sizes, with_engine)

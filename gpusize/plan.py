@@ -8,6 +8,7 @@ outside the budget. The KV pool is whatever the budget leaves after the non-KV t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from gpusize import kvcache, memory
@@ -248,12 +249,18 @@ def kv_element_bytes(spec: ModelSpec, kv_dtype: str) -> float:
 
 
 def smallest_fit(
-    spec: ModelSpec, counts: ParamCounts, gpu: GpuSpec, work: Workload, sizes: tuple[int, ...] = TP_SIZES
+    spec: ModelSpec,
+    counts: ParamCounts,
+    gpu: GpuSpec,
+    work: Workload,
+    sizes: tuple[int, ...] = TP_SIZES,
+    evaluator: Callable[[ModelSpec, ParamCounts, GpuSpec, int, Workload], Candidate] | None = None,
 ) -> list[Candidate]:
-    """Candidates in increasing size up to and including the first that fits."""
+    """Candidates in increasing size up to and including the first that fits (vLLM unless an
+    engine's `evaluator` is given)."""
     out = []
     for tp in sizes:
-        candidate = evaluate(spec, counts, gpu, tp, work)
+        candidate = (evaluator or evaluate)(spec, counts, gpu, tp, work)
         out.append(candidate)
         if candidate.fits:
             break
