@@ -127,7 +127,7 @@ def fit(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Size a model for inference and find the smallest set of GPUs in one server that runs it."""
-    from gpusize import catalog, report
+    from gpusize import report
 
     if batch <= 0:
         raise UsageError(f"invalid --batch {batch}: must be greater than zero")
@@ -140,12 +140,7 @@ def fit(
     options = _engine_options(origin, work.engine, n_gpu_layers, flash_attn, mem_fraction)
     if nodes is not None and not 2 <= nodes <= 64:
         raise UsageError(f"invalid --nodes {nodes}: use 2 to 64 servers")
-    max_count = 8
-    if gpu:
-        one, local_count = _find_gpu(gpu)
-        targets, max_count = [one], local_count or 8
-    else:
-        targets = list(catalog.load_gpus())
+    targets, max_count = _targets(gpu)
     result = report.build_fit_report(
         origin,
         spec,
@@ -188,6 +183,16 @@ def _engine_options(
         gguf.token_embd_bytes,
         gguf.output_bytes or gguf.token_embd_bytes,
     )
+
+
+def _targets(gpu: str | None) -> tuple[list[Any], int]:
+    """The GPU types to plan over and the most GPUs allowed (a local machine caps the count)."""
+    from gpusize import catalog
+
+    if not gpu:
+        return list(catalog.load_gpus()), 8
+    one, local_count = _find_gpu(gpu)
+    return [one], local_count or 8
 
 
 def _find_gpu(name: str) -> tuple[Any, int | None]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
 from typing import cast
 
 import typer
@@ -87,8 +86,8 @@ def train(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Size a training or fine-tuning job and find the smallest set of GPUs in one server for it."""
-    from gpusize import catalog, plan, report, source, training
-    from gpusize.cli import _choice
+    from gpusize import plan, report, source, training
+    from gpusize.cli import _choice, _targets, _user_catalogs
     from gpusize.model import parse_config
     from gpusize.params import count_params
     from gpusize.train_report import build_train_report
@@ -116,22 +115,12 @@ def train(
         raise UsageError("--offload params needs --sharding zero3 or fsdp (ZeRO-Infinity / FSDP CPU offload)")
     budget = parse_token_budget(tokens) if tokens is not None else None
 
-    if models_file:
-        catalog.add_user_file("models", Path(models_file))
-    if gpus_file:
-        catalog.add_user_file("gpus", Path(gpus_file))
+    _user_catalogs(models_file, gpus_file)
     resolved = source.resolve_model(model, revision)
     spec = parse_config(resolved.config, best_effort=best_effort)
     counts = count_params(spec)
     origin = report.origin_of(resolved)
-    max_count = 8
-    if gpu:
-        from gpusize.cli import _find_gpu
-
-        one, local_count = _find_gpu(gpu)
-        targets, max_count = [one], local_count or 8
-    else:
-        targets = list(catalog.load_gpus())
+    targets, max_count = _targets(gpu)
     result = build_train_report(
         origin, spec, counts, targets, setup, fixed_count=gpus, tokens=budget, max_count=max_count
     )
