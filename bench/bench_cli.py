@@ -1,64 +1,110 @@
-"""Benchmarks, medians over N runs (default 21); record results in bench/RESULTS.md.
+"""Start-up benchmark: cold commands against a bare `import typer, rich, pydantic, yaml`, on an
+installed wheel, as paired ratios (each command run is divided by the bare run beside it, so load on
+the machine cancels out); medians over N pairs, and the peak RSS of each command.
 
-1. Cold `gpusize fit Qwen3-32B --ctx 32k` against a bare `import typer, rich, pydantic, yaml`,
-   alternating, in fresh processes (issue 2: target ratio <= 1.3).
-2. `gpusize which`: every catalog model x one GPU type, in-process (catalog loaded) and as a cold
-   command (issue 7: target < 0.5 s).
-Usage: python bench/bench_cli.py [N]
+1. Builds the wheel, installs it with pip (which compiles .pyc files, as a user's install does) into a
+   fresh venv that reuses this environment's dependencies, and warms the catalog cache once.
+2. For fit, fit --json, which, quote and serve: N alternating (command, bare import) pairs.
+3. `which` over the whole catalog in process (the planner's own speed).
+
+Usage: python bench/bench_cli.py [N]       (targets: every ratio <= 1.3, peak RSS <= 45 MB)
+Figures are recorded in bench/RESULTS.md.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+import venv
+from pathlib import Path
 
-FIT = [sys.executable, "-m", "gpusize", "fit", "Qwen3-32B", "--ctx", "32k"]
-BARE = [sys.executable, "-c", "import typer, rich, pydantic, yaml"]
+ROOT = Path(__file__).resolve().parent.parent
+COMMANDS = {
+    "fit": ["fit", "Qwen3-32B", "--ctx", "32k"],
+    "fit --json": ["fit", "Qwen3-32B", "--ctx", "32k", "--json"],
+    "which": ["which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k"],
+    "quote": ["quote", "Llama-3.3-70B", "--ctx", "32k"],
+    "serve": ["serve", "Qwen3-8B", "--users", "64", "--gpu", "L40S", "--gpus", "4"],
+}
+BARE = ["-c", "import typer, rich, pydantic, yaml"]
 
 
-def wall(cmd: list[str]) -> float:
+def install(where: Path) -> Path:
+    """A venv with the wheel installed and this environment's dependencies on its path."""
+    dist = where / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(dist), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    env_dir = where / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    site = subprocess.run(
+        [str(py), "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    deps = [p for p in sys.path if p.endswith("site-packages")]
+    Path(site, "_bench_deps.pth").write_text("\n".join(deps) + "\n")
+    wheel = next(dist.glob("gpusize-*.whl"))
+    subprocess.run([str(py), "-m", "pip", "install", "--no-deps", "-q", str(wheel)], check=True)
+    return env_dir
+
+
+def run(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
+    """(wall seconds, peak RSS in KiB) of one fresh process."""
     start = time.perf_counter()
-    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - start
-
-
-WHICH = [sys.executable, "-m", "gpusize", "which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd="/")
+    _, _, usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - start, usage.ru_maxrss
 
 
 def which_in_process(n: int) -> float:
-    from gpusize import catalog, plan, reverse
+    from gpusize.core.workload import Request
+    from gpusize.serving.which import models_that_fit
+    from gpusize.sources.catalog import find_gpu, load_models
 
-    entries = [(e.name, e.hf_id, e.config) for e in catalog.load_models()]
-    gpu, work = catalog.find_gpu("RTX4090"), plan.Workload(32768, 1, "auto", "auto")
+    entries = [(e.name, e.hf_id, e.config) for e in load_models()]
+    gpu, request = find_gpu("RTX4090"), Request(context_tokens=32768)
     times = []
     for _ in range(n):
         start = time.perf_counter()
-        reverse.models_that_fit(entries, gpu, 2, work)
+        models_that_fit(entries, gpu, 2, request)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 21
-    fit, bare, which = [], [], []
-    for _ in range(n):
-        fit.append(wall(FIT))
-        bare.append(wall(BARE))
-        which.append(wall(WHICH))
-    f, b = statistics.median(fit), statistics.median(bare)
-    print(
-        f"runs={n} fit_median={f * 1000:.0f}ms bare_import_median={b * 1000:.0f}ms ratio={f / b:.2f} "
-        f"(target <= 1.3)"
-    )
-    from gpusize import catalog
-
-    models = len(catalog.load_models())
-    print(
-        f"which over {models} models x RTX4090 x2: in-process median {which_in_process(n) * 1000:.0f}ms, "
-        f"cold command median {statistics.median(which) * 1000:.0f}ms (target < 500ms)"
-    )
+    with tempfile.TemporaryDirectory() as tmp:
+        env_dir = install(Path(tmp))
+        py, exe = str(env_dir / "bin" / "python"), str(env_dir / "bin" / "gpusize")
+        env = {**os.environ, "GPUSIZE_CACHE_DIR": str(Path(tmp) / "cache"), "NO_COLOR": "1"}
+        for args in COMMANDS.values():  # fill the catalog cache, as any earlier run would have
+            run([exe, *args], env)
+        print(f"pairs={n}, installed wheel, python {sys.version.split()[0]}")
+        for name, args in COMMANDS.items():
+            ratios, cmd_times, bare_times, rss = [], [], [], 0
+            for _ in range(n):
+                t_cmd, peak = run([exe, *args], env)
+                t_bare, _ = run([py, *BARE], env)
+                ratios.append(t_cmd / t_bare)
+                cmd_times.append(t_cmd)
+                bare_times.append(t_bare)
+                rss = max(rss, peak)
+            print(
+                f"{name:11} median {statistics.median(cmd_times) * 1000:4.0f} ms, bare "
+                f"{statistics.median(bare_times) * 1000:4.0f} ms, paired ratio median "
+                f"{statistics.median(ratios):.2f} (target <= 1.3), peak RSS {rss / 1024:.1f} MB (target "
+                "<= 45)"
+            )
+    print(f"which in process over the catalog: median {which_in_process(n) * 1000:.0f} ms")
 
 
 if __name__ == "__main__":

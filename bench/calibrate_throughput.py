@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import statistics
 
-from gpusize import memory, plan, throughput
-from gpusize.catalog import find_gpu, find_model
-from gpusize.model import parse_config
-from gpusize.params import count_params
+from gpusize.core.parse import parse_config
+from gpusize.core.weights import activation_dtype, weight_format
+from gpusize.serving import throughput
+from gpusize.sources.catalog import find_gpu, find_model
+from gpusize.units import DTYPE_BYTES
 
 # (label, weight bytes read per token, bandwidth GB/s, measured tok/s)
 SINGLE_STREAM = [
@@ -59,11 +60,9 @@ def main() -> None:
     print(f"{'end to end (gpusize estimate)':45} {'predicted':>9} {'measured':>9} {'ratio':>10}")
     for label, name, dtype, gpu_name, tp, seqs, ctx, measured in END_TO_END:
         spec = parse_config(find_model(name).config)
-        counts = count_params(spec)
-        fmt = memory.weight_format(spec, dtype)
-        speed = throughput.decode_speed(
-            spec, counts, fmt, find_gpu(gpu_name), tp, seqs, ctx, plan.kv_element_bytes(spec, "auto"), 8192
-        )
+        fmt = weight_format(spec, dtype)
+        kv_bytes = DTYPE_BYTES[activation_dtype(spec)]
+        speed = throughput.decode_speed(spec, fmt, find_gpu(gpu_name), tp, seqs, ctx, kv_bytes, 8192)
         assert speed is not None
         print(
             f"{label:45} {speed.aggregate_tokens_per_s:>9.1f} {measured:>9.2f} "

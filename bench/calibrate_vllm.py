@@ -5,7 +5,7 @@
    (sampler rows x vocab x 4 B) and (batched tokens x hidden x 2 B) with no intercept.
 2. The conformance table: predicted vs logged KV-cache tokens for every record the planner models.
 
-Run: python bench/calibrate_vllm.py   (the records and the prediction are tests/test_conformance.py's)
+Run: python bench/calibrate_vllm.py   (the records and the prediction are tests/core/test_conformance.py's)
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the conformance records live in tests/
 
-from gpusize import memory  # noqa: E402
-from gpusize.catalog import find_model  # noqa: E402
-from gpusize.model import parse_config  # noqa: E402
-from tests.test_conformance import RECORDS, predict  # noqa: E402
+from gpusize.core.engines import vllm  # noqa: E402
+from gpusize.core.parse import parse_config  # noqa: E402
+from gpusize.sources.catalog import find_model  # noqa: E402
+from tests.core.test_conformance import RECORDS, predict  # noqa: E402
 
 GIB = 2**30
 
@@ -32,9 +32,10 @@ def fit_activation(recs: list[dict]) -> tuple[float, float, int]:
         spec = parse_config(find_model(rec["model"]).config)
         tp = rec["tensor_parallel_size"]
         fused = spec.quantization is None or spec.quantization.method != "mxfp4"
-        base = memory.activation_bytes(spec, 1024, 8192, tp, fused) - (
-            memory.SAMPLER_LOGITS_COPIES * 1024 * spec.vocab_size * 4
-            + memory.HIDDEN_STATE_COPIES * 8192 * spec.hidden_size * 2
+        limits = vllm.SchedulerLimits(1024, 8192)
+        base = vllm.activation_bytes(spec, limits, tp, fused) - (
+            vllm.SAMPLER_LOGITS_COPIES * 1024 * spec.vocab_size * 4
+            + vllm.HIDDEN_STATE_COPIES * 8192 * spec.hidden_size * 2
         )
         target = rec["measured"]["activation_peak_gib"] * GIB - base
         rows.append((1024 * spec.vocab_size * 4, 8192 * spec.hidden_size * 2, target))
@@ -52,8 +53,8 @@ def main() -> None:
     sampler, hidden, points = fit_activation(recs)
     print(
         f"least-squares activation fit over {points} records (PP excluded): sampler copies {sampler:.2f}, "
-        f"hidden copies {hidden:.2f} (memory.py uses {memory.SAMPLER_LOGITS_COPIES}, "
-        f"{memory.HIDDEN_STATE_COPIES})"
+        f"hidden copies {hidden:.2f} (core/engines/vllm.py uses {vllm.SAMPLER_LOGITS_COPIES}, "
+        f"{vllm.HIDDEN_STATE_COPIES})"
     )
     errors = []
     print(f"{'record':14} {'model':45} {'TP':>2} {'logged':>9} {'predicted':>9} {'error':>7}")

@@ -1,44 +1,50 @@
 """gpusize: how much GPU memory does this model need, and what is the smallest set of GPUs that runs it?
 
-The core (`model`, `params`, `memory`, `kvcache`, `plan`, `engines`, `serving`, `training`) is pure:
-plain values in, plain values out. I/O lives in `catalog` (YAML), `source` / `hub` /
-`safetensors_local` / `gguf_file` (models) and `local_gpu`; `cli` parses, calls the core and renders.
+Layers, each importing only the ones below it: `core` (pure values and arithmetic, `core.engines`),
+`sources` (the only I/O), `serving` and `training` (pure plans), `reports` (one result per command),
+`render` (text and exports), `cli` (the command line).
 
 Library use::
 
-    from gpusize import find_gpu, find_model, parse_config, count_params, plan
+    from gpusize import find_model, find_gpu, parse_config, fit
     spec = parse_config(find_model("Qwen3-32B").config)
-    work = plan.Workload(32768, 1, "auto", "auto")
-    best = plan.smallest_fit(spec, count_params(spec), find_gpu("H100"), work)[-1]
+    best = fit(spec, find_gpu("H100"), context_tokens=32768)[-1]
+    assert best.fits and best.num_gpus == 2
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
-#: Public names, imported on first use so that `import gpusize` (and the CLI) stays fast.
+#: Public names, imported on first use so that `import gpusize` stays fast.
 _LAZY = {
-    "ModelSpec": "gpusize.model",
-    "parse_config": "gpusize.model",
-    "ParamCounts": "gpusize.params",
-    "count_params": "gpusize.params",
-    "GpuSpec": "gpusize.catalog",
-    "find_gpu": "gpusize.catalog",
-    "find_model": "gpusize.catalog",
-    "load_gpus": "gpusize.catalog",
-    "load_models": "gpusize.catalog",
-    "resolve_model": "gpusize.source",
+    "ModelSpec": "gpusize.core.spec",
+    "ParamCounts": "gpusize.core.spec",
+    "parse_config": "gpusize.core.parse",
+    "GpuSpec": "gpusize.core.gpu",
+    "Candidate": "gpusize.core.plan",
+    "Request": "gpusize.core.workload",
+    "Workload": "gpusize.core.workload",
+    "EngineSettings": "gpusize.core.workload",
+    "resolve": "gpusize.core.workload",
+    "fit": "gpusize.api",
+    "Catalogs": "gpusize.sources.catalog",
+    "find_gpu": "gpusize.sources.catalog",
+    "find_model": "gpusize.sources.catalog",
+    "load_gpus": "gpusize.sources.catalog",
+    "load_models": "gpusize.sources.catalog",
+    "resolve_model": "gpusize.sources.resolve",
     "GpusizeError": "gpusize.errors",
     "ConfigError": "gpusize.errors",
     "CatalogError": "gpusize.errors",
+    "InputError": "gpusize.errors",
     "UnknownNameError": "gpusize.errors",
     "UsageError": "gpusize.errors",
     "HubError": "gpusize.errors",
-    "plan": "gpusize.plan",
-    "memory": "gpusize.memory",
-    "engines": "gpusize.engines",
+    "OutputError": "gpusize.errors",
 }
 
 __all__ = ["__version__", *_LAZY]
@@ -47,7 +53,4 @@ __all__ = ["__version__", *_LAZY]
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'gpusize' has no attribute '{name}'")
-    import importlib
-
-    module = importlib.import_module(_LAZY[name])
-    return module if module.__name__.endswith(f".{name}") else getattr(module, name)
+    return getattr(importlib.import_module(_LAZY[name]), name)

@@ -1,6 +1,20 @@
-"""The error tree. Every error a user can cause is a GpusizeError; the CLI maps them to exit 2."""
+"""The error tree. Every error a user can cause is a GpusizeError; the CLI maps them to exit 2.
+
+Each leaf also subclasses the builtin a caller would catch (ValueError, LookupError, OSError).
+"""
 
 from __future__ import annotations
+
+__all__ = [
+    "CatalogError",
+    "ConfigError",
+    "GpusizeError",
+    "HubError",
+    "InputError",
+    "OutputError",
+    "UnknownNameError",
+    "UsageError",
+]
 
 
 class GpusizeError(Exception):
@@ -13,16 +27,20 @@ class GpusizeError(Exception):
         self.hint = hint
 
 
+class InputError(GpusizeError, ValueError):
+    """A value that makes no sense: context '32q', zero batch, a size beyond any GPU."""
+
+
+class UsageError(InputError):
+    """A combination of command-line options that cannot be answered (engine flag on another engine)."""
+
+
 class ConfigError(GpusizeError, ValueError):
-    """A model config.json that is malformed, incomplete or of an unsupported architecture."""
+    """A model config.json (or GGUF / safetensors metadata) that is malformed, incomplete or unsupported."""
 
 
 class CatalogError(GpusizeError, ValueError):
     """A catalog YAML file that does not match its schema."""
-
-
-class UsageError(GpusizeError, ValueError):
-    """A command-line value that makes no sense (context '32q', zero batch, utilization 1.5)."""
 
 
 class UnknownNameError(GpusizeError, LookupError):
@@ -36,3 +54,7 @@ class UnknownNameError(GpusizeError, LookupError):
 
 class HubError(GpusizeError, OSError):
     """The Hugging Face Hub could not answer: gated, not found, offline, unreachable, rate limited."""
+
+
+class OutputError(GpusizeError, OSError):
+    """An output file could not be written (read-only folder, full disk, a folder in the way)."""

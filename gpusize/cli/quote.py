@@ -1,0 +1,87 @@
+"""`gpusize quote`: a ranked side-by-side of server options, in every format a buyer needs."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from gpusize.cli import prepare
+from gpusize.cli.app import app, finish
+from gpusize.cli.options import (
+    Ctx,
+    Dtype,
+    Engine,
+    GpusFile,
+    Json,
+    KvDtype,
+    Model,
+    ModelsFile,
+    Quiet,
+    Revision,
+)
+from gpusize.cli.output import write_file
+from gpusize.errors import UsageError
+from gpusize.render.export import text_svg, to_csv, to_html, to_markdown
+from gpusize.render.quote import render_quote
+from gpusize.render.text import Style, terminal_width
+from gpusize.reports.quote import build_quote
+from gpusize.reports.serialize import to_json
+from gpusize.serving.quote import DEFAULT_QUOTE_GPUS
+from gpusize.units import parse_count
+
+__all__ = ["quote"]
+
+FORMATS = ("table", "markdown", "csv", "json", "html")
+
+
+@app.command()
+def quote(
+    model: Model,
+    ctx: Ctx = "8k",
+    users: int | None = typer.Option(None, "--users", help="Concurrent users to serve."),
+    gpu: list[str] | None = typer.Option(
+        None, "--gpu", help="GPU types to compare (repeat); default a standard set."
+    ),
+    dtype: Dtype = "auto",
+    kv_dtype: KvDtype = "auto",
+    engine: Engine = None,
+    fmt: str = typer.Option("table", "--format", help="table, markdown, csv, json or html."),
+    output: str | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    svg: str | None = typer.Option(None, "--svg", help="Also save the table rendering as an SVG file."),
+    revision: Revision = None,
+    models_file: ModelsFile = None,
+    gpus_file: GpusFile = None,
+    quiet: Quiet = False,
+    as_json: Json = False,
+) -> None:
+    """A ranked side-by-side of the server options for a model: fit, capacity, speed, price, power.
+
+    Example: gpusize quote Llama-3.3-70B --ctx 32k --users 50 --format markdown
+    """
+    form = "json" if as_json else prepare.choice(fmt, FORMATS, "--format")
+    cats = prepare.catalogs(models_file, gpus_file)
+    resolved, spec = prepare.load_model(model, revision, False, cats)
+    settings = prepare.engine_settings(engine, resolved)
+    if settings.name not in ("vllm", "sglang"):
+        raise UsageError(f"quote compares vLLM or SGLang servers; --engine {settings.name} is sized by 'fit'")
+    work = prepare.workload(spec, prepare.request(resolved, ctx, settings, 1, dtype, kv_dtype))
+    gpus = [prepare.targets(name, cats).gpus[0] for name in gpu or DEFAULT_QUOTE_GPUS]
+    report = build_quote(
+        resolved, spec, gpus, work, parse_count(users, "--users") if users is not None else None
+    )
+    code = 0 if report.fits else 1
+    if svg:
+        write_file(svg, text_svg(render_quote(report, 160, Style()), "gpusize quote"))
+    width, style = terminal_width(sys.stdout), Style.for_stream(sys.stdout)
+    text = {
+        "table": lambda: render_quote(report, width, style if output is None else Style()),
+        "markdown": lambda: to_markdown(report),
+        "csv": lambda: to_csv(report),
+        "html": lambda: to_html(report),
+        "json": lambda: to_json(report) + "\n",
+    }[form]()
+    if output:
+        write_file(output, text)
+        finish(None, code)
+    finish(None if quiet else text, code)

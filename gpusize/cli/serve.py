@@ -1,0 +1,89 @@
+"""`gpusize serve`: replicas versus tensor parallel on one server for a given load."""
+
+from __future__ import annotations
+
+import typer
+
+from gpusize.cli import prepare
+from gpusize.cli.app import app
+from gpusize.cli.emit import answer
+from gpusize.cli.options import (
+    Ctx,
+    Dtype,
+    Engine,
+    GpuCount,
+    GpuName,
+    GpusFile,
+    Json,
+    KvDtype,
+    MaxNumBatchedTokens,
+    MaxNumSeqs,
+    MemFraction,
+    Model,
+    ModelsFile,
+    Quiet,
+    Revision,
+    Utilization,
+)
+from gpusize.errors import UsageError
+from gpusize.render.serve import render_serve
+from gpusize.reports.serve import build_serve_report
+from gpusize.serving.layouts import Demand
+from gpusize.units import parse_count, parse_tokens
+
+__all__ = ["serve"]
+
+
+@app.command()
+def serve(
+    model: Model,
+    ctx: Ctx = "8k",
+    users: int | None = typer.Option(None, "--users", help="Concurrent users (sequences in flight)."),
+    rps: float | None = typer.Option(None, "--rps", help="Requests per second (instead of --users)."),
+    prompt: str = typer.Option("1k", "--prompt-tokens", help="Prompt length per request (with --rps, TTFT)."),
+    output: str = typer.Option("256", "--output-tokens", help="Output tokens per request (with --rps)."),
+    gpu: GpuName = "H100",
+    gpus: GpuCount = 4,
+    dtype: Dtype = "auto",
+    kv_dtype: KvDtype = "auto",
+    engine: Engine = None,
+    utilization: Utilization = None,
+    max_num_seqs: MaxNumSeqs = None,
+    max_num_batched_tokens: MaxNumBatchedTokens = None,
+    mem_fraction: MemFraction = None,
+    revision: Revision = None,
+    models_file: ModelsFile = None,
+    gpus_file: GpusFile = None,
+    quiet: Quiet = False,
+    as_json: Json = False,
+) -> None:
+    """Compare replicas and tensor parallel on one server: capacity, speed, resilience and cost.
+
+    Example: gpusize serve Qwen3-8B --users 64 --gpu L40S --gpus 4
+    """
+    count = prepare.gpu_count(gpus) or 4
+    if (users is None) == (rps is None):
+        raise UsageError("give exactly one of --users N or --rps R")
+    demand = Demand(
+        users=parse_count(users, "--users") if users is not None else None,
+        rps=prepare.number(rps, "--rps", 0, 1e6),
+        prompt_tokens=parse_tokens(prompt, "--prompt-tokens"),
+        output_tokens=parse_tokens(output, "--output-tokens"),
+    )
+    cats = prepare.catalogs(models_file, gpus_file)
+    resolved, spec = prepare.load_model(model, revision, False, cats)
+    settings = prepare.engine_settings(
+        engine, resolved, utilization, max_num_seqs, max_num_batched_tokens, mem_fraction
+    )
+    if settings.name not in ("vllm", "sglang"):
+        raise UsageError(f"serve compares vLLM or SGLang layouts; --engine {settings.name} is sized by 'fit'")
+    work = prepare.workload(spec, prepare.request(resolved, ctx, settings, 1, dtype, kv_dtype))
+    where = prepare.targets(gpu, cats, count)
+    report = build_serve_report(resolved, spec, where.gpus[0], count, work, demand)
+    answer(
+        report,
+        0 if report.fits else 1,
+        quiet,
+        as_json,
+        lambda width, style: render_serve(report, width, style),
+    )

@@ -1,0 +1,103 @@
+"""`gpusize train`: size a training or fine-tuning job and find the smallest set of GPUs for it."""
+
+from __future__ import annotations
+
+from typing import cast
+
+import typer
+
+from gpusize.cli import prepare
+from gpusize.cli.app import app
+from gpusize.cli.emit import answer
+from gpusize.cli.options import (
+    BestEffort,
+    GpuCount,
+    GpuName,
+    GpusFile,
+    Json,
+    Model,
+    ModelsFile,
+    Quiet,
+    Revision,
+)
+from gpusize.errors import UsageError
+from gpusize.render.train import render_train
+from gpusize.reports.train import build_train_report
+from gpusize.training import setup as ts
+from gpusize.units import parse_budget, parse_count, parse_tokens
+
+__all__ = ["train"]
+
+
+@app.command()
+def train(
+    model: Model,
+    method: str = typer.Option(..., "--method", help="full, lora or qlora."),
+    seq: str = typer.Option("2048", "--seq", help="Tokens per sequence: 2048, 8k, 32k."),
+    batch: int = typer.Option(1, "--batch", help="Sequences per GPU per micro-batch."),
+    grad_accum: int = typer.Option(1, "--grad-accum", help="Micro-batches accumulated per step."),
+    optimizer: str = typer.Option(
+        "adamw", "--optimizer", help="adamw, adamw-8bit, adafactor, sgd (momentum) or sgd-nomomentum."
+    ),
+    precision: str = typer.Option("bf16-mixed", "--precision", help="bf16-mixed, bf16 or fp32."),
+    grad_ckpt: bool = typer.Option(
+        True, "--grad-ckpt/--no-grad-ckpt", help="Activation checkpointing per layer."
+    ),
+    lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank (lora and qlora)."),
+    lora_targets: str = typer.Option(
+        "all-linear", "--lora-targets", help="all-linear or attention (q, k, v, o)."
+    ),
+    sharding: str = typer.Option(
+        "fsdp", "--sharding", help="none (one GPU), ddp, zero1, zero2, zero3 or fsdp."
+    ),
+    offload: str = typer.Option(
+        "none", "--offload", help="none, optimizer (ZeRO-Offload) or params (zero3/fsdp)."
+    ),
+    gpu: GpuName = None,
+    gpus: GpuCount = None,
+    tokens: str | None = typer.Option(None, "--tokens", help="Token budget for time and cost: 500M, 1B."),
+    framework: str = typer.Option(
+        "transformers", "--framework", help="transformers (eager + FlashAttention-2), torchtune or unsloth."
+    ),
+    best_effort: BestEffort = False,
+    revision: Revision = None,
+    models_file: ModelsFile = None,
+    gpus_file: GpusFile = None,
+    quiet: Quiet = False,
+    as_json: Json = False,
+) -> None:
+    """Size a training or fine-tuning job and find the smallest set of GPUs in one server for it.
+
+    Example: gpusize train Llama-3.1-8B --method lora --seq 4k --gpu RTX4090
+    """
+    job = ts.TrainSetup(
+        method=cast("ts.Method", prepare.choice(method, ts.METHODS, "--method")),
+        seq_tokens=parse_tokens(seq, "--seq"),
+        batch=parse_count(batch, "--batch", 1 << 16),
+        grad_accum=parse_count(grad_accum, "--grad-accum", 1 << 16),
+        optimizer=cast("ts.Optimizer", prepare.choice(optimizer, ts.OPTIMIZERS, "--optimizer")),
+        precision=cast("ts.Precision", prepare.choice(precision, ts.PRECISIONS, "--precision")),
+        grad_ckpt=grad_ckpt,
+        lora_rank=parse_count(lora_rank, "--lora-rank", 1 << 16),
+        lora_modules=ts.LORA_MODULES[prepare.choice(lora_targets, ts.LORA_TARGETS, "--lora-targets")],
+        sharding=cast("ts.Sharding", prepare.choice(sharding, ts.SHARDINGS, "--sharding")),
+        offload=cast("ts.Offload", prepare.choice(offload, ts.OFFLOADS, "--offload")),
+        kernels=ts.FRAMEWORKS[prepare.choice(framework, tuple(ts.FRAMEWORKS), "--framework")],
+    )
+    count = prepare.gpu_count(gpus)
+    if job.sharding == "none" and count not in (None, 1):
+        raise UsageError("--sharding none trains on one GPU; use ddp to replicate or zero*/fsdp to shard")
+    if job.offload == "params" and job.sharding not in ("zero3", "fsdp"):
+        raise UsageError("--offload params needs --sharding zero3 or fsdp (ZeRO-Infinity / FSDP CPU offload)")
+    budget = parse_budget(tokens) if tokens is not None else None
+    cats = prepare.catalogs(models_file, gpus_file)
+    resolved, spec = prepare.load_model(model, revision, best_effort, cats)
+    where = prepare.targets(gpu, cats, count)
+    report = build_train_report(resolved, spec, where.gpus, job, count, budget, where.max_count)
+    answer(
+        report,
+        0 if report.fits else 1,
+        quiet,
+        as_json,
+        lambda width, style: render_train(report, width, style),
+    )

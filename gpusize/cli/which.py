@@ -1,0 +1,68 @@
+"""`gpusize which`: every catalog model that fits given hardware."""
+
+from __future__ import annotations
+
+import typer
+
+from gpusize.cli import prepare
+from gpusize.cli.app import app
+from gpusize.cli.emit import answer
+from gpusize.cli.options import (
+    Ctx,
+    Dtype,
+    Engine,
+    GpuCount,
+    GpuName,
+    GpusFile,
+    Json,
+    KvDtype,
+    ModelsFile,
+    Quiet,
+)
+from gpusize.core.workload import DTYPES, KV_DTYPES, EngineSettings, Request
+from gpusize.errors import UsageError
+from gpusize.render.which import render_which
+from gpusize.reports.which import build_which
+from gpusize.units import canonical_dtype, parse_tokens
+
+__all__ = ["which"]
+
+
+@app.command()
+def which(
+    gpu: GpuName = None,
+    gpus: GpuCount = 1,
+    ctx: Ctx = "8k",
+    dtype: Dtype = "auto",
+    kv_dtype: KvDtype = "auto",
+    engine: Engine = None,
+    show_all: bool = typer.Option(False, "--all", help="Also list the models that do not fit, with why."),
+    models_file: ModelsFile = None,
+    gpus_file: GpusFile = None,
+    quiet: Quiet = False,
+    as_json: Json = False,
+) -> None:
+    """Every catalog model that fits this hardware, with headroom and concurrency, fastest first.
+
+    Example: gpusize which --gpu RTX4090 --gpus 2 --ctx 32k
+    """
+    if not gpu:
+        raise UsageError("which needs --gpu NAME (or --gpu local)")
+    count = prepare.gpu_count(gpus) or 1
+    cats = prepare.catalogs(models_file, gpus_file)
+    where = prepare.targets(gpu, cats, count)
+    weight = prepare.choice(dtype, DTYPES, "--dtype")
+    req = Request(
+        context_tokens=parse_tokens(ctx),
+        dtype=weight if weight == "auto" else canonical_dtype(weight),
+        kv_dtype=prepare.choice(kv_dtype, KV_DTYPES, "--kv-dtype"),
+        engine=EngineSettings(name=prepare.engine_name(engine or "vllm")),
+    )
+    report = build_which(cats.models(), where.gpus[0], count, req)
+    answer(
+        report,
+        0 if report.fits else 1,
+        quiet,
+        as_json,
+        lambda width, style: render_which(report, show_all, width, style),
+    )

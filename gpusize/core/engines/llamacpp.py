@@ -1,0 +1,242 @@
+"""llama.cpp's memory model (pure), following ggml-org/llama.cpp@0c1e57098 (Nov 2025).
+
+The input embedding stays on the CPU; layers are offloaded from the end, the output head counting as
+a layer and going first; KV = n_ctx (padded to 256) x layers x (k + v widths) x type size, with
+sliding-window layers holding min(n_ctx, window + n_ubatch) cells; the compute buffer holds the KQ
+scores (without flash attention) or the logits of one micro-batch, whichever is larger. With several
+GPUs the layers are split across them (`-sm layer`). Weights come from the GGUF file tensor by tensor
+when there is one, else from config arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpusize.core import runtime
+from gpusize.core.engines.base import EngineModel
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.params import layer_params
+from gpusize.core.plan import Candidate, PerGpu, context_problem
+from gpusize.core.spec import ModelSpec
+from gpusize.core.weights import WeightFormat
+from gpusize.core.workload import StoredLayers, Workload
+from gpusize.units import GIB
+
+__all__ = [
+    "ENGINE",
+    "LLAMACPP_CTX_PAD",
+    "LLAMACPP_KV_BYTES",
+    "LLAMACPP_UBATCH",
+    "LlamaCppSplit",
+    "estimated_layers",
+    "evaluate",
+    "llamacpp_compute_bytes",
+    "llamacpp_kv_bytes",
+    "llamacpp_split",
+]
+
+VERSION = "0c1e57098 (Nov 2025)"
+#: llama.cpp pads the context (KV cells) to a multiple of 256 (llama-context.cpp GGML_PAD).
+LLAMACPP_CTX_PAD = 256
+#: Defaults of llama-server: n_ubatch 512 tokens per micro-batch.
+LLAMACPP_UBATCH = 512
+#: Bytes per element of llama.cpp KV cache types (ggml-common.h block sizes).
+LLAMACPP_KV_BYTES = {"f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32, "f32": 4.0}
+
+
+def _pad(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+def llamacpp_kv_bytes(
+    spec: ModelSpec,
+    n_ctx: int,
+    kv_type: str = "f16",
+    n_seq: int = 1,
+    n_ubatch: int = LLAMACPP_UBATCH,
+    unified: bool = True,
+) -> tuple[int, int]:
+    """(full-attention KV bytes, sliding-window KV bytes) for a context of n_ctx cells in total.
+
+    KV per layer per cell = (n_embd_k_gqa + n_embd_v_gqa) x type size; MLA caches the latent.
+    SWA layers keep min(n_ctx per sequence, window x streams + n_ubatch) cells, padded to 256."""
+    size = LLAMACPP_KV_BYTES[kv_type]
+    n_ctx = _pad(n_ctx, LLAMACPP_CTX_PAD)
+    per_seq = n_ctx if unified else n_ctx // n_seq
+    full = swa = 0.0
+    for layer in spec.attention_layers:
+        width = (
+            spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim
+            if spec.mla
+            else 2 * layer.num_key_value_heads * spec.head_dim
+        )
+        if layer.window is None:
+            full += n_ctx * width * size
+        else:
+            streams = 1 if unified else n_seq
+            cells = _pad(min(per_seq, layer.window * (n_seq if unified else 1) + n_ubatch), LLAMACPP_CTX_PAD)
+            swa += cells * streams * width * size
+    return int(full), int(swa)
+
+
+def llamacpp_compute_bytes(
+    spec: ModelSpec,
+    n_ctx: int,
+    flash_attention: bool = False,
+    n_ubatch: int = LLAMACPP_UBATCH,
+    output_on_gpu: bool = True,
+) -> int:
+    """Compute buffer of the worst-case micro-batch on the GPU: without flash attention the f32 KQ
+    scores (n_ctx x n_ubatch x heads x 4 B) with one f32 FFN activation, or the f32 logits of the
+    micro-batch, whichever is larger (Ollama v0.12.3 GraphSize, fullOffload; 560 MiB for
+    Llama-3.1-8B at 8192 cells, as logged)."""
+    ub = min(n_ubatch, n_ctx)
+    h = spec.hidden_size
+    attention = 4 * ub * (1 + 4 * h + (0 if flash_attention else n_ctx * (1 + spec.num_attention_heads)))
+    logits = 4 * ub * (h + spec.vocab_size) if output_on_gpu else 4 * ub * h
+    return int(max(attention, logits))
+
+
+@dataclass(frozen=True)
+class LlamaCppSplit:
+    gpu_layers: int
+    gpu_weight_bytes: int
+    cpu_weight_bytes: int
+    gpu_kv_bytes: int
+    cpu_kv_bytes: int
+    compute_bytes: int
+
+
+def llamacpp_split(
+    spec: ModelSpec,
+    layer_bytes: list[int],
+    embd_bytes: int,
+    output_bytes: int,
+    n_gpu_layers: int,
+    n_ctx: int,
+    kv_type: str,
+    flash_attention: bool,
+) -> LlamaCppSplit:
+    """Where weights and KV live with `-ngl n_gpu_layers` (the output head counts as one layer,
+    offloaded first; the input embedding never leaves the CPU)."""
+    n_layer = len(layer_bytes)
+    ngl = max(0, min(n_gpu_layers, n_layer + 1))
+    output_on_gpu = ngl >= 1
+    blocks_on_gpu = max(ngl - 1, 0)
+    gpu_blocks = layer_bytes[n_layer - blocks_on_gpu :] if blocks_on_gpu else []
+    gpu_weights = sum(gpu_blocks) + (output_bytes if output_on_gpu else 0)
+    cpu_weights = sum(layer_bytes) + embd_bytes + output_bytes - gpu_weights
+    full, swa = llamacpp_kv_bytes(spec, n_ctx, kv_type)
+    kv_total = full + swa
+    gpu_kv = kv_total * blocks_on_gpu // n_layer if n_layer else 0
+    compute = (
+        llamacpp_compute_bytes(
+            spec, _pad(n_ctx, LLAMACPP_CTX_PAD), flash_attention, output_on_gpu=output_on_gpu
+        )
+        if ngl
+        else 0
+    )
+    return LlamaCppSplit(ngl, gpu_weights, cpu_weights, gpu_kv, kv_total - gpu_kv, compute)
+
+
+def estimated_layers(spec: ModelSpec, fmt: WeightFormat) -> StoredLayers:
+    """Per-block, embedding and output bytes from config arithmetic (for non-GGUF sources)."""
+    layers = []
+    for layer in spec.layers:
+        counts = layer_params(spec, layer)
+        layers.append(int(counts.linear * fmt.linear_bytes + counts.small * fmt.other_bytes))
+    embd = int(spec.params.embedding * fmt.other_bytes)
+    output = int(spec.params.lm_head * fmt.other_bytes) or embd
+    return StoredLayers(tuple(layers), embd, output)
+
+
+def cache_type(work: Workload) -> str:
+    """llama.cpp's cache type for the KV dtype asked for (fp8 -> q8_0, the nearest it has)."""
+    return {"fp8": "q8_0", "fp32": "f32"}.get(work.kv_cache_dtype, "f16")
+
+
+def evaluate(spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload) -> Candidate:
+    """llama.cpp on `num_gpus` GPUs (layers split across them, -sm layer): fits when every GPU holds
+    its share of offloaded weights + KV + one compute buffer within its total memory."""
+    return split_candidate(spec, gpu, num_gpus, work)[0]
+
+
+def split_candidate(
+    spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload
+) -> tuple[Candidate, LlamaCppSplit]:
+    stored = work.stored_layers or estimated_layers(spec, work.weights)
+    n_ctx = work.context_tokens * work.batch
+    ngl = len(stored.layer_bytes) + 1 if work.engine.n_gpu_layers is None else work.engine.n_gpu_layers
+    output = stored.output_bytes or stored.token_embd_bytes
+    split = llamacpp_split(
+        spec,
+        list(stored.layer_bytes),
+        stored.token_embd_bytes,
+        output,
+        ngl,
+        n_ctx,
+        cache_type(work),
+        work.engine.flash_attn,
+    )
+    context = runtime.CUDA_CONTEXT_TP1
+    capacity = gpu.visible_bytes - context
+    weights = math.ceil(split.gpu_weight_bytes / num_gpus)
+    kv = math.ceil(split.gpu_kv_bytes / num_gpus)
+    total = weights + kv + split.compute_bytes
+    per_gpu = PerGpu(
+        weights_bytes=weights,
+        kv_cache_bytes=kv,
+        activations_bytes=split.compute_bytes,
+        overhead_bytes=0,
+        total_bytes=total,
+        usable_bytes=capacity,
+        headroom_bytes=capacity - total,
+        outside_budget_bytes=context,
+        outside_budget_limit_bytes=context,
+        visible_bytes=gpu.visible_bytes,
+    )
+    reason = context_problem(spec, work.context_tokens)
+    if reason is None and total > capacity:
+        reason = (
+            f"{split.gpu_layers} offloaded layers need {total / GIB:.1f} GiB per GPU, "
+            f"{capacity / GIB:.1f} GiB available; lower --n-gpu-layers (rest in system RAM) or the context"
+        )
+    candidate = Candidate(
+        gpu=gpu.name,
+        gpu_full_name=gpu.full_name,
+        num_gpus=num_gpus,
+        tensor_parallel=1,
+        fits=reason is None,
+        reason=reason,
+        per_gpu=per_gpu,
+        kv_cache_capacity_tokens=n_ctx,
+        max_concurrency=float(work.batch),
+        max_context_tokens=work.context_tokens,
+        host_bytes=split.cpu_weight_bytes + split.cpu_kv_bytes,
+        price_usd_per_hour=gpu.price_for(num_gpus),
+    )
+    return candidate, split
+
+
+def effective_settings(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> dict[str, float | int | str]:
+    stored = work.stored_layers or estimated_layers(spec, work.weights)
+    ngl = len(stored.layer_bytes) + 1 if work.engine.n_gpu_layers is None else work.engine.n_gpu_layers
+    return {
+        "n_gpu_layers": ngl,
+        "flash_attn": "on" if work.engine.flash_attn else "off",
+        "cache_type": cache_type(work),
+        "ubatch_size": LLAMACPP_UBATCH,
+    }
+
+
+ENGINE = EngineModel(
+    name="llamacpp",
+    version=f"llama.cpp {VERSION}",
+    note="llama.cpp: layers offloaded from the end (output head first), input embedding on the CPU; KV "
+    "padded to 256 cells; compute buffer of one 512-token micro-batch",
+    settings=frozenset({"n_gpu_layers", "flash_attn"}),
+    evaluate=evaluate,
+    effective_settings=effective_settings,
+    splits_tensors=False,
+)

@@ -1,0 +1,161 @@
+"""Architecture families: what a config of each `model_type` means when a key is absent.
+
+Each entry mirrors the defaults of the matching Transformers config and modeling classes (norm
+type, which projections carry biases, gated or plain MLP, tied embeddings, extra norms). These are
+semantics of the architecture, not facts about one model, so they live in code beside the parser.
+A key present in config.json always wins over these defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gpusize.errors import ConfigError
+
+__all__ = ["FAMILIES", "TEXT_FAMILY_OF", "Bias", "Family", "family_for"]
+
+Norm = Literal["rms", "layer", "layer_nobias"]
+QkNorm = Literal["none", "head", "full", "per_head_full"]
+
+
+@dataclass(frozen=True)
+class Bias:
+    """A bias switch: the config key that controls it and its default when the key is absent."""
+
+    key: str | None
+    default: bool
+
+    def resolve(self, cfg: dict[str, Any]) -> bool:
+        if self.key is not None and cfg.get(self.key) is not None:
+            return bool(cfg[self.key])
+        return self.default
+
+
+NO_BIAS = Bias(None, False)
+ATTN_BIAS = Bias("attention_bias", False)
+
+
+@dataclass(frozen=True)
+class Family:
+    norm: Norm = "rms"
+    #: Norms inside one decoder layer (2 = pre-attention + pre-MLP; Gemma 2/3 have 4).
+    norms_per_layer: int = 2
+    qkv_bias: Bias = ATTN_BIAS
+    o_bias: Bias = ATTN_BIAS
+    mlp_bias: Bias = Bias("mlp_bias", False)
+    gated_mlp: bool = True
+    tie_default: bool = False
+    #: head = one weight vector of head_dim for q and for k (Qwen3, Gemma 3);
+    #: full = weights over all q heads and all kv heads (OLMo-2);
+    #: per_head_full = one weight vector per head (Cohere, StableLM qk_layernorm).
+    qk_norm: QkNorm = "none"
+    qk_norm_key: str | None = None
+    #: Learned absolute position embeddings (GPT-2 / gpt_bigcode `wpe`).
+    learned_positions: bool = False
+    #: gpt-oss: one learned attention-sink logit per head per layer.
+    attention_sinks: bool = False
+    default_mlp_ratio: int = 4
+    #: Config defaults of the Transformers config class for keys a hub file may omit.
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+
+_GEMMA_DEFAULTS = {"hidden_activation": "gelu_pytorch_tanh"}
+
+FAMILIES: dict[str, Family] = {
+    "llama": Family(),
+    "mistral": Family(),
+    "mixtral": Family(),
+    "yi": Family(),
+    "qwen2": Family(qkv_bias=Bias(None, True), o_bias=NO_BIAS),
+    "qwen2_moe": Family(qkv_bias=Bias(None, True), o_bias=NO_BIAS),
+    "qwen3": Family(qk_norm="head"),
+    "qwen3_moe": Family(qk_norm="head"),
+    "qwen3_next": Family(qk_norm="head"),
+    "qwen3_vl_text": Family(qk_norm="head"),
+    "qwen3_vl_moe_text": Family(qk_norm="head"),
+    "phi3": Family(),
+    "gemma": Family(tie_default=True, defaults={"vocab_size": 256000, **_GEMMA_DEFAULTS}),
+    "gemma2": Family(norms_per_layer=4, tie_default=True, defaults={"vocab_size": 256000, **_GEMMA_DEFAULTS}),
+    # Gemma3TextConfig defaults: vocab 262208, five local layers per global one.
+    "gemma3_text": Family(
+        norms_per_layer=4,
+        tie_default=True,
+        qk_norm="head",
+        defaults={
+            "vocab_size": 262208,
+            "sliding_window_pattern": 6,
+            "sliding_window": 4096,
+            **_GEMMA_DEFAULTS,
+        },
+    ),
+    "olmo2": Family(qk_norm="full"),
+    "stablelm": Family(
+        norm="layer",
+        qkv_bias=Bias("use_qkv_bias", False),
+        o_bias=NO_BIAS,
+        mlp_bias=NO_BIAS,
+        qk_norm="none",
+        qk_norm_key="qk_layernorm",
+    ),
+    "gpt_neox": Family(
+        norm="layer",
+        qkv_bias=Bias("attention_bias", True),
+        o_bias=Bias("attention_bias", True),
+        mlp_bias=Bias(None, True),
+        gated_mlp=False,
+    ),
+    "falcon": Family(
+        norm="layer",
+        qkv_bias=Bias("bias", False),
+        o_bias=Bias("bias", False),
+        mlp_bias=Bias("bias", False),
+        gated_mlp=False,
+        tie_default=True,
+    ),
+    "starcoder2": Family(
+        norm="layer",
+        qkv_bias=Bias("use_bias", True),
+        o_bias=Bias("use_bias", True),
+        mlp_bias=Bias("use_bias", True),
+        gated_mlp=False,
+        tie_default=True,
+    ),
+    "gpt_bigcode": Family(
+        norm="layer",
+        qkv_bias=Bias(None, True),
+        o_bias=Bias(None, True),
+        mlp_bias=Bias(None, True),
+        gated_mlp=False,
+        tie_default=True,
+        learned_positions=True,
+    ),
+    "cohere": Family(norm="layer_nobias", norms_per_layer=1, tie_default=True, qk_norm_key="use_qk_norm"),
+    "cohere2": Family(norm="layer_nobias", norms_per_layer=1, tie_default=True),
+    "glm4_moe": Family(o_bias=NO_BIAS, qk_norm_key="use_qk_norm"),
+    "deepseek_v2": Family(),
+    "deepseek_v3": Family(),
+    "kimi_k2": Family(),
+    "gpt_oss": Family(qkv_bias=Bias(None, True), o_bias=Bias(None, True), attention_sinks=True),
+    "llama4_text": Family(),
+    "nemotron_h": Family(mlp_bias=Bias("mlp_bias", False), gated_mlp=False),
+    "nemotron-nas": Family(),
+}
+
+#: Composite (multimodal) model types whose text tower uses another family when the nested
+#: text_config does not name its own model_type.
+TEXT_FAMILY_OF: dict[str, str] = {
+    "gemma3": "gemma3_text",
+    "llama4": "llama4_text",
+    "mistral3": "mistral",
+    "kimi_vl": "deepseek_v3",
+    "qwen3_vl": "qwen3_vl_text",
+    "qwen3_vl_moe": "qwen3_vl_moe_text",
+}
+
+
+def family_for(name: str) -> Family:
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise ConfigError(f"unsupported model_type '{name}'") from None

@@ -1,0 +1,188 @@
+"""KV cache bytes per token and the engine's paged KV pool: block layout, capacity in tokens and blocks
+per request (pure).
+
+Per token: 2 x (kv_heads / TP, at least 1) x head_dim x bytes per attention layer; MLA caches the latent.
+
+The pool models vLLM 0.19's v1 KV-cache manager (vllm/v1/core/kv_cache_utils.py):
+- a page is one block of `block_size` tokens of one layer;
+- layers of one attention type share a group; with mixed types (full + sliding window, full +
+  chunked) layers are split into groups of `group_size` = the smallest type's layer count, or the
+  largest when that is < 1.5 x the smallest; the pool holds `available // page // group_size`
+  blocks, and the logged "GPU KV cache size" is `num_blocks // num_groups * block_size`;
+- per request, a full-attention group needs cdiv(max_model_len, block) blocks, a sliding-window
+  group cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), block) + 1, a chunked-local
+  group cdiv(min(chunk + max_num_batched_tokens, max_model_len), block);
+- "Maximum concurrency" = num_blocks / blocks needed by one request.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from gpusize.core.spec import ModelSpec
+
+__all__ = [
+    "BLOCK_SIZE",
+    "GROUP_SIZE_RATIO",
+    "MLA_BLOCK_SIZE",
+    "KvGroup",
+    "KvLayout",
+    "blocks_per_request",
+    "capacity_tokens",
+    "kv_bytes_per_token_per_layer",
+    "kv_cache_bytes_per_token",
+    "kv_heads_per_gpu",
+    "kv_layout",
+    "largest_context",
+    "pool_blocks",
+    "recurrent_state_bytes",
+    "request_kv_bytes",
+]
+
+
+def kv_heads_per_gpu(num_kv_heads: int, tp: int) -> int:
+    """vLLM: max(1, kv_heads // tp); a rank never holds a fraction of a head."""
+    return max(1, num_kv_heads // tp)
+
+
+def kv_bytes_per_token_per_layer(
+    spec: ModelSpec, kv_bytes: float, tp: int = 1, kv_heads: int | None = None
+) -> int:
+    """K and V for one token in one attention layer on one GPU.
+
+    Standard: 2 x (kv_heads / tp, at least 1) x head_dim x bytes.
+    MLA: (kv_lora_rank + qk_rope_head_dim) x bytes, no factor 2 and not divided by tp: every
+    rank holds the whole latent (vLLM; Kimi-VL logs 31,104 B/token at TP=1 and TP=2)."""
+    if spec.mla:
+        return int((spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim) * kv_bytes)
+    heads = spec.num_key_value_heads if kv_heads is None else kv_heads
+    return int(2 * kv_heads_per_gpu(heads, tp) * spec.head_dim * kv_bytes)
+
+
+def kv_cache_bytes_per_token(spec: ModelSpec, kv_bytes: float, tp: int = 1) -> int:
+    """Bytes per token summed over every attention layer on one GPU (Llama-3-8B bf16: 131,072)."""
+    return sum(
+        kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads)
+        for layer in spec.attention_layers
+    )
+
+
+def recurrent_state_bytes(spec: ModelSpec, state_bytes: float, tp: int = 1) -> int:
+    """Constant per-sequence state of linear-attention and Mamba layers on one GPU.
+
+    Gated DeltaNet: value heads x key_dim x value_dim recurrent state + the causal-conv window
+    of (2 x key_dim + value_dim) channels x (kernel - 1). Mamba-2: heads x head_dim x state_size
+    SSM state + conv window of (inner + 2 x groups x state) channels x (kernel - 1)."""
+    total = 0.0
+    if spec.linear_attention:
+        la = spec.linear_attention
+        channels = 2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim
+        per_layer = la.num_value_heads * la.key_head_dim * la.value_head_dim + channels * (la.conv_kernel - 1)
+        total += per_layer * sum(layer.mixer == "linear_attention" for layer in spec.layers)
+    if spec.mamba:
+        mb = spec.mamba
+        channels = mb.num_heads * mb.head_dim + 2 * mb.n_groups * mb.state_size
+        per_layer = mb.num_heads * mb.head_dim * mb.state_size + channels * (mb.conv_kernel - 1)
+        total += per_layer * sum(layer.mixer == "mamba" for layer in spec.layers)
+    return int(total * state_bytes / tp)
+
+
+# --------------------------------------------------------------------------- the paged pool
+
+#: vLLM's default KV block size on CUDA (CacheConfig.DEFAULT_BLOCK_SIZE).
+BLOCK_SIZE = 16
+#: FlashMLA, vLLM's MLA backend on Hopper, prefers 64-token blocks.
+MLA_BLOCK_SIZE = 64
+#: vLLM's group-size rule: use the largest type's layer count when it is < 1.5 x the smallest.
+GROUP_SIZE_RATIO = 1.5
+
+
+@dataclass(frozen=True)
+class KvGroup:
+    kind: str  # full | sliding | chunked
+    window: int | None
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    page_bytes: int
+    block_size: int
+    group_size: int
+    groups: tuple[KvGroup, ...]
+
+    @property
+    def bytes_per_block(self) -> int:
+        """Bytes one block id costs across the group_size tensors that share it."""
+        return self.page_bytes * self.group_size
+
+
+def kv_layout(spec: ModelSpec, kv_bytes: float, tp: int) -> KvLayout | None:
+    """The engine's KV grouping for this model on one GPU; None when no layer keeps a KV cache."""
+    layers = spec.attention_layers
+    if not layers:
+        return None
+    block = MLA_BLOCK_SIZE if spec.mla else BLOCK_SIZE
+    if len({layer.num_key_value_heads for layer in layers}) > 1 and not spec.mla:
+        # Per-layer KV widths (DeciLM block_configs): vLLM's UniformTypeKVCacheSpecs, one block
+        # id spans every layer, num_blocks = available // sum of the layers' page sizes.
+        page = block * sum(
+            kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads) for layer in layers
+        )
+        return KvLayout(page, block, 1, (KvGroup("full", None),))
+    page = block * kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layers[0].num_key_value_heads)
+    kinds = Counter(_kind(layer.window, layer.chunked) for layer in layers)
+    if len(kinds) == 1:
+        (kind, window), count = next(iter(kinds.items()))
+        return KvLayout(page, block, count, (KvGroup(kind, window),))
+    smallest, largest = min(kinds.values()), max(kinds.values())
+    size = largest if largest < GROUP_SIZE_RATIO * smallest else smallest
+    groups = tuple(
+        KvGroup(kind, window) for (kind, window), count in kinds.items() for _ in range(-(-count // size))
+    )
+    return KvLayout(page, block, size, groups)
+
+
+def _kind(window: int | None, chunked: bool) -> tuple[str, int | None]:
+    if window is None:
+        return ("full", None)
+    return ("chunked" if chunked else "sliding", window)
+
+
+def pool_blocks(layout: KvLayout, available_bytes: int) -> int:
+    return max(0, available_bytes // layout.bytes_per_block)
+
+
+def capacity_tokens(layout: KvLayout, num_blocks: int) -> int:
+    """What vLLM logs as 'GPU KV cache size: N tokens'."""
+    return num_blocks // len(layout.groups) * layout.block_size
+
+
+def blocks_per_request(layout: KvLayout, context: int, max_num_batched_tokens: int) -> int:
+    """Blocks one request of `context` tokens reserves across all groups."""
+    bs, total = layout.block_size, 0
+    for group in layout.groups:
+        if group.kind == "full" or group.window is None:
+            total += -(-context // bs)
+        elif group.kind == "sliding":
+            total += -(-min(group.window - 1 + max_num_batched_tokens, context) // bs) + 1
+        else:
+            total += -(-min(group.window + max_num_batched_tokens, context) // bs)
+    return total
+
+
+def request_kv_bytes(layout: KvLayout, context: int, max_num_batched_tokens: int) -> int:
+    """KV bytes one request of `context` tokens reserves on one GPU."""
+    return blocks_per_request(layout, context, max_num_batched_tokens) * layout.bytes_per_block
+
+
+def largest_context(
+    layout: KvLayout, num_blocks: int, batch: int, max_num_batched_tokens: int, limit: int
+) -> int:
+    """Largest context (multiple of the block size, <= limit) of which `batch` requests fit."""
+    lo, hi = 0, limit // layout.block_size
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        need = batch * blocks_per_request(layout, mid * layout.block_size, max_num_batched_tokens)
+        lo, hi = (mid, hi) if need <= num_blocks else (lo, mid - 1)
+    return lo * layout.block_size

@@ -1,0 +1,138 @@
+"""Planning (pure): the candidate type every engine returns, the tensor-parallel validity rules, the
+smallest fitting split and the recommendation across GPU types.
+
+An engine's memory model (`core.engines`) answers "does this model fit on n GPUs of this type?" as a
+`Candidate`; this module asks it for 1, 2, 4 and 8 GPUs in one server and picks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.spec import ModelSpec
+from gpusize.core.workload import Workload
+
+__all__ = [
+    "TP_SIZES",
+    "Candidate",
+    "Evaluator",
+    "PerGpu",
+    "context_problem",
+    "recommend",
+    "smallest_fit",
+    "split_problem",
+]
+
+#: GPU counts of one server: tensor-parallel sizes 1, 2, 4 and 8.
+TP_SIZES = (1, 2, 4, 8)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PerGpu:
+    """Bytes on one GPU. `usable_bytes` is the engine's budget; the CUDA context and graph pool
+    (`outside_budget_bytes`) must fit in what is left of the device (`outside_budget_limit_bytes`)."""
+
+    weights_bytes: int
+    kv_cache_bytes: int
+    activations_bytes: int
+    overhead_bytes: int
+    total_bytes: int
+    usable_bytes: int
+    headroom_bytes: int
+    outside_budget_bytes: int
+    outside_budget_limit_bytes: int
+    visible_bytes: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Candidate:
+    """One model on `num_gpus` GPUs of one type: fits or not, why, and what it holds."""
+
+    gpu: str
+    gpu_full_name: str
+    num_gpus: int
+    tensor_parallel: int
+    pipeline_parallel: int = 1
+    fits: bool
+    reason: str | None = None
+    per_gpu: PerGpu | None = None
+    kv_cache_capacity_tokens: int | None = None
+    max_concurrency: float | None = None
+    max_context_tokens: int | None = None
+    kv_heads_per_gpu: int | None = None
+    kv_heads_replicated: bool = False
+    warning: str | None = None
+    #: System RAM the engine needs beside the GPUs (llama.cpp layers and KV left on the CPU).
+    host_bytes: int | None = None
+    #: Indicative USD per hour for all `num_gpus` GPUs (None when the GPU is unpriced).
+    price_usd_per_hour: float | None = None
+
+
+def refused(gpu: GpuSpec, n: int, reason: str, tp: int | None = None) -> Candidate:
+    """A candidate that cannot run at all (invalid split, context beyond the model's maximum)."""
+    return Candidate(
+        gpu=gpu.name,
+        gpu_full_name=gpu.full_name,
+        num_gpus=n,
+        tensor_parallel=n if tp is None else tp,
+        fits=False,
+        reason=reason,
+        price_usd_per_hour=gpu.price_for(n),
+    )
+
+
+Evaluator = Callable[[ModelSpec, GpuSpec, int, Workload], Candidate]
+
+
+def split_problem(spec: ModelSpec, tp: int, fp8_block: tuple[int, int] | None) -> str | None:
+    """Why tensor-parallel size `tp` is not a valid split of this model, or None."""
+    if spec.num_attention_heads % tp:
+        return f"TP={tp} does not divide the {spec.num_attention_heads} attention heads"
+    kv = spec.num_key_value_heads
+    if not spec.mla and kv % tp and tp % kv:
+        return f"TP={tp} and the {kv} KV heads do not divide one another"
+    la = spec.linear_attention
+    if la and (la.num_value_heads % tp or la.num_key_heads % tp):
+        return f"TP={tp} does not divide the linear-attention heads"
+    if spec.mamba and spec.mamba.num_heads % tp:
+        return f"TP={tp} does not divide the {spec.mamba.num_heads} Mamba heads"
+    if spec.moe and fp8_block and (spec.moe.moe_intermediate_size // tp) % fp8_block[1]:
+        width = spec.moe.moe_intermediate_size // tp
+        return (
+            f"TP={tp} leaves {width} expert columns per GPU, not a multiple of the "
+            f"checkpoint's {fp8_block[1]}-wide FP8 blocks"
+        )
+    return None
+
+
+def context_problem(spec: ModelSpec, context: int) -> str | None:
+    """A context longer than the model allows is refused by the engine at start-up."""
+    if spec.max_context and context > spec.max_context:
+        return (
+            f"context {context:,} exceeds the model's maximum of {spec.max_context:,} tokens "
+            f"(max_position_embeddings / rope_scaling)"
+        )
+    return None
+
+
+def smallest_fit(
+    spec: ModelSpec, gpu: GpuSpec, work: Workload, evaluate: Evaluator, sizes: Iterable[int] = TP_SIZES
+) -> list[Candidate]:
+    """Candidates in increasing size up to and including the first that fits."""
+    out = []
+    for n in sizes:
+        candidate = evaluate(spec, gpu, n, work)
+        out.append(candidate)
+        if candidate.fits:
+            break
+    return out
+
+
+def recommend(best: list[Candidate]) -> Candidate | None:
+    """Fewest GPUs, then lowest indicative price for the whole server (unpriced last), then name."""
+    fitting = [c for c in best if c.fits]
+    if not fitting:
+        return None
+    return min(fitting, key=lambda c: (c.num_gpus, c.price_usd_per_hour or float("inf"), c.gpu))

@@ -1,0 +1,251 @@
+"""ModelSpec: the architecture facts of a model, and its parameter counts by role (pure values).
+
+`core.parse.parse_config` builds a ModelSpec from a Hugging Face config.json; every variant spelling
+is resolved there and nothing downstream reads raw dicts. Field names follow the Transformers config
+names so anyone can check them against a file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from functools import cached_property
+from typing import Literal
+
+__all__ = [
+    "Ffn",
+    "LayerSpec",
+    "LinearAttentionSpec",
+    "MLASpec",
+    "MambaSpec",
+    "Mixer",
+    "ModelSpec",
+    "MoESpec",
+    "ParamCounts",
+    "QuantSpec",
+    "VisionSpec",
+    "astuple_counts",
+]
+
+Mixer = Literal["attention", "linear_attention", "mamba", "none"]
+Ffn = Literal["dense", "moe", "none"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayerSpec:
+    """One decoder layer: its token mixer and its feed-forward block."""
+
+    mixer: Mixer
+    #: Sliding-window length in tokens for local attention layers; None = attends to the whole context.
+    window: int | None = None
+    #: Llama-4 chunked local attention: KV kept for the current chunk only (like a window).
+    chunked: bool = False
+    num_attention_heads: int = 0
+    num_key_value_heads: int = 0
+    ffn: Ffn = "dense"
+    intermediate_size: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class MLASpec:
+    """DeepSeek multi-head latent attention (V2/V3/R1, Kimi-K2)."""
+
+    q_lora_rank: int | None
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class MoESpec:
+    num_experts: int
+    num_experts_per_tok: int
+    moe_intermediate_size: int
+    #: Total intermediate width of the always-on shared expert(s) (0 = none).
+    shared_intermediate_size: int = 0
+    #: Qwen2-MoE / Qwen3-Next style sigmoid gate on the shared expert (hidden -> 1).
+    shared_expert_gate: bool = False
+    router_bias: bool = False
+    #: DeepSeek noaux_tc routing keeps a per-expert score-correction bias.
+    score_correction_bias: bool = False
+    #: gpt-oss experts carry biases on gate_up and down.
+    expert_bias: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinearAttentionSpec:
+    """Qwen3-Next Gated DeltaNet layers: constant recurrent state per sequence, no per-token KV."""
+
+    num_key_heads: int
+    num_value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class MambaSpec:
+    """Mamba-2 layers (Nemotron-H): SSM state + conv state per sequence."""
+
+    num_heads: int
+    head_dim: int
+    state_size: int
+    n_groups: int
+    conv_kernel: int
+    proj_bias: bool
+    conv_bias: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class VisionSpec:
+    """A ViT-style vision tower (SigLIP, Llama-4, Pixtral, MoonViT) and its projector."""
+
+    model_type: str
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_channels: int
+    patch_size: int
+    image_size: int
+    params: int
+    #: True when the count follows an exact layer-by-layer formula for this tower type.
+    exact: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuantSpec:
+    """What a checkpoint's quantization_config says is stored, and what it leaves unquantized."""
+
+    method: str  # fp8 | mxfp4 | gptq | awq | compressed-tensors | bitsandbytes
+    weight_bits: int
+    label: str
+    group_size: int | None = None
+    block_size: tuple[int, int] | None = None
+    #: Module name patterns kept in the activation dtype (from modules_to_not_convert / ignore).
+    not_converted: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    """Parameters by role, so that quantization and tensor-parallel sharding treat each group as the
+    engine does (see `core.params`)."""
+
+    embedding: int = 0
+    lm_head: int = 0
+    attention: int = 0  # linear weights of attention / linear-attention / Mamba mixers
+    mlp: int = 0  # dense MLP linear weights
+    experts: int = 0  # routed expert linear weights (all experts)
+    shared_experts: int = 0
+    router: int = 0
+    small: int = 0  # norms, biases, sinks, conv filters, SSM vectors
+    vision: int = 0
+    #: Active routed-expert weights per token (top-k of each MoE layer).
+    experts_active: int = 0
+    #: Biases of routed experts (gpt-oss), all experts and the top-k read per token; part of small.
+    expert_biases: int = 0
+    expert_biases_active: int = 0
+    mtp: int = 0  # not part of total: loaded only with speculative decoding
+    #: Attention weights an engine replicates on every TP rank (MLA down-projections).
+    replicated_attention: int = 0
+    #: Embedding rows looked up, not read whole, per token (untied input table, learned positions).
+    lookup_only: int = 0
+
+    @property
+    def total(self) -> int:
+        return (
+            self.embedding
+            + self.lm_head
+            + self.attention
+            + self.mlp
+            + self.experts
+            + self.shared_experts
+            + self.router
+            + self.small
+            + self.vision
+        )
+
+    @property
+    def active(self) -> int:
+        """Weights read per generated token: everything but inactive experts and the input
+        lookup tables (one row of those is read). A tied table is read whole as the output
+        head, so it counts. This is OpenAI's convention for gpt-oss (20b: 3.61B active)."""
+        return (
+            self.total
+            - self.experts
+            + self.experts_active
+            - self.expert_biases
+            + self.expert_biases_active
+            - self.lookup_only
+        )
+
+    @property
+    def linear(self) -> int:
+        """Weights a weight-only quantization converts (decoder linear layers)."""
+        return self.attention + self.mlp + self.experts + self.shared_experts
+
+    def __add__(self, other: ParamCounts) -> ParamCounts:
+        return ParamCounts(*(a + b for a, b in zip(astuple_counts(self), astuple_counts(other), strict=True)))
+
+    def __mul__(self, times: int) -> ParamCounts:
+        return ParamCounts(*(a * times for a in astuple_counts(self)))
+
+
+def astuple_counts(counts: ParamCounts) -> tuple[int, ...]:
+    return tuple(getattr(counts, name) for name in _COUNT_FIELDS)
+
+
+_COUNT_FIELDS = tuple(f.name for f in fields(ParamCounts))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """Architecture facts for sizing. All integers come from the config (or its family defaults);
+    `params` is counted from them once, when the spec is parsed."""
+
+    model_type: str
+    architecture: str
+    family: str
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    max_position_embeddings: int | None
+    torch_dtype: str
+    layers: tuple[LayerSpec, ...]
+    params: ParamCounts = ParamCounts()
+    mla: MLASpec | None = None
+    moe: MoESpec | None = None
+    linear_attention: LinearAttentionSpec | None = None
+    mamba: MambaSpec | None = None
+    vision: VisionSpec | None = None
+    quantization: QuantSpec | None = None
+    #: Multi-token-prediction layers stored in the checkpoint (DeepSeek-V3, GLM-4.5, Qwen3-Next).
+    num_nextn_predict_layers: int = 0
+    # Layer anatomy, resolved from the config and its family defaults.
+    norm: str = "rms"
+    norms_per_layer: int = 2
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    gated_mlp: bool = True
+    qk_norm: str = "none"
+    #: Rows of a learned absolute position table (gpt_bigcode `wpe`); 0 for RoPE models.
+    learned_position_embeddings: int = 0
+    attention_sinks: bool = False
+    #: Qwen3-Next gated attention: q_proj also emits a per-head output gate.
+    attention_output_gate: bool = False
+    #: The unsupported model_type read as a Llama-style decoder with --best-effort (else None).
+    best_effort_from: str | None = None
+    #: Longest context the config allows: max_position_embeddings, or original x factor for a
+    #: YaRN / dynamic rope_scaling that extends it (vLLM's derived max_model_len).
+    max_context: int | None = None
+    #: The rope_scaling the config declares, as (type, factor, original max); None when absent.
+    rope_scaling: tuple[str, float, int] | None = None
+
+    @cached_property
+    def attention_layers(self) -> tuple[LayerSpec, ...]:
+        return tuple(layer for layer in self.layers if layer.mixer == "attention")

@@ -1,0 +1,233 @@
+"""Weight formats and weight bytes per GPU, in integer bytes (pure).
+
+A WeightFormat says how an engine stores the weights (the checkpoint's own quantization, or the
+`--dtype` the user asked for); `weights_bytes` applies it to the parameter counts by role, with the
+tensor-parallel sharding and replication rules of vLLM's linear layers. Exact, from the config.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpusize.core.spec import ModelSpec
+from gpusize.units import DTYPE_BYTES, GIB
+
+__all__ = [
+    "CHECKPOINT_TOLERANCE",
+    "FP8_CHANNEL_SCALE_BYTES",
+    "INT4_GROUP_SIZE",
+    "MXFP4_EXPERT_PAD",
+    "WeightFormat",
+    "activation_dtype",
+    "checkpoint_agreement",
+    "rope_cache_bytes",
+    "weight_format",
+    "weights_bytes",
+]
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """How the engine stores weights: linear layers in `linear_bytes` per element (scales
+    included), everything else (embeddings, lm_head, norms, routers, vision) in `other_bytes`."""
+
+    name: str
+    linear_bytes: float
+    other_bytes: float
+    #: Roles left in `other_bytes` by the checkpoint (modules_to_not_convert).
+    unquantized: tuple[str, ...] = ()
+    #: vLLM's MXFP4 MoE kernels pad expert matrices: (hidden multiple, per-rank intermediate multiple).
+    expert_pad: tuple[int, int] = (1, 1)
+    note: str = ""
+    #: Stored bytes / config-arithmetic bytes, when a checkpoint's own tensors disagree with its
+    #: config by more than CHECKPOINT_TOLERANCE (e.g. FP8 tensors under a bf16 torch_dtype).
+    checkpoint_scale: float = 1.0
+
+
+#: fp8 per-channel weight scale: one fp32 per output row; the row length is ~hidden_size.
+FP8_CHANNEL_SCALE_BYTES = 4
+#: Group size of int4 weight-only formats (GPTQ/AWQ/compressed-tensors w4a16): one fp16 scale per 128.
+INT4_GROUP_SIZE = 128
+#: vLLM 0.19 `mxfp4_round_up_hidden_size_and_intermediate_size` (fused_moe/oracle/mxfp4.py): the
+#: expert hidden size is rounded up to 256 (Marlin, TRT-LLM, ROCm branches) and the per-rank
+#: intermediate size to 64 (default branch). gpt-oss: 2880 -> 3072 hidden, giving 64.57 GiB for
+#: gpt-oss-120b (64.38 logged) and 13.46 for gpt-oss-20b (13.64 logged). The Marlin branch also
+#: rounds the intermediate size to 128 (2880 -> 2944): 13.67 / 65.8 GiB, which fits the 0.19 and
+#: Marlin logs (13.64, 65.97) but not the Triton-backend 64.38; we keep the default branch.
+MXFP4_EXPERT_PAD = (256, 64)
+
+
+def weight_format(spec: ModelSpec, dtype: str) -> WeightFormat:
+    """Resolve `--dtype` (auto = the checkpoint's own storage) into a WeightFormat."""
+    act = activation_dtype(spec)
+    if dtype == "auto" and spec.quantization is not None:
+        return _checkpoint_format(spec, DTYPE_BYTES[act])
+    if dtype == "auto":
+        return WeightFormat(act, DTYPE_BYTES[act], DTYPE_BYTES[act])
+    other = DTYPE_BYTES[act] if dtype in ("fp8", "int8", "int4") else DTYPE_BYTES[dtype]
+    if dtype == "fp8":
+        return WeightFormat(
+            "fp8",
+            1 + FP8_CHANNEL_SCALE_BYTES / spec.hidden_size,
+            other,
+            note="linear layers FP8 with per-channel scales (vLLM --quantization "
+            "fp8); embeddings, lm_head, norms and routers stay " + act,
+        )
+    if dtype == "int8":
+        return WeightFormat(
+            "int8",
+            1 + FP8_CHANNEL_SCALE_BYTES / spec.hidden_size,
+            other,
+            note="linear layers int8 with per-channel scales; embeddings, "
+            "lm_head, norms and routers stay " + act,
+        )
+    if dtype == "int4":
+        return WeightFormat(
+            "int4",
+            0.5 + 2 / INT4_GROUP_SIZE,
+            other,
+            note=f"linear layers int4 with one fp16 scale per {INT4_GROUP_SIZE} "
+            f"weights (GPTQ/AWQ-style); embeddings, lm_head, norms and "
+            f"routers stay {act}",
+        )
+    return WeightFormat(dtype, DTYPE_BYTES[dtype], DTYPE_BYTES[dtype])
+
+
+#: Disagreement between a checkpoint's stored bytes and the config arithmetic above which the stored
+#: bytes win (and a warning says so).
+CHECKPOINT_TOLERANCE = 0.01
+
+
+def checkpoint_agreement(spec: ModelSpec, fmt: WeightFormat, stored_bytes: int) -> tuple[float, str | None]:
+    """(scale to apply, warning): the stored tensors vs the config arithmetic for the same model.
+
+    Stored bytes also hold MTP layers the engine skips; their share (config-derived) is removed
+    before comparing."""
+    counts = spec.params
+    config_bytes = weights_bytes(spec, fmt, 1) - rope_cache_bytes(spec, fmt)
+    main_share = counts.total / (counts.total + counts.mtp) if counts.mtp else 1.0
+    ratio = stored_bytes * main_share / config_bytes
+    if abs(ratio - 1) <= CHECKPOINT_TOLERANCE:
+        return 1.0, None
+    return ratio, (
+        f"the checkpoint stores {stored_bytes / GIB:.2f} GiB of tensors, {ratio - 1:+.1%} vs the "
+        f"config arithmetic ({config_bytes / GIB:.2f} GiB); sizing from the stored bytes"
+    )
+
+
+def activation_dtype(spec: ModelSpec) -> str:
+    """The compute dtype: the checkpoint's torch_dtype, with fp32 checkpoints served in bf16
+    (vLLM's dtype=auto rule) and quantized checkpoints computing in bf16/fp16."""
+    return "bf16" if spec.torch_dtype in ("fp32", "fp8", "int8", "int4", "fp4") else spec.torch_dtype
+
+
+def _checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
+    q = spec.quantization
+    assert q is not None
+    skip = _unquantized_roles(q.not_converted)
+    if q.method == "mxfp4":
+        return WeightFormat(
+            "mxfp4",
+            0.5 + 1 / 32,
+            other,
+            skip,
+            MXFP4_EXPERT_PAD,
+            note="MXFP4 experts (4-bit values + one e8m0 scale per 32); "
+            "attention, router, embeddings and lm_head in bf16",
+        )
+    if q.weight_bits == 8:
+        scale = (
+            4 / (q.block_size[0] * q.block_size[1])
+            if q.block_size
+            else (FP8_CHANNEL_SCALE_BYTES / spec.hidden_size)
+        )
+        return WeightFormat("fp8", 1 + scale, other, skip, note=f"{q.label}; embeddings and lm_head in bf16")
+    # GPTQ/AWQ without grouping (group_size -1) keep one fp16 scale per output channel, whose rows are
+    # about hidden_size long; other methods without a stated group use the common 128.
+    per_channel = q.group_size is None and q.method in ("gptq", "awq")
+    group = spec.hidden_size if per_channel else (q.group_size or INT4_GROUP_SIZE)
+    per = q.weight_bits / 8 + 2 / group
+    return WeightFormat(
+        f"int{q.weight_bits}",
+        per,
+        other,
+        skip,
+        note=f"{q.label}: {per:.4f} bytes per weight with scales; embeddings and lm_head in bf16",
+    )
+
+
+def _unquantized_roles(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    roles = []
+    for pattern in patterns:
+        if "attn" in pattern:
+            roles.append("attention")
+        if "shared_expert" in pattern:
+            roles.append("shared_experts")
+    return tuple(roles)
+
+
+# --------------------------------------------------------------------------- weights
+
+
+def rope_cache_bytes(spec: ModelSpec, fmt: WeightFormat) -> int:
+    """vLLM keeps a cos/sin table of max_position_embeddings x rotary dim in the model dtype on
+    every rank (Llama-3.1-8B: 131072 x 128 x 2 B = 32 MiB, the gap between 2 x params = 14.96 GiB
+    and the logged 14.99 GiB; Llama-4-Scout's 10M positions make it 2.5 GiB per GPU)."""
+    if spec.mla or not spec.max_position_embeddings or spec.learned_position_embeddings:
+        return 0
+    return int(spec.max_position_embeddings * spec.head_dim * fmt.other_bytes)
+
+
+def weights_bytes(spec: ModelSpec, fmt: WeightFormat, tp: int = 1, include_mtp: bool = False) -> int:
+    """Weight bytes held by ONE GPU at tensor-parallel size `tp` (tp=1: the whole model).
+
+    Sharded: attention projections, MLPs, experts, embeddings and lm_head (vocab-parallel).
+    Replicated on every rank: norms and biases, routers, MLA down-projections, k/v projections
+    when tp exceeds the KV heads (vLLM QKVParallelLinear replicas), and the rope table.
+    MTP layers count only with `include_mtp` (engines load them for speculative decoding only).
+    """
+    counts = spec.params
+    quant = {
+        role: fmt.other_bytes if role in fmt.unquantized else fmt.linear_bytes
+        for role in ("attention", "mlp", "experts", "shared_experts")
+    }
+    experts = counts.experts * _expert_padding(spec, fmt, tp)
+    sharded = (
+        (counts.attention - counts.replicated_attention) * quant["attention"]
+        + counts.mlp * quant["mlp"]
+        + experts * quant["experts"]
+        + counts.shared_experts * quant["shared_experts"]
+        + (counts.embedding + counts.lm_head + counts.vision) * fmt.other_bytes
+    )
+    replicated = (
+        counts.replicated_attention * quant["attention"] + (counts.small + counts.router) * fmt.other_bytes
+    )
+    extra_kv = _replicated_kv_weights(spec, tp) * quant["attention"]
+    # MTP modules (speculative decoding) are decoder layers quantized like the others.
+    mtp = counts.mtp * fmt.linear_bytes / tp if include_mtp else 0
+    stored = (sharded / tp + replicated + extra_kv + mtp) * fmt.checkpoint_scale
+    return int(stored) + rope_cache_bytes(spec, fmt)
+
+
+def _expert_padding(spec: ModelSpec, fmt: WeightFormat, tp: int) -> float:
+    """Stored / logical size of each expert's matrices after the kernel's padding."""
+    if spec.moe is None or fmt.expert_pad == (1, 1):
+        return 1.0
+    hidden_pad, inter_pad = fmt.expert_pad
+    hidden, width = spec.hidden_size, spec.moe.moe_intermediate_size // tp
+    return (math.ceil(hidden / hidden_pad) * hidden_pad / hidden) * (
+        math.ceil(width / inter_pad) * inter_pad / width
+    )
+
+
+def _replicated_kv_weights(spec: ModelSpec, tp: int) -> float:
+    """Extra k/v projection weights per GPU when tp > KV heads: each rank holds a whole head."""
+    if spec.mla or tp <= spec.num_key_value_heads:
+        return 0.0
+    per_head = 2 * spec.hidden_size * spec.head_dim
+    return sum(
+        per_head * (1 - layer.num_key_value_heads / tp)
+        for layer in spec.attention_layers
+        if layer.num_key_value_heads
+    )

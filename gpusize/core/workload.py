@@ -1,0 +1,175 @@
+"""The workload: what the user asked for, resolved once against the model (pure).
+
+A `Request` holds the raw choices (dtype names, engine settings under the engines' own flag names);
+`resolve` turns it into a `Workload` whose weight format, KV element size and engine settings every
+engine and report reads as they are, so no two places resolve "dtype auto" differently. An engine
+rejects a setting it does not use (InputError, exit 2) instead of echoing it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from gpusize.core.spec import ModelSpec
+from gpusize.core.weights import WeightFormat, activation_dtype, checkpoint_agreement, weight_format
+from gpusize.errors import InputError
+from gpusize.units import DTYPE_BYTES
+
+__all__ = [
+    "DTYPES",
+    "ENGINE_NAMES",
+    "KV_DTYPES",
+    "EngineName",
+    "EngineSettings",
+    "Request",
+    "StoredLayers",
+    "Workload",
+    "kv_dtype_for",
+    "resolve",
+]
+
+EngineName = Literal["vllm", "sglang", "llamacpp", "transformers"]
+ENGINE_NAMES: tuple[EngineName, ...] = ("vllm", "sglang", "llamacpp", "transformers")
+DTYPES = ("auto", "fp32", "bf16", "fp16", "fp8", "int8", "int4")
+KV_DTYPES = ("auto", "fp32", "bf16", "fp16", "fp8")
+
+#: The command-line flag of each engine setting (the engines' own flag names) and the engine it belongs
+#: to, for messages.
+SETTING_FLAGS = {
+    "gpu_memory_utilization": ("--gpu-memory-utilization", "vllm"),
+    "max_num_seqs": ("--max-num-seqs", "vllm"),
+    "max_num_batched_tokens": ("--max-num-batched-tokens", "vllm"),
+    "mem_fraction_static": ("--mem-fraction-static", "sglang"),
+    "n_gpu_layers": ("--n-gpu-layers", "llamacpp"),
+    "flash_attn": ("--flash-attn", "llamacpp"),
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineSettings:
+    """The engine and the settings passed under its own flag names; None means the engine's default."""
+
+    name: EngineName = "vllm"
+    gpu_memory_utilization: float | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    mem_fraction_static: float | None = None
+    n_gpu_layers: int | None = None
+    flash_attn: bool = False
+
+    def given(self) -> tuple[str, ...]:
+        """The settings the user set (not left to the engine's default)."""
+        names = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "mem_fraction_static")
+        out = [n for n in names if getattr(self, n) is not None]
+        if self.n_gpu_layers is not None:
+            out.append("n_gpu_layers")
+        if self.flash_attn:
+            out.append("flash_attn")
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class StoredLayers:
+    """Bytes of each repeating block, the token embedding and the output head as a file stores them
+    (GGUF): what llama.cpp's `--n-gpu-layers` moves between GPU and system RAM."""
+
+    layer_bytes: tuple[int, ...]
+    token_embd_bytes: int
+    output_bytes: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Request:
+    """What the user asked for, before it is resolved against the model."""
+
+    context_tokens: int
+    batch: int = 1
+    dtype: str = "auto"  # one of DTYPES
+    kv_dtype: str = "auto"  # one of KV_DTYPES
+    include_mtp: bool = False
+    engine: EngineSettings = EngineSettings()
+    #: Exact bytes of the stored tensors (safetensors headers / GGUF), when the source told us.
+    checkpoint_bytes: int | None = None
+    stored_layers: StoredLayers | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workload:
+    """A request resolved against one model: every engine and report reads these values as they are."""
+
+    context_tokens: int
+    batch: int
+    #: auto (the checkpoint's own storage) or the dtype the user forced.
+    requested_dtype: str
+    weights: WeightFormat = field(metadata={"json": False})
+    kv_cache_dtype: str
+    kv_bytes: float = field(metadata={"json": False})
+    include_mtp: bool
+    engine: EngineSettings
+    #: Stored bytes / config arithmetic, when the checkpoint disagreed by more than 1% (else None).
+    checkpoint_warning: str | None = field(default=None, metadata={"json": False})
+    stored_layers: StoredLayers | None = field(default=None, metadata={"json": False})
+
+    __json_properties__ = ("weight_dtype",)
+
+    @property
+    def weight_dtype(self) -> str:
+        return self.weights.name
+
+    @property
+    def uses_checkpoint_blocks(self) -> bool:
+        """True when the weights are the checkpoint's own (dtype auto), so its FP8 blocks constrain TP."""
+        return self.requested_dtype == "auto"
+
+    def with_context(self, context_tokens: int, batch: int | None = None) -> Workload:
+        """The same workload at another context (and batch): what a curve or a search varies."""
+        return replace(self, context_tokens=context_tokens, batch=self.batch if batch is None else batch)
+
+
+def kv_dtype_for(spec: ModelSpec, requested: str, weight_dtype: str) -> str:
+    """The KV cache dtype: `auto` follows the activation dtype, as vLLM and SGLang do (fp32 weights
+    served in fp32 keep an fp32 cache; quantized weights compute, and cache, in bf16)."""
+    if requested != "auto":
+        return requested
+    if weight_dtype in ("fp32", "bf16", "fp16"):
+        return weight_dtype
+    return activation_dtype(spec)
+
+
+def resolve(spec: ModelSpec, request: Request, uses: frozenset[str]) -> Workload:
+    """Resolve `request` for `spec` under an engine that reads the settings named in `uses`."""
+    unused = [s for s in request.engine.given() if s not in uses]
+    if unused:
+        flag, owner = SETTING_FLAGS[unused[0]]
+        raise InputError(
+            f"{flag} is a setting of --engine {owner} and does not apply to --engine {request.engine.name}: "
+            f"pass --engine {owner}, or remove it"
+        )
+    if request.dtype not in DTYPES:
+        raise InputError(f"unknown --dtype '{request.dtype}'; use one of {', '.join(DTYPES)}")
+    if request.kv_dtype not in KV_DTYPES:
+        raise InputError(f"unknown --kv-dtype '{request.kv_dtype}'; use one of {', '.join(KV_DTYPES)}")
+    fmt, warning = _weights(spec, request)
+    kv_dtype = kv_dtype_for(spec, request.kv_dtype, request.dtype)
+    return Workload(
+        context_tokens=request.context_tokens,
+        batch=request.batch,
+        requested_dtype=request.dtype,
+        weights=fmt,
+        kv_cache_dtype=kv_dtype,
+        kv_bytes=DTYPE_BYTES[kv_dtype],
+        include_mtp=request.include_mtp,
+        engine=request.engine,
+        checkpoint_warning=warning,
+        stored_layers=request.stored_layers,
+    )
+
+
+def _weights(spec: ModelSpec, request: Request) -> tuple[WeightFormat, str | None]:
+    """The weight format, corrected by the checkpoint's stored bytes when dtype is auto."""
+    fmt = weight_format(spec, request.dtype)
+    if not request.checkpoint_bytes or request.dtype != "auto":
+        return fmt, None
+    scale, warning = checkpoint_agreement(spec, fmt, request.checkpoint_bytes)
+    return replace(fmt, checkpoint_scale=scale), warning

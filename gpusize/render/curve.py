@@ -1,0 +1,28 @@
+"""The curve report as text: one bar per context length."""
+
+from __future__ import annotations
+
+from gpusize.render.fit import settings_text
+from gpusize.render.quote import curve_lines
+from gpusize.render.text import Style, paragraph
+from gpusize.reports.curve import CurveReport
+
+__all__ = ["render_curve"]
+
+
+def render_curve(report: CurveReport, width: int, style: Style) -> str:
+    a = report.assumptions
+    head = (
+        f"{report.model.name} on {report.num_gpus}x {report.gpu_full_name}: concurrent sequences by context "
+        f"({a.engine} KV pool)"
+    )
+    lines = [style(paragraph(head, width), "bold"), *curve_lines(report.points, max(10, min(40, width - 25)))]
+    lines.append(
+        style(
+            f"Assumptions: {a.engine}, {settings_text(a.settings)}; weights {a.weight_format}, KV "
+            f"{a.kv_cache_dtype}.",
+            "dim",
+        )
+    )
+    lines += [paragraph(f"Note: {n}", width) for n in a.notes]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,221 @@
+"""Quote exports: Markdown (pastes into a ticket), CSV (spreadsheets), one self-contained HTML file
+(inline styles and SVG charts, no network) and an SVG of any text rendering. Rendering only.
+
+Every value is escaped for its format: HTML-escaped in HTML, SVG and Markdown (a model id can hold
+`<img onerror=...>`), `|` escaped in Markdown tables, and CSV cells that a spreadsheet would run as a
+formula (`=`, `+`, `-`, `@` first) prefixed with a quote.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from dataclasses import fields
+
+from gpusize.render.format import fmt_float, human_tokens
+from gpusize.render.quote import QUOTE_COLUMNS, title
+from gpusize.reports.quote import QuoteReport
+from gpusize.serving.quote import Option
+from gpusize.units import GIB
+
+__all__ = ["assumption_items", "memory_bar_svg", "text_svg", "to_csv", "to_html", "to_markdown"]
+
+COLORS = {
+    "weights": "#3b6ea5",
+    "KV cache": "#e0913a",
+    "activations": "#8e6bb0",
+    "overhead": "#9a9a9a",
+    "free": "#d9ead3",
+}
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def assumption_items(report: QuoteReport) -> list[tuple[str, str]]:
+    a = report.assumptions
+    return [
+        (f.name, "; ".join(v) if isinstance(v := getattr(a, f.name), tuple) else str(v)) for f in fields(a)
+    ]
+
+
+def _md(text: str) -> str:
+    """A Markdown table cell or line: HTML-escaped (so no tag runs), pipes and newlines neutralised."""
+    return html.escape(text).replace("|", "\\|").replace("\n", " ").replace("`", "&#96;")
+
+
+def _csv_cell(text: str) -> str:
+    if text.startswith(_FORMULA_START) and text not in ("-",) and not _is_number(text):
+        return "'" + text
+    return text
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.replace(",", ""))
+    except ValueError:
+        return False
+    return True
+
+
+def to_markdown(report: QuoteReport) -> str:
+    lines = [f"## Quote: {_md(title(report))}", ""]
+    if report.recommendation:
+        r = report.recommendation
+        lines += [
+            f"**Recommended:** {r.num_gpus}x {_md(r.gpu_full_name)}, {r.replicas} x TP={r.tensor_parallel} "
+            f"({fmt_float(r.price_usd_per_hour, 2)} $/h indicative).",
+            "",
+        ]
+    lines.append("| " + " | ".join(col.header for col, _ in QUOTE_COLUMNS) + " |")
+    lines.append("|" + "---|" * len(QUOTE_COLUMNS))
+    for o in report.options:
+        lines.append("| " + " | ".join(_md(cell(o)) for _, cell in QUOTE_COLUMNS) + " |")
+    if report.topology_mermaid:
+        lines += ["", "### Topology", "", "```mermaid", report.topology_mermaid.replace("`", "'"), "```"]
+    lines += ["", "### Assumptions", ""] + [f"- {k}: {_md(v)}" for k, v in assumption_items(report)]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(report: QuoteReport) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow([col.header for col, _ in QUOTE_COLUMNS])
+    for o in report.options:
+        writer.writerow([_csv_cell(cell(o)) for _, cell in QUOTE_COLUMNS])
+    return out.getvalue()
+
+
+def text_svg(text: str, heading: str) -> str:
+    """A text rendering as an SVG picture (monospace, one <text> per line), for attaching to mail."""
+    lines = text.rstrip("\n").split("\n")
+    width = 9 * max((len(line) for line in lines), default=1) + 20
+    height = 18 * len(lines) + 40
+    body = "".join(
+        f'<text x="10" y="{30 + 18 * i}" xml:space="preserve">{html.escape(line)}</text>'
+        for i, line in enumerate(lines)
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="monospace" '
+        f'font-size="14"><title>{html.escape(heading)}</title><rect width="100%" height="100%" fill="#fff"/>'
+        f"{body}</svg>\n"
+    )
+
+
+# --------------------------------------------------------------------------- HTML + SVG
+
+
+def memory_bar_svg(options: tuple[Option, ...], width: int = 640) -> str:
+    """Stacked horizontal bars of the per-GPU memory breakdown, one per fitting option."""
+    rows = [o for o in options if o.usable_bytes]
+    height = 28 * len(rows) + 40
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="Memory per GPU">'
+    ]
+    for i, o in enumerate(rows):
+        y, x = 10 + 28 * i, 150.0
+        parts.append(
+            f'<text x="4" y="{y + 15}" font-size="12">{html.escape(f"{o.num_gpus}x {o.gpu}")}</text>'
+        )
+        segments = [
+            ("weights", o.weights_bytes),
+            ("KV cache", o.kv_cache_bytes),
+            ("activations", o.activations_bytes),
+            ("overhead", o.overhead_bytes),
+        ]
+        used = sum(v or 0 for _, v in segments)
+        segments.append(("free", max((o.usable_bytes or 0) - used, 0)))
+        scale = (width - 160) / (o.usable_bytes or 1)
+        for name, value in segments:
+            w = (value or 0) * scale
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="20" fill="{COLORS[name]}">'
+                f"<title>{name}: {(value or 0) / GIB:.1f} GiB</title></rect>"
+            )
+            x += w
+    legend_y = height - 10
+    for j, (name, color) in enumerate(COLORS.items()):
+        parts.append(
+            f'<rect x="{150 + j * 95}" y="{legend_y - 10}" width="10" height="10" fill="{color}"/>'
+            f'<text x="{164 + j * 95}" y="{legend_y}" font-size="11">{name}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def curve_svg(report: QuoteReport, width: int = 640, height: int = 240) -> str:
+    """Maximum concurrency against context (log-2 x axis) for the recommended option."""
+    points = [p for p in report.curve if p.max_concurrency > 0]
+    if not points:
+        return ""
+    top = max(p.max_concurrency for p in points)
+    step = (width - 80) / max(len(points) - 1, 1)
+    xy = [
+        (60 + i * step, height - 40 - (p.max_concurrency / top) * (height - 70)) for i, p in enumerate(points)
+    ]
+    path = " ".join(f"{'M' if i == 0 else 'L'}{x:.1f},{y:.1f}" for i, (x, y) in enumerate(xy))
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="Concurrency against context">',
+        f'<line x1="60" y1="{height - 40}" x2="{width - 10}" y2="{height - 40}" stroke="#444"/>',
+        f'<line x1="60" y1="20" x2="60" y2="{height - 40}" stroke="#444"/>',
+        f'<path d="{path}" fill="none" stroke="#3b6ea5" stroke-width="2"/>',
+    ]
+    for (x, y), p in zip(xy, points, strict=False):
+        parts.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="#3b6ea5"><title>{p.context_tokens:,} tokens: '
+            f"{p.max_concurrency:.1f} sequences</title></circle>"
+        )
+        parts.append(
+            f'<text x="{x:.1f}" y="{height - 24}" font-size="10" text-anchor="middle">'
+            f"{human_tokens(p.context_tokens)}</text>"
+        )
+    parts.append(
+        f'<text x="8" y="24" font-size="10">{top:,.0f}</text>'
+        f'<text x="8" y="{height - 42}" font-size="10">0</text>'
+        f'<text x="{width / 2:.0f}" y="{height - 6}" font-size="11" text-anchor="middle">'
+        f"context per sequence (tokens) vs concurrent sequences</text></svg>"
+    )
+    return "".join(parts)
+
+
+def to_html(report: QuoteReport) -> str:
+    head = "".join(f"<th>{html.escape(col.header)}</th>" for col, _ in QUOTE_COLUMNS)
+    rows = "".join(
+        "<tr class='{}'>".format("fit" if o.fits else "nofit")
+        + "".join(f"<td>{html.escape(cell(o))}</td>" for _, cell in QUOTE_COLUMNS)
+        + "</tr>"
+        for o in report.options
+    )
+    rec = report.recommendation
+    summary = (
+        f"<p class='rec'><b>Recommended:</b> {rec.num_gpus}x {html.escape(rec.gpu_full_name)}, "
+        f"{rec.replicas} x TP={rec.tensor_parallel}, {fmt_float(rec.price_usd_per_hour, 2)} $/h "
+        "indicative</p>"
+        if rec
+        else "<p class='rec'><b>No option fits.</b></p>"
+    )
+    topology = (
+        f"<h2>Topology</h2><pre>{html.escape(report.topology_text)}</pre>"
+        f"<details><summary>Mermaid source</summary><pre>{html.escape(report.topology_mermaid or '')}"
+        f"</pre></details>"
+        if report.topology_text
+        else ""
+    )
+    assumptions = "".join(
+        f"<li><b>{html.escape(k)}</b>: {html.escape(str(v))}</li>" for k, v in assumption_items(report)
+    )
+    style = (
+        "body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;"
+        "font-size:13px}th,td{border:1px solid #ccc;padding:4px 6px;text-align:left}th{background:#eef}"
+        "tr.nofit td{color:#888}.rec{font-size:15px}pre{background:#f6f6f6;padding:8px}"
+    )
+    return (
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title(report))}"
+        f"</title><style>{style}</style></head><body><h1>GPU quote</h1><p>{html.escape(title(report))} "
+        f"({html.escape(report.assumptions.engine)}; gpusize {report.gpusize_version})</p>{summary}"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        f"<h2>Memory per GPU</h2>{memory_bar_svg(report.options)}"
+        f"<h2>Concurrency against context (recommended option)</h2>{curve_svg(report)}{topology}"
+        f"<h2>Assumptions</h2><ul>{assumptions}</ul></body></html>\n"
+    )

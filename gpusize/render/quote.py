@@ -1,0 +1,112 @@
+"""The quote report as text: options best first, memory bars, the concurrency curve and topology.
+`QUOTE_COLUMNS` is shared with the Markdown, CSV and HTML exports, so every format shows the same cells."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpusize.render.format import fmt_float, fmt_gib, fmt_int, human_tokens
+from gpusize.render.table import Column, render_table
+from gpusize.render.text import Style, paragraph, safe
+from gpusize.reports.quote import QuoteReport
+from gpusize.serving.quote import CurvePoint, Option, memory_parts
+
+__all__ = ["BAR_LETTERS", "QUOTE_COLUMNS", "curve_lines", "memory_bar", "render_quote", "title"]
+
+#: (column, its text cell, priority on a narrow terminal; None = never dropped).
+QUOTE_COLUMNS: list[tuple[Column, Callable[[Option], str]]] = [
+    (Column("GPU", keep=True), lambda o: f"{o.num_gpus}x {o.gpu}"),
+    (Column("layout", keep=True), lambda o: f"{o.replicas} x TP={o.tensor_parallel}"),
+    (
+        Column(
+            "fits",
+            keep=True,
+            styles=(("yes", ("green",)), ("yes, queues", ("yellow",)), ("no", ("red", "bold"))),
+        ),
+        lambda o: ("yes" if o.serves_all else "yes, queues") if o.fits else "no",
+    ),
+    (Column("headroom GiB/GPU", "right", priority=5, short="headroom"), lambda o: fmt_gib(o.headroom_bytes)),
+    (
+        Column("KV tokens/replica", "right", priority=6, short="KV tokens"),
+        lambda o: fmt_int(o.kv_cache_capacity_tokens),
+    ),
+    (
+        Column("holds seqs", "right", priority=8, short="seqs"),
+        lambda o: f"{o.capacity_sequences}" if o.fits else "-",
+    ),
+    (
+        Column("tok/s per request", "right", priority=4, short="tok/s/req"),
+        lambda o: fmt_float(o.per_request_tokens_per_s),
+    ),
+    (
+        Column("tok/s total", "right", priority=7, short="tok/s"),
+        lambda o: fmt_float(o.aggregate_tokens_per_s, 0),
+    ),
+    (Column("$/hour", "right", priority=9), lambda o: fmt_float(o.price_usd_per_hour, 2)),
+    (Column("$/month", "right", priority=3), lambda o: fmt_float(o.price_usd_per_month, 0)),
+    (Column("power W", "right", priority=2, short="W"), lambda o: fmt_float(o.power_w, 0)),
+    (Column("PSU", priority=0), lambda o: o.psu or "-"),
+    (Column("interconnect", priority=1, short="link"), lambda o: o.interconnect),
+    (Column("caveats", priority=0), lambda o: "; ".join(o.caveats) or (o.reason or "")),
+]
+#: The terminal table leaves the long prose columns to the notes below it.
+_TEXT_COLUMNS = [(c, cell) for c, cell in QUOTE_COLUMNS if c.header not in ("PSU", "caveats")]
+BAR_LETTERS = {"weights": "W", "KV cache": "K", "activations": "A", "overhead": "O", "free": "."}
+
+
+def title(report: QuoteReport) -> str:
+    users = f", {report.users} concurrent users" if report.users else ""
+    return f"{report.model.id}: {human_tokens(report.workload.context_tokens)} context{users}"
+
+
+def memory_bar(parts: list[tuple[str, int]], width: int = 40) -> str:
+    """A stacked bar of the per-GPU memory breakdown; letters carry the meaning."""
+    total = sum(v for _, v in parts) or 1
+    return "".join(BAR_LETTERS[name] * round(value / total * width) for name, value in parts)
+
+
+def curve_lines(points: tuple[CurvePoint, ...] | list[CurvePoint], width: int = 40) -> list[str]:
+    top = max((p.max_concurrency for p in points), default=0) or 1
+    lines = []
+    for p in points:
+        bar = "#" * max(1, round(p.max_concurrency / top * width)) if p.max_concurrency else ""
+        tail = "" if p.fits else " (does not fit)"
+        lines.append(f"{human_tokens(p.context_tokens):>5} {bar:<{width}} {p.max_concurrency:,.1f}{tail}")
+    return lines
+
+
+def render_quote(report: QuoteReport, width: int, style: Style) -> str:
+    columns = [c for c, _ in _TEXT_COLUMNS]
+    rows = [[cell(o) for _, cell in _TEXT_COLUMNS] for o in report.options]
+    bar_width = max(10, min(40, width - 30))
+    legend = "  ".join(f"{letter}={name}" for name, letter in BAR_LETTERS.items())
+    lines = [
+        style(paragraph(f"Quote: {title(report)}", width), "bold"),
+        render_table(
+            "Options, best first (memory per GPU; price, power and tok/s per server)",
+            columns,
+            rows,
+            width,
+            style,
+        ),
+        f"Memory per GPU ({legend})",
+    ]
+    for o in report.options:
+        if o.fits:
+            lines.append(
+                f"{o.num_gpus}x {safe(o.gpu):<14} {memory_bar(memory_parts(o), bar_width)} "
+                f"{fmt_gib(o.usable_bytes)} GiB"
+            )
+    if report.curve:
+        lines.append("Concurrency against context (recommended option)")
+        lines += curve_lines(report.curve, bar_width)
+    if report.topology_text:
+        lines += ["Topology", safe(report.topology_text, keep_newlines=True)]
+    lines += [
+        paragraph(f"{o.num_gpus}x {o.gpu}: {'; '.join(o.caveats) or o.reason or ''}", width)
+        for o in report.options
+        if o.caveats or o.reason
+    ]
+    lines += [paragraph(f"Note: {n}", width) for n in report.assumptions.notes]
+    lines.append(style(f"Prices: {report.assumptions.prices}.", "dim"))
+    return "\n".join(lines) + "\n"

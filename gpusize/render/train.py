@@ -1,0 +1,143 @@
+"""The training report as text: headline, memory of the job, counts tried, time and cost, footer."""
+
+from __future__ import annotations
+
+from gpusize.render.fit import VERDICT_STYLES
+from gpusize.render.format import fmt_float, fmt_gib, human_tokens
+from gpusize.render.table import Column, render_table
+from gpusize.render.text import Style, paragraph
+from gpusize.reports.train import TrainCandidate, TrainReport
+
+__all__ = ["headline", "render_train"]
+
+
+def headline(report: TrainReport) -> str:
+    s, p = report.setup, report.plan
+    job = (
+        f"{report.model.name} {s.method} ({s.precision}, {s.optimizer}, {s.batch} x "
+        f"{human_tokens(s.seq_tokens)} tokens{', checkpointed' if s.grad_ckpt else ''})"
+    )
+    if report.fits and p:
+        sharding = f" ({p.sharding})" if p.num_gpus > 1 else ""
+        return (
+            f"{job} needs {p.num_gpus}x {p.gpu_full_name}{sharding}: "
+            f"{fmt_gib(p.per_gpu.total_bytes)} of {fmt_gib(p.usable_bytes)} GiB per GPU"
+        )
+    if p:
+        return f"{job} does not fit on {p.num_gpus}x {p.gpu_full_name}: {p.reason}"
+    return f"{job} does not fit on up to 8 GPUs of any type considered"
+
+
+def memory_table(report: TrainReport, width: int, style: Style) -> str:
+    m, params = report.memory, report.params
+    rows = [
+        [
+            "weights",
+            fmt_gib(m.weights_bytes),
+            f"{params.total:,} params; fp32 master {fmt_gib(m.master_weights_bytes)}",
+        ],
+        ["gradients", fmt_gib(m.gradients_bytes), f"{params.trainable:,} trainable params"],
+        ["optimizer", fmt_gib(m.optimizer_bytes), report.setup.optimizer],
+        ["activations", fmt_gib(m.activations_bytes), f"estimate; logits {fmt_gib(m.logits_bytes)}"],
+        ["overlap", f"-{fmt_gib(m.overlap_bytes)}", "gradients built while activations are freed"],
+        ["overhead", fmt_gib(m.overhead_bytes), "CUDA context"],
+        [
+            "total",
+            fmt_gib(m.total_bytes),
+            f"host RAM {fmt_gib(m.host_ram_bytes)}" if m.host_ram_bytes else "",
+        ],
+    ]
+    columns = [Column("term", keep=True), Column("GiB", "right", keep=True), Column("how", shrink_to=20)]
+    return render_table("Memory, whole job on one GPU", columns, rows, width, style)
+
+
+def candidates_table(rows: list[TrainCandidate], title: str, width: int, style: Style) -> str:
+    columns = [
+        Column("GPU", keep=True),
+        Column("GPUs", "right", keep=True),
+        Column("sharding", priority=5),
+        Column("fits", keep=True, styles=VERDICT_STYLES),
+        Column("need GiB/GPU", "right", priority=8, short="need"),
+        Column("visible", "right", priority=6),
+        Column("max seq", "right", priority=7),
+        Column("host RAM GiB", "right", priority=3, short="host RAM"),
+        Column("$/h", "right", priority=4),
+    ]
+    cells = [
+        [
+            c.gpu,
+            str(c.num_gpus),
+            c.sharding,
+            "yes" if c.fits else "NO",
+            fmt_gib(c.per_gpu.total_bytes),
+            fmt_gib(c.usable_bytes),
+            f"{c.max_seq_tokens:,}",
+            fmt_gib(c.per_gpu.host_ram_bytes) if c.per_gpu.host_ram_bytes else "-",
+            fmt_float(c.price_usd_per_hour, 2),
+        ]
+        for c in rows
+    ]
+    return render_table(title, columns, cells, width, style)
+
+
+def time_table(report: TrainReport, width: int, style: Style) -> str | None:
+    t = report.time
+    if t is None:
+        return None
+    title = (
+        f"Time and cost for {t.token_budget:,} tokens on {t.gpu} ({t.flops_per_token:.3g} FLOP/token, "
+        f"MFU {t.mfu}, {t.interconnect})"
+    )
+    columns = [
+        Column("GPUs", "right", keep=True),
+        Column("fits", keep=True, styles=VERDICT_STYLES),
+        Column("scaling", "right", priority=2),
+        Column("speed-up", "right", priority=3),
+        Column("hours", "right", keep=True),
+        Column("cost $", "right", keep=True),
+    ]
+    cells = [
+        [
+            str(r.num_gpus),
+            "yes" if r.fits else "NO",
+            f"{r.scaling_efficiency:.0%}",
+            f"{r.speedup:.2f}x",
+            fmt_float(r.hours),
+            fmt_float(r.cost_usd, 0),
+        ]
+        for r in t.rows
+    ]
+    return render_table(title, columns, cells, width, style)
+
+
+def footer_lines(report: TrainReport) -> list[str]:
+    a, s = report.assumptions, report.setup
+    lines = [
+        f"Assumptions: {a.framework}; sharding {s.sharding}, offload {s.offload}, grad-accum {s.grad_accum}. "
+        "Activations, logits and overhead are estimates. Sizes in GiB (2^30 bytes).",
+        f"Peak: {a.peak_memory}.",
+    ]
+    if report.time:
+        lines.append(f"Time: {report.time.note}" if report.time.note else f"Time: {a.prices}.")
+    lines += [f"Note: {n}" for n in a.notes]
+    return lines
+
+
+def render_train(report: TrainReport, width: int, style: Style) -> str:
+    last: dict[str, TrainCandidate] = {}
+    for c in report.candidates:
+        last[c.gpu] = c
+    many = len(last) > 1
+    rows = list(last.values()) if many else list(report.candidates)
+    title = "Smallest GPU count per type (one server, 1/2/4/8)" if many else "Counts tried"
+    parts = [
+        style(paragraph(headline(report), width), "bold"),
+        memory_table(report, width, style),
+        candidates_table(rows, title, width, style),
+    ]
+    parts += [paragraph(f"{c.gpu} x{c.num_gpus}: {c.reason}", width) for c in rows if c.reason]
+    times = time_table(report, width, style)
+    if times is not None:
+        parts.append(times)
+    parts += [style(paragraph(line, width), "dim") for line in footer_lines(report)]
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,83 @@
+"""Catalog listings (pure): the models and GPUs gpusize knows, for `gpusize models` and `gpusize gpus`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusize import __version__
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.parse import parse_config
+from gpusize.errors import ConfigError
+from gpusize.sources.catalog import CatalogModel
+
+__all__ = ["GpusReport", "ModelRow", "ModelsReport", "build_gpus", "build_models"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRow:
+    name: str
+    hf_id: str
+    aliases: tuple[str, ...]
+    family: str
+    model_type: str
+    params_total: int | None
+    params_active: int | None
+    params_published: int | None
+    max_context_tokens: int | None
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelsReport:
+    gpusize_version: str
+    command: str
+    query: str | None
+    models: tuple[ModelRow, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpusReport:
+    gpusize_version: str
+    command: str
+    gpus: tuple[GpuSpec, ...]
+
+
+def _row(m: CatalogModel) -> ModelRow:
+    total: int | None = None
+    active: int | None = None
+    ctx: int | None = None
+    try:
+        spec = parse_config(m.config)
+        total, active, ctx = spec.params.total, spec.params.active, spec.max_context
+    except ConfigError:
+        pass
+    model_type = m.config.get("model_type")
+    return ModelRow(
+        name=m.name,
+        hf_id=m.hf_id,
+        aliases=m.aliases,
+        family=m.family or m.name.split("-")[0],
+        model_type=model_type if isinstance(model_type, str) else "?",
+        params_total=total,
+        params_active=active,
+        params_published=m.params_published,
+        max_context_tokens=ctx,
+        source=m.source,
+    )
+
+
+def build_models(models: tuple[CatalogModel, ...], query: str | None) -> ModelsReport:
+    """The catalog models matching `query` (a substring of name, alias, Hub id or family), by family then
+    size."""
+    wanted = (query or "").lower()
+    rows = [
+        _row(m)
+        for m in models
+        if not wanted or wanted in " ".join((m.name, m.hf_id, *m.aliases, m.family or "")).lower()
+    ]
+    rows.sort(key=lambda r: (r.family.lower(), r.params_total or 0, r.name.lower()))
+    return ModelsReport(gpusize_version=__version__, command="models", query=query, models=tuple(rows))
+
+
+def build_gpus(gpus: tuple[GpuSpec, ...]) -> GpusReport:
+    return GpusReport(gpusize_version=__version__, command="gpus", gpus=gpus)

@@ -1,0 +1,74 @@
+"""What every report carries (pure): the model's facts and the price note built from the GPUs' own
+price dates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.spec import ModelSpec
+from gpusize.sources.resolve import ResolvedModel
+
+__all__ = ["ModelFacts", "model_facts", "price_note"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelFacts:
+    """The model as a report shows it: where it came from and the architecture facts that decide sizing."""
+
+    id: str
+    name: str
+    source: str  # catalog | local | hub | gguf
+    revision: str | None
+    checkpoint_bytes: int | None
+    checkpoint_dtypes: dict[str, int] | None
+    architecture: str
+    model_type: str
+    params_total: int
+    params_active: int
+    params_vision: int
+    params_mtp: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    attention_layers: int
+    sliding_window_layers: int
+    vocab_size: int
+    max_position_embeddings: int | None
+    max_context_tokens: int | None
+
+
+def model_facts(resolved: ResolvedModel, spec: ModelSpec) -> ModelFacts:
+    counts = spec.params
+    return ModelFacts(
+        id=resolved.id,
+        name=resolved.catalog_name or resolved.id.rstrip("/").split("/")[-1],
+        source=resolved.source,
+        revision=resolved.revision,
+        checkpoint_bytes=resolved.checkpoint_bytes,
+        checkpoint_dtypes=resolved.checkpoint_dtypes,
+        architecture=spec.architecture,
+        model_type=spec.model_type,
+        params_total=counts.total,
+        params_active=counts.active,
+        params_vision=counts.vision,
+        params_mtp=counts.mtp,
+        num_hidden_layers=spec.num_hidden_layers,
+        num_attention_heads=spec.num_attention_heads,
+        num_key_value_heads=spec.num_key_value_heads,
+        head_dim=spec.head_dim,
+        attention_layers=len(spec.attention_layers),
+        sliding_window_layers=sum(1 for layer in spec.attention_layers if layer.window),
+        vocab_size=spec.vocab_size,
+        max_position_embeddings=spec.max_position_embeddings,
+        max_context_tokens=spec.max_context,
+    )
+
+
+def price_note(gpus: Iterable[GpuSpec]) -> str:
+    """Indicative prices, with the date(s) of the catalog entries actually shown."""
+    dates = sorted({g.price_date for g in gpus if g.price_usd_per_hour and g.price_date})
+    when = f"dated {', '.join(dates)}" if dates else "undated"
+    return f"indicative cloud USD per GPU-hour ({when}); not a quote"

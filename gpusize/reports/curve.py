@@ -1,0 +1,65 @@
+"""The curve report (pure): maximum concurrent sequences against context for one plan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusize import __version__
+from gpusize.core.engines import engine
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.spec import ModelSpec
+from gpusize.core.workload import Workload
+from gpusize.reports.common import ModelFacts, model_facts
+from gpusize.reports.fit import model_notes
+from gpusize.serving.quote import CurvePoint, concurrency_curve
+from gpusize.sources.resolve import ResolvedModel
+
+__all__ = ["CurveAssumptions", "CurveReport", "build_curve"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CurveAssumptions:
+    engine: str
+    settings: dict[str, float | int | str]
+    weight_format: str
+    kv_cache_dtype: str
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CurveReport:
+    gpusize_version: str
+    command: str
+    fits: bool
+    model: ModelFacts
+    workload: Workload
+    gpu: str
+    gpu_full_name: str
+    num_gpus: int
+    points: tuple[CurvePoint, ...]
+    assumptions: CurveAssumptions
+
+
+def build_curve(
+    resolved: ResolvedModel, spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload
+) -> CurveReport:
+    model = engine(work.engine.name)
+    points = concurrency_curve(spec, gpu, num_gpus, work, points=12)
+    return CurveReport(
+        gpusize_version=__version__,
+        command="curve",
+        fits=any(p.fits for p in points),
+        model=model_facts(resolved, spec),
+        workload=work,
+        gpu=gpu.name,
+        gpu_full_name=gpu.full_name,
+        num_gpus=num_gpus,
+        points=tuple(points),
+        assumptions=CurveAssumptions(
+            engine=model.version,
+            settings=model.effective_settings(spec, gpu, num_gpus, work),
+            weight_format=work.weights.name,
+            kv_cache_dtype=work.kv_cache_dtype,
+            notes=tuple(model_notes(resolved, spec, work)),
+        ),
+    )

@@ -1,0 +1,193 @@
+"""The fit report (pure): the smallest split per GPU type, the pick, the whole-model memory and what
+the numbers assume. One object drives the table and `--json`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusize import __version__
+from gpusize.core import kvcache
+from gpusize.core.engines import EngineModel, engine
+from gpusize.core.engines.vllm import evaluate_nodes
+from gpusize.core.gpu import DEFAULT_CUDA_RESERVE_MIB, GpuSpec
+from gpusize.core.plan import TP_SIZES, Candidate, recommend, smallest_fit
+from gpusize.core.spec import ModelSpec
+from gpusize.core.weights import weights_bytes
+from gpusize.core.workload import Workload
+from gpusize.reports.common import ModelFacts, model_facts, price_note
+from gpusize.sources.resolve import ResolvedModel
+
+__all__ = ["FitAssumptions", "FitReport", "MemoryBreakdown", "build_fit_report", "model_notes"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryBreakdown:
+    """The model on one GPU (TP=1) as the engine would load it: the same terms as a split's per-GPU
+    figures, so `total_bytes` here and a TP=1 row's `need` are the same number. The CUDA context and
+    graph pool the engine keeps outside its budget are shown apart (`outside_budget_bytes`)."""
+
+    weights_bytes: int
+    kv_cache_bytes: int
+    kv_cache_bytes_per_token: int
+    activations_bytes: int
+    overhead_bytes: int
+    total_bytes: int
+    outside_budget_bytes: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class FitAssumptions:
+    engine: str
+    engine_model: str
+    #: The engine's settings for the plan shown (the user's, else its defaults), under its own names.
+    settings: dict[str, float | int | str]
+    weight_format: str
+    kv_cache_dtype: str
+    estimates: tuple[str, ...]
+    best_effort: bool
+    include_mtp: bool
+    cuda_visible_assumed_for: tuple[str, ...]
+    prices: str
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FitReport:
+    gpusize_version: str
+    command: str
+    fits: bool
+    model: ModelFacts
+    workload: Workload
+    memory: MemoryBreakdown
+    plan: Candidate | None
+    candidates: tuple[Candidate, ...]
+    assumptions: FitAssumptions
+
+
+def build_fit_report(
+    resolved: ResolvedModel,
+    spec: ModelSpec,
+    work: Workload,
+    gpus: list[GpuSpec],
+    fixed_count: int | None = None,
+    max_count: int = 8,
+    nodes: int | None = None,
+) -> FitReport:
+    """Plan over `gpus`: the smallest valid split per GPU type up to `max_count` (or exactly
+    `fixed_count`)."""
+    model = engine(work.engine.name)
+    sizes = (fixed_count,) if fixed_count else tuple(n for n in TP_SIZES if n <= max_count)
+    rows: list[Candidate] = []
+    best: list[Candidate] = []
+    for gpu in gpus:
+        tried = smallest_fit(spec, gpu, work, model.evaluate, sizes)
+        if nodes and not tried[-1].fits and model.name == "vllm":
+            tried.append(evaluate_nodes(spec, gpu, nodes, work))
+        rows += tried
+        best.append(tried[-1])
+    chosen = recommend(best)
+    plan = chosen or (best[0] if len(gpus) == 1 else None)  # one GPU asked for: its closest miss
+    plan_gpu = next((g for g in gpus if plan and g.name == plan.gpu), gpus[0])
+    return FitReport(
+        gpusize_version=__version__,
+        command="fit",
+        fits=chosen is not None,
+        model=model_facts(resolved, spec),
+        workload=work,
+        memory=whole_model(spec, plan_gpu, work, model),
+        plan=plan,
+        candidates=tuple(rows),
+        assumptions=_assumptions(resolved, spec, work, model, gpus, plan_gpu, plan),
+    )
+
+
+def whole_model(spec: ModelSpec, gpu: GpuSpec, work: Workload, model: EngineModel) -> MemoryBreakdown:
+    one = model.evaluate(spec, gpu, 1, work)
+    per_token = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, 1)
+    g = one.per_gpu
+    if g is None:  # refused before sizing (context beyond the model's maximum): weights and KV only
+        weights = weights_bytes(spec, work.weights, 1, work.include_mtp)
+        kv = work.batch * work.context_tokens * per_token
+        return MemoryBreakdown(
+            weights_bytes=weights,
+            kv_cache_bytes=kv,
+            kv_cache_bytes_per_token=per_token,
+            activations_bytes=0,
+            overhead_bytes=0,
+            total_bytes=weights + kv,
+            outside_budget_bytes=0,
+        )
+    return MemoryBreakdown(
+        weights_bytes=g.weights_bytes,
+        kv_cache_bytes=g.kv_cache_bytes,
+        kv_cache_bytes_per_token=per_token,
+        activations_bytes=g.activations_bytes,
+        overhead_bytes=g.overhead_bytes,
+        total_bytes=g.total_bytes,
+        outside_budget_bytes=g.outside_budget_bytes,
+    )
+
+
+def model_notes(resolved: ResolvedModel, spec: ModelSpec, work: Workload) -> list[str]:
+    """Caveats of the model and its weights, shared by every inference report."""
+    notes = list(resolved.notes)
+    if work.weights.note:
+        notes.append(work.weights.note)
+    if work.checkpoint_warning:
+        notes.append(work.checkpoint_warning)
+    if spec.vision and not spec.vision.exact:
+        notes.append(
+            f"vision tower ({spec.vision.model_type}) parameters estimated with a generic ViT formula"
+        )
+    if any(layer.window for layer in spec.attention_layers) and work.engine.name == "vllm":
+        notes.append(
+            "sliding-window layers reserve min(window - 1 + max_num_batched_tokens, context) tokens per "
+            "request, as vLLM's hybrid KV allocator does"
+        )
+    if spec.linear_attention or spec.mamba:
+        notes.append(
+            "linear-attention / Mamba layers hold a constant recurrent state per sequence, counted in "
+            "kv_cache_bytes"
+        )
+    if spec.num_nextn_predict_layers:
+        loaded = "loaded (--mtp)" if work.include_mtp else "not loaded (no speculative decoding; --mtp)"
+        notes.append(f"{spec.num_nextn_predict_layers} MTP layer(s) in the checkpoint: {loaded}")
+    if spec.best_effort_from:
+        notes.append(
+            f"BEST-EFFORT ESTIMATE: model_type '{spec.best_effort_from}' is not supported; read as a "
+            "Llama-style decoder from its standard fields"
+        )
+    return notes
+
+
+def _assumptions(
+    resolved: ResolvedModel,
+    spec: ModelSpec,
+    work: Workload,
+    model: EngineModel,
+    gpus: list[GpuSpec],
+    plan_gpu: GpuSpec,
+    plan: Candidate | None,
+) -> FitAssumptions:
+    notes = model_notes(resolved, spec, work)
+    if not plan_gpu.visible_is_measured:
+        notes.append(
+            f"{plan_gpu.name}: CUDA-visible total assumed = reported total - {DEFAULT_CUDA_RESERVE_MIB} MiB "
+            "driver/CUDA reserve (no measured figure)"
+        )
+    estimates = ("activations_bytes", "overhead_bytes") + (
+        ("weights_bytes", "kv_cache_bytes") if spec.best_effort_from else ()
+    )
+    return FitAssumptions(
+        engine=model.version,
+        engine_model=model.note,
+        settings=model.effective_settings(spec, plan_gpu, plan.tensor_parallel if plan else 1, work),
+        weight_format=work.weights.name,
+        kv_cache_dtype=work.kv_cache_dtype,
+        estimates=estimates,
+        best_effort=spec.best_effort_from is not None,
+        include_mtp=work.include_mtp,
+        cuda_visible_assumed_for=tuple(g.name for g in gpus if not g.visible_is_measured),
+        prices=price_note(gpus),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,35 @@
+"""The one serializer: a report (dataclasses all the way down) -> plain JSON data.
+
+Every dataclass field is written under its own name, except fields marked `metadata={"json": False}`;
+a class may list computed properties to add in `__json_properties__`. Floats that are not finite
+become null (JSON has no Infinity), so the output is always valid JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import fields, is_dataclass
+from typing import Any
+
+__all__ = ["to_data", "to_json"]
+
+
+def to_data(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        out = {f.name: to_data(getattr(value, f.name)) for f in fields(value) if f.metadata.get("json", True)}
+        for name in getattr(type(value), "__json_properties__", ()):
+            out[name] = to_data(getattr(value, name))
+        return out
+    if isinstance(value, dict):
+        return {str(k): to_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, frozenset, set)):
+        items = sorted(value) if isinstance(value, (frozenset, set)) else value
+        return [to_data(v) for v in items]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def to_json(value: Any) -> str:
+    return json.dumps(to_data(value), indent=2, allow_nan=False)

@@ -1,0 +1,157 @@
+"""The serving report (pure): layouts compared, the recommendation, launch commands and power."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusize import __version__
+from gpusize.core.engines import engine
+from gpusize.core.engines.sglang import mem_fraction
+from gpusize.core.engines.vllm import utilization
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.spec import ModelSpec
+from gpusize.core.workload import Workload
+from gpusize.reports.common import ModelFacts, model_facts, price_note
+from gpusize.reports.fit import model_notes
+from gpusize.serving import economics, throughput
+from gpusize.serving.launch import LaunchCommand, llamacpp_command, sglang_command, vllm_command
+from gpusize.serving.layouts import Demand, Layout, compare, recommend
+from gpusize.sources.resolve import ResolvedModel
+
+__all__ = [
+    "PowerInfo",
+    "ServeAssumptions",
+    "ServeReport",
+    "build_serve_report",
+    "launch_commands",
+    "power_info",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PowerInfo:
+    gpu_tdp_w: float
+    total_w_low: float
+    total_w_high: float
+    psu_capacity_w: float
+    psu_layout: str
+    pcie_lanes: int
+    interconnect: str
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServeAssumptions:
+    engine: str
+    throughput: str
+    load: str
+    prices: str
+    month_hours: float
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServeReport:
+    gpusize_version: str
+    command: str
+    fits: bool
+    model: ModelFacts
+    workload: Workload
+    demand: Demand
+    gpu: str
+    gpu_full_name: str
+    num_gpus: int
+    layouts: tuple[Layout, ...]
+    recommendation: Layout | None
+    why: str
+    launch: dict[str, LaunchCommand]
+    power: PowerInfo | None
+    assumptions: ServeAssumptions
+
+
+def power_info(gpu: GpuSpec, n: int, tp_max: int) -> PowerInfo | None:
+    if not gpu.tdp_w:
+        return None
+    p = economics.power_plan(gpu.tdp_w, n)
+    notes = []
+    if tp_max > 1 and gpu.interconnect == "pcie":
+        notes.append(
+            f"{gpu.name} has no NVLink: tensor parallel runs over PCIe and scales poorly; prefer replicas "
+            "when the model fits one GPU"
+        )
+    if gpu.interconnect == "bridge-pairs" and n > 2:
+        notes.append("NVLink bridges join pairs only: TP across more than 2 GPUs uses PCIe")
+    if gpu.mig_instances:
+        notes.append(f"MIG: up to {gpu.mig_instances} isolated instances per GPU for small models")
+    return PowerInfo(
+        gpu_tdp_w=p.gpu_w,
+        total_w_low=p.total_w_low,
+        total_w_high=p.total_w_high,
+        psu_capacity_w=p.psu_capacity_w,
+        psu_layout=p.layout,
+        pcie_lanes=economics.pcie_lanes(n),
+        interconnect=gpu.interconnect,
+        notes=tuple(notes),
+    )
+
+
+def launch_commands(
+    resolved: ResolvedModel, spec: ModelSpec, gpu: GpuSpec, work: Workload, pick: Layout
+) -> dict[str, LaunchCommand]:
+    """The commands that start one replica of the recommended layout, for the engine sized (and the
+    other tensor-parallel engine, sized the same way)."""
+    tp = pick.tensor_parallel
+    out: dict[str, LaunchCommand] = {}
+    if work.engine.name == "llamacpp" or resolved.source == "gguf":
+        out["llamacpp"] = llamacpp_command(
+            resolved.id, work, work.engine.n_gpu_layers or len(spec.layers) + 1
+        )
+        return out
+    if work.engine.name == "vllm":
+        out["vllm"] = vllm_command(resolved.id, resolved.revision, tp, work, utilization(work))
+    if work.engine.name == "sglang":
+        out["sglang"] = sglang_command(resolved.id, resolved.revision, tp, work, mem_fraction(gpu, tp, work))
+    if pick.replicas > 1:
+        out["replicas"] = LaunchCommand(
+            None,
+            f"run {pick.replicas} copies, one per group of {tp} GPU(s) (CUDA_VISIBLE_DEVICES), behind a "
+            "load balancer",
+        )
+    return out
+
+
+def build_serve_report(
+    resolved: ResolvedModel, spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload, demand: Demand
+) -> ServeReport:
+    layouts = compare(spec, gpu, num_gpus, work, demand)
+    pick, why = recommend(layouts)
+    return ServeReport(
+        gpusize_version=__version__,
+        command="serve",
+        fits=pick is not None,
+        model=model_facts(resolved, spec),
+        workload=work,
+        demand=demand,
+        gpu=gpu.name,
+        gpu_full_name=gpu.full_name,
+        num_gpus=num_gpus,
+        layouts=tuple(layouts),
+        recommendation=pick,
+        why=why,
+        launch=launch_commands(resolved, spec, gpu, work, pick) if pick else {},
+        power=power_info(gpu, num_gpus, max(x.tensor_parallel for x in layouts)),
+        assumptions=ServeAssumptions(
+            engine=engine(work.engine.name).version,
+            throughput=(
+                f"estimates: bandwidth roofline at {throughput.BANDWIDTH_EFFICIENCY:.0%} of peak, compute at "
+                f"{throughput.DECODE_MFU:.0%} of dense BF16 peak, ring all-reduce over "
+                f"{throughput.link(gpu)[0]}; "
+                "sequences hold half the context on average (prompt + half the output with --rps); capacity "
+                "counts full-context sequences"
+            ),
+            load="spread evenly over replicas; rps converted to sequences in flight by Little's law",
+            prices=price_note([gpu]),
+            month_hours=economics.HOURS_PER_MONTH,
+            notes=tuple(model_notes(resolved, spec, work)),
+        ),
+    )

@@ -1,0 +1,271 @@
+"""The catalogs: data/gpus.yaml and data/models.yaml (bundled) plus the user's own files.
+
+Reading a catalog file: bounded in size, decoded as UTF-8, parsed by PyYAML's safe loader, refused
+when its aliases would expand beyond a node budget (a 646-byte "billion laughs" file), then each entry
+validated strictly by pydantic (`sources.schema`, imported only when a file must be validated). The
+validated rows are cached as JSON under the user's cache folder, keyed by the file's length and CRC-32, so a
+later run reads a small JSON file instead of parsing YAML and building validators (start-up time);
+an unwritable cache folder only costs that speed. Merging the bundled and user catalogs is linear:
+a user entry replaces the bundled one that answers to any of its names.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import os
+import tempfile
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpusize.core.gpu import GpuSpec
+from gpusize.errors import CatalogError, UnknownNameError
+
+__all__ = [
+    "CACHE_ENV",
+    "ENV_VARS",
+    "MAX_CATALOG_BYTES",
+    "Catalogs",
+    "CatalogModel",
+    "data_dir",
+    "find_gpu",
+    "find_model",
+    "load_gpus",
+    "load_models",
+    "merge_by_name",
+    "normalize",
+    "validated_rows",
+]
+
+#: A catalog file larger than this is refused (the bundled models file is well under 1 MiB).
+MAX_CATALOG_BYTES = 32 * 1024 * 1024
+#: Environment variables naming extra catalog files (os.pathsep-separated).
+ENV_VARS = {"models": "GPUSIZE_MODELS", "gpus": "GPUSIZE_GPUS"}
+#: Where validated catalogs are cached (default: $XDG_CACHE_HOME/gpusize or ~/.cache/gpusize);
+#: set it to an empty string to turn the cache off.
+CACHE_ENV = "GPUSIZE_CACHE_DIR"
+#: Bumped whenever the cached row format or the validation rules change.
+CACHE_FORMAT = 3
+
+
+@dataclass(frozen=True)
+class CatalogModel:
+    """A model of a catalog: the config.json content and where it and its parameter count come from."""
+
+    name: str
+    hf_id: str
+    source: str
+    config: dict[str, Any] = field(compare=False)
+    aliases: tuple[str, ...] = ()
+    params_published: int | None = None
+    params_source: str | None = None
+    family: str | None = None
+
+    @property
+    def keys(self) -> set[str]:
+        return {normalize(k) for k in (self.name, self.hf_id, *self.aliases)}
+
+
+def normalize(name: str) -> str:
+    return name.strip().lower().replace("_", "-").replace(" ", "-")
+
+
+def data_dir() -> Path:
+    """gpusize/data inside an installed wheel, else the checkout's top-level data/."""
+    packaged = Path(__file__).resolve().parent.parent / "data"
+    if (packaged / "gpus.yaml").is_file():
+        return packaged
+    return Path(__file__).resolve().parent.parent.parent / "data"
+
+
+# --------------------------------------------------------------------------- reading one file
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        size = path.stat().st_size
+        if size > MAX_CATALOG_BYTES:
+            raise CatalogError(
+                f"{path}: {size:,} bytes, larger than a catalog may be ({MAX_CATALOG_BYTES:,})"
+            )
+        with path.open("rb") as handle:
+            return handle.read(MAX_CATALOG_BYTES + 1)
+    except IsADirectoryError:
+        raise CatalogError(f"{path}: is a folder, not a catalog file") from None
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _cache_dir() -> Path | None:
+    configured = os.environ.get(CACHE_ENV)
+    if configured is not None:
+        return Path(configured) if configured else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "gpusize"
+
+
+def _cached(digest: str) -> list[dict[str, Any]] | None:
+    folder = _cache_dir()
+    if folder is None:
+        return None
+    try:
+        data = json.loads((folder / f"catalog-{CACHE_FORMAT}-{digest}.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, list) else None
+
+
+def _store(digest: str, rows: list[dict[str, Any]]) -> None:
+    """Write the cache atomically (temp file + rename); any failure only loses the speed-up."""
+    folder = _cache_dir()
+    if folder is None:
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".catalog-", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(rows, handle, separators=(",", ":"), allow_nan=False)
+        os.replace(tmp, folder / f"catalog-{CACHE_FORMAT}-{digest}.json")
+    except (OSError, ValueError):
+        return
+
+
+def validated_rows(path: Path, kind: str) -> list[dict[str, Any]]:
+    """The entries of one catalog file as validated plain dicts ('gpus' or 'models'), cached."""
+    raw = _read_bytes(path)
+    # CRC-32 and length key the cache: cheap to import (hashlib loads OpenSSL, 2 ms of every start), and a
+    # collision could only swap one validated catalog for another, never let unvalidated data in.
+    digest = f"{kind}-{len(raw)}-{zlib.crc32(raw):08x}"
+    rows = _cached(digest)
+    if rows is None:
+        from gpusize.sources import schema  # pydantic: imported only when a file must be validated
+
+        rows = schema.validate_file(path, raw, kind)
+        _store(digest, rows)
+    return rows
+
+
+# --------------------------------------------------------------------------- catalogs
+
+
+def _gpu(row: dict[str, Any]) -> GpuSpec:
+    return GpuSpec(**{**row, "aliases": tuple(row.get("aliases") or ())})
+
+
+def _model(row: dict[str, Any]) -> CatalogModel:
+    return CatalogModel(**{**row, "aliases": tuple(row.get("aliases") or ())})
+
+
+def merge_by_name(entries: Iterable[Any], keys_of: Any) -> tuple[Any, ...]:
+    """Later entries replace earlier ones answering to any of the same names (linear)."""
+    slots: list[Any] = []
+    owner: dict[str, int] = {}
+    for entry in entries:
+        replaced = {owner[k] for k in keys_of(entry) if k in owner}
+        for i in replaced:
+            for k in keys_of(slots[i]):
+                owner.pop(k, None)
+            slots[i] = None
+        slots.append(entry)
+        for k in keys_of(entry):
+            owner[k] = len(slots) - 1
+    return tuple(e for e in slots if e is not None)
+
+
+def _gpu_keys(gpu: GpuSpec) -> set[str]:
+    return {normalize(k) for k in (gpu.name, *gpu.aliases)}
+
+
+@dataclass(frozen=True)
+class Catalogs:
+    """The bundled catalogs plus user files (given, and from GPUSIZE_MODELS / GPUSIZE_GPUS)."""
+
+    models_files: tuple[Path, ...] = ()
+    gpus_files: tuple[Path, ...] = ()
+
+    @classmethod
+    def with_env(cls, models_files: Iterable[Path] = (), gpus_files: Iterable[Path] = ()) -> Catalogs:
+        return cls(
+            tuple(_env_files("models")) + tuple(models_files), tuple(_env_files("gpus")) + tuple(gpus_files)
+        )
+
+    def gpus(self) -> tuple[GpuSpec, ...]:
+        files = (data_dir() / "gpus.yaml", *self.gpus_files)
+        return merge_by_name((_gpu(r) for f in files for r in validated_rows(f, "gpus")), _gpu_keys)
+
+    def models(self) -> tuple[CatalogModel, ...]:
+        files = (data_dir() / "models.yaml", *self.models_files)
+        return merge_by_name(
+            (_model(r) for f in files for r in validated_rows(f, "models")), lambda m: m.keys
+        )
+
+    def find_gpu(self, name: str) -> GpuSpec:
+        found: GpuSpec = _lookup("GPU", name, self.gpus(), _gpu_keys)
+        return found
+
+    def find_model(self, name: str) -> CatalogModel:
+        """A catalog model by short name, alias or Hub id (case-insensitive; 'Qwen/Qwen3-32B' works)."""
+        models = self.models()
+        try:
+            found: CatalogModel = _lookup("model", name, models, lambda m: m.keys)
+            return found
+        except UnknownNameError:
+            if "/" in name:  # an org/name id whose short name is in the catalog under another org
+                found = _lookup("model", name.split("/", 1)[1], models, lambda m: m.keys)
+                return found
+            raise
+
+
+@functools.lru_cache(maxsize=8)
+def _gpus_of(files: tuple[Path, ...]) -> tuple[GpuSpec, ...]:
+    """The merged GPUs of these files, read once per process."""
+    return merge_by_name((_gpu(r) for f in files for r in validated_rows(f, "gpus")), _gpu_keys)
+
+
+@functools.lru_cache(maxsize=8)
+def _models_of(files: tuple[Path, ...]) -> tuple[CatalogModel, ...]:
+    return merge_by_name((_model(r) for f in files for r in validated_rows(f, "models")), lambda m: m.keys)
+
+
+def _env_files(kind: str) -> list[Path]:
+    env = os.environ.get(ENV_VARS[kind])
+    files = [Path(p) for p in env.split(os.pathsep) if p] if env else []
+    for path in files:
+        if not path.is_file():
+            raise CatalogError(f"{path}: no such catalog file (from {ENV_VARS[kind]})")
+    return files
+
+
+def _lookup(kind: str, name: str, entries: tuple[Any, ...], keys_of: Any) -> Any:
+    wanted = normalize(name)
+    for entry in entries:
+        keys = keys_of(entry)
+        if wanted in keys or wanted.replace("-", "") in {k.replace("-", "") for k in keys}:
+            return entry
+    names = sorted({e.name for e in entries} | {a for e in entries for a in e.aliases})
+    close = difflib.get_close_matches(name[:100], names, n=3, cutoff=0.5)
+    if not close:
+        close = [n for n in names if wanted.split("-")[0] and wanted.split("-")[0] in n.lower()][:3]
+    raise UnknownNameError(kind, name[:100], close)
+
+
+def load_gpus() -> tuple[GpuSpec, ...]:
+    """The GPU catalog: bundled + files named by GPUSIZE_GPUS."""
+    return Catalogs.with_env().gpus()
+
+
+def load_models() -> tuple[CatalogModel, ...]:
+    """The model catalog: bundled + files named by GPUSIZE_MODELS."""
+    return Catalogs.with_env().models()
+
+
+def find_gpu(name: str) -> GpuSpec:
+    return Catalogs.with_env().find_gpu(name)
+
+
+def find_model(name: str) -> CatalogModel:
+    return Catalogs.with_env().find_model(name)

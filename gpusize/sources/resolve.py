@@ -1,0 +1,147 @@
+"""Resolve what a user typed as MODEL into a config dict, in a documented order:
+
+1. an existing path: a `.gguf` file, a `config.json`, or a folder holding one (plus its local
+   safetensors headers when present);
+2. the catalogs (short name, alias or Hub id, case-insensitive), unless --revision asks for a
+   specific Hub revision;
+3. a Hub id (`org/name`) through `sources.hub` (cache first when HF_HUB_OFFLINE=1).
+
+Nothing here ever writes to the user's files, and remote code is never executed: configs that ask
+for `trust_remote_code` are read as JSON only. Progress goes through the `progress` context manager
+the caller passes (the CLI shows a spinner on a terminal); loading itself never prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpusize.core.workload import StoredLayers
+from gpusize.errors import ConfigError, UnknownNameError
+from gpusize.sources import safetensors
+from gpusize.sources.catalog import Catalogs
+from gpusize.sources.config_json import load_config, shown_path
+
+__all__ = ["MAX_REFERENCE_CHARS", "Progress", "ResolvedModel", "resolve_model"]
+
+#: Longest MODEL argument accepted (a Hub id is at most 96 characters; a path at most PATH_MAX).
+MAX_REFERENCE_CHARS = 4096
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
+
+Progress = Callable[[str], AbstractContextManager[Any]]
+
+
+def _silent(_message: str) -> AbstractContextManager[Any]:
+    return contextlib.nullcontext()
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model as found: its id, where it came from, its config, and what its files told us."""
+
+    id: str
+    source: str  # catalog | local | hub | gguf
+    config: dict[str, Any]
+    revision: str | None = None
+    #: Exact bytes of the stored tensors (safetensors headers or GGUF tensor table), when known.
+    checkpoint_bytes: int | None = None
+    checkpoint_dtypes: dict[str, int] | None = None
+    notes: tuple[str, ...] = ()
+    #: Per-layer bytes of a GGUF file (what llama.cpp offloads), and its file type.
+    stored_layers: StoredLayers | None = None
+    file_type: str | None = None
+    #: The catalog entry's short name, when the model came from a catalog.
+    catalog_name: str | None = None
+
+
+def resolve_model(
+    reference: str,
+    revision: str | None = None,
+    catalogs: Catalogs | None = None,
+    progress: Progress = _silent,
+) -> ResolvedModel:
+    if not reference.strip():
+        raise ConfigError("MODEL is empty: give a catalog name, a Hub id (org/name) or a path")
+    if len(reference) > MAX_REFERENCE_CHARS:
+        raise ConfigError(f"MODEL is {len(reference):,} characters long: not a name, a Hub id or a path")
+    catalogs = catalogs or Catalogs.with_env()
+    path = Path(reference).expanduser()
+    try:
+        exists = path.exists()
+    except (OSError, ValueError):  # a name too long for the file system, or with a NUL byte
+        exists = False
+    if exists:
+        return _local(path)
+    if reference.endswith((".json", ".gguf")) or reference.startswith((".", "/", "~")):
+        raise ConfigError(f"{shown_path(path)}: no such file or folder")
+    suggestions: list[str] = []
+    if revision is None:
+        try:
+            entry = catalogs.find_model(reference)
+            return ResolvedModel(entry.hf_id, "catalog", entry.config, catalog_name=entry.name)
+        except UnknownNameError as exc:
+            if not _HUB_ID.match(reference):
+                raise
+            suggestions = exc.suggestions
+    if not _HUB_ID.match(reference):
+        raise ConfigError(
+            f"'{shown_path(Path(reference))}' is not a catalog name and not a Hub id (org/name)"
+        )
+    return _hub(reference, revision, suggestions, progress)
+
+
+def _local(path: Path) -> ResolvedModel:
+    if path.suffix == ".gguf":
+        # the GGUF reader and its optional package load only for .gguf files
+        from gpusize.sources import gguf
+
+        model = gguf.read_gguf(path)
+        return ResolvedModel(
+            str(path),
+            "gguf",
+            model.config,
+            checkpoint_bytes=model.tensor_bytes,
+            checkpoint_dtypes=model.bytes_by_type,
+            stored_layers=StoredLayers(model.layer_bytes, model.token_embd_bytes, model.output_bytes),
+            file_type=model.file_type,
+            notes=(f"GGUF {model.file_type}: weights are the file's tensor bytes",),
+        )
+    config = load_config(path)
+    folder = path if path.is_dir() else path.parent
+    if not safetensors.weight_files(folder):
+        return ResolvedModel(
+            str(path), "local", config, notes=("no local safetensors: weights from config arithmetic",)
+        )
+    dtypes = safetensors.read_dtype_elements(folder)
+    return ResolvedModel(
+        str(path),
+        "local",
+        config,
+        checkpoint_bytes=safetensors.weight_bytes_from_dtype_elements(dtypes),
+        checkpoint_dtypes=dtypes,
+        notes=("weights from the local safetensors headers",),
+    )
+
+
+def _hub(repo_id: str, revision: str | None, suggestions: list[str], progress: Progress) -> ResolvedModel:
+    # the Hub client (and huggingface_hub behind it) loads only for Hub ids
+    from gpusize.sources import hub
+
+    with progress(f"Fetching {repo_id} config.json from the Hub"):
+        try:
+            model = hub.load_hub_model(repo_id, revision)
+        except Exception as exc:
+            if suggestions and "no such model" in str(exc):
+                exc.args = (f"{exc.args[0]}; catalog names close to it: {', '.join(suggestions)}",)
+            raise
+    checkpoint = (
+        safetensors.weight_bytes_from_dtype_elements(model.dtype_elements) if model.dtype_elements else None
+    )
+    return ResolvedModel(
+        repo_id, "hub", model.config, model.revision, checkpoint, model.dtype_elements, model.notes
+    )

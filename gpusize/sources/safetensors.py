@@ -1,0 +1,148 @@
+"""Dtype element counts from the headers of local `*.safetensors` files; the tensor data is never read.
+
+A safetensors file is an 8-byte little-endian unsigned header length N, then N bytes of UTF-8 JSON
+`{tensor_name: {"dtype", "shape", "data_offsets"}, "__metadata__": {...}}`, then the raw tensor bytes
+(https://huggingface.co/docs/safetensors/index#format). Files are opened read-only; only the first
+8 + N bytes are read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import struct
+from pathlib import Path
+from typing import Any
+
+from gpusize.errors import ConfigError
+
+__all__ = [
+    "DTYPE_BITS",
+    "MAX_HEADER_BYTES",
+    "read_dtype_elements",
+    "read_header",
+    "weight_bytes_from_dtype_elements",
+    "weight_files",
+]
+
+#: Bits per element of every safetensors dtype (huggingface/safetensors, src/tensor.rs `Dtype::bitsize`).
+#: Packed formats stored as bytes (MXFP4 blocks as U8) are counted in bytes already.
+DTYPE_BITS: dict[str, int] = {
+    "BOOL": 8,
+    "F4": 4,
+    "F6_E2M3": 6,
+    "F6_E3M2": 6,
+    "U8": 8,
+    "I8": 8,
+    "F8_E5M2": 8,
+    "F8_E4M3": 8,
+    "F8_E8M0": 8,
+    "I16": 16,
+    "U16": 16,
+    "F16": 16,
+    "BF16": 16,
+    "I32": 32,
+    "U32": 32,
+    "F32": 32,
+    "C64": 64,
+    "I64": 64,
+    "U64": 64,
+    "F64": 64,
+}
+
+#: safetensors refuses headers above 100 MB (src/tensor.rs `MAX_HEADER_SIZE`); so do we.
+MAX_HEADER_BYTES = 100_000_000
+
+SINGLE_FILE = "model.safetensors"
+INDEX_FILE = "model.safetensors.index.json"
+#: Transformers' shard names: `model-00001-of-00004.safetensors`.
+SHARD_NAME = re.compile(r"(?P<stem>.+)-(?P<index>\d+)-of-(?P<total>\d+)\.safetensors")
+
+
+def weight_bytes_from_dtype_elements(dtype_elements: dict[str, int]) -> int:
+    """Checkpoint bytes: sum over dtypes of elements x bits / 8 (rounded up for sub-byte dtypes)."""
+    total_bits = 0
+    for dtype, elements in dtype_elements.items():
+        if dtype not in DTYPE_BITS:
+            raise ConfigError(f"unknown safetensors dtype '{dtype}'")
+        total_bits += elements * DTYPE_BITS[dtype]
+    return (total_bits + 7) // 8
+
+
+def weight_files(folder: Path) -> list[Path]:
+    """The files that make up the checkpoint, chosen as Transformers loads them: `model.safetensors`,
+    else the shards named by `model.safetensors.index.json`, else every `*.safetensors` in the folder
+    (so a Mistral repo's extra `consolidated.safetensors` is not counted twice)."""
+    if (folder / SINGLE_FILE).is_file():
+        return [folder / SINGLE_FILE]
+    index = folder / INDEX_FILE
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+            return [folder / name for name in sorted(set(weight_map.values()))]
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+            raise ConfigError(f"{index}: not a safetensors index ({type(exc).__name__}: {exc})") from None
+    files = sorted(folder.glob("*.safetensors"))
+    _check_shards_complete(folder, files)
+    return files
+
+
+def _check_shards_complete(folder: Path, files: list[Path]) -> None:
+    """Shards named `<stem>-00002-of-00004.safetensors` must all be there, or the count is short."""
+    names = {file.name for file in files}
+    for name in sorted(names):
+        match = SHARD_NAME.fullmatch(name)
+        if match is None:
+            continue
+        stem, width, total = match["stem"], len(match["total"]), int(match["total"])
+        for i in range(1, total + 1):
+            if f"{stem}-{i:0{width}d}-of-{match['total']}.safetensors" not in names:
+                raise ConfigError(f"{folder}: shard {i} of {total} of {stem} is missing")
+
+
+def read_dtype_elements(path: Path) -> dict[str, int]:
+    """Element count per safetensors dtype over every tensor of a checkpoint folder (or of one file)."""
+    files = [path] if path.is_file() else weight_files(path)
+    if not files:
+        raise ConfigError(f"{path}: no *.safetensors files in this folder")
+    counts: dict[str, int] = {}
+    for file in files:
+        for name, tensor in read_header(file).items():
+            if name == "__metadata__":
+                continue
+            dtype, shape = _tensor_dtype_shape(file, name, tensor)
+            counts[dtype] = counts.get(dtype, 0) + math.prod(shape)
+    return dict(sorted(counts.items()))
+
+
+def read_header(file: Path) -> dict[str, Any]:
+    """The JSON header of one safetensors file (its `__metadata__` included), read and checked."""
+    try:
+        with file.open("rb") as handle:
+            prefix = handle.read(8)
+            if len(prefix) < 8:
+                raise ConfigError(f"{file}: not a safetensors file (shorter than its 8-byte header length)")
+            (length,) = struct.unpack("<Q", prefix)
+            if length > MAX_HEADER_BYTES or length > file.stat().st_size - 8:
+                raise ConfigError(f"{file}: corrupt safetensors header (length {length} is out of range)")
+            raw = handle.read(length)
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot read ({exc.strerror})") from None
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{file}: corrupt safetensors header (not JSON: {exc})".splitlines()[0]) from None
+    if not isinstance(header, dict):
+        raise ConfigError(f"{file}: corrupt safetensors header (expected a JSON object)")
+    return header
+
+
+def _tensor_dtype_shape(file: Path, name: str, tensor: Any) -> tuple[str, list[int]]:
+    dtype = tensor.get("dtype") if isinstance(tensor, dict) else None
+    shape = tensor.get("shape") if isinstance(tensor, dict) else None
+    if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
+        raise ConfigError(f"{file}: tensor '{name}': unknown dtype {dtype!r}")
+    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise ConfigError(f"{file}: tensor '{name}': shape must be a list of non-negative integers")
+    return dtype, shape

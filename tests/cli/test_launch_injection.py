@@ -1,0 +1,84 @@
+"""Printed launch commands are inert: pasted into bash they run the engine and nothing else.
+
+Each hostile model path is a real folder holding a config.json; `serve` prints its launch commands;
+every command is run by bash with `vllm`, `python` and `llama-server` stubbed by scripts that record
+their argv. The test proves that no other command ran (no PWNED file) and that the engine received
+the path as one argument, unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REFERENCE
+
+HOSTILE = [
+    "m;touch PWNED;#",
+    "$(touch PWNED)",
+    "`touch PWNED`",
+    "with space",
+    "quote'single",
+    'quote"double',
+    "new\nline;touch PWNED",
+    "-dash & touch PWNED",
+    "glob*?[x]",
+]
+
+STUB = """#!/bin/sh
+for a in "$@"; do printf '%s\\0' "$a"; done >> "$ARGV_LOG"
+printf '\\001' >> "$ARGV_LOG"
+"""
+
+
+def _serve_json(model: str, engine: str, env: dict[str, str]) -> dict[str, object]:
+    args = ["serve", model, "--users", "4", "--gpu", "H100", "--gpus", "2", "--engine", engine, "--json"]
+    out = subprocess.run(
+        [sys.executable, "-m", "gpusize", *args], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    data: dict[str, object] = json.loads(out.stdout)
+    return data
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+@pytest.mark.parametrize("name", HOSTILE)
+def test_printed_commands_run_only_the_engine(tmp_path: Path, name: str, engine: str) -> None:
+    config = json.loads((REFERENCE / "configs" / "Qwen__Qwen3-8B.json").read_text())["config"]
+    folder = tmp_path / "models" / name
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for exe in ("vllm", "python", "llama-server"):
+        stub = bin_dir / exe
+        stub.write_text(STUB)
+        stub.chmod(0o755)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    log = tmp_path / "argv.log"
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    data = _serve_json(str(folder), engine, env)
+    launch = data["launch"]
+    assert isinstance(launch, dict) and engine in launch
+    bash = shutil.which("bash")
+    assert bash is not None
+    for name_, entry in launch.items():
+        command = entry["command"]
+        if command is None:
+            continue
+        log.unlink(missing_ok=True)
+        run_env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "ARGV_LOG": str(log), "HOME": str(tmp_path)}
+        done = subprocess.run([bash, "-c", command], cwd=work, env=run_env, capture_output=True, timeout=30)
+        assert done.returncode == 0, (command, done.stderr)
+        assert not (work / "PWNED").exists(), f"{name_} command ran injected code: {command!r}"
+        assert list(work.iterdir()) == [], f"{name_} command created files: {command!r}"
+        calls = [call for call in log.read_bytes().split(b"\x01") if call]
+        assert len(calls) == 1, f"{name_} command ran {len(calls)} engine processes"
+        assert str(folder).encode() in calls[0].split(b"\0"), "the model path did not arrive as one argument"

@@ -1,0 +1,75 @@
+"""`--gpu local` (fake nvidia-smi on PATH, no NVML) and the reverse query `which`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpusize.sources import local_gpu
+
+SMI = """NVIDIA GeForce RTX 4090, 24564, 23810
+NVIDIA GeForce RTX 4090, 24564, 23900
+"""
+
+
+def run(*args: str, path: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1", "PATH": path}
+    return subprocess.run(
+        [sys.executable, "-m", "gpusize", *args], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+@pytest.fixture
+def fake_smi(tmp_path: Path) -> str:
+    script = tmp_path / "nvidia-smi"
+    script.write_text("#!/bin/sh\ncat <<'EOF'\n" + SMI + "EOF\n")
+    script.chmod(0o755)
+    return f"{tmp_path}{os.pathsep}{os.environ['PATH']}"
+
+
+def test_parse_nvidia_smi_reads_every_gpu() -> None:
+    gpus = local_gpu.parse_nvidia_smi(SMI)
+    assert [(g.name, g.total_mib, g.free_mib) for g in gpus] == [
+        ("NVIDIA GeForce RTX 4090", 24564, 23810),
+        ("NVIDIA GeForce RTX 4090", 24564, 23900),
+    ]
+    spec, count = local_gpu.local_spec(gpus)
+    assert count == 2 and spec.free_mib == 23810 and spec.bandwidth_gbps == 1008  # from the catalog
+
+
+def test_fit_on_local_gpus(fake_smi: str) -> None:
+    r = run("fit", "Qwen3-14B", "--gpu", "local", "--json", path=fake_smi)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["plan"]["num_gpus"] == 2  # never more than the machine has
+
+
+def test_no_gpu_exits_2(tmp_path: Path) -> None:
+    r = run("fit", "Qwen3-8B", "--gpu", "local", path=str(tmp_path))  # no nvidia-smi, no NVML
+    assert r.returncode == 2 and "no NVIDIA GPU found" in r.stderr and r.stdout == ""
+
+
+def test_which_lists_fitting_models_fastest_first(fake_smi: str) -> None:
+    r = run("which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k", "--json", path=fake_smi)
+    assert r.returncode == 0
+    models = [m for m in json.loads(r.stdout)["models"] if m["fits"]]
+    assert models
+    speeds = [m["tokens_per_s"] for m in models]
+    assert speeds == sorted(speeds, reverse=True)
+    names = {m["name"] for m in models}
+    assert "Qwen3-8B" in names and "DeepSeek-V3" not in names
+
+
+def test_context_beyond_model_maximum_is_refused() -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "gpusize", "fit", "Qwen3-32B", "--ctx", "128k", "--gpu", "H200", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 1
+    assert "exceeds the model's maximum of 40,960" in json.loads(r.stdout)["candidates"][0]["reason"]

@@ -1,0 +1,111 @@
+"""`gpusize train` on the command line: exit codes, JSON values, human output, usage errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+GIB = 1 << 30
+ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120"}
+
+
+class Result:
+    def __init__(self, proc: subprocess.CompletedProcess[str]) -> None:
+        self.exit_code, self.stdout, self.output = proc.returncode, proc.stdout, proc.stdout + proc.stderr
+        self.stderr = proc.stderr
+
+
+def invoke(*args: str) -> Any:
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpusize", "train", *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
+    return Result(proc)
+
+
+def test_cli_json_values() -> None:
+    r = invoke(
+        "Llama-3.1-70B",
+        "--method",
+        "lora",
+        "--gpu",
+        "A100-80GB",
+        "--gpus",
+        "8",
+        "--sharding",
+        "fsdp",
+        "--json",
+    )
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["fits"] is True and all(isinstance(v, int) for v in d["memory"].values())
+    p = d["plan"]
+    assert p["gpu"] == "A100-80GB" and p["num_gpus"] == 8
+    assert d["setup"]["method"] == "lora" and d["setup"]["lora_modules"] == [
+        "q",
+        "k",
+        "v",
+        "o",
+        "gate",
+        "up",
+        "down",
+    ]
+    # 29.9 GiB with CUDA context and NCCL; 27.9 GiB of PyTorch peak vs torchtune's 27.6 (torchtune-readme-7).
+    torch_peak = (p["per_gpu"]["total_bytes"] - p["per_gpu"]["overhead_bytes"]) / GIB
+    assert abs(torch_peak / 27.6 - 1) < 0.05
+
+
+def test_cli_does_not_fit_exits_1_with_reason() -> None:
+    r = invoke("Llama-3.1-70B", "--method", "full", "--gpu", "H100", "--sharding", "ddp", "--json")
+    assert r.exit_code == 1
+    d = json.loads(r.stdout)
+    assert d["fits"] is False and len(d["candidates"]) == 4
+    assert "DDP replicates" in d["candidates"][-1]["reason"]
+
+
+def test_cli_smallest_count_and_time() -> None:
+    r = invoke("Llama-3.1-8B", "--method", "full", "--gpu", "H100", "--tokens", "1B", "--json")
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert [c["num_gpus"] for c in d["candidates"]] == [1, 2] and d["plan"]["num_gpus"] == 2
+    rows = d["time"]["rows"]
+    assert [row["num_gpus"] for row in rows] == [1, 2, 4, 8] and rows[0]["fits"] is False
+    assert rows[1]["hours"] < rows[0]["hours"] and rows[1]["cost_usd"] > rows[0]["cost_usd"]
+
+
+def test_cli_human_output() -> None:
+    r = invoke("Llama-3.1-8B", "--method", "qlora", "--gpu", "RTX4090", "--tokens", "100M")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("Llama-3.1-8B qlora (bf16-mixed, adamw, 1 x 2k tokens, checkpointed) needs 1x")
+    assert "Time and cost for 100,000,000 tokens" in r.stdout and "\x1b[" not in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--method", "dpo"),
+        ("--method", "full", "--sharding", "none", "--gpus", "2"),
+        ("--method", "full", "--offload", "params", "--sharding", "zero2"),
+        ("--method", "full", "--gpus", "3"),
+        ("--method", "full", "--batch", "0"),
+        ("--method", "full", "--seq", "2q"),
+        ("--method", "full", "--tokens", "lots"),
+        ("--method", "lora", "--lora-targets", "mlp"),
+    ],
+)
+def test_cli_usage_errors(args: tuple[str, ...]) -> None:
+    r = invoke("Llama-3.1-8B", *args)
+    assert (
+        r.exit_code == 2
+        and r.stdout == ""
+        and r.stderr.startswith("gpusize: error: ")
+        and r.stderr.count("\n") == 1
+    )
