@@ -1,4 +1,5 @@
-"""Shared fixtures: the real reference data in ../shared/reference (read-only)."""
+"""Shared fixtures: the real reference data in tests/data/reference (a copy of the project's shared
+reference set: configs, engine logs, GPU facts, H200 measurements; read-only)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-#: A copy of ../shared/reference (configs, engine logs) so the tests run from any clone.
+#: The reference data, copied into the repository so the tests run from any clone.
 REFERENCE = Path(__file__).parent / "data" / "reference"
 FIXTURES = Path(__file__).parent / "data"
 

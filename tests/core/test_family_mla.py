@@ -21,7 +21,7 @@ def test_kimi_k2_kv_per_token() -> None:
 
 
 def test_deepseek_v3_32k_on_h200_needs_8_and_small_kv() -> None:
-    """Issue 3 acceptance 4: about 2.1 GiB of KV per 32k sequence (not ~60), and 8x H200."""
+    """About 2.1 GiB of KV per 32k sequence (not ~60), and 8x H200."""
     best = evaluate("DeepSeek-V3", "H200", 8, 32768)
     assert best.fits and best.per_gpu is not None
     assert 2.0 < best.per_gpu.kv_cache_bytes / 2**30 < 2.2

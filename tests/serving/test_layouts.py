@@ -26,7 +26,7 @@ def test_layouts_for_a_server() -> None:
 
 
 def test_serve_qwen3_8b_on_four_l40s() -> None:
-    """Issue 5 acceptance 4: the comparison, a recommendation, and the same numbers in --json."""
+    """The comparison, a recommendation, and the same numbers in --json."""
     human = run("serve", "Qwen3-8B", "--ctx", "8k", "--users", "64", "--gpu", "L40S", "--gpus", "4")
     assert human.returncode == 0, human.stderr
     for layout in ("4 x TP=1", "2 x TP=2", "1 x TP=4"):

@@ -126,7 +126,7 @@ def test_flops_and_cost() -> None:
     assert T.flops_per_token(L8, plain) == pytest.approx(6 * n + 3 * attn)
     assert T.flops_per_token(L8, replace(plain, grad_ckpt=True)) == pytest.approx(8 * n + 4 * attn)
     assert T.flops_per_token(L8, replace(plain, method="lora")) == pytest.approx(4 * n + 3 * attn)
-    # Seed 003's worked example: 4 GPUs at 3.2x = 80% scaling; 100 h at $1/h vs 31.25 h at $4/h = +25%.
+    # The single- vs multi-GPU servers article's worked example: 4 GPUs at 3.2x = 80% scaling; 100 h at $1/h vs 31.25 h at $4/h = +25%.
     assert T.scaling_efficiency("pcie", 4) == pytest.approx(0.8)
     assert T.training_cost_usd(100 / 3.2, 1.0, 4) == pytest.approx(125.0)
     assert T.scaling_efficiency("nvswitch", 8) > T.scaling_efficiency("bridge-pairs", 8)
@@ -142,14 +142,14 @@ def test_token_budget_parsing() -> None:
             parse_token_budget(bad)
 
 
-# --------------------------------------------------------------------------- acceptance 1 and 4
+# --------------------------------------------------------------------------- published figures
 
 
-def test_seed_004_full_finetune_8b() -> None:
-    """Seed 004: "full fine-tuning of 8B in mixed precision needs 80-120 GB, LoRA 16-24 GB".
+def test_guide_full_finetune_8b() -> None:
+    """The Huananzhi GPU-server guide: "full fine-tuning of 8B in mixed precision needs 80-120 GB, LoRA 16-24 GB".
 
     Full, bf16-mixed, AdamW, 2k tokens: 129.9 GB (120.9 GiB). The assumption that moves it above
-    120 GB is the fp32 master copy (4 B/param = 32.1 GB): the seed counts 2 B weights + 2 B grads +
+    120 GB is the fp32 master copy (4 B/param = 32.1 GB): the guide counts 2 B weights + 2 B grads +
     8 B Adam = 12 B/param. Without the master copy the same job is 97.7 GB, inside the range."""
     m = T.train_memory(L8, T.TrainSetup("full", 2048), 1)
     assert 129e9 < m.total_bytes < 131e9
@@ -157,7 +157,7 @@ def test_seed_004_full_finetune_8b() -> None:
     assert 80 * GB <= m.total_bytes - m.master_weights_bytes <= 120 * GB
 
 
-def test_seed_004_lora_8b() -> None:
+def test_guide_lora_8b() -> None:
     m = T.train_memory(L8, T.TrainSetup("lora", 2048), 1)
     assert 16 * GB <= m.total_bytes <= 24 * GB  # 21.4 GB
 
