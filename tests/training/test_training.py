@@ -126,7 +126,8 @@ def test_flops_and_cost() -> None:
     assert T.flops_per_token(L8, plain) == pytest.approx(6 * n + 3 * attn)
     assert T.flops_per_token(L8, replace(plain, grad_ckpt=True)) == pytest.approx(8 * n + 4 * attn)
     assert T.flops_per_token(L8, replace(plain, method="lora")) == pytest.approx(4 * n + 3 * attn)
-    # The single- vs multi-GPU servers article's worked example: 4 GPUs at 3.2x = 80% scaling; 100 h at $1/h vs 31.25 h at $4/h = +25%.
+    # The single- vs multi-GPU servers article's worked example: 4 GPUs at 3.2x = 80% scaling; 100 h at
+    # $1/h vs 31.25 h at $4/h = +25%.
     assert T.scaling_efficiency("pcie", 4) == pytest.approx(0.8)
     assert T.training_cost_usd(100 / 3.2, 1.0, 4) == pytest.approx(125.0)
     assert T.scaling_efficiency("nvswitch", 8) > T.scaling_efficiency("bridge-pairs", 8)
@@ -146,7 +147,8 @@ def test_token_budget_parsing() -> None:
 
 
 def test_guide_full_finetune_8b() -> None:
-    """The Huananzhi GPU-server guide: "full fine-tuning of 8B in mixed precision needs 80-120 GB, LoRA 16-24 GB".
+    """The Huananzhi GPU-server guide: "full fine-tuning of 8B in mixed precision needs 80-120 GB, LoRA
+    16-24 GB".
 
     Full, bf16-mixed, AdamW, 2k tokens: 129.9 GB (120.9 GiB). The assumption that moves it above
     120 GB is the fp32 master copy (4 B/param = 32.1 GB): the guide counts 2 B weights + 2 B grads +
