@@ -38,8 +38,8 @@ def test_sizing_path_never_imports_pydantic_or_rich(tmp_path: Path) -> None:
         [sys.executable, "-m", "gpusize", "fit", "Qwen3-8B", "-q"], env=env, check=False, timeout=60
     )
     code = (
-        "import sys; from gpusize.cli import register; from gpusize.cli.app import _run; "
-        "register(['fit']); _run(['fit', 'Qwen3-8B', '--gpu', 'H100', '--quiet']); "
+        "import sys; from gpusize.cli import register; from gpusize.cli.app import run_command; "
+        "register(['fit']); run_command(['fit', 'Qwen3-8B', '--gpu', 'H100', '--quiet']); "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'rich', 'yaml', "
         "'huggingface_hub'}))"
     )

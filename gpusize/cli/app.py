@@ -19,7 +19,7 @@ from gpusize.cli.output import silence_stdout, write_stdout
 from gpusize.errors import GpusizeError
 from gpusize.render.text import safe
 
-__all__ = ["app", "fail", "finish", "main"]
+__all__ = ["app", "fail", "finish", "main", "run_command"]
 
 app = typer.Typer(
     add_completion=True,
@@ -77,7 +77,7 @@ def _click_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
-def _run(argv: list[str] | None) -> int:
+def run_command(argv: list[str] | None) -> int:
     try:
         result = app(args=argv, standalone_mode=False)
     except GpusizeError as exc:
@@ -107,7 +107,7 @@ def _run(argv: list[str] | None) -> int:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: translate errors once, here; never let an exception read as 'does not fit'."""
-    code = _run(argv)
+    code = run_command(argv)
     try:
         sys.stdout.flush()
     except (OSError, ValueError):
