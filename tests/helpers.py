@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from gpusize.cli import register
+from gpusize.cli.app import run_command
 from gpusize.core.engines import engine
 from gpusize.core.parse import parse_config
 from gpusize.core.plan import Candidate, smallest_fit
@@ -47,3 +55,56 @@ def smallest(name: str, gpu: str, ctx: int, dtype: str = "auto", engine_name: st
 def catalog_counts(name: str) -> tuple[ModelSpec, ParamCounts]:
     spec = catalog_spec(name)
     return spec, spec.params
+
+
+@dataclass(frozen=True)
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def run_in_process(*args: str, env: dict[str, str] | None = None) -> CliResult:
+    """The CLI called in this process (register + run_command), stdout and stderr captured: what
+    `gpusize ARGS` does, a hundred times faster than a subprocess. `env` entries are set for the call
+    (an empty string removes a variable)."""
+    argv = list(args)
+    saved = {key: os.environ.get(key) for key in (env or {})}
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        for key, value in (env or {}).items():
+            if value:
+                os.environ[key] = value
+            else:
+                os.environ.pop(key, None)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            register(argv)
+            code = run_command(argv)
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+#: JSON keys whose value may be negative: the memory left over (below zero when a plan does not fit).
+SIGNED_KEYS = ("headroom_bytes",)
+
+
+def negative_numbers(data: Any, path: str = "") -> list[str]:
+    """Paths of every negative number in a JSON document: no byte count, price or rate is negative
+    (only a headroom, which is negative for a plan that does not fit)."""
+    if isinstance(data, dict):
+        return [
+            p
+            for key, value in data.items()
+            if key not in SIGNED_KEYS
+            for p in negative_numbers(value, f"{path}.{key}")
+        ]
+    if isinstance(data, list):
+        return [p for i, value in enumerate(data) for p in negative_numbers(value, f"{path}[{i}]")]
+    if isinstance(data, (int, float)) and not isinstance(data, bool) and data < 0:
+        return [f"{path}={data}"]
+    return []

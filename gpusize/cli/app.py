@@ -7,7 +7,6 @@ traceback). A closed stdout or stderr never changes it.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import traceback
@@ -15,7 +14,7 @@ import traceback
 import typer
 
 from gpusize import __version__
-from gpusize.cli.output import silence_stdout, write_stdout
+from gpusize.cli.output import silence_stdout, write_stderr, write_stdout
 from gpusize.errors import GpusizeError
 from gpusize.render.text import safe
 
@@ -57,12 +56,9 @@ def finish(text: str | None, code: int) -> None:
 
 
 def fail(message: str, hint: str | None = None, code: int = 2) -> int:
+    """One line on stderr (lost, not fatal, when stderr is closed); returns the exit code."""
     tail = f" ({hint})" if hint else ""
-    try:
-        sys.stderr.write(f"gpusize: error: {safe(message, limit=2000)}{safe(tail, limit=500)}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+    write_stderr(f"gpusize: error: {safe(message, limit=1000)}{safe(tail, limit=500)}\n")
     return code
 
 
@@ -95,8 +91,7 @@ def run_command(argv: list[str] | None) -> int:
         if isinstance(exc, _click_errors()):
             return fail(exc.format_message().splitlines()[0])  # type: ignore[attr-defined]
         if os.environ.get("GPUSIZE_DEBUG") == "1":
-            with contextlib.suppress(OSError, ValueError):
-                traceback.print_exc()
+            write_stderr("".join(traceback.format_exc()))
         return fail(
             f"internal error: {type(exc).__name__}: {exc} (set GPUSIZE_DEBUG=1 for a traceback; please "
             "report it)",
@@ -109,7 +104,8 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: translate errors once, here; never let an exception read as 'does not fit'."""
     code = run_command(argv)
     try:
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except (OSError, ValueError):
         silence_stdout()
     sys.exit(code)

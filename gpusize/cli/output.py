@@ -1,10 +1,19 @@
 """Writing answers: stdout that a closed pipe cannot turn into another verdict, stderr that a closed
-stream cannot crash, and files written atomically (temp file + rename) with failures named."""
+stream cannot crash, and files written atomically (temp file + rename) with failures named.
+
+A closed pipe (`| head -c1`) loses the rest of the answer and keeps the exit code. A full disk or a
+closed stdout (`>&-`) means the answer was not delivered: exit 2 with one line. Python sets
+sys.stdout / sys.stderr to None when the process starts with that descriptor closed; every write here
+expects that. A device or FIFO named by -o (`/dev/stdout`, `/dev/full`) is written in place, never
+replaced by a rename.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -12,7 +21,7 @@ from pathlib import Path
 from gpusize.errors import OutputError
 from gpusize.render.text import safe
 
-__all__ = ["silence_stdout", "warn", "write_file", "write_stdout"]
+__all__ = ["silence_stdout", "warn", "write_file", "write_stderr", "write_stdout"]
 
 
 def silence_stdout() -> None:
@@ -26,13 +35,16 @@ def silence_stdout() -> None:
 
 def write_stdout(text: str) -> None:
     """Write the answer; a reader that went away (`| head -1`) is not an error and changes nothing."""
+    stream = sys.stdout
+    if stream is None:  # started with stdout closed (`>&-`)
+        raise OutputError("cannot write to standard output (it is closed)")
     try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        stream.write(text)
+        stream.flush()
     except BrokenPipeError:
         silence_stdout()
     except (OSError, ValueError) as exc:  # a full disk, a closed stdout
-        if getattr(exc, "errno", None) == 32:
+        if getattr(exc, "errno", None) == errno.EPIPE:
             silence_stdout()
             return
         raise OutputError(
@@ -40,22 +52,36 @@ def write_stdout(text: str) -> None:
         ) from None
 
 
+def write_stderr(line: str) -> None:
+    """One line on stderr; a closed or broken stderr only loses the line."""
+    stream = sys.stderr
+    if stream is None:
+        return
+    with contextlib.suppress(Exception):  # noqa: BLE001 - nothing about stderr may change the verdict
+        stream.write(line)
+        stream.flush()
+
+
 def warn(message: str) -> None:
     """One line on stderr; a closed stderr only loses the line."""
-    try:
-        sys.stderr.write(f"gpusize: warning: {safe(message)}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+    write_stderr(f"gpusize: warning: {safe(message, limit=2000)}\n")
 
 
 def write_file(path: str, text: str) -> None:
-    """Write `text` to `path` atomically; never leaves a half-written file, never writes into a folder."""
-    target = Path(path)
+    """Write `text` to `path` atomically (a temp file renamed over it, so a failure leaves the old file
+    or nothing); a symlink is followed; a device or FIFO is written in place."""
     shown = safe(str(path), limit=200)
-    if target.is_dir():
-        raise OutputError(f"{shown}: is a folder; give a file name")
-    folder = target.parent if str(target.parent) else Path(".")
+    try:
+        target = Path(os.path.realpath(path))
+        if target.is_dir():
+            raise OutputError(f"{shown}: is a folder; give a file name")
+        special = target.exists() and not target.is_file()
+    except (OSError, ValueError) as exc:
+        raise OutputError(f"{shown}: cannot write ({getattr(exc, 'strerror', None) or exc})") from None
+    if special:
+        _write_in_place(target, text, shown)
+        return
+    folder = target.parent
     if not folder.is_dir():
         raise OutputError(f"{shown}: the folder {safe(str(folder), limit=200)} does not exist")
     try:
@@ -65,8 +91,28 @@ def write_file(path: str, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        os.chmod(tmp, _mode_for(target))
         os.replace(tmp, target)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise OutputError(f"{shown}: cannot write ({exc.strerror or exc})") from None
+
+
+def _write_in_place(target: Path, text: str, shown: str) -> None:
+    try:
+        with target.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise OutputError(f"{shown}: cannot write ({exc.strerror or exc})") from None
+
+
+def _mode_for(target: Path) -> int:
+    """The permissions of the file being replaced, else the usual 0o666 less the umask (mkstemp's
+    temp files are 0o600)."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask

@@ -66,9 +66,15 @@ def quote(
     if settings.name not in ("vllm", "sglang"):
         raise UsageError(f"quote compares vLLM or SGLang servers; --engine {settings.name} is sized by 'fit'")
     work = prepare.workload(spec, prepare.request(resolved, ctx, settings, 1, dtype, kv_dtype))
-    gpus = [prepare.targets(name, cats).gpus[0] for name in gpu or DEFAULT_QUOTE_GPUS]
+    targets = [prepare.targets(name, cats) for name in gpu or DEFAULT_QUOTE_GPUS]
+    gpus = [t.gpus[0] for t in targets]
     report = build_quote(
-        resolved, spec, gpus, work, parse_count(users, "--users") if users is not None else None
+        resolved,
+        spec,
+        gpus,
+        work,
+        parse_count(users, "--users") if users is not None else None,
+        {t.gpus[0].name: t.max_count for t in targets},
     )
     code = 0 if report.fits else 1
     if svg:

@@ -31,7 +31,10 @@ from gpusize.reports.serve import build_serve_report
 from gpusize.serving.layouts import Demand
 from gpusize.units import parse_count, parse_tokens
 
-__all__ = ["serve"]
+__all__ = ["DEFAULT_SERVER_GPUS", "serve"]
+
+#: GPUs in the server `serve` lays out when --gpus is not given: a common 4-GPU node.
+DEFAULT_SERVER_GPUS = 4
 
 
 @app.command()
@@ -43,7 +46,7 @@ def serve(
     prompt: str = typer.Option("1k", "--prompt-tokens", help="Prompt length per request (with --rps, TTFT)."),
     output: str = typer.Option("256", "--output-tokens", help="Output tokens per request (with --rps)."),
     gpu: GpuName = "H100",
-    gpus: GpuCount = 4,
+    gpus: GpuCount = None,
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
     engine: Engine = None,
@@ -61,7 +64,7 @@ def serve(
 
     Example: gpusize serve Qwen3-8B --users 64 --gpu L40S --gpus 4
     """
-    count = prepare.gpu_count(gpus) or 4
+    prepare.gpu_count(gpus)
     if (users is None) == (rps is None):
         raise UsageError("give exactly one of --users N or --rps R")
     demand = Demand(
@@ -78,7 +81,9 @@ def serve(
     if settings.name not in ("vllm", "sglang"):
         raise UsageError(f"serve compares vLLM or SGLang layouts; --engine {settings.name} is sized by 'fit'")
     work = prepare.workload(spec, prepare.request(resolved, ctx, settings, 1, dtype, kv_dtype))
-    where = prepare.targets(gpu, cats, count)
+    where = prepare.targets(gpu, cats, gpus)
+    # a server of 4 unless told; --gpu local: at most the GPUs this machine has
+    count = gpus or min(DEFAULT_SERVER_GPUS, where.max_count)
     report = build_serve_report(resolved, spec, where.gpus[0], count, work, demand)
     answer(
         report,

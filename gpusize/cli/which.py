@@ -19,6 +19,7 @@ from gpusize.cli.options import (
     ModelsFile,
     Quiet,
 )
+from gpusize.cli.output import warn
 from gpusize.core.workload import DTYPES, KV_DTYPES, EngineSettings, Request
 from gpusize.errors import UsageError
 from gpusize.render.which import render_which
@@ -59,6 +60,8 @@ def which(
         engine=EngineSettings(name=prepare.engine_name(engine or "vllm")),
     )
     report = build_which(cats.models(), where.gpus[0], count, req)
+    for skipped in report.skipped:
+        warn(skipped)  # one unreadable catalog model is skipped, never the whole answer
     answer(
         report,
         0 if report.fits else 1,

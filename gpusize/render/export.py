@@ -3,7 +3,9 @@
 
 Every value is escaped for its format: HTML-escaped in HTML, SVG and Markdown (a model id can hold
 `<img onerror=...>`), `|` escaped in Markdown tables, and CSV cells that a spreadsheet would run as a
-formula (`=`, `+`, `-`, `@` first) prefixed with a quote.
+formula (`=`, `+`, `-`, `@` first) prefixed with a quote. Control characters (an ESC sequence from a
+config, a folder name or a user catalog) are shown as escapes in every format, as on the terminal:
+these exports are printed to stdout too.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import fields
 
 from gpusize.render.format import fmt_float, human_tokens
 from gpusize.render.quote import QUOTE_COLUMNS, title
+from gpusize.render.text import safe
 from gpusize.reports.quote import QuoteReport
 from gpusize.serving.quote import Option
 from gpusize.units import GIB
@@ -40,10 +43,16 @@ def assumption_items(report: QuoteReport) -> list[tuple[str, str]]:
 
 def _md(text: str) -> str:
     """A Markdown table cell or line: HTML-escaped (so no tag runs), pipes and newlines neutralised."""
-    return html.escape(text).replace("|", "\\|").replace("\n", " ").replace("`", "&#96;")
+    return _h(text.replace("\n", " ")).replace("|", "\\|").replace("`", "&#96;")
+
+
+def _h(text: str) -> str:
+    """HTML-escaped, control characters shown as escapes."""
+    return html.escape(safe(text))
 
 
 def _csv_cell(text: str) -> str:
+    text = safe(text)
     if text.startswith(_FORMULA_START) and text not in ("-",) and not _is_number(text):
         return "'" + text
     return text
@@ -71,7 +80,14 @@ def to_markdown(report: QuoteReport) -> str:
     for o in report.options:
         lines.append("| " + " | ".join(_md(cell(o)) for _, cell in QUOTE_COLUMNS) + " |")
     if report.topology_mermaid:
-        lines += ["", "### Topology", "", "```mermaid", report.topology_mermaid.replace("`", "'"), "```"]
+        lines += [
+            "",
+            "### Topology",
+            "",
+            "```mermaid",
+            safe(report.topology_mermaid, keep_newlines=True).replace("`", "'"),
+            "```",
+        ]
     lines += ["", "### Assumptions", ""] + [f"- {k}: {_md(v)}" for k, v in assumption_items(report)]
     return "\n".join(lines) + "\n"
 
@@ -91,12 +107,12 @@ def text_svg(text: str, heading: str) -> str:
     width = 9 * max((len(line) for line in lines), default=1) + 20
     height = 18 * len(lines) + 40
     body = "".join(
-        f'<text x="10" y="{30 + 18 * i}" xml:space="preserve">{html.escape(line)}</text>'
+        f'<text x="10" y="{30 + 18 * i}" xml:space="preserve">{_h(line)}</text>'
         for i, line in enumerate(lines)
     )
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="monospace" '
-        f'font-size="14"><title>{html.escape(heading)}</title><rect width="100%" height="100%" fill="#fff"/>'
+        f'font-size="14"><title>{_h(heading)}</title><rect width="100%" height="100%" fill="#fff"/>'
         f"{body}</svg>\n"
     )
 
@@ -114,9 +130,7 @@ def memory_bar_svg(options: tuple[Option, ...], width: int = 640) -> str:
     ]
     for i, o in enumerate(rows):
         y, x = 10 + 28 * i, 150.0
-        parts.append(
-            f'<text x="4" y="{y + 15}" font-size="12">{html.escape(f"{o.num_gpus}x {o.gpu}")}</text>'
-        )
+        parts.append(f'<text x="4" y="{y + 15}" font-size="12">{_h(f"{o.num_gpus}x {o.gpu}")}</text>')
         segments = [
             ("weights", o.weights_bytes),
             ("KV cache", o.kv_cache_bytes),
@@ -183,37 +197,36 @@ def to_html(report: QuoteReport) -> str:
     head = "".join(f"<th>{html.escape(col.header)}</th>" for col, _ in QUOTE_COLUMNS)
     rows = "".join(
         "<tr class='{}'>".format("fit" if o.fits else "nofit")
-        + "".join(f"<td>{html.escape(cell(o))}</td>" for _, cell in QUOTE_COLUMNS)
+        + "".join(f"<td>{_h(cell(o))}</td>" for _, cell in QUOTE_COLUMNS)
         + "</tr>"
         for o in report.options
     )
     rec = report.recommendation
     summary = (
-        f"<p class='rec'><b>Recommended:</b> {rec.num_gpus}x {html.escape(rec.gpu_full_name)}, "
+        f"<p class='rec'><b>Recommended:</b> {rec.num_gpus}x {_h(rec.gpu_full_name)}, "
         f"{rec.replicas} x TP={rec.tensor_parallel}, {fmt_float(rec.price_usd_per_hour, 2)} $/h "
         "indicative</p>"
         if rec
         else "<p class='rec'><b>No option fits.</b></p>"
     )
+    topology_text = html.escape(safe(report.topology_text or "", keep_newlines=True))
+    mermaid = html.escape(safe(report.topology_mermaid or "", keep_newlines=True))
     topology = (
-        f"<h2>Topology</h2><pre>{html.escape(report.topology_text)}</pre>"
-        f"<details><summary>Mermaid source</summary><pre>{html.escape(report.topology_mermaid or '')}"
-        f"</pre></details>"
+        f"<h2>Topology</h2><pre>{topology_text}</pre>"
+        f"<details><summary>Mermaid source</summary><pre>{mermaid}</pre></details>"
         if report.topology_text
         else ""
     )
-    assumptions = "".join(
-        f"<li><b>{html.escape(k)}</b>: {html.escape(str(v))}</li>" for k, v in assumption_items(report)
-    )
+    assumptions = "".join(f"<li><b>{_h(k)}</b>: {_h(str(v))}</li>" for k, v in assumption_items(report))
     style = (
         "body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;"
         "font-size:13px}th,td{border:1px solid #ccc;padding:4px 6px;text-align:left}th{background:#eef}"
         "tr.nofit td{color:#888}.rec{font-size:15px}pre{background:#f6f6f6;padding:8px}"
     )
     return (
-        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title(report))}"
-        f"</title><style>{style}</style></head><body><h1>GPU quote</h1><p>{html.escape(title(report))} "
-        f"({html.escape(report.assumptions.engine)}; gpusize {report.gpusize_version})</p>{summary}"
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{_h(title(report))}"
+        f"</title><style>{style}</style></head><body><h1>GPU quote</h1><p>{_h(title(report))} "
+        f"({_h(report.assumptions.engine)}; gpusize {report.gpusize_version})</p>{summary}"
         f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
         f"<h2>Memory per GPU</h2>{memory_bar_svg(report.options)}"
         f"<h2>Concurrency against context (recommended option)</h2>{curve_svg(report)}{topology}"

@@ -48,10 +48,17 @@ class QuoteReport:
 
 
 def build_quote(
-    resolved: ResolvedModel, spec: ModelSpec, gpus: list[GpuSpec], work: Workload, users: int | None
+    resolved: ResolvedModel,
+    spec: ModelSpec,
+    gpus: list[GpuSpec],
+    work: Workload,
+    users: int | None,
+    max_gpus: dict[str, int] | None = None,
 ) -> QuoteReport:
+    """`max_gpus`: the most GPUs an option of that GPU name may use (--gpu local: the machine's)."""
     demand = Demand(users=users or 1)
-    options = rank([option_for(spec, g, work, demand) for g in gpus])
+    limits = max_gpus or {}
+    options = rank([option_for(spec, g, work, demand, max_count=limits.get(g.name, 8)) for g in gpus])
     top = next((o for o in options if o.fits), None)
     curve: list[CurvePoint] = []
     if top:

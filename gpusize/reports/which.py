@@ -33,6 +33,11 @@ class WhichReport:
     models: tuple[ModelFit, ...]
     assumptions: WhichAssumptions
 
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        """One line per catalog model whose config could not be read (it is left out, not fatal)."""
+        return tuple(note for note in self.assumptions.notes if note.startswith("skipped "))
+
 
 def build_which(
     models: tuple[CatalogModel, ...], gpu: GpuSpec, num_gpus: int, request: Request

@@ -78,11 +78,17 @@ def _caveats(gpu: GpuSpec, tp: int, option_visible_measured: bool) -> tuple[str,
 
 
 def option_for(
-    spec: ModelSpec, gpu: GpuSpec, work: Workload, demand: Demand, count: int | None = None
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    work: Workload,
+    demand: Demand,
+    count: int | None = None,
+    max_count: int = max(TP_SIZES),
 ) -> Option:
     """The smallest server of this GPU type that holds the whole demand (or, when none of 1/2/4/8
-    does, the largest that runs the model), laid out as `serve` recommends."""
-    sizes = (count,) if count else TP_SIZES
+    does, the largest that runs the model), laid out as `serve` recommends; never more than
+    `max_count` GPUs (this machine's, for --gpu local)."""
+    sizes = (count,) if count else tuple(n for n in TP_SIZES if n <= max_count) or (1,)
     model = engine(work.engine.name)
     tried = smallest_fit(spec, gpu, work, model.evaluate, sizes)
     best = tried[-1]
