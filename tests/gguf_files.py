@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from gguf import GGML_QUANT_SIZES, GGUFWriter
+from gguf import GGML_QUANT_SIZES, GGUFValueType, GGUFWriter
 from gguf import GGMLQuantizationType as T
 
 
@@ -86,3 +86,56 @@ def llama31_8b_q4_k_m(path: Path) -> int:
         "context_length": 131072,
     }
     return write_sparse(path, "llama", meta, tensors, n_vocab)
+
+
+#: A tiny Llama GGUF's metadata: key -> (value, GGUF type); a test replaces or drops keys.
+TINY_META: dict[str, tuple[object, GGUFValueType]] = {
+    "llama.block_count": (2, GGUFValueType.UINT32),
+    "llama.embedding_length": (64, GGUFValueType.UINT32),
+    "llama.feed_forward_length": (128, GGUFValueType.UINT32),
+    "llama.attention.head_count": (4, GGUFValueType.UINT32),
+    "llama.attention.head_count_kv": (2, GGUFValueType.UINT32),
+    "llama.context_length": (4096, GGUFValueType.UINT32),
+    "general.file_type": (1, GGUFValueType.UINT32),
+    "tokenizer.ggml.tokens": ([f"token{i}" for i in range(256)], GGUFValueType.ARRAY),
+}
+
+
+def tiny_tensors(blocks: int = 2) -> list[tuple[str, list[int], T]]:
+    tensors = [("token_embd.weight", [64, 256], T.F16), ("output_norm.weight", [64], T.F32)]
+    for i in range(blocks):
+        tensors += [
+            (f"blk.{i}.attn_q.weight", [64, 64], T.F16),
+            (f"blk.{i}.attn_k.weight", [64, 32], T.F16),
+            (f"blk.{i}.ffn_up.weight", [64, 128], T.F16),
+        ]
+    return tensors
+
+
+def write_tiny(
+    path: Path,
+    meta: dict[str, tuple[object, GGUFValueType]] | None = None,
+    drop: tuple[str, ...] = (),
+    tensors: list[tuple[str, list[int], T]] | None = None,
+    arch: str = "llama",
+) -> Path:
+    """A small, complete GGUF (real tensor data, zeros) with TINY_META updated by `meta`."""
+    w = GGUFWriter(str(path), arch)
+    for key, (value, vtype) in {**TINY_META, **(meta or {})}.items():
+        if key in drop:
+            continue
+        if vtype == GGUFValueType.ARRAY:
+            w.add_array(key, value)  # type: ignore[arg-type]
+        else:
+            w.add_key_value(key, value, vtype)
+    for name, shape, qtype in tensors if tensors is not None else tiny_tensors():
+        nbytes = tensor_bytes(shape, qtype)
+        w.add_tensor_info(name, list(reversed(shape)), np.float32, nbytes, raw_dtype=qtype)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    f = w.fout[0]
+    f.write(b"\0" * ((-f.tell()) % 32))
+    f.write(b"\0" * sum(GGUFWriter.ggml_pad(ti.nbytes, 32) for ti in w.tensors[0].values()))
+    f.close()
+    return path

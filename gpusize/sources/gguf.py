@@ -1,9 +1,12 @@
 """GGUF files (llama.cpp, Ollama): architecture metadata and the exact bytes of every tensor.
 
 I/O at the edge: reads the GGUF header and tensor table through the optional `gguf` package
-(`pip install 'gpusize[gguf]'`), never the tensor data. The metadata is translated into a
-Hugging Face-style config dict so the same ModelSpec arithmetic applies (KV cache, heads, TP);
-weights come from the file itself, tensor by tensor.
+(`pip install 'gpusize[gguf]'`), never the tensor data, after `gguf_header.check_header` has walked
+the header and bounded every count and length by the file's real size (a tensor count of 2^62 or a
+truncated file never reaches the reader). Metadata values are read through `core.fields`: a width
+of 256.7, a block count of "two" or an array where a number belongs is an error naming the key.
+The metadata is translated into a Hugging Face-style config dict so the same ModelSpec arithmetic
+applies (KV cache, heads, TP); weights come from the file itself, tensor by tensor.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpusize.core.fields import Fields, echo
 from gpusize.errors import ConfigError
+from gpusize.sources.config_json import shown_path
+from gpusize.sources.gguf_header import check_header
 
 __all__ = ["ARCH_TO_MODEL_TYPE", "GgufModel", "read_gguf"]
 
@@ -36,7 +42,7 @@ ARCH_TO_MODEL_TYPE = {
     "deepseek2": "deepseek_v3",
     "command-r": "cohere",
 }
-_BLOCK = re.compile(r"^blk\.(\d+)\.")
+_BLOCK = re.compile(r"^blk\.(\d{1,18})\.")
 
 
 @dataclass(frozen=True)
@@ -55,18 +61,33 @@ class GgufModel:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _reader(path: Path) -> Any:
+def _gguf_module(path: Path) -> Any:
     try:
         # optional extra (pip install gpusize[gguf]): loaded only for .gguf files
-        from gguf import GGUFReader
+        import gguf
     except ImportError:
         raise ConfigError(
-            f"{path}: reading GGUF files needs the gguf extra", hint="pip install 'gpusize[gguf]'"
+            f"{shown_path(path)}: reading GGUF files needs the gguf extra", hint="pip install 'gpusize[gguf]'"
         ) from None
+    return gguf
+
+
+def _reader(path: Path) -> Any:
+    """GGUFReader over a header that `gguf_header.check_header` has walked and bounded first."""
+    gguf = _gguf_module(path)
+
+    def quant_sizes(kind: int) -> tuple[int, int] | None:
+        try:
+            sizes: tuple[int, int] = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(kind)]
+        except (ValueError, KeyError):
+            return None
+        return sizes
+
+    check_header(path, quant_sizes)
     try:
-        return GGUFReader(str(path), "r")
-    except (ValueError, OSError, KeyError) as exc:
-        raise ConfigError(f"{path}: not a readable GGUF file ({exc})".splitlines()[0]) from None
+        return gguf.GGUFReader(str(path), "r")
+    except (ValueError, OSError, KeyError, IndexError, TypeError, OverflowError) as exc:
+        raise ConfigError(f"{shown_path(path)}: not a readable GGUF file ({exc})".splitlines()[0]) from None
 
 
 def _fields(reader: Any) -> dict[str, Any]:
@@ -76,7 +97,7 @@ def _fields(reader: Any) -> dict[str, Any]:
             continue
         try:
             out[key] = value.contents()
-        except (ValueError, IndexError, TypeError):
+        except (ValueError, IndexError, TypeError):  # UnicodeDecodeError is a ValueError
             continue
     return out
 
@@ -84,10 +105,17 @@ def _fields(reader: Any) -> dict[str, Any]:
 def read_gguf(path: Path) -> GgufModel:
     reader = _reader(path)
     meta = _fields(reader)
-    arch = str(meta.get("general.architecture", ""))
+    where = f"{shown_path(path)}: GGUF metadata"
+    arch = Fields(meta, where).string("general.architecture")
     if not arch:
-        raise ConfigError(f"{path}: GGUF without general.architecture")
-    layers: dict[int, int] = {}
+        raise ConfigError(f"{where}: missing 'general.architecture'")
+    if arch not in ARCH_TO_MODEL_TYPE:
+        raise ConfigError(
+            f"{where}: architecture {echo(arch)} is not supported",
+            hint=f"supported: {', '.join(sorted(ARCH_TO_MODEL_TYPE))}",
+        )
+    blocks = Fields(meta, where).integer(f"{arch}.block_count", kind="layers")
+    layers = [0] * blocks
     by_type: dict[str, int] = {}
     embd = output = other = 0
     for tensor in reader.tensors:
@@ -95,98 +123,118 @@ def read_gguf(path: Path) -> GgufModel:
         by_type[tensor.tensor_type.name] = by_type.get(tensor.tensor_type.name, 0) + size
         match = _BLOCK.match(tensor.name)
         if match:
-            layers[int(match[1])] = layers.get(int(match[1]), 0) + size
+            index = int(match[1])
+            if index >= blocks:
+                raise ConfigError(
+                    f"{where}: tensor {echo(tensor.name)} belongs to block {index:,}, but "
+                    f"{arch}.block_count is {blocks}"
+                )
+            layers[index] += size
         elif tensor.name.startswith("token_embd"):
             embd += size
         elif tensor.name.startswith("output.") or tensor.name == "output":
             output += size
         else:
             other += size
-    vocab_rows = _vocab(meta, reader)
+    while layers and layers[-1] == 0:  # blocks without tensors of their own at the end (MTP stubs)
+        layers.pop()
     return GgufModel(
         path=str(path),
         architecture=arch,
         file_type=_file_type(meta),
-        config=_config(arch, meta, vocab_rows, output),
+        config=_config(arch, Fields(meta, where), _vocab(meta, reader, where), output),
         tensor_bytes=sum(by_type.values()),
         bytes_by_type=by_type,
-        layer_bytes=tuple(layers.get(i, 0) for i in range(max(layers) + 1 if layers else 0)),
+        layer_bytes=tuple(layers),
         token_embd_bytes=embd,
         output_bytes=output,
         other_bytes=other,
     )
 
 
-def _vocab(meta: dict[str, Any], reader: Any) -> int:
+def _vocab(meta: dict[str, Any], reader: Any, where: str) -> int:
     tokens = meta.get("tokenizer.ggml.tokens")
-    if tokens:
-        return len(tokens)
+    if tokens is not None:
+        if not isinstance(tokens, list):
+            raise ConfigError(
+                f"{where}: 'tokenizer.ggml.tokens' must be a list of strings, got {echo(tokens)}"
+            )
+        if tokens:
+            return len(tokens)
     for tensor in reader.tensors:
         if tensor.name == "token_embd.weight":
             return int(tensor.shape[-1])
-    raise ConfigError("GGUF without a vocabulary (tokenizer.ggml.tokens or token_embd.weight)")
+    raise ConfigError(f"{where}: no vocabulary (tokenizer.ggml.tokens or token_embd.weight)")
 
 
 def _file_type(meta: dict[str, Any]) -> str:
     code = meta.get("general.file_type")
-    if code is None:
+    if not isinstance(code, int) or isinstance(code, bool):
         return "unknown"
     try:
         # optional extra (pip install gpusize[gguf]): loaded only for .gguf files
         from gguf import LlamaFileType
 
-        return str(LlamaFileType(int(code)).name).removeprefix("MOSTLY_")
+        return str(LlamaFileType(code).name).removeprefix("MOSTLY_")
     except (ImportError, ValueError):
         return str(code)
 
 
-def _config(arch: str, meta: dict[str, Any], vocab: int, output_bytes: int) -> dict[str, Any]:
-    """An HF-style config from `{arch}.*` metadata keys (llama.cpp's names for the same facts)."""
+def _config(arch: str, f: Fields, vocab: int, output_bytes: int) -> dict[str, Any]:
+    """An HF-style config from `{arch}.*` metadata keys (llama.cpp's names for the same facts), each
+    read through `core.fields` (typed, bounded, the key named in any error)."""
 
-    def get(key: str, default: Any = None) -> Any:
-        return meta.get(f"{arch}.{key}", default)
+    def key(name: str) -> str:
+        return f"{arch}.{name}"
 
-    if arch not in ARCH_TO_MODEL_TYPE:
-        raise ConfigError(
-            f"GGUF architecture '{arch}' is not supported",
-            hint=f"supported: {', '.join(sorted(ARCH_TO_MODEL_TYPE))}",
-        )
-    hidden, heads = get("embedding_length"), get("attention.head_count")
-    if not hidden or not heads or not get("block_count"):
-        raise ConfigError(f"GGUF {arch}: missing embedding_length, attention.head_count or block_count")
+    hidden = f.integer(key("embedding_length"), kind="width")
+    heads = f.integer(key("attention.head_count"), kind="heads")
+    if hidden < heads:
+        raise f.fail(key("embedding_length"), f"is smaller than the {heads} attention heads", hidden)
+    intermediate = f.integer(key("feed_forward_length"), kind="width", default=4 * hidden)
     config: dict[str, Any] = {
         "model_type": ARCH_TO_MODEL_TYPE[arch],
         "architectures": [f"gguf:{arch}"],
-        "hidden_size": int(hidden),
-        "num_hidden_layers": int(get("block_count")),
-        "num_attention_heads": int(heads),
-        "num_key_value_heads": int(get("attention.head_count_kv", heads)),
-        "head_dim": int(get("attention.key_length", int(hidden) // int(heads))),
-        "intermediate_size": int(get("feed_forward_length", 4 * int(hidden))),
+        "hidden_size": hidden,
+        "num_hidden_layers": f.integer(key("block_count"), kind="layers"),
+        "num_attention_heads": heads,
+        "num_key_value_heads": f.integer(key("attention.head_count_kv"), kind="heads", default=heads),
+        "head_dim": f.integer(key("attention.key_length"), kind="width", default=hidden // heads),
+        "intermediate_size": intermediate,
         "vocab_size": vocab,
-        "max_position_embeddings": int(get("context_length", 0)) or None,
+        "max_position_embeddings": f.optional_integer(key("context_length"), kind="positions"),
         "tie_word_embeddings": output_bytes == 0,
         "torch_dtype": "bfloat16",
     }
-    if get("attention.sliding_window"):
-        config["sliding_window"] = int(get("attention.sliding_window"))
-    if get("expert_count"):
+    window = f.optional_integer(key("attention.sliding_window"), kind="positions", minimum=0)
+    if window:
+        config["sliding_window"] = window
+    experts = f.optional_integer(key("expert_count"), kind="experts", minimum=0)
+    if experts:
         config.update(
             {
-                "num_experts": int(get("expert_count")),
-                "num_experts_per_tok": int(get("expert_used_count")),
-                "moe_intermediate_size": int(get("expert_feed_forward_length", config["intermediate_size"])),
+                "num_experts": experts,
+                "num_experts_per_tok": f.integer(key("expert_used_count"), kind="experts"),
+                "moe_intermediate_size": f.integer(
+                    key("expert_feed_forward_length"), kind="width", default=intermediate
+                ),
             }
         )
-    if get("attention.kv_lora_rank"):
+    if f.optional_integer(key("attention.kv_lora_rank"), kind="width", minimum=0):
+        rope = f.integer(key("rope.dimension_count"), kind="width", default=64)
+        key_length = f.integer(key("attention.key_length"), kind="width", default=192)
+        if key_length <= rope:
+            raise f.fail(
+                key("attention.key_length"), f"must exceed rope.dimension_count ({rope})", key_length
+            )
         config.update(
             {
-                "kv_lora_rank": int(get("attention.kv_lora_rank")),
-                "qk_rope_head_dim": int(get("rope.dimension_count", 64)),
-                "qk_nope_head_dim": int(get("attention.key_length", 192))
-                - int(get("rope.dimension_count", 64)),
-                "v_head_dim": int(get("attention.value_length", 128)),
-                "q_lora_rank": int(get("attention.q_lora_rank", 0)) or None,
+                "kv_lora_rank": f.integer(key("attention.kv_lora_rank"), kind="width"),
+                "qk_rope_head_dim": rope,
+                "qk_nope_head_dim": key_length - rope,
+                "v_head_dim": f.integer(key("attention.value_length"), kind="width", default=128),
+                "q_lora_rank": f.optional_integer(key("attention.q_lora_rank"), kind="width", minimum=0)
+                or None,
             }
         )
     return config

@@ -15,13 +15,18 @@ import struct
 from pathlib import Path
 from typing import Any
 
+from gpusize.core.fields import echo
 from gpusize.errors import ConfigError
 
 __all__ = [
     "DTYPE_BITS",
+    "MAX_ELEMENTS",
     "MAX_HEADER_BYTES",
+    "MAX_SHARDS",
     "read_dtype_elements",
     "read_header",
+    "shard_names",
+    "tensor_dtype_elements",
     "weight_bytes_from_dtype_elements",
     "weight_files",
 ]
@@ -53,11 +58,20 @@ DTYPE_BITS: dict[str, int] = {
 
 #: safetensors refuses headers above 100 MB (src/tensor.rs `MAX_HEADER_SIZE`); so do we.
 MAX_HEADER_BYTES = 100_000_000
+#: Most shard files a checkpoint may have: the largest public checkpoints have a few hundred
+#: (DeepSeek-V3: 163, Qwen3-Coder-480B: 241); an index naming 200,000 would mean 200,000 reads.
+MAX_SHARDS = 2048
+#: Largest index file read (DeepSeek-V3's model.safetensors.index.json, ~92k tensors, is about 9 MB).
+MAX_INDEX_BYTES = 64 * 1024 * 1024
+#: Most dimensions and elements one tensor may have: far beyond any weight (an embedding of
+#: 262,144 x 16,384 has 2^32 elements), so only nonsense is refused.
+MAX_DIMS = 8
+MAX_ELEMENTS = 1 << 40
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
 #: Transformers' shard names: `model-00001-of-00004.safetensors`.
-SHARD_NAME = re.compile(r"(?P<stem>.+)-(?P<index>\d+)-of-(?P<total>\d+)\.safetensors")
+SHARD_NAME = re.compile(r"(?P<stem>.+)-(?P<index>\d{1,12})-of-(?P<total>\d{1,12})\.safetensors")
 
 
 def weight_bytes_from_dtype_elements(dtype_elements: dict[str, int]) -> int:
@@ -78,14 +92,41 @@ def weight_files(folder: Path) -> list[Path]:
         return [folder / SINGLE_FILE]
     index = folder / INDEX_FILE
     if index.is_file():
-        try:
-            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-            return [folder / name for name in sorted(set(weight_map.values()))]
-        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-            raise ConfigError(f"{index}: not a safetensors index ({type(exc).__name__}: {exc})") from None
+        return [folder / name for name in shard_names(_read_index(index), str(index))]
     files = sorted(folder.glob("*.safetensors"))
+    if len(files) > MAX_SHARDS:
+        raise ConfigError(f"{folder}: {len(files):,} safetensors files, more than {MAX_SHARDS:,} shards")
     _check_shards_complete(folder, files)
     return files
+
+
+def _read_index(index: Path) -> Any:
+    try:
+        with index.open("rb") as handle:
+            raw = handle.read(MAX_INDEX_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{index}: cannot read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_INDEX_BYTES:
+        raise ConfigError(f"{index}: larger than {MAX_INDEX_BYTES >> 20} MiB, too large to be an index")
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise ConfigError(f"{index}: not a safetensors index ({type(exc).__name__})") from None
+
+
+def shard_names(index: Any, where: str) -> list[str]:
+    """The shard file names a `model.safetensors.index.json` maps its tensors to, checked: plain file
+    names (no folders), at most MAX_SHARDS of them."""
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise ConfigError(f"{where}: not a safetensors index (no weight_map of tensor -> file name)")
+    names = sorted(set(weight_map.values()))
+    if len(names) > MAX_SHARDS:
+        raise ConfigError(f"{where}: names {len(names):,} shard files, more than {MAX_SHARDS:,}")
+    for name in names:
+        if not name or "/" in name or "\\" in name or name in (".", "..") or len(name) > 255:
+            raise ConfigError(f"{where}: shard name {echo(name)} is not a plain file name")
+    return names
 
 
 def _check_shards_complete(folder: Path, files: list[Path]) -> None:
@@ -96,6 +137,8 @@ def _check_shards_complete(folder: Path, files: list[Path]) -> None:
         if match is None:
             continue
         stem, width, total = match["stem"], len(match["total"]), int(match["total"])
+        if total > MAX_SHARDS:
+            raise ConfigError(f"{folder}: {name} claims {total:,} shards, more than {MAX_SHARDS:,}")
         for i in range(1, total + 1):
             if f"{stem}-{i:0{width}d}-of-{match['total']}.safetensors" not in names:
                 raise ConfigError(f"{folder}: shard {i} of {total} of {stem} is missing")
@@ -111,8 +154,8 @@ def read_dtype_elements(path: Path) -> dict[str, int]:
         for name, tensor in read_header(file).items():
             if name == "__metadata__":
                 continue
-            dtype, shape = _tensor_dtype_shape(file, name, tensor)
-            counts[dtype] = counts.get(dtype, 0) + math.prod(shape)
+            dtype, elements = tensor_dtype_elements(str(file), name, tensor)
+            counts[dtype] = counts.get(dtype, 0) + elements
     return dict(sorted(counts.items()))
 
 
@@ -138,11 +181,25 @@ def read_header(file: Path) -> dict[str, Any]:
     return header
 
 
-def _tensor_dtype_shape(file: Path, name: str, tensor: Any) -> tuple[str, list[int]]:
+def tensor_dtype_elements(where: str, name: str, tensor: Any) -> tuple[str, int]:
+    """(dtype, element count) of one header entry, checked like a config field: a known dtype, at most
+    MAX_DIMS whole non-negative dimensions, at most MAX_ELEMENTS elements. Local and remote headers
+    both go through here."""
     dtype = tensor.get("dtype") if isinstance(tensor, dict) else None
     shape = tensor.get("shape") if isinstance(tensor, dict) else None
+    shown = echo(name)
     if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
-        raise ConfigError(f"{file}: tensor '{name}': unknown dtype {dtype!r}")
-    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
-        raise ConfigError(f"{file}: tensor '{name}': shape must be a list of non-negative integers")
-    return dtype, shape
+        raise ConfigError(f"{where}: tensor {shown}: unknown dtype {echo(dtype)}")
+    if (
+        not isinstance(shape, list)
+        or len(shape) > MAX_DIMS
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+    ):
+        raise ConfigError(
+            f"{where}: tensor {shown}: shape must be a list of at most {MAX_DIMS} non-negative integers, "
+            f"got {echo(shape)}"
+        )
+    elements = math.prod(shape)
+    if elements > MAX_ELEMENTS:
+        raise ConfigError(f"{where}: tensor {shown}: shape {echo(shape)} holds more elements than any weight")
+    return dtype, elements
