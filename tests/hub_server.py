@@ -24,7 +24,7 @@ import math
 import re
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -75,6 +75,10 @@ class FakeRepo:
     gated_token: str | None = None
     #: Answer every request with this status (429, 503) while set.
     status: int | None = None
+    #: A misbehaving server: called as behaviour(handler, filename, body, commit) for every file
+    #: request of the repo; it writes whatever it likes to the socket and returns True when it has
+    #: answered (False: answer normally).
+    behaviour: Callable[[Any, str, bool, str], bool] | None = None
 
     def commit(self, revision: str) -> str | None:
         if revision in self.refs:
@@ -110,8 +114,9 @@ class HubServer:
         refs: dict[str, str] | None = None,
         gated_token: str | None = None,
         status: int | None = None,
+        behaviour: Callable[[Any, str, bool, str], bool] | None = None,
     ) -> FakeRepo:
-        repo = FakeRepo(dict(files), refs or {"main": commit_sha(repo_id)}, gated_token, status)
+        repo = FakeRepo(dict(files), refs or {"main": commit_sha(repo_id)}, gated_token, status, behaviour)
         self.repos[repo_id] = repo
         return repo
 
@@ -163,6 +168,9 @@ class _Handler(BaseHTTPRequestHandler):
         commit = repo.commit(unquote(revision))
         if commit is None:
             self._error(404, "RevisionNotFound", f"Invalid rev id: {unquote(revision)}", body)
+            return
+        if repo.behaviour is not None and repo.behaviour(self, unquote(filename), body, commit):
+            self.close_connection = True
             return
         data = repo.files.get(unquote(filename))
         if data is None:

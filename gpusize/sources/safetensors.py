@@ -20,9 +20,14 @@ from gpusize.errors import ConfigError
 
 __all__ = [
     "DTYPE_BITS",
+    "INDEX_FILE",
     "MAX_ELEMENTS",
     "MAX_HEADER_BYTES",
+    "MAX_INDEX_BYTES",
     "MAX_SHARDS",
+    "SINGLE_FILE",
+    "header_length",
+    "parse_header",
     "read_dtype_elements",
     "read_header",
     "shard_names",
@@ -164,20 +169,34 @@ def read_header(file: Path) -> dict[str, Any]:
     try:
         with file.open("rb") as handle:
             prefix = handle.read(8)
-            if len(prefix) < 8:
-                raise ConfigError(f"{file}: not a safetensors file (shorter than its 8-byte header length)")
-            (length,) = struct.unpack("<Q", prefix)
-            if length > MAX_HEADER_BYTES or length > file.stat().st_size - 8:
+            length = header_length(prefix, str(file))
+            if length > file.stat().st_size - 8:
                 raise ConfigError(f"{file}: corrupt safetensors header (length {length} is out of range)")
             raw = handle.read(length)
     except OSError as exc:
         raise ConfigError(f"{file}: cannot read ({exc.strerror})") from None
+    return parse_header(raw, str(file))
+
+
+def header_length(prefix: bytes, where: str) -> int:
+    """The header length stated by a file's first 8 bytes (little-endian u64), at most MAX_HEADER_BYTES."""
+    if len(prefix) < 8:
+        raise ConfigError(f"{where}: not a safetensors file (shorter than its 8-byte header length)")
+    (length,) = struct.unpack("<Q", prefix[:8])
+    if length > MAX_HEADER_BYTES:
+        raise ConfigError(f"{where}: corrupt safetensors header (length {length} is out of range)")
+    return int(length)
+
+
+def parse_header(raw: bytes, where: str) -> dict[str, Any]:
+    """A header's JSON text as a dict (not yet checked entry by entry: see tensor_dtype_elements)."""
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{file}: corrupt safetensors header (not JSON: {exc})".splitlines()[0]) from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        problem = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        raise ConfigError(f"{where}: corrupt safetensors header (not JSON: {problem})") from None
     if not isinstance(header, dict):
-        raise ConfigError(f"{file}: corrupt safetensors header (expected a JSON object)")
+        raise ConfigError(f"{where}: corrupt safetensors header (expected a JSON object)")
     return header
 
 
