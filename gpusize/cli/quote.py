@@ -12,13 +12,17 @@ from gpusize.cli.options import (
     Ctx,
     Dtype,
     Engine,
+    EngineVersion,
     GpusFile,
     Json,
     KvDtype,
     Model,
     ModelsFile,
+    Quantization,
     Quiet,
+    ReservedMib,
     Revision,
+    RopeScaling,
 )
 from gpusize.cli.output import write_file
 from gpusize.errors import UsageError
@@ -45,7 +49,11 @@ def quote(
     ),
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
+    quantization: Quantization = None,
     engine: Engine = None,
+    engine_version: EngineVersion = None,
+    rope_scaling: RopeScaling = None,
+    reserved_mib: ReservedMib = 0,
     fmt: str = typer.Option("table", "--format", help="table, markdown, csv, json or html."),
     output: str | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
     svg: str | None = typer.Option(None, "--svg", help="Also save the table rendering as an SVG file."),
@@ -61,11 +69,20 @@ def quote(
     """
     form = "json" if as_json else prepare.choice(fmt, FORMATS, "--format")
     cats = prepare.catalogs(models_file, gpus_file)
-    resolved, spec = prepare.load_model(model, revision, False, cats)
-    settings = prepare.engine_settings(engine, resolved)
-    if settings.name not in ("vllm", "sglang"):
-        raise UsageError(f"quote compares vLLM or SGLang servers; --engine {settings.name} is sized by 'fit'")
-    work = prepare.workload(spec, prepare.request(resolved, ctx, settings, 1, dtype, kv_dtype))
+    resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
+    flags = prepare.EngineFlags(
+        engine=engine,
+        version=engine_version,
+        quantization=quantization,
+        rope_scaling=rope_scaling,
+        reserved_mib=reserved_mib,
+    )
+    req = prepare.request(resolved, spec, ctx, flags, 1, dtype, kv_dtype)
+    if req.engine.name not in ("vllm", "sglang"):
+        raise UsageError(
+            f"quote compares vLLM or SGLang servers; --engine {req.engine.name} is sized by 'fit'"
+        )
+    work = prepare.workload(spec, req)
     gpus = [prepare.targets(name, cats).gpus[0] for name in gpu or DEFAULT_QUOTE_GPUS]
     report = build_quote(
         resolved, spec, gpus, work, parse_count(users, "--users") if users is not None else None

@@ -11,6 +11,7 @@ from gpusize.cli.options import (
     Ctx,
     Dtype,
     Engine,
+    EngineVersion,
     GpuCount,
     GpuName,
     GpusFile,
@@ -36,6 +37,7 @@ def which(
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
     engine: Engine = None,
+    engine_version: EngineVersion = None,
     show_all: bool = typer.Option(False, "--all", help="Also list the models that do not fit, with why."),
     models_file: ModelsFile = None,
     gpus_file: GpusFile = None,
@@ -56,7 +58,7 @@ def which(
         context_tokens=parse_tokens(ctx),
         dtype=weight if weight == "auto" else canonical_dtype(weight),
         kv_dtype=prepare.choice(kv_dtype, KV_DTYPES, "--kv-dtype"),
-        engine=EngineSettings(name=prepare.engine_name(engine or "vllm")),
+        engine=EngineSettings(name=prepare.engine_name(engine or "vllm"), version=engine_version),
     )
     report = build_which(cats.models(), where.gpus[0], count, req)
     answer(
