@@ -8,6 +8,7 @@ from gpusize.cli import prepare
 from gpusize.cli.app import app
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
+    ChunkedPrefill,
     Dtype,
     EnforceEager,
     Engine,
@@ -20,6 +21,7 @@ from gpusize.cli.options import (
     KvDtype,
     MaxNumBatchedTokens,
     MaxNumSeqs,
+    MaxRunningRequests,
     MemFraction,
     Model,
     ModelsFile,
@@ -55,6 +57,8 @@ def curve(
     enforce_eager: EnforceEager = False,
     expert_parallel: ExpertParallel = False,
     mem_fraction: MemFraction = None,
+    chunked_prefill: ChunkedPrefill = None,
+    max_running_requests: MaxRunningRequests = None,
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
     revision: Revision = None,
@@ -80,6 +84,8 @@ def curve(
         enforce_eager=enforce_eager,
         expert_parallel=expert_parallel,
         mem_fraction=mem_fraction,
+        chunked_prefill=chunked_prefill,
+        max_running_requests=max_running_requests,
         quantization=quantization,
         rope_scaling=rope_scaling,
         reserved_mib=reserved_mib,

@@ -46,6 +46,7 @@ __all__ = [
     "progress",
     "quantized_dtype",
     "request",
+    "reserved_bytes",
     "rope_scaled",
     "targets",
     "workload",
@@ -134,8 +135,8 @@ def _optional_count(value: int | None, flag: str, largest: int = 1 << 20) -> int
     return parse_count(value, flag, largest) if value is not None else None
 
 
-def engine_settings(flags: EngineFlags, resolved: ResolvedModel) -> EngineSettings:
-    default = "llamacpp" if resolved.source == "gguf" else "vllm"
+def engine_settings(flags: EngineFlags, default: str = "vllm") -> EngineSettings:
+    """The engine settings the flags give; `default` is the engine when --engine is not given."""
     chosen = choice(flags.engine, ENGINE_NAMES, "--engine") if flags.engine else default
     if flags.n_gpu_layers is not None and not 0 <= flags.n_gpu_layers <= 100_000:
         raise UsageError(f"invalid --n-gpu-layers {flags.n_gpu_layers}: a count from 0")
@@ -225,19 +226,24 @@ def request(
     weight = quantized_dtype(
         spec, flags.quantization, weight if weight == "auto" else canonical_dtype(weight)
     )
-    if not 0 <= flags.reserved_mib <= 1 << 24:
-        raise UsageError(f"invalid --reserved-mib {flags.reserved_mib}: MiB from 0")
     return Request(
         context_tokens=parse_tokens(ctx),
         batch=parse_count(batch, "--batch", 1 << 16),
         dtype=weight,
         kv_dtype=choice(kv_dtype, KV_DTYPES, "--kv-dtype"),
         include_mtp=mtp,
-        engine=engine_settings(flags, resolved),
+        engine=engine_settings(flags, "llamacpp" if resolved.source == "gguf" else "vllm"),
         checkpoint_bytes=resolved.checkpoint_bytes,
         stored_layers=resolved.stored_layers,
-        reserved_bytes=flags.reserved_mib * (1 << 20),
+        reserved_bytes=reserved_bytes(flags.reserved_mib),
     )
+
+
+def reserved_bytes(mib: int) -> int:
+    """--reserved-mib in bytes (memory a desktop or other processes hold on each GPU)."""
+    if not 0 <= mib <= 1 << 24:
+        raise UsageError(f"invalid --reserved-mib {mib}: MiB from 0")
+    return mib * (1 << 20)
 
 
 def workload(spec: ModelSpec, req: Request) -> Workload:

@@ -9,13 +9,20 @@ import typer
 from gpusize.cli import prepare
 from gpusize.cli.app import app, finish
 from gpusize.cli.options import (
+    ChunkedPrefill,
     Ctx,
     Dtype,
+    EnforceEager,
     Engine,
     EngineVersion,
+    ExpertParallel,
     GpusFile,
     Json,
     KvDtype,
+    MaxNumBatchedTokens,
+    MaxNumSeqs,
+    MaxRunningRequests,
+    MemFraction,
     Model,
     ModelsFile,
     Quantization,
@@ -23,6 +30,7 @@ from gpusize.cli.options import (
     ReservedMib,
     Revision,
     RopeScaling,
+    Utilization,
 )
 from gpusize.cli.output import write_file
 from gpusize.errors import UsageError
@@ -52,6 +60,14 @@ def quote(
     quantization: Quantization = None,
     engine: Engine = None,
     engine_version: EngineVersion = None,
+    utilization: Utilization = None,
+    max_num_seqs: MaxNumSeqs = None,
+    max_num_batched_tokens: MaxNumBatchedTokens = None,
+    enforce_eager: EnforceEager = False,
+    expert_parallel: ExpertParallel = False,
+    mem_fraction: MemFraction = None,
+    chunked_prefill: ChunkedPrefill = None,
+    max_running_requests: MaxRunningRequests = None,
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
     fmt: str = typer.Option("table", "--format", help="table, markdown, csv, json or html."),
@@ -73,6 +89,14 @@ def quote(
     flags = prepare.EngineFlags(
         engine=engine,
         version=engine_version,
+        utilization=utilization,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        enforce_eager=enforce_eager,
+        expert_parallel=expert_parallel,
+        mem_fraction=mem_fraction,
+        chunked_prefill=chunked_prefill,
+        max_running_requests=max_running_requests,
         quantization=quantization,
         rope_scaling=rope_scaling,
         reserved_mib=reserved_mib,

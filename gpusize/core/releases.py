@@ -47,6 +47,8 @@ class Release:
     version: Version
     label: str
     note: str | None = None
+    #: The engine's name ("vLLM"); empty for engines whose releases gpusize does not tell apart.
+    engine: str = ""
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ class Releases:
     def resolve(self, text: str | None) -> Release:
         """The release to model for `text` (None: the newest modelled)."""
         if text is None:
-            return Release(self.newest, f"{self.engine} {self.newest}")
+            return Release(self.newest, f"{self.engine} {self.newest}", engine=self.engine)
         wanted = parse_version(text)
         low, high = self.versions[0], self.versions[-1]
         if wanted is None or wanted < low or wanted.parts[:2] > high.parts[:2]:
@@ -81,13 +83,14 @@ class Releases:
                 f"supported {low} to {high.parts[0]}.{high.parts[1]}.x (default {high})"
             )
         if not self.exhaustive or any(v == wanted for v in self.versions):
-            return Release(wanted, f"{self.engine} {wanted}")
+            return Release(wanted, f"{self.engine} {wanted}", engine=self.engine)
         older = max(v for v in self.versions if v < wanted)
         return Release(
             older,
             f"{self.engine} {older}",
             f"{self.engine} {wanted.text} is not a release gpusize knows: modelled as {older}, the newest "
             "known release before it",
+            self.engine,
         )
 
 

@@ -137,9 +137,9 @@ class Workload:
         return self.weights.name
 
     @property
-    def engine_version(self) -> str:
-        """The release modelled, e.g. "vLLM 0.19.1"."""
-        return self.release.label
+    def engine_version(self) -> str | None:
+        """The release modelled, e.g. "0.19.1"; None for an engine whose releases are not told apart."""
+        return str(self.release.version) if self.release.engine else None
 
     @property
     def uses_checkpoint_blocks(self) -> bool:

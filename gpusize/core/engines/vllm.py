@@ -264,7 +264,9 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     overhead += graphs if beh.graphs_in_budget else 0
     visible = gpu.visible_bytes
     usable = int(utilization(work) * visible)
-    outside = runtime.cuda_context_bytes(tp) + (0 if beh.graphs_in_budget or not graphs else CUDA_GRAPH_POOL)
+    outside = runtime.cuda_context_bytes(tp, gpu.interconnect) + (
+        0 if beh.graphs_in_budget or not graphs else CUDA_GRAPH_POOL
+    )
     state = kvcache.recurrent_state_bytes(spec, work.kv_bytes, tp) * work.batch
     available = usable - weights - acts - overhead - state
     layout = kvcache.kv_layout(spec, work.kv_bytes, tp, beh.hybrid_group_ratio)
@@ -284,7 +286,11 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         outside_budget_limit_bytes=visible - usable - work.reserved_bytes,
         visible_bytes=visible,
     )
-    reason = _misfit(per_gpu, available, work, max_ctx) or _not_free(gpu, usable, work.reserved_bytes)
+    reason = (
+        _misfit(per_gpu, available, work, max_ctx)
+        or _not_free(gpu, usable, work.reserved_bytes, tp, beh)
+        or _no_context_room(per_gpu)
+    )
     return Candidate(
         gpu=gpu.name,
         gpu_full_name=gpu.full_name,
@@ -338,6 +344,11 @@ def _misfit(g: PerGpu, available: int, work: Workload, max_ctx: int | None) -> s
             f"KV cache for {work.batch} x {work.context_tokens:,} tokens needs "
             f"{g.kv_cache_bytes / GIB:.1f} GiB, only {available / GIB:.1f} GiB left{fits_ctx}"
         )
+    return None
+
+
+def _no_context_room(g: PerGpu) -> str | None:
+    """The budget leaves less than a CUDA context outside it (utilization set too high)."""
     if g.outside_budget_limit_bytes < runtime.CUDA_CONTEXT_TP1:
         return (
             f"only {g.outside_budget_limit_bytes / GIB:.2f} GiB left outside the utilization "
@@ -347,15 +358,22 @@ def _misfit(g: PerGpu, available: int, work: Workload, max_ctx: int | None) -> s
     return None
 
 
-def _not_free(gpu: GpuSpec, usable: int, reserved: int) -> str | None:
-    """vLLM refuses to start when the GPU's free memory is below utilization x total ("Free memory on
-    device ... is less than desired GPU memory utilization")."""
-    free = gpu.visible_bytes - reserved if gpu.free_mib is None else gpu.free_mib * (1 << 20) - reserved
+def _not_free(gpu: GpuSpec, usable: int, reserved: int, tp: int, beh: Behaviour) -> str | None:
+    """vLLM refuses to start when the free memory at its start-up snapshot is below utilization x total
+    ("Free memory on device ... is less than desired GPU memory utilization"). The snapshot comes after
+    the CUDA context, and from 0.11 after NCCL init, so those are already taken from the free memory."""
+    taken = (
+        runtime.CUDA_CONTEXT_TP1
+        if beh.nccl_init_in_budget
+        else runtime.cuda_context_bytes(tp, gpu.interconnect)
+    )
+    base = gpu.visible_bytes if gpu.free_mib is None else gpu.free_mib * (1 << 20)
+    free = base - reserved - taken
     if free >= usable:
         return None
     return (
-        f"only {free / GIB:.1f} GiB free on this GPU, the engine asks for {usable / GIB:.1f} GiB; "
-        "free memory or lower --gpu-memory-utilization"
+        f"vLLM refuses to start: free memory on startup ({free / GIB:.2f} GiB) is less than the "
+        f"utilization budget ({usable / GIB:.2f} GiB); lower --gpu-memory-utilization or free memory"
     )
 
 
