@@ -8,8 +8,8 @@ Library use::
 
     from gpusize import find_model, find_gpu, parse_config, fit
     spec = parse_config(find_model("Qwen3-32B").config)
-    best = fit(spec, find_gpu("H100"), context_tokens=32768)[-1]
-    assert best.fits and best.num_gpus == 2
+    best = fit(spec, find_gpu("H100"), context_tokens=32768, batch=4)[-1]
+    assert best.fits and best.num_gpus == 2  # vLLM, newest modelled release
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from gpusize.core.engines import engine
+from gpusize.core.engines import engine, prepare
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES, Candidate, smallest_fit
 from gpusize.core.spec import ModelSpec
-from gpusize.core.workload import EngineSettings, Request, resolve
+from gpusize.core.workload import EngineSettings, Request
 
 __all__ = ["fit"]
 
@@ -27,4 +27,4 @@ def fit(
         context_tokens=context_tokens, batch=batch, dtype=dtype, kv_dtype=kv_dtype, engine=settings
     )
     model = engine(settings.name)
-    return smallest_fit(spec, gpu, resolve(spec, request, model.settings), model.evaluate, sizes)
+    return smallest_fit(spec, gpu, prepare(spec, request), model.evaluate, sizes)

@@ -10,11 +10,11 @@ from typing import Any
 
 from gpusize.cli import register
 from gpusize.cli.app import run_command
-from gpusize.core.engines import engine
+from gpusize.core.engines import engine, prepare
 from gpusize.core.parse import parse_config
 from gpusize.core.plan import Candidate, smallest_fit
 from gpusize.core.spec import ModelSpec, ParamCounts
-from gpusize.core.workload import EngineSettings, Request, Workload, resolve
+from gpusize.core.workload import EngineSettings, Request, Workload
 from gpusize.sources.catalog import find_gpu, find_model
 
 
@@ -38,7 +38,7 @@ def workload(
         kv_dtype=kv_dtype,
         engine=EngineSettings(name=engine_name, **settings),  # type: ignore[arg-type]
     )
-    return resolve(spec, request, engine(engine_name).settings)
+    return prepare(spec, request)
 
 
 def evaluate(name: str, gpu: str, tp: int, ctx: int, batch: int = 1, dtype: str = "auto") -> Candidate:

@@ -19,7 +19,7 @@ def test_docstring_example() -> None:
     from gpusize import find_gpu, find_model, fit, parse_config
 
     spec = parse_config(find_model("Qwen3-32B").config)
-    best = fit(spec, find_gpu("H100"), context_tokens=32768)[-1]
+    best = fit(spec, find_gpu("H100"), context_tokens=32768, batch=4)[-1]
     assert best.fits and best.num_gpus == 2
 
 

@@ -8,8 +8,12 @@ from gpusize.cli import prepare
 from gpusize.cli.app import app
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
+    ChunkedPrefill,
     Dtype,
+    EnforceEager,
     Engine,
+    EngineVersion,
+    ExpertParallel,
     GpuCount,
     GpuName,
     GpusFile,
@@ -17,11 +21,15 @@ from gpusize.cli.options import (
     KvDtype,
     MaxNumBatchedTokens,
     MaxNumSeqs,
+    MaxRunningRequests,
     MemFraction,
     Model,
     ModelsFile,
+    Quantization,
     Quiet,
+    ReservedMib,
     Revision,
+    RopeScaling,
     Utilization,
 )
 from gpusize.cli.output import write_file
@@ -40,11 +48,19 @@ def curve(
     gpus: GpuCount = 1,
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
+    quantization: Quantization = None,
     engine: Engine = None,
+    engine_version: EngineVersion = None,
     utilization: Utilization = None,
     max_num_seqs: MaxNumSeqs = None,
     max_num_batched_tokens: MaxNumBatchedTokens = None,
+    enforce_eager: EnforceEager = False,
+    expert_parallel: ExpertParallel = False,
     mem_fraction: MemFraction = None,
+    chunked_prefill: ChunkedPrefill = None,
+    max_running_requests: MaxRunningRequests = None,
+    rope_scaling: RopeScaling = None,
+    reserved_mib: ReservedMib = 0,
     revision: Revision = None,
     models_file: ModelsFile = None,
     gpus_file: GpusFile = None,
@@ -58,11 +74,23 @@ def curve(
     """
     count = prepare.gpu_count(gpus) or 1
     cats = prepare.catalogs(models_file, gpus_file)
-    resolved, spec = prepare.load_model(model, revision, False, cats)
-    settings = prepare.engine_settings(
-        engine, resolved, utilization, max_num_seqs, max_num_batched_tokens, mem_fraction
+    resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
+    flags = prepare.EngineFlags(
+        engine=engine,
+        version=engine_version,
+        utilization=utilization,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        enforce_eager=enforce_eager,
+        expert_parallel=expert_parallel,
+        mem_fraction=mem_fraction,
+        chunked_prefill=chunked_prefill,
+        max_running_requests=max_running_requests,
+        quantization=quantization,
+        rope_scaling=rope_scaling,
+        reserved_mib=reserved_mib,
     )
-    work = prepare.workload(spec, prepare.request(resolved, "1k", settings, 1, dtype, kv_dtype))
+    work = prepare.workload(spec, prepare.request(resolved, spec, "1k", flags, 1, dtype, kv_dtype))
     where = prepare.targets(gpu, cats, count)
     report = build_curve(resolved, spec, where.gpus[0], count, work)
     if svg:

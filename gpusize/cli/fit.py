@@ -10,9 +10,13 @@ from gpusize.cli.emit import answer
 from gpusize.cli.options import (
     Batch,
     BestEffort,
+    ChunkedPrefill,
     Ctx,
     Dtype,
+    EnforceEager,
     Engine,
+    EngineVersion,
+    ExpertParallel,
     FlashAttn,
     GpuCount,
     GpuName,
@@ -21,13 +25,17 @@ from gpusize.cli.options import (
     KvDtype,
     MaxNumBatchedTokens,
     MaxNumSeqs,
+    MaxRunningRequests,
     MemFraction,
     Model,
     ModelsFile,
     Mtp,
     NGpuLayers,
+    Quantization,
     Quiet,
+    ReservedMib,
     Revision,
+    RopeScaling,
     Utilization,
 )
 from gpusize.errors import UsageError
@@ -44,15 +52,23 @@ def fit(
     batch: Batch = 1,
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
+    quantization: Quantization = None,
     gpu: GpuName = None,
     gpus: GpuCount = None,
     engine: Engine = None,
+    engine_version: EngineVersion = None,
     utilization: Utilization = None,
     max_num_seqs: MaxNumSeqs = None,
     max_num_batched_tokens: MaxNumBatchedTokens = None,
+    enforce_eager: EnforceEager = False,
+    expert_parallel: ExpertParallel = False,
     mem_fraction: MemFraction = None,
+    chunked_prefill: ChunkedPrefill = None,
+    max_running_requests: MaxRunningRequests = None,
     n_gpu_layers: NGpuLayers = None,
     flash_attn: FlashAttn = False,
+    rope_scaling: RopeScaling = None,
+    reserved_mib: ReservedMib = 0,
     mtp: Mtp = False,
     nodes: int | None = typer.Option(
         None, "--nodes", help="Allow N servers of 8 GPUs (TP=8 x PP=N) when one server is not enough."
@@ -71,19 +87,26 @@ def fit(
     prepare.gpu_count(gpus)
     if nodes is not None and not 2 <= nodes <= 64:
         raise UsageError(f"invalid --nodes {nodes}: use 2 to 64 servers")
-    cats = prepare.catalogs(models_file, gpus_file)
-    resolved, spec = prepare.load_model(model, revision, best_effort, cats)
-    settings = prepare.engine_settings(
-        engine,
-        resolved,
-        utilization,
-        max_num_seqs,
-        max_num_batched_tokens,
-        mem_fraction,
-        n_gpu_layers,
-        flash_attn,
+    flags = prepare.EngineFlags(
+        engine=engine,
+        version=engine_version,
+        utilization=utilization,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        enforce_eager=enforce_eager,
+        expert_parallel=expert_parallel,
+        mem_fraction=mem_fraction,
+        chunked_prefill=chunked_prefill,
+        max_running_requests=max_running_requests,
+        n_gpu_layers=n_gpu_layers,
+        flash_attn=flash_attn,
+        quantization=quantization,
+        rope_scaling=rope_scaling,
+        reserved_mib=reserved_mib,
     )
-    work = prepare.workload(spec, prepare.request(resolved, ctx, settings, batch, dtype, kv_dtype, mtp))
+    cats = prepare.catalogs(models_file, gpus_file)
+    resolved, spec = prepare.load_model(model, revision, best_effort, cats, rope_scaling)
+    work = prepare.workload(spec, prepare.request(resolved, spec, ctx, flags, batch, dtype, kv_dtype, mtp))
     where = prepare.targets(gpu, cats, gpus)
     report = build_fit_report(resolved, spec, work, where.gpus, gpus, where.max_count, nodes)
     answer(

@@ -18,7 +18,11 @@ __all__ = [
     "BestEffort",
     "Ctx",
     "Dtype",
+    "ChunkedPrefill",
+    "EnforceEager",
     "Engine",
+    "EngineVersion",
+    "ExpertParallel",
     "FlashAttn",
     "GpuCount",
     "GpuName",
@@ -27,13 +31,17 @@ __all__ = [
     "KvDtype",
     "MaxNumBatchedTokens",
     "MaxNumSeqs",
+    "MaxRunningRequests",
     "MemFraction",
     "Model",
     "ModelsFile",
     "Mtp",
     "NGpuLayers",
+    "Quantization",
     "Quiet",
+    "ReservedMib",
     "Revision",
+    "RopeScaling",
     "Utilization",
 ]
 
@@ -77,7 +85,8 @@ Engine = Annotated[
 Utilization = Annotated[
     float | None,
     typer.Option(
-        "--gpu-memory-utilization", help="vLLM: fraction of each GPU the engine may use (default 0.9)."
+        "--gpu-memory-utilization",
+        help="vLLM: fraction of each GPU the engine may use (default 0.9; 0.92 from 0.20).",
     ),
 ]
 MaxNumSeqs = Annotated[int | None, typer.Option("--max-num-seqs", help="vLLM: most sequences per step.")]
@@ -93,6 +102,49 @@ NGpuLayers = Annotated[
     int | None, typer.Option("--n-gpu-layers", "-ngl", help="llama.cpp: layers on the GPU (default all).")
 ]
 FlashAttn = Annotated[bool, typer.Option("--flash-attn", help="llama.cpp: flash attention (smaller buffer).")]
+EngineVersion = Annotated[
+    str | None,
+    typer.Option(
+        "--engine-version",
+        help="Engine release to model: vLLM 0.10.0-0.33.x, SGLang 0.4.0-0.5.23 (default the newest).",
+    ),
+]
+EnforceEager = Annotated[bool, typer.Option("--enforce-eager", help="vLLM: no CUDA graphs.")]
+ExpertParallel = Annotated[
+    bool,
+    typer.Option(
+        "--enable-expert-parallel", help="vLLM: whole experts per GPU instead of slicing each by TP."
+    ),
+]
+ChunkedPrefill = Annotated[
+    int | None,
+    typer.Option("--chunked-prefill-size", help="SGLang: tokens per prefill chunk (enters its reserve)."),
+]
+MaxRunningRequests = Annotated[
+    int | None, typer.Option("--max-running-requests", help="SGLang: most requests running at once.")
+]
+Quantization = Annotated[
+    str | None,
+    typer.Option(
+        "--quantization",
+        help="As the engines take it: fp8 (on-the-fly FP8), bitsandbytes (in-flight 4-bit), or the "
+        "checkpoint's own method (awq, gptq, compressed-tensors, mxfp4).",
+    ),
+]
+RopeScaling = Annotated[
+    str | None,
+    typer.Option(
+        "--rope-scaling",
+        help="Size with a rope scaling the config lacks: yarn:FACTOR[:ORIGINAL] (Qwen3 at 128k, as its model "
+        "card says: yarn:4:32768); ORIGINAL defaults to the config's max_position_embeddings.",
+    ),
+]
+ReservedMib = Annotated[
+    int,
+    typer.Option(
+        "--reserved-mib", help="Memory other processes hold on each GPU (a desktop, another server), MiB."
+    ),
+]
 Mtp = Annotated[bool, typer.Option("--mtp", help="Load the checkpoint's MTP layers (speculative decoding).")]
 BestEffort = Annotated[
     bool,

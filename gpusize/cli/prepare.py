@@ -10,12 +10,13 @@ import contextlib
 import math
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpusize.cli.output import warn
-from gpusize.core.engines import engine as engine_model
+from gpusize.core.engines import prepare as prepare_workload
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.parse import parse_config
+from gpusize.core.parse import parse_config, with_rope_scaling
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import (
@@ -26,7 +27,6 @@ from gpusize.core.workload import (
     EngineSettings,
     Request,
     Workload,
-    resolve,
 )
 from gpusize.errors import CatalogError, InputError, UsageError
 from gpusize.render.text import safe
@@ -35,6 +35,7 @@ from gpusize.sources.resolve import ResolvedModel, resolve_model
 from gpusize.units import canonical_dtype, parse_count, parse_tokens
 
 __all__ = [
+    "EngineFlags",
     "Targets",
     "catalogs",
     "choice",
@@ -43,7 +44,10 @@ __all__ = [
     "load_model",
     "number",
     "progress",
+    "quantized_dtype",
     "request",
+    "reserved_bytes",
+    "rope_scaled",
     "targets",
     "workload",
 ]
@@ -98,41 +102,107 @@ def progress(message: str) -> Iterator[None]:
 
 
 def load_model(
-    reference: str, revision: str | None, best_effort: bool, cats: Catalogs
+    reference: str, revision: str | None, best_effort: bool, cats: Catalogs, rope_scaling: str | None = None
 ) -> tuple[ResolvedModel, ModelSpec]:
     resolved = resolve_model(reference, revision, cats, progress)
     where = "config.json" if resolved.source != "gguf" else "GGUF metadata"
-    return resolved, parse_config(resolved.config, best_effort=best_effort, where=where)
+    spec = parse_config(resolved.config, best_effort=best_effort, where=where)
+    return resolved, rope_scaled(spec, rope_scaling)
 
 
-def engine_settings(
-    name: str | None,
-    resolved: ResolvedModel,
-    utilization: float | None = None,
-    max_num_seqs: int | None = None,
-    max_num_batched_tokens: int | None = None,
-    mem_fraction: float | None = None,
-    n_gpu_layers: int | None = None,
-    flash_attn: bool = False,
-) -> EngineSettings:
-    chosen = (
-        choice(name, ENGINE_NAMES, "--engine")
-        if name
-        else ("llamacpp" if resolved.source == "gguf" else "vllm")
-    )
-    if n_gpu_layers is not None and not 0 <= n_gpu_layers <= 100_000:
-        raise UsageError(f"invalid --n-gpu-layers {n_gpu_layers}: a count from 0")
+@dataclass(frozen=True)
+class EngineFlags:
+    """The engine options of a command line, as typed (checked and turned into EngineSettings here)."""
+
+    engine: str | None = None
+    version: str | None = None
+    utilization: float | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    enforce_eager: bool = False
+    expert_parallel: bool = False
+    mem_fraction: float | None = None
+    chunked_prefill: int | None = None
+    max_running_requests: int | None = None
+    n_gpu_layers: int | None = None
+    flash_attn: bool = False
+    quantization: str | None = None
+    rope_scaling: str | None = None
+    reserved_mib: int = 0
+
+
+def _optional_count(value: int | None, flag: str, largest: int = 1 << 20) -> int | None:
+    return parse_count(value, flag, largest) if value is not None else None
+
+
+def engine_settings(flags: EngineFlags, default: str = "vllm") -> EngineSettings:
+    """The engine settings the flags give; `default` is the engine when --engine is not given."""
+    chosen = choice(flags.engine, ENGINE_NAMES, "--engine") if flags.engine else default
+    if flags.n_gpu_layers is not None and not 0 <= flags.n_gpu_layers <= 100_000:
+        raise UsageError(f"invalid --n-gpu-layers {flags.n_gpu_layers}: a count from 0")
     return EngineSettings(
         name=engine_name(chosen),
-        gpu_memory_utilization=number(utilization, "--gpu-memory-utilization", 0, 1),
-        max_num_seqs=parse_count(max_num_seqs, "--max-num-seqs") if max_num_seqs is not None else None,
-        max_num_batched_tokens=parse_count(max_num_batched_tokens, "--max-num-batched-tokens", 1 << 24)
-        if max_num_batched_tokens is not None
-        else None,
-        mem_fraction_static=number(mem_fraction, "--mem-fraction-static", 0, 0.999),
-        n_gpu_layers=n_gpu_layers,
-        flash_attn=flash_attn,
+        version=flags.version,
+        gpu_memory_utilization=number(flags.utilization, "--gpu-memory-utilization", 0, 1),
+        max_num_seqs=_optional_count(flags.max_num_seqs, "--max-num-seqs"),
+        max_num_batched_tokens=_optional_count(
+            flags.max_num_batched_tokens, "--max-num-batched-tokens", 1 << 24
+        ),
+        enforce_eager=flags.enforce_eager,
+        enable_expert_parallel=flags.expert_parallel,
+        mem_fraction_static=number(flags.mem_fraction, "--mem-fraction-static", 0, 0.999),
+        chunked_prefill_size=_optional_count(flags.chunked_prefill, "--chunked-prefill-size", 1 << 24),
+        max_running_requests=_optional_count(flags.max_running_requests, "--max-running-requests"),
+        n_gpu_layers=flags.n_gpu_layers,
+        flash_attn=flags.flash_attn,
     )
+
+
+def quantized_dtype(spec: ModelSpec, quantization: str | None, dtype: str) -> str:
+    """The weight dtype a `--quantization` value means (vLLM/SGLang names): fp8 quantizes on the fly,
+    bitsandbytes quantizes to 4 bits while loading; a checkpoint method must be the checkpoint's own."""
+    if quantization is None:
+        return dtype
+    method = quantization.strip().lower()
+    if method in ("none", ""):
+        return dtype
+    if dtype != "auto":
+        raise UsageError("give --quantization or --dtype, not both")
+    if method == "fp8":
+        return "auto" if spec.quantization and spec.quantization.method == "fp8" else "fp8"
+    if method == "bitsandbytes":
+        return "auto" if spec.quantization and spec.quantization.method == "bitsandbytes" else "int4"
+    own = spec.quantization.method if spec.quantization else None
+    if method.split("_")[0] == own:
+        return "auto"
+    has = f"a {own} checkpoint" if own else "an unquantized checkpoint"
+    raise UsageError(
+        f"--quantization {safe(method[:30])} needs a checkpoint stored that way; this is {has}: "
+        "pass its pre-quantized variant, or --quantization fp8 / bitsandbytes to quantize while loading"
+    )
+
+
+def rope_scaled(spec: ModelSpec, rope: str | None) -> ModelSpec:
+    """The spec with `--rope-scaling yarn:FACTOR[:ORIGINAL]` applied."""
+    if rope is None:
+        return spec
+    parts = rope.strip().lower().split(":")
+    try:
+        kind, factor = parts[0], float(parts[1])
+        original = int(parts[2]) if len(parts) > 2 else None
+    except (IndexError, ValueError):
+        raise UsageError(
+            f"invalid --rope-scaling {safe(rope[:40])!r}: use yarn:FACTOR[:ORIGINAL], e.g. yarn:4"
+        ) from None
+    if (
+        kind not in ("yarn", "dynamic", "linear")
+        or not 1 < factor <= 64
+        or (original is not None and original <= 0)
+    ):
+        raise UsageError(
+            f"invalid --rope-scaling {safe(rope[:40])!r}: yarn, dynamic or linear, factor in (1, 64]"
+        )
+    return with_rope_scaling(spec, kind, factor, original)
 
 
 def engine_name(name: str) -> EngineName:
@@ -144,28 +214,40 @@ def engine_name(name: str) -> EngineName:
 
 def request(
     resolved: ResolvedModel,
+    spec: ModelSpec,
     ctx: str,
-    settings: EngineSettings,
+    flags: EngineFlags,
     batch: int = 1,
     dtype: str = "auto",
     kv_dtype: str = "auto",
     mtp: bool = False,
 ) -> Request:
     weight = choice(dtype, DTYPES, "--dtype")
+    weight = quantized_dtype(
+        spec, flags.quantization, weight if weight == "auto" else canonical_dtype(weight)
+    )
     return Request(
         context_tokens=parse_tokens(ctx),
         batch=parse_count(batch, "--batch", 1 << 16),
-        dtype=weight if weight == "auto" else canonical_dtype(weight),
+        dtype=weight,
         kv_dtype=choice(kv_dtype, KV_DTYPES, "--kv-dtype"),
         include_mtp=mtp,
-        engine=settings,
+        engine=engine_settings(flags, "llamacpp" if resolved.source == "gguf" else "vllm"),
         checkpoint_bytes=resolved.checkpoint_bytes,
         stored_layers=resolved.stored_layers,
+        reserved_bytes=reserved_bytes(flags.reserved_mib),
     )
 
 
+def reserved_bytes(mib: int) -> int:
+    """--reserved-mib in bytes (memory a desktop or other processes hold on each GPU)."""
+    if not 0 <= mib <= 1 << 24:
+        raise UsageError(f"invalid --reserved-mib {mib}: MiB from 0")
+    return mib * (1 << 20)
+
+
 def workload(spec: ModelSpec, req: Request) -> Workload:
-    work = resolve(spec, req, engine_model(req.engine.name).settings)
+    work = prepare_workload(spec, req)
     if work.checkpoint_warning:
         warn(work.checkpoint_warning)
     return work

@@ -9,16 +9,28 @@ import typer
 from gpusize.cli import prepare
 from gpusize.cli.app import app, finish
 from gpusize.cli.options import (
+    ChunkedPrefill,
     Ctx,
     Dtype,
+    EnforceEager,
     Engine,
+    EngineVersion,
+    ExpertParallel,
     GpusFile,
     Json,
     KvDtype,
+    MaxNumBatchedTokens,
+    MaxNumSeqs,
+    MaxRunningRequests,
+    MemFraction,
     Model,
     ModelsFile,
+    Quantization,
     Quiet,
+    ReservedMib,
     Revision,
+    RopeScaling,
+    Utilization,
 )
 from gpusize.cli.output import write_file
 from gpusize.errors import UsageError
@@ -45,7 +57,19 @@ def quote(
     ),
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
+    quantization: Quantization = None,
     engine: Engine = None,
+    engine_version: EngineVersion = None,
+    utilization: Utilization = None,
+    max_num_seqs: MaxNumSeqs = None,
+    max_num_batched_tokens: MaxNumBatchedTokens = None,
+    enforce_eager: EnforceEager = False,
+    expert_parallel: ExpertParallel = False,
+    mem_fraction: MemFraction = None,
+    chunked_prefill: ChunkedPrefill = None,
+    max_running_requests: MaxRunningRequests = None,
+    rope_scaling: RopeScaling = None,
+    reserved_mib: ReservedMib = 0,
     fmt: str = typer.Option("table", "--format", help="table, markdown, csv, json or html."),
     output: str | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
     svg: str | None = typer.Option(None, "--svg", help="Also save the table rendering as an SVG file."),
@@ -61,11 +85,28 @@ def quote(
     """
     form = "json" if as_json else prepare.choice(fmt, FORMATS, "--format")
     cats = prepare.catalogs(models_file, gpus_file)
-    resolved, spec = prepare.load_model(model, revision, False, cats)
-    settings = prepare.engine_settings(engine, resolved)
-    if settings.name not in ("vllm", "sglang"):
-        raise UsageError(f"quote compares vLLM or SGLang servers; --engine {settings.name} is sized by 'fit'")
-    work = prepare.workload(spec, prepare.request(resolved, ctx, settings, 1, dtype, kv_dtype))
+    resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
+    flags = prepare.EngineFlags(
+        engine=engine,
+        version=engine_version,
+        utilization=utilization,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        enforce_eager=enforce_eager,
+        expert_parallel=expert_parallel,
+        mem_fraction=mem_fraction,
+        chunked_prefill=chunked_prefill,
+        max_running_requests=max_running_requests,
+        quantization=quantization,
+        rope_scaling=rope_scaling,
+        reserved_mib=reserved_mib,
+    )
+    req = prepare.request(resolved, spec, ctx, flags, 1, dtype, kv_dtype)
+    if req.engine.name not in ("vllm", "sglang"):
+        raise UsageError(
+            f"quote compares vLLM or SGLang servers; --engine {req.engine.name} is sized by 'fit'"
+        )
+    work = prepare.workload(spec, req)
     targets = [prepare.targets(name, cats) for name in gpu or DEFAULT_QUOTE_GPUS]
     gpus = [t.gpus[0] for t in targets]
     report = build_quote(

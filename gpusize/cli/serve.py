@@ -8,9 +8,13 @@ from gpusize.cli import prepare
 from gpusize.cli.app import app
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
+    ChunkedPrefill,
     Ctx,
     Dtype,
+    EnforceEager,
     Engine,
+    EngineVersion,
+    ExpertParallel,
     GpuCount,
     GpuName,
     GpusFile,
@@ -18,11 +22,15 @@ from gpusize.cli.options import (
     KvDtype,
     MaxNumBatchedTokens,
     MaxNumSeqs,
+    MaxRunningRequests,
     MemFraction,
     Model,
     ModelsFile,
+    Quantization,
     Quiet,
+    ReservedMib,
     Revision,
+    RopeScaling,
     Utilization,
 )
 from gpusize.errors import UsageError
@@ -49,11 +57,19 @@ def serve(
     gpus: GpuCount = None,
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
+    quantization: Quantization = None,
     engine: Engine = None,
+    engine_version: EngineVersion = None,
     utilization: Utilization = None,
     max_num_seqs: MaxNumSeqs = None,
     max_num_batched_tokens: MaxNumBatchedTokens = None,
+    enforce_eager: EnforceEager = False,
+    expert_parallel: ExpertParallel = False,
     mem_fraction: MemFraction = None,
+    chunked_prefill: ChunkedPrefill = None,
+    max_running_requests: MaxRunningRequests = None,
+    rope_scaling: RopeScaling = None,
+    reserved_mib: ReservedMib = 0,
     revision: Revision = None,
     models_file: ModelsFile = None,
     gpus_file: GpusFile = None,
@@ -73,14 +89,29 @@ def serve(
         prompt_tokens=parse_tokens(prompt, "--prompt-tokens"),
         output_tokens=parse_tokens(output, "--output-tokens"),
     )
-    cats = prepare.catalogs(models_file, gpus_file)
-    resolved, spec = prepare.load_model(model, revision, False, cats)
-    settings = prepare.engine_settings(
-        engine, resolved, utilization, max_num_seqs, max_num_batched_tokens, mem_fraction
+    flags = prepare.EngineFlags(
+        engine=engine,
+        version=engine_version,
+        utilization=utilization,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        enforce_eager=enforce_eager,
+        expert_parallel=expert_parallel,
+        mem_fraction=mem_fraction,
+        chunked_prefill=chunked_prefill,
+        max_running_requests=max_running_requests,
+        quantization=quantization,
+        rope_scaling=rope_scaling,
+        reserved_mib=reserved_mib,
     )
-    if settings.name not in ("vllm", "sglang"):
-        raise UsageError(f"serve compares vLLM or SGLang layouts; --engine {settings.name} is sized by 'fit'")
-    work = prepare.workload(spec, prepare.request(resolved, ctx, settings, 1, dtype, kv_dtype))
+    cats = prepare.catalogs(models_file, gpus_file)
+    resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
+    req = prepare.request(resolved, spec, ctx, flags, 1, dtype, kv_dtype)
+    if req.engine.name not in ("vllm", "sglang"):
+        raise UsageError(
+            f"serve compares vLLM or SGLang layouts; --engine {req.engine.name} is sized by 'fit'"
+        )
+    work = prepare.workload(spec, req)
     where = prepare.targets(gpu, cats, gpus)
     # a server of 4 unless told; --gpu local: at most the GPUs this machine has
     count = gpus or min(DEFAULT_SERVER_GPUS, where.max_count)

@@ -8,19 +8,29 @@ from gpusize.cli import prepare
 from gpusize.cli.app import app
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
+    ChunkedPrefill,
     Ctx,
     Dtype,
+    EnforceEager,
     Engine,
+    EngineVersion,
+    ExpertParallel,
     GpuCount,
     GpuName,
     GpusFile,
     Json,
     KvDtype,
+    MaxNumBatchedTokens,
+    MaxNumSeqs,
+    MaxRunningRequests,
+    MemFraction,
     ModelsFile,
     Quiet,
+    ReservedMib,
+    Utilization,
 )
 from gpusize.cli.output import warn
-from gpusize.core.workload import DTYPES, KV_DTYPES, EngineSettings, Request
+from gpusize.core.workload import DTYPES, KV_DTYPES, Request
 from gpusize.errors import UsageError
 from gpusize.render.which import render_which
 from gpusize.reports.which import build_which
@@ -37,6 +47,16 @@ def which(
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
     engine: Engine = None,
+    engine_version: EngineVersion = None,
+    utilization: Utilization = None,
+    max_num_seqs: MaxNumSeqs = None,
+    max_num_batched_tokens: MaxNumBatchedTokens = None,
+    enforce_eager: EnforceEager = False,
+    expert_parallel: ExpertParallel = False,
+    mem_fraction: MemFraction = None,
+    chunked_prefill: ChunkedPrefill = None,
+    max_running_requests: MaxRunningRequests = None,
+    reserved_mib: ReservedMib = 0,
     show_all: bool = typer.Option(False, "--all", help="Also list the models that do not fit, with why."),
     models_file: ModelsFile = None,
     gpus_file: GpusFile = None,
@@ -53,11 +73,25 @@ def which(
     cats = prepare.catalogs(models_file, gpus_file)
     where = prepare.targets(gpu, cats, count)
     weight = prepare.choice(dtype, DTYPES, "--dtype")
+    flags = prepare.EngineFlags(
+        engine=engine,
+        version=engine_version,
+        utilization=utilization,
+        max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens,
+        enforce_eager=enforce_eager,
+        expert_parallel=expert_parallel,
+        mem_fraction=mem_fraction,
+        chunked_prefill=chunked_prefill,
+        max_running_requests=max_running_requests,
+        reserved_mib=reserved_mib,
+    )
     req = Request(
         context_tokens=parse_tokens(ctx),
         dtype=weight if weight == "auto" else canonical_dtype(weight),
         kv_dtype=prepare.choice(kv_dtype, KV_DTYPES, "--kv-dtype"),
-        engine=EngineSettings(name=prepare.engine_name(engine or "vllm")),
+        engine=prepare.engine_settings(flags),
+        reserved_bytes=prepare.reserved_bytes(reserved_mib),
     )
     report = build_which(cats.models(), where.gpus[0], count, req)
     for skipped in report.skipped:

@@ -117,7 +117,9 @@ class KvLayout:
         return self.page_bytes * self.group_size
 
 
-def kv_layout(spec: ModelSpec, kv_bytes: float, tp: int) -> KvLayout | None:
+def kv_layout(
+    spec: ModelSpec, kv_bytes: float, tp: int, group_ratio: float = GROUP_SIZE_RATIO
+) -> KvLayout | None:
     """The engine's KV grouping for this model on one GPU; None when no layer keeps a KV cache."""
     layers = spec.attention_layers
     if not layers:
@@ -136,7 +138,7 @@ def kv_layout(spec: ModelSpec, kv_bytes: float, tp: int) -> KvLayout | None:
         (kind, window), count = next(iter(kinds.items()))
         return KvLayout(page, block, count, (KvGroup(kind, window),))
     smallest, largest = min(kinds.values()), max(kinds.values())
-    size = largest if largest < GROUP_SIZE_RATIO * smallest else smallest
+    size = largest if largest < group_ratio * smallest else smallest
     groups = tuple(
         KvGroup(kind, window) for (kind, window), count in kinds.items() for _ in range(-(-count // size))
     )

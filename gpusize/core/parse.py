@@ -153,7 +153,9 @@ def with_rope_scaling(spec: ModelSpec, kind: str, factor: float, original: int |
         raise ConfigError(
             "--rope-scaling needs the original context: the config has no max_position_embeddings"
         )
-    return replace(spec, rope_scaling=(kind, factor, base), max_context=int(base * factor))
+    return replace(
+        spec, rope_scaling=(kind, factor, base), max_context=int(base * factor), rope_overridden=True
+    )
 
 
 # --------------------------------------------------------------------------- family and basics

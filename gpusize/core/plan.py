@@ -86,8 +86,11 @@ def refused(gpu: GpuSpec, n: int, reason: str, tp: int | None = None) -> Candida
 Evaluator = Callable[[ModelSpec, GpuSpec, int, Workload], Candidate]
 
 
-def split_problem(spec: ModelSpec, tp: int, fp8_block: tuple[int, int] | None) -> str | None:
-    """Why tensor-parallel size `tp` is not a valid split of this model, or None."""
+def split_problem(
+    spec: ModelSpec, tp: int, fp8_block: tuple[int, int] | None, expert_parallel: bool = False
+) -> str | None:
+    """Why tensor-parallel size `tp` is not a valid split of this model, or None. With expert
+    parallelism the experts are not sliced, so only their full width meets the FP8 blocks."""
     if spec.num_attention_heads % tp:
         return f"TP={tp} does not divide the {spec.num_attention_heads} attention heads"
     kv = spec.num_key_value_heads
@@ -98,11 +101,15 @@ def split_problem(spec: ModelSpec, tp: int, fp8_block: tuple[int, int] | None) -
         return f"TP={tp} does not divide the linear-attention heads"
     if spec.mamba and spec.mamba.num_heads % tp:
         return f"TP={tp} does not divide the {spec.mamba.num_heads} Mamba heads"
-    if spec.moe and fp8_block and (spec.moe.moe_intermediate_size // tp) % fp8_block[1]:
-        width = spec.moe.moe_intermediate_size // tp
+    if spec.moe and expert_parallel and tp > spec.moe.num_experts:
+        experts = spec.moe.num_experts
+        return f"expert parallel over {tp} GPUs needs at least {tp} experts; the model has {experts}"
+    width = spec.moe.moe_intermediate_size // (1 if expert_parallel else tp) if spec.moe else 0
+    if spec.moe and fp8_block and width % fp8_block[1]:
+        hint = "" if expert_parallel else "; --enable-expert-parallel keeps experts whole"
         return (
             f"TP={tp} leaves {width} expert columns per GPU, not a multiple of the "
-            f"checkpoint's {fp8_block[1]}-wide FP8 blocks"
+            f"checkpoint's {fp8_block[1]}-wide FP8 blocks{hint}"
         )
     return None
 

@@ -245,6 +245,9 @@ class ModelSpec:
     max_context: int | None = None
     #: The rope_scaling the config declares, as (type, factor, original max); None when absent.
     rope_scaling: tuple[str, float, int] | None = None
+    #: True when rope_scaling came from the user (--rope-scaling), not the config: the launch command
+    #: must then carry it, and the engine's maximum follows it.
+    rope_overridden: bool = False
 
     @cached_property
     def attention_layers(self) -> tuple[LayerSpec, ...]:

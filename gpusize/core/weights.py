@@ -179,24 +179,31 @@ def rope_cache_bytes(spec: ModelSpec, fmt: WeightFormat) -> int:
     return int(spec.max_position_embeddings * spec.head_dim * fmt.other_bytes)
 
 
-def weights_bytes(spec: ModelSpec, fmt: WeightFormat, tp: int = 1, include_mtp: bool = False) -> int:
+def weights_bytes(
+    spec: ModelSpec, fmt: WeightFormat, tp: int = 1, include_mtp: bool = False, expert_parallel: bool = False
+) -> int:
     """Weight bytes held by ONE GPU at tensor-parallel size `tp` (tp=1: the whole model).
 
     Sharded: attention projections, MLPs, experts, embeddings and lm_head (vocab-parallel).
     Replicated on every rank: norms and biases, routers, MLA down-projections, k/v projections
     when tp exceeds the KV heads (vLLM QKVParallelLinear replicas), and the rope table.
     MTP layers count only with `include_mtp` (engines load them for speculative decoding only).
+    With `expert_parallel` the routed experts are not sliced: each of the `tp` ranks holds whole
+    experts at full width, the fullest rank ceil(experts / tp) of them (vLLM determine_expert_map).
     """
     counts = spec.params
     quant = {
         role: fmt.other_bytes if role in fmt.unquantized else fmt.linear_bytes
         for role in ("attention", "mlp", "experts", "shared_experts")
     }
-    experts = counts.experts * _expert_padding(spec, fmt, tp)
+    sliced = 1 if expert_parallel else tp
+    experts = counts.experts * _expert_padding(spec, fmt, sliced) * quant["experts"]
+    if expert_parallel and spec.moe:
+        experts *= tp * math.ceil(spec.moe.num_experts / tp) / spec.moe.num_experts  # / tp below
     sharded = (
         (counts.attention - counts.replicated_attention) * quant["attention"]
         + counts.mlp * quant["mlp"]
-        + experts * quant["experts"]
+        + experts
         + counts.shared_experts * quant["shared_experts"]
         + (counts.embedding + counts.lm_head + counts.vision) * fmt.other_bytes
     )

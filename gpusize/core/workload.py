@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from gpusize.core.releases import Release, Releases
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import WeightFormat, activation_dtype, checkpoint_agreement, weight_format
 from gpusize.errors import InputError
@@ -40,9 +41,14 @@ SETTING_FLAGS = {
     "gpu_memory_utilization": ("--gpu-memory-utilization", "vllm"),
     "max_num_seqs": ("--max-num-seqs", "vllm"),
     "max_num_batched_tokens": ("--max-num-batched-tokens", "vllm"),
+    "enforce_eager": ("--enforce-eager", "vllm"),
+    "enable_expert_parallel": ("--enable-expert-parallel", "vllm"),
     "mem_fraction_static": ("--mem-fraction-static", "sglang"),
+    "chunked_prefill_size": ("--chunked-prefill-size", "sglang"),
+    "max_running_requests": ("--max-running-requests", "sglang"),
     "n_gpu_layers": ("--n-gpu-layers", "llamacpp"),
     "flash_attn": ("--flash-attn", "llamacpp"),
+    "version": ("--engine-version", "vllm or sglang"),
 }
 
 
@@ -51,22 +57,29 @@ class EngineSettings:
     """The engine and the settings passed under its own flag names; None means the engine's default."""
 
     name: EngineName = "vllm"
+    #: The engine release to model (None: the newest gpusize models).
+    version: str | None = None
     gpu_memory_utilization: float | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
+    enforce_eager: bool = False
+    enable_expert_parallel: bool = False
     mem_fraction_static: float | None = None
+    chunked_prefill_size: int | None = None
+    max_running_requests: int | None = None
     n_gpu_layers: int | None = None
     flash_attn: bool = False
 
     def given(self) -> tuple[str, ...]:
         """The settings the user set (not left to the engine's default)."""
-        names = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "mem_fraction_static")
-        out = [n for n in names if getattr(self, n) is not None]
-        if self.n_gpu_layers is not None:
-            out.append("n_gpu_layers")
-        if self.flash_attn:
-            out.append("flash_attn")
-        return tuple(out)
+        names = (
+            "version", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
+            "mem_fraction_static", "chunked_prefill_size", "max_running_requests", "n_gpu_layers",
+        )  # fmt: skip
+        flags = ("enforce_eager", "enable_expert_parallel", "flash_attn")
+        return tuple(n for n in names if getattr(self, n) is not None) + tuple(
+            f for f in flags if getattr(self, f)
+        )
 
 
 @dataclass(frozen=True)
@@ -92,6 +105,8 @@ class Request:
     #: Exact bytes of the stored tensors (safetensors headers / GGUF), when the source told us.
     checkpoint_bytes: int | None = None
     stored_layers: StoredLayers | None = None
+    #: Memory other processes hold on each GPU (a desktop, another server), in bytes.
+    reserved_bytes: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,15 +122,24 @@ class Workload:
     kv_bytes: float = field(metadata={"json": False})
     include_mtp: bool
     engine: EngineSettings
+    #: The engine release modelled (a version the user named, or the newest gpusize models).
+    release: Release = field(metadata={"json": False})
+    #: Memory other processes hold on each GPU (--reserved-mib), in bytes.
+    reserved_bytes: int = 0
     #: Stored bytes / config arithmetic, when the checkpoint disagreed by more than 1% (else None).
     checkpoint_warning: str | None = field(default=None, metadata={"json": False})
     stored_layers: StoredLayers | None = field(default=None, metadata={"json": False})
 
-    __json_properties__ = ("weight_dtype",)
+    __json_properties__ = ("weight_dtype", "engine_version")
 
     @property
     def weight_dtype(self) -> str:
         return self.weights.name
+
+    @property
+    def engine_version(self) -> str | None:
+        """The release modelled, e.g. "0.19.1"; None for an engine whose releases are not told apart."""
+        return str(self.release.version) if self.release.engine else None
 
     @property
     def uses_checkpoint_blocks(self) -> bool:
@@ -137,8 +161,9 @@ def kv_dtype_for(spec: ModelSpec, requested: str, weight_dtype: str) -> str:
     return activation_dtype(spec)
 
 
-def resolve(spec: ModelSpec, request: Request, uses: frozenset[str]) -> Workload:
-    """Resolve `request` for `spec` under an engine that reads the settings named in `uses`."""
+def resolve(spec: ModelSpec, request: Request, uses: frozenset[str], releases: Releases) -> Workload:
+    """Resolve `request` for `spec` under an engine that reads the settings named in `uses` and whose
+    modelled releases are `releases`."""
     unused = [s for s in request.engine.given() if s not in uses]
     if unused:
         flag, owner = SETTING_FLAGS[unused[0]]
@@ -161,6 +186,8 @@ def resolve(spec: ModelSpec, request: Request, uses: frozenset[str]) -> Workload
         kv_bytes=DTYPE_BYTES[kv_dtype],
         include_mtp=request.include_mtp,
         engine=request.engine,
+        release=releases.resolve(request.engine.version),
+        reserved_bytes=request.reserved_bytes,
         checkpoint_warning=warning,
         stored_layers=request.stored_layers,
     )

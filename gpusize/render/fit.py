@@ -37,6 +37,10 @@ def headline(report: FitReport) -> str:
 
 def memory_table(report: FitReport, width: int, style: Style) -> str:
     m, w = report.memory, report.workload
+    # Where CUDA-graph memory is counted follows the release (vLLM 0.20+: inside the budget).
+    graphs = report.assumptions.settings.get("cuda_graphs", "outside the budget")
+    overhead_how = "non-torch memory and CUDA graphs" if graphs == "inside the budget" else "non-torch memory"
+    outside_how = "CUDA context and graphs" if graphs == "outside the budget" else "CUDA context"
     rows = [
         ["weights", fmt_gib(m.weights_bytes), f"{report.model.params_total:,} params, {w.weight_dtype}"],
         [
@@ -46,13 +50,11 @@ def memory_table(report: FitReport, width: int, style: Style) -> str:
             f"({w.kv_cache_dtype})",
         ],
         ["activations", fmt_gib(m.activations_bytes), "estimate (engine profile peak)"],
-        ["overhead", fmt_gib(m.overhead_bytes), "estimate (non-torch memory inside the budget)"],
+        ["overhead", fmt_gib(m.overhead_bytes), f"estimate ({overhead_how} inside the budget)"],
         ["total", fmt_gib(m.total_bytes), "what one GPU's budget must hold (the 'need' of a TP=1 row)"],
     ]
     if m.outside_budget_bytes:
-        rows.append(
-            ["+ outside", fmt_gib(m.outside_budget_bytes), "CUDA context and graphs, outside the budget"]
-        )
+        rows.append(["+ outside", fmt_gib(m.outside_budget_bytes), f"{outside_how}, outside the budget"])
     columns = [Column("term", keep=True), Column("GiB", "right", keep=True), Column("how", shrink_to=20)]
     return render_table("Memory, whole model on one GPU (TP=1)", columns, rows, width, style)
 

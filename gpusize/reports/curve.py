@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusize import __version__
-from gpusize.core.engines import engine
+from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
@@ -56,7 +56,7 @@ def build_curve(
         num_gpus=num_gpus,
         points=tuple(points),
         assumptions=CurveAssumptions(
-            engine=model.version,
+            engine=engine_label(work.engine),
             settings=model.effective_settings(spec, gpu, num_gpus, work),
             weight_format=work.weights.name,
             kv_cache_dtype=work.kv_cache_dtype,

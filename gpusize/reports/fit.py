@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from gpusize import __version__
 from gpusize.core import kvcache
-from gpusize.core.engines import EngineModel, engine
+from gpusize.core.engines import EngineModel, engine, engine_label
 from gpusize.core.engines.vllm import evaluate_nodes
 from gpusize.core.gpu import DEFAULT_CUDA_RESERVE_MIB, GpuSpec
 from gpusize.core.plan import TP_SIZES, Candidate, recommend, smallest_fit
@@ -131,6 +131,8 @@ def whole_model(spec: ModelSpec, gpu: GpuSpec, work: Workload, model: EngineMode
 def model_notes(resolved: ResolvedModel, spec: ModelSpec, work: Workload) -> list[str]:
     """Caveats of the model and its weights, shared by every inference report."""
     notes = list(resolved.notes)
+    if work.release.note:
+        notes.append(work.release.note)
     if work.weights.note:
         notes.append(work.weights.note)
     if work.checkpoint_warning:
@@ -179,7 +181,7 @@ def _assumptions(
         ("weights_bytes", "kv_cache_bytes") if spec.best_effort_from else ()
     )
     return FitAssumptions(
-        engine=model.version,
+        engine=engine_label(work.engine),
         engine_model=model.note,
         settings=model.effective_settings(spec, plan_gpu, plan.tensor_parallel if plan else 1, work),
         weight_format=work.weights.name,

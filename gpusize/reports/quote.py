@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusize import __version__
-from gpusize.core.engines import engine
+from gpusize.core.engines import engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
@@ -77,7 +77,7 @@ def build_quote(
         topology_text=topology_text(top) if top else None,
         topology_mermaid=topology_mermaid(top) if top else None,
         assumptions=QuoteAssumptions(
-            engine=engine(work.engine.name).version,
+            engine=engine_label(work.engine),
             ranking="options holding every user at once first, then those that fit but queue; within each, "
             "lowest indicative price per hour, then fewest GPUs",
             layout="each option uses the smallest GPU count of its type that runs the model, laid out as "

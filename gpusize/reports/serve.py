@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusize import __version__
-from gpusize.core.engines import engine
+from gpusize.core.engines import engine_label
 from gpusize.core.engines.sglang import mem_fraction
 from gpusize.core.engines.vllm import utilization
 from gpusize.core.gpu import GpuSpec
@@ -108,9 +108,11 @@ def launch_commands(
         )
         return out
     if work.engine.name == "vllm":
-        out["vllm"] = vllm_command(resolved.id, resolved.revision, tp, work, utilization(work))
+        out["vllm"] = vllm_command(resolved.id, resolved.revision, tp, work, utilization(work), spec)
     if work.engine.name == "sglang":
-        out["sglang"] = sglang_command(resolved.id, resolved.revision, tp, work, mem_fraction(gpu, tp, work))
+        out["sglang"] = sglang_command(
+            resolved.id, resolved.revision, tp, work, mem_fraction(gpu, tp, work, spec), spec
+        )
     if pick.replicas > 1:
         out["replicas"] = LaunchCommand(
             None,
@@ -141,7 +143,7 @@ def build_serve_report(
         launch=launch_commands(resolved, spec, gpu, work, pick) if pick else {},
         power=power_info(gpu, num_gpus, max(x.tensor_parallel for x in layouts)),
         assumptions=ServeAssumptions(
-            engine=engine(work.engine.name).version,
+            engine=engine_label(work.engine),
             throughput=(
                 f"estimates: bandwidth roofline at {throughput.BANDWIDTH_EFFICIENCY:.0%} of peak, compute at "
                 f"{throughput.DECODE_MFU:.0%} of dense BF16 peak, ring all-reduce over "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusize import __version__
-from gpusize.core.engines import engine
+from gpusize.core.engines import engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.workload import Request
 from gpusize.serving.which import ModelFit, models_that_fit
@@ -55,7 +55,7 @@ def build_which(
         context_tokens=request.context_tokens,
         models=tuple(rows),
         assumptions=WhichAssumptions(
-            engine=engine(request.engine.name).version,
+            engine=engine_label(request.engine),
             ordering="models that fit first, fastest single-sequence decode first (estimate)",
             notes=notes,
         ),

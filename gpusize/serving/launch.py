@@ -12,9 +12,11 @@ shell, the printed command must run the engine and nothing else.
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass
 
+from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
 __all__ = ["LaunchCommand", "llamacpp_command", "sglang_command", "vllm_command"]
@@ -25,10 +27,12 @@ _DTYPE_FLAG = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 @dataclass(frozen=True)
 class LaunchCommand:
-    """A command line that reproduces the plan, or None with a note saying what cannot be expressed."""
+    """A command line that reproduces the plan, or None with a note saying what cannot be expressed;
+    `engine_version` is the release the plan was sized for (install that one)."""
 
     command: str | None
     note: str | None = None
+    engine_version: str | None = None
 
 
 def _join(words: list[str]) -> str:
@@ -51,8 +55,21 @@ def _weights_flags(work: Workload, engine: str) -> tuple[list[str], str | None]:
     )
 
 
+def _rope_override(spec: ModelSpec) -> dict[str, object] | None:
+    """The config override for a rope scaling the user asked for (--rope-scaling), in the form the
+    Qwen and vLLM docs give for YaRN, with max_position_embeddings raised to match (vLLM 0.30+ no
+    longer derives the maximum from rope_scaling); None when the config's own scaling is used."""
+    if not spec.rope_overridden or spec.rope_scaling is None:
+        return None
+    kind, factor, original = spec.rope_scaling
+    return {
+        "rope_scaling": {"rope_type": kind, "factor": factor, "original_max_position_embeddings": original},
+        "max_position_embeddings": int(original * factor),
+    }
+
+
 def vllm_command(
-    model: str, revision: str | None, tp: int, work: Workload, utilization: float
+    model: str, revision: str | None, tp: int, work: Workload, utilization: float, spec: ModelSpec
 ) -> LaunchCommand:
     flags, note = _weights_flags(work, "vLLM")
     if note:
@@ -75,11 +92,18 @@ def vllm_command(
         words += ["--max-num-seqs", str(work.engine.max_num_seqs)]
     if work.engine.max_num_batched_tokens:
         words += ["--max-num-batched-tokens", str(work.engine.max_num_batched_tokens)]
-    return LaunchCommand(_join(words))
+    if work.engine.enforce_eager:
+        words += ["--enforce-eager"]
+    if work.engine.enable_expert_parallel:
+        words += ["--enable-expert-parallel"]
+    override = _rope_override(spec)
+    if override:
+        words += ["--hf-overrides", json.dumps(override, separators=(",", ":"))]
+    return LaunchCommand(_join(words), None, work.engine_version)
 
 
 def sglang_command(
-    model: str, revision: str | None, tp: int, work: Workload, mem_fraction: float
+    model: str, revision: str | None, tp: int, work: Workload, mem_fraction: float, spec: ModelSpec
 ) -> LaunchCommand:
     flags, note = _weights_flags(work, "SGLang")
     if note:
@@ -98,7 +122,14 @@ def sglang_command(
     words += flags
     if work.kv_cache_dtype == "fp8":
         words += ["--kv-cache-dtype", "fp8_e4m3"]
-    return LaunchCommand(_join(words))
+    if work.engine.chunked_prefill_size:
+        words += ["--chunked-prefill-size", str(work.engine.chunked_prefill_size)]
+    if work.engine.max_running_requests:
+        words += ["--max-running-requests", str(work.engine.max_running_requests)]
+    override = _rope_override(spec)
+    if override:
+        words += ["--json-model-override-args", json.dumps(override, separators=(",", ":"))]
+    return LaunchCommand(_join(words), None, work.engine_version)
 
 
 def llamacpp_command(model_file: str, work: Workload, gpu_layers: int, parallel: int = 1) -> LaunchCommand:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpusize.core.engines import engine
+from gpusize.core.engines import engine, prepare
 from gpusize.core.engines.vllm import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import parse_config
 from gpusize.core.plan import TP_SIZES, smallest_fit
-from gpusize.core.workload import Request, resolve
+from gpusize.core.workload import Request
 from gpusize.errors import ConfigError, InputError
 from gpusize.serving import throughput
 
@@ -38,7 +38,7 @@ def fit_one(
     model = engine(request.engine.name)
     try:
         spec = parse_config(config)
-        work = resolve(spec, request, model.settings)
+        work = prepare(spec, request)
     except (ConfigError, InputError) as exc:
         return ModelFit(name=name, hf_id=hf_id, params_total=0, fits=False, reason=str(exc))
     sizes = tuple(tp for tp in TP_SIZES if tp <= max_gpus)

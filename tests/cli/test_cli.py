@@ -31,12 +31,22 @@ def test_does_not_fit_exits_1_and_still_reports() -> None:
 
 
 def test_human_output_headline_and_footer() -> None:
-    r = run("fit", "Qwen3-32B", "--ctx", "32k", "--gpu", "H100")
+    r = run("fit", "Qwen3-32B", "--ctx", "32k", "--gpu", "H100", "--engine-version", "0.19.0")
     assert r.returncode == 0
     assert "Qwen3-32B at 32k context needs 2x NVIDIA H100 SXM5 80GB (TP=2)" in r.stdout
     assert "GiB" in r.stdout and "Assumptions: vLLM 0.19.0" in r.stdout
     assert "largest context that fits is" in r.stdout  # the 1-GPU miss says how far it got
     assert "\x1b[" not in r.stdout
+
+
+def test_the_release_changes_the_answer_and_is_named() -> None:
+    # 0.20 raised the default utilization to 0.92 (with CUDA graphs counted inside it): one H100
+    # now holds Qwen3-32B at 32k; the assumptions name the release the answer is for.
+    r = run("fit", "Qwen3-32B", "--ctx", "32k", "--gpu", "H100")
+    assert r.returncode == 0
+    assert "needs 1x NVIDIA H100 SXM5 80GB (TP=1)" in r.stdout
+    assert "Assumptions: vLLM 0.33.0, gpu_memory_utilization 0.92" in r.stdout
+    assert "CUDA graphs inside the budget" in r.stdout
 
 
 @pytest.mark.parametrize(

@@ -340,8 +340,8 @@ def test_bad_numbers_are_one_line(args: list[str], fragment: str) -> None:
 
 
 def test_context_is_shown_as_given_never_as_a_float() -> None:
-    data = assert_sane_answer(run_in_process("fit", "Qwen3-8B", "--ctx", "1m", "--gpu", "H200", "--json"))
-    assert data["workload"]["context_tokens"] == 1 << 20
+    data = assert_sane_answer(run_in_process("fit", "Qwen3-8B", "--ctx", "32K", "--gpu", "H200", "--json"))
+    assert data["workload"]["context_tokens"] == 32768
 
 
 # --------------------------------------------------------------------------- terminal escapes

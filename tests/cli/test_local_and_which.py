@@ -71,5 +71,37 @@ def test_context_beyond_model_maximum_is_refused() -> None:
         text=True,
         timeout=60,
     )
-    assert r.returncode == 1
-    assert "exceeds the model's maximum of 40,960" in json.loads(r.stdout)["candidates"][0]["reason"]
+    # vLLM refuses to start (exit 2) with its own message and the override it names.
+    assert r.returncode == 2 and r.stdout == ""
+    assert "max_model_len (131072) is greater than the derived max_model_len" in r.stderr
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in r.stderr and "--rope-scaling" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_rope_scaling_lifts_the_maximum_and_travels_in_the_launch_command() -> None:
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpusize",
+            "serve",
+            "Qwen3-32B",
+            "--max-model-len",
+            "128k",
+            "--gpu",
+            "H200",
+            "--rope-scaling",
+            "yarn:4:32768",
+            "--users",
+            "4",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode in (0, 1), r.stderr
+    plan = json.loads(r.stdout)
+    command = plan["launch"]["vllm"]["command"]
+    assert "--max-model-len 131072" in command
+    assert '"rope_type":"yarn"' in command and '"original_max_position_embeddings":32768' in command

@@ -49,7 +49,12 @@ def predict(rec: dict[str, Any]) -> Candidate:
     spec = parse_config(find_model(rec["model"]).config)
     dtype = "fp8" if rec["quantization"] == "fp8" else "auto"
     work = workload(
-        spec, rec["max_model_len"], 1, dtype, gpu_memory_utilization=rec["gpu_memory_utilization"]
+        spec,
+        rec["max_model_len"],
+        1,
+        dtype,
+        gpu_memory_utilization=rec["gpu_memory_utilization"],
+        version=rec["engine_version"],
     )
     tp, pp = rec["tensor_parallel_size"], rec["pipeline_parallel_size"]
     if pp > 1:
@@ -90,7 +95,7 @@ def test_qwen3_32b_one_h100_holds_16k_not_32k() -> None:
     spec = parse_config(find_model("Qwen3-32B").config)
     h100 = find_gpu("H100")
     fits = [
-        vllm.evaluate(spec, h100, 1, workload(spec, ctx, gpu_memory_utilization=0.9)).fits
+        vllm.evaluate(spec, h100, 1, workload(spec, ctx, gpu_memory_utilization=0.9, version="0.19.0")).fits
         for ctx in (16000, 32000, 32768)
     ]
     assert fits == [True, False, False]

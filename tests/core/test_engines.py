@@ -10,6 +10,7 @@ from pathlib import Path
 
 from gpusize.core.engines import llamacpp, sglang
 from gpusize.core.parse import parse_config
+from gpusize.core.releases import parse_version
 from gpusize.sources.catalog import find_gpu
 from gpusize.sources.gguf import read_gguf
 from tests.conftest import engine_records
@@ -25,20 +26,24 @@ def within(predicted: float, logged: float, tolerance: float = 0.05) -> bool:
 
 
 def test_sglang_qwen3_235b_fp8_on_4_h100() -> None:
-    """sglang-21348: mem_fraction_static 0.93, TP=4 -> '#tokens: 367404' (5% tolerance)."""
+    """sglang-21348: mem_fraction_static 0.93, TP=4 -> '#tokens: 367404'. 10% tolerance (the SGLang
+    target): with SGLang's own pre-weights accounting at TP>=2 (CUDA context + 0.13 GiB of distributed
+    init, not vLLM's 2.07 GiB) this record reads +8.8%; it was +0.7% with vLLM's constant. The log does
+    not say which SGLang release it is."""
     rec = RECORDS["sglang-21348"]
     spec, counts = catalog_counts("Qwen3-235B-A22B-FP8")
     work = workload(spec, 8192, engine_name="sglang", mem_fraction_static=0.93)
     cand = sglang.evaluate(spec, find_gpu("H100"), 4, work)
     assert cand.kv_cache_capacity_tokens is not None
-    assert within(cand.kv_cache_capacity_tokens, rec["measured"]["kv_tokens"])
+    assert within(cand.kv_cache_capacity_tokens, rec["measured"]["kv_tokens"], 0.10)
 
 
 def test_sglang_default_fraction_matches_source_formula() -> None:
     """SGLang 0.5.6 _handle_gpu_memory_settings on an H100 (81559 MiB): 0.835 at TP=1, 0.824 at TP=4."""
-    assert sglang.sglang_defaults(find_gpu("H100"), 1).mem_fraction_static == 0.835
-    assert sglang.sglang_defaults(find_gpu("H100"), 4).mem_fraction_static == 0.824
-    assert sglang.sglang_defaults(find_gpu("H200"), 1).mem_fraction_static == 0.907
+    v056 = parse_version("0.5.6")
+    assert sglang.sglang_defaults(find_gpu("H100"), 1, v056).mem_fraction_static == 0.835
+    assert sglang.sglang_defaults(find_gpu("H100"), 4, v056).mem_fraction_static == 0.824
+    assert sglang.sglang_defaults(find_gpu("H200"), 1, v056).mem_fraction_static == 0.907
 
 
 def test_llamacpp_llama31_8b_q4_k_m_record(tmp_path: Path) -> None:

@@ -1,10 +1,13 @@
-"""SGLang's memory model (pure), following SGLang 0.5.6 (python/sglang/srt).
+"""SGLang's memory model (pure), release by release from 0.4.0 to 0.5.23.
 
-mem_fraction_static comes from `_handle_gpu_memory_settings` in server_args.py (512 MiB + 1.5 x
-chunked prefill + 2 x cuda-graph batch + tp/8 GiB reserved, at least 10 GiB above 60 GiB cards);
-the KV pool is free memory after the weights minus free memory before them x (1 - fraction)
-(model_runner.py `profile_max_num_token`); one cell is layers x 2 x (kv_heads / tp) x head_dim x
-bytes (MLA: the latent).
+The KV pool has the same formula in every release (model_runner.py `profile_max_num_token`): free
+memory after the weights minus free memory before them x (1 - mem_fraction_static), divided by one
+token's cell (layers x 2 x kv_heads/tp x head_dim x bytes; MLA: the latent). "Before" is measured by
+SGLang itself after its distributed init, so it lacks only the CUDA context, the distributed-init
+memory and whatever other processes hold. What changes between releases is the default
+mem_fraction_static (nine formulas in server_args.py) and the defaults behind it (chunked prefill,
+CUDA-graph batch sizes), read from each release's source; and SGLang does not refuse a pool smaller
+than the context: it starts and caps the request length.
 """
 
 from __future__ import annotations
@@ -14,15 +17,27 @@ from dataclasses import dataclass
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.base import EngineModel
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.plan import Candidate, PerGpu, context_problem, refused, split_problem
+from gpusize.core.plan import Candidate, PerGpu, refused, split_problem
+from gpusize.core.releases import SGLANG, Version, parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import weights_bytes
 from gpusize.core.workload import Workload
 from gpusize.units import GIB
 
-__all__ = ["ENGINE", "SglangDefaults", "evaluate", "sglang_defaults"]
+__all__ = [
+    "DIST_INIT_TPN",
+    "ENGINE",
+    "SglangDefaults",
+    "context_refusal",
+    "evaluate",
+    "mem_fraction",
+    "sglang_defaults",
+]
 
-VERSION = "0.5.6"
+#: Memory SGLang's own distributed init takes on each GPU at TP >= 2 before it reads "free memory before
+#: the weights" (~0.13 GB in an SGLang TP4 start-up log quoted in the project's issue report); vLLM's
+#: 2.07 GiB CUDA context at TP >= 2 includes its NCCL profile buffers, which SGLang allocates later.
+DIST_INIT_TPN = int(0.13 * GIB)
 
 
 @dataclass(frozen=True)
@@ -32,43 +47,131 @@ class SglangDefaults:
     mem_fraction_static: float
 
 
-#: server_args.py capacity tiers by nvidia-smi total: (below GB, chunked prefill, graph bs TP<4, TP>=4).
-_TIERS = (
-    (20, 2048, 8, 8),
-    (35, 2048, 24, 80),
-    (60, 4096, 32, 160),
-    (90, 8192, 256, 512),
-    (160, 8192, 256, 512),
-)
+def _v(text: str) -> Version:
+    version = parse_version(text)
+    assert version is not None
+    return version
 
 
-def sglang_defaults(gpu: GpuSpec, tp: int) -> SglangDefaults:
-    """SGLang 0.5.6 server_args: capacity tiers by nvidia-smi total (MiB), then the reserve."""
-    mib = gpu.memory_mib
-    chunk, graph = 16384, 512
-    for limit_gb, c, small, large in _TIERS:
-        if mib < limit_gb * 1024:
-            chunk, graph = c, (small if tp < 4 else large)
-            break
+def _chunk_and_graph(v: Version, gib: float, tp: int) -> tuple[int, int]:
+    """server_args.py defaults of chunked_prefill_size and cuda_graph_max_bs by nvidia-smi total (GiB)."""
+    small = tp < 4
+    if v < _v("0.4.7.post1"):
+        big = gib * 1024 > 180000 and v >= _v("0.4.7")
+        chunk = 16384 if big else 2048 if gib * 1024 < 25000 else 8192
+        graph = (8 if small else 80) if gib * 1024 < 25000 else 512 if big else 160
+        return chunk, graph
+    if v < _v("0.5.3"):
+        chunk = 2048 if gib < 35 else 8192 if gib < 160 else 16384
+        graph = (8 if small else 80) if gib < 35 else 512 if gib * 1024 > 160000 else 256 if gib > 90 else 160
+        return chunk, graph
+    tiers = (
+        (20, 2048, 8, 8),
+        (35, 4096 if v >= _v("0.5.20") else 2048, *((48, 160) if v >= _v("0.5.20") else
+                                                   (24, 80) if v >= _v("0.5.4.post1") else (16, 80))),
+        (60, 4096, 32, 160),
+        (160, 8192, 256, 512),
+    )  # fmt: skip
+    for limit, chunk, graph_small, graph_large in tiers:
+        if gib < limit:
+            return chunk, graph_small if small else graph_large
+    return 16384, 512
+
+
+def _pcg_sizes(maximum: int) -> int:
+    """Piecewise CUDA-graph capture sizes (0.5.10+): 4..32 by 4, 48..256 by 16, 288..512 by 32,
+    576..1024 by 64, 1280..4096 by 256, then by 512 up to the chunked prefill size."""
+    sizes = [*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32), *range(576, 1025, 64)]
+    sizes += [*range(1280, 4097, 256), *range(4608, 1 << 20, 512)]
+    return sum(1 for s in sizes if s <= maximum)
+
+
+def _fraction(v: Version, mib: int, tp: int, chunk: int, graph: int, mla: bool) -> float:
+    """The default mem_fraction_static of release `v` (server_args.py, era by era)."""
+    table = 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
+    if v < _v("0.4.5.post3"):
+        return table
+    if v < _v("0.4.6.post2"):
+        return table if mib <= 81920 else (mib - 13 * 1024) / mib
+    if v < _v("0.4.7.post1"):
+        if v >= _v("0.4.7") and mib > 180000:
+            return 0.79
+        f = table if mib <= 81920 else 0.88
+        if mib > 96 * 1024:
+            f = min(f + 48 * 1024 * (1 - f) / mib, (mib - 18 * 1024) / mib)
+        return f
+    if v < _v("0.5.3"):
+        gib = mib / 1024
+        reserve = (
+            (2.8 + tp / 10) * 1024
+            if gib < 35
+            else (9.5 + tp / 2) * 1024
+            if gib < 90
+            else ((12 + tp / 2) * 1024 if gib < 160 else 32 * 1024)
+        )
+        return round((mib - reserve) / mib, 3)
     reserved = 512 + max(chunk, 2048) * 1.5 + graph * 2 + tp / 8 * 1024
+    if v >= _v("0.5.10"):  # piecewise CUDA graphs on by default
+        reserved += 8 * _pcg_sizes(2048 if mla else chunk) + (1536 if mla else 0)
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
-    return SglangDefaults(chunk, graph, round((mib - reserved) / mib, 3))
+    return round((mib - reserved) / mib, 3)
 
 
-def mem_fraction(gpu: GpuSpec, tp: int, work: Workload) -> float:
-    return work.engine.mem_fraction_static or sglang_defaults(gpu, tp).mem_fraction_static
+def sglang_defaults(
+    gpu: GpuSpec,
+    tp: int,
+    version: Version | None = None,
+    spec: ModelSpec | None = None,
+    chunk: int | None = None,
+) -> SglangDefaults:
+    """The release's defaults on this GPU (a --chunked-prefill-size given enters the reserve)."""
+    v = version or SGLANG.newest
+    default_chunk, graph = _chunk_and_graph(v, gpu.memory_mib / 1024, tp)
+    chunk = chunk or default_chunk
+    fraction = _fraction(v, gpu.memory_mib, tp, chunk, graph, bool(spec and spec.mla))
+    if spec and spec.vision and v >= _v("0.4.9.post3"):  # adjust_mem_fraction_for_vlm
+        size = spec.vision.num_hidden_layers * spec.vision.hidden_size**2 / (24 * 1024**2)
+        fraction = fraction * 0.95 * min(max(1 - 0.1 * (size - 1), 0.8), 1.05)
+    return SglangDefaults(chunk, graph, round(fraction, 4))
+
+
+def mem_fraction(gpu: GpuSpec, tp: int, work: Workload, spec: ModelSpec | None = None) -> float:
+    if work.engine.mem_fraction_static:
+        return work.engine.mem_fraction_static
+    defaults = sglang_defaults(gpu, tp, work.release.version, spec, work.engine.chunked_prefill_size)
+    return defaults.mem_fraction_static
+
+
+def context_refusal(spec: ModelSpec, work: Workload) -> str | None:
+    """SGLang refuses --context-length above the derived length (max_position_embeddings x the rope
+    factor, x1 when the config gives original_max_position_embeddings), except 0.4.4-0.4.10.post2 where
+    the override defaulted on (a warning only)."""
+    v = work.release.version
+    if _v("0.4.4") <= v <= _v("0.4.10.post2") or not spec.max_position_embeddings:
+        return None
+    factor = 1.0
+    if spec.rope_scaling and not spec.rope_scaling[2] and spec.rope_scaling[0] != "llama3":
+        factor = spec.rope_scaling[1]
+    derived = int(spec.max_position_embeddings * factor)
+    if work.context_tokens <= derived:
+        return None
+    return (
+        f"SGLang {v} refuses to start: User-specified context_length ({work.context_tokens}) is greater than "
+        f"the derived context_length ({derived}). To allow overriding this maximum, set the env var "
+        "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+    )
 
 
 def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
-    problem = split_problem(spec, tp, None) or context_problem(spec, work.context_tokens)
+    problem = split_problem(spec, tp, None)
     if problem:
         return refused(gpu, tp, problem)
-    fraction = mem_fraction(gpu, tp, work)
+    fraction = mem_fraction(gpu, tp, work, spec)
     weights = weights_bytes(spec, work.weights, tp, work.include_mtp)
     cell = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, tp)
-    context = runtime.cuda_context_bytes(tp)
-    free_before = gpu.visible_bytes - context
+    context = runtime.CUDA_CONTEXT_TP1 + (DIST_INIT_TPN if tp > 1 else 0)
+    free_before = gpu.visible_bytes - context - work.reserved_bytes
     budget = int(free_before * fraction)
     pool = budget - weights
     capacity = max(pool, 0) // cell if cell else 0
@@ -88,10 +191,17 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     )
     fits = pool > 0 and capacity >= work.batch * work.context_tokens
     reason = None
-    if not fits:
+    if pool <= 0:
         reason = (
-            f"SGLang's static pool ({fraction} of free memory) leaves {pool / GIB:.1f} GiB of KV for "
-            f"{capacity:,} tokens, {work.batch} x {work.context_tokens:,} needed"
+            f"SGLang refuses to start: the weights leave no memory for the KV cache under "
+            f"--mem-fraction-static={fraction} ({pool / GIB:.1f} GiB)"
+        )
+    elif not fits:
+        capped = min(work.context_tokens, capacity) - 1
+        reason = (
+            f"SGLang starts, but its KV pool holds {capacity:,} tokens ({fraction} of free memory, "
+            f"{pool / GIB:.1f} GiB): requests are capped at {capped:,} tokens, {work.batch} x "
+            f"{work.context_tokens:,} asked"
         )
     return Candidate(
         gpu=gpu.name,
@@ -112,9 +222,9 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
 def effective_settings(
     spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload
 ) -> dict[str, float | int | str]:
-    defaults = sglang_defaults(gpu, tp)
+    defaults = sglang_defaults(gpu, tp, work.release.version, spec, work.engine.chunked_prefill_size)
     return {
-        "mem_fraction_static": mem_fraction(gpu, tp, work),
+        "mem_fraction_static": mem_fraction(gpu, tp, work, spec),
         "chunked_prefill_size": defaults.chunked_prefill,
         "cuda_graph_max_bs": defaults.cuda_graph_max_bs,
     }
@@ -122,10 +232,12 @@ def effective_settings(
 
 ENGINE = EngineModel(
     name="sglang",
-    version=f"SGLang {VERSION}",
-    note=f"SGLang {VERSION}: KV pool = free memory after weights - free memory before weights x "
-    "(1 - mem_fraction_static); default fraction from GPU size and TP",
-    settings=frozenset({"mem_fraction_static"}),
+    version=f"SGLang {SGLANG.newest}",
+    note="SGLang: KV pool = free memory after weights - free memory before weights x "
+    "(1 - mem_fraction_static); default fraction from GPU size, TP and the release",
+    settings=frozenset({"version", "mem_fraction_static", "chunked_prefill_size", "max_running_requests"}),
     evaluate=evaluate,
     effective_settings=effective_settings,
+    releases=SGLANG,
+    refuses_context=context_refusal,
 )

@@ -1,0 +1,119 @@
+"""Engine releases gpusize models, and how a version the user names maps onto one (pure).
+
+The behaviour of each release was read from its published source: every vLLM wheel from 0.10.0 to
+0.33.0 and every SGLang wheel from 0.4.0 to 0.5.23 on PyPI (`vllm/_version.py` names the upstream
+commit of each vLLM wheel). A version inside a supported range that is not a known release (a patch
+or a nightly build) is modelled by the newest known release before it, and the answer says so; a
+version outside the ranges is refused with the ranges named.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gpusize.errors import InputError
+
+__all__ = ["SGLANG", "VLLM", "Release", "Releases", "Version", "parse_version"]
+
+_VERSION = re.compile(r"^v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,4}))?(?:\.(\d{1,4}))?(?:\.?post(\d{1,3}))?$")
+
+
+@dataclass(frozen=True, order=True)
+class Version:
+    """A release number: (major, minor, patch, build), then the .postN number."""
+
+    parts: tuple[int, int, int, int]
+    post: int = 0
+    text: str = field(default="", compare=False)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_version(text: str) -> Version | None:
+    """'0.19.1' -> Version((0, 19, 1, 0)); '0.10.1.1', '0.4.6.post2' too; None when not a version."""
+    match = _VERSION.match(text.strip())
+    if not match:
+        return None
+    major, minor, patch, build, post = (int(g) if g else 0 for g in match.groups())
+    return Version((major, minor, patch, build), post, text.strip().removeprefix("v"))
+
+
+@dataclass(frozen=True)
+class Release:
+    """The release a plan follows: the version modelled, and a note when it differs from the one named."""
+
+    version: Version
+    label: str
+    note: str | None = None
+    #: The engine's name ("vLLM"); empty for engines whose releases gpusize does not tell apart.
+    engine: str = ""
+
+
+@dataclass(frozen=True)
+class Releases:
+    """The releases of one engine gpusize models: a closed range, and the known release numbers."""
+
+    engine: str
+    known: tuple[str, ...]
+    #: True when `known` lists every release (vLLM); False when it lists only the releases where the
+    #: modelled behaviour changes (SGLang), so any version in the range is a release.
+    exhaustive: bool = True
+
+    @property
+    def versions(self) -> tuple[Version, ...]:
+        out = [parse_version(v) for v in self.known]
+        return tuple(sorted(v for v in out if v is not None))
+
+    @property
+    def newest(self) -> Version:
+        return self.versions[-1]
+
+    def resolve(self, text: str | None) -> Release:
+        """The release to model for `text` (None: the newest modelled)."""
+        if text is None:
+            return Release(self.newest, f"{self.engine} {self.newest}", engine=self.engine)
+        wanted = parse_version(text)
+        low, high = self.versions[0], self.versions[-1]
+        if wanted is None or wanted < low or wanted.parts[:2] > high.parts[:2]:
+            shown = text.strip()[:30]
+            raise InputError(
+                f"--engine-version {shown!r} is not a {self.engine} release gpusize models: "
+                f"supported {low} to {high.parts[0]}.{high.parts[1]}.x (default {high})"
+            )
+        if not self.exhaustive or any(v == wanted for v in self.versions):
+            return Release(wanted, f"{self.engine} {wanted}", engine=self.engine)
+        older = max(v for v in self.versions if v < wanted)
+        return Release(
+            older,
+            f"{self.engine} {older}",
+            f"{self.engine} {wanted.text} is not a release gpusize knows: modelled as {older}, the newest "
+            "known release before it",
+            self.engine,
+        )
+
+
+#: Every vLLM release on PyPI from 0.10.0 to 0.33.0 (the wheels read for the behaviour table).
+VLLM = Releases(
+    "vLLM",
+    (
+        "0.10.0", "0.10.1", "0.10.1.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.13.0",
+        "0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1",
+        "0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0",
+        "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0",
+        "0.31.0", "0.32.0", "0.33.0",
+    ),
+)  # fmt: skip
+
+#: SGLang releases on PyPI whose memory settings changed (the era boundaries), 0.4.0 to 0.5.23; any
+#: release between two of them behaves as the older one.
+SGLANG = Releases(
+    "SGLang",
+    (
+        "0.4.0", "0.4.0.post1", "0.4.4", "0.4.5.post3", "0.4.6.post2", "0.4.7", "0.4.7.post1",
+        "0.4.9.post3", "0.4.10.post2", "0.5.1", "0.5.3", "0.5.4.post1", "0.5.10", "0.5.14", "0.5.16",
+        "0.5.20", "0.5.23",
+    ),
+    exhaustive=False,
+)  # fmt: skip
