@@ -72,20 +72,22 @@ def write_file(path: str, text: str) -> None:
     or nothing); a symlink is followed; a device or FIFO is written in place."""
     shown = safe(str(path), limit=200)
     try:
-        target = Path(os.path.realpath(path))
-        if target.is_dir():
-            raise OutputError(f"{shown}: is a folder; give a file name")
-        special = target.exists() and not target.is_file()
+        mode = os.stat(path).st_mode  # through symlinks
+    except FileNotFoundError:
+        mode = None
     except (OSError, ValueError) as exc:
         raise OutputError(f"{shown}: cannot write ({getattr(exc, 'strerror', None) or exc})") from None
-    if special:
-        _write_in_place(target, text, shown)
+    if mode is not None and stat.S_ISDIR(mode):
+        raise OutputError(f"{shown}: is a folder; give a file name")
+    if mode is not None and not stat.S_ISREG(mode):  # /dev/stdout, /dev/full, a FIFO
+        _write_in_place(Path(path), text, shown)
         return
-    folder = target.parent
-    if not folder.is_dir():
-        raise OutputError(f"{shown}: the folder {safe(str(folder), limit=200)} does not exist")
+    target = Path(os.path.realpath(path)) if mode is not None else Path(path)
+    parent = target.parent
+    if not parent.is_dir():
+        raise OutputError(f"{shown}: the folder {safe(str(parent), limit=200)} does not exist")
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name[:50]}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{target.name[:50]}.", suffix=".tmp")
     except OSError as exc:
         raise OutputError(f"{shown}: cannot write here ({exc.strerror or exc})") from None
     try:

@@ -255,3 +255,10 @@ def test_nvidia_smi_gpu_name_with_escapes_is_shown_safely(tmp_path: Path) -> Non
     r = gpusize("fit", "Qwen3-8B", "--gpu", "local", env=env)
     assert r.returncode == 0, r.stderr
     assert "\x1b" not in r.stdout + r.stderr and "\x07" not in r.stdout + r.stderr
+
+
+def test_output_to_a_device_is_written_in_place() -> None:
+    """-o /dev/stdout is a device: written through, never replaced by a rename."""
+    r = gpusize("quote", "Qwen3-8B", "--format", "csv", "-o", "/dev/stdout")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("GPU,") and Path("/dev/stdout").exists()
