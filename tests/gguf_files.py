@@ -119,23 +119,27 @@ def write_tiny(
     tensors: list[tuple[str, list[int], T]] | None = None,
     arch: str = "llama",
 ) -> Path:
-    """A small, complete GGUF (real tensor data, zeros) with TINY_META updated by `meta`."""
+    """A small, complete GGUF with TINY_META updated by `meta`; its tensor data is a hole (zeros)."""
     w = GGUFWriter(str(path), arch)
-    for key, (value, vtype) in {**TINY_META, **(meta or {})}.items():
-        if key in drop:
-            continue
-        if vtype == GGUFValueType.ARRAY:
-            w.add_array(key, value)  # type: ignore[arg-type]
-        else:
-            w.add_key_value(key, value, vtype)
-    for name, shape, qtype in tensors if tensors is not None else tiny_tensors():
-        nbytes = tensor_bytes(shape, qtype)
-        w.add_tensor_info(name, list(reversed(shape)), np.float32, nbytes, raw_dtype=qtype)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_ti_data_to_file()
-    f = w.fout[0]
-    f.write(b"\0" * ((-f.tell()) % 32))
-    f.write(b"\0" * sum(GGUFWriter.ggml_pad(ti.nbytes, 32) for ti in w.tensors[0].values()))
-    f.close()
+    try:
+        for key, (value, vtype) in {**TINY_META, **(meta or {})}.items():
+            if key in drop:
+                continue
+            if vtype == GGUFValueType.ARRAY:
+                w.add_array(key, value)  # type: ignore[arg-type]
+            else:
+                w.add_key_value(key, value, vtype)
+        for name, shape, qtype in tensors if tensors is not None else tiny_tensors():
+            nbytes = tensor_bytes(shape, qtype)
+            w.add_tensor_info(name, list(reversed(shape)), np.float32, nbytes, raw_dtype=qtype)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_ti_data_to_file()
+        f = w.fout[0]
+        f.write(b"\0" * ((-f.tell()) % 32))
+        f.flush()
+        f.truncate(f.tell() + sum(GGUFWriter.ggml_pad(ti.nbytes, 32) for ti in w.tensors[0].values()))
+    finally:
+        for handle in w.fout or []:
+            handle.close()
     return path

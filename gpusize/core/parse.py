@@ -115,6 +115,8 @@ def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, 
     model_type = f.string("model_type") or family
     moe = _moe(f, model_type)
     layers = _layers(f, family, layers_n, heads, kv_heads, intermediate, moe)
+    linear, mamba = _linear_attention(f), _mamba(f)
+    _check_mixers(f, layers, linear, mamba)
     positions = f.optional_integer(*_POSITIONS, kind="positions")
     top = Fields(config, f.where)
     return ModelSpec(
@@ -134,8 +136,8 @@ def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, 
         layers=layers,
         mla=_mla(f),
         moe=moe,
-        linear_attention=_linear_attention(f),
-        mamba=_mamba(f),
+        linear_attention=linear,
+        mamba=mamba,
         vision=_vision(top, hidden),
         quantization=_quant(config, text, f.where),
         num_nextn_predict_layers=f.integer("num_nextn_predict_layers", kind="small", default=0, minimum=0),
@@ -334,6 +336,20 @@ def _mamba(f: Fields) -> MambaSpec | None:
 
 
 # --------------------------------------------------------------------------- layer layout
+
+
+def _check_mixers(
+    f: Fields, layers: tuple[LayerSpec, ...], linear: LinearAttentionSpec | None, mamba: MambaSpec | None
+) -> None:
+    """Layers of a recurrent kind need that kind's dimensions (a layout naming linear-attention or
+    Mamba layers in a config without their fields cannot be sized)."""
+    mixers = {layer.mixer for layer in layers}
+    if "linear_attention" in mixers and linear is None:
+        raise ConfigError(
+            f"{f.where}: the layers use linear attention but 'linear_num_value_heads' is missing"
+        )
+    if "mamba" in mixers and mamba is None:
+        raise ConfigError(f"{f.where}: the layers use Mamba blocks but 'mamba_num_heads' is missing")
 
 
 def _layers(

@@ -541,3 +541,20 @@ def test_bad_columns_falls_back_to_80(command: str) -> None:
         r = run_in_process(*args, env={"COLUMNS": columns})
         assert r.code in (0, 1), (columns, r.stderr)
         assert r.stdout and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    "base, drop, fragment",
+    [
+        ("Qwen3-Next-80B-A3B-Instruct", "linear_num_value_heads", "'linear_num_value_heads'"),
+        ("Nemotron-H-56B-Base-8K", "mamba_num_heads", "'mamba_num_heads'"),
+    ],
+)
+def test_recurrent_layers_without_their_dimensions(
+    tmp_path: Path, base: str, drop: str, fragment: str
+) -> None:
+    """Found by the fuzz suite: a layout of linear-attention (or Mamba) layers whose defining field was
+    dropped reached an assert in the parameter count (exit 3)."""
+    config = catalog_config(base)
+    config.pop(drop)
+    assert_one_line_error(run_in_process("fit", str(write_config(tmp_path, config)), "--json"), fragment)
