@@ -558,3 +558,23 @@ def test_recurrent_layers_without_their_dimensions(
     config = catalog_config(base)
     config.pop(drop)
     assert_one_line_error(run_in_process("fit", str(write_config(tmp_path, config)), "--json"), fragment)
+
+
+def test_yaml_python_tags_are_refused(tmp_path: Path) -> None:
+    marker = tmp_path / "PWNED"
+    path = tmp_path / "models.yaml"
+    path.write_text(f'- !!python/object/apply:os.system ["touch {marker}"]\n')
+    assert_one_line_error(run_in_process("models", "--models-file", str(path)), "not valid YAML")
+    assert not marker.exists()
+
+
+def test_local_remote_code_is_never_run(tmp_path: Path) -> None:
+    config = catalog_config("Qwen3-8B") | {"auto_map": {"AutoModelForCausalLM": "modeling_evil.Evil"}}
+    folder = tmp_path / "model"
+    write_config(folder, config)
+    marker = tmp_path / "PWNED"
+    (folder / "modeling_evil.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (folder / "configuration_evil.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    r = run_in_process("fit", str(folder), "--gpu", "H100", "--json")
+    assert r.code == 0, r.stderr
+    assert not marker.exists()

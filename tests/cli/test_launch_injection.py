@@ -82,3 +82,27 @@ def test_printed_commands_run_only_the_engine(tmp_path: Path, name: str, engine:
         calls = [call for call in log.read_bytes().split(b"\x01") if call]
         assert len(calls) == 1, f"{name_} command ran {len(calls)} engine processes"
         assert str(folder).encode() in calls[0].split(b"\0"), "the model path did not arrive as one argument"
+
+
+@pytest.mark.parametrize("hf_id", ["acme/m;touch PWNED;#", "acme/$(touch PWNED)", "acme/`touch PWNED`"])
+def test_hub_id_from_a_user_models_file_is_inert(tmp_path: Path, hf_id: str) -> None:
+    """A user models file's `hf_id` goes into the printed command the same way a folder name does."""
+    config = json.loads((REFERENCE / "configs" / "Qwen__Qwen3-8B.json").read_text())["config"]
+    models = tmp_path / "models.yaml"
+    models.write_text(json.dumps([{"name": "Evil-8B", "hf_id": hf_id, "source": "test", "config": config}]))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stub = bin_dir / "vllm"
+    stub.write_text(STUB)
+    stub.chmod(0o755)
+    work, log = tmp_path / "cwd", tmp_path / "argv.log"
+    work.mkdir()
+    env = {**os.environ, "NO_COLOR": "1", "GPUSIZE_MODELS": str(models)}
+    command = _serve_json("Evil-8B", "vllm", env)["launch"]["vllm"]["command"]  # type: ignore[index]
+    bash = shutil.which("bash")
+    assert bash is not None and isinstance(command, str)
+    run_env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "ARGV_LOG": str(log), "HOME": str(tmp_path)}
+    done = subprocess.run([bash, "-c", command], cwd=work, env=run_env, capture_output=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert list(work.iterdir()) == [], f"the command ran injected code: {command!r}"
+    assert hf_id.encode() in log.read_bytes().split(b"\0")

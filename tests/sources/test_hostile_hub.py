@@ -12,10 +12,12 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -356,3 +358,96 @@ def test_offline_cached_config_of_300_mb_is_refused_unread(tmp_path: Path, hub: 
 def test_bad_budget_is_one_line(tmp_path: Path, hub: HubServer, value: str) -> None:
     r, _, _ = run(tmp_path, hub.url, "acme/ok", GPUSIZE_HUB_TIMEOUT=value)
     assert_one_line(r, "GPUSIZE_HUB_TIMEOUT")
+
+
+# --------------------------------------------------------------------------- what already held, now tested
+
+
+class _Cdn(BaseHTTPRequestHandler):
+    """A second origin (another port): what a CDN behind a Hub redirect is. Logs every request."""
+
+    seen: ClassVar[list[dict[str, str]]] = []
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        _Cdn.seen.append({k.lower(): v for k, v in self.headers.items()})
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(CONFIG)))
+        self.end_headers()
+        self.wfile.write(CONFIG)
+
+
+@contextlib.contextmanager
+def cdn() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Cdn)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_token_is_not_sent_across_a_redirect(tmp_path: Path) -> None:
+    with cdn() as cdn_url, HubServer() as server:
+
+        def to_cdn(handler: Any, filename: str, body: bool, commit: str) -> bool:
+            if filename != "config.json":
+                return False
+            headers = {
+                "Location": f"{cdn_url}/blob/config.json",
+                "X-Repo-Commit": commit,
+                "X-Linked-Etag": '"0123abcd"',
+                "X-Linked-Size": str(len(CONFIG)),
+                "Content-Length": "0",
+            }
+            _send_head(handler, 302, headers)
+            return True
+
+        server.add_repo("acme/redirected", {"config.json": CONFIG}, behaviour=to_cdn)
+        _Cdn.seen.clear()
+        r, _, _ = run(tmp_path, server.url, "acme/redirected", HF_TOKEN="hf_secret_token")
+        assert r.returncode == 0, r.stderr
+        hub_asks = [q for q in server.requests if q.path.endswith("/config.json")]
+        assert hub_asks and all(q.headers.get("authorization") == "Bearer hf_secret_token" for q in hub_asks)
+        assert _Cdn.seen and all("authorization" not in headers for headers in _Cdn.seen)
+
+
+def test_remote_code_is_never_fetched(tmp_path: Path, hub: HubServer) -> None:
+    config = json.loads(CONFIG) | {"auto_map": {"AutoModelForCausalLM": "modeling_evil.EvilForCausalLM"}}
+    hub.add_repo(
+        "acme/auto-map",
+        {
+            "config.json": json.dumps(config).encode(),
+            "modeling_evil.py": b"import os; os.system('touch PWNED')",
+        },
+    )
+    r, _, _ = run(tmp_path, hub.url, "acme/auto-map")
+    assert r.returncode == 0, r.stderr
+    assert not any("modeling_evil" in q.path for q in hub.requests)
+
+
+def test_twenty_parallel_runs_share_one_cache(tmp_path: Path, hub: HubServer) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE"))}
+    env = {**clean, "HF_HOME": str(tmp_path / "hf"), "HF_ENDPOINT": hub.url, "NO_PROXY": "127.0.0.1"}
+    args = [sys.executable, "-m", "gpusize", "fit", "acme/ok", "--gpu", "H100", "--json"]
+    procs = [
+        subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(20)
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 20, [err for _, err in outs if err][:1]
+    assert len({out for out, _ in outs}) == 1
+    blobs = list((tmp_path / "hf" / "hub" / "models--acme--ok" / "blobs").iterdir())
+    assert len(blobs) == 1  # one config.json, written atomically by whichever run came first
+    assert not list((tmp_path / "hf").rglob("*.incomplete")) and not list(
+        (tmp_path / "hf").rglob(".gpusize-*")
+    )
+    offline = subprocess.run(
+        args, env={**env, "HF_HUB_OFFLINE": "1"}, cwd=ROOT, capture_output=True, text=True
+    )
+    assert offline.returncode == 0, offline.stderr
+    assert json.loads(offline.stdout)["model"]["revision"] == json.loads(outs[0][0])["model"]["revision"]
