@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpusize.cli.output import warn
+from gpusize.cli.output import warn, write_stderr
 from gpusize.core.engines import prepare as prepare_workload
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import parse_config, with_rope_scaling
@@ -87,18 +87,15 @@ def catalogs(models_files: list[str] | None, gpus_files: list[str] | None) -> Ca
 @contextlib.contextmanager
 def progress(message: str) -> Iterator[None]:
     """One status line on stderr while the network is used, cleared after; silent off a terminal."""
-    shown = sys.stderr.isatty()
+    stream = sys.stderr  # None when the process started with stderr closed
+    shown = stream is not None and stream.isatty()
     if shown:
-        with contextlib.suppress(OSError, ValueError):
-            sys.stderr.write(f"{safe(message)}...")
-            sys.stderr.flush()
+        write_stderr(f"{safe(message)}...")
     try:
         yield
     finally:
         if shown:
-            with contextlib.suppress(OSError, ValueError):
-                sys.stderr.write("\r\x1b[K")
-                sys.stderr.flush()
+            write_stderr("\r\x1b[K")
 
 
 def load_model(

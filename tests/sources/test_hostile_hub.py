@@ -451,3 +451,11 @@ def test_twenty_parallel_runs_share_one_cache(tmp_path: Path, hub: HubServer) ->
     )
     assert offline.returncode == 0, offline.stderr
     assert json.loads(offline.stdout)["model"]["revision"] == json.loads(outs[0][0])["model"]["revision"]
+
+
+def test_hub_model_with_stderr_closed(tmp_path: Path, hub: HubServer) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE"))}
+    env = {**clean, "HF_HOME": str(tmp_path / "hf"), "HF_ENDPOINT": hub.url, "NO_PROXY": "127.0.0.1"}
+    command = f"'{sys.executable}' -m gpusize fit acme/ok --gpu H100 --json 2>&-"
+    r = subprocess.run(["sh", "-c", command], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and json.loads(r.stdout)["fits"] is True
