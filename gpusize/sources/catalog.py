@@ -49,7 +49,7 @@ ENV_VARS = {"models": "GPUSIZE_MODELS", "gpus": "GPUSIZE_GPUS"}
 #: set it to an empty string to turn the cache off.
 CACHE_ENV = "GPUSIZE_CACHE_DIR"
 #: Bumped whenever the cached row format or the validation rules change.
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 
 
 @dataclass(frozen=True)
