@@ -19,6 +19,7 @@ from gpusize.cli.options import (
     ModelsFile,
     Quiet,
     Revision,
+    complete_gpu,
 )
 from gpusize.cli.output import write_file
 from gpusize.errors import UsageError
@@ -41,7 +42,10 @@ def quote(
     ctx: Ctx = "8k",
     users: int | None = typer.Option(None, "--users", help="Concurrent users to serve."),
     gpu: list[str] | None = typer.Option(
-        None, "--gpu", help="GPU types to compare (repeat); default a standard set."
+        None,
+        "--gpu",
+        help="GPU types to compare (repeat); default a standard set.",
+        autocompletion=complete_gpu,
     ),
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
