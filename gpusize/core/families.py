@@ -147,6 +147,10 @@ FAMILIES: dict[str, Family] = {
     # Glm4Config / modeling_glm4: q, k, v biases (attention_bias defaults to true), bias-free o_proj,
     # fused gate_up MLP, and post-attention / post-MLP norms besides the two pre-norms.
     "glm4": Family(norms_per_layer=4, qkv_bias=Bias("attention_bias", True), o_bias=NO_BIAS),
+    # MiniMaxM2Config / modeling_minimax_m2: Mixtral-style experts (intermediate_size is the expert
+    # width), one RMSNorm over all q heads and one over all k heads (qk_norm_type per_layer), and a
+    # routing bias per expert (use_routing_bias).
+    "minimax_m2": Family(qk_norm="full"),
 }
 
 #: Composite (multimodal) model types whose text tower uses another family when the nested

@@ -288,7 +288,9 @@ def _moe(f: Fields, model_type: str) -> MoESpec | None:
         shared_intermediate_size=shared,
         shared_expert_gate=bool(shared_width),
         router_bias=model_type == "gpt_oss",
-        score_correction_bias=f.string("topk_method") == "noaux_tc" or model_type == "glm4_moe",
+        score_correction_bias=f.string("topk_method") == "noaux_tc"
+        or model_type == "glm4_moe"
+        or (model_type == "minimax_m2" and f.boolean("use_routing_bias", default=True)),
         expert_bias=model_type == "gpt_oss",
     )
 

@@ -51,6 +51,7 @@ GAPS: dict[str, tuple[str, Callable[[ModelSpec, ParamCounts], int]]] = {
     "Kimi-K2-Instruct": ("scale", _fixed(62_498_608)),
     "Kimi-K2-Instruct-0905": ("scale", _fixed(62_503_000)),  # 4,392 more than the July release
     "Qwen3-235B-A22B-FP8": ("scale", _fixed(14_269_952)),
+    "MiniMax-M2": ("scale", _fixed(13_880_064)),  # 128x128 blocks: experts 13,713,408 + attention 166,656
     "Kimi-VL-A3B-Instruct": ("estimate", _fixed(28_849_984)),  # MoonViT: generic ViT estimate
     "Kimi-VL-A3B-Thinking": ("estimate", _fixed(28_849_984)),
 }

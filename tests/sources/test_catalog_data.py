@@ -221,6 +221,7 @@ def test_names_are_unique_without_dashes() -> None:
         ("gemma-3-270m", "gemma-3-270m"),
         ("nemotron-nano-9b", "NVIDIA-Nemotron-Nano-9B-v2"),
         ("mistral-nemo", "Mistral-Nemo-Instruct-2407"),
+        ("minimax", "MiniMax-M2"),
     ],
 )
 def test_names_people_type(typed: str, name: str) -> None:
@@ -233,6 +234,6 @@ def test_issue_lines_are_covered() -> None:
     for family in (
         "Llama 3", "Llama 4", "Qwen3", "Qwen3-VL", "Qwen3-Coder", "Qwen3-Next", "DeepSeek-V3",
         "DeepSeek-R1-Distill", "gpt-oss", "Gemma 3", "Mistral Small", "Mistral Large", "Phi-4", "GLM-4",
-        "Kimi-K2", "Nemotron",
+        "Kimi-K2", "Nemotron", "MiniMax",
     ):  # fmt: skip
         assert family in families, family
