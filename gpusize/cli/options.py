@@ -12,6 +12,8 @@ from typing import Annotated
 import typer
 
 from gpusize.core.workload import DTYPES, KV_DTYPES
+from gpusize.errors import GpusizeError
+from gpusize.sources.catalog import Catalogs
 
 __all__ = [
     "Batch",
@@ -43,7 +45,45 @@ __all__ = [
     "Revision",
     "RopeScaling",
     "Utilization",
+    "complete_gpu",
+    "complete_model",
 ]
+
+#: Most candidates one completion offers (the shell lists them all).
+MAX_COMPLETIONS = 200
+
+
+def _complete(names: list[tuple[str, ...]], incomplete: str) -> list[str]:
+    """Per entry, the first of its names (name, then Hub id or aliases) that starts with what was typed,
+    case-insensitively, completed after the user's own prefix (shells and typer keep only candidates
+    that start with it; the catalog lookup ignores case)."""
+    wanted = incomplete.lower()
+    out = []
+    for keys in names:
+        hit = next((k for k in keys if k.lower().startswith(wanted)), None)
+        if hit is not None:
+            out.append(incomplete + hit[len(incomplete) :])
+    return out[:MAX_COMPLETIONS]
+
+
+def complete_model(incomplete: str) -> list[str]:
+    """Shell completion of MODEL from the model catalogs (bundled + GPUSIZE_MODELS); a catalog that
+    cannot be read completes nothing rather than failing in the shell."""
+    try:
+        models = Catalogs.with_env().models()
+    except GpusizeError:
+        return []
+    return _complete([(m.name, m.hf_id, *m.aliases) for m in models], incomplete)
+
+
+def complete_gpu(incomplete: str) -> list[str]:
+    """Shell completion of --gpu from the GPU catalogs (bundled + GPUSIZE_GPUS), and `local`."""
+    try:
+        gpus = Catalogs.with_env().gpus()
+    except GpusizeError:
+        return []
+    return _complete([("local",)] + [(g.name, *g.aliases) for g in gpus], incomplete)
+
 
 Model = Annotated[
     str,
@@ -51,6 +91,7 @@ Model = Annotated[
         help="A catalog name or alias (gpusize models), any Hugging Face Hub id (org/name), a local "
         "config.json or model folder, or a .gguf file. Example: Qwen3-32B",
         show_default=False,
+        autocompletion=complete_model,
     ),
 ]
 Ctx = Annotated[
@@ -70,7 +111,12 @@ KvDtype = Annotated[
     str, typer.Option("--kv-dtype", "--kv-cache-dtype", help=f"KV cache: {', '.join(KV_DTYPES)}.")
 ]
 GpuName = Annotated[
-    str | None, typer.Option("--gpu", help="A GPU type (gpusize gpus), or 'local' for this machine's GPUs.")
+    str | None,
+    typer.Option(
+        "--gpu",
+        help="A GPU type (gpusize gpus), or 'local' for this machine's GPUs.",
+        autocompletion=complete_gpu,
+    ),
 ]
 GpuCount = Annotated[
     int | None,

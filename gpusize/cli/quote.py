@@ -31,6 +31,7 @@ from gpusize.cli.options import (
     Revision,
     RopeScaling,
     Utilization,
+    complete_gpu,
 )
 from gpusize.cli.output import write_file
 from gpusize.errors import UsageError
@@ -53,7 +54,10 @@ def quote(
     ctx: Ctx = "8k",
     users: int | None = typer.Option(None, "--users", help="Concurrent users to serve."),
     gpu: list[str] | None = typer.Option(
-        None, "--gpu", help="GPU types to compare (repeat); default a standard set."
+        None,
+        "--gpu",
+        help="GPU types to compare (repeat); default a standard set.",
+        autocompletion=complete_gpu,
     ),
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",

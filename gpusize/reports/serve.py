@@ -14,7 +14,13 @@ from gpusize.core.workload import Workload
 from gpusize.reports.common import ModelFacts, model_facts, price_note
 from gpusize.reports.fit import model_notes
 from gpusize.serving import economics, throughput
-from gpusize.serving.launch import LaunchCommand, llamacpp_command, sglang_command, vllm_command
+from gpusize.serving.launch import (
+    LaunchCommand,
+    half_precision,
+    llamacpp_command,
+    sglang_command,
+    vllm_command,
+)
 from gpusize.serving.layouts import Demand, Layout, compare, recommend
 from gpusize.sources.resolve import ResolvedModel
 
@@ -108,10 +114,10 @@ def launch_commands(
         )
         return out
     if work.engine.name == "vllm":
-        out["vllm"] = vllm_command(resolved.id, resolved.revision, tp, work, utilization(work), spec)
+        out["vllm"] = vllm_command(resolved.id, resolved.revision, tp, work, utilization(work), spec, gpu)
     if work.engine.name == "sglang":
         out["sglang"] = sglang_command(
-            resolved.id, resolved.revision, tp, work, mem_fraction(gpu, tp, work, spec), spec
+            resolved.id, resolved.revision, tp, work, mem_fraction(gpu, tp, work, spec), spec, gpu
         )
     if pick.replicas > 1:
         out["replicas"] = LaunchCommand(
@@ -125,6 +131,7 @@ def launch_commands(
 def build_serve_report(
     resolved: ResolvedModel, spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload, demand: Demand
 ) -> ServeReport:
+    work = half_precision(work, gpu)  # T4 and other GPUs without bf16 run 16-bit models in fp16
     layouts = compare(spec, gpu, num_gpus, work, demand)
     pick, why = recommend(layouts)
     return ServeReport(

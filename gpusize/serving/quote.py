@@ -69,7 +69,7 @@ def _caveats(gpu: GpuSpec, tp: int, option_visible_measured: bool) -> tuple[str,
     if tp > 2 and gpu.interconnect == "bridge-pairs":
         notes.append("NVLink bridges pair GPUs only; TP>2 crosses PCIe")
     if not option_visible_measured:
-        notes.append("CUDA-visible memory estimated from the reported total")
+        notes.append(f"{gpu.runtime}-visible memory estimated from the reported total")
     if gpu.price_usd_per_hour is None:
         notes.append("no indicative price in the catalog")
     if gpu.segment == "consumer":
