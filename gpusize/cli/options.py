@@ -26,6 +26,7 @@ __all__ = [
     "EngineVersion",
     "ExpertParallel",
     "FlashAttn",
+    "FlashinferSampler",
     "GpuCount",
     "GpuName",
     "GpusFile",
@@ -146,6 +147,14 @@ MemFraction = Annotated[
 ]
 NGpuLayers = Annotated[
     int | None, typer.Option("--n-gpu-layers", "-ngl", help="llama.cpp: layers on the GPU (default all).")
+]
+FlashinferSampler = Annotated[
+    bool,
+    typer.Option(
+        "--flashinfer-sampler",
+        help="vLLM: top-k/top-p sampled by FlashInfer (VLLM_USE_FLASHINFER_SAMPLER=1; up to 0.11.0 whenever "
+        "FlashInfer is installed, as in the vllm/vllm-openai image): a smaller start-up peak before 0.17.",
+    ),
 ]
 FlashAttn = Annotated[bool, typer.Option("--flash-attn", help="llama.cpp: flash attention (smaller buffer).")]
 EngineVersion = Annotated[

@@ -121,6 +121,7 @@ class EngineFlags:
     max_num_batched_tokens: int | None = None
     enforce_eager: bool = False
     expert_parallel: bool = False
+    flashinfer_sampler: bool = False
     mem_fraction: float | None = None
     chunked_prefill: int | None = None
     max_running_requests: int | None = None
@@ -150,6 +151,7 @@ def engine_settings(flags: EngineFlags, default: str = "vllm") -> EngineSettings
         ),
         enforce_eager=flags.enforce_eager,
         enable_expert_parallel=flags.expert_parallel,
+        flashinfer_sampler=flags.flashinfer_sampler,
         mem_fraction_static=number(flags.mem_fraction, "--mem-fraction-static", 0, 0.999),
         chunked_prefill_size=_optional_count(flags.chunked_prefill, "--chunked-prefill-size", 1 << 24),
         max_running_requests=_optional_count(flags.max_running_requests, "--max-running-requests"),

@@ -43,6 +43,7 @@ SETTING_FLAGS = {
     "max_num_batched_tokens": ("--max-num-batched-tokens", "vllm"),
     "enforce_eager": ("--enforce-eager", "vllm"),
     "enable_expert_parallel": ("--enable-expert-parallel", "vllm"),
+    "flashinfer_sampler": ("--flashinfer-sampler", "vllm"),
     "mem_fraction_static": ("--mem-fraction-static", "sglang"),
     "chunked_prefill_size": ("--chunked-prefill-size", "sglang"),
     "max_running_requests": ("--max-running-requests", "sglang"),
@@ -64,6 +65,9 @@ class EngineSettings:
     max_num_batched_tokens: int | None = None
     enforce_eager: bool = False
     enable_expert_parallel: bool = False
+    #: vLLM samples top-k/top-p with FlashInfer (VLLM_USE_FLASHINFER_SAMPLER=1; up to 0.11.0 whenever
+    #: FlashInfer is installed, as in the vllm/vllm-openai image) instead of PyTorch.
+    flashinfer_sampler: bool = False
     mem_fraction_static: float | None = None
     chunked_prefill_size: int | None = None
     max_running_requests: int | None = None
@@ -76,7 +80,7 @@ class EngineSettings:
             "version", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
             "mem_fraction_static", "chunked_prefill_size", "max_running_requests", "n_gpu_layers",
         )  # fmt: skip
-        flags = ("enforce_eager", "enable_expert_parallel", "flash_attn")
+        flags = ("enforce_eager", "enable_expert_parallel", "flashinfer_sampler", "flash_attn")
         return tuple(n for n in names if getattr(self, n) is not None) + tuple(
             f for f in flags if getattr(self, f)
         )

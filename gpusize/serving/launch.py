@@ -108,7 +108,9 @@ def vllm_command(
     flags, note = _weights_flags(work, "vLLM", gpu)
     if note:
         return LaunchCommand(None, note)
-    words = ["vllm", "serve", model]
+    # The FlashInfer sampler is an environment switch, not a flag.
+    env = ["VLLM_USE_FLASHINFER_SAMPLER=1"] if work.engine.flashinfer_sampler else []
+    words = [*env, "vllm", "serve", model]
     if revision:
         words += ["--revision", revision]
     words += [
