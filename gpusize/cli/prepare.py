@@ -114,6 +114,7 @@ def engine_settings(
     mem_fraction: float | None = None,
     n_gpu_layers: int | None = None,
     flash_attn: bool = False,
+    split_mode: str | None = None,
 ) -> EngineSettings:
     chosen = (
         choice(name, ENGINE_NAMES, "--engine")
@@ -132,6 +133,7 @@ def engine_settings(
         mem_fraction_static=number(mem_fraction, "--mem-fraction-static", 0, 0.999),
         n_gpu_layers=n_gpu_layers,
         flash_attn=flash_attn,
+        split_mode=split_mode,
     )
 
 

@@ -11,6 +11,7 @@ from gpusize.cli.options import (
     Ctx,
     Dtype,
     Engine,
+    FlashAttn,
     GpuCount,
     GpuName,
     GpusFile,
@@ -21,10 +22,12 @@ from gpusize.cli.options import (
     MemFraction,
     Model,
     ModelsFile,
+    NGpuLayers,
     Quiet,
     Revision,
     Utilization,
 )
+from gpusize.core.workload import SPLIT_MODES
 from gpusize.errors import UsageError
 from gpusize.render.serve import render_serve
 from gpusize.reports.serve import build_serve_report
@@ -51,6 +54,17 @@ def serve(
     max_num_seqs: MaxNumSeqs = None,
     max_num_batched_tokens: MaxNumBatchedTokens = None,
     mem_fraction: MemFraction = None,
+    n_gpu_layers: NGpuLayers = None,
+    flash_attn: FlashAttn = False,
+    split_mode: str | None = typer.Option(
+        None, "--split-mode", "-sm", help="llama.cpp: spread the model over GPUs by layer (default) or row."
+    ),
+    host_bandwidth: float | None = typer.Option(
+        None,
+        "--host-bandwidth",
+        help="llama.cpp: peak GB/s of system RAM for layers left off the GPUs (default 89.6: "
+        "dual-channel DDR5-5600).",
+    ),
     revision: Revision = None,
     models_file: ModelsFile = None,
     gpus_file: GpusFile = None,
@@ -60,6 +74,7 @@ def serve(
     """Compare replicas and tensor parallel on one server: capacity, speed, resilience and cost.
 
     Example: gpusize serve Qwen3-8B --users 64 --gpu L40S --gpus 4
+    (llama.cpp: gpusize serve model.gguf --users 4 --gpu RTX4090 --gpus 2 --split-mode layer)
     """
     count = prepare.gpu_count(gpus) or 4
     if (users is None) == (rps is None):
@@ -73,13 +88,24 @@ def serve(
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, False, cats)
     settings = prepare.engine_settings(
-        engine, resolved, utilization, max_num_seqs, max_num_batched_tokens, mem_fraction
+        engine,
+        resolved,
+        utilization,
+        max_num_seqs,
+        max_num_batched_tokens,
+        mem_fraction,
+        n_gpu_layers,
+        flash_attn,
+        prepare.choice(split_mode, SPLIT_MODES, "--split-mode") if split_mode is not None else None,
     )
-    if settings.name not in ("vllm", "sglang"):
-        raise UsageError(f"serve compares vLLM or SGLang layouts; --engine {settings.name} is sized by 'fit'")
+    if settings.name not in ("vllm", "sglang", "llamacpp"):
+        raise UsageError(
+            f"serve compares vLLM, SGLang or llama.cpp layouts; --engine {settings.name} is sized by 'fit'"
+        )
+    host = prepare.number(host_bandwidth, "--host-bandwidth", 0, 10_000)
     work = prepare.workload(spec, prepare.request(resolved, ctx, settings, 1, dtype, kv_dtype))
     where = prepare.targets(gpu, cats, count)
-    report = build_serve_report(resolved, spec, where.gpus[0], count, work, demand)
+    report = build_serve_report(resolved, spec, where.gpus[0], count, work, demand, host)
     answer(
         report,
         0 if report.fits else 1,

@@ -20,6 +20,7 @@ __all__ = [
     "DTYPES",
     "ENGINE_NAMES",
     "KV_DTYPES",
+    "SPLIT_MODES",
     "EngineName",
     "EngineSettings",
     "Request",
@@ -43,7 +44,11 @@ SETTING_FLAGS = {
     "mem_fraction_static": ("--mem-fraction-static", "sglang"),
     "n_gpu_layers": ("--n-gpu-layers", "llamacpp"),
     "flash_attn": ("--flash-attn", "llamacpp"),
+    "split_mode": ("--split-mode", "llamacpp"),
 }
+#: llama.cpp's ways to spread one model over several GPUs (`-sm`): whole layers per GPU, run one GPU
+#: after another for each token (the default), or every matrix split by rows across the GPUs.
+SPLIT_MODES = ("layer", "row")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +62,8 @@ class EngineSettings:
     mem_fraction_static: float | None = None
     n_gpu_layers: int | None = None
     flash_attn: bool = False
+    #: llama.cpp `--split-mode` (one of SPLIT_MODES); None means its default, layer.
+    split_mode: str | None = None
 
     def given(self) -> tuple[str, ...]:
         """The settings the user set (not left to the engine's default)."""
@@ -66,6 +73,8 @@ class EngineSettings:
             out.append("n_gpu_layers")
         if self.flash_attn:
             out.append("flash_attn")
+        if self.split_mode is not None:
+            out.append("split_mode")
         return tuple(out)
 
 
