@@ -72,6 +72,12 @@ class Record:
         return str(self.use["set"])
 
     @property
+    def group(self) -> str:
+        """The engine, with "/AMD" for the ROCm builds: no AMD GPU is among the calibration records, so
+        their accuracy is reported apart from the engine's claim."""
+        return self.engine + ("/AMD" if scenario(self.id).gpu.vendor == "AMD" else "")
+
+    @property
     def concurrency(self) -> int:
         return int(self.use.get("concurrency", 1))
 
@@ -303,7 +309,7 @@ def summary(table: list[Row]) -> dict[tuple[str, str, str], tuple[int, float, fl
     for row in table:
         if row.error is None or row.figure in row.record.known_miss:
             continue
-        groups.setdefault((row.record.engine, row.record.set, row.kind), []).append(abs(row.error))
+        groups.setdefault((row.record.group, row.record.set, row.kind), []).append(abs(row.error))
     return {k: (len(v), statistics.fmean(v), max(v)) for k, v in sorted(groups.items())}
 
 

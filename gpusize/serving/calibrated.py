@@ -73,13 +73,13 @@ class EngineSpeed:
 
 _VLLM = EngineSpeed(
     "vllm",
-    {"hbm3": 0.838, "hbm2": 0.726},
-    step_s=0.00021,
-    layer_s=3.02e-05,
+    {"hbm3": 0.836, "hbm2": 0.726},
+    step_s=0.000212,
+    layer_s=3.06e-05,
     expert_s=4.01e-06,
-    moe_layer_s=2.99e-06,
-    sequence_s=0.000102,
-    prefill_mfu=0.523,
+    moe_layer_s=3e-06,
+    sequence_s=9.34e-05,
+    prefill_mfu=0.521,
     request_s=0.0473,
     fitted_on="vLLM 0.10-0.11 (gpustack performance lab, dennislee22 sweeps) and Oct 2023 "
     "(mlc-ai/llm-perf-bench) on A100 and H100/H200: 15 decode, 39 load and 24 first-token figures",
@@ -92,8 +92,8 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
     "sglang": replace(
         _VLLM,
         engine="sglang",
-        step_s=0.000935,
-        request_s=0.0223,
+        step_s=0.000955,
+        request_s=0.0222,
         fitted_on="SGLang 0.5.3 (gpustack performance lab, H100): step and request costs over vLLM's "
         "kernel constants",
     ),
@@ -149,9 +149,9 @@ SPREAD: dict[tuple[str, str], tuple[float, float]] = {
     ("llamacpp", "decode"): (0.92, 1.05),
     ("llamacpp", "ttft"): (0.88, 1.14),
     ("sglang", "aggregate"): (0.83, 1.14),
-    ("vllm", "aggregate"): (0.78, 1.27),
+    ("vllm", "aggregate"): (0.78, 1.25),
     ("vllm", "decode"): (0.87, 1.34),
-    ("vllm", "ttft"): (0.68, 1.32),
+    ("vllm", "ttft"): (0.7, 1.31),
 }
 
 

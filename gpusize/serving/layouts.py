@@ -61,6 +61,10 @@ EVIDENCE = {
         "TPOT 11.75 -> 8.82 ms at TP=2, dennislee22/vLLM-benchmarking) but not a small-active MoE "
         "(gpt-oss-120b on A100: 90 -> 77 tok/s, vllm-project/vllm#22331)"
     ),
+    "row": (
+        "measured, llama.cpp's row split keeps one stream flat as GPUs are added (Llama-2-70B fp16 on A100 "
+        "PCIe: 10.46 / 11.07 / 9.37 tok/s on 2 / 4 / 8 GPUs; mlc-ai/llm-perf-bench)"
+    ),
     "pipeline": (
         "measured, llama.cpp's layer split runs the GPUs one after another: one stream gets no faster "
         "with more GPUs (Llama-3-8B Q4_K_M on RTX 4090: 130.6 tok/s on 1, 118.1 on 8; "
@@ -291,8 +295,12 @@ def recommend(layouts: list[Layout]) -> tuple[Layout | None, str]:
 
 def _evidence(pick: Layout, fitting: list[Layout]) -> str:
     """The published measurements behind this kind of choice."""
-    if pick.split_mode == "layer" and pick.gpus_per_replica > 1:
-        return EVIDENCE["pipeline"]
+    if pick.split_mode != "tensor":  # llama.cpp: one engine over several GPUs gains no stream speed
+        return (
+            EVIDENCE["row"]
+            if pick.split_mode == "row" and pick.gpus_per_replica > 1
+            else EVIDENCE["pipeline"]
+        )
     if pick.gpus_per_replica == 1:
         return EVIDENCE["replicas"]
     single = next((x for x in fitting if x.gpus_per_replica == 1), None)

@@ -267,9 +267,17 @@ def assumptions(gpu: GpuSpec, work: Workload) -> str:
         "" if speed.calibrated_for(kind) else f", no {kind.upper()} calibration record: the engine's lowest"
     )
     moe = f", {speed.expert_s * 1e6:.1f} us per routed expert run" if speed.expert_s else ""
+    if work.engine.name == "llamacpp":
+        multi = (
+            f"-sm layer runs the GPUs one after another (+{calibrated.LAYER_SPLIT_HOP_S * 1e6:.0f} us per "
+            f"GPU boundary), -sm row gathers every layer ({calibrated.ROW_SPLIT_SYNC_S * 1e6:.0f} us per "
+            "layer per GPU)"
+        )
+    else:
+        multi = f"tensor-parallel traffic over {link(gpu)[0]}"
     return (
         f"estimates from a model fitted on published measurements ({speed.fitted_on}): "
         f"{eff:.0%} of spec memory bandwidth ({kind}{note}), {speed.layer_s * 1e6:.0f} us per layer per "
-        f"step{moe}, prefill at {speed.prefill_mfu:.0%} of dense peak, tensor-parallel traffic over "
-        f"{link(gpu)[0]}; ranges are the 10th-90th percentiles of the leave-one-out calibration residuals"
+        f"step{moe}, prefill at {speed.prefill_mfu:.0%} of dense peak, {multi}; ranges are the 10th-90th "
+        "percentiles of the leave-one-out calibration residuals"
     )
