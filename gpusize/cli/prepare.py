@@ -153,11 +153,13 @@ def request(
     kv_dtype: str = "auto",
     mtp: bool = False,
 ) -> Request:
-    weight = choice(dtype, DTYPES, "--dtype")
+    key = dtype.strip().lower()
+    bpw = key.startswith("bpw")
+    weight = key if bpw else choice(dtype, DTYPES, "--dtype")
     return Request(
         context_tokens=parse_tokens(ctx),
         batch=parse_count(batch, "--batch", 1 << 16),
-        dtype=weight if weight == "auto" else canonical_dtype(weight),
+        dtype=weight if weight == "auto" or bpw else canonical_dtype(weight),
         kv_dtype=choice(kv_dtype, KV_DTYPES, "--kv-dtype"),
         include_mtp=mtp,
         engine=settings,

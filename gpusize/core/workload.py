@@ -12,7 +12,13 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from gpusize.core.spec import ModelSpec
-from gpusize.core.weights import WeightFormat, activation_dtype, checkpoint_agreement, weight_format
+from gpusize.core.weights import (
+    WeightFormat,
+    activation_dtype,
+    bits_per_weight,
+    checkpoint_agreement,
+    weight_format,
+)
 from gpusize.errors import InputError
 from gpusize.units import DTYPE_BYTES
 
@@ -155,8 +161,10 @@ def resolve(spec: ModelSpec, request: Request, uses: frozenset[str]) -> Workload
             f"{flag} is a setting of --engine {owner} and does not apply to --engine {request.engine.name}: "
             f"pass --engine {owner}, or remove it"
         )
-    if request.dtype not in DTYPES:
-        raise InputError(f"unknown --dtype '{request.dtype}'; use one of {', '.join(DTYPES)}")
+    if request.dtype not in DTYPES and not _is_bpw(request.dtype):
+        raise InputError(
+            f"unknown --dtype '{request.dtype}'; use one of {', '.join(DTYPES)} or bpwN (e.g. bpw2.5)"
+        )
     if request.kv_dtype not in KV_DTYPES:
         raise InputError(f"unknown --kv-dtype '{request.kv_dtype}'; use one of {', '.join(KV_DTYPES)}")
     fmt, warning = _weights(spec, request)
@@ -173,6 +181,13 @@ def resolve(spec: ModelSpec, request: Request, uses: frozenset[str]) -> Workload
         checkpoint_warning=warning,
         stored_layers=request.stored_layers,
     )
+
+
+def _is_bpw(dtype: str) -> bool:
+    try:
+        return bits_per_weight(dtype) is not None
+    except ValueError as exc:
+        raise InputError(f"invalid --dtype '{dtype[:40]}': {exc}") from None
 
 
 def _weights(spec: ModelSpec, request: Request) -> tuple[WeightFormat, str | None]:

@@ -317,3 +317,16 @@ def test_which_speed_uses_the_engine_model() -> None:
         spec, replace(workload(spec, 8192), engine=EngineSettings(name="transformers")), H100, 1, 1, 4096
     )
     assert fast and slow and fast.per_sequence_tokens_per_s > slow.per_sequence_tokens_per_s
+
+
+def test_exact_bits_per_weight() -> None:
+    """--dtype bpwN: linear layers at exactly N bits per weight (EXL2 2.5 bpw, GGUF IQ2_XS 2.3125), the
+    rest 16-bit; a decode step reads them at that size."""
+    spec = catalog_spec("Llama-3.1-70B")
+    work = workload(spec, 4096, dtype="bpw2.5")
+    assert work.weights.name == "bpw2.5" and work.weights.linear_bytes == 2.5 / 8
+    int4 = workload(spec, 4096, dtype="int4")
+    assert throughput.decode_weight_bytes(spec, work, 1, 1) < throughput.decode_weight_bytes(spec, int4, 1, 1)
+    for bad in ("bpw0.5", "bpwx", "bpwnan"):
+        proc = run("fit", "Llama-3.1-70B", "--dtype", bad, "--gpu", "RTX4090")
+        assert proc.returncode == 2 and "--dtype" in proc.stderr, bad
