@@ -101,7 +101,7 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
         "llamacpp",
         {"gddr": 0.926, "hbm2": 0.507},
         step_s=0.00104,
-        layer_s=5.8e-05,
+        layer_s=5.84e-05,
         expert_s=0.0,  # no all-GPU llama.cpp MoE record to fit it on
         prefill_mfu=0.663,
         attention_mfu=0.124,
@@ -131,7 +131,7 @@ ALLREDUCE_NVLINK_S = 4.78e-06
 #: single-GPU pods joined by Ray, which cannot reach each other's memory).
 ALLREDUCE_HOP_S = {"pcie": 2.49e-05, "pcie-host": 2.33e-05}
 #: llama.cpp `-sm layer`: seconds added per token for each GPU boundary a token crosses.
-LAYER_SPLIT_HOP_S = 8.04e-05
+LAYER_SPLIT_HOP_S = 7.99e-05
 #: llama.cpp `-sm row`: seconds per layer and per GPU to gather the row-split matmuls on the main GPU.
 ROW_SPLIT_SYNC_S = 0.00013
 #: Host memory for llama.cpp layers left on the CPU (--n-gpu-layers): peak GB/s assumed when the user
@@ -139,7 +139,7 @@ ROW_SPLIT_SYNC_S = 0.00013
 #: CPU decode step reaches (fitted on llmfit PR #755: Qwen3-30B-A3B experts on a quad-channel DDR4
 #: host measured at ~102 GB/s).
 DEFAULT_HOST_GBPS = 89.6
-HOST_EFFICIENCY = 0.549
+HOST_EFFICIENCY = 0.394
 
 #: (low, high) multipliers of an estimate, by engine and figure: the 10th and 90th percentiles of
 #: measured / predicted over the calibration records, each predicted by a fit that left its record

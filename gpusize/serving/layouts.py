@@ -207,7 +207,7 @@ def evaluate_layout(
             spec, work, gpu, engine_tp, users, prompt, output, per_replica_cap, placement, context
         )
         speed = point.per_request_tokens_per_s if point else 1.0
-        want = concurrency_for(demand, speed, point.ttft_s or 0.0 if point else 0.0)
+        want = concurrency_for(demand, speed, (point.ttft_s or 0.0) if point else 0.0)
         if want == in_flight:
             break
         in_flight = want

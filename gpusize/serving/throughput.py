@@ -64,7 +64,7 @@ class LlamaCppPlacement:
     gpus: int = 1
     split_mode: str = "layer"  # layer | row
     host_gbps: float = calibrated.DEFAULT_HOST_GBPS
-    #: llama.cpp --n-cpu-moe: the routed experts of this many layers stay in host memory.
+    #: llama.cpp --n-cpu-moe: the routed experts of the first this many layers stay in host memory.
     cpu_moe_layers: int = 0
 
 
@@ -215,8 +215,9 @@ def _llamacpp_step(
     on_gpu = max(ngl - 1, 0)
     gpu_bytes = sum(b + kv for b in blocks[n - on_gpu :]) + (head if ngl >= 1 else 0)
     host_bytes = sum(b + kv for b in blocks[: n - on_gpu]) + (0 if ngl >= 1 else head)
-    if lay.cpu_moe_layers:
-        moved = sum(blocks[:n][-lay.cpu_moe_layers :]) * _expert_share(spec)
+    if lay.cpu_moe_layers:  # the experts these layers read this step, out of their GPU blocks
+        touched = _expert_share(spec) * experts_touched(spec, sequences)
+        moved = sum(stored.layer_bytes[: lay.cpu_moe_layers]) * touched
         gpu_bytes, host_bytes = gpu_bytes - moved, host_bytes + moved
     comm = 0.0
     if lay.gpus > 1 and lay.split_mode == "row":
