@@ -8,9 +8,10 @@ README's "Throughput model". The figures of the last fit are in bench/RESULTS.md
 
 Decode step time on one GPU group (`gpusize.serving.throughput.decode_step`):
     step = step_s + layer_s x layers + expert_s x experts touched (summed over MoE layers)
-           + sequence_s x sequences
+           + moe_layer_s x MoE layers + sequence_s x sequences
            + max(bytes read / (bandwidth x bandwidth_efficiency), flops / (TFLOPS x prefill_mfu))
-           + tensor-parallel all-reduces (ALLREDUCE_HOP_S per ring step + bytes / link bandwidth)
+           + tensor-parallel all-reduces (ALLREDUCE_NVLINK_S each over NVLink, ALLREDUCE_HOP_S per
+             ring step over PCIe, + bytes / link bandwidth)
 Prefill: flops / (TFLOPS x prefill_mfu) + the all-reduces of the prompt's activations; time to first
 token adds `request_s` (API server, tokenizer, scheduling) and one decode step.
 """
@@ -47,7 +48,8 @@ class EngineSpeed:
     #: calibration data (LPDDR for every engine) gets the lowest the engine has: conservative.
     bandwidth_efficiency: dict[str, float] = field(default_factory=dict)
     #: Seconds per decode step: fixed, per decoder layer, per routed expert a step runs in one layer (a
-    #: grouped-GEMM tile floor: the issue's "routing / grouped-GEMM overhead"), per sequence in the batch.
+    #: grouped-GEMM floor: routing and small per-expert matmuls), per MoE layer, per sequence in the
+    #: batch (scheduler, sampler, detokenizer).
     step_s: float = 0.0
     layer_s: float = 0.0
     expert_s: float = 0.0
@@ -59,6 +61,7 @@ class EngineSpeed:
     attention_mfu: float | None = None  # None: as prefill_mfu (FlashAttention-class kernels)
     #: Highest dense TFLOPS the engine's prefill kernels reach on any GPU (None: no ceiling).
     prefill_tflops_ceiling: float | None = None
+    #: Seconds a request pays before its prefill (API server, tokenizer, scheduling): part of TTFT.
     request_s: float = 0.0
     #: What the constants were fitted on, for the assumptions line.
     fitted_on: str = ""
@@ -146,7 +149,7 @@ HOST_EFFICIENCY = 0.394
 #: out (`python bench/calibrate_throughput.py --spread`). For "ttft" the ratio is of times. An engine
 #: without enough records of a figure (fewer than 4) uses vLLM's (`gpusize.serving.load.spread`).
 SPREAD: dict[tuple[str, str], tuple[float, float]] = {
-    ("llamacpp", "decode"): (0.92, 1.05),
+    ("llamacpp", "decode"): (0.9, 1.05),
     ("llamacpp", "ttft"): (0.88, 1.14),
     ("sglang", "aggregate"): (0.83, 1.14),
     ("vllm", "aggregate"): (0.78, 1.25),

@@ -5,11 +5,14 @@ A decode step of `sequences` sequences at `context` tokens on one GPU group:
 - bytes: what the step reads, per GPU: the text weights actually used (no vision tower, no MTP
   layers, one row of an untied input embedding, the experts the batch routes to), at their stored
   size (GGUF tensors as stored), plus every sequence's KV cache at its context;
-- time: fixed per-step costs (per step, per layer, per MoE layer) + max(bytes / effective bandwidth,
-  flops / effective compute) + tensor-parallel all-reduces (two per layer).
+- time: fitted fixed costs (per step, per layer, per routed expert run, per MoE layer, per
+  sequence) + max(bytes / effective bandwidth, flops / effective compute) + tensor-parallel
+  all-reduces (two per layer).
 llama.cpp's splits: `-sm layer` runs the GPUs one after another for a token (a pipeline, plus a hop
 per GPU boundary), `-sm row` splits every matrix (each GPU reads its share) and gathers per layer;
-layers left on the CPU (--n-gpu-layers) are read at host memory bandwidth, in series.
+layers left on the CPU (--n-gpu-layers) are read at host memory bandwidth, in series. Not modelled:
+the speed-up of MTP speculative decoding, and llama.cpp's pipelined prompt processing over a layer
+split (a layer-split prefill is estimated as on one GPU: conservative).
 """
 
 from __future__ import annotations
