@@ -106,7 +106,12 @@ Ctx = Annotated[
 ]
 Batch = Annotated[int, typer.Option("--batch", help="Concurrent sequences at full context.")]
 Dtype = Annotated[
-    str, typer.Option("--dtype", help=f"Weights: {', '.join(DTYPES)} (auto = the checkpoint's own).")
+    str,
+    typer.Option(
+        "--dtype",
+        help=f"Weights: {', '.join(DTYPES)} (auto = the checkpoint's own), or bpwN for exactly N bits "
+        "per weight (EXL2 / GGUF IQ: bpw2.5).",
+    ),
 ]
 KvDtype = Annotated[
     str, typer.Option("--kv-dtype", "--kv-cache-dtype", help=f"KV cache: {', '.join(KV_DTYPES)}.")

@@ -127,6 +127,7 @@ class EngineFlags:
     max_running_requests: int | None = None
     n_gpu_layers: int | None = None
     flash_attn: bool = False
+    split_mode: str | None = None
     quantization: str | None = None
     rope_scaling: str | None = None
     reserved_mib: int = 0
@@ -157,6 +158,7 @@ def engine_settings(flags: EngineFlags, default: str = "vllm") -> EngineSettings
         max_running_requests=_optional_count(flags.max_running_requests, "--max-running-requests"),
         n_gpu_layers=flags.n_gpu_layers,
         flash_attn=flags.flash_attn,
+        split_mode=flags.split_mode,
     )
 
 
@@ -224,10 +226,13 @@ def request(
     kv_dtype: str = "auto",
     mtp: bool = False,
 ) -> Request:
-    weight = choice(dtype, DTYPES, "--dtype")
-    weight = quantized_dtype(
-        spec, flags.quantization, weight if weight == "auto" else canonical_dtype(weight)
-    )
+    key = dtype.strip().lower()
+    bpw = key.startswith("bpw")
+    weight = key if bpw else choice(dtype, DTYPES, "--dtype")
+    if not bpw:
+        weight = quantized_dtype(
+            spec, flags.quantization, weight if weight == "auto" else canonical_dtype(weight)
+        )
     return Request(
         context_tokens=parse_tokens(ctx),
         batch=parse_count(batch, "--batch", 1 << 16),

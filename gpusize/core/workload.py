@@ -13,7 +13,13 @@ from typing import Literal
 
 from gpusize.core.releases import Release, Releases
 from gpusize.core.spec import ModelSpec
-from gpusize.core.weights import WeightFormat, activation_dtype, checkpoint_agreement, weight_format
+from gpusize.core.weights import (
+    WeightFormat,
+    activation_dtype,
+    bits_per_weight,
+    checkpoint_agreement,
+    weight_format,
+)
 from gpusize.errors import InputError
 from gpusize.units import DTYPE_BYTES
 
@@ -21,6 +27,7 @@ __all__ = [
     "DTYPES",
     "ENGINE_NAMES",
     "KV_DTYPES",
+    "SPLIT_MODES",
     "EngineName",
     "EngineSettings",
     "Request",
@@ -50,7 +57,11 @@ SETTING_FLAGS = {
     "n_gpu_layers": ("--n-gpu-layers", "llamacpp"),
     "flash_attn": ("--flash-attn", "llamacpp"),
     "version": ("--engine-version", "vllm or sglang"),
+    "split_mode": ("--split-mode", "llamacpp"),
 }
+#: llama.cpp's ways to spread one model over several GPUs (`-sm`): whole layers per GPU, run one GPU
+#: after another for each token (the default), or every matrix split by rows across the GPUs.
+SPLIT_MODES = ("layer", "row")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,12 +84,15 @@ class EngineSettings:
     max_running_requests: int | None = None
     n_gpu_layers: int | None = None
     flash_attn: bool = False
+    #: llama.cpp `--split-mode` (one of SPLIT_MODES); None means its default, layer.
+    split_mode: str | None = None
 
     def given(self) -> tuple[str, ...]:
         """The settings the user set (not left to the engine's default)."""
         names = (
             "version", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
             "mem_fraction_static", "chunked_prefill_size", "max_running_requests", "n_gpu_layers",
+            "split_mode",
         )  # fmt: skip
         flags = ("enforce_eager", "enable_expert_parallel", "flashinfer_sampler", "flash_attn")
         return tuple(n for n in names if getattr(self, n) is not None) + tuple(
@@ -175,8 +189,10 @@ def resolve(spec: ModelSpec, request: Request, uses: frozenset[str], releases: R
             f"{flag} is a setting of --engine {owner} and does not apply to --engine {request.engine.name}: "
             f"pass --engine {owner}, or remove it"
         )
-    if request.dtype not in DTYPES:
-        raise InputError(f"unknown --dtype '{request.dtype}'; use one of {', '.join(DTYPES)}")
+    if request.dtype not in DTYPES and not _is_bpw(request.dtype):
+        raise InputError(
+            f"unknown --dtype '{request.dtype}'; use one of {', '.join(DTYPES)} or bpwN (e.g. bpw2.5)"
+        )
     if request.kv_dtype not in KV_DTYPES:
         raise InputError(f"unknown --kv-dtype '{request.kv_dtype}'; use one of {', '.join(KV_DTYPES)}")
     fmt, warning = _weights(spec, request)
@@ -195,6 +211,13 @@ def resolve(spec: ModelSpec, request: Request, uses: frozenset[str], releases: R
         checkpoint_warning=warning,
         stored_layers=request.stored_layers,
     )
+
+
+def _is_bpw(dtype: str) -> bool:
+    try:
+        return bits_per_weight(dtype) is not None
+    except ValueError as exc:
+        raise InputError(f"invalid --dtype '{dtype[:40]}': {exc}") from None
 
 
 def _weights(spec: ModelSpec, request: Request) -> tuple[WeightFormat, str | None]:

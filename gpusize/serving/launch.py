@@ -174,7 +174,9 @@ def sglang_command(
     return LaunchCommand(_join(words), None, work.engine_version)
 
 
-def llamacpp_command(model_file: str, work: Workload, gpu_layers: int, parallel: int = 1) -> LaunchCommand:
+def llamacpp_command(
+    model_file: str, work: Workload, gpu_layers: int, parallel: int = 1, gpus: int = 1
+) -> LaunchCommand:
     words = [
         "llama-server",
         "-m",
@@ -186,6 +188,8 @@ def llamacpp_command(model_file: str, work: Workload, gpu_layers: int, parallel:
         "-ngl",
         str(gpu_layers),
     ]
+    if gpus > 1 or work.engine.split_mode:
+        words += ["-sm", work.engine.split_mode or "layer"]
     if work.engine.flash_attn:
         words += ["-fa", "on"]
     if work.kv_cache_dtype == "fp8":
