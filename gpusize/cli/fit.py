@@ -8,11 +8,13 @@ from gpusize.cli import prepare
 from gpusize.cli.app import app
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
+    AttnImplementation,
     Batch,
     BestEffort,
     Ctx,
     Dtype,
     Engine,
+    ExpandableSegments,
     FlashAttn,
     GpuCount,
     GpuName,
@@ -28,6 +30,7 @@ from gpusize.cli.options import (
     NGpuLayers,
     Quiet,
     Revision,
+    TransformersVersion,
     Utilization,
 )
 from gpusize.errors import UsageError
@@ -53,6 +56,9 @@ def fit(
     mem_fraction: MemFraction = None,
     n_gpu_layers: NGpuLayers = None,
     flash_attn: FlashAttn = False,
+    attn_implementation: AttnImplementation = None,
+    transformers_version: TransformersVersion = None,
+    expandable_segments: ExpandableSegments = False,
     mtp: Mtp = False,
     nodes: int | None = typer.Option(
         None, "--nodes", help="Allow N servers of 8 GPUs (TP=8 x PP=N) when one server is not enough."
@@ -82,6 +88,9 @@ def fit(
         mem_fraction,
         n_gpu_layers,
         flash_attn,
+        attn_implementation,
+        transformers_version,
+        expandable_segments,
     )
     work = prepare.workload(spec, prepare.request(resolved, ctx, settings, batch, dtype, kv_dtype, mtp))
     where = prepare.targets(gpu, cats, gpus)

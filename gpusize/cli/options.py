@@ -14,11 +14,13 @@ import typer
 from gpusize.core.workload import DTYPES, KV_DTYPES
 
 __all__ = [
+    "AttnImplementation",
     "Batch",
     "BestEffort",
     "Ctx",
     "Dtype",
     "Engine",
+    "ExpandableSegments",
     "FlashAttn",
     "GpuCount",
     "GpuName",
@@ -34,6 +36,7 @@ __all__ = [
     "NGpuLayers",
     "Quiet",
     "Revision",
+    "TransformersVersion",
     "Utilization",
 ]
 
@@ -93,6 +96,27 @@ NGpuLayers = Annotated[
     int | None, typer.Option("--n-gpu-layers", "-ngl", help="llama.cpp: layers on the GPU (default all).")
 ]
 FlashAttn = Annotated[bool, typer.Option("--flash-attn", help="llama.cpp: flash attention (smaller buffer).")]
+AttnImplementation = Annotated[
+    str | None,
+    typer.Option(
+        "--attn-implementation",
+        help="transformers: sdpa (default; eager for gpt-oss), flash_attention_2 or eager.",
+    ),
+]
+TransformersVersion = Annotated[
+    str | None,
+    typer.Option(
+        "--transformers-version",
+        help="transformers: 5 (5.x and 4.56+, default) or 4 (4.53-4.55: sliding layers cache every token).",
+    ),
+]
+ExpandableSegments = Annotated[
+    bool,
+    typer.Option(
+        "--expandable-segments",
+        help="transformers: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less fragmentation).",
+    ),
+]
 Mtp = Annotated[bool, typer.Option("--mtp", help="Load the checkpoint's MTP layers (speculative decoding).")]
 BestEffort = Annotated[
     bool,

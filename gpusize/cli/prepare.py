@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gpusize.cli.output import warn
 from gpusize.core.engines import engine as engine_model
+from gpusize.core.engines.hf_prefill import ATTN_IMPLEMENTATIONS, TRANSFORMERS_VERSIONS
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import parse_config
 from gpusize.core.plan import TP_SIZES
@@ -114,6 +115,9 @@ def engine_settings(
     mem_fraction: float | None = None,
     n_gpu_layers: int | None = None,
     flash_attn: bool = False,
+    attn_implementation: str | None = None,
+    transformers_version: str | None = None,
+    expandable_segments: bool = False,
 ) -> EngineSettings:
     chosen = (
         choice(name, ENGINE_NAMES, "--engine")
@@ -132,6 +136,13 @@ def engine_settings(
         mem_fraction_static=number(mem_fraction, "--mem-fraction-static", 0, 0.999),
         n_gpu_layers=n_gpu_layers,
         flash_attn=flash_attn,
+        attn_implementation=choice(attn_implementation, ATTN_IMPLEMENTATIONS, "--attn-implementation")
+        if attn_implementation is not None
+        else None,
+        transformers_version=choice(transformers_version, TRANSFORMERS_VERSIONS, "--transformers-version")
+        if transformers_version is not None
+        else None,
+        expandable_segments=expandable_segments,
     )
 
 

@@ -43,6 +43,9 @@ SETTING_FLAGS = {
     "mem_fraction_static": ("--mem-fraction-static", "sglang"),
     "n_gpu_layers": ("--n-gpu-layers", "llamacpp"),
     "flash_attn": ("--flash-attn", "llamacpp"),
+    "attn_implementation": ("--attn-implementation", "transformers"),
+    "transformers_version": ("--transformers-version", "transformers"),
+    "expandable_segments": ("--expandable-segments", "transformers"),
 }
 
 
@@ -57,15 +60,25 @@ class EngineSettings:
     mem_fraction_static: float | None = None
     n_gpu_layers: int | None = None
     flash_attn: bool = False
+    #: transformers: attention implementation (sdpa, flash_attention_2, eager), the release whose
+    #: cache and masks are followed ("5", "4"), PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.
+    attn_implementation: str | None = None
+    transformers_version: str | None = None
+    expandable_segments: bool = False
 
     def given(self) -> tuple[str, ...]:
         """The settings the user set (not left to the engine's default)."""
-        names = ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "mem_fraction_static")
+        names = (
+            "gpu_memory_utilization",
+            "max_num_seqs",
+            "max_num_batched_tokens",
+            "mem_fraction_static",
+            "n_gpu_layers",
+            "attn_implementation",
+            "transformers_version",
+        )
         out = [n for n in names if getattr(self, n) is not None]
-        if self.n_gpu_layers is not None:
-            out.append("n_gpu_layers")
-        if self.flash_attn:
-            out.append("flash_attn")
+        out += [n for n in ("flash_attn", "expandable_segments") if getattr(self, n)]
         return tuple(out)
 
 

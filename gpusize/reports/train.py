@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpusize import __version__
-from gpusize.core import runtime
+from gpusize.core import allocator
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
@@ -19,17 +19,28 @@ from gpusize.sources.resolve import ResolvedModel
 from gpusize.training import time_cost
 from gpusize.training.activations import checkpoint_bytes_per_token
 from gpusize.training.anatomy import trainable_params
-from gpusize.training.peak import TrainMemory, largest_seq, train_memory
+from gpusize.training.peak import (
+    TrainMemory,
+    largest_batch,
+    largest_seq,
+    nccl_bytes,
+    train_memory,
+)
 from gpusize.training.setup import (
+    ADAM8BIT_BLOCK,
     BACKWARD_WORKSPACE_LAYERS,
     NF4_BYTES_PER_PARAM,
+    PAGED_OPTIMIZERS,
     SHARD_STAGE,
     TrainSetup,
+    autocast_amp,
     state_bytes,
 )
+from gpusize.training.states import STEP_TEMPORARIES
 from gpusize.units import GIB
 
 __all__ = [
+    "Suggestion",
     "TimeInfo",
     "TimeRow",
     "TrainAssumptions",
@@ -50,6 +61,17 @@ class TrainParams:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Suggestion:
+    """What fits instead, on the device figure: a smaller micro-batch with more accumulation steps
+    (the same effective batch), or, when one sequence does not fit, a shorter one."""
+
+    batch: int
+    grad_accum: int
+    seq_tokens: int
+    effective_batch: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class TrainCandidate:
     gpu: str
     gpu_full_name: str
@@ -60,7 +82,13 @@ class TrainCandidate:
     per_gpu: TrainMemory
     usable_bytes: int
     headroom_bytes: int
+    #: Longest sequence at this micro-batch, and largest micro-batch at this sequence, that fit on the
+    #: device figure.
     max_seq_tokens: int
+    max_batch: int
+    suggestion: Suggestion | None
+    #: Where the allocated peak falls: forward/backward, optimizer step or load.
+    peak_phase: str
     price_usd_per_hour: float | None
 
 
@@ -90,6 +118,9 @@ class TimeInfo:
 @dataclass(frozen=True, kw_only=True)
 class TrainAssumptions:
     framework: str
+    versions: str
+    optimizer: str
+    allocator: str
     peak_memory: str
     activation_model: str
     gradient_overlap: str
@@ -134,22 +165,28 @@ def _misfit(mem: TrainMemory, gpu: GpuSpec, setup: TrainSetup, n: int) -> str:
         hint = "try --grad-ckpt, a shorter --seq or a smaller --batch"
     elif name == "weights" and n > 1 and stage < 3:
         hint = "weights are sharded only by zero3/fsdp"
-    elif name == "optimizer states":
-        hint = "try --optimizer adamw-8bit or --offload optimizer"
+    elif name == "optimizer states" or mem.peak_phase == "optimizer step":
+        hint = "try --optimizer adamw-fused (no step temporaries), adamw-8bit or --offload optimizer"
     else:
         hint = "try more GPUs, --method lora/qlora or --offload"
     return (
-        f"needs {mem.total_bytes / GIB:.1f} GiB per GPU, {gpu.visible_bytes / GIB:.1f} GiB visible "
+        f"needs {mem.device_bytes / GIB:.1f} GiB per GPU on the device ({mem.allocated_peak_bytes / GIB:.1f} "
+        f"allocated by PyTorch, peak at the {mem.peak_phase}), {gpu.visible_bytes / GIB:.1f} GiB visible "
         f"(largest: {name} {size / GIB:.1f} GiB); {hint}"
     )
 
 
 def evaluate(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, n: int) -> TrainCandidate:
-    """Fit test of the job on n GPUs of one type: per-GPU peak <= CUDA-visible total."""
-    mem = train_memory(spec, setup, n)
+    """Fit test of the job on n GPUs of one type: what the device shows (reserved peak + CUDA context
+    + NCCL) <= CUDA-visible total."""
     visible = gpu.visible_bytes
-    fits = mem.total_bytes <= visible
+    mem = train_memory(spec, setup, n, gpu.interconnect, visible)
+    fits = mem.device_bytes <= visible
     limit = max(setup.seq_tokens, spec.max_position_embeddings or 0) or 1 << 20
+    max_seq = largest_seq(spec, setup, n, visible, limit, interconnect=gpu.interconnect)
+    max_batch = largest_batch(spec, setup, n, visible, gpu.interconnect)
+    if fits:  # the searches scale the unlimited replay's cache: never below what fits here
+        max_seq, max_batch = max(max_seq, setup.seq_tokens), max(max_batch, setup.batch)
     return TrainCandidate(
         gpu=gpu.name,
         gpu_full_name=gpu.full_name,
@@ -159,10 +196,33 @@ def evaluate(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, n: int) -> TrainC
         reason=None if fits else _misfit(mem, gpu, setup, n),
         per_gpu=mem,
         usable_bytes=visible,
-        headroom_bytes=visible - mem.total_bytes,
-        max_seq_tokens=largest_seq(spec, setup, n, visible, limit),
+        headroom_bytes=visible - mem.device_bytes,
+        max_seq_tokens=max_seq,
+        max_batch=max_batch,
+        suggestion=None if fits else suggest(spec, setup, gpu, n, max_batch),
+        peak_phase=mem.peak_phase,
         price_usd_per_hour=gpu.price_for(n),
     )
+
+
+def suggest(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, n: int, max_batch: int) -> Suggestion | None:
+    """The largest micro-batch that fits, with gradient accumulation raised to keep the effective batch
+    (micro-batch x accumulation); when a single sequence does not fit, the longest one that does at
+    micro-batch 1. None when nothing fits."""
+    effective = setup.batch * setup.grad_accum
+    if max_batch >= 1:
+        batch = min(max_batch, setup.batch)
+        return Suggestion(
+            batch=batch,
+            grad_accum=-(-effective // batch),
+            seq_tokens=setup.seq_tokens,
+            effective_batch=batch * -(-effective // batch),
+        )
+    one = replace(setup, batch=1)
+    seq = largest_seq(spec, one, n, gpu.visible_bytes, setup.seq_tokens, interconnect=gpu.interconnect)
+    if seq < 1:
+        return None
+    return Suggestion(batch=1, grad_accum=effective, seq_tokens=seq, effective_batch=effective)
 
 
 def candidate_counts(setup: TrainSetup, fixed_count: int | None, max_count: int = 8) -> tuple[int, ...]:
@@ -202,7 +262,8 @@ def time_info(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, tokens: int, max
         rows.append(
             TimeRow(
                 num_gpus=n,
-                fits=train_memory(spec, job, n).total_bytes <= gpu.visible_bytes,
+                fits=train_memory(spec, job, n, gpu.interconnect, gpu.visible_bytes).device_bytes
+                <= gpu.visible_bytes,
                 scaling_efficiency=round(eff, 4),
                 speedup=round(n * eff, 3),
                 hours=hours,
@@ -270,14 +331,46 @@ def build_train_report(
     )
 
 
+#: Framework releases the model follows (facts in bench/train_calibration.md).
+VERSIONS = (
+    "torch 2.11 (caching allocator, AdamW foreach default, autocast), transformers 5.17 (loss, SDPA, "
+    "gradient_checkpointing_enable use_reentrant=False), peft 0.21 (fp32 adapters), TRL SFTTrainer "
+    "defaults (gradient checkpointing on, bf16), accelerate FSDP (FULL_SHARD, BACKWARD_PRE, "
+    "limit_all_gathers), DeepSpeed 0.19 ZeRO defaults (reduce bucket 5e8), bitsandbytes 0.50 (8-bit "
+    f"block {ADAM8BIT_BLOCK}, NF4 + double quantization), NCCL 2.30"
+)
+
+
+def _optimizer_note(setup: TrainSetup) -> str:
+    opt = setup.optimizer
+    if opt == "adamw":
+        how = "torch.optim.AdamW defaults: foreach on CUDA (a plain loop, HF Trainer before torch 2.8)"
+    elif opt == "adamw-fused":
+        how = "torch.optim.AdamW(fused=True) (HF Trainer's adamw_torch_fused on torch >= 2.8)"
+    elif opt == "adamw-forloop":
+        how = "torch.optim.AdamW(foreach=False)"
+    elif opt in ("adamw-8bit", "paged-adamw-8bit", "paged-adamw"):
+        how = f"bitsandbytes {opt} (block {ADAM8BIT_BLOCK})"
+    elif opt == "adafactor":
+        how = "transformers Adafactor (factored fp32 second moment)"
+    else:
+        how = f"torch.optim.SGD ({'momentum' if opt == 'sgd' else 'no momentum'}, weight_decay 0)"
+    temps = STEP_TEMPORARIES.get(opt, "none")
+    inbwd = "; stepped in backward, one parameter at a time" if setup.optimizer_in_backward else ""
+    return f"{how}; step temporaries: {temps}{inbwd}"
+
+
 def _assumptions(spec: ModelSpec, setup: TrainSetup, gpus: list[GpuSpec]) -> TrainAssumptions:
     """What the numbers assume, for the footer and the JSON."""
-    sb = state_bytes(setup.precision, setup.method)
+    one = replace(setup, sharding="none")
+    sb = state_bytes(one.precision, one.method, one)
     notes = []
-    if setup.method == "full" and sb.master:
+    if setup.method == "full" and autocast_amp(one):
         notes.append(
-            "bf16-mixed keeps an fp32 master copy (4 B/param, in weights_bytes): 16 B/param of model states "
-            "with AdamW (ZeRO paper); --precision bf16 drops it and keeps bf16 moments (8 B/param)"
+            "bf16-mixed on one GPU or under DDP is PyTorch AMP: fp32 weights, gradients and AdamW moments "
+            "(16 B/param) and autocast's bf16 copy of every matmul weight during the forward; DeepSpeed "
+            "and FSDP keep bf16 weights + an fp32 master (the same 16 B/param, sharded); --precision "
+            "bf16 keeps everything in bf16 (8 B/param)"
         )
     if setup.method != "full":
         adapters = "fp32 (PEFT autocast_adapter_dtype)" if sb.weight == 4 else setup.precision
@@ -287,7 +380,13 @@ def _assumptions(spec: ModelSpec, setup: TrainSetup, gpus: list[GpuSpec]) -> Tra
     if setup.method == "qlora":
         notes.append(
             f"QLoRA base: decoder linears NF4 with double quantization ({NF4_BYTES_PER_PARAM:.4f} B/param), "
-            "embeddings/lm_head/norms bf16, + one bf16 dequantized matrix"
+            "embeddings/lm_head/norms bf16 (fp32 after PEFT's prepare_model_for_kbit_training), + one "
+            "bf16 dequantized matrix; load_peak_bytes: quantizing layer by layer"
+        )
+    if setup.optimizer in PAGED_OPTIMIZERS:
+        notes.append(
+            "paged optimizer states (paged_bytes) live in CUDA unified memory: nvidia-smi shows them while "
+            "resident, bitsandbytes moves them to host RAM under pressure; not part of the fit"
         )
     if setup.offload != "none":
         notes.append("host_ram_bytes is the server total (all GPUs' offloaded shards), not per GPU")
@@ -296,23 +395,45 @@ def _assumptions(spec: ModelSpec, setup: TrainSetup, gpus: list[GpuSpec]) -> Tra
         notes.append(f"activation checkpoints offloaded to host RAM ({per_token:,} B per token)")
     if spec.moe:
         notes.append("MoE: activations count the top-k experts per token; all experts train in full mode")
+    context = allocator.TORCH_CUDA_CONTEXT_BYTES
     return TrainAssumptions(
         framework=setup.kernels.name,
-        peak_memory="PyTorch allocator peak + CUDA context (and NCCL communicators on 2+ GPUs); fits "
-        "when it is at most the CUDA-visible total",
-        activation_model="Korthikanti et al. 2022 per-layer saved tensors for FlashAttention, GQA, gated "
-        "MLPs and MoE routing; checkpointing keeps each layer's input; backward workspace "
-        f"{BACKWARD_WORKSPACE_LAYERS} layers (fitted); logits "
-        f"{setup.kernels.logits_bytes_per_element} B per token x vocab",
+        versions=f"{setup.kernels.version or setup.kernels.name}; {VERSIONS}",
+        optimizer=_optimizer_note(setup),
+        allocator="PyTorch caching allocator replayed over two steps ("
+        + ("expandable_segments:True" if setup.expandable_segments else "default, no expandable segments")
+        + "): reserved peak = allocated peak + the cache it cannot reuse",
+        peak_memory="device figure = reserved peak + CUDA context + NCCL (what nvidia-smi shows); fits "
+        "when it is at most the CUDA-visible total, headroom = visible - device figure; the allocated peak "
+        "(torch.cuda.max_memory_allocated) is the largest of forward/backward, optimizer step and load",
+        activation_model="saved tensors per layer as autograd keeps them (Korthikanti et al. 2022 "
+        "re-derived for SDPA/FlashAttention, GQA, gated MLPs, MoE routing, autocast and PEFT casts); "
+        "checkpointing keeps each layer's input; backward workspace "
+        f"{BACKWARD_WORKSPACE_LAYERS} layers (fitted); loss {setup.kernels.logits_bytes_per_element} B "
+        "per token x vocab in backward"
+        + (
+            f", {setup.kernels.loss_forward_bytes_per_element} in the forward"
+            if setup.kernels.loss_forward_bytes_per_element
+            else ""
+        ),
         gradient_overlap="single GPU and FSDP without accumulation build gradients while activations are "
         "freed: counted once (overlap_bytes)",
         sharding="zero1 shards optimizer + master, zero2 + gradients, zero3/fsdp + weights (2 layers + "
-        "embedding gathered); ddp replicates",
+        "embedding gathered); ddp replicates and keeps a bucket copy of the gradients; DeepSpeed adds its "
+        "reduce bucket",
         mfu=time_cost.ASSUMED_MFU,
         scaling_per_doubling=dict(time_cost.SCALING_PER_DOUBLING),
-        estimates=("activations_bytes", "logits_bytes", "overhead_bytes", "hours", "cost_usd"),
+        estimates=(
+            "activations_bytes",
+            "logits_bytes",
+            "fragmentation_bytes",
+            "overhead_bytes",
+            "hours",
+            "cost_usd",
+        ),
         prices=price_note(gpus),
-        overhead_model=f"CUDA context {runtime.CUDA_CONTEXT_TP1 / GIB:.2f} GiB, "
-        f"{runtime.CUDA_CONTEXT_TPN / GIB:.2f} GiB with NCCL on 2+ GPUs (vLLM 0.19 logs)",
+        overhead_model=f"CUDA context {context / GIB:.2f} GiB (torch 2.11 on an H200, measured); NCCL on 2+ "
+        f"GPUs {nccl_bytes(8, 'nvswitch') / GIB:.2f} GiB per GPU on NVSwitch (with NVLS), "
+        f"{nccl_bytes(8, 'pcie') / GIB:.2f} GiB over PCIe (estimates)",
         notes=tuple(notes),
     )
