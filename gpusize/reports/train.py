@@ -19,13 +19,8 @@ from gpusize.sources.resolve import ResolvedModel
 from gpusize.training import time_cost
 from gpusize.training.activations import checkpoint_bytes_per_token
 from gpusize.training.anatomy import trainable_params
-from gpusize.training.peak import (
-    TrainMemory,
-    largest_batch,
-    largest_seq,
-    nccl_bytes,
-    train_memory,
-)
+from gpusize.training.device import largest_batch, largest_seq, train_memory
+from gpusize.training.peak import TrainMemory, nccl_bytes
 from gpusize.training.setup import (
     ADAM8BIT_BLOCK,
     BACKWARD_WORKSPACE_LAYERS,

@@ -28,7 +28,8 @@ from gpusize.core.parse import parse_config
 from gpusize.core.spec import ModelSpec
 from gpusize.sources.catalog import find_gpu, find_model
 from gpusize.training import setup as S
-from gpusize.training.peak import TrainMemory, train_memory
+from gpusize.training.device import train_memory
+from gpusize.training.peak import TrainMemory
 
 try:
     from tests.conftest import FIXTURES, REFERENCE

@@ -22,6 +22,7 @@ from gpusize.core.spec import ModelSpec, ParamCounts
 from gpusize.errors import InputError
 from gpusize.sources.catalog import find_gpu, find_model
 from gpusize.training import activations, anatomy, states, time_cost
+from gpusize.training import device as device_module
 from gpusize.training import peak as peak_module
 from gpusize.training import setup as job_setup
 from gpusize.units import parse_budget as parse_token_budget
@@ -30,7 +31,7 @@ from gpusize.units import parse_budget as parse_token_budget
 T = SimpleNamespace(
     **{
         name: value
-        for module in (job_setup, anatomy, states, activations, peak_module, time_cost)
+        for module in (job_setup, anatomy, states, activations, peak_module, device_module, time_cost)
         for name, value in vars(module).items()
         if not name.startswith("_")
     }
