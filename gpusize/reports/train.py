@@ -157,7 +157,7 @@ def _misfit(mem: TrainMemory, gpu: GpuSpec, setup: TrainSetup, n: int) -> str:
     if n > 1 and stage == 0:
         hint = "DDP replicates everything, so more GPUs do not lower it: try --sharding fsdp"
     elif name == "activations":
-        hint = "try --grad-ckpt, a shorter --seq or a smaller --batch"
+        hint = "try a shorter --seq or a smaller --batch" + ("" if setup.grad_ckpt else ", or --grad-ckpt")
     elif name == "weights" and n > 1 and stage < 3:
         hint = "weights are sharded only by zero3/fsdp"
     elif name == "optimizer states" or mem.peak_phase == "optimizer step":
@@ -328,9 +328,7 @@ def build_train_report(
 
 #: Framework releases the model follows (facts in bench/train_calibration.md).
 VERSIONS = (
-    "torch 2.11 (caching allocator, AdamW foreach default, autocast), transformers 5.17 (loss, SDPA, "
-    "gradient_checkpointing_enable use_reentrant=False), peft 0.21 (fp32 adapters), TRL SFTTrainer "
-    "defaults (gradient checkpointing on, bf16), accelerate FSDP (FULL_SHARD, BACKWARD_PRE, "
+    "TRL SFTTrainer defaults (gradient checkpointing on, bf16), accelerate FSDP (FULL_SHARD, BACKWARD_PRE, "
     "limit_all_gathers), DeepSpeed 0.19 ZeRO defaults (reduce bucket 5e8), bitsandbytes 0.50 (8-bit "
     f"block {ADAM8BIT_BLOCK}, NF4 + double quantization), NCCL 2.30"
 )
