@@ -118,3 +118,28 @@ def test_cli_usage_errors(args: tuple[str, ...]) -> None:
         and r.stderr.startswith("gpusize: error: ")
         and r.stderr.count("\n") == 1
     )
+
+
+def test_cli_says_what_fits_and_it_does() -> None:
+    """Where the job does not fit: the largest micro-batch / sequence that fit the device figure, as a
+    suggestion that keeps the effective batch; re-running it fits."""
+    base = ("Llama-3.1-8B", "--method", "lora", "--gpu", "RTX4090", "--gpus", "1", "--sharding", "none")
+    r = invoke(*base, "--seq", "8k", "--batch", "4", "--json")
+    assert r.exit_code == 1
+    c = json.loads(r.stdout)["candidates"][-1]
+    s = c["suggestion"]
+    assert s["batch"] == 1 and s["grad_accum"] == 4 and s["effective_batch"] == 4 and s["seq_tokens"] < 8192
+    again = invoke(*base, "--seq", str(s["seq_tokens"]), "--batch", "1", "--grad-accum", "4", "--json")
+    assert again.exit_code == 0, again.output
+    human = invoke(*base, "--seq", "8k", "--batch", "4")
+    assert "fits with --batch 1 --grad-accum 4 --seq" in human.stdout
+
+
+def test_cli_optimizer_options_reach_the_model() -> None:
+    common = ("Llama-3.1-8B", "--method", "full", "--gpu", "H200", "--gpus", "1", "--sharding", "none")
+    foreach = json.loads(invoke(*common, "--json").stdout)["plan"]
+    inbwd = json.loads(invoke(*common, "--optimizer-in-backward", "--expandable-segments", "--json").stdout)
+    assert inbwd["setup"]["optimizer_in_backward"] is True and inbwd["setup"]["expandable_segments"] is True
+    assert inbwd["plan"]["per_gpu"]["allocated_peak_bytes"] < foreach["per_gpu"]["allocated_peak_bytes"]
+    paged = json.loads(invoke(*common, "--optimizer", "paged-adamw-8bit", "--json").stdout)["plan"]
+    assert paged["per_gpu"]["paged_bytes"] > 0 and paged["per_gpu"]["optimizer_bytes"] == 0

@@ -533,3 +533,63 @@ if __name__ == "__main__":  # the tables of bench/train_calibration.md
             f"| {c.rid} | {c.figure} | {c.gpus}x {c.gpu} | {want / GIB:.2f} | {got / GIB:.2f} | "
             f"{got / want - 1:+.1%} | {fits} |"
         )
+
+
+# --------------------------------------------------------------------------- mechanisms
+
+
+def test_step_temporaries_per_optimizer() -> None:
+    """torch 2.11: foreach AdamW copies the whole group's second moment, fused nothing, the for-loop
+    two copies of one parameter's; transformers' Adafactor four fp32 copies of the largest parameter."""
+    spec = reference_spec("meta-llama__Llama-3.1-8B")
+    p, largest = spec.params.total, spec.params.embedding  # the 128256 x 4096 embedding
+    bf16 = S.TrainSetup("full", 2048, precision="bf16", sharding="none")
+
+    def step(**kw: Any) -> int:
+        return train_memory(spec, replace(bf16, **kw), 1).step_bytes
+
+    assert step() == 2 * p and step(optimizer="adamw-fused") == 0
+    assert step(optimizer="adamw-forloop") == 2 * 2 * largest
+    assert step(optimizer="adafactor") == 16 * largest
+    assert step(optimizer="adamw-8bit") == step(optimizer="sgd") == 0
+    # sharded states (ZeRO-1 and beyond, FSDP): foreach runs over the local shard
+    assert train_memory(spec, replace(bf16, sharding="fsdp"), 8).step_bytes == 2 * p // 8
+
+
+def test_buffers_and_nccl() -> None:
+    """DDP keeps a bucket copy of every gradient; DeepSpeed a 5e8-element reduce bucket; NCCL's buffers
+    grow with the interconnect's channels; one GPU has none of them."""
+    spec = reference_spec("meta-llama__Llama-3.1-8B")
+    job = S.TrainSetup("lora", 2048)
+    lora = train_memory(spec, replace(job, sharding="ddp"), 8)
+    assert lora.buffers_bytes == lora.gradients_bytes
+    full = train_memory(spec, S.TrainSetup("full", 2048, sharding="zero2"), 8)
+    assert full.buffers_bytes == 500_000_000 * 2
+    one = train_memory(spec, job, 1)
+    assert one.buffers_bytes == 0 and one.overhead_bytes == 775 * MIB
+    nvswitch = train_memory(spec, job, 8, "nvswitch").overhead_bytes
+    pcie = train_memory(spec, job, 8, "pcie").overhead_bytes
+    assert nvswitch > pcie > one.overhead_bytes
+
+
+def test_qlora_load_peak() -> None:
+    """transformers 5 quantizes layer by layer: the load peak is the loaded model + one bf16 tensor
+    (the largest linear, or PEFT's fp32 upcast of the largest table); a framework that quantizes after
+    loading holds every linear in bf16 first (LitGPT's QLoRA peak, -1.4% on its table)."""
+    spec = reference_spec("Llama-2-7b-hf")
+    job = S.TrainSetup("qlora", 512, sharding="none")
+    m = train_memory(spec, job, 1)
+    base = m.weights_bytes
+    assert m.load_peak_bytes == base + 2 * max(spec.params.embedding, 11008 * 4096)
+    after = train_memory(spec, replace(job, kernels=LITGPT), 1)
+    assert after.load_peak_bytes > after.weights_bytes + spec.params.linear
+    assert after.allocated_peak_bytes >= after.load_peak_bytes
+
+
+def test_expandable_segments_leave_less_cache() -> None:
+    rec = next(r for r in TRAIN if key(r) == ("meta-llama__Llama-3.2-1B-Instruct", 2048, 4, True))
+    spec, job = reference_spec(rec["name"]), h200_setup(rec)
+    default = train_memory(spec, job, 1)
+    grown = train_memory(spec, replace(job, expandable_segments=True), 1)
+    assert grown.allocated_peak_bytes == default.allocated_peak_bytes
+    assert grown.fragmentation_bytes < default.fragmentation_bytes
