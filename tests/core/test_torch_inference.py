@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+import yaml
 
 from gpusize.core import allocator
 from gpusize.core.engines import hf
@@ -27,9 +28,9 @@ from gpusize.core.workload import EngineSettings, Request, Workload, resolve
 from gpusize.sources.catalog import find_gpu, find_model
 
 try:
-    from tests.conftest import REFERENCE
+    from tests.conftest import FIXTURES, REFERENCE
 except ImportError:  # run as a script from the repository root
-    from conftest import REFERENCE  # type: ignore[no-redef]
+    from conftest import FIXTURES, REFERENCE  # type: ignore[no-redef]
 
 GIB, MIB = 1 << 30, 1 << 20
 MEASURED = REFERENCE / "measured" / "h200-torch-2.11.jsonl"
@@ -155,6 +156,30 @@ def test_the_fit_is_decided_on_the_device_figure() -> None:
     assert not cand.fits and "on the device" in (cand.reason or "")
     roomy = hf.evaluate(spec, h200, 1, workload(spec, 32768, 1))
     assert roomy.fits and roomy.per_gpu and roomy.per_gpu.device_bytes == p.device_bytes
+
+
+#: LitGPT's `generate` tables (tests/data/torch/published.yaml, A100 40GB, bf16 or NF4 + double
+#: quantization, a short prompt): max_memory_allocated in GB (1e9). LitGPT runs its own model code;
+#: with a short prompt the weights dominate and the transformers engine stands in (int4 = 0.5156 B per
+#: weight against NF4 + double quantization's 0.5159).
+LITGPT_GENERATE = [
+    ("litgpt-a100-infer-l2-7b-bf16", "meta-llama__Llama-2-7b-hf", "auto"),
+    ("litgpt-a100-infer-l2-13b-bf16", "meta-llama__Llama-2-13b-hf", "auto"),
+    ("litgpt-a100-infer-l2-70b-nf4dq", "meta-llama__Llama-2-70b-hf", "int4"),
+]
+
+
+@pytest.mark.parametrize("rid, name, dtype", LITGPT_GENERATE, ids=[r[0] for r in LITGPT_GENERATE])
+def test_published_generate(rid: str, name: str, dtype: str) -> None:
+    records = {r["id"]: r for r in yaml.safe_load((FIXTURES / "torch" / "published.yaml").read_text())}
+    measured = records[rid]["measured"]["allocated_peak_gib"] * 1e9
+    path = REFERENCE / "configs" / f"{name}.json"
+    path = path if path.exists() else FIXTURES / "torch" / f"{name}.json"
+    spec = parse_config(json.loads(path.read_text())["config"])
+    engine = EngineSettings(name="transformers")
+    work = resolve(spec, Request(context_tokens=512, batch=1, dtype=dtype, engine=engine), hf.ENGINE.settings)
+    peak = hf.inference_peak(spec, allocator.cublas_workspace_bytes("Ampere"), work)
+    assert abs(peak.allocated_peak_bytes / measured - 1) < 0.05
 
 
 def test_eager_attention_at_23k_does_not_fit_an_a100_80gb() -> None:

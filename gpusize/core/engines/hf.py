@@ -64,6 +64,12 @@ def _layer_shares(spec: ModelSpec) -> tuple[float, ...]:
     return tuple(x / total for x in parts)
 
 
+def _largest_linear(spec: ModelSpec) -> int:
+    """Elements of the largest decoder matrix: an MLP projection or q_proj."""
+    width = max((layer.intermediate_size for layer in spec.layers), default=spec.intermediate_size)
+    return spec.hidden_size * max(width, spec.num_attention_heads * spec.head_dim)
+
+
 @dataclass(frozen=True)
 class InferencePeak:
     """The peaks of one generate call, in bytes."""
@@ -100,6 +106,7 @@ def inference_peak(
         attn=attention_implementation(spec, settings.attn_implementation),
         version=settings.transformers_version or "5",
         weights=weight_tensors(spec, work.weights, weights),
+        dequant=_largest_linear(spec) * 2 if work.weights.linear_bytes < 2 else 0,
     )
     trace = prefill_trace(spec, prefill, workspace)
     peaks = allocator.replay(trace, expandable_segments=settings.expandable_segments, capacity=capacity)

@@ -75,6 +75,9 @@ class Prefill:
     version: str
     #: Weight tensors in load order (bytes), from the engine's weight format.
     weights: tuple[int, ...]
+    #: Quantized weights (bitsandbytes, GPTQ, ...): the bf16 copy of the largest linear that a kernel
+    #: dequantizes for its matmul (bnb MatMul4Bit), 0 for 16-bit weights.
+    dequant: int = 0
 
 
 def layer_kv_bytes(spec: ModelSpec, layer: LayerSpec, tokens: int, kv_bytes: float) -> int:
@@ -191,6 +194,7 @@ def _ffn(t: Trace, spec: ModelSpec, layer: LayerSpec, p: Prefill) -> int:
     decoder layer's variable) until the block returns."""
     n, act, h = p.batch * p.tokens, p.act_bytes, spec.hidden_size
     x = _norm(t, n, h, act)
+    t.temp(p.dequant)
     if layer.ffn == "moe" and spec.moe:
         m = spec.moe
         slots = n * m.num_experts_per_tok
