@@ -72,6 +72,8 @@ def main() -> None:
         cases = [c for c in training.CASES if c.figure == figure]
         errs = [training.predicted(c) / training.measured(c) - 1 for c in cases]
         print(summary(f"published training {figure}", errs))
+    generate = [inference.generate_error(*row) for row in inference.LITGPT_GENERATE]
+    print(summary("published inference allocated (LitGPT generate)", generate))
     ooms = [c for c in training.CASES if c.figure == "oom"]
     caught = sum(training.predict(c).device_bytes > find_gpu(c.gpu).visible_bytes for c in ooms)
     print(f"published OOM runs predicted not to fit: {caught} of {len(ooms)}")
