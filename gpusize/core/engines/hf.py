@@ -5,7 +5,7 @@ come from replaying the prefill's tensors (core.engines.hf_prefill) through the 
 model (core.allocator); what `nvidia-smi` shows is the reserved peak plus the CUDA context
 (allocator.TORCH_CUDA_CONTEXT_BYTES). The job fits when that device figure is at most the GPU's
 CUDA-visible memory. Measured against tests/data/reference/measured (one H200, torch 2.11,
-transformers 5.17): tests/core/test_torch_measured.py.
+transformers 5.17): tests/core/test_torch_inference.py.
 """
 
 from __future__ import annotations
