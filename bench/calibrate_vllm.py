@@ -1,32 +1,64 @@
-"""Calibration of gpusize's vLLM 0.19 constants against the logged H100 records.
+"""Calibration of gpusize's vLLM constants against public start-up logs, and the per-release table.
 
-1. Least-squares fit of the activation model's two coefficients: the logged 'torch peak increase'
-   minus the config-derived MoE-workspace and encoder terms, regressed on
-   (sampler rows x vocab x 4 B) and (batched tokens x hidden x 2 B) with no intercept.
-2. The conformance table: predicted vs logged KV-cache tokens for every record the planner models.
+Fits (each prints the value it finds next to the constant core/engines/vllm.py uses):
+1. 0.17+ activation model: least squares of the logged 'torch peak increase' of the 0.19 H100 records
+   (tests/data/reference/engine-logs.yaml) on sampler rows x vocab x 4 B and tokens x hidden x 2 B.
+2. CUDA-graph estimate: least squares of the '(estimated)' graph memory the 0.19 logs print on
+   captures, captures x decoder layers and captures at TP>=2.
+3. Sort sampler (0.10-0.16), FlashInfer sampler, distributed init inside the 0.10 budget and the
+   0.11-0.16 NVSwitch non-torch increase: from the `calibration` records of tests/data/engine_records.yaml,
+   what the log leaves besides weights and KV (budget - logged weights - logged KV) minus gpusize's other
+   terms, per fp32 sampler-logits copy (or in GiB).
+Then every record with a known GPU is predicted: mean and worst KV-capacity error per release, and for
+the records no fit reads (`holdout`) on their own.
 
-Run: python bench/calibrate_vllm.py   (the records and the prediction are tests/core/test_conformance.py's)
+Run: python bench/calibrate_vllm.py
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 import sys
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the conformance records live in tests/
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the records and predictor live in tests/
 
 from gpusize.core.engines import vllm  # noqa: E402
 from gpusize.core.parse import parse_config  # noqa: E402
-from gpusize.sources.catalog import find_model  # noqa: E402
-from tests.core.test_conformance import RECORDS, predict  # noqa: E402
+from gpusize.core.releases import parse_version  # noqa: E402
+from gpusize.errors import UnknownNameError  # noqa: E402
+from gpusize.sources.catalog import find_gpu, find_model  # noqa: E402
+from tests.conftest import engine_records  # noqa: E402
+from tests.core.test_conformance import RECORDS as V019_RECORDS  # noqa: E402
+from tests.core.test_conformance import predict as predict_v019  # noqa: E402
+from tests.core.test_vllm_releases import KNOWN_MISSES  # noqa: E402
+from tests.vllm_records import GIB, load_records, predict, residual  # noqa: E402
 
-GIB = 2**30
+_ESTIMATE = re.compile(r"CUDA graph pool memory: ([\d.]+) GiB \(actual\), ([\d.]+) GiB \(estimated\)")
 
 
-def fit_activation(recs: list[dict]) -> tuple[float, float, int]:
+def least_squares(rows: list[tuple[list[float], float]]) -> list[float]:
+    """Solve min |X b - y| by the normal equations (a few columns; no numpy at run time)."""
+    n = len(rows[0][0])
+    a = [[sum(x[i] * x[j] for x, _ in rows) for j in range(n)] for i in range(n)]
+    b = [sum(x[i] * y for x, y in rows) for i in range(n)]
+    for col in range(n):  # Gauss-Jordan
+        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
+        a[col], a[pivot], b[col], b[pivot] = a[pivot], a[col], b[pivot], b[col]
+        for r in range(n):
+            if r != col and a[col][col]:
+                f = a[r][col] / a[col][col]
+                a[r] = [v - f * w for v, w in zip(a[r], a[col], strict=True)]
+                b[r] -= f * b[col]
+    return [b[i] / a[i][i] for i in range(n)]
+
+
+def fit_activation() -> None:
     rows = []
-    for rec in recs:
+    for rec in V019_RECORDS:
         if rec["pipeline_parallel_size"] != 1:
             continue  # a PP log reports the first stage's peak, without the sampler
         spec = parse_config(find_model(rec["model"]).config)
@@ -38,37 +70,138 @@ def fit_activation(recs: list[dict]) -> tuple[float, float, int]:
             + vllm.HIDDEN_STATE_COPIES * 8192 * spec.hidden_size * 2
         )
         target = rec["measured"]["activation_peak_gib"] * GIB - base
-        rows.append((1024 * spec.vocab_size * 4, 8192 * spec.hidden_size * 2, target))
-    sxx = sum(a * a for a, _, _ in rows)
-    sxy = sum(a * b for a, b, _ in rows)
-    syy = sum(b * b for _, b, _ in rows)
-    sxt = sum(a * t for a, _, t in rows)
-    syt = sum(b * t for _, b, t in rows)
-    det = sxx * syy - sxy * sxy
-    return (sxt * syy - syt * sxy) / det, (syt * sxx - sxt * sxy) / det, len(rows)
+        rows.append(([1024 * spec.vocab_size * 4, 8192 * spec.hidden_size * 2], target))
+    sampler, hidden = least_squares(rows)
+    print(
+        f"1. activation (0.17+), {len(rows)} records: sampler copies {sampler:.2f}, hidden copies "
+        f"{hidden:.2f}  (vllm.py: {vllm.SAMPLER_LOGITS_COPIES}, {vllm.HIDDEN_STATE_COPIES})"
+    )
+
+
+def _graph_rows() -> list[tuple[list[float], float]]:
+    rows = []
+    seen = set()
+    for rec in engine_records() + load_records():
+        version = str(rec.get("engine_version") or "")
+        if not version.startswith(("0.19.0", "0.19.1")) or (rec.get("pipeline_parallel_size") or 1) > 1:
+            continue
+        name = rec.get("catalog") or rec.get("model")
+        try:
+            spec = parse_config(find_model(str(name)).config)
+        except (UnknownNameError, ValueError):
+            continue
+        for line in rec.get("quote") or []:
+            match = _ESTIMATE.search(str(line))
+            if match and rec["id"] not in seen:
+                seen.add(rec["id"])
+                captures = vllm.capture_sizes(rec.get("max_num_seqs") or 1024)
+                tpn = captures if rec["tensor_parallel_size"] > 1 else 0
+                rows.append(([captures, captures * spec.num_hidden_layers, tpn], float(match.group(2))))
+    return rows
+
+
+def fit_graphs() -> None:
+    rows = _graph_rows()
+    per, per_layer, per_tpn = least_squares(rows)
+    errors = [
+        abs(sum(c * x for c, x in zip((per, per_layer, per_tpn), xs, strict=True)) - y) for xs, y in rows
+    ]
+    print(
+        f"2. CUDA-graph estimate, {len(rows)} 0.19 logs: per capture {per:.4f} GiB + {per_layer:.5f} GiB x "
+        f"layers (+ {per_tpn:.4f} at TP>=2); mean error {statistics.mean(errors):.2f} GiB, worst "
+        f"{max(errors):.2f}  (vllm.py: {vllm.CUDA_GRAPH_PER_CAPTURE / GIB:.4f}, "
+        f"{vllm.CUDA_GRAPH_PER_CAPTURE_LAYER / GIB:.5f}, {vllm.CUDA_GRAPH_PER_CAPTURE_TPN / GIB:.4f})"
+    )
+
+
+def fit_early_releases() -> None:
+    calibration = [r for r in load_records() if r["use"] == "calibration"]
+    sort_rows, flashinfer_rows, nccl, nvswitch_0_11 = [], [], [], []
+    for rec in calibration:
+        res = residual(rec)
+        assert res is not None, rec["id"]
+        spec = parse_config(find_model(rec["catalog"]).config)
+        work_version = rec["engine_version"]
+        beh = vllm.behaviour(parse_version(work_version), spec)
+        tp = rec["tensor_parallel_size"]
+        gpu = find_gpu(rec["gpu"])
+        target = res.logged - res.rest
+        if tp == 1 and rec.get("flashinfer_sampler"):
+            flashinfer_rows.append(([res.sampler_copy], target))
+        elif tp == 1 and beh.sort_sampler and spec.vision is None:
+            sort_rows.append(([res.sampler_copy], target - vllm.SAMPLER_LOGITS_COPIES * res.sampler_copy))
+        elif tp > 1 and vllm.nvls(gpu) and beh.nccl_init_in_budget:
+            nccl.append(
+                res.logged - res.rest - res.sampler_copies * res.sampler_copy + vllm.NCCL_INIT_TPN / GIB
+            )
+        elif tp > 1 and vllm.nvls(gpu):
+            nvswitch_0_11.append(
+                res.logged - res.rest - res.sampler_copies * res.sampler_copy + vllm.NON_TORCH_TPN_0_11 / GIB
+            )
+    (extra,) = least_squares(sort_rows)
+    (flashinfer,) = least_squares(flashinfer_rows)
+    print(
+        f"3. sort sampler (0.10-0.16), {len(sort_rows)} records: {extra:.2f} extra copies "
+        f"(vllm.py: {vllm.SORT_SAMPLER_EXTRA_COPIES}); FlashInfer sampler, {len(flashinfer_rows)} records: "
+        f"{flashinfer:.2f} copies (vllm.py: {vllm.FLASHINFER_SAMPLER_COPIES})"
+    )
+    print(
+        f"   0.10 distributed init inside the budget (NVSwitch), {len(nccl)} records: "
+        f"{statistics.mean(nccl):.2f} GiB "
+        f"(vllm.py: {vllm.NCCL_INIT_TPN / GIB:.2f}); 0.11-0.16 NVSwitch non-torch, {len(nvswitch_0_11)} "
+        f"records: {statistics.mean(nvswitch_0_11):.2f} GiB (vllm.py: {vllm.NON_TORCH_TPN_0_11 / GIB:.2f})"
+    )
+
+
+def table() -> None:
+    by_release: dict[str, list[float]] = defaultdict(list)
+    holdout: list[float] = []
+    modelled: list[float] = []  # holdout without the known misses
+    print(
+        f"\n{'record':46} {'release':8} {'GPU':10} {'TP':>2} {'logged':>9} {'predicted':>9} {'error':>7}  use"
+    )
+    rows: list[tuple[str, dict[str, Any], float]] = []
+    for rec in V019_RECORDS:
+        logged = rec["measured"]["gpu_kv_cache_tokens"]
+        predicted = predict_v019(rec).kv_cache_capacity_tokens or 0
+        rows.append(
+            ("0.19.0", {**rec, "gpu": "H100-SXM", "use": "calibration (0.19)"}, (predicted - logged) / logged)
+        )
+    for rec in load_records():
+        if rec["use"] not in ("calibration", "holdout") or "gpu_kv_cache_tokens" not in rec["measured"]:
+            continue
+        logged = rec["measured"]["gpu_kv_cache_tokens"]
+        predicted = predict(rec).kv_cache_capacity_tokens or 0
+        rows.append((rec["engine_version"], rec, (predicted - logged) / logged))
+    for release, rec, err in rows:
+        logged = rec["measured"]["gpu_kv_cache_tokens"]
+        by_release[release].append(abs(err))
+        if rec["use"] == "holdout":
+            holdout.append(abs(err))
+            if rec["id"] not in KNOWN_MISSES:
+                modelled.append(abs(err))
+        print(
+            f"{rec['id'][:46]:46} {release:8} {rec['gpu'][:10]:10} {rec['tensor_parallel_size']:>2} "
+            f"{logged:>9,} {int(logged * (1 + err)):>9,} "
+            f"{err * 100:>+6.1f}%  {rec['use']}{' (known miss)' if rec['id'] in KNOWN_MISSES else ''}"
+        )
+    print(f"\n{'release':8} {'records':>7} {'mean |error|':>12} {'worst':>7}")
+    for release in sorted(by_release, key=lambda v: tuple(int(p) for p in v.split("."))):
+        errs = by_release[release]
+        print(f"{release:8} {len(errs):>7} {statistics.mean(errs) * 100:>11.2f}% {max(errs) * 100:>6.1f}%")
+    print(
+        f"holdout (never read by a fit): {len(holdout)} records, mean {statistics.mean(holdout) * 100:.2f}%, "
+        f"worst {max(holdout) * 100:.1f}%; without the {len(holdout) - len(modelled)} known misses "
+        f"(tests/core/test_vllm_releases.py): mean {statistics.mean(modelled) * 100:.2f}%, "
+        f"worst {max(modelled) * 100:.1f}%"
+    )
 
 
 def main() -> None:
-    recs = RECORDS
-    sampler, hidden, points = fit_activation(recs)
-    print(
-        f"least-squares activation fit over {points} records (PP excluded): sampler copies {sampler:.2f}, "
-        f"hidden copies {hidden:.2f} (core/engines/vllm.py uses {vllm.SAMPLER_LOGITS_COPIES}, "
-        f"{vllm.HIDDEN_STATE_COPIES})"
-    )
-    errors = []
-    print(f"{'record':14} {'model':45} {'TP':>2} {'logged':>9} {'predicted':>9} {'error':>7}")
-    for rec in recs:
-        cand = predict(rec)
-        assert cand.kv_cache_capacity_tokens is not None
-        logged = rec["measured"]["gpu_kv_cache_tokens"]
-        err = (cand.kv_cache_capacity_tokens - logged) / logged
-        errors.append(abs(err))
-        print(
-            f"{rec['id']:14} {rec['model'][:45]:45} {rec['tensor_parallel_size']:>2} "
-            f"{logged:>9,} {cand.kv_cache_capacity_tokens:>9,} {err * 100:>+6.2f}%"
-        )
-    print(f"mean |error| {statistics.mean(errors) * 100:.2f}%, worst {max(errors) * 100:.2f}%")
+    fit_activation()
+    fit_graphs()
+    fit_early_releases()
+    table()
 
 
 if __name__ == "__main__":

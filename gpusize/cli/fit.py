@@ -8,6 +8,7 @@ from gpusize.cli import prepare
 from gpusize.cli.app import app
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
+    AttnImplementation,
     Batch,
     BestEffort,
     ChunkedPrefill,
@@ -16,8 +17,10 @@ from gpusize.cli.options import (
     EnforceEager,
     Engine,
     EngineVersion,
+    ExpandableSegments,
     ExpertParallel,
     FlashAttn,
+    FlashinferSampler,
     GpuCount,
     GpuName,
     GpusFile,
@@ -36,6 +39,7 @@ from gpusize.cli.options import (
     ReservedMib,
     Revision,
     RopeScaling,
+    TransformersVersion,
     Utilization,
 )
 from gpusize.errors import UsageError
@@ -62,6 +66,7 @@ def fit(
     max_num_batched_tokens: MaxNumBatchedTokens = None,
     enforce_eager: EnforceEager = False,
     expert_parallel: ExpertParallel = False,
+    flashinfer_sampler: FlashinferSampler = False,
     mem_fraction: MemFraction = None,
     chunked_prefill: ChunkedPrefill = None,
     max_running_requests: MaxRunningRequests = None,
@@ -69,6 +74,9 @@ def fit(
     flash_attn: FlashAttn = False,
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
+    attn_implementation: AttnImplementation = None,
+    transformers_version: TransformersVersion = None,
+    expandable_segments: ExpandableSegments = False,
     mtp: Mtp = False,
     nodes: int | None = typer.Option(
         None, "--nodes", help="Allow N servers of 8 GPUs (TP=8 x PP=N) when one server is not enough."
@@ -95,6 +103,7 @@ def fit(
         max_num_batched_tokens=max_num_batched_tokens,
         enforce_eager=enforce_eager,
         expert_parallel=expert_parallel,
+        flashinfer_sampler=flashinfer_sampler,
         mem_fraction=mem_fraction,
         chunked_prefill=chunked_prefill,
         max_running_requests=max_running_requests,
@@ -103,6 +112,9 @@ def fit(
         quantization=quantization,
         rope_scaling=rope_scaling,
         reserved_mib=reserved_mib,
+        attn_implementation=attn_implementation,
+        transformers_version=transformers_version,
+        expandable_segments=expandable_segments,
     )
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, best_effort, cats, rope_scaling)

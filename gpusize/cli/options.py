@@ -12,8 +12,11 @@ from typing import Annotated
 import typer
 
 from gpusize.core.workload import DTYPES, KV_DTYPES
+from gpusize.errors import GpusizeError
+from gpusize.sources.catalog import Catalogs
 
 __all__ = [
+    "AttnImplementation",
     "Batch",
     "BestEffort",
     "Ctx",
@@ -23,7 +26,9 @@ __all__ = [
     "Engine",
     "EngineVersion",
     "ExpertParallel",
+    "ExpandableSegments",
     "FlashAttn",
+    "FlashinferSampler",
     "GpuCount",
     "GpuName",
     "GpusFile",
@@ -42,8 +47,47 @@ __all__ = [
     "ReservedMib",
     "Revision",
     "RopeScaling",
+    "TransformersVersion",
     "Utilization",
+    "complete_gpu",
+    "complete_model",
 ]
+
+#: Most candidates one completion offers (the shell lists them all).
+MAX_COMPLETIONS = 200
+
+
+def _complete(names: list[tuple[str, ...]], incomplete: str) -> list[str]:
+    """Per entry, the first of its names (name, then Hub id or aliases) that starts with what was typed,
+    case-insensitively, completed after the user's own prefix (shells and typer keep only candidates
+    that start with it; the catalog lookup ignores case)."""
+    wanted = incomplete.lower()
+    out = []
+    for keys in names:
+        hit = next((k for k in keys if k.lower().startswith(wanted)), None)
+        if hit is not None:
+            out.append(incomplete + hit[len(incomplete) :])
+    return out[:MAX_COMPLETIONS]
+
+
+def complete_model(incomplete: str) -> list[str]:
+    """Shell completion of MODEL from the model catalogs (bundled + GPUSIZE_MODELS); a catalog that
+    cannot be read completes nothing rather than failing in the shell."""
+    try:
+        models = Catalogs.with_env().models()
+    except GpusizeError:
+        return []
+    return _complete([(m.name, m.hf_id, *m.aliases) for m in models], incomplete)
+
+
+def complete_gpu(incomplete: str) -> list[str]:
+    """Shell completion of --gpu from the GPU catalogs (bundled + GPUSIZE_GPUS), and `local`."""
+    try:
+        gpus = Catalogs.with_env().gpus()
+    except GpusizeError:
+        return []
+    return _complete([("local",)] + [(g.name, *g.aliases) for g in gpus], incomplete)
+
 
 Model = Annotated[
     str,
@@ -51,6 +95,7 @@ Model = Annotated[
         help="A catalog name or alias (gpusize models), any Hugging Face Hub id (org/name), a local "
         "config.json or model folder, or a .gguf file. Example: Qwen3-32B",
         show_default=False,
+        autocompletion=complete_model,
     ),
 ]
 Ctx = Annotated[
@@ -64,13 +109,23 @@ Ctx = Annotated[
 ]
 Batch = Annotated[int, typer.Option("--batch", help="Concurrent sequences at full context.")]
 Dtype = Annotated[
-    str, typer.Option("--dtype", help=f"Weights: {', '.join(DTYPES)} (auto = the checkpoint's own).")
+    str,
+    typer.Option(
+        "--dtype",
+        help=f"Weights: {', '.join(DTYPES)} (auto = the checkpoint's own), or bpwN for exactly N bits "
+        "per weight (EXL2 / GGUF IQ: bpw2.5).",
+    ),
 ]
 KvDtype = Annotated[
     str, typer.Option("--kv-dtype", "--kv-cache-dtype", help=f"KV cache: {', '.join(KV_DTYPES)}.")
 ]
 GpuName = Annotated[
-    str | None, typer.Option("--gpu", help="A GPU type (gpusize gpus), or 'local' for this machine's GPUs.")
+    str | None,
+    typer.Option(
+        "--gpu",
+        help="A GPU type (gpusize gpus), or 'local' for this machine's GPUs.",
+        autocompletion=complete_gpu,
+    ),
 ]
 GpuCount = Annotated[
     int | None,
@@ -100,6 +155,14 @@ MemFraction = Annotated[
 ]
 NGpuLayers = Annotated[
     int | None, typer.Option("--n-gpu-layers", "-ngl", help="llama.cpp: layers on the GPU (default all).")
+]
+FlashinferSampler = Annotated[
+    bool,
+    typer.Option(
+        "--flashinfer-sampler",
+        help="vLLM: top-k/top-p sampled by FlashInfer (VLLM_USE_FLASHINFER_SAMPLER=1; up to 0.11.0 whenever "
+        "FlashInfer is installed, as in the vllm/vllm-openai image): a smaller start-up peak before 0.17.",
+    ),
 ]
 FlashAttn = Annotated[bool, typer.Option("--flash-attn", help="llama.cpp: flash attention (smaller buffer).")]
 EngineVersion = Annotated[
@@ -143,6 +206,27 @@ ReservedMib = Annotated[
     int,
     typer.Option(
         "--reserved-mib", help="Memory other processes hold on each GPU (a desktop, another server), MiB."
+    ),
+]
+AttnImplementation = Annotated[
+    str | None,
+    typer.Option(
+        "--attn-implementation",
+        help="transformers: sdpa (default; eager for gpt-oss), flash_attention_2 or eager.",
+    ),
+]
+TransformersVersion = Annotated[
+    str | None,
+    typer.Option(
+        "--transformers-version",
+        help="transformers: 5 (5.x and 4.56+, default) or 4 (4.53-4.55: sliding layers cache every token).",
+    ),
+]
+ExpandableSegments = Annotated[
+    bool,
+    typer.Option(
+        "--expandable-segments",
+        help="transformers: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less fragmentation).",
     ),
 ]
 Mtp = Annotated[bool, typer.Option("--mtp", help="Load the checkpoint's MTP layers (speculative decoding).")]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gpusize.cli.output import warn, write_stderr
 from gpusize.core.engines import prepare as prepare_workload
+from gpusize.core.engines.hf_prefill import ATTN_IMPLEMENTATIONS, TRANSFORMERS_VERSIONS
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import parse_config, with_rope_scaling
 from gpusize.core.plan import TP_SIZES
@@ -118,11 +119,16 @@ class EngineFlags:
     max_num_batched_tokens: int | None = None
     enforce_eager: bool = False
     expert_parallel: bool = False
+    flashinfer_sampler: bool = False
     mem_fraction: float | None = None
     chunked_prefill: int | None = None
     max_running_requests: int | None = None
     n_gpu_layers: int | None = None
     flash_attn: bool = False
+    split_mode: str | None = None
+    attn_implementation: str | None = None
+    transformers_version: str | None = None
+    expandable_segments: bool = False
     quantization: str | None = None
     rope_scaling: str | None = None
     reserved_mib: int = 0
@@ -147,11 +153,22 @@ def engine_settings(flags: EngineFlags, default: str = "vllm") -> EngineSettings
         ),
         enforce_eager=flags.enforce_eager,
         enable_expert_parallel=flags.expert_parallel,
+        flashinfer_sampler=flags.flashinfer_sampler,
         mem_fraction_static=number(flags.mem_fraction, "--mem-fraction-static", 0, 0.999),
         chunked_prefill_size=_optional_count(flags.chunked_prefill, "--chunked-prefill-size", 1 << 24),
         max_running_requests=_optional_count(flags.max_running_requests, "--max-running-requests"),
         n_gpu_layers=flags.n_gpu_layers,
         flash_attn=flags.flash_attn,
+        split_mode=flags.split_mode,
+        attn_implementation=choice(flags.attn_implementation, ATTN_IMPLEMENTATIONS, "--attn-implementation")
+        if flags.attn_implementation is not None
+        else None,
+        transformers_version=choice(
+            flags.transformers_version, TRANSFORMERS_VERSIONS, "--transformers-version"
+        )
+        if flags.transformers_version is not None
+        else None,
+        expandable_segments=flags.expandable_segments,
     )
 
 
@@ -219,10 +236,13 @@ def request(
     kv_dtype: str = "auto",
     mtp: bool = False,
 ) -> Request:
-    weight = choice(dtype, DTYPES, "--dtype")
-    weight = quantized_dtype(
-        spec, flags.quantization, weight if weight == "auto" else canonical_dtype(weight)
-    )
+    key = dtype.strip().lower()
+    bpw = key.startswith("bpw")
+    weight = key if bpw else choice(dtype, DTYPES, "--dtype")
+    if not bpw:
+        weight = quantized_dtype(
+            spec, flags.quantization, weight if weight == "auto" else canonical_dtype(weight)
+        )
     return Request(
         context_tokens=parse_tokens(ctx),
         batch=parse_count(batch, "--batch", 1 << 16),

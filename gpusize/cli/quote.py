@@ -16,6 +16,7 @@ from gpusize.cli.options import (
     Engine,
     EngineVersion,
     ExpertParallel,
+    FlashinferSampler,
     GpusFile,
     Json,
     KvDtype,
@@ -31,6 +32,7 @@ from gpusize.cli.options import (
     Revision,
     RopeScaling,
     Utilization,
+    complete_gpu,
 )
 from gpusize.cli.output import write_file
 from gpusize.errors import UsageError
@@ -53,7 +55,10 @@ def quote(
     ctx: Ctx = "8k",
     users: int | None = typer.Option(None, "--users", help="Concurrent users to serve."),
     gpu: list[str] | None = typer.Option(
-        None, "--gpu", help="GPU types to compare (repeat); default a standard set."
+        None,
+        "--gpu",
+        help="GPU types to compare (repeat); default a standard set.",
+        autocompletion=complete_gpu,
     ),
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
@@ -65,6 +70,7 @@ def quote(
     max_num_batched_tokens: MaxNumBatchedTokens = None,
     enforce_eager: EnforceEager = False,
     expert_parallel: ExpertParallel = False,
+    flashinfer_sampler: FlashinferSampler = False,
     mem_fraction: MemFraction = None,
     chunked_prefill: ChunkedPrefill = None,
     max_running_requests: MaxRunningRequests = None,
@@ -94,6 +100,7 @@ def quote(
         max_num_batched_tokens=max_num_batched_tokens,
         enforce_eager=enforce_eager,
         expert_parallel=expert_parallel,
+        flashinfer_sampler=flashinfer_sampler,
         mem_fraction=mem_fraction,
         chunked_prefill=chunked_prefill,
         max_running_requests=max_running_requests,

@@ -15,6 +15,8 @@ from gpusize.cli.options import (
     Engine,
     EngineVersion,
     ExpertParallel,
+    FlashAttn,
+    FlashinferSampler,
     GpuCount,
     GpuName,
     GpusFile,
@@ -26,6 +28,7 @@ from gpusize.cli.options import (
     MemFraction,
     Model,
     ModelsFile,
+    NGpuLayers,
     Quantization,
     Quiet,
     ReservedMib,
@@ -33,6 +36,7 @@ from gpusize.cli.options import (
     RopeScaling,
     Utilization,
 )
+from gpusize.core.workload import SPLIT_MODES
 from gpusize.errors import UsageError
 from gpusize.render.serve import render_serve
 from gpusize.reports.serve import build_serve_report
@@ -65,11 +69,23 @@ def serve(
     max_num_batched_tokens: MaxNumBatchedTokens = None,
     enforce_eager: EnforceEager = False,
     expert_parallel: ExpertParallel = False,
+    flashinfer_sampler: FlashinferSampler = False,
     mem_fraction: MemFraction = None,
     chunked_prefill: ChunkedPrefill = None,
     max_running_requests: MaxRunningRequests = None,
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
+    n_gpu_layers: NGpuLayers = None,
+    flash_attn: FlashAttn = False,
+    split_mode: str | None = typer.Option(
+        None, "--split-mode", "-sm", help="llama.cpp: spread the model over GPUs by layer (default) or row."
+    ),
+    host_bandwidth: float | None = typer.Option(
+        None,
+        "--host-bandwidth",
+        help="llama.cpp: peak GB/s of system RAM for layers left off the GPUs (default 89.6: "
+        "dual-channel DDR5-5600).",
+    ),
     revision: Revision = None,
     models_file: ModelsFile = None,
     gpus_file: GpusFile = None,
@@ -79,6 +95,7 @@ def serve(
     """Compare replicas and tensor parallel on one server: capacity, speed, resilience and cost.
 
     Example: gpusize serve Qwen3-8B --users 64 --gpu L40S --gpus 4
+    (llama.cpp: gpusize serve model.gguf --users 4 --gpu RTX4090 --gpus 2 --split-mode layer)
     """
     prepare.gpu_count(gpus)
     if (users is None) == (rps is None):
@@ -97,9 +114,15 @@ def serve(
         max_num_batched_tokens=max_num_batched_tokens,
         enforce_eager=enforce_eager,
         expert_parallel=expert_parallel,
+        flashinfer_sampler=flashinfer_sampler,
         mem_fraction=mem_fraction,
         chunked_prefill=chunked_prefill,
         max_running_requests=max_running_requests,
+        n_gpu_layers=n_gpu_layers,
+        flash_attn=flash_attn,
+        split_mode=prepare.choice(split_mode, SPLIT_MODES, "--split-mode")
+        if split_mode is not None
+        else None,
         quantization=quantization,
         rope_scaling=rope_scaling,
         reserved_mib=reserved_mib,
@@ -107,15 +130,16 @@ def serve(
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
     req = prepare.request(resolved, spec, ctx, flags, 1, dtype, kv_dtype)
-    if req.engine.name not in ("vllm", "sglang"):
+    if req.engine.name not in ("vllm", "sglang", "llamacpp"):
         raise UsageError(
-            f"serve compares vLLM or SGLang layouts; --engine {req.engine.name} is sized by 'fit'"
+            f"serve compares vLLM, SGLang or llama.cpp layouts; --engine {req.engine.name} is sized by 'fit'"
         )
+    host = prepare.number(host_bandwidth, "--host-bandwidth", 0, 10_000)
     work = prepare.workload(spec, req)
     where = prepare.targets(gpu, cats, gpus)
     # a server of 4 unless told; --gpu local: at most the GPUs this machine has
     count = gpus or min(DEFAULT_SERVER_GPUS, where.max_count)
-    report = build_serve_report(resolved, spec, where.gpus[0], count, work, demand)
+    report = build_serve_report(resolved, spec, where.gpus[0], count, work, demand, host)
     answer(
         report,
         0 if report.fits else 1,

@@ -140,6 +140,17 @@ FAMILIES: dict[str, Family] = {
     "llama4_text": Family(),
     "nemotron_h": Family(mlp_bias=Bias("mlp_bias", False), gated_mlp=False),
     "nemotron-nas": Family(),
+    # SmolLM3Config: a Llama decoder (NoPE on every 4th layer changes no tensor), tied by default.
+    "smollm3": Family(tie_default=True),
+    # GraniteConfig: Llama shapes plus scalar multipliers (embedding, attention, residual, logits).
+    "granite": Family(),
+    # Glm4Config / modeling_glm4: q, k, v biases (attention_bias defaults to true), bias-free o_proj,
+    # fused gate_up MLP, and post-attention / post-MLP norms besides the two pre-norms.
+    "glm4": Family(norms_per_layer=4, qkv_bias=Bias("attention_bias", True), o_bias=NO_BIAS),
+    # MiniMaxM2Config / modeling_minimax_m2: Mixtral-style experts (intermediate_size is the expert
+    # width), one RMSNorm over all q heads and one over all k heads (qk_norm_type per_layer), and a
+    # routing bias per expert (use_routing_bias).
+    "minimax_m2": Family(qk_norm="full"),
 }
 
 #: Composite (multimodal) model types whose text tower uses another family when the nested

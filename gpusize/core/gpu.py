@@ -7,16 +7,33 @@ from typing import Literal
 
 from gpusize.units import GIB, MIB
 
-__all__ = ["DEFAULT_CUDA_RESERVE_MIB", "GpuSpec", "Interconnect", "Segment", "Vendor"]
+__all__ = [
+    "BF16_MIN_COMPUTE_CAPABILITY",
+    "GDDR_RESERVE_MIB",
+    "HBM_RESERVE_MIB",
+    "GpuSpec",
+    "Interconnect",
+    "Segment",
+    "Vendor",
+]
 
 Vendor = Literal["NVIDIA", "AMD", "Intel"]
 Segment = Literal["consumer", "workstation", "datacenter"]
 Interconnect = Literal["nvswitch", "bridge-pairs", "infinity-fabric", "pcie", "unknown"]
 
-#: When no CUDA-visible total is published, the driver/CUDA reserve subtracted from the reported
-#: total: the largest gap seen between nvidia-smi's total and torch's (A100 80GB: 696 MiB, H200:
-#: 698 MiB, H100: 468 MiB; shared reference gpus.md). An assumption, shown as such in every output.
-DEFAULT_CUDA_RESERVE_MIB = 698
+#: When no runtime-visible total is published, the driver/runtime reserve subtracted from the reported
+#: total: the largest reserve measured among the catalog GPUs of the same memory class (reported total
+#: minus the total torch reports: data/gpus.yaml entries with `cuda_visible_gib`). An assumption, shown as
+#: such in every output. Published totals carry two decimals of GiB (+-5.1 MiB), so each default covers
+#: the largest derived reserve. HBM: A100 80GB 81,920 MiB vs 79.32 GiB = 696.3 MiB (H200 615.06 measured
+#: exactly, tests/data/reference/measured/h200-device.json; H100 468).
+HBM_RESERVE_MIB = 698
+#: GDDR: L40S 46,068 MiB vs 44.53 GiB = 469.3 MiB (RTX 3090 430, RTX 4090 346, A10 316, T4 266).
+GDDR_RESERVE_MIB = 470
+#: vLLM refuses bf16 below compute capability 8.0 ("Bfloat16 is only supported on GPUs with compute
+#: capability of at least 8.0. Your Tesla T4 GPU has compute capability 7.5 ... --dtype=half";
+#: vllm-project/vllm#9990): those GPUs run 16-bit models in fp16.
+BF16_MIN_COMPUTE_CAPABILITY = (8, 0)
 
 
 @dataclass(frozen=True)
@@ -35,39 +52,83 @@ class GpuSpec:
     interconnect: Interconnect
     source: str
     aliases: tuple[str, ...] = ()
-    #: Total seen by torch.cuda.mem_get_info (what vLLM's utilization multiplies), where measured.
+    #: NVIDIA CUDA compute capability, "major.minor" (None for AMD and Intel).
+    compute_capability: str | None = None
+    #: AMD LLVM target (gfx942...), None elsewhere.
+    gfx_target: str | None = None
+    #: NVIDIA: total seen by torch.cuda.mem_get_info (what vLLM's utilization multiplies), where measured.
     cuda_visible_gib: float | None = None
+    #: AMD: the same total as torch reports it on ROCm, where measured.
+    rocm_visible_gib: float | None = None
     ecc_off_memory_mib: int | None = None
     bandwidth_gbps: float | None = None
     bf16_tflops: float | None = None
     fp8_tflops: float | None = None
     nvlink_gbps: float | None = None
     pcie_gen: int | None = None
+    #: Peer-to-peer access between two of these GPUs in one host (None: not sourced).
+    p2p: bool | None = None
     tdp_w: float | None = None
     #: Maximum MIG instances (0 = no MIG; None = supported, count unsourced).
     mig_instances: int | None = None
     price_usd_per_hour: float | None = None
+    #: The date of the price's source (YYYY-MM-DD), per GPU.
     price_date: str | None = None
+    #: Where the price comes from (the offer, or why there is none).
+    price_source: str | None = None
+    #: Purchase price per GPU in USD (buy versus rent), dated and sourced; `purchase_price_kind` says
+    #: what kind of price it is (launch MSRP, street estimate).
+    purchase_price_usd: float | None = None
+    #: YYYY-MM-DD, or YYYY-MM / YYYY where the source gives no day.
+    purchase_price_date: str | None = None
+    purchase_price_kind: str | None = None
+    purchase_price_source: str | None = None
+    #: When the facts in `source` were last checked against the sources it names (YYYY-MM-DD).
+    source_date: str | None = None
     notes: str | None = None
     #: Free memory measured on this machine (`--gpu local` only; never in the bundled catalog).
     free_mib: int | None = field(default=None, compare=False, metadata={"json": False})
 
-    __json_properties__ = ("visible_bytes", "visible_is_measured")
+    __json_properties__ = ("visible_bytes", "visible_is_measured", "supports_bf16")
 
     @property
     def reported_bytes(self) -> int:
         return self.memory_mib * MIB
 
     @property
+    def runtime(self) -> str:
+        """The runtime whose view of memory the engines read: ROCm on AMD, CUDA elsewhere."""
+        return "ROCm" if self.vendor == "AMD" else "CUDA"
+
+    @property
+    def measured_visible_gib(self) -> float | None:
+        return self.rocm_visible_gib if self.vendor == "AMD" else self.cuda_visible_gib
+
+    @property
+    def assumed_reserve_mib(self) -> int:
+        """The reserve subtracted from the reported total when no visible total is measured (GDDR
+        cards: the GDDR class; HBM and unknown memory: the larger HBM class)."""
+        return GDDR_RESERVE_MIB if self.memory_type.upper().startswith("GDDR") else HBM_RESERVE_MIB
+
+    @property
     def visible_bytes(self) -> int:
-        """What the CUDA runtime reports as total (vLLM's utilization multiplies this)."""
-        if self.cuda_visible_gib is not None:
-            return round(self.cuda_visible_gib * GIB)
-        return (self.memory_mib - DEFAULT_CUDA_RESERVE_MIB) * MIB
+        """What the CUDA (ROCm) runtime reports as total (vLLM's utilization multiplies this)."""
+        measured = self.measured_visible_gib
+        if measured is not None:
+            return round(measured * GIB)
+        return (self.memory_mib - self.assumed_reserve_mib) * MIB
 
     @property
     def visible_is_measured(self) -> bool:
-        return self.cuda_visible_gib is not None
+        return self.measured_visible_gib is not None
+
+    @property
+    def supports_bf16(self) -> bool:
+        """False for NVIDIA GPUs below compute capability 8.0 (T4, V100): engines run them in fp16."""
+        if self.compute_capability is None:
+            return True
+        major, _, minor = self.compute_capability.partition(".")
+        return (int(major), int(minor or 0)) >= BF16_MIN_COMPUTE_CAPABILITY
 
     def price_for(self, count: int) -> float | None:
         """Indicative USD per hour for `count` of these GPUs; None when unpriced."""

@@ -292,7 +292,9 @@ def _moe(f: Fields, model_type: str) -> MoESpec | None:
         shared_intermediate_size=shared,
         shared_expert_gate=bool(shared_width),
         router_bias=model_type == "gpt_oss",
-        score_correction_bias=f.string("topk_method") == "noaux_tc" or model_type == "glm4_moe",
+        score_correction_bias=f.string("topk_method") == "noaux_tc"
+        or model_type == "glm4_moe"
+        or (model_type == "minimax_m2" and f.boolean("use_routing_bias", default=True)),
         expert_bias=model_type == "gpt_oss",
     )
 
@@ -532,12 +534,19 @@ def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
         hidden_size=vision.integer("hidden_size", "embed_dim", kind="width"),
         intermediate_size=vision.integer("intermediate_size", kind="width", default=0, minimum=0),
         num_hidden_layers=vision.integer("num_hidden_layers", "depth", kind="layers"),
-        num_channels=vision.integer("num_channels", kind="small", default=3),
+        num_channels=vision.integer("num_channels", "in_channels", kind="small", default=3),
         patch_size=vision.integer("patch_size", kind="small", default=14),
         image_size=vision.integer("image_size", kind="positions", default=224),
         projector_input_dim=vision.integer("projector_input_dim", kind="width", default=0, minimum=0),
         projector_output_dim=vision.integer("projector_output_dim", kind="width", default=0, minimum=0),
         vision_output_dim=vision.integer("vision_output_dim", kind="width", default=0, minimum=0),
+        temporal_patch_size=vision.integer("temporal_patch_size", kind="small", default=1),
+        num_position_embeddings=vision.integer(
+            "num_position_embeddings", kind="positions", default=0, minimum=0
+        ),
+        out_hidden_size=vision.integer("out_hidden_size", kind="width", default=0, minimum=0),
+        spatial_merge_size=vision.integer("spatial_merge_size", kind="small", default=1),
+        deepstack_layers=len(vision.int_list("deepstack_visual_indexes", kind="layers") or ()),
     )
     params, exact = vision_towers.tower_params(tower, top.string("model_type") or "", text_hidden)
     return VisionSpec(

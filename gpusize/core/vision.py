@@ -1,15 +1,18 @@
 """Vision-tower and projector parameter counts for multimodal configs (pure).
 
 Exact formulas for the towers whose modeling code is known layer by layer (SigLIP in Gemma 3,
-the Llama-4 vision encoder); any other ViT-style tower gets the generic ViT formula, flagged as
-an estimate (`exact=False`) so the output can say so.
+the Llama-4 vision encoder, the Qwen3-VL encoder with its mergers); any other ViT-style tower gets
+the generic ViT formula, flagged as an estimate (`exact=False`) so the output can say so.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Tower", "tower_params"]
+__all__ = ["QWEN3_VL_TOWERS", "Tower", "qwen3_vl_vision_params", "tower_params"]
+
+#: vision_config model types of the Qwen3-VL encoder (dense and MoE text towers share it).
+QWEN3_VL_TOWERS = ("qwen3_vl", "qwen3_vl_moe")
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,13 @@ class Tower:
     projector_input_dim: int = 0
     projector_output_dim: int = 0
     vision_output_dim: int = 0
+    #: Qwen3-VL: frames per 3-D patch, learned position table, merged output width (the text
+    #: width), patches merged per side, and the deepstack mergers (len(deepstack_visual_indexes)).
+    temporal_patch_size: int = 1
+    num_position_embeddings: int = 0
+    out_hidden_size: int = 0
+    spatial_merge_size: int = 1
+    deepstack_layers: int = 0
 
 
 def _vit_encoder(hidden: int, inter: int, layers: int, bias: bool = True) -> int:
@@ -62,6 +72,26 @@ def llama4_vision_params(t: Tower, text_hidden: int) -> int:
     return embed + encoder + adapter + t.vision_output_dim * text_hidden
 
 
+def qwen3_vl_vision_params(t: Tower) -> int:
+    """Qwen3VLVisionModel (transformers modeling_qwen3_vl): Conv3d patch embedding with bias, a
+    learned position table, pre-norm blocks (LayerNorms with bias, fused qkv and proj with biases,
+    a plain fc1/fc2 MLP with biases), the patch merger (LayerNorm over the vision width, then
+    Linear(m, m) and Linear(m, out) with biases, m = merge^2 x width) and one merger per deepstack
+    layer, whose LayerNorm runs over the merged m-vector. Reproduces the Hub totals of every
+    Qwen3-VL checkpoint in the catalog (2B to 235B) exactly, with the text tower."""
+    h, i = t.hidden_size, t.intermediate_size
+    m = t.spatial_merge_size**2 * h
+    embed = t.num_channels * t.temporal_patch_size * t.patch_size**2 * h + h + t.num_position_embeddings * h
+    block = (3 * h * h + 3 * h) + (h * h + h) + 2 * (2 * h) + (h * i + i) + (i * h + h)
+    merger_linears = (m * m + m) + (m * t.out_hidden_size + t.out_hidden_size)
+    return (
+        embed
+        + t.num_hidden_layers * block
+        + (2 * h + merger_linears)
+        + t.deepstack_layers * (2 * m + merger_linears)
+    )
+
+
 def generic_vit_params(t: Tower, text_hidden: int) -> int:
     """Estimate for other towers: ViT encoder + patch embedding + a 2-layer MLP projector."""
     h = t.hidden_size
@@ -76,4 +106,6 @@ def tower_params(t: Tower, composite_type: str, text_hidden: int) -> tuple[int, 
         return siglip_params(t) + gemma3_projector(t, text_hidden), True
     if t.model_type == "llama4_vision_model":
         return llama4_vision_params(t, text_hidden), True
+    if t.model_type in QWEN3_VL_TOWERS and t.out_hidden_size:
+        return qwen3_vl_vision_params(t), True
     return generic_vit_params(t, text_hidden), False

@@ -14,12 +14,14 @@ from gpusize.core.spec import ModelSpec
 from gpusize.units import DTYPE_BYTES, GIB
 
 __all__ = [
+    "BPW_RANGE",
     "CHECKPOINT_TOLERANCE",
     "FP8_CHANNEL_SCALE_BYTES",
     "INT4_GROUP_SIZE",
     "MXFP4_EXPERT_PAD",
     "WeightFormat",
     "activation_dtype",
+    "bits_per_weight",
     "checkpoint_agreement",
     "rope_cache_bytes",
     "weight_format",
@@ -58,9 +60,37 @@ INT4_GROUP_SIZE = 128
 MXFP4_EXPERT_PAD = (256, 64)
 
 
+#: Bits per weight a `--dtype bpwN` may state: EXL2 goes from 2.0 (GGUF IQ1_S: 1.5625) up to 8.
+BPW_RANGE = (1.0, 16.0)
+
+
+def bits_per_weight(dtype: str) -> float | None:
+    """The N of `bpwN` (exact bits per linear weight, scales included: EXL2 `2.5bpw`, GGUF IQ2_XS
+    2.3125), or None for any other dtype name. Raises ValueError for a malformed or out-of-range N."""
+    if not dtype.startswith("bpw"):
+        return None
+    try:
+        bits = float(dtype[3:])
+    except ValueError:
+        raise ValueError("write the bits per weight as a number: bpw2.5") from None
+    if not BPW_RANGE[0] <= bits <= BPW_RANGE[1]:  # also refuses nan
+        raise ValueError(f"bits per weight {bits:g} outside {BPW_RANGE[0]:g}-{BPW_RANGE[1]:g}")
+    return bits
+
+
 def weight_format(spec: ModelSpec, dtype: str) -> WeightFormat:
-    """Resolve `--dtype` (auto = the checkpoint's own storage) into a WeightFormat."""
+    """Resolve `--dtype` (auto = the checkpoint's own storage; bpwN = N bits per linear weight) into a
+    WeightFormat."""
     act = activation_dtype(spec)
+    bits = bits_per_weight(dtype)
+    if bits is not None:
+        return WeightFormat(
+            f"bpw{bits:g}",
+            bits / 8,
+            DTYPE_BYTES[act],
+            note=f"linear layers at exactly {bits:g} bits per weight, scales included (EXL2 / GGUF "
+            f"IQ-style); embeddings, lm_head, norms and routers stay {act}",
+        )
     if dtype == "auto" and spec.quantization is not None:
         return _checkpoint_format(spec, DTYPE_BYTES[act])
     if dtype == "auto":

@@ -13,7 +13,13 @@ from typing import Literal
 
 from gpusize.core.releases import Release, Releases
 from gpusize.core.spec import ModelSpec
-from gpusize.core.weights import WeightFormat, activation_dtype, checkpoint_agreement, weight_format
+from gpusize.core.weights import (
+    WeightFormat,
+    activation_dtype,
+    bits_per_weight,
+    checkpoint_agreement,
+    weight_format,
+)
 from gpusize.errors import InputError
 from gpusize.units import DTYPE_BYTES
 
@@ -21,6 +27,7 @@ __all__ = [
     "DTYPES",
     "ENGINE_NAMES",
     "KV_DTYPES",
+    "SPLIT_MODES",
     "EngineName",
     "EngineSettings",
     "Request",
@@ -43,13 +50,21 @@ SETTING_FLAGS = {
     "max_num_batched_tokens": ("--max-num-batched-tokens", "vllm"),
     "enforce_eager": ("--enforce-eager", "vllm"),
     "enable_expert_parallel": ("--enable-expert-parallel", "vllm"),
+    "flashinfer_sampler": ("--flashinfer-sampler", "vllm"),
     "mem_fraction_static": ("--mem-fraction-static", "sglang"),
     "chunked_prefill_size": ("--chunked-prefill-size", "sglang"),
     "max_running_requests": ("--max-running-requests", "sglang"),
     "n_gpu_layers": ("--n-gpu-layers", "llamacpp"),
     "flash_attn": ("--flash-attn", "llamacpp"),
     "version": ("--engine-version", "vllm or sglang"),
+    "split_mode": ("--split-mode", "llamacpp"),
+    "attn_implementation": ("--attn-implementation", "transformers"),
+    "transformers_version": ("--transformers-version", "transformers"),
+    "expandable_segments": ("--expandable-segments", "transformers"),
 }
+#: llama.cpp's ways to spread one model over several GPUs (`-sm`): whole layers per GPU, run one GPU
+#: after another for each token (the default), or every matrix split by rows across the GPUs.
+SPLIT_MODES = ("layer", "row")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,19 +79,33 @@ class EngineSettings:
     max_num_batched_tokens: int | None = None
     enforce_eager: bool = False
     enable_expert_parallel: bool = False
+    #: vLLM samples top-k/top-p with FlashInfer (VLLM_USE_FLASHINFER_SAMPLER=1; up to 0.11.0 whenever
+    #: FlashInfer is installed, as in the vllm/vllm-openai image) instead of PyTorch.
+    flashinfer_sampler: bool = False
     mem_fraction_static: float | None = None
     chunked_prefill_size: int | None = None
     max_running_requests: int | None = None
     n_gpu_layers: int | None = None
     flash_attn: bool = False
+    #: llama.cpp `--split-mode` (one of SPLIT_MODES); None means its default, layer.
+    split_mode: str | None = None
+    #: transformers: attention implementation (sdpa, flash_attention_2, eager), the release whose
+    #: cache and masks are followed ("5", "4"), PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.
+    attn_implementation: str | None = None
+    transformers_version: str | None = None
+    expandable_segments: bool = False
 
     def given(self) -> tuple[str, ...]:
         """The settings the user set (not left to the engine's default)."""
         names = (
             "version", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
             "mem_fraction_static", "chunked_prefill_size", "max_running_requests", "n_gpu_layers",
+            "split_mode", "attn_implementation", "transformers_version",
         )  # fmt: skip
-        flags = ("enforce_eager", "enable_expert_parallel", "flash_attn")
+        flags = (
+            "enforce_eager", "enable_expert_parallel", "flashinfer_sampler", "flash_attn",
+            "expandable_segments",
+        )  # fmt: skip
         return tuple(n for n in names if getattr(self, n) is not None) + tuple(
             f for f in flags if getattr(self, f)
         )
@@ -171,8 +200,10 @@ def resolve(spec: ModelSpec, request: Request, uses: frozenset[str], releases: R
             f"{flag} is a setting of --engine {owner} and does not apply to --engine {request.engine.name}: "
             f"pass --engine {owner}, or remove it"
         )
-    if request.dtype not in DTYPES:
-        raise InputError(f"unknown --dtype '{request.dtype}'; use one of {', '.join(DTYPES)}")
+    if request.dtype not in DTYPES and not _is_bpw(request.dtype):
+        raise InputError(
+            f"unknown --dtype '{request.dtype}'; use one of {', '.join(DTYPES)} or bpwN (e.g. bpw2.5)"
+        )
     if request.kv_dtype not in KV_DTYPES:
         raise InputError(f"unknown --kv-dtype '{request.kv_dtype}'; use one of {', '.join(KV_DTYPES)}")
     fmt, warning = _weights(spec, request)
@@ -191,6 +222,13 @@ def resolve(spec: ModelSpec, request: Request, uses: frozenset[str], releases: R
         checkpoint_warning=warning,
         stored_layers=request.stored_layers,
     )
+
+
+def _is_bpw(dtype: str) -> bool:
+    try:
+        return bits_per_weight(dtype) is not None
+    except ValueError as exc:
+        raise InputError(f"invalid --dtype '{dtype[:40]}': {exc}") from None
 
 
 def _weights(spec: ModelSpec, request: Request) -> tuple[WeightFormat, str | None]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpusize.units import gib, human_tokens
 
-__all__ = ["fmt_float", "fmt_gib", "fmt_int", "fmt_tokens", "human_tokens"]
+__all__ = ["fmt_float", "fmt_gib", "fmt_int", "fmt_range", "fmt_tokens", "human_tokens"]
 
 
 def fmt_gib(n_bytes: int | None) -> str:
@@ -18,6 +18,15 @@ def fmt_int(value: int | None) -> str:
 
 def fmt_float(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def fmt_range(value: float | None, low: float | None, high: float | None, digits: int = 0) -> str:
+    """An estimate with its range: "137 (119-185)"; "-" when unknown."""
+    if value is None:
+        return "-"
+    if low is None or high is None:
+        return fmt_float(value, digits)
+    return f"{fmt_float(value, digits)} ({fmt_float(low, digits)}-{fmt_float(high, digits)})"
 
 
 def fmt_tokens(value: int | None) -> str:

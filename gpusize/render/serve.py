@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from gpusize.render.fit import VERDICT_STYLES
-from gpusize.render.format import fmt_float, human_tokens
+from gpusize.render.format import fmt_float, fmt_range, human_tokens
 from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, paragraph, safe
 from gpusize.reports.serve import ServeReport
+from gpusize.serving.layouts import layout_name
 
 __all__ = ["render_serve"]
 
@@ -16,9 +17,10 @@ def render_serve(report: ServeReport, width: int, style: Style) -> str:
     load = f"{d.users} concurrent users" if d.users is not None else f"{d.rps} requests/s"
     where = f"{report.num_gpus}x {report.gpu_full_name}"
     if pick:
-        title = (
-            f"{report.model.name} on {where}, {human_tokens(w.context_tokens)} context, {load}: "
+        title = f"{report.model.name} on {where}, {human_tokens(w.context_tokens)} context, {load}: " + (
             f"{pick.replicas} replica(s) x TP={pick.tensor_parallel}"
+            if pick.split_mode == "tensor"
+            else f"{pick.replicas} replica(s) x {layout_name(pick).split(' x ', 1)[1]}"
         )
     else:
         title = f"{report.model.name} does not fit {where}"
@@ -27,34 +29,47 @@ def render_serve(report: ServeReport, width: int, style: Style) -> str:
         Column("fits", keep=True, styles=VERDICT_STYLES),
         Column("holds seqs", "right", priority=9, short="seqs"),
         Column("in flight", "right", priority=5),
-        Column("tok/s per req", "right", priority=7, short="tok/s/req"),
-        Column("tok/s total", "right", priority=8, short="tok/s"),
-        Column("TTFT s", "right", priority=4),
+        Column("tok/s per req (range)", "right", priority=7, short="tok/s/req"),
+        Column("tok/s total (range)", "right", priority=8, short="tok/s"),
+        Column("TTFT s (range)", "right", priority=4, short="TTFT s"),
         Column("$/h", "right", priority=6),
-        Column("$/1M tok", "right", priority=3),
+        Column("$/1M tok (range)", "right", priority=3, short="$/1M tok"),
     ]
     rows = []
     notes = []
     for x in report.layouts:
-        name = f"{x.replicas} x TP={x.tensor_parallel}"
+        name = layout_name(x)
         rows.append(
             [
                 name,
                 "yes" if x.fits else "NO",
                 str(x.capacity_sequences) if x.fits else "-",
                 str(x.concurrent_sequences) if x.fits else "-",
-                fmt_float(x.per_request_tokens_per_s),
-                fmt_float(x.aggregate_tokens_per_s, 0),
-                fmt_float(x.ttft_s, 2),
+                fmt_range(
+                    x.per_request_tokens_per_s,
+                    x.per_request_tokens_per_s_low,
+                    x.per_request_tokens_per_s_high,
+                ),
+                fmt_range(
+                    x.aggregate_tokens_per_s, x.aggregate_tokens_per_s_low, x.aggregate_tokens_per_s_high
+                ),
+                fmt_range(x.ttft_s, x.ttft_s_low, x.ttft_s_high, 2),
                 fmt_float(x.price_usd_per_hour, 2),
-                fmt_float(x.usd_per_million_tokens, 3),
+                fmt_range(
+                    x.usd_per_million_tokens, x.usd_per_million_tokens_low, x.usd_per_million_tokens_high, 3
+                ),
             ]
         )
         notes.append(f"{name}: {x.one_gpu_failure if x.fits else x.reason}")
     lines = [
         style(paragraph(title, width), "bold"),
         render_table(
-            "Layouts on one server (throughput and TTFT are estimates)", columns, rows, width, style
+            "Layouts on one server (throughput, TTFT and cost are estimates; ranges: 10th-90th percentile "
+            "of the calibration residuals)",
+            columns,
+            rows,
+            width,
+            style,
         ),
         "If one GPU fails:" if pick else "Why not:",
         *[paragraph(f"  {n}", width) for n in notes],

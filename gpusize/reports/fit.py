@@ -9,7 +9,7 @@ from gpusize import __version__
 from gpusize.core import kvcache
 from gpusize.core.engines import EngineModel, engine, engine_label
 from gpusize.core.engines.vllm import evaluate_nodes
-from gpusize.core.gpu import DEFAULT_CUDA_RESERVE_MIB, GpuSpec
+from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES, Candidate, recommend, smallest_fit
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import weights_bytes
@@ -33,6 +33,10 @@ class MemoryBreakdown:
     overhead_bytes: int
     total_bytes: int
     outside_budget_bytes: int
+    #: PyTorch engines (transformers): the allocated peak and the device figure (reserved peak + CUDA
+    #: context) that `total_bytes` equals; None for vLLM, SGLang and llama.cpp.
+    allocated_peak_bytes: int | None = None
+    device_bytes: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,6 +129,8 @@ def whole_model(spec: ModelSpec, gpu: GpuSpec, work: Workload, model: EngineMode
         overhead_bytes=g.overhead_bytes,
         total_bytes=g.total_bytes,
         outside_budget_bytes=g.outside_budget_bytes,
+        allocated_peak_bytes=g.allocated_peak_bytes,
+        device_bytes=g.device_bytes,
     )
 
 
@@ -174,8 +180,8 @@ def _assumptions(
     notes = model_notes(resolved, spec, work)
     if not plan_gpu.visible_is_measured:
         notes.append(
-            f"{plan_gpu.name}: CUDA-visible total assumed = reported total - {DEFAULT_CUDA_RESERVE_MIB} MiB "
-            "driver/CUDA reserve (no measured figure)"
+            f"{plan_gpu.name}: {plan_gpu.runtime}-visible total assumed = reported total - "
+            f"{plan_gpu.assumed_reserve_mib} MiB driver/{plan_gpu.runtime} reserve (no measured figure)"
         )
     estimates = ("activations_bytes", "overhead_bytes") + (
         ("weights_bytes", "kv_cache_bytes") if spec.best_effort_from else ()

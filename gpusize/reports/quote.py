@@ -82,7 +82,8 @@ def build_quote(
             "lowest indicative price per hour, then fewest GPUs",
             layout="each option uses the smallest GPU count of its type that runs the model, laid out as "
             "`serve` recommends for the given users",
-            throughput=f"estimates: bandwidth roofline at {throughput.BANDWIDTH_EFFICIENCY:.0%} of peak",
+            throughput=throughput.assumptions(gpus[0], work)
+            + ("; other GPUs alike" if len(gpus) > 1 else ""),
             prices=price_note(gpus) + "; month = 730 h; prices and power are per server",
             power="GPU TDP sum + CPUs + platform, PSU with 20% margin",
             notes=tuple(model_notes(resolved, spec, work)),

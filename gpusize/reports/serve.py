@@ -13,8 +13,14 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.reports.common import ModelFacts, model_facts, price_note
 from gpusize.reports.fit import model_notes
-from gpusize.serving import economics, throughput
-from gpusize.serving.launch import LaunchCommand, llamacpp_command, sglang_command, vllm_command
+from gpusize.serving import calibrated, economics, throughput
+from gpusize.serving.launch import (
+    LaunchCommand,
+    half_precision,
+    llamacpp_command,
+    sglang_command,
+    vllm_command,
+)
 from gpusize.serving.layouts import Demand, Layout, compare, recommend
 from gpusize.sources.resolve import ResolvedModel
 
@@ -103,15 +109,23 @@ def launch_commands(
     tp = pick.tensor_parallel
     out: dict[str, LaunchCommand] = {}
     if work.engine.name == "llamacpp" or resolved.source == "gguf":
-        out["llamacpp"] = llamacpp_command(
-            resolved.id, work, work.engine.n_gpu_layers or len(spec.layers) + 1
+        ngl = len(spec.layers) + 1 if work.engine.n_gpu_layers is None else work.engine.n_gpu_layers
+        slots = max(
+            1, min(pick.concurrent_sequences // max(pick.replicas, 1), int(pick.max_concurrency or 1))
         )
+        out["llamacpp"] = llamacpp_command(resolved.id, work, ngl, slots, pick.gpus_per_replica)
+        if pick.replicas > 1:
+            out["replicas"] = LaunchCommand(
+                None,
+                f"run {pick.replicas} copies, one per group of {pick.gpus_per_replica} GPU(s) "
+                "(CUDA_VISIBLE_DEVICES), behind a load balancer",
+            )
         return out
     if work.engine.name == "vllm":
-        out["vllm"] = vllm_command(resolved.id, resolved.revision, tp, work, utilization(work), spec)
+        out["vllm"] = vllm_command(resolved.id, resolved.revision, tp, work, utilization(work), spec, gpu)
     if work.engine.name == "sglang":
         out["sglang"] = sglang_command(
-            resolved.id, resolved.revision, tp, work, mem_fraction(gpu, tp, work, spec), spec
+            resolved.id, resolved.revision, tp, work, mem_fraction(gpu, tp, work, spec), spec, gpu
         )
     if pick.replicas > 1:
         out["replicas"] = LaunchCommand(
@@ -123,8 +137,15 @@ def launch_commands(
 
 
 def build_serve_report(
-    resolved: ResolvedModel, spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload, demand: Demand
+    resolved: ResolvedModel,
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    num_gpus: int,
+    work: Workload,
+    demand: Demand,
+    host_gbps: float | None = None,
 ) -> ServeReport:
+    work = half_precision(work, gpu)  # T4 and other GPUs without bf16 run 16-bit models in fp16
     layouts = compare(spec, gpu, num_gpus, work, demand)
     pick, why = recommend(layouts)
     return ServeReport(
@@ -145,11 +166,13 @@ def build_serve_report(
         assumptions=ServeAssumptions(
             engine=engine_label(work.engine),
             throughput=(
-                f"estimates: bandwidth roofline at {throughput.BANDWIDTH_EFFICIENCY:.0%} of peak, compute at "
-                f"{throughput.DECODE_MFU:.0%} of dense BF16 peak, ring all-reduce over "
-                f"{throughput.link(gpu)[0]}; "
-                "sequences hold half the context on average (prompt + half the output with --rps); capacity "
-                "counts full-context sequences"
+                f"{throughput.assumptions(gpu, work)}; sequences hold half the context on average (prompt + "
+                "half the output with --rps); capacity counts full-context sequences"
+                + (
+                    f"; layers in system RAM read at {host_gbps or calibrated.DEFAULT_HOST_GBPS:g} GB/s peak"
+                    if work.engine.name == "llamacpp"
+                    else ""
+                )
             ),
             load="spread evenly over replicas; rps converted to sequences in flight by Little's law",
             prices=price_note([gpu]),

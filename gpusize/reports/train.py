@@ -10,26 +10,24 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpusize import __version__
-from gpusize.core import runtime
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
-from gpusize.reports.common import ModelFacts, model_facts, price_note
+from gpusize.reports.common import ModelFacts, model_facts
+from gpusize.reports.train_assumptions import TrainAssumptions, train_assumptions
 from gpusize.sources.resolve import ResolvedModel
 from gpusize.training import time_cost
-from gpusize.training.activations import checkpoint_bytes_per_token
 from gpusize.training.anatomy import trainable_params
-from gpusize.training.peak import TrainMemory, largest_seq, train_memory
+from gpusize.training.device import largest_batch, largest_seq, train_memory
+from gpusize.training.peak import TrainMemory
 from gpusize.training.setup import (
-    BACKWARD_WORKSPACE_LAYERS,
-    NF4_BYTES_PER_PARAM,
     SHARD_STAGE,
     TrainSetup,
-    state_bytes,
 )
 from gpusize.units import GIB
 
 __all__ = [
+    "Suggestion",
     "TimeInfo",
     "TimeRow",
     "TrainAssumptions",
@@ -39,6 +37,7 @@ __all__ = [
     "build_train_report",
     "candidate_counts",
     "evaluate",
+    "suggest",
 ]
 
 
@@ -47,6 +46,17 @@ class TrainParams:
     total: int
     trainable: int
     trainable_fraction: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Suggestion:
+    """What fits instead, on the device figure: a smaller micro-batch with more accumulation steps
+    (the same effective batch), or, when one sequence does not fit, a shorter one."""
+
+    batch: int
+    grad_accum: int
+    seq_tokens: int
+    effective_batch: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,7 +70,13 @@ class TrainCandidate:
     per_gpu: TrainMemory
     usable_bytes: int
     headroom_bytes: int
+    #: Longest sequence at this micro-batch, and largest micro-batch at this sequence, that fit on the
+    #: device figure.
     max_seq_tokens: int
+    max_batch: int
+    suggestion: Suggestion | None
+    #: Where the allocated peak falls: forward/backward, optimizer step or load.
+    peak_phase: str
     price_usd_per_hour: float | None
 
 
@@ -85,21 +101,6 @@ class TimeInfo:
     interconnect: str
     rows: tuple[TimeRow, ...]
     note: str | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrainAssumptions:
-    framework: str
-    peak_memory: str
-    activation_model: str
-    gradient_overlap: str
-    sharding: str
-    mfu: float
-    scaling_per_doubling: dict[str, float]
-    estimates: tuple[str, ...]
-    prices: str
-    overhead_model: str
-    notes: tuple[str, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,25 +132,31 @@ def _misfit(mem: TrainMemory, gpu: GpuSpec, setup: TrainSetup, n: int) -> str:
     if n > 1 and stage == 0:
         hint = "DDP replicates everything, so more GPUs do not lower it: try --sharding fsdp"
     elif name == "activations":
-        hint = "try --grad-ckpt, a shorter --seq or a smaller --batch"
+        hint = "try a shorter --seq or a smaller --batch" + ("" if setup.grad_ckpt else ", or --grad-ckpt")
     elif name == "weights" and n > 1 and stage < 3:
         hint = "weights are sharded only by zero3/fsdp"
-    elif name == "optimizer states":
-        hint = "try --optimizer adamw-8bit or --offload optimizer"
+    elif name == "optimizer states" or mem.peak_phase == "optimizer step":
+        hint = "try --optimizer adamw-fused (no step temporaries), adamw-8bit or --offload optimizer"
     else:
         hint = "try more GPUs, --method lora/qlora or --offload"
     return (
-        f"needs {mem.total_bytes / GIB:.1f} GiB per GPU, {gpu.visible_bytes / GIB:.1f} GiB visible "
+        f"needs {mem.device_bytes / GIB:.1f} GiB per GPU on the device ({mem.allocated_peak_bytes / GIB:.1f} "
+        f"allocated by PyTorch, peak at the {mem.peak_phase}), {gpu.visible_bytes / GIB:.1f} GiB visible "
         f"(largest: {name} {size / GIB:.1f} GiB); {hint}"
     )
 
 
 def evaluate(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, n: int) -> TrainCandidate:
-    """Fit test of the job on n GPUs of one type: per-GPU peak <= CUDA-visible total."""
-    mem = train_memory(spec, setup, n)
+    """Fit test of the job on n GPUs of one type: what the device shows (reserved peak + CUDA context
+    + NCCL) <= CUDA-visible total."""
     visible = gpu.visible_bytes
-    fits = mem.total_bytes <= visible
+    mem = train_memory(spec, setup, n, gpu.interconnect, visible)
+    fits = mem.device_bytes <= visible
     limit = max(setup.seq_tokens, spec.max_position_embeddings or 0) or 1 << 20
+    max_seq = largest_seq(spec, setup, n, visible, limit, interconnect=gpu.interconnect)
+    max_batch = largest_batch(spec, setup, n, visible, gpu.interconnect)
+    if fits:  # the searches scale the unlimited replay's cache: never below what fits here
+        max_seq, max_batch = max(max_seq, setup.seq_tokens), max(max_batch, setup.batch)
     return TrainCandidate(
         gpu=gpu.name,
         gpu_full_name=gpu.full_name,
@@ -159,10 +166,48 @@ def evaluate(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, n: int) -> TrainC
         reason=None if fits else _misfit(mem, gpu, setup, n),
         per_gpu=mem,
         usable_bytes=visible,
-        headroom_bytes=visible - mem.total_bytes,
-        max_seq_tokens=largest_seq(spec, setup, n, visible, limit),
+        headroom_bytes=visible - mem.device_bytes,
+        max_seq_tokens=max_seq,
+        max_batch=max_batch,
+        suggestion=None,
+        peak_phase=mem.peak_phase,
         price_usd_per_hour=gpu.price_for(n),
     )
+
+
+def _fits(spec: ModelSpec, job: TrainSetup, gpu: GpuSpec, n: int) -> bool:
+    mem = train_memory(spec, job, n, gpu.interconnect, gpu.visible_bytes)
+    return mem.device_bytes <= gpu.visible_bytes
+
+
+#: Steps a suggestion may take down from the searches' estimate until the exact replay fits.
+SUGGESTION_STEPS = 24
+
+
+def suggest(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, n: int, max_batch: int) -> Suggestion | None:
+    """The largest micro-batch that fits, with gradient accumulation raised to keep the effective batch
+    (micro-batch x accumulation; accumulated gradients persist between micro-batches, which the check
+    includes); when a single sequence does not fit, the longest one that does at micro-batch 1. The
+    searches scale the allocator cache from one replay, so each suggestion is checked with its own
+    replay and stepped down until it fits. None when nothing fits."""
+    effective = setup.batch * setup.grad_accum
+    batch = min(max_batch, setup.batch)
+    while batch >= 1:
+        accum = -(-effective // batch)
+        if _fits(spec, replace(setup, batch=batch, grad_accum=accum), gpu, n):
+            return Suggestion(
+                batch=batch, grad_accum=accum, seq_tokens=setup.seq_tokens, effective_batch=batch * accum
+            )
+        batch -= 1
+    one = replace(setup, batch=1, grad_accum=effective)
+    seq = largest_seq(spec, one, n, gpu.visible_bytes, setup.seq_tokens, interconnect=gpu.interconnect)
+    for _ in range(SUGGESTION_STEPS):
+        if seq < 1 or _fits(spec, replace(one, seq_tokens=seq), gpu, n):
+            break
+        seq -= max(1, seq // 32)
+    if seq < 1 or not _fits(spec, replace(one, seq_tokens=seq), gpu, n):
+        return None
+    return Suggestion(batch=1, grad_accum=effective, seq_tokens=seq, effective_batch=effective)
 
 
 def candidate_counts(setup: TrainSetup, fixed_count: int | None, max_count: int = 8) -> tuple[int, ...]:
@@ -202,7 +247,8 @@ def time_info(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, tokens: int, max
         rows.append(
             TimeRow(
                 num_gpus=n,
-                fits=train_memory(spec, job, n).total_bytes <= gpu.visible_bytes,
+                fits=train_memory(spec, job, n, gpu.interconnect, gpu.visible_bytes).device_bytes
+                <= gpu.visible_bytes,
                 scaling_efficiency=round(eff, 4),
                 speedup=round(n * eff, 3),
                 hours=hours,
@@ -246,6 +292,10 @@ def build_train_report(
             if rows[-1].fits:
                 break
         best.append(rows[-1])
+        if len(gpus) == 1 and not rows[-1].fits:  # what fits instead, on the deciding count
+            last = rows[-1]
+            advice = suggest(spec, setup, gpu, last.num_gpus, last.max_batch)
+            rows[-1] = best[-1] = replace(last, suggestion=advice)
     chosen = _pick(best)
     plan = chosen or (best[0] if len(gpus) == 1 else None)
     plan_gpu = next((g for g in gpus if plan and g.name == plan.gpu), None)
@@ -266,53 +316,5 @@ def build_train_report(
         plan=plan,
         candidates=tuple(rows),
         time=time_info(spec, setup, plan_gpu, tokens, max_count) if plan_gpu and tokens else None,
-        assumptions=_assumptions(spec, setup, gpus),
-    )
-
-
-def _assumptions(spec: ModelSpec, setup: TrainSetup, gpus: list[GpuSpec]) -> TrainAssumptions:
-    """What the numbers assume, for the footer and the JSON."""
-    sb = state_bytes(setup.precision, setup.method)
-    notes = []
-    if setup.method == "full" and sb.master:
-        notes.append(
-            "bf16-mixed keeps an fp32 master copy (4 B/param, in weights_bytes): 16 B/param of model states "
-            "with AdamW (ZeRO paper); --precision bf16 drops it and keeps bf16 moments (8 B/param)"
-        )
-    if setup.method != "full":
-        adapters = "fp32 (PEFT autocast_adapter_dtype)" if sb.weight == 4 else setup.precision
-        notes.append(
-            f"LoRA adapters train in {adapters}; the frozen base gets no gradients or optimizer states"
-        )
-    if setup.method == "qlora":
-        notes.append(
-            f"QLoRA base: decoder linears NF4 with double quantization ({NF4_BYTES_PER_PARAM:.4f} B/param), "
-            "embeddings/lm_head/norms bf16, + one bf16 dequantized matrix"
-        )
-    if setup.offload != "none":
-        notes.append("host_ram_bytes is the server total (all GPUs' offloaded shards), not per GPU")
-    if setup.grad_ckpt and setup.kernels.offload_checkpoints:
-        per_token = checkpoint_bytes_per_token(spec, setup)
-        notes.append(f"activation checkpoints offloaded to host RAM ({per_token:,} B per token)")
-    if spec.moe:
-        notes.append("MoE: activations count the top-k experts per token; all experts train in full mode")
-    return TrainAssumptions(
-        framework=setup.kernels.name,
-        peak_memory="PyTorch allocator peak + CUDA context (and NCCL communicators on 2+ GPUs); fits "
-        "when it is at most the CUDA-visible total",
-        activation_model="Korthikanti et al. 2022 per-layer saved tensors for FlashAttention, GQA, gated "
-        "MLPs and MoE routing; checkpointing keeps each layer's input; backward workspace "
-        f"{BACKWARD_WORKSPACE_LAYERS} layers (fitted); logits "
-        f"{setup.kernels.logits_bytes_per_element} B per token x vocab",
-        gradient_overlap="single GPU and FSDP without accumulation build gradients while activations are "
-        "freed: counted once (overlap_bytes)",
-        sharding="zero1 shards optimizer + master, zero2 + gradients, zero3/fsdp + weights (2 layers + "
-        "embedding gathered); ddp replicates",
-        mfu=time_cost.ASSUMED_MFU,
-        scaling_per_doubling=dict(time_cost.SCALING_PER_DOUBLING),
-        estimates=("activations_bytes", "logits_bytes", "overhead_bytes", "hours", "cost_usd"),
-        prices=price_note(gpus),
-        overhead_model=f"CUDA context {runtime.CUDA_CONTEXT_TP1 / GIB:.2f} GiB, "
-        f"{runtime.CUDA_CONTEXT_TPN / GIB:.2f} GiB with NCCL on 2+ GPUs (vLLM 0.19 logs)",
-        notes=tuple(notes),
+        assumptions=train_assumptions(spec, setup, gpus),
     )

@@ -5,6 +5,10 @@ weight and KV dtypes, quantization, revision, scheduler limits); where the engin
 sized plan (int4 weights from a 16-bit checkpoint: engines do not quantize to int4 while loading),
 there is no command but a note saying what to use instead.
 
+On a GPU without bf16 (compute capability below 8.0: T4, V100) vLLM refuses a bf16 model and asks for
+`--dtype half`; the plan is then sized in fp16 (`half_precision`: the same 2 bytes per value, labelled
+as what runs) and the command carries the flag.
+
 Every value is shell-quoted (`shlex.quote`): a model path or Hub id comes from the user, a folder
 name or a user catalog and may hold `;`, `$(...)`, backticks, spaces or newlines; pasted into a
 shell, the printed command must run the engine and nothing else.
@@ -14,12 +18,13 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from gpusize.core.gpu import GpuSpec
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
-__all__ = ["LaunchCommand", "llamacpp_command", "sglang_command", "vllm_command"]
+__all__ = ["LaunchCommand", "half_precision", "llamacpp_command", "sglang_command", "vllm_command"]
 
 #: --dtype values the engines take for a weight dtype the user forced.
 _DTYPE_FLAG = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -39,15 +44,38 @@ def _join(words: list[str]) -> str:
     return " ".join(shlex.quote(word) for word in words)
 
 
-def _weights_flags(work: Workload, engine: str) -> tuple[list[str], str | None]:
+def half_precision(work: Workload, gpu: GpuSpec) -> Workload:
+    """The workload as it runs on `gpu`: on a GPU without bf16, bf16 weights, activations and KV cache
+    run in fp16 (vLLM: --dtype half). The bytes are the same; the labels say what runs."""
+    if gpu.supports_bf16:
+        return work
+    weights = work.weights
+    if weights.name == "bf16":
+        weights = replace(
+            weights, name="fp16", note=(weights.note + "; " if weights.note else "") + _HALF_NOTE
+        )
+    return replace(
+        work,
+        requested_dtype="fp16" if work.requested_dtype == "bf16" else work.requested_dtype,
+        weights=weights,
+        kv_cache_dtype="fp16" if work.kv_cache_dtype == "bf16" else work.kv_cache_dtype,
+    )
+
+
+_HALF_NOTE = "fp16: this GPU has no bf16 (compute capability below 8.0), so vLLM runs it with --dtype half"
+
+
+def _weights_flags(work: Workload, engine: str, gpu: GpuSpec | None) -> tuple[list[str], str | None]:
     """Flags for the weight format, or a note when the engine cannot load the model that way."""
     dtype = work.requested_dtype
+    # A 16-bit activation dtype the engine would choose as bf16 must be forced to half on such GPUs.
+    half = gpu is not None and not gpu.supports_bf16 and work.weights.other_bytes == 2
     if dtype == "auto":
-        return [], None
+        return (["--dtype", "half"] if half else []), None
     if dtype in _DTYPE_FLAG:
-        return ["--dtype", _DTYPE_FLAG[dtype]], None
+        return ["--dtype", "half" if half and dtype == "bf16" else _DTYPE_FLAG[dtype]], None
     if dtype == "fp8":
-        return ["--quantization", "fp8"], None
+        return ["--quantization", "fp8", *(["--dtype", "half"] if half else [])], None
     return [], (
         f"sized with {dtype} weights: {engine} does not quantize a 16-bit checkpoint to {dtype} while "
         f"loading; serve a pre-quantized {dtype} checkpoint of this model (GPTQ/AWQ or "
@@ -69,12 +97,20 @@ def _rope_override(spec: ModelSpec) -> dict[str, object] | None:
 
 
 def vllm_command(
-    model: str, revision: str | None, tp: int, work: Workload, utilization: float, spec: ModelSpec
+    model: str,
+    revision: str | None,
+    tp: int,
+    work: Workload,
+    utilization: float,
+    spec: ModelSpec,
+    gpu: GpuSpec | None = None,
 ) -> LaunchCommand:
-    flags, note = _weights_flags(work, "vLLM")
+    flags, note = _weights_flags(work, "vLLM", gpu)
     if note:
         return LaunchCommand(None, note)
-    words = ["vllm", "serve", model]
+    # The FlashInfer sampler is an environment switch, not a flag.
+    env = ["VLLM_USE_FLASHINFER_SAMPLER=1"] if work.engine.flashinfer_sampler else []
+    words = [*env, "vllm", "serve", model]
     if revision:
         words += ["--revision", revision]
     words += [
@@ -103,9 +139,15 @@ def vllm_command(
 
 
 def sglang_command(
-    model: str, revision: str | None, tp: int, work: Workload, mem_fraction: float, spec: ModelSpec
+    model: str,
+    revision: str | None,
+    tp: int,
+    work: Workload,
+    mem_fraction: float,
+    spec: ModelSpec,
+    gpu: GpuSpec | None = None,
 ) -> LaunchCommand:
-    flags, note = _weights_flags(work, "SGLang")
+    flags, note = _weights_flags(work, "SGLang", gpu)
     if note:
         return LaunchCommand(None, note)
     words = ["python", "-m", "sglang.launch_server", "--model-path", model]
@@ -132,7 +174,9 @@ def sglang_command(
     return LaunchCommand(_join(words), None, work.engine_version)
 
 
-def llamacpp_command(model_file: str, work: Workload, gpu_layers: int, parallel: int = 1) -> LaunchCommand:
+def llamacpp_command(
+    model_file: str, work: Workload, gpu_layers: int, parallel: int = 1, gpus: int = 1
+) -> LaunchCommand:
     words = [
         "llama-server",
         "-m",
@@ -144,6 +188,8 @@ def llamacpp_command(model_file: str, work: Workload, gpu_layers: int, parallel:
         "-ngl",
         str(gpu_layers),
     ]
+    if gpus > 1 or work.engine.split_mode:
+        words += ["-sm", work.engine.split_mode or "layer"]
     if work.engine.flash_attn:
         words += ["-fa", "on"]
     if work.kv_cache_dtype == "fp8":

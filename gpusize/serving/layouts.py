@@ -1,9 +1,11 @@
-"""Serving plans (pure): replicas versus tensor parallel on one server, with throughput, resilience
-and cost per layout, and a recommendation whose rule is stated.
+"""Serving plans (pure): replicas versus one multi-GPU engine on one server, with throughput, time to
+first token, resilience and cost per layout (each an estimate with its range), and a recommendation
+whose rule is stated and whose reason cites the measurements behind it.
 
-A layout splits N GPUs of one type into `replicas` independent engines of `tp` GPUs each
-(replicas x tp = N). Each replica is sized by the same engine model as `fit`; its KV pool bounds the
-sequences it holds at the requested context; load is spread evenly over replicas.
+A layout splits N GPUs of one type into `replicas` independent engines of `gpus_per_replica` GPUs
+each: tensor parallel for vLLM and SGLang, llama.cpp's layer or row split. Each replica is sized by
+the same engine model as `fit`; its KV pool and scheduler bound the sequences it holds at the
+requested context (llama.cpp: the parallel slots that fit); load is spread evenly over replicas.
 """
 
 from __future__ import annotations
@@ -14,18 +16,22 @@ from dataclasses import dataclass
 from gpusize.core.engines import engine
 from gpusize.core.engines.vllm import scheduler_limits
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.plan import TP_SIZES
+from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
-from gpusize.serving import economics, throughput
+from gpusize.serving import calibrated, economics, load
+from gpusize.serving.throughput import LlamaCppPlacement
 
 __all__ = [
+    "EVIDENCE",
+    "MAX_LLAMACPP_SLOTS",
     "TIE_FRACTION",
     "Demand",
     "Layout",
     "compare",
     "concurrency_for",
     "evaluate_layout",
+    "layout_name",
     "layouts_for",
     "mean_context",
     "recommend",
@@ -34,6 +40,37 @@ __all__ = [
 #: Layouts whose aggregate throughput is within this fraction of the best count as a tie; ties go
 #: to more replicas (a GPU failure then takes out a smaller share of capacity).
 TIE_FRACTION = 0.05
+#: Most parallel slots (-np) a llama.cpp replica is sized for.
+MAX_LLAMACPP_SLOTS = 64
+
+#: Published replicas-versus-tensor-parallel measurements the recommendation cites (records in
+#: tests/data/throughput_records.yaml; research notes in the README's "Throughput model").
+EVIDENCE = {
+    "replicas": (
+        "measured, replicas beat one tensor-parallel server once a replica holds the model and a useful "
+        "KV pool: 8x H100 SXM (NVLink), Llama-3.1-8B-FP8, 320 requests: TP=2/4/8 reached 0.54/0.26/0.14 of "
+        "N x TP=1 (3,400 tok/s per GPU; LambdaLabsML/vllm-benchmark); 4x RTX 3090 (PCIe): 4 replicas "
+        "3,425 vs TP=4 1,007 tok/s (noonghunna/club-3090)"
+    ),
+    "kv_starved": (
+        "measured, tensor parallel wins when one GPU leaves too little KV cache: gpt-oss-120b on H100, "
+        "1,000 requests: TP=2 7,649 tok/s vs TP=1 2,943 per GPU (gpustack performance lab)"
+    ),
+    "latency": (
+        "measured, tensor parallel speeds up one stream of a dense model 1.3-1.7x on 2-4 GPUs (A100 "
+        "TPOT 11.75 -> 8.82 ms at TP=2, dennislee22/vLLM-benchmarking) but not a small-active MoE "
+        "(gpt-oss-120b on A100: 90 -> 77 tok/s, vllm-project/vllm#22331)"
+    ),
+    "row": (
+        "measured, llama.cpp's row split keeps one stream flat as GPUs are added (Llama-2-70B fp16 on A100 "
+        "PCIe: 10.46 / 11.07 / 9.37 tok/s on 2 / 4 / 8 GPUs; mlc-ai/llm-perf-bench)"
+    ),
+    "pipeline": (
+        "measured, llama.cpp's layer split runs the GPUs one after another: one stream gets no faster "
+        "with more GPUs (Llama-3-8B Q4_K_M on RTX 4090: 130.6 tok/s on 1, 118.1 on 8; "
+        "XiongjieDai/GPU-Benchmarks-on-LLM-Inference)"
+    ),
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +88,10 @@ class Demand:
 class Layout:
     replicas: int
     tensor_parallel: int
+    #: GPUs one replica spans and how it splits the model over them: tensor (vLLM, SGLang), or
+    #: llama.cpp's layer (pipeline) or row split.
+    gpus_per_replica: int
+    split_mode: str
     fits: bool
     reason: str | None = None
     kv_cache_capacity_tokens: int | None = None  # per replica
@@ -58,15 +99,24 @@ class Layout:
     capacity_sequences: int = 0  # whole server
     concurrent_sequences: int = 0  # what the demand puts in flight (capped by capacity)
     serves_all: bool = False
+    # Estimates, each with its range (10th-90th percentile of the calibration residuals).
     per_request_tokens_per_s: float | None = None
+    per_request_tokens_per_s_low: float | None = None
+    per_request_tokens_per_s_high: float | None = None
     aggregate_tokens_per_s: float | None = None
+    aggregate_tokens_per_s_low: float | None = None
+    aggregate_tokens_per_s_high: float | None = None
     ttft_s: float | None = None
+    ttft_s_low: float | None = None
+    ttft_s_high: float | None = None
     bound: str | None = None
     headroom_bytes: int | None = None  # per GPU, beyond the requested KV
     one_gpu_failure: str = ""
     price_usd_per_hour: float | None = None
     price_usd_per_month: float | None = None
     usd_per_million_tokens: float | None = None
+    usd_per_million_tokens_low: float | None = None
+    usd_per_million_tokens_high: float | None = None
 
 
 def layouts_for(num_gpus: int) -> list[tuple[int, int]]:
@@ -92,57 +142,114 @@ def concurrency_for(demand: Demand, speed_at: float, ttft: float) -> int:
     return max(1, math.ceil(demand.rps * seconds))
 
 
+def _capacity(spec: ModelSpec, gpu: GpuSpec, group: int, work: Workload) -> tuple[Candidate, int]:
+    """The replica's plan and the sequences it admits at the requested context: vLLM / SGLang, its
+    KV pool capped by max_num_seqs; llama.cpp, the most parallel slots (-np) whose KV still fits."""
+    model = engine(work.engine.name)
+    if work.engine.name != "llamacpp":
+        cand = model.evaluate(spec, gpu, group, work)
+        seqs = scheduler_limits(gpu, work).max_num_seqs
+        return cand, max(min(int(cand.max_concurrency or 0), seqs), 1)
+    cand = model.evaluate(spec, gpu, group, work.with_context(work.context_tokens, batch=1))
+    if not cand.fits:
+        return cand, 0
+    lo, hi = 1, MAX_LLAMACPP_SLOTS
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        fits = model.evaluate(spec, gpu, group, work.with_context(work.context_tokens, batch=mid)).fits
+        lo, hi = (mid, hi) if fits else (lo, mid - 1)
+    return model.evaluate(spec, gpu, group, work.with_context(work.context_tokens, batch=lo)), lo
+
+
+def _ranged(value: float | None, engine_name: str, figure: str) -> tuple[float | None, float | None]:
+    if value is None:
+        return None, None
+    low, high = load.spread(engine_name, figure)
+    return value * low, value * high
+
+
 def evaluate_layout(
-    spec: ModelSpec, gpu: GpuSpec, replicas: int, tp: int, work: Workload, demand: Demand
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    replicas: int,
+    tp: int,
+    work: Workload,
+    demand: Demand,
+    host_gbps: float | None = None,
 ) -> Layout:
-    candidate = engine(work.engine.name).evaluate(spec, gpu, tp, work)
+    """One layout: `replicas` engines of `tp` GPUs each (tensor parallel, or llama.cpp's split)."""
+    llamacpp = work.engine.name == "llamacpp"
+    split = (work.engine.split_mode or "layer") if llamacpp else "tensor"
+    candidate, per_replica_cap = _capacity(spec, gpu, tp, work)
     failure = _failure_impact(replicas, tp)
     price = gpu.price_for(replicas * tp)
-    if not candidate.fits or candidate.per_gpu is None or candidate.max_concurrency is None:
+    engine_tp = 1 if llamacpp else tp
+    if not candidate.fits or candidate.per_gpu is None or per_replica_cap < 1:
         return Layout(
             replicas=replicas,
-            tensor_parallel=tp,
+            tensor_parallel=engine_tp,
+            gpus_per_replica=tp,
+            split_mode=split,
             fits=False,
-            reason=candidate.reason,
+            reason=candidate.reason or "no sequence of this context fits",
             one_gpu_failure=failure,
             price_usd_per_hour=price,
         )
-    per_replica_cap = max(int(candidate.max_concurrency), 1)
+    placement = LlamaCppPlacement(tp, split, host_gbps or calibrated.DEFAULT_HOST_GBPS) if llamacpp else None
     capacity = replicas * per_replica_cap
-    batched = scheduler_limits(gpu, work).max_num_batched_tokens
-    ttft = throughput.prefill_seconds(spec, gpu, tp, min(demand.prompt_tokens, work.context_tokens))
+    prompt = min(demand.prompt_tokens, work.context_tokens)
+    output = max(min(demand.output_tokens, work.context_tokens - prompt), 1)
     context = mean_context(demand, work.context_tokens)
-    in_flight, speed = 1, None
-    for _ in range(8):  # fixed point for a request rate; one pass for a user count
-        per_replica = min(math.ceil(in_flight / replicas), per_replica_cap)
-        speed = throughput.decode_speed(
-            spec, work.weights, gpu, tp, per_replica, context, work.kv_bytes, batched
+    in_flight, point = 1, None
+    for _ in range(12):  # fixed point for a request rate; one pass for a user count
+        users = math.ceil(in_flight / replicas)
+        point = load.steady(
+            spec, work, gpu, engine_tp, users, prompt, output, per_replica_cap, placement, context
         )
-        want = concurrency_for(demand, speed.per_sequence_tokens_per_s if speed else 1.0, ttft or 0.0)
+        speed = point.per_request_tokens_per_s if point else 1.0
+        want = concurrency_for(demand, speed, (point.ttft_s or 0.0) if point else 0.0)
         if want == in_flight:
             break
         in_flight = want
     active = min(in_flight, capacity)
-    aggregate = speed.per_sequence_tokens_per_s * active if speed else None
+    per_request = point.per_request_tokens_per_s if point else None
+    # every replica runs the same load; with fewer sequences than replicas some stand idle
+    aggregate = point.aggregate_tokens_per_s * min(replicas, in_flight) if point else None
+    ttft = point.ttft_s if point else None
+    per_kind = "decode" if point and point.sequences == 1 else "aggregate"
+    cost = economics.cost_per_million_tokens(price, aggregate) if price and aggregate else None
+    agg_low, agg_high = _ranged(aggregate, work.engine.name, "aggregate")
     return Layout(
         replicas=replicas,
-        tensor_parallel=tp,
+        tensor_parallel=engine_tp,
+        gpus_per_replica=tp,
+        split_mode=split,
         fits=True,
         kv_cache_capacity_tokens=candidate.kv_cache_capacity_tokens,
-        max_concurrency=candidate.max_concurrency,
+        max_concurrency=float(per_replica_cap) if llamacpp else candidate.max_concurrency,
         capacity_sequences=capacity,
         concurrent_sequences=active,
         serves_all=in_flight <= capacity,
-        per_request_tokens_per_s=speed.per_sequence_tokens_per_s if speed else None,
+        per_request_tokens_per_s=per_request,
+        per_request_tokens_per_s_low=_ranged(per_request, work.engine.name, per_kind)[0],
+        per_request_tokens_per_s_high=_ranged(per_request, work.engine.name, per_kind)[1],
         aggregate_tokens_per_s=aggregate,
+        aggregate_tokens_per_s_low=agg_low,
+        aggregate_tokens_per_s_high=agg_high,
         ttft_s=ttft,
-        bound=speed.bound if speed else None,
+        ttft_s_low=_ranged(ttft, work.engine.name, "ttft")[0],
+        ttft_s_high=_ranged(ttft, work.engine.name, "ttft")[1],
+        bound=point.step.bound if point else None,
         headroom_bytes=candidate.per_gpu.headroom_bytes,
         one_gpu_failure=failure,
         price_usd_per_hour=price,
         price_usd_per_month=price * economics.HOURS_PER_MONTH if price else None,
-        usd_per_million_tokens=economics.cost_per_million_tokens(price, aggregate)
-        if price and aggregate
+        usd_per_million_tokens=cost,
+        usd_per_million_tokens_low=economics.cost_per_million_tokens(price, agg_high)
+        if price and agg_high
+        else None,
+        usd_per_million_tokens_high=economics.cost_per_million_tokens(price, agg_low)
+        if price and agg_low
         else None,
     )
 
@@ -154,8 +261,23 @@ def _failure_impact(replicas: int, tp: int) -> str:
     return f"one replica of {replicas} down: {share:.0f}% of capacity lost, service stays up"
 
 
-def compare(spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload, demand: Demand) -> list[Layout]:
-    return [evaluate_layout(spec, gpu, r, tp, work, demand) for r, tp in layouts_for(num_gpus)]
+def compare(
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    num_gpus: int,
+    work: Workload,
+    demand: Demand,
+    host_gbps: float | None = None,
+) -> list[Layout]:
+    return [evaluate_layout(spec, gpu, r, tp, work, demand, host_gbps) for r, tp in layouts_for(num_gpus)]
+
+
+def layout_name(x: Layout) -> str:
+    """'4 x TP=1', or for llama.cpp '1 x 4 GPUs -sm layer'."""
+    if x.split_mode == "tensor":
+        return f"{x.replicas} x TP={x.tensor_parallel}"
+    gpus = "1 GPU" if x.gpus_per_replica == 1 else f"{x.gpus_per_replica} GPUs -sm {x.split_mode}"
+    return f"{x.replicas} x {gpus}"
 
 
 def recommend(layouts: list[Layout]) -> tuple[Layout | None, str]:
@@ -171,19 +293,37 @@ def recommend(layouts: list[Layout]) -> tuple[Layout | None, str]:
     return pick, _why(pick, fitting, serves_all=any(x.serves_all for x in fitting))
 
 
+def _evidence(pick: Layout, fitting: list[Layout]) -> str:
+    """The published measurements behind this kind of choice."""
+    if pick.split_mode != "tensor":  # llama.cpp: one engine over several GPUs gains no stream speed
+        return (
+            EVIDENCE["row"]
+            if pick.split_mode == "row" and pick.gpus_per_replica > 1
+            else EVIDENCE["pipeline"]
+        )
+    if pick.gpus_per_replica == 1:
+        return EVIDENCE["replicas"]
+    single = next((x for x in fitting if x.gpus_per_replica == 1), None)
+    if single is None or not single.serves_all or single.capacity_sequences < pick.capacity_sequences / 2:
+        return EVIDENCE["kv_starved"]
+    return (
+        EVIDENCE["latency"] + "; at high load the measurements favour replicas (" + EVIDENCE["replicas"] + ")"
+    )
+
+
 def _why(pick: Layout, fitting: list[Layout], serves_all: bool) -> str:
     rate = f"{pick.aggregate_tokens_per_s:,.0f} tok/s" if pick.aggregate_tokens_per_s else "unknown tok/s"
     head = (
-        f"{pick.replicas} replica(s) x TP={pick.tensor_parallel}: holds {pick.capacity_sequences} "
-        f"sequences of this context, {rate} aggregate (estimate)"
+        f"{layout_name(pick)}: holds {pick.capacity_sequences} sequences of this context, {rate} "
+        "aggregate (estimate)"
     )
     others = [x for x in fitting if x is not pick and x.aggregate_tokens_per_s]
     if others:
         alt = max(others, key=lambda x: x.aggregate_tokens_per_s or 0)
         head += (
-            f"; next best {alt.replicas} x TP={alt.tensor_parallel}: {alt.capacity_sequences} sequences, "
+            f"; next best {layout_name(alt)}: {alt.capacity_sequences} sequences, "
             f"{alt.aggregate_tokens_per_s:,.0f} tok/s"
         )
     if not serves_all:
         head += "; no layout holds the whole load at once: requests will queue"
-    return head + f"; on a GPU failure: {pick.one_gpu_failure}"
+    return head + f"; {_evidence(pick, fitting)}; on a GPU failure: {pick.one_gpu_failure}"

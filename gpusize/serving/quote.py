@@ -51,11 +51,17 @@ class Option:
     max_concurrency: float | None  # per replica
     capacity_sequences: int
     serves_all: bool
-    per_request_tokens_per_s: float | None
+    per_request_tokens_per_s: float | None  # estimates, with their ranges
+    per_request_tokens_per_s_low: float | None
+    per_request_tokens_per_s_high: float | None
     aggregate_tokens_per_s: float | None
+    aggregate_tokens_per_s_low: float | None
+    aggregate_tokens_per_s_high: float | None
     price_usd_per_hour: float | None  # the whole server
     price_usd_per_month: float | None
     usd_per_million_tokens: float | None
+    usd_per_million_tokens_low: float | None
+    usd_per_million_tokens_high: float | None
     power_w: float | None
     psu: str | None
     interconnect: str
@@ -69,7 +75,7 @@ def _caveats(gpu: GpuSpec, tp: int, option_visible_measured: bool) -> tuple[str,
     if tp > 2 and gpu.interconnect == "bridge-pairs":
         notes.append("NVLink bridges pair GPUs only; TP>2 crosses PCIe")
     if not option_visible_measured:
-        notes.append("CUDA-visible memory estimated from the reported total")
+        notes.append(f"{gpu.runtime}-visible memory estimated from the reported total")
     if gpu.price_usd_per_hour is None:
         notes.append("no indicative price in the catalog")
     if gpu.segment == "consumer":
@@ -100,9 +106,9 @@ def option_for(
         more_pick, _ = recommend(more)
         if more_pick is None:
             continue
-        best = model.evaluate(spec, gpu, more_pick.tensor_parallel, work)
+        best = model.evaluate(spec, gpu, more_pick.gpus_per_replica, work)
         n, layouts, pick = bigger, more, more_pick
-    layout = pick or next((x for x in layouts if x.tensor_parallel == n), layouts[-1])
+    layout = pick or next((x for x in layouts if x.gpus_per_replica == n), layouts[-1])
     g = best.per_gpu if best.fits else None
     power = economics.power_plan(gpu.tdp_w, n) if gpu.tdp_w else None
     return Option(
@@ -124,10 +130,16 @@ def option_for(
         capacity_sequences=layout.capacity_sequences,
         serves_all=layout.serves_all,
         per_request_tokens_per_s=layout.per_request_tokens_per_s,
+        per_request_tokens_per_s_low=layout.per_request_tokens_per_s_low,
+        per_request_tokens_per_s_high=layout.per_request_tokens_per_s_high,
         aggregate_tokens_per_s=layout.aggregate_tokens_per_s,
+        aggregate_tokens_per_s_low=layout.aggregate_tokens_per_s_low,
+        aggregate_tokens_per_s_high=layout.aggregate_tokens_per_s_high,
         price_usd_per_hour=layout.price_usd_per_hour,
         price_usd_per_month=layout.price_usd_per_month,
         usd_per_million_tokens=layout.usd_per_million_tokens,
+        usd_per_million_tokens_low=layout.usd_per_million_tokens_low,
+        usd_per_million_tokens_high=layout.usd_per_million_tokens_high,
         power_w=power.total_w_high if power else None,
         psu=power.layout if power else None,
         interconnect=gpu.interconnect,

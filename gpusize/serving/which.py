@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpusize.core.engines import engine, prepare
-from gpusize.core.engines.vllm import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import parse_config
 from gpusize.core.plan import TP_SIZES, smallest_fit
@@ -27,7 +26,7 @@ class ModelFit:
     headroom_bytes: int | None = None
     max_concurrency: float | None = None
     kv_cache_capacity_tokens: int | None = None
-    tokens_per_s: float | None = None  # one sequence, estimate
+    tokens_per_s: float | None = None  # one sequence at half the context, estimate (calibrated model)
     reason: str | None = None
 
 
@@ -47,15 +46,9 @@ def fit_one(
         return ModelFit(
             name=name, hf_id=hf_id, params_total=spec.params.total, fits=False, reason=best.reason
         )
-    speed = throughput.decode_speed(
-        spec,
-        work.weights,
-        gpu,
-        best.tensor_parallel,
-        1,
-        work.context_tokens // 2,
-        work.kv_bytes,
-        scheduler_limits(gpu, work).max_num_batched_tokens,
+    placement = throughput.LlamaCppPlacement(best.num_gpus) if work.engine.name == "llamacpp" else None
+    speed = throughput.decode_step(
+        spec, work, gpu, best.tensor_parallel, 1, work.context_tokens // 2, placement
     )
     return ModelFit(
         name=name,

@@ -49,7 +49,7 @@ ENV_VARS = {"models": "GPUSIZE_MODELS", "gpus": "GPUSIZE_GPUS"}
 #: set it to an empty string to turn the cache off.
 CACHE_ENV = "GPUSIZE_CACHE_DIR"
 #: Bumped whenever the cached row format or the validation rules change.
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 
 
 @dataclass(frozen=True)
@@ -194,14 +194,10 @@ class Catalogs:
         )
 
     def gpus(self) -> tuple[GpuSpec, ...]:
-        files = (data_dir() / "gpus.yaml", *self.gpus_files)
-        return merge_by_name((_gpu(r) for f in files for r in validated_rows(f, "gpus")), _gpu_keys)
+        return _gpus_of(_identities((data_dir() / "gpus.yaml", *self.gpus_files)))
 
     def models(self) -> tuple[CatalogModel, ...]:
-        files = (data_dir() / "models.yaml", *self.models_files)
-        return merge_by_name(
-            (_model(r) for f in files for r in validated_rows(f, "models")), lambda m: m.keys
-        )
+        return _models_of(_identities((data_dir() / "models.yaml", *self.models_files)))
 
     def find_gpu(self, name: str) -> GpuSpec:
         found: GpuSpec = _lookup("GPU", name, self.gpus(), _gpu_keys)
@@ -220,15 +216,34 @@ class Catalogs:
             raise
 
 
-@functools.lru_cache(maxsize=8)
-def _gpus_of(files: tuple[Path, ...]) -> tuple[GpuSpec, ...]:
-    """The merged GPUs of these files, read once per process."""
-    return merge_by_name((_gpu(r) for f in files for r in validated_rows(f, "gpus")), _gpu_keys)
+#: A catalog file as the merge caches know it: its path, and its size and modification time, so an
+#: edited file is read again.
+_Identity = tuple[Path, int, int]
+
+
+def _identities(files: tuple[Path, ...]) -> tuple[_Identity, ...]:
+    out = []
+    for path in files:
+        try:
+            stat = path.stat()
+            out.append((path, stat.st_size, stat.st_mtime_ns))
+        except OSError:  # validated_rows says what is wrong with it
+            out.append((path, -1, -1))
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=8)
-def _models_of(files: tuple[Path, ...]) -> tuple[CatalogModel, ...]:
-    return merge_by_name((_model(r) for f in files for r in validated_rows(f, "models")), lambda m: m.keys)
+def _gpus_of(files: tuple[_Identity, ...]) -> tuple[GpuSpec, ...]:
+    """The merged GPUs of these files, read once per process (a command that looks up eight GPU names
+    read and merged the catalog eight times)."""
+    return merge_by_name((_gpu(r) for f, _, _ in files for r in validated_rows(f, "gpus")), _gpu_keys)
+
+
+@functools.lru_cache(maxsize=8)
+def _models_of(files: tuple[_Identity, ...]) -> tuple[CatalogModel, ...]:
+    return merge_by_name(
+        (_model(r) for f, _, _ in files for r in validated_rows(f, "models")), lambda m: m.keys
+    )
 
 
 def _env_files(kind: str) -> list[Path]:

@@ -155,6 +155,7 @@ def local_spec(gpus: list[LocalGpu], catalogs: Catalogs | None = None) -> tuple[
         aliases=(),
         memory_mib=first.total_mib,
         cuda_visible_gib=None,
+        rocm_visible_gib=None,
         free_mib=min(g.free_mib for g in same),
     )
     return spec, len(same)

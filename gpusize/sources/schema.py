@@ -8,7 +8,9 @@ Errors name the file, the entry and the field: `gpus.yaml: [12].memory_mib: must
 
 from __future__ import annotations
 
+import datetime
 import json
+import re
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -30,6 +32,7 @@ _POSITIVE = (
     "marketing_memory_gb",
     "memory_mib",
     "cuda_visible_gib",
+    "rocm_visible_gib",
     "ecc_off_memory_mib",
     "bandwidth_gbps",
     "bf16_tflops",
@@ -38,7 +41,18 @@ _POSITIVE = (
     "pcie_gen",
     "tdp_w",
     "price_usd_per_hour",
+    "purchase_price_usd",
 )
+#: Date fields: full dates, except a purchase price's source date, which may give only a month or a year.
+_DATES = {
+    "price_date": ("%Y-%m-%d",),
+    "source_date": ("%Y-%m-%d",),
+    "purchase_price_date": ("%Y-%m-%d", "%Y-%m", "%Y"),
+}
+_COMPUTE_CAPABILITY = re.compile(r"\d{1,2}\.\d{1,2}")
+_GFX_TARGET = re.compile(r"gfx[0-9a-f]{3,4}")
+#: Interconnects that belong to one vendor (NVLink parts vs AMD Infinity Fabric / xGMI).
+_VENDOR_LINKS = {"nvswitch": "NVIDIA", "bridge-pairs": "NVIDIA", "infinity-fabric": "AMD"}
 _NON_NEGATIVE = ("mig_instances",)
 _FILE_GPU_FIELDS = {f.name for f in fields(GpuSpec)} - {"free_mib"}
 
@@ -125,11 +139,58 @@ def _gpu_row(path: Path, i: int, row: Any, text: str, adapter: TypeAdapter[_Stri
         value = getattr(gpu, name)
         if value is not None and value < 0:
             raise CatalogError(f"{_where(path, i, (name,))}: must be >= 0")
-    if gpu.cuda_visible_gib is not None and gpu.cuda_visible_gib * 1024 > gpu.memory_mib:
-        raise CatalogError(f"{_where(path, i, ('cuda_visible_gib',))}: above the reported total memory_mib")
+    for name in ("cuda_visible_gib", "rocm_visible_gib"):
+        value = getattr(gpu, name)
+        if value is not None and value * 1024 > gpu.memory_mib:
+            raise CatalogError(f"{_where(path, i, (name,))}: above the reported total memory_mib")
     if gpu.memory_mib > 16 * 1024 * 1024:
         raise CatalogError(f"{_where(path, i, ('memory_mib',))}: beyond any accelerator (16 TiB)")
+    problem = _gpu_rule(gpu)
+    if problem:
+        raise CatalogError(f"{_where(path, i, (problem[0],))}: {problem[1]}")
     return {k: v for k, v in asdict(gpu).items() if k != "free_mib"}
+
+
+def _date_problem(value: str, formats: tuple[str, ...]) -> str | None:
+    for fmt in formats:
+        try:
+            datetime.datetime.strptime(value, fmt)
+            return None
+        except ValueError:
+            continue
+    return f"'{value[:40]}' is not a date ({' or '.join(f.replace('%', '') for f in formats)})"
+
+
+def _gpu_rule(gpu: GpuSpec) -> tuple[str, str] | None:
+    """The first cross-field rule an entry breaks, as (field, message): dates are dates, a price has
+    its date (and a purchase price its source), vendor-specific facts stay with their vendor."""
+    for name, formats in _DATES.items():
+        value = getattr(gpu, name)
+        if value is not None and (problem := _date_problem(value, formats)):
+            return name, problem
+    if gpu.price_usd_per_hour is not None and gpu.price_date is None:
+        return "price_date", "required with price_usd_per_hour (the date of the price's source)"
+    if gpu.purchase_price_usd is not None:
+        for name in ("purchase_price_date", "purchase_price_source"):
+            if not getattr(gpu, name):
+                return name, "required with purchase_price_usd"
+    amd = gpu.vendor == "AMD"
+    for name, allowed in (
+        ("compute_capability", gpu.vendor == "NVIDIA"),
+        ("cuda_visible_gib", not amd),
+        ("rocm_visible_gib", amd),
+        ("gfx_target", amd),
+    ):
+        if getattr(gpu, name) is not None and not allowed:
+            return name, f"not a fact of a {gpu.vendor} GPU"
+    if gpu.compute_capability is not None and not _COMPUTE_CAPABILITY.fullmatch(gpu.compute_capability):
+        return "compute_capability", f"'{gpu.compute_capability[:20]}' is not major.minor (8.9)"
+    if gpu.gfx_target is not None and not _GFX_TARGET.fullmatch(gpu.gfx_target):
+        return "gfx_target", f"'{gpu.gfx_target[:20]}' is not an LLVM target (gfx942)"
+    owner = _VENDOR_LINKS.get(gpu.interconnect)
+    if owner is not None and owner != gpu.vendor:
+        return "interconnect", f"{gpu.interconnect} is an {owner} interconnect, not {gpu.vendor}'s"
+    return None
 
 
 def _model_row(path: Path, i: int, text: str) -> dict[str, Any]:

@@ -202,3 +202,13 @@ def test_sglang_starts_with_a_pool_shorter_than_the_context_and_says_so() -> Non
     )
     assert r.returncode == 1
     assert "SGLang starts, but" in r.stdout and "requests are capped at" in r.stdout
+
+
+def test_a_fit_inside_the_models_error_says_so() -> None:
+    # Qwen3-32B at 32k on one H100 (vLLM 0.33): the pool beats one request by ~1%, less than the 3% the
+    # conformance records allow; the verdict stands and the warning says the next size up is the safe one.
+    report = as_json("fit", "Qwen3-32B", "--ctx", "32k", "--gpu", "H100", "--gpus", "1")
+    assert report["fits"]
+    assert "within gpusize's 3% error" in report["plan"]["warning"]
+    roomy = as_json("fit", "Qwen3-32B", "--ctx", "8k", "--gpu", "H100", "--gpus", "1")
+    assert roomy["plan"]["warning"] is None

@@ -106,6 +106,15 @@ def _good_gpu() -> dict[str, object]:
         ("cuda_visible_gib", 1e6, r"\[1\].cuda_visible_gib: above the reported total"),
         ("free_mib", 10, r"\[1\].free_mib: unknown field"),
         ("interconnect", "carrier-pigeon", r"\[1\].interconnect: input should be"),
+        ("interconnect", "infinity-fabric", r"\[1\].interconnect: infinity-fabric is an AMD interconnect"),
+        ("price_usd_per_hour", 1.0, r"\[1\].price_date: required with price_usd_per_hour"),
+        ("price_date", "2026-13-01", r"\[1\].price_date: '2026-13-01' is not a date"),
+        ("purchase_price_date", None, r"\[1\].purchase_price_date: required with purchase_price_usd"),
+        ("purchase_price_date", "spring 2026", r"\[1\].purchase_price_date: 'spring 2026' is not a date"),
+        ("rocm_visible_gib", 10.0, r"\[1\].rocm_visible_gib: not a fact of a NVIDIA GPU"),
+        ("gfx_target", "gfx942", r"\[1\].gfx_target: not a fact of a NVIDIA GPU"),
+        ("compute_capability", "eight", r"\[1\].compute_capability: 'eight' is not major.minor"),
+        ("p2p", "unknown", r"\[1\].p2p: input should be a valid boolean"),
     ],
 )
 def test_gpu_entry_errors_name_file_entry_and_field(

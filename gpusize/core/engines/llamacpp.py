@@ -227,6 +227,7 @@ def effective_settings(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) ->
         "flash_attn": "on" if work.engine.flash_attn else "off",
         "cache_type": cache_type(work),
         "ubatch_size": LLAMACPP_UBATCH,
+        "split_mode": work.engine.split_mode or "layer",
     }
 
 
@@ -235,7 +236,7 @@ ENGINE = EngineModel(
     version=f"llama.cpp {VERSION}",
     note="llama.cpp: layers offloaded from the end (output head first), input embedding on the CPU; KV "
     "padded to 256 cells; compute buffer of one 512-token micro-batch",
-    settings=frozenset({"n_gpu_layers", "flash_attn"}),
+    settings=frozenset({"n_gpu_layers", "flash_attn", "split_mode"}),
     evaluate=evaluate,
     effective_settings=effective_settings,
     splits_tensors=False,

@@ -26,12 +26,15 @@ from gpusize.units import GIB
 
 __all__ = [
     "CUDA_GRAPH_PER_CAPTURE",
+    "CUDA_GRAPH_PER_CAPTURE_LAYER",
     "ENGINE",
+    "FLASHINFER_SAMPLER_COPIES",
     "HIDDEN_STATE_COPIES",
     "NCCL_INIT_TPN",
     "NON_TORCH_PP",
     "NON_TORCH_TP1",
     "NON_TORCH_TPN",
+    "NON_TORCH_TPN_0_11",
     "SAMPLER_LOGITS_COPIES",
     "SORT_SAMPLER_EXTRA_COPIES",
     "Behaviour",
@@ -39,11 +42,14 @@ __all__ = [
     "activation_bytes",
     "behaviour",
     "context_refusal",
+    "capture_sizes",
     "cuda_graph_estimate_bytes",
     "evaluate",
     "evaluate_nodes",
     "evaluate_pipeline",
     "headroom_warning",
+    "thin_margin_warning",
+    "nvls",
     "non_torch_bytes",
     "scheduler_limits",
     "utilization",
@@ -66,26 +72,39 @@ HIDDEN_STATE_COPIES = 0.90
 #: indices, a softmax and cumsum on the sorted copy, an out-of-place scatter): extra fp32 copies of the
 #: sampler logits held at the peak. Fitted by bench/calibrate_vllm.py on the 0.10-0.16 start-up logs of
 #: tests/data/engine_records.yaml (weights, available KV and GPU total logged; non-torch as below).
-SORT_SAMPLER_EXTRA_COPIES = 5.2
+SORT_SAMPLER_EXTRA_COPIES = 5.0
+#: With the FlashInfer sampler (the default up to 0.11.0 where FlashInfer is installed, opt-in after):
+#: fp32 copies of the sampler logits at the peak, in place of the PyTorch or Triton path's. Fitted by
+#: bench/calibrate_vllm.py on the 0.10.1 logs of a vllm-openai image deployment (FlashInfer inside).
+FLASHINFER_SAMPLER_COPIES = 2.1
 
 #: Memory outside PyTorch that grows during the profile run (vLLM 'non-torch forward increase'):
-#: 0.24-0.27 GiB at TP=1 (mean 0.25), 2.07-2.17 GiB per GPU at TP>=2 for NCCL / custom all-reduce
-#: buffers (mean 2.10). vLLM 0.19 H100 records llmd-v019-*.
+#: 0.24-0.27 GiB at TP=1 (mean 0.25; vLLM 0.19 H100 records llmd-v019-*), the same at TP>=2 over PCIe
+#: (0.23 GiB on 2x T4 at 0.22).
 NON_TORCH_TP1 = int(0.25 * GIB)
+#: At TP>=2 on an NVSwitch Hopper/Blackwell server (NVLink SHARP and symmetric-memory all-reduce
+#: buffers): 2.07-2.17 GiB per GPU in the 0.19 H100 logs (mean 2.10). The 0.11-0.16 logs show far
+#: less (0.39 GiB at TP=2 on H100 in 0.12, zzsf records); 0.17-0.18 have no TP>=2 record and are
+#: modelled as 0.19 (the larger, so the safer for a verdict).
 NON_TORCH_TPN = int(2.10 * GIB)
+NON_TORCH_TPN_0_11 = int(0.39 * GIB)
 #: Pipeline-parallel non-torch increase per GPU (llmd-v019-04: 0.07 GiB at PP=2).
 NON_TORCH_PP = int(0.07 * GIB)
-#: Up to 0.10.2 the start-up snapshot came before distributed init, so the NCCL communicators' memory
-#: (CUDA_CONTEXT_TPN - CUDA_CONTEXT_TP1 = 1.56 GiB in the 0.19 logs) counted inside the budget; fitted
-#: by bench/calibrate_vllm.py on the 0.10.x TP>=2 logs of tests/data/engine_records.yaml.
-NCCL_INIT_TPN = int(0.56 * GIB)
-#: CUDA-graph estimate per captured batch size (vLLM's "CUDA graph pool memory: ... (estimated)"): the
-#: estimator measures the first two captures and extrapolates per graph, so the estimate grows with the
-#: number of capture sizes (1, 2, 4, then every 8 up to 256, every 16 up to 512, capped by max_num_seqs).
-#: Least-squares fit (bench/calibrate_vllm.py) over the estimates printed by the 0.18-0.19 logs:
-#: per capture, plus a per-capture increment at TP>=2 (all-reduce buffers in the graph pool).
-CUDA_GRAPH_PER_CAPTURE = int(0.0160 * GIB)
-CUDA_GRAPH_PER_CAPTURE_TPN = int(0.0155 * GIB)
+#: Up to 0.10.2 the start-up snapshot came before distributed init, so what distributed init allocates
+#: counted inside the budget: on an NVSwitch Hopper server NCCL's NVLink SHARP buffers, fitted by
+#: bench/calibrate_vllm.py on the 0.10.0 TP=8 H100 logs; elsewhere the small NCCL share
+#: (runtime.NCCL_PEER_TPN; 0.10.1 TP=2 A100 logs leave 0.12-0.14 GiB for it).
+NCCL_INIT_TPN = int(2.36 * GIB)
+#: CUDA-graph estimate (vLLM's "CUDA graph pool memory: ... (estimated)", subtracted from the budget
+#: from 0.20): the estimator measures the first captures and extrapolates per graph, so it grows with
+#: the number of capture sizes (1, 2, 4, then every 8 up to 256, every 16 up to 512, up to
+#: max_num_seqs; the 0.18 max_num_seqs sweep scales that way) and, per graph, with the decoder layers
+#: whose buffers the graph pool holds. Least-squares fit (bench/calibrate_vllm.py) over the estimates the
+#: 0.19 logs print: bytes per capture = CUDA_GRAPH_PER_CAPTURE + CUDA_GRAPH_PER_CAPTURE_LAYER x layers
+#: (+ CUDA_GRAPH_PER_CAPTURE_TPN at TP>=2). Mean error 0.16 GiB: the estimate is itself noisy.
+CUDA_GRAPH_PER_CAPTURE = int(0.0078 * GIB)
+CUDA_GRAPH_PER_CAPTURE_LAYER = int(0.00026 * GIB)
+CUDA_GRAPH_PER_CAPTURE_TPN = int(0.0045 * GIB)
 #: The largest CUDA-graph pool seen in the 0.19 H100 logs (1.84 GiB): what a release that captures
 #: graphs outside the budget must find free there.
 CUDA_GRAPH_POOL = int(1.84 * GIB)
@@ -102,6 +121,8 @@ class Behaviour:
     sort_sampler: bool
     #: Distributed-init memory inside the budget (the snapshot came first, 0.10.x).
     nccl_init_in_budget: bool
+    #: NVSwitch all-reduce buffers grow during the profile run (0.19 logs; 0.17 on, assumed).
+    nvls_in_profile: bool
     #: The CUDA-graph estimate is subtracted from the budget (0.20.0 on, V1 runner; Model Runner V2,
     #: the default for dense non-hybrid models in 0.25.0-0.28.0, returned 0 until 0.29.0).
     graphs_in_budget: bool
@@ -142,6 +163,7 @@ def behaviour(version: Version, spec: ModelSpec | None = None) -> Behaviour:
         default_utilization=0.92 if _at_least(v, "0.20.0") else 0.9,
         sort_sampler=not _at_least(v, "0.17.0"),
         nccl_init_in_budget=not _at_least(v, "0.11.0"),
+        nvls_in_profile=_at_least(v, "0.17.0"),
         graphs_in_budget=_at_least(v, "0.20.0") and not v2_runner_without_estimate,
         hybrid_group_ratio=1.5 if _at_least(v, "0.18.0") else 1.25 if _at_least(v, "0.12.0") else 1.0,
         tokens_from_concurrency=_at_least(v, "0.20.1"),
@@ -186,6 +208,7 @@ def activation_bytes(
     fused_moe: bool = True,
     beh: Behaviour | None = None,
     expert_parallel: bool = False,
+    flashinfer_sampler: bool = False,
 ) -> int:
     """Estimate of the activation peak on one GPU (vLLM's 'torch peak increase').
 
@@ -196,7 +219,10 @@ def activation_bytes(
     tokens x hidden x 2 B held during the profile (gpu_model_runner.profile_run)."""
     tokens = limits.max_num_batched_tokens
     rows = min(limits.max_num_seqs, tokens)
-    copies = SAMPLER_LOGITS_COPIES + (SORT_SAMPLER_EXTRA_COPIES if beh and beh.sort_sampler else 0)
+    if flashinfer_sampler and beh and beh.sort_sampler:
+        copies = FLASHINFER_SAMPLER_COPIES
+    else:
+        copies = SAMPLER_LOGITS_COPIES + (SORT_SAMPLER_EXTRA_COPIES if beh and beh.sort_sampler else 0)
     sampler = copies * rows * spec.vocab_size * 4
     hidden = HIDDEN_STATE_COPIES * tokens * spec.hidden_size * 2
     moe = 0.0
@@ -217,14 +243,27 @@ def capture_sizes(max_num_seqs: int) -> int:
     return sum(1 for s in sizes if s <= min(max_num_seqs, 512))
 
 
-def cuda_graph_estimate_bytes(limits: SchedulerLimits, tp: int) -> int:
+def cuda_graph_estimate_bytes(spec: ModelSpec, limits: SchedulerLimits, tp: int) -> int:
     """The release's CUDA-graph memory estimate (see CUDA_GRAPH_PER_CAPTURE)."""
-    per = CUDA_GRAPH_PER_CAPTURE + (CUDA_GRAPH_PER_CAPTURE_TPN if tp > 1 else 0)
+    per = CUDA_GRAPH_PER_CAPTURE + CUDA_GRAPH_PER_CAPTURE_LAYER * spec.num_hidden_layers
+    per += CUDA_GRAPH_PER_CAPTURE_TPN if tp > 1 else 0
     return per * capture_sizes(limits.max_num_seqs)
 
 
-def non_torch_bytes(tp: int) -> int:
-    return NON_TORCH_TP1 if tp == 1 else NON_TORCH_TPN
+def nvls(gpu: GpuSpec) -> bool:
+    """An NVSwitch Hopper/Blackwell server, where NCCL and vLLM set up NVLink SHARP buffers."""
+    return gpu.interconnect == "nvswitch" and gpu.architecture.startswith(("Hopper", "Blackwell"))
+
+
+def non_torch_bytes(gpu: GpuSpec, tp: int, beh: Behaviour) -> int:
+    """Non-torch memory inside the budget: the profile's increase, plus (0.10.x) distributed init."""
+    if tp == 1:
+        return NON_TORCH_TP1
+    if not nvls(gpu):
+        return NON_TORCH_TP1 + (runtime.NCCL_PEER_TPN if beh.nccl_init_in_budget else 0)
+    if beh.nccl_init_in_budget:
+        return NON_TORCH_TPN_0_11 + NCCL_INIT_TPN
+    return NON_TORCH_TPN if beh.nvls_in_profile else NON_TORCH_TPN_0_11
 
 
 def context_refusal(spec: ModelSpec, context: int, beh: Behaviour) -> str | None:
@@ -258,10 +297,11 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         return refused(gpu, tp, problem)
     limits = scheduler_limits(gpu, work, beh)
     weights = weights_bytes(spec, work.weights, tp, work.include_mtp, ep)
-    acts = activation_bytes(spec, limits, tp, work.weights.name != "mxfp4", beh, ep)
-    graphs = 0 if work.engine.enforce_eager else cuda_graph_estimate_bytes(limits, tp)
-    overhead = non_torch_bytes(tp) + (NCCL_INIT_TPN if beh.nccl_init_in_budget and tp > 1 else 0)
-    overhead += graphs if beh.graphs_in_budget else 0
+    acts = activation_bytes(
+        spec, limits, tp, work.weights.name != "mxfp4", beh, ep, work.engine.flashinfer_sampler
+    )
+    graphs = 0 if work.engine.enforce_eager else cuda_graph_estimate_bytes(spec, limits, tp)
+    overhead = non_torch_bytes(gpu, tp, beh) + (graphs if beh.graphs_in_budget else 0)
     visible = gpu.visible_bytes
     usable = int(utilization(work) * visible)
     outside = runtime.cuda_context_bytes(tp, gpu.interconnect) + (
@@ -304,7 +344,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         max_context_tokens=max_ctx,
         kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, tp),
         kv_heads_replicated=not spec.mla and tp > spec.num_key_value_heads,
-        warning=headroom_warning(per_gpu),
+        warning=headroom_warning(per_gpu) or thin_margin_warning(per_gpu, available),
         price_usd_per_hour=gpu.price_for(tp),
     )
 
@@ -377,6 +417,22 @@ def _not_free(gpu: GpuSpec, usable: int, reserved: int, tp: int, beh: Behaviour)
     )
 
 
+#: A pool within this fraction of what the requests need is inside the model's error on public logs
+#: (tests/core/test_vllm_releases.py holds every record to 3%): the verdict stands, with a warning.
+THIN_MARGIN = 0.03
+
+
+def thin_margin_warning(g: PerGpu, available: int) -> str | None:
+    """Warn when the KV pool exceeds what the requests need by less than the model's error."""
+    need = g.kv_cache_bytes
+    if need <= 0 or available < need or available >= need * (1 + THIN_MARGIN):
+        return None
+    return (
+        f"fits by {(available - need) / GIB:.2f} GiB of KV cache, within gpusize's {THIN_MARGIN:.0%} error "
+        "on public start-up logs: the next size up is the safe choice, or lower --max-num-seqs"
+    )
+
+
 def headroom_warning(g: PerGpu) -> str | None:
     """The CUDA context (and, where the release keeps it outside, the graph pool) live outside the
     budget; warn when our conservative estimate of them exceeds what is left there. Not a verdict: vLLM
@@ -409,10 +465,8 @@ def evaluate_pipeline(
     g = single.per_gpu
     rope = rope_cache_bytes(spec, work.weights)
     weights = (g.weights_bytes - rope) // pp + rope
-    graphs = (
-        g.overhead_bytes - non_torch_bytes(tp) - (NCCL_INIT_TPN if beh.nccl_init_in_budget and tp > 1 else 0)
-    )
-    overhead = (NON_TORCH_TPN if tp > 1 else 0) + NON_TORCH_PP + graphs
+    graphs = g.overhead_bytes - non_torch_bytes(gpu, tp, beh)
+    overhead = (non_torch_bytes(gpu, tp, beh) if tp > 1 else 0) + NON_TORCH_PP + graphs
     available = g.usable_bytes - weights - g.activations_bytes - overhead
     layers = len(spec.attention_layers)
     per_token = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, tp) * -(-layers // pp) // max(layers, 1)
@@ -482,6 +536,8 @@ def effective_settings(
     }
     if work.engine.enable_expert_parallel:
         out["enable_expert_parallel"] = "on"
+    if work.engine.flashinfer_sampler:
+        out["sampler"] = "FlashInfer"
     return out
 
 
@@ -498,6 +554,7 @@ ENGINE = EngineModel(
             "max_num_seqs",
             "max_num_batched_tokens",
             "enforce_eager",
+            "flashinfer_sampler",
             "enable_expert_parallel",
         }
     ),  # fmt: skip

@@ -1,0 +1,162 @@
+"""Per-engine speed constants, each fitted on published measurements (pure values).
+
+The fit is `bench/calibrate_throughput.py` (`python bench/calibrate_throughput.py --fit`) over the
+calibration records of tests/data/throughput_records.yaml (source URL and verbatim quote per record);
+tests/serving/test_throughput_conformance.py recomputes it and fails when a constant here drifts from
+it, and checks the holdout records (chosen by source before fitting) against the tolerances of the
+README's "Throughput model". The figures of the last fit are in bench/RESULTS.md.
+
+Decode step time on one GPU group (`gpusize.serving.throughput.decode_step`):
+    step = step_s + layer_s x layers + expert_s x experts touched (summed over MoE layers)
+           + moe_layer_s x MoE layers + sequence_s x sequences
+           + max(bytes read / (bandwidth x bandwidth_efficiency), flops / (TFLOPS x prefill_mfu))
+           + tensor-parallel all-reduces (ALLREDUCE_NVLINK_S each over NVLink, ALLREDUCE_HOP_S per
+             ring step over PCIe, + bytes / link bandwidth)
+Prefill: flops / (TFLOPS x prefill_mfu) + the all-reduces of the prompt's activations; time to first
+token adds `request_s` (API server, tokenizer, scheduling) and one decode step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+__all__ = [
+    "ALLREDUCE_HOP_S",
+    "ALLREDUCE_NVLINK_S",
+    "DEFAULT_HOST_GBPS",
+    "ENGINE_SPEED",
+    "HOST_EFFICIENCY",
+    "LAYER_SPLIT_HOP_S",
+    "MEMORY_CLASSES",
+    "ROW_SPLIT_SYNC_S",
+    "SPREAD",
+    "EngineSpeed",
+    "engine_speed",
+]
+
+#: Memory technologies as the catalog names them (prefix) -> the class a bandwidth efficiency is fitted
+#: per: HBM2/HBM2e (A100, H100 PCIe), HBM3/HBM3e (H100 SXM, H200, B200, MI300X), GDDR, LPDDR (DGX Spark).
+MEMORY_CLASSES = {"HBM2": "hbm2", "HBM3": "hbm3", "HBM": "hbm3", "GDDR": "gddr", "LPDDR": "lpddr"}
+
+
+@dataclass(frozen=True)
+class EngineSpeed:
+    """How fast one engine turns memory bandwidth and FLOPS into tokens (all fitted, see module doc)."""
+
+    engine: str
+    #: Fraction of the spec memory bandwidth a decode step reaches, per memory class; a class without
+    #: calibration data (LPDDR for every engine) gets the lowest the engine has: conservative.
+    bandwidth_efficiency: dict[str, float] = field(default_factory=dict)
+    #: Seconds per decode step: fixed, per decoder layer, per routed expert a step runs in one layer (a
+    #: grouped-GEMM floor: routing and small per-expert matmuls), per MoE layer, per sequence in the
+    #: batch (scheduler, sampler, detokenizer).
+    step_s: float = 0.0
+    layer_s: float = 0.0
+    expert_s: float = 0.0
+    moe_layer_s: float = 0.0
+    sequence_s: float = 0.0
+    #: Fractions of the dense tensor peak reached by the matmuls of prefill (and of a compute-bound
+    #: batched decode step: the same kernels) and by prefill attention (QK^T, PV).
+    prefill_mfu: float = 0.5
+    attention_mfu: float | None = None  # None: as prefill_mfu (FlashAttention-class kernels)
+    #: Highest dense TFLOPS the engine's prefill kernels reach on any GPU (None: no ceiling).
+    prefill_tflops_ceiling: float | None = None
+    #: Seconds a request pays before its prefill (API server, tokenizer, scheduling): part of TTFT.
+    request_s: float = 0.0
+    #: What the constants were fitted on, for the assumptions line.
+    fitted_on: str = ""
+
+    def efficiency(self, memory_class: str) -> float:
+        eff = self.bandwidth_efficiency
+        return eff.get(memory_class) or min(eff.values())
+
+    def calibrated_for(self, memory_class: str) -> bool:
+        return memory_class in self.bandwidth_efficiency
+
+
+_VLLM = EngineSpeed(
+    "vllm",
+    {"hbm3": 0.836, "hbm2": 0.726},
+    step_s=0.000212,
+    layer_s=3.06e-05,
+    expert_s=4.01e-06,
+    moe_layer_s=3e-06,
+    sequence_s=9.45e-05,
+    prefill_mfu=0.521,
+    request_s=0.0473,
+    fitted_on="vLLM 0.10-0.11 (gpustack performance lab, dennislee22 sweeps) and Oct 2023 "
+    "(mlc-ai/llm-perf-bench) on A100 and H100/H200: 15 decode, 39 load and 24 first-token figures",
+)
+
+ENGINE_SPEED: dict[str, EngineSpeed] = {
+    "vllm": _VLLM,
+    # SGLang runs the same kernel families (FlashInfer / Triton / CUTLASS) under CUDA graphs: vLLM's
+    # kernel constants, its own per-step and per-request costs (gpustack Qwen3-8B runs).
+    "sglang": replace(
+        _VLLM,
+        engine="sglang",
+        step_s=0.000955,
+        request_s=0.0222,
+        fitted_on="SGLang 0.5.3 (gpustack performance lab, H100): step and request costs over vLLM's "
+        "kernel constants",
+    ),
+    "llamacpp": EngineSpeed(
+        "llamacpp",
+        {"gddr": 0.926, "hbm2": 0.507},
+        step_s=0.00104,
+        layer_s=5.84e-05,
+        expert_s=0.0,  # no all-GPU llama.cpp MoE record to fit it on
+        prefill_mfu=0.663,
+        attention_mfu=0.124,
+        prefill_tflops_ceiling=120.0,
+        fitted_on="llama.cpp May 2024 (XiongjieDai/GPU-Benchmarks-on-LLM-Inference) and Oct 2023 "
+        "(mlc-ai/llm-perf-bench) on GeForce, RTX Ada and A100: 17 decode and 4 prompt figures",
+    ),
+    # PyTorch eager (Transformers generate): vLLM's kernels, a per-layer cost of eager launches.
+    "transformers": replace(
+        _VLLM,
+        engine="transformers",
+        layer_s=0.00011,
+        sequence_s=0.0,
+        request_s=0.0,
+        fitted_on="one record: the llm-awq PyTorch runtime (LMDeploy docs, RTX 4090), per-layer cost over "
+        "vLLM's kernel constants",
+    ),
+}
+
+#: Latency of one all-reduce of a decode step's activations over NVLink / NVSwitch (and AMD Infinity
+#: Fabric): vLLM's and SGLang's one-shot custom all-reduce, whatever the GPU count. The fit puts it at
+#: zero: on the H100/H200 records the per-layer cost (paid on every GPU) already covers it.
+ALLREDUCE_NVLINK_S = 4.78e-06
+#: Over PCIe the all-reduce is a ring of 2 x (tp - 1) steps; latency of one step, with peer-to-peer
+#: ("pcie": Oct 2023 vLLM on A100 PCIe, mlc-ai/llm-perf-bench) and through host memory ("pcie-host":
+#: GeForce cards, whose peer-to-peer NVIDIA disables; fitted on dennislee22's TP=2 runs, two
+#: single-GPU pods joined by Ray, which cannot reach each other's memory).
+ALLREDUCE_HOP_S = {"pcie": 2.49e-05, "pcie-host": 2.33e-05}
+#: llama.cpp `-sm layer`: seconds added per token for each GPU boundary a token crosses.
+LAYER_SPLIT_HOP_S = 7.99e-05
+#: llama.cpp `-sm row`: seconds per layer and per GPU to gather the row-split matmuls on the main GPU.
+ROW_SPLIT_SYNC_S = 0.00013
+#: Host memory for llama.cpp layers left on the CPU (--n-gpu-layers): peak GB/s assumed when the user
+#: gives none (dual-channel DDR5-5600: 2 x 64 bit x 5600 MT/s = 89.6 GB/s), and the fraction of it a
+#: CPU decode step reaches (fitted on llmfit PR #755: Qwen3-30B-A3B experts on a quad-channel DDR4
+#: host measured at ~102 GB/s).
+DEFAULT_HOST_GBPS = 89.6
+HOST_EFFICIENCY = 0.394
+
+#: (low, high) multipliers of an estimate, by engine and figure: the 10th and 90th percentiles of
+#: measured / predicted over the calibration records, each predicted by a fit that left its record
+#: out (`python bench/calibrate_throughput.py --spread`). For "ttft" the ratio is of times. An engine
+#: without enough records of a figure (fewer than 4) uses vLLM's (`gpusize.serving.load.spread`).
+SPREAD: dict[tuple[str, str], tuple[float, float]] = {
+    ("llamacpp", "decode"): (0.9, 1.05),
+    ("llamacpp", "ttft"): (0.88, 1.14),
+    ("sglang", "aggregate"): (0.83, 1.14),
+    ("vllm", "aggregate"): (0.78, 1.25),
+    ("vllm", "decode"): (0.87, 1.34),
+    ("vllm", "ttft"): (0.7, 1.31),
+}
+
+
+def engine_speed(name: str) -> EngineSpeed:
+    return ENGINE_SPEED.get(name, ENGINE_SPEED["vllm"])

@@ -1,0 +1,134 @@
+"""The throughput model against published measurements (tests/data/throughput_records.yaml).
+
+The records were split into a calibration set (the fit sees it) and a holdout set (it never does) by
+source, before fitting; llama.cpp's single large source is split by GPU. Here:
+- the fit of bench/calibrate_throughput.py is recomputed and must give the constants of
+  gpusize.serving.calibrated;
+- on the holdout set, the mean absolute error of each engine and figure class stays within its
+  tolerance (the issue's targets: single-stream decode 15%, throughput under load 20%, time to first
+  token 25%; one class misses its target and is pinned at what it reaches, see TOLERANCE);
+- every known miss (a figure gpusize does not reproduce, with the reason in the record) still misses:
+  a strict list, so a model change that fixes one must take it off.
+Run `python bench/calibrate_throughput.py` for the record-by-record table.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import statistics
+
+import pytest
+
+from bench import calibrate_throughput as cal
+from gpusize.serving import calibrated
+
+#: (engine, figure class) -> the largest mean absolute error allowed on the holdout figures.
+TARGETS = {"decode": 0.15, "aggregate": 0.20, "ttft": 0.25}
+#: Classes held to more than the issue's target, with the reason: llama.cpp prompt processing on the
+#: holdout GPUs (RTX 3090, L40S, H100 PCIe) is 29% off on average: its kernels reach a GPU-specific
+#: share of the catalog's dense rate (Hopper's rate least: no Hopper-specific path in May 2024).
+#: On AMD GPUs (ROCm builds; no AMD record is in the calibration set, so the NVIDIA-fitted constants
+#: apply unchanged) vLLM is about 35% slower than estimated at one sequence (21% under load) and SGLang
+#: 39% faster than measured: reported, not claimed.
+TOLERANCE = {
+    ("llamacpp", "ttft"): 0.30,
+    ("vllm/AMD", "decode"): 0.40,
+    ("vllm/AMD", "aggregate"): 0.25,
+    ("sglang/AMD", "decode"): 0.45,
+}
+
+
+@functools.cache
+def table() -> tuple[cal.Row, ...]:
+    return tuple(cal.rows())
+
+
+def holdout_errors() -> dict[tuple[str, str], list[float]]:
+    out: dict[tuple[str, str], list[float]] = {}
+    for row in table():
+        r = row.record
+        if r.set == "holdout" and row.figure not in r.known_miss and row.error is not None:
+            out.setdefault((r.group, row.kind), []).append(abs(row.error))
+    return out
+
+
+def test_every_record_is_cited_and_usable() -> None:
+    records = cal.load_records()
+    assert len(records) >= 130
+    for r in records:
+        assert r.source.startswith("https://github.com/"), r.id
+        assert r.set in ("calibration", "holdout"), r.id
+        assert r.figures and all(v > 0 for v in r.figures.values()), r.id
+        assert set(r.known_miss) <= set(r.figures), r.id
+    raw = cal._document()["records"]
+    assert all(rec["quote"] and all(isinstance(q, str) and q for q in rec["quote"]) for rec in raw)
+    assert len({r.id for r in records}) == len(records)
+
+
+def test_split_covers_every_engine_and_class() -> None:
+    """The holdout has single-stream decode for vLLM, SGLang and llama.cpp, dense and MoE, consumer
+    and datacenter GPUs, load and first-token figures."""
+    errors = holdout_errors()
+    for engine in ("vllm", "sglang", "llamacpp"):
+        assert len(errors[(engine, "decode")]) >= 3, engine
+    assert len(errors[("vllm", "aggregate")]) >= 5 and len(errors[("vllm", "ttft")]) >= 3
+    assert len(errors[("llamacpp", "ttft")]) >= 5
+    holdout = [r for r in cal.load_records() if r.set == "holdout" and r.engine == "llamacpp"]
+    assert any(cal.scenario(r.id).spec.moe for r in holdout)
+    assert any(cal.scenario(r.id).gpu.segment == "consumer" for r in holdout)
+    assert any(cal.scenario(r.id).gpu.segment == "datacenter" for r in holdout)
+
+
+@pytest.mark.parametrize("key", sorted(holdout_errors()), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_holdout_accuracy(key: tuple[str, str]) -> None:
+    errors = holdout_errors()[key]
+    limit = TOLERANCE.get(key, TARGETS[key[1]])
+    assert statistics.fmean(errors) <= limit, (key, statistics.fmean(errors), max(errors))
+
+
+def test_known_misses_still_miss() -> None:
+    """Strict: a known miss that comes within its class's target is no longer a miss."""
+    for row in table():
+        r = row.record
+        if row.figure in r.known_miss and row.error is not None:
+            assert abs(row.error) > TARGETS[row.kind], f"{r.id} {row.figure} now matches ({row.error:+.1%})"
+
+
+def test_calibration_fit_is_the_published_one() -> None:
+    """Refit from the fixed start: every constant of gpusize.serving.calibrated is what the fit gives
+    (3 significant digits), and the fit leaves the calibration residuals small."""
+    published = cal.published_constants()
+    try:
+        fitted = cal.fit()
+        for name, value in fitted.items():
+            assert math.isclose(cal.rounded(value), published[name], rel_tol=0.01, abs_tol=1e-9), name
+    finally:
+        for name, value in published.items():
+            cal.set_constant(name, value)
+    calibration = [row for row in table() if row.record.set == "calibration" and row.error is not None]
+    decode = [abs(row.error) for row in calibration if row.kind == "decode"]
+    assert statistics.fmean(decode) < 0.06
+
+
+def test_ranges_bracket_one() -> None:
+    """Every range is a (low, high) pair around the estimate; engines without their own use vLLM's."""
+    for (engine, figure), (low, high) in calibrated.SPREAD.items():
+        assert 0.5 < low < 1 < high < 2, (engine, figure)
+    assert ("vllm", "decode") in calibrated.SPREAD and ("vllm", "aggregate") in calibrated.SPREAD
+
+
+def test_issue_examples() -> None:
+    """The figures the issue opened on: MoE single stream is no longer 1.8-3x too fast, and a GGUF's
+    quantized embedding is no longer subtracted at 2 bytes per value."""
+    rows = {(row.record.id, row.figure): row for row in table()}
+    gptoss20b = rows[("vllmblog-gptoss20b-h100-c1-itl-fit", "per_request_tokens_per_s")]
+    assert (
+        gptoss20b.predicted is not None and gptoss20b.predicted < 1.4 * gptoss20b.measured
+    )  # was 437 vs 248
+    gptoss120b = rows[("vllm-issue22331-gptoss120b-a100-tp1", "per_request_tokens_per_s")]
+    assert (
+        gptoss120b.predicted is not None and gptoss120b.predicted < 1.4 * gptoss120b.measured
+    )  # was 127 vs 90
+    q4 = rows[("xd-lcpp-4090-8b-q4_k_m", "per_request_tokens_per_s")]
+    assert q4.error is not None and abs(q4.error) < 0.05
