@@ -223,14 +223,14 @@ def edited_configs(draw: st.DrawFn) -> dict[str, Any]:
 
 COMMANDS = st.sampled_from(
     [
-        ["fit", "{m}", "--gpu", "H100", "--json"],
+        ["fit", "{m}", "--gpu", "H100", "--ctx", "2k", "--json"],
         ["fit", "{m}", "--gpu", "L4", "--mtp", "--json"],
-        ["fit", "{m}", "--engine", "sglang", "--gpu", "H200", "--json"],
-        ["fit", "{m}", "--engine", "llamacpp", "--gpu", "RTX4090"],
-        ["serve", "{m}", "--users", "16", "--gpu", "H100", "--json"],
+        ["fit", "{m}", "--engine", "sglang", "--gpu", "H200", "--ctx", "2k", "--json"],
+        ["fit", "{m}", "--engine", "llamacpp", "--gpu", "RTX4090", "--ctx", "2k"],
+        ["serve", "{m}", "--users", "16", "--gpu", "H100", "--ctx", "2k", "--json"],
         ["train", "{m}", "--method", "qlora", "--gpu", "A100-80GB", "--json"],
         ["curve", "{m}", "--gpu", "H100"],
-        ["quote", "{m}", "--gpu", "H100", "--format", "markdown"],
+        ["quote", "{m}", "--gpu", "H100", "--ctx", "2k", "--format", "markdown"],
     ]
 )
 
@@ -378,9 +378,29 @@ GPU_ENTRY = {
     "bandwidth_gbps": 3350,
     "bf16_tflops": 989,
     "price_usd_per_hour": 2.5,
+    "price_date": "2026-04-10",
     "tdp_w": 700,
     "source": "fuzz",
 }
+
+
+def test_fuzz_bases_are_valid(tmp_path: Path) -> None:
+    """The unedited GPU entry and models entry answer (exit 0): every fuzzed failure is the edit's."""
+    gpus = tmp_path / "gpus.yaml"
+    gpus.write_text(json.dumps([GPU_ENTRY]))
+    assert cli("fit", "Qwen3-0.6B", "--gpu", "FUZZGPU", "--gpus-file", str(gpus), "--json").code == 0
+    for base in BASES:
+        models = tmp_path / "models.yaml"
+        entry = {
+            "name": "Fuzz-Model",
+            "hf_id": "fuzz/model",
+            "source": "fuzz",
+            "config": find_model(base).config,
+        }
+        models.write_text(json.dumps([entry]))
+        assert (
+            cli("fit", "Fuzz-Model", "--gpu", "H200", "--ctx", "2k", "--models-file", str(models)).code == 0
+        ), base
 
 
 @FUZZ
@@ -422,8 +442,8 @@ def test_fuzzed_model_catalogs(config: dict[str, Any], field: str, value: Any) -
             path.write_text(json.dumps([entry]))
         except ValueError:
             path.write_text(json.dumps([entry], allow_nan=True))
-        cli("which", "--gpu", "H100", "--models-file", str(path), "--json")
-        cli("fit", "Fuzz-Model", "--gpu", "H100", "--models-file", str(path), "--json")
+        cli("which", "--gpu", "H100", "--ctx", "2k", "--models-file", str(path), "--json")
+        cli("fit", "Fuzz-Model", "--gpu", "H100", "--ctx", "2k", "--models-file", str(path), "--json")
 
 
 def test_fuzz_run_is_reported() -> None:
