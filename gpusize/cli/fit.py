@@ -111,7 +111,8 @@ def fit(
     resolved, spec = prepare.load_model(model, revision, best_effort, cats, rope_scaling)
     work = prepare.workload(spec, prepare.request(resolved, spec, ctx, flags, batch, dtype, kv_dtype, mtp))
     where = prepare.targets(gpu, cats, gpus)
-    report = build_fit_report(resolved, spec, work, where.gpus, gpus, where.max_count, nodes)
+    others = cats.gpus() if where.local_count is None else ()  # this machine's GPUs: no other type
+    report = build_fit_report(resolved, spec, work, where.gpus, gpus, where.max_count, nodes, others)
     answer(
         report, 0 if report.fits else 1, quiet, as_json, lambda width, style: render_fit(report, width, style)
     )

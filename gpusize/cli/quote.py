@@ -54,6 +54,11 @@ def quote(
     model: Model,
     ctx: Ctx = "8k",
     users: int | None = typer.Option(None, "--users", help="Concurrent users to serve."),
+    utilization_hours: float = typer.Option(
+        730.0,
+        "--utilization-hours",
+        help="Hours a month the servers would be rented, for buy versus rent (730 = every hour).",
+    ),
     gpu: list[str] | None = typer.Option(
         None,
         "--gpu",
@@ -115,8 +120,14 @@ def quote(
         )
     work = prepare.workload(spec, req)
     gpus = [prepare.targets(name, cats).gpus[0] for name in gpu or DEFAULT_QUOTE_GPUS]
+    hours = prepare.number(utilization_hours, "--utilization-hours", 0, 744)
     report = build_quote(
-        resolved, spec, gpus, work, parse_count(users, "--users") if users is not None else None
+        resolved,
+        spec,
+        gpus,
+        work,
+        parse_count(users, "--users") if users is not None else None,
+        hours or 730.0,
     )
     code = 0 if report.fits else 1
     if svg:

@@ -93,7 +93,8 @@ def train(
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, best_effort, cats)
     where = prepare.targets(gpu, cats, count)
-    report = build_train_report(resolved, spec, where.gpus, job, count, budget, where.max_count)
+    others = cats.gpus() if where.local_count is None else ()  # this machine's GPUs: no other type
+    report = build_train_report(resolved, spec, where.gpus, job, count, budget, where.max_count, others)
     answer(
         report,
         0 if report.fits else 1,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import typer
 
 from gpusize.cli import prepare
@@ -34,6 +36,7 @@ from gpusize.core.workload import DTYPES, KV_DTYPES, Request
 from gpusize.errors import UsageError
 from gpusize.render.which import render_which
 from gpusize.reports.which import build_which
+from gpusize.serving.which import SORTS, Sort
 from gpusize.units import canonical_dtype, parse_tokens
 
 __all__ = ["which"]
@@ -59,12 +62,18 @@ def which(
     max_running_requests: MaxRunningRequests = None,
     reserved_mib: ReservedMib = 0,
     show_all: bool = typer.Option(False, "--all", help="Also list the models that do not fit, with why."),
+    sort: str = typer.Option(
+        "capability",
+        "--sort",
+        help="capability (largest total, then active, parameters first) or speed (fastest decode first).",
+    ),
     models_file: ModelsFile = None,
     gpus_file: GpusFile = None,
     quiet: Quiet = False,
     as_json: Json = False,
 ) -> None:
-    """Every catalog model that fits this hardware, with headroom and concurrency, fastest first.
+    """Every catalog model that fits this hardware (all its GPUs), most capable first, with quantized
+    builds where a model's own weights do not fit.
 
     Example: gpusize which --gpu RTX4090 --gpus 2 --ctx 32k
     """
@@ -95,7 +104,8 @@ def which(
         engine=prepare.engine_settings(flags),
         reserved_bytes=prepare.reserved_bytes(reserved_mib),
     )
-    report = build_which(cats.models(), where.gpus[0], count, req)
+    order = cast("Sort", prepare.choice(sort, SORTS, "--sort"))
+    report = build_which(cats.models(), where.gpus[0], count, req, order)
     answer(
         report,
         0 if report.fits else 1,

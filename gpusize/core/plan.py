@@ -23,6 +23,7 @@ __all__ = [
     "recommend",
     "smallest_fit",
     "split_problem",
+    "yarn_flag",
 ]
 
 #: GPU counts of one server: tensor-parallel sizes 1, 2, 4 and 8.
@@ -122,6 +123,23 @@ def context_problem(spec: ModelSpec, context: int) -> str | None:
             f"(max_position_embeddings / rope_scaling)"
         )
     return None
+
+
+def yarn_flag(spec: ModelSpec, context: int) -> str | None:
+    """The `--rope-scaling` that reaches `context` by YaRN, for a RoPE model whose config declares no
+    rope scaling: yarn:FACTOR:ORIGINAL with ORIGINAL max_position_embeddings rounded down to a power
+    of two (Qwen3 configs state 40,960 = 32,768 pre-training positions + 8,192 for the reply; their
+    model cards enable YaRN as factor 4 over 32,768) and FACTOR the smallest integer that covers the
+    context (at most 64, the most --rope-scaling accepts). None when YaRN does not apply (learned
+    positions, a rope scaling already set) or would need a larger factor."""
+    positions = spec.max_position_embeddings
+    if not positions or spec.learned_position_embeddings or spec.rope_scaling:
+        return None
+    original = 1 << (positions.bit_length() - 1)
+    factor = -(-context // original)
+    if factor < 2 or factor > 64:
+        return None
+    return f"--rope-scaling yarn:{factor}:{original}"
 
 
 def smallest_fit(

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from gpusize.core.plan import Candidate
+from gpusize.core.suggest import Suggestion
 from gpusize.render.format import fmt_gib, fmt_int, human_tokens
 from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, paragraph
 from gpusize.reports.fit import FitReport
 
-__all__ = ["VERDICT_STYLES", "candidates_table", "footer_lines", "headline", "render_fit", "settings_text"]
+__all__ = [
+    "VERDICT_STYLES",
+    "candidates_table",
+    "footer_lines",
+    "headline",
+    "render_fit",
+    "settings_text",
+    "suggestion_lines",
+]
 
 VERDICT_STYLES: tuple[tuple[str, tuple[str, ...]], ...] = (("yes", ("green",)), ("NO", ("red", "bold")))
 
@@ -26,8 +35,11 @@ def headline(report: FitReport) -> str:
     batch = f", batch {w.batch}" if w.batch > 1 else ""
     what = f"{report.model.name} at {human_tokens(w.context_tokens)} context{batch}"
     if report.fits and p and p.per_gpu:
+        verb, split = "needs", _split(p, w.engine.name)
+        if report.min_gpus and report.min_gpus < p.num_gpus:  # --gpus asked for more than it takes
+            verb, split = "runs on", f"needs {report.min_gpus}x; {split}"
         return (
-            f"{what} needs {p.num_gpus}x {p.gpu_full_name} ({_split(p, w.engine.name)}): "
+            f"{what} {verb} {p.num_gpus}x {p.gpu_full_name} ({split}): "
             f"{fmt_gib(p.per_gpu.total_bytes)} of {fmt_gib(p.per_gpu.usable_bytes)} GiB per GPU"
         )
     if p:
@@ -125,6 +137,27 @@ def footer_lines(report: FitReport) -> list[str]:
     return lines
 
 
+def suggestion_lines(suggestions: tuple[Suggestion, ...], fits: bool) -> list[str]:
+    """The configurations that fit with a change, cheapest first, each with the flags to pass."""
+    if not suggestions:
+        return []
+    head = (
+        "Fewer GPUs with a setting (each evaluated, cheapest first):"
+        if fits
+        else "Would fit (each evaluated with the same engine model, cheapest first):"
+    )
+    lines, said = [head], set()
+    for s in suggestions:
+        flags = " ".join(f"{c.flag} {c.value}" for c in s.changes)
+        facts = [f"${s.price_usd_per_hour:.2f}/h" if s.price_usd_per_hour else "unpriced"]
+        if s.kv_cache_capacity_tokens is not None:
+            facts.append(f"KV pool {s.kv_cache_capacity_tokens:,} tokens")
+        note = f"; {s.note}" if s.note and s.note not in said else ""  # a repeated caveat once
+        said.add(s.note)
+        lines.append(f"- {s.summary}: {flags} ({', '.join(facts)}){note}")
+    return lines
+
+
 def render_fit(report: FitReport, width: int, style: Style) -> str:
     many = len({c.gpu for c in report.candidates}) > 1
     if many:
@@ -140,5 +173,6 @@ def render_fit(report: FitReport, width: int, style: Style) -> str:
         candidates_table(rows, title, width, style),
         *[paragraph(r, width) for r in reasons],
         *[style(paragraph(line, width), "dim") for line in footer_lines(report)],
+        *[paragraph(line, width) for line in suggestion_lines(report.suggestions, report.fits)],
     ]
     return "\n".join(parts) + "\n"

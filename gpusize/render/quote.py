@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from gpusize.render.format import fmt_float, fmt_gib, fmt_int, human_tokens
@@ -11,7 +12,16 @@ from gpusize.render.text import Style, paragraph, safe
 from gpusize.reports.quote import QuoteReport
 from gpusize.serving.quote import CurvePoint, Option, memory_parts
 
-__all__ = ["BAR_LETTERS", "QUOTE_COLUMNS", "curve_lines", "memory_bar", "render_quote", "title"]
+__all__ = [
+    "BAR_LETTERS",
+    "QUOTE_COLUMNS",
+    "buy_lines",
+    "curve_lines",
+    "load_lines",
+    "memory_bar",
+    "render_quote",
+    "title",
+]
 
 #: (column, its text cell, priority on a narrow terminal; None = never dropped).
 QUOTE_COLUMNS: list[tuple[Column, Callable[[Option], str]]] = [
@@ -102,6 +112,8 @@ def render_quote(report: QuoteReport, width: int, style: Style) -> str:
         lines += curve_lines(report.curve, bar_width)
     if report.topology_text:
         lines += ["Topology", safe(report.topology_text, keep_newlines=True)]
+    lines += [paragraph(line, width) for line in load_lines(report)]
+    lines += [paragraph(line, width) for line in buy_lines(report)]
     lines += [
         paragraph(f"{o.num_gpus}x {o.gpu}: {'; '.join(o.caveats) or o.reason or ''}", width)
         for o in report.options
@@ -110,3 +122,41 @@ def render_quote(report: QuoteReport, width: int, style: Style) -> str:
     lines += [paragraph(f"Note: {n}", width) for n in report.assumptions.notes]
     lines.append(style(f"Prices: {report.assumptions.prices}.", "dim"))
     return "\n".join(lines) + "\n"
+
+
+def load_lines(report: QuoteReport) -> list[str]:
+    """With --users: how many servers of each option hold every user at once, and the price per user."""
+    if not report.users:
+        return []
+    lines = [
+        f"Serving {report.users:,} users at once, cheapest per user first (servers each hold their share):"
+    ]
+    for o in report.options:
+        if not o.fits or not o.servers:
+            continue
+        fleet = f"${o.fleet_usd_per_hour:,.2f}/h" if o.fleet_usd_per_hour else "unpriced"
+        per_user = f", ${o.usd_per_user_hour:.4f} per user-hour" if o.usd_per_user_hour else ""
+        per_m = f", ${o.usd_per_million_tokens:.2f}/1M tokens" if o.usd_per_million_tokens else ""
+        one = "one server, no queueing" if o.servers == 1 else f"{o.servers:,} servers"
+        layout = f"{o.replicas} x TP={o.tensor_parallel}"
+        lines.append(
+            f"- {o.num_gpus}x {o.gpu} ({layout}): {one}, {fleet}{per_user}{per_m}; "
+            f"{fmt_float(o.per_request_tokens_per_s)} tok/s per request (estimate)"
+        )
+    return lines
+
+
+def buy_lines(report: QuoteReport) -> list[str]:
+    """Buying each option's GPUs against renting them, where the catalog has both prices."""
+    priced = [o for o in report.options if o.break_even_months is not None and o.purchase_usd]
+    if not priced:
+        return []
+    a = report.assumptions
+    lines = [f"Buy versus rent ({a.utilization_hours:,.0f} h a month; GPUs only, per server):"]
+    for o in priced:
+        months = o.break_even_months or 0.0
+        lines.append(
+            f"- {o.num_gpus}x {o.gpu}: buy ${o.purchase_usd:,.0f} (price dated {o.purchase_price_date}) vs "
+            f"rent ${fmt_float(o.price_usd_per_month, 0)}/month: break-even in month {math.ceil(months)}"
+        )
+    return lines

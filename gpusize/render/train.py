@@ -8,7 +8,7 @@ from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, paragraph
 from gpusize.reports.train import TrainCandidate, TrainReport
 
-__all__ = ["headline", "render_train"]
+__all__ = ["headline", "render_train", "suggestion_lines"]
 
 
 def headline(report: TrainReport) -> str:
@@ -140,4 +140,18 @@ def render_train(report: TrainReport, width: int, style: Style) -> str:
     if times is not None:
         parts.append(times)
     parts += [style(paragraph(line, width), "dim") for line in footer_lines(report)]
+    parts += [paragraph(line, width) for line in suggestion_lines(report)]
     return "\n".join(parts) + "\n"
+
+
+def suggestion_lines(report: TrainReport) -> list[str]:
+    """The nearest jobs that fit, cheapest first, each with the flags to pass."""
+    if not report.suggestions:
+        return []
+    lines = ["Would fit (each evaluated with the same memory model, cheapest first):"]
+    for s in report.suggestions:
+        flags = " ".join(f"{c.flag} {c.value}".strip() for c in s.changes)
+        price = f"${s.price_usd_per_hour:.2f}/h" if s.price_usd_per_hour else "unpriced"
+        note = f"; {s.note}" if s.note else ""
+        lines.append(f"- {s.summary}: {flags} ({fmt_gib(s.per_gpu_bytes)} GiB per GPU, {price}){note}")
+    return lines

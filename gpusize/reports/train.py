@@ -19,14 +19,10 @@ from gpusize.sources.resolve import ResolvedModel
 from gpusize.training import time_cost
 from gpusize.training.activations import checkpoint_bytes_per_token
 from gpusize.training.anatomy import trainable_params
-from gpusize.training.peak import TrainMemory, largest_seq, train_memory
-from gpusize.training.setup import (
-    BACKWARD_WORKSPACE_LAYERS,
-    NF4_BYTES_PER_PARAM,
-    SHARD_STAGE,
-    TrainSetup,
-    state_bytes,
-)
+from gpusize.training.peak import TrainMemory, train_memory
+from gpusize.training.plan import TrainCandidate, candidate_counts, evaluate, pick
+from gpusize.training.setup import BACKWARD_WORKSPACE_LAYERS, NF4_BYTES_PER_PARAM, TrainSetup, state_bytes
+from gpusize.training.suggest import TrainSuggestion, train_fixes
 from gpusize.units import GIB
 
 __all__ = [
@@ -47,21 +43,6 @@ class TrainParams:
     total: int
     trainable: int
     trainable_fraction: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrainCandidate:
-    gpu: str
-    gpu_full_name: str
-    num_gpus: int
-    sharding: str
-    fits: bool
-    reason: str | None
-    per_gpu: TrainMemory
-    usable_bytes: int
-    headroom_bytes: int
-    max_seq_tokens: int
-    price_usd_per_hour: float | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,70 +95,10 @@ class TrainReport:
     memory: TrainMemory
     plan: TrainCandidate | None
     candidates: tuple[TrainCandidate, ...]
+    #: When nothing fits: the nearest jobs that do, each evaluated by the same model, cheapest first.
+    suggestions: tuple[TrainSuggestion, ...]
     time: TimeInfo | None
     assumptions: TrainAssumptions
-
-
-def _misfit(mem: TrainMemory, gpu: GpuSpec, setup: TrainSetup, n: int) -> str:
-    """Why the job does not fit on n GPUs of this type, naming the largest term and a lever."""
-    terms = {
-        "weights": mem.weights_bytes,
-        "optimizer states": mem.optimizer_bytes,
-        "gradients": mem.gradients_bytes,
-        "activations": mem.activations_bytes,
-    }
-    name, size = max(terms.items(), key=lambda kv: kv[1])
-    stage = SHARD_STAGE[setup.sharding]
-    if n > 1 and stage == 0:
-        hint = "DDP replicates everything, so more GPUs do not lower it: try --sharding fsdp"
-    elif name == "activations":
-        hint = "try --grad-ckpt, a shorter --seq or a smaller --batch"
-    elif name == "weights" and n > 1 and stage < 3:
-        hint = "weights are sharded only by zero3/fsdp"
-    elif name == "optimizer states":
-        hint = "try --optimizer adamw-8bit or --offload optimizer"
-    else:
-        hint = "try more GPUs, --method lora/qlora or --offload"
-    return (
-        f"needs {mem.total_bytes / GIB:.1f} GiB per GPU, {gpu.visible_bytes / GIB:.1f} GiB visible "
-        f"(largest: {name} {size / GIB:.1f} GiB); {hint}"
-    )
-
-
-def evaluate(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, n: int) -> TrainCandidate:
-    """Fit test of the job on n GPUs of one type: per-GPU peak <= CUDA-visible total."""
-    mem = train_memory(spec, setup, n)
-    visible = gpu.visible_bytes
-    fits = mem.total_bytes <= visible
-    limit = max(setup.seq_tokens, spec.max_position_embeddings or 0) or 1 << 20
-    return TrainCandidate(
-        gpu=gpu.name,
-        gpu_full_name=gpu.full_name,
-        num_gpus=n,
-        sharding=setup.sharding if n > 1 else "none",
-        fits=fits,
-        reason=None if fits else _misfit(mem, gpu, setup, n),
-        per_gpu=mem,
-        usable_bytes=visible,
-        headroom_bytes=visible - mem.total_bytes,
-        max_seq_tokens=largest_seq(spec, setup, n, visible, limit),
-        price_usd_per_hour=gpu.price_for(n),
-    )
-
-
-def candidate_counts(setup: TrainSetup, fixed_count: int | None, max_count: int = 8) -> tuple[int, ...]:
-    """GPU counts to try: the fixed one, else 1/2/4/8 up to max_count (one without data parallelism)."""
-    if fixed_count:
-        return (fixed_count,)
-    return (1,) if setup.sharding == "none" else tuple(n for n in TP_SIZES if n <= max_count)
-
-
-def _pick(best: list[TrainCandidate]) -> TrainCandidate | None:
-    """Fewest GPUs, then lowest indicative price for all of them (unpriced last), then name."""
-    fitting = [c for c in best if c.fits]
-    if not fitting:
-        return None
-    return min(fitting, key=lambda c: (c.num_gpus, c.price_usd_per_hour or float("inf"), c.gpu))
 
 
 def time_info(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, tokens: int, max_count: int = 8) -> TimeInfo:
@@ -235,6 +156,7 @@ def build_train_report(
     fixed_count: int | None = None,
     tokens: int | None = None,
     max_count: int = 8,
+    others: tuple[GpuSpec, ...] = (),
 ) -> TrainReport:
     """Plan the job over `gpus`: per type the smallest count that fits, up to `max_count` (or exactly
     `fixed_count`), and with a token budget the time and cost on 1 to 8 GPUs of the chosen type."""
@@ -246,7 +168,7 @@ def build_train_report(
             if rows[-1].fits:
                 break
         best.append(rows[-1])
-    chosen = _pick(best)
+    chosen = pick(best)
     plan = chosen or (best[0] if len(gpus) == 1 else None)
     plan_gpu = next((g for g in gpus if plan and g.name == plan.gpu), None)
     trainable = trainable_params(spec, setup)
@@ -265,6 +187,7 @@ def build_train_report(
         memory=train_memory(spec, setup, 1),
         plan=plan,
         candidates=tuple(rows),
+        suggestions=() if chosen else train_fixes(spec, setup, tuple(gpus), others, fixed_count, max_count),
         time=time_info(spec, setup, plan_gpu, tokens, max_count) if plan_gpu and tokens else None,
         assumptions=_assumptions(spec, setup, gpus),
     )

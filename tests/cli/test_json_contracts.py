@@ -82,6 +82,7 @@ CONTRACTS: dict[str, set[str]] = {
         "memory.overhead_bytes",
         "memory.total_bytes",
         "memory.weights_bytes",
+        "min_gpus",
         "model",
         "model.architecture",
         "model.attention_layers",
@@ -131,6 +132,7 @@ CONTRACTS: dict[str, set[str]] = {
         "plan.reason",
         "plan.tensor_parallel",
         "plan.warning",
+        "suggestions",
         "workload",
         "workload.batch",
         "workload.context_tokens",
@@ -293,6 +295,7 @@ CONTRACTS: dict[str, set[str]] = {
     },
     "quote": {
         "assumptions",
+        "assumptions.buy_vs_rent",
         "assumptions.engine",
         "assumptions.layout",
         "assumptions.notes",
@@ -300,6 +303,7 @@ CONTRACTS: dict[str, set[str]] = {
         "assumptions.prices",
         "assumptions.ranking",
         "assumptions.throughput",
+        "assumptions.utilization_hours",
         "command",
         "curve",
         "curve[].context_tokens",
@@ -336,6 +340,12 @@ CONTRACTS: dict[str, set[str]] = {
         "options[].aggregate_tokens_per_s_low",
         "options[].capacity_sequences",
         "options[].caveats",
+        "options[].break_even_months",
+        "options[].fleet_usd_per_hour",
+        "options[].purchase_price_date",
+        "options[].purchase_usd",
+        "options[].servers",
+        "options[].usd_per_user_hour",
         "options[].fits",
         "options[].gpu",
         "options[].gpu_full_name",
@@ -369,6 +379,12 @@ CONTRACTS: dict[str, set[str]] = {
         "recommendation.aggregate_tokens_per_s_low",
         "recommendation.capacity_sequences",
         "recommendation.caveats",
+        "recommendation.break_even_months",
+        "recommendation.fleet_usd_per_hour",
+        "recommendation.purchase_price_date",
+        "recommendation.purchase_usd",
+        "recommendation.servers",
+        "recommendation.usd_per_user_hour",
         "recommendation.fits",
         "recommendation.gpu",
         "recommendation.gpu_full_name",
@@ -490,8 +506,10 @@ CONTRACTS: dict[str, set[str]] = {
     "which": {
         "assumptions",
         "assumptions.engine",
+        "assumptions.layout",
         "assumptions.notes",
         "assumptions.ordering",
+        "assumptions.quantized_builds",
         "command",
         "context_tokens",
         "fits",
@@ -499,16 +517,23 @@ CONTRACTS: dict[str, set[str]] = {
         "gpu_full_name",
         "gpusize_version",
         "models",
+        "models[].changes",
+        "models[].changes[].flag",
+        "models[].changes[].value",
+        "models[].family",
         "models[].fits",
         "models[].headroom_bytes",
         "models[].hf_id",
         "models[].kv_cache_capacity_tokens",
         "models[].max_concurrency",
         "models[].name",
+        "models[].params_active",
         "models[].params_total",
         "models[].reason",
+        "models[].replicas",
         "models[].tensor_parallel",
         "models[].tokens_per_s",
+        "models[].weight_dtype",
         "num_gpus",
     },
     "train": {
@@ -639,6 +664,7 @@ CONTRACTS: dict[str, set[str]] = {
         "time.token_budget",
         "time.total_flops",
         "token_budget",
+        "suggestions",
     },
     "models": {
         "command",
@@ -701,6 +727,44 @@ CONTRACTS: dict[str, set[str]] = {
 }
 
 
+#: A plan that does not fit carries its suggestions: the configurations that do.
+SUGGESTION_KEYS = {
+    "suggestions[].changes",
+    "suggestions[].changes[].flag",
+    "suggestions[].changes[].value",
+    "suggestions[].fits",
+    "suggestions[].gpu",
+    "suggestions[].gpu_full_name",
+    "suggestions[].note",
+    "suggestions[].num_gpus",
+    "suggestions[].price_usd_per_hour",
+    "suggestions[].summary",
+}
+COMMANDS["fit (does not fit)"] = ["fit", "Llama-3.3-70B", "--gpu", "RTX3090", "--gpus", "2", "--json"]
+CONTRACTS["fit (does not fit)"] = (
+    CONTRACTS["fit"]
+    | SUGGESTION_KEYS
+    | {
+        "suggestions[].kv_cache_capacity_tokens",
+        "suggestions[].max_context_tokens",
+        "suggestions[].pipeline_parallel",
+        "suggestions[].tensor_parallel",
+    }
+)
+COMMANDS["train (does not fit)"] = [
+    "train", "Llama-3.3-70B", "--method", "lora", "--gpu", "RTX4090", "--tokens", "1B", "--json",
+]  # fmt: skip
+CONTRACTS["train (does not fit)"] = (
+    CONTRACTS["train"]
+    | SUGGESTION_KEYS
+    | {
+        "suggestions[].max_seq_tokens",
+        "suggestions[].per_gpu_bytes",
+        "suggestions[].sharding",
+    }
+)
+
+
 def key_paths(value: Any, prefix: str = "") -> set[str]:
     found: set[str] = set()
     if isinstance(value, dict):
@@ -727,7 +791,7 @@ def test_json_contract_is_exact(command: str) -> None:
     assert proc.returncode in (0, 1), proc.stderr
     data = json.loads(proc.stdout)
     assert key_paths(data) == CONTRACTS[command]
-    assert data["gpusize_version"] and data["command"] == command
+    assert data["gpusize_version"] and data["command"] == command.split()[0]
 
 
 def test_every_size_is_an_integer_number_of_bytes() -> None:

@@ -12,12 +12,13 @@ as conformance tests (tests/core/test_conformance.py, tests/core/test_vllm_relea
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.base import EngineModel
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.plan import Candidate, PerGpu, refused, split_problem
+from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, yarn_flag
 from gpusize.core.releases import VLLM, Version, parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import rope_cache_bytes, weights_bytes
@@ -52,6 +53,7 @@ __all__ = [
     "nvls",
     "non_torch_bytes",
     "scheduler_limits",
+    "scheduler_note",
     "utilization",
 ]
 
@@ -149,15 +151,15 @@ def _at_least(version: Version, text: str) -> bool:
 
 
 def behaviour(version: Version, spec: ModelSpec | None = None) -> Behaviour:
-    v = version
-    v2_runner_without_estimate = (
-        spec is not None
-        and _at_least(v, "0.25.0")
-        and not _at_least(v, "0.29.0")
-        and spec.moe is None
-        and spec.linear_attention is None
-        and spec.mamba is None
-    )
+    dense = spec is not None and spec.moe is None and spec.linear_attention is None and spec.mamba is None
+    return _behaviour(version, dense)
+
+
+@functools.lru_cache(maxsize=128)
+def _behaviour(v: Version, dense: bool) -> Behaviour:
+    """The release's behaviour for a dense non-hybrid model (`dense`) or any other; cached, as every
+    evaluation asks for it."""
+    v2_runner_without_estimate = dense and _at_least(v, "0.25.0") and not _at_least(v, "0.29.0")
     return Behaviour(
         version=v,
         default_utilization=0.92 if _at_least(v, "0.20.0") else 0.9,
@@ -195,6 +197,25 @@ def scheduler_limits(gpu: GpuSpec, work: Workload, beh: Behaviour | None = None)
     if beh.clamp_seqs_to_tokens and given_seqs is None:
         seqs = min(seqs, tokens)
     return SchedulerLimits(seqs, tokens)
+
+
+def scheduler_note(gpu: GpuSpec, work: Workload) -> str | None:
+    """Why fewer sequences per step frees memory on this GPU: on a card with vLLM's larger scheduler
+    defaults (>= 70 GiB and not an A100) the sampler's logits and the CUDA graphs are sized for 1024
+    sequences, where an A100 80GB gets 256; None when the GPU already has the small defaults or the
+    user set the limits."""
+    beh = behaviour(work.release.version)
+    if work.engine.max_num_seqs is not None:
+        return None
+    limits = scheduler_limits(gpu, work, beh)
+    if limits.max_num_seqs <= 256:
+        return None
+    return (
+        f"vLLM's scheduler defaults on this card are {limits.max_num_seqs} sequences / "
+        f"{limits.max_num_batched_tokens:,} batched tokens per step (cards of 70 GiB and more, A100 "
+        "excepted; A100 and smaller cards get 256 / 2,048): the sampler and CUDA graphs reserved for "
+        "them take the room the KV cache needs"
+    )
 
 
 def utilization(work: Workload) -> float:
@@ -275,10 +296,16 @@ def context_refusal(spec: ModelSpec, context: int, beh: Behaviour) -> str | None
     limit = spec.max_context if beh.rope_extends_max_len or spec.rope_overridden else base
     if not limit or context <= limit:
         return None
+    yarn = yarn_flag(spec, context)
     if spec.rope_scaling and not beh.rope_extends_max_len:
         advice = "0.30+ no longer raises it for the config's YaRN: pass --rope-scaling to carry it"
+    elif yarn:
+        advice = (
+            f"or extend it with YaRN where the model card allows it: {yarn} (static YaRN may lower "
+            f"quality on short texts), or --max-model-len {limit}"
+        )
     else:
-        advice = "or size a YaRN rope scaling with --rope-scaling yarn:FACTOR"
+        advice = f"or --max-model-len {limit}; a RoPE model extends with --rope-scaling yarn:FACTOR"
     return (
         f"vLLM {beh.version} refuses to start: User-specified max_model_len ({context}) is greater than "
         f"the derived max_model_len (max_position_embeddings={limit} in model's config.json). To allow "
