@@ -155,43 +155,34 @@ def _on_gpu(
     return out + ([shorter] if shorter else [])
 
 
+def _one(lever: str, flag: str, value: str, summary: str, note: str | None, work: Workload) -> _Variant:
+    """A variant that changes one flag."""
+    return _Variant(lever, (Change(flag, value),), summary, note, work)
+
+
 def _variants(spec: ModelSpec, work: Workload, model: EngineModel, gpu: GpuSpec) -> list[_Variant]:
     """Quantized weights and an FP8 KV cache, where the engine and the checkpoint allow them."""
     out: list[_Variant] = []
+    name = {"vllm": "vLLM", "sglang": "SGLang"}.get(model.name, model.name)
     if model.name in ("vllm", "sglang") and work.stored_layers is None:
         linear = work.weights.linear_bytes
         if linear > 1.5 and gpu.supports_bf16:  # vLLM's FP8 kernels need compute capability 8.0+
+            note = f"{name} quantizes the weights to FP8 while loading; no new checkpoint"
             out.append(
-                _Variant(
-                    "fp8",
-                    (Change("--quantization", "fp8"),),
-                    "FP8 weights",
-                    f"{_engine(model)} quantizes the weights to FP8 while loading; no new checkpoint",
-                    _with_weights(spec, work, "fp8"),
-                )
+                _one("fp8", "--quantization", "fp8", "FP8 weights", note, _with_weights(spec, work, "fp8"))
             )
         if linear > 0.75:
+            note = (
+                "needs a pre-quantized int4 checkpoint (AWQ or GPTQ, e.g. an '-AWQ' repository): "
+                f"{name} does not quantize to int4 while loading"
+            )
             out.append(
-                _Variant(
-                    "int4",
-                    (Change("--dtype", "int4"),),
-                    "int4 weights",
-                    "needs a pre-quantized int4 checkpoint (AWQ or GPTQ, e.g. an '-AWQ' repository): "
-                    f"{_engine(model)} does not quantize to int4 while loading",
-                    _with_weights(spec, work, "int4"),
-                )
+                _one("int4", "--dtype", "int4", "int4 weights", note, _with_weights(spec, work, "int4"))
             )
-    if work.kv_cache_dtype not in ("fp8",) and work.kv_bytes > 1:
-        note = "llama.cpp: -ctk q8_0 -ctv q8_0" if model.name == "llamacpp" else None
-        out.append(
-            _Variant(
-                "kv",
-                (Change("--kv-cache-dtype", "fp8"),),
-                "FP8 KV cache",
-                note,
-                replace(work, kv_cache_dtype="fp8", kv_bytes=DTYPE_BYTES["fp8"]),
-            )
-        )
+    if work.kv_cache_dtype != "fp8" and work.kv_bytes > 1:
+        kv_note = "llama.cpp: -ctk q8_0 -ctv q8_0" if model.name == "llamacpp" else None
+        fp8_kv = replace(work, kv_cache_dtype="fp8", kv_bytes=DTYPE_BYTES["fp8"])
+        out.append(_one("kv", "--kv-cache-dtype", "fp8", "FP8 KV cache", kv_note, fp8_kv))
     return out
 
 
@@ -200,29 +191,17 @@ def _settings(work: Workload, gpu: GpuSpec) -> list[_Variant]:
     CUDA-graph reservations scale with them), a higher memory utilization."""
     out: list[_Variant] = []
     seqs = scheduler_limits(gpu, work).max_num_seqs
-    if work.engine.max_num_seqs is None or seqs > MIN_SEQS:
-        note = scheduler_note(gpu, work)
-        for value in _halvings(seqs, max(work.batch, MIN_SEQS)):
-            settings = replace(work.engine, max_num_seqs=value)
-            out.append(
-                _Variant(
-                    "seqs",
-                    (Change("--max-num-seqs", str(value)),),
-                    f"at most {value} sequences per step",
-                    note,
-                    replace(work, engine=settings),
-                )
-            )
-    if utilization(work) < HIGH_UTILIZATION:
-        settings = replace(work.engine, gpu_memory_utilization=HIGH_UTILIZATION)
+    note = scheduler_note(gpu, work)
+    for value in _halvings(seqs, max(work.batch, MIN_SEQS)):
+        fewer = replace(work, engine=replace(work.engine, max_num_seqs=value))
         out.append(
-            _Variant(
-                "utilization",
-                (Change("--gpu-memory-utilization", f"{HIGH_UTILIZATION}"),),
-                f"memory utilization {HIGH_UTILIZATION}",
-                None,
-                replace(work, engine=settings),
-            )
+            _one("seqs", "--max-num-seqs", str(value), f"at most {value} sequences per step", note, fewer)
+        )
+    if utilization(work) < HIGH_UTILIZATION:
+        higher = replace(work, engine=replace(work.engine, gpu_memory_utilization=HIGH_UTILIZATION))
+        summary = f"memory utilization {HIGH_UTILIZATION}"
+        out.append(
+            _one("utilization", "--gpu-memory-utilization", f"{HIGH_UTILIZATION}", summary, None, higher)
         )
     return out
 
@@ -251,13 +230,8 @@ def _shorter_context(
     for _ in range(4):  # the scheduler clamps with the context: step down until the engine agrees
         if ctx <= 0 or ctx >= work.context_tokens:
             return None
-        variant = _Variant(
-            "context",
-            (Change(flag, str(ctx)),),
-            f"context {ctx:,} tokens (the largest that fits)",
-            None,
-            work.with_context(ctx),
-        )
+        summary = f"context {ctx:,} tokens (the largest that fits)"
+        variant = _one("context", flag, str(ctx), summary, None, work.with_context(ctx))
         made = _evaluated(spec, gpu, widest.num_gpus, variant, model, count)
         if made:
             return made
@@ -295,15 +269,15 @@ def _last_resort(spec: ModelSpec, work: Workload, model: EngineModel, scope: Sco
             variant = _Variant("int4", changes, "int4 weights and FP8 KV cache", note, both)
             out += _first_fit(spec, gpu, counts, variant, model, scope.count)
         if model.name == "vllm" and scope.max_count == 8:
-            out += _nodes(spec, work, gpu)
+            out += _nodes(spec, work, gpu, other)
     return out
 
 
-def _nodes(spec: ModelSpec, work: Workload, gpu: GpuSpec) -> list[Suggestion]:
+def _nodes(spec: ModelSpec, work: Workload, gpu: GpuSpec, other: tuple[Change, ...]) -> list[Suggestion]:
     for nodes in (2, 4, 8):
         c = evaluate_nodes(spec, gpu, nodes, work)
         if c.fits:
-            changes = (Change("--gpu", gpu.name), Change("--nodes", str(nodes)))
+            changes = (*other, Change("--nodes", str(nodes)))
             summary = f"{nodes} servers of 8 (TP=8 x PP={nodes}; an estimate)"
             return [_suggestion(c, _Variant("nodes", changes, summary, None, work), gpu)]
     return []
@@ -397,7 +371,3 @@ def _undominated(found: list[Suggestion]) -> list[Suggestion]:
 
 def _with_weights(spec: ModelSpec, work: Workload, dtype: str) -> Workload:
     return replace(work, requested_dtype=dtype, weights=weight_format(spec, dtype), checkpoint_warning=None)
-
-
-def _engine(model: EngineModel) -> str:
-    return {"vllm": "vLLM", "sglang": "SGLang"}.get(model.name, model.name)

@@ -14,7 +14,7 @@ import io
 from dataclasses import fields
 
 from gpusize.render.format import fmt_float, human_tokens
-from gpusize.render.quote import QUOTE_COLUMNS, title
+from gpusize.render.quote import QUOTE_COLUMNS, buy_lines, load_lines, title
 from gpusize.reports.quote import QuoteReport
 from gpusize.serving.quote import Option
 from gpusize.units import GIB
@@ -70,6 +70,9 @@ def to_markdown(report: QuoteReport) -> str:
     lines.append("|" + "---|" * len(QUOTE_COLUMNS))
     for o in report.options:
         lines.append("| " + " | ".join(_md(cell(o)) for _, cell in QUOTE_COLUMNS) + " |")
+    for section in (load_lines(report), buy_lines(report)):
+        if section:
+            lines += ["", f"### {_md(section[0].rstrip(':'))}", ""] + [_md(line) for line in section[1:]]
     if report.topology_mermaid:
         lines += ["", "### Topology", "", "```mermaid", report.topology_mermaid.replace("`", "'"), "```"]
     lines += ["", "### Assumptions", ""] + [f"- {k}: {_md(v)}" for k, v in assumption_items(report)]
@@ -179,6 +182,16 @@ def curve_svg(report: QuoteReport, width: int = 640, height: int = 240) -> str:
     return "".join(parts)
 
 
+def _html_sections(report: QuoteReport) -> str:
+    """Servers for the load and buy versus rent, as headed lists."""
+    out = ""
+    for section in (load_lines(report), buy_lines(report)):
+        if section:
+            items = "".join(f"<li>{html.escape(line.removeprefix('- '))}</li>" for line in section[1:])
+            out += f"<h2>{html.escape(section[0].rstrip(':'))}</h2><ul>{items}</ul>"
+    return out
+
+
 def to_html(report: QuoteReport) -> str:
     head = "".join(f"<th>{html.escape(col.header)}</th>" for col, _ in QUOTE_COLUMNS)
     rows = "".join(
@@ -215,7 +228,7 @@ def to_html(report: QuoteReport) -> str:
         f"</title><style>{style}</style></head><body><h1>GPU quote</h1><p>{html.escape(title(report))} "
         f"({html.escape(report.assumptions.engine)}; gpusize {report.gpusize_version})</p>{summary}"
         f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
-        f"<h2>Memory per GPU</h2>{memory_bar_svg(report.options)}"
+        f"{_html_sections(report)}<h2>Memory per GPU</h2>{memory_bar_svg(report.options)}"
         f"<h2>Concurrency against context (recommended option)</h2>{curve_svg(report)}{topology}"
         f"<h2>Assumptions</h2><ul>{assumptions}</ul></body></html>\n"
     )
