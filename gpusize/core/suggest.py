@@ -20,7 +20,7 @@ from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import weight_format
 from gpusize.core.workload import Workload
-from gpusize.units import DTYPE_BYTES
+from gpusize.units import DTYPE_BYTES, GIB
 
 __all__ = [
     "HIGH_UTILIZATION",
@@ -44,7 +44,7 @@ OTHER_GPU_TYPES = 3
 #: useful fix.
 MIN_SEQS = 32
 #: Levers from least to most intrusive: what breaks a tie of price and GPU count.
-_LEVERS = ("seqs", "utilization", "kv", "gpus", "fp8", "int4", "context", "gpu", "nodes")
+_LEVERS = ("seqs", "utilization", "kv", "gpus", "fp8", "int4", "offload", "context", "gpu", "nodes")
 #: The engines' flag for the GPU count and the context (gpusize accepts both as aliases).
 _COUNT_FLAG = {"vllm": "--tensor-parallel-size", "sglang": "--tensor-parallel-size"}
 _CONTEXT_FLAG = {"vllm": "--max-model-len", "sglang": "--context-length"}
@@ -152,7 +152,33 @@ def _on_gpu(
             out += _first_fit(spec, gpu, counts, variant, model, scope.count)
     widest = model.evaluate(spec, gpu, scope.count or counts[-1], work) if counts else None
     shorter = _shorter_context(spec, work, model, gpu, widest, scope.count)
-    return out + ([shorter] if shorter else [])
+    offload = _offload(spec, work, model, gpu, scope.count or 1) if model.name == "llamacpp" else None
+    return out + [s for s in (shorter, offload) if s]
+
+
+def _offload(spec: ModelSpec, work: Workload, model: EngineModel, gpu: GpuSpec, n: int) -> Suggestion | None:
+    """llama.cpp: the most layers on the GPUs (-ngl) that fit; the rest run from system RAM."""
+    layers = spec.num_hidden_layers + 1  # the output head counts as one layer
+    lo, hi = 0, min(work.engine.n_gpu_layers or layers, layers) - 1
+    while lo < hi:  # the largest count that fits
+        mid = (lo + hi + 1) // 2
+        fits = model.evaluate(spec, gpu, n, replace(work, engine=replace(work.engine, n_gpu_layers=mid))).fits
+        lo, hi = (mid, hi) if fits else (lo, mid - 1)
+    if lo < 1:
+        return None
+    fewer = replace(work, engine=replace(work.engine, n_gpu_layers=lo))
+    host = model.evaluate(spec, gpu, n, fewer).host_bytes or 0
+    note = (
+        f"the other layers run from system RAM ({host / GIB:.1f} GiB), at the host's bandwidth: much slower"
+    )
+    return _evaluated(
+        spec,
+        gpu,
+        n,
+        _one("offload", "--n-gpu-layers", str(lo), f"{lo} of {layers} layers", note, fewer),
+        model,
+        n,
+    )
 
 
 def _one(lever: str, flag: str, value: str, summary: str, note: str | None, work: Workload) -> _Variant:
@@ -316,7 +342,10 @@ def _evaluated(
 
 
 def _weights_alone_too_big(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> bool:
-    """A cheap lower bound: the linear weights alone, split n ways, above the GPU's whole memory."""
+    """A cheap lower bound: the linear weights alone, split n ways, above the GPU's whole memory
+    (llama.cpp with layers left in system RAM excepted)."""
+    if work.engine.n_gpu_layers is not None:
+        return False
     linear = spec.params.linear * work.weights.linear_bytes / n
     return linear > gpu.visible_bytes
 

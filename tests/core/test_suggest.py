@@ -31,6 +31,8 @@ def replay(name: str, request: Request, gpu: str, n: int, s: Suggestion) -> bool
             request = replace(request, context_tokens=int(c.value))
         elif c.flag == "--gpu-memory-utilization":
             engine_settings = replace(engine_settings, gpu_memory_utilization=float(c.value))
+        elif c.flag == "--n-gpu-layers":
+            engine_settings = replace(engine_settings, n_gpu_layers=int(c.value))
         elif c.flag == "--max-num-seqs":
             engine_settings = replace(engine_settings, max_num_seqs=int(c.value))
         elif c.flag in ("--tensor-parallel-size", "--gpus"):
@@ -79,6 +81,21 @@ def test_a_plan_that_fits_has_no_fixes_to_suggest_but_h100_scheduler_defaults_ar
     request = Request(context_tokens=32768, engine=EngineSettings(version="0.19.1"))
     assert replay("Qwen3-32B", request, "H100", 2, saving)
     assert fewer_gpus(spec, work, vllm, find_gpu("A100-80GB"), 1) is None
+
+
+def test_llamacpp_suggests_the_most_layers_that_fit_on_the_gpus() -> None:
+    spec = catalog_spec("Llama-3.3-70B")
+    request = Request(context_tokens=8192, engine=EngineSettings(name="llamacpp"))
+    scope = Scope(gpus=(find_gpu("RTX3090"),), others=load_gpus(), count=2)
+    found = fixes(spec, prepare(spec, request), engine("llamacpp"), scope)
+    offload = next(s for s in found if s.changes[0].flag == "--n-gpu-layers")
+    assert offload.num_gpus == 2 and offload.note and "system RAM" in offload.note
+    assert replay("Llama-3.3-70B", request, "RTX3090", 2, offload)
+    one_more = replace(
+        offload, changes=(replace(offload.changes[0], value=str(int(offload.changes[0].value) + 1)),)
+    )
+    assert not replay("Llama-3.3-70B", request, "RTX3090", 2, one_more)  # the most that fit
+    assert all(replay("Llama-3.3-70B", request, "RTX3090", 2, s) for s in found)
 
 
 def test_yarn_flag_for_a_context_beyond_the_maximum() -> None:
