@@ -1,4 +1,5 @@
-"""The reverse-query report as text: the models that fit, fastest first."""
+"""The reverse-query report as text: the models that fit (most capable or fastest first), the builds
+they need, and the nearest misses."""
 
 from __future__ import annotations
 
@@ -30,11 +31,7 @@ def _split(r: ModelFit) -> str:
 def render_which(report: WhichReport, show_all: bool, width: int, style: Style) -> str:
     rows = [r for r in report.models if r.fits or show_all]
     fitting = sum(r.fits for r in report.models)
-    order = (
-        "most capable first"
-        if report.assumptions.ordering.startswith("models that fit first, largest")
-        else ("fastest first")
-    )
+    order = "most capable first" if report.assumptions.sort == "capability" else "fastest first"
     title = (
         f"{fitting} catalog models fit {report.num_gpus}x {report.gpu_full_name} at "
         f"{human_tokens(report.context_tokens)} context ({order}; tok/s is an estimate)"

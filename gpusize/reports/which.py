@@ -17,6 +17,8 @@ __all__ = ["WhichAssumptions", "WhichReport", "build_which"]
 @dataclass(frozen=True, kw_only=True)
 class WhichAssumptions:
     engine: str
+    #: capability or speed (--sort)
+    sort: str
     ordering: str
     layout: str
     quantized_builds: str
@@ -65,6 +67,7 @@ def build_which(
         models=tuple(rows),
         assumptions=WhichAssumptions(
             engine=engine_label(request.engine),
+            sort=sort,
             ordering=f"models that fit first, {ordering}; then the nearest misses",
             layout=f"tensor parallel across all {num_gpus} GPU(s), as `fit --gpus {num_gpus}` plans; where "
             "that split is not valid, the largest valid one as replicas",

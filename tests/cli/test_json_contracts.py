@@ -510,6 +510,7 @@ CONTRACTS: dict[str, set[str]] = {
         "assumptions.notes",
         "assumptions.ordering",
         "assumptions.quantized_builds",
+        "assumptions.sort",
         "command",
         "context_tokens",
         "fits",
