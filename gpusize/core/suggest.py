@@ -44,7 +44,7 @@ OTHER_GPU_TYPES = 3
 #: useful fix.
 MIN_SEQS = 32
 #: Levers from least to most intrusive: what breaks a tie of price and GPU count.
-_LEVERS = ("seqs", "utilization", "kv", "gpus", "fp8", "int4", "offload", "context", "gpu", "nodes")
+_LEVERS = ("seqs", "utilization", "kv", "gpus", "fp8", "int4", "offload", "batch", "context", "gpu", "nodes")
 #: The engines' flag for the GPU count and the context (gpusize accepts both as aliases).
 _COUNT_FLAG = {"vllm": "--tensor-parallel-size", "sglang": "--tensor-parallel-size"}
 _CONTEXT_FLAG = {"vllm": "--max-model-len", "sglang": "--context-length"}
@@ -152,8 +152,38 @@ def _on_gpu(
             out += _first_fit(spec, gpu, counts, variant, model, scope.count)
     widest = model.evaluate(spec, gpu, scope.count or counts[-1], work) if counts else None
     shorter = _shorter_context(spec, work, model, gpu, widest, scope.count)
+    fewer = _smaller_batch(spec, work, model, gpu, widest, scope.count)
     offload = _offload(spec, work, model, gpu, scope.count or 1) if model.name == "llamacpp" else None
-    return out + [s for s in (shorter, offload) if s]
+    out += [s for s in (fewer, shorter, offload) if s]
+    if len(scope.gpus) > 1:  # no --gpu was given: name the type
+        out = [replace(s, changes=(Change("--gpu", gpu.name), *s.changes)) for s in out]
+    return out
+
+
+def _smaller_batch(
+    spec: ModelSpec,
+    work: Workload,
+    model: EngineModel,
+    gpu: GpuSpec,
+    widest: Candidate | None,
+    count: int | None,
+) -> Suggestion | None:
+    """The most concurrent sequences of this context that fit on the most GPUs tried (--batch)."""
+    if work.batch < 2 or widest is None or widest.per_gpu is None or not widest.max_concurrency:
+        return None
+    batch = min(int(widest.max_concurrency), work.batch - 1)
+    for _ in range(4):  # per-request reservations round up: step down until the engine agrees
+        if batch < 1:
+            return None
+        summary = f"{batch} concurrent sequence{'s' if batch > 1 else ''} of this context"
+        variant = _one(
+            "batch", "--batch", str(batch), summary, None, work.with_context(work.context_tokens, batch)
+        )
+        made = _evaluated(spec, gpu, widest.num_gpus, variant, model, count)
+        if made:
+            return made
+        batch -= 1
+    return None
 
 
 def _offload(spec: ModelSpec, work: Workload, model: EngineModel, gpu: GpuSpec, n: int) -> Suggestion | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +32,8 @@ def replay(name: str, request: Request, gpu: str, n: int, s: Suggestion) -> bool
             request = replace(request, context_tokens=int(c.value))
         elif c.flag == "--gpu-memory-utilization":
             engine_settings = replace(engine_settings, gpu_memory_utilization=float(c.value))
+        elif c.flag == "--batch":
+            request = replace(request, batch=int(c.value))
         elif c.flag == "--n-gpu-layers":
             engine_settings = replace(engine_settings, n_gpu_layers=int(c.value))
         elif c.flag == "--max-num-seqs":
@@ -136,3 +139,20 @@ def test_every_suggestion_fits_when_its_flags_are_applied(
     found = fixes(spec, work, vllm, Scope(gpus=(find_gpu(gpu),), others=load_gpus(), count=count))
     for s in found:
         assert s.fits and replay(name, request, gpu, count, s), s
+
+
+@pytest.mark.parametrize(
+    ("name", "ctx", "batch"),
+    [("Llama-3.1-405B-Instruct", 131072, 64), ("DeepSeek-V3", 131072, 64), ("Llama-3.3-70B", 131072, 64)],
+)
+def test_every_suggestion_over_all_gpu_types_names_its_gpu_and_fits(name: str, ctx: int, batch: int) -> None:
+    spec = catalog_spec(name)
+    request = Request(context_tokens=ctx, batch=batch)
+    work = prepare(spec, request)
+    vllm = engine("vllm")
+    gpus = load_gpus()
+    assert not any(vllm.evaluate(spec, g, 8, work).fits for g in gpus)  # no server of 8 holds it
+    found = fixes(spec, work, vllm, Scope(gpus=gpus))
+    assert found
+    for s in found:
+        assert s.changes[0].flag == "--gpu" and replay(name, request, "", 1, s), s
