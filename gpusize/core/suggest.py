@@ -14,7 +14,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from gpusize.core.engines import EngineModel
-from gpusize.core.engines.vllm import evaluate_nodes, scheduler_limits, scheduler_note, utilization
+from gpusize.core.engines.vllm import (
+    THIN_MARGIN,
+    evaluate_nodes,
+    scheduler_limits,
+    scheduler_note,
+    utilization,
+)
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.spec import ModelSpec
@@ -363,12 +369,20 @@ def _evaluated(
     if _weights_alone_too_big(spec, variant.work, gpu, n):
         return None
     c = model.evaluate(spec, gpu, n, variant.work)
-    if not c.fits:
+    if not c.fits or _thin(c, variant.work, model):
         return None
     changes = variant.changes
     if (asked is None and n > 1) or (asked is not None and n != asked):
         changes += (Change(_COUNT_FLAG.get(model.name, "--gpus"), str(n)),)
     return _suggestion(c, replace(variant, changes=changes), gpu)
+
+
+def _thin(c: Candidate, work: Workload, model: EngineModel) -> bool:
+    """A paged-KV plan that holds the requests by less than the model's error on public start-up logs
+    (THIN_MARGIN): the plan itself keeps it with a warning, a suggestion does not."""
+    if model.name not in ("vllm", "sglang") or c.max_concurrency is None:
+        return False
+    return c.max_concurrency < work.batch * (1 + THIN_MARGIN)
 
 
 def _weights_alone_too_big(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> bool:

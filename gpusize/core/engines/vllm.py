@@ -38,6 +38,7 @@ __all__ = [
     "NON_TORCH_TPN_0_11",
     "SAMPLER_LOGITS_COPIES",
     "SORT_SAMPLER_EXTRA_COPIES",
+    "THIN_MARGIN",
     "Behaviour",
     "SchedulerLimits",
     "activation_bytes",
