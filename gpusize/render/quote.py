@@ -137,7 +137,8 @@ def load_lines(report: QuoteReport) -> list[str]:
         fleet = f"${o.fleet_usd_per_hour:,.2f}/h" if o.fleet_usd_per_hour else "unpriced"
         per_user = f", ${o.usd_per_user_hour:.4f} per user-hour" if o.usd_per_user_hour else ""
         per_m = f", ${o.usd_per_million_tokens:.2f}/1M tokens" if o.usd_per_million_tokens else ""
-        one = "one server, no queueing" if o.servers == 1 else f"{o.servers:,} servers"
+        count = "one server" if o.servers == 1 else f"{o.servers:,} servers"
+        one = f"{count}, no queueing" if o.serves_all else f"{count}, requests still queue"
         layout = f"{o.replicas} x TP={o.tensor_parallel}"
         lines.append(
             f"- {o.num_gpus}x {o.gpu} ({layout}): {one}, {fleet}{per_user}{per_m}; "

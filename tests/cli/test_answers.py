@@ -171,7 +171,7 @@ def test_quote_for_5000_users_ranks_by_price_per_user_with_server_counts() -> No
             assert o["fleet_usd_per_hour"] == pytest.approx(o["servers"] * o["price_usd_per_hour"])
     assert data["recommendation"]["gpu"] == fitting[0]["gpu"]
     text = run("quote", "Llama-3.3-70B", "--ctx", "8k", "--users", "5000").stdout
-    assert "Serving 5,000 users at once" in text and " servers, $" in text
+    assert "Serving 5,000 users at once" in text and " servers, no queueing, $" in text
 
 
 def test_quote_buy_versus_rent_break_even_follows_the_utilization() -> None:
