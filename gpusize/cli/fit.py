@@ -8,6 +8,7 @@ from gpusize.cli import prepare
 from gpusize.cli.app import app
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
+    AttnImplementation,
     Batch,
     BestEffort,
     ChunkedPrefill,
@@ -16,6 +17,7 @@ from gpusize.cli.options import (
     EnforceEager,
     Engine,
     EngineVersion,
+    ExpandableSegments,
     ExpertParallel,
     FlashAttn,
     FlashinferSampler,
@@ -37,6 +39,7 @@ from gpusize.cli.options import (
     ReservedMib,
     Revision,
     RopeScaling,
+    TransformersVersion,
     Utilization,
 )
 from gpusize.errors import UsageError
@@ -71,6 +74,9 @@ def fit(
     flash_attn: FlashAttn = False,
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
+    attn_implementation: AttnImplementation = None,
+    transformers_version: TransformersVersion = None,
+    expandable_segments: ExpandableSegments = False,
     mtp: Mtp = False,
     nodes: int | None = typer.Option(
         None, "--nodes", help="Allow N servers of 8 GPUs (TP=8 x PP=N) when one server is not enough."
@@ -106,6 +112,9 @@ def fit(
         quantization=quantization,
         rope_scaling=rope_scaling,
         reserved_mib=reserved_mib,
+        attn_implementation=attn_implementation,
+        transformers_version=transformers_version,
+        expandable_segments=expandable_segments,
     )
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, best_effort, cats, rope_scaling)

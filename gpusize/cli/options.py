@@ -16,6 +16,7 @@ from gpusize.errors import GpusizeError
 from gpusize.sources.catalog import Catalogs
 
 __all__ = [
+    "AttnImplementation",
     "Batch",
     "BestEffort",
     "Ctx",
@@ -25,6 +26,7 @@ __all__ = [
     "Engine",
     "EngineVersion",
     "ExpertParallel",
+    "ExpandableSegments",
     "FlashAttn",
     "FlashinferSampler",
     "GpuCount",
@@ -45,6 +47,7 @@ __all__ = [
     "ReservedMib",
     "Revision",
     "RopeScaling",
+    "TransformersVersion",
     "Utilization",
     "complete_gpu",
     "complete_model",
@@ -203,6 +206,27 @@ ReservedMib = Annotated[
     int,
     typer.Option(
         "--reserved-mib", help="Memory other processes hold on each GPU (a desktop, another server), MiB."
+    ),
+]
+AttnImplementation = Annotated[
+    str | None,
+    typer.Option(
+        "--attn-implementation",
+        help="transformers: sdpa (default; eager for gpt-oss), flash_attention_2 or eager.",
+    ),
+]
+TransformersVersion = Annotated[
+    str | None,
+    typer.Option(
+        "--transformers-version",
+        help="transformers: 5 (5.x and 4.56+, default) or 4 (4.53-4.55: sliding layers cache every token).",
+    ),
+]
+ExpandableSegments = Annotated[
+    bool,
+    typer.Option(
+        "--expandable-segments",
+        help="transformers: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less fragmentation).",
     ),
 ]
 Mtp = Annotated[bool, typer.Option("--mtp", help="Load the checkpoint's MTP layers (speculative decoding).")]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gpusize.cli.output import warn
 from gpusize.core.engines import prepare as prepare_workload
+from gpusize.core.engines.hf_prefill import ATTN_IMPLEMENTATIONS, TRANSFORMERS_VERSIONS
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import parse_config, with_rope_scaling
 from gpusize.core.plan import TP_SIZES
@@ -128,6 +129,9 @@ class EngineFlags:
     n_gpu_layers: int | None = None
     flash_attn: bool = False
     split_mode: str | None = None
+    attn_implementation: str | None = None
+    transformers_version: str | None = None
+    expandable_segments: bool = False
     quantization: str | None = None
     rope_scaling: str | None = None
     reserved_mib: int = 0
@@ -159,6 +163,15 @@ def engine_settings(flags: EngineFlags, default: str = "vllm") -> EngineSettings
         n_gpu_layers=flags.n_gpu_layers,
         flash_attn=flags.flash_attn,
         split_mode=flags.split_mode,
+        attn_implementation=choice(flags.attn_implementation, ATTN_IMPLEMENTATIONS, "--attn-implementation")
+        if flags.attn_implementation is not None
+        else None,
+        transformers_version=choice(
+            flags.transformers_version, TRANSFORMERS_VERSIONS, "--transformers-version"
+        )
+        if flags.transformers_version is not None
+        else None,
+        expandable_segments=flags.expandable_segments,
     )
 
 

@@ -37,7 +37,15 @@ def train(
     batch: int = typer.Option(1, "--batch", help="Sequences per GPU per micro-batch."),
     grad_accum: int = typer.Option(1, "--grad-accum", help="Micro-batches accumulated per step."),
     optimizer: str = typer.Option(
-        "adamw", "--optimizer", help="adamw, adamw-8bit, adafactor, sgd (momentum) or sgd-nomomentum."
+        "adamw",
+        "--optimizer",
+        help="adamw (torch AdamW, foreach), adamw-fused, adamw-forloop, adamw-8bit, paged-adamw, "
+        "paged-adamw-8bit (bitsandbytes), adafactor, sgd (momentum) or sgd-nomomentum.",
+    ),
+    optimizer_in_backward: bool = typer.Option(
+        False,
+        "--optimizer-in-backward",
+        help="Step each parameter as its gradient is ready (torchtune optimizer_in_bwd; --grad-accum 1).",
     ),
     precision: str = typer.Option("bf16-mixed", "--precision", help="bf16-mixed, bf16 or fp32."),
     grad_ckpt: bool = typer.Option(
@@ -57,7 +65,17 @@ def train(
     gpus: GpuCount = None,
     tokens: str | None = typer.Option(None, "--tokens", help="Token budget for time and cost: 500M, 1B."),
     framework: str = typer.Option(
-        "transformers", "--framework", help="transformers (eager + FlashAttention-2), torchtune or unsloth."
+        "transformers", "--framework", help="transformers (eager + SDPA), torchtune or unsloth."
+    ),
+    transformers_version: str = typer.Option(
+        "5",
+        "--transformers-version",
+        help="transformers: 5 (5.x, default) or 4 (4.4x: logits kept in backward).",
+    ),
+    expandable_segments: bool = typer.Option(
+        False,
+        "--expandable-segments",
+        help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less allocator fragmentation).",
     ),
     best_effort: BestEffort = False,
     revision: Revision = None,
@@ -82,8 +100,12 @@ def train(
         lora_modules=ts.LORA_MODULES[prepare.choice(lora_targets, ts.LORA_TARGETS, "--lora-targets")],
         sharding=cast("ts.Sharding", prepare.choice(sharding, ts.SHARDINGS, "--sharding")),
         offload=cast("ts.Offload", prepare.choice(offload, ts.OFFLOADS, "--offload")),
-        kernels=ts.FRAMEWORKS[prepare.choice(framework, tuple(ts.FRAMEWORKS), "--framework")],
+        optimizer_in_backward=optimizer_in_backward,
+        expandable_segments=expandable_segments,
+        kernels=_kernels(framework, transformers_version),
     )
+    if job.optimizer_in_backward and job.grad_accum != 1:
+        raise UsageError("--optimizer-in-backward steps during backward: it needs --grad-accum 1")
     count = prepare.gpu_count(gpus)
     if job.sharding == "none" and count not in (None, 1):
         raise UsageError("--sharding none trains on one GPU; use ddp to replicate or zero*/fsdp to shard")
@@ -102,3 +124,13 @@ def train(
         as_json,
         lambda width, style: render_train(report, width, style),
     )
+
+
+def _kernels(framework: str, version: str) -> ts.Kernels:
+    name = prepare.choice(framework, tuple(ts.FRAMEWORKS), "--framework")
+    release = prepare.choice(version, tuple(ts.TRANSFORMERS_VERSIONS), "--transformers-version")
+    if name != "transformers":
+        if release != "5":
+            raise UsageError("--transformers-version applies to --framework transformers only")
+        return ts.FRAMEWORKS[name]
+    return ts.TRANSFORMERS_VERSIONS[release]

@@ -45,6 +45,11 @@ class PerGpu:
     outside_budget_bytes: int
     outside_budget_limit_bytes: int
     visible_bytes: int
+    #: PyTorch engines (transformers): `torch.cuda.max_memory_allocated` at the peak, and what
+    #: nvidia-smi shows (reserved peak + CUDA context), the figure `fits` is decided on. None for the
+    #: engines that budget a fraction of the GPU (vLLM, SGLang, llama.cpp).
+    allocated_peak_bytes: int | None = None
+    device_bytes: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -58,6 +58,9 @@ SETTING_FLAGS = {
     "flash_attn": ("--flash-attn", "llamacpp"),
     "version": ("--engine-version", "vllm or sglang"),
     "split_mode": ("--split-mode", "llamacpp"),
+    "attn_implementation": ("--attn-implementation", "transformers"),
+    "transformers_version": ("--transformers-version", "transformers"),
+    "expandable_segments": ("--expandable-segments", "transformers"),
 }
 #: llama.cpp's ways to spread one model over several GPUs (`-sm`): whole layers per GPU, run one GPU
 #: after another for each token (the default), or every matrix split by rows across the GPUs.
@@ -86,15 +89,23 @@ class EngineSettings:
     flash_attn: bool = False
     #: llama.cpp `--split-mode` (one of SPLIT_MODES); None means its default, layer.
     split_mode: str | None = None
+    #: transformers: attention implementation (sdpa, flash_attention_2, eager), the release whose
+    #: cache and masks are followed ("5", "4"), PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.
+    attn_implementation: str | None = None
+    transformers_version: str | None = None
+    expandable_segments: bool = False
 
     def given(self) -> tuple[str, ...]:
         """The settings the user set (not left to the engine's default)."""
         names = (
             "version", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
             "mem_fraction_static", "chunked_prefill_size", "max_running_requests", "n_gpu_layers",
-            "split_mode",
+            "split_mode", "attn_implementation", "transformers_version",
         )  # fmt: skip
-        flags = ("enforce_eager", "enable_expert_parallel", "flashinfer_sampler", "flash_attn")
+        flags = (
+            "enforce_eager", "enable_expert_parallel", "flashinfer_sampler", "flash_attn",
+            "expandable_segments",
+        )  # fmt: skip
         return tuple(n for n in names if getattr(self, n) is not None) + tuple(
             f for f in flags if getattr(self, f)
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpusize.core.allocator import TORCH_CUDA_CONTEXT_BYTES
 from gpusize.core.plan import Candidate
 from gpusize.core.suggest import Suggestion
 from gpusize.render.format import fmt_gib, fmt_int, human_tokens
@@ -35,6 +36,13 @@ def headline(report: FitReport) -> str:
     batch = f", batch {w.batch}" if w.batch > 1 else ""
     what = f"{report.model.name} at {human_tokens(w.context_tokens)} context{batch}"
     if report.fits and p and p.per_gpu:
+        if p.per_gpu.device_bytes is not None and p.per_gpu.allocated_peak_bytes is not None:
+            g = p.per_gpu
+            return (
+                f"{what} needs 1x {p.gpu_full_name}: {fmt_gib(g.device_bytes)} GiB on the device "
+                f"({fmt_gib(g.allocated_peak_bytes)} allocated by PyTorch) of {fmt_gib(g.visible_bytes)}, "
+                f"headroom {fmt_gib(g.headroom_bytes)} GiB"
+            )
         verb, split = "needs", _split(p, w.engine.name)
         if report.min_gpus and report.min_gpus < p.num_gpus:  # --gpus asked for more than it takes
             verb, split = "runs on", f"needs {report.min_gpus}x; {split}"
@@ -47,8 +55,36 @@ def headline(report: FitReport) -> str:
     return f"{what} does not fit on up to 8 GPUs of any type considered"
 
 
+def _torch_rows(report: FitReport) -> list[list[str]]:
+    """The two figures of a PyTorch engine: what PyTorch allocates, and what the device shows."""
+    m, w = report.memory, report.workload
+    allocated, device = m.allocated_peak_bytes or 0, m.device_bytes or 0
+    context = TORCH_CUDA_CONTEXT_BYTES
+    return [
+        ["weights", fmt_gib(m.weights_bytes), f"{report.model.params_total:,} params, {w.weight_dtype}"],
+        [
+            "KV cache",
+            fmt_gib(m.kv_cache_bytes),
+            f"{w.batch} x {w.context_tokens:,} tokens, the whole prompt at the prefill peak "
+            f"({w.kv_cache_dtype})",
+        ],
+        [
+            "activations",
+            fmt_gib(m.activations_bytes),
+            "estimate: prefill transients, masks, cuBLAS workspaces",
+        ],
+        ["allocated", fmt_gib(allocated), "PyTorch's allocated peak (max_memory_allocated)"],
+        ["+ cache", fmt_gib(device - allocated - context), "estimate: reserved by the allocator, not in use"],
+        ["+ context", fmt_gib(context), "CUDA context and libraries (measured, torch 2.11 on an H200)"],
+        ["device", fmt_gib(device), "what nvidia-smi shows: the fit is decided on it"],
+    ]
+
+
 def memory_table(report: FitReport, width: int, style: Style) -> str:
     m, w = report.memory, report.workload
+    columns = [Column("term", keep=True), Column("GiB", "right", keep=True), Column("how", shrink_to=20)]
+    if m.device_bytes is not None:
+        return render_table("Memory, whole model on one GPU", columns, _torch_rows(report), width, style)
     # Where CUDA-graph memory is counted follows the release (vLLM 0.20+: inside the budget).
     graphs = report.assumptions.settings.get("cuda_graphs", "outside the budget")
     overhead_how = "non-torch memory and CUDA graphs" if graphs == "inside the budget" else "non-torch memory"
@@ -67,7 +103,6 @@ def memory_table(report: FitReport, width: int, style: Style) -> str:
     ]
     if m.outside_budget_bytes:
         rows.append(["+ outside", fmt_gib(m.outside_budget_bytes), f"{outside_how}, outside the budget"])
-    columns = [Column("term", keep=True), Column("GiB", "right", keep=True), Column("how", shrink_to=20)]
     return render_table("Memory, whole model on one GPU (TP=1)", columns, rows, width, style)
 
 

@@ -8,7 +8,7 @@ from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, paragraph
 from gpusize.reports.train import TrainCandidate, TrainReport
 
-__all__ = ["headline", "render_train", "suggestion_lines"]
+__all__ = ["headline", "render_train", "suggestion_line", "suggestion_lines"]
 
 
 def headline(report: TrainReport) -> str:
@@ -20,8 +20,9 @@ def headline(report: TrainReport) -> str:
     if report.fits and p:
         sharding = f" ({p.sharding})" if p.num_gpus > 1 else ""
         return (
-            f"{job} needs {p.num_gpus}x {p.gpu_full_name}{sharding}: "
-            f"{fmt_gib(p.per_gpu.total_bytes)} of {fmt_gib(p.usable_bytes)} GiB per GPU"
+            f"{job} needs {p.num_gpus}x {p.gpu_full_name}{sharding}: {fmt_gib(p.per_gpu.device_bytes)} GiB "
+            f"per GPU on the device ({fmt_gib(p.per_gpu.allocated_peak_bytes)} allocated by PyTorch) of "
+            f"{fmt_gib(p.usable_bytes)}, headroom {fmt_gib(p.headroom_bytes)} GiB"
         )
     if p:
         return f"{job} does not fit on {p.num_gpus}x {p.gpu_full_name}: {p.reason}"
@@ -37,14 +38,27 @@ def memory_table(report: TrainReport, width: int, style: Style) -> str:
             f"{params.total:,} params; fp32 master {fmt_gib(m.master_weights_bytes)}",
         ],
         ["gradients", fmt_gib(m.gradients_bytes), f"{params.trainable:,} trainable params"],
-        ["optimizer", fmt_gib(m.optimizer_bytes), report.setup.optimizer],
+        [
+            "optimizer",
+            fmt_gib(m.optimizer_bytes),
+            report.setup.optimizer
+            + (f"; paged {fmt_gib(m.paged_bytes)} GiB outside" if m.paged_bytes else ""),
+        ],
         ["activations", fmt_gib(m.activations_bytes), f"estimate; logits {fmt_gib(m.logits_bytes)}"],
         ["overlap", f"-{fmt_gib(m.overlap_bytes)}", "gradients built while activations are freed"],
-        ["overhead", fmt_gib(m.overhead_bytes), "CUDA context"],
+        ["step", fmt_gib(m.step_bytes), "optimizer.step() temporaries (instead of activations)"],
+    ]
+    if m.buffers_bytes:
+        rows.append(["buffers", fmt_gib(m.buffers_bytes), "DDP / DeepSpeed gradient buckets"])
+    rows += [
+        ["allocated", fmt_gib(m.allocated_peak_bytes), f"PyTorch's allocated peak, at the {m.peak_phase}"],
+        ["+ cache", fmt_gib(m.fragmentation_bytes), "estimate: reserved by the allocator, not in use"],
+        ["+ context", fmt_gib(m.overhead_bytes), "CUDA context (+ NCCL on 2+ GPUs)"],
         [
-            "total",
-            fmt_gib(m.total_bytes),
-            f"host RAM {fmt_gib(m.host_ram_bytes)}" if m.host_ram_bytes else "",
+            "device",
+            fmt_gib(m.device_bytes),
+            "what nvidia-smi shows; the fit is decided on it"
+            + (f"; host RAM {fmt_gib(m.host_ram_bytes)}" if m.host_ram_bytes else ""),
         ],
     ]
     columns = [Column("term", keep=True), Column("GiB", "right", keep=True), Column("how", shrink_to=20)]
@@ -58,8 +72,10 @@ def candidates_table(rows: list[TrainCandidate], title: str, width: int, style: 
         Column("sharding", priority=5),
         Column("fits", keep=True, styles=VERDICT_STYLES),
         Column("need GiB/GPU", "right", priority=8, short="need"),
+        Column("allocated", "right", priority=5, short="alloc"),
         Column("visible", "right", priority=6),
         Column("max seq", "right", priority=7),
+        Column("max batch", "right", priority=4),
         Column("host RAM GiB", "right", priority=3, short="host RAM"),
         Column("$/h", "right", priority=4),
     ]
@@ -69,9 +85,11 @@ def candidates_table(rows: list[TrainCandidate], title: str, width: int, style: 
             str(c.num_gpus),
             c.sharding,
             "yes" if c.fits else "NO",
-            fmt_gib(c.per_gpu.total_bytes),
+            fmt_gib(c.per_gpu.device_bytes),
+            fmt_gib(c.per_gpu.allocated_peak_bytes),
             fmt_gib(c.usable_bytes),
             f"{c.max_seq_tokens:,}",
+            f"{c.max_batch:,}",
             fmt_gib(c.per_gpu.host_ram_bytes) if c.per_gpu.host_ram_bytes else "-",
             fmt_float(c.price_usd_per_hour, 2),
         ]
@@ -114,13 +132,27 @@ def footer_lines(report: TrainReport) -> list[str]:
     a, s = report.assumptions, report.setup
     lines = [
         f"Assumptions: {a.framework}; sharding {s.sharding}, offload {s.offload}, grad-accum {s.grad_accum}. "
-        "Activations, logits and overhead are estimates. Sizes in GiB (2^30 bytes).",
-        f"Peak: {a.peak_memory}.",
+        "Activations, logits, the allocator cache and overhead are estimates. Sizes in GiB (2^30 bytes).",
+        f"Versions: {a.versions}.",
+        f"Optimizer: {a.optimizer}.",
+        f"Peak: {a.peak_memory}; {a.allocator}.",
     ]
     if report.time:
         lines.append(f"Time: {report.time.note}" if report.time.note else f"Time: {a.prices}.")
     lines += [f"Note: {n}" for n in a.notes]
     return lines
+
+
+def suggestion_line(c: TrainCandidate, seq_tokens: int) -> str:
+    """What fits instead on this count, keeping the effective batch."""
+    s = c.suggestion
+    if s is None:
+        return ""
+    seq = f" --seq {s.seq_tokens}" if s.seq_tokens != seq_tokens else ""
+    return (
+        f"{c.gpu} x{c.num_gpus} fits with --batch {s.batch} --grad-accum {s.grad_accum}{seq} "
+        f"(effective batch {s.effective_batch} per GPU)"
+    )
 
 
 def render_train(report: TrainReport, width: int, style: Style) -> str:
@@ -136,6 +168,7 @@ def render_train(report: TrainReport, width: int, style: Style) -> str:
         candidates_table(rows, title, width, style),
     ]
     parts += [paragraph(f"{c.gpu} x{c.num_gpus}: {c.reason}", width) for c in rows if c.reason]
+    parts += [paragraph(suggestion_line(c, report.setup.seq_tokens), width) for c in rows if c.suggestion]
     times = time_table(report, width, style)
     if times is not None:
         parts.append(times)

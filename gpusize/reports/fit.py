@@ -34,6 +34,10 @@ class MemoryBreakdown:
     overhead_bytes: int
     total_bytes: int
     outside_budget_bytes: int
+    #: PyTorch engines (transformers): the allocated peak and the device figure (reserved peak + CUDA
+    #: context) that `total_bytes` equals; None for vLLM, SGLang and llama.cpp.
+    allocated_peak_bytes: int | None = None
+    device_bytes: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,6 +163,8 @@ def whole_model(spec: ModelSpec, gpu: GpuSpec, work: Workload, model: EngineMode
         overhead_bytes=g.overhead_bytes,
         total_bytes=g.total_bytes,
         outside_budget_bytes=g.outside_budget_bytes,
+        allocated_peak_bytes=g.allocated_peak_bytes,
+        device_bytes=g.device_bytes,
     )
 
 

@@ -10,22 +10,22 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpusize import __version__
-from gpusize.core import runtime
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
-from gpusize.reports.common import ModelFacts, model_facts, price_note
+from gpusize.reports.common import ModelFacts, model_facts
+from gpusize.reports.train_assumptions import TrainAssumptions, train_assumptions
 from gpusize.sources.resolve import ResolvedModel
 from gpusize.training import time_cost
-from gpusize.training.activations import checkpoint_bytes_per_token
 from gpusize.training.anatomy import trainable_params
-from gpusize.training.peak import TrainMemory, train_memory
-from gpusize.training.plan import TrainCandidate, candidate_counts, evaluate, pick
-from gpusize.training.setup import BACKWARD_WORKSPACE_LAYERS, NF4_BYTES_PER_PARAM, TrainSetup, state_bytes
+from gpusize.training.device import train_memory
+from gpusize.training.peak import TrainMemory
+from gpusize.training.plan import Suggestion, TrainCandidate, candidate_counts, evaluate, pick, suggest
+from gpusize.training.setup import TrainSetup
 from gpusize.training.suggest import TrainSuggestion, train_fixes
-from gpusize.units import GIB
 
 __all__ = [
+    "Suggestion",
     "TimeInfo",
     "TimeRow",
     "TrainAssumptions",
@@ -35,6 +35,7 @@ __all__ = [
     "build_train_report",
     "candidate_counts",
     "evaluate",
+    "suggest",
 ]
 
 
@@ -66,21 +67,6 @@ class TimeInfo:
     interconnect: str
     rows: tuple[TimeRow, ...]
     note: str | None
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrainAssumptions:
-    framework: str
-    peak_memory: str
-    activation_model: str
-    gradient_overlap: str
-    sharding: str
-    mfu: float
-    scaling_per_doubling: dict[str, float]
-    estimates: tuple[str, ...]
-    prices: str
-    overhead_model: str
-    notes: tuple[str, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,7 +109,8 @@ def time_info(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, tokens: int, max
         rows.append(
             TimeRow(
                 num_gpus=n,
-                fits=train_memory(spec, job, n).total_bytes <= gpu.visible_bytes,
+                fits=train_memory(spec, job, n, gpu.interconnect, gpu.visible_bytes).device_bytes
+                <= gpu.visible_bytes,
                 scaling_efficiency=round(eff, 4),
                 speedup=round(n * eff, 3),
                 hours=hours,
@@ -168,6 +155,10 @@ def build_train_report(
             if rows[-1].fits:
                 break
         best.append(rows[-1])
+        if len(gpus) == 1 and not rows[-1].fits:  # what fits instead, on the deciding count
+            last = rows[-1]
+            advice = suggest(spec, setup, gpu, last.num_gpus, last.max_batch)
+            rows[-1] = best[-1] = replace(last, suggestion=advice)
     chosen = pick(best)
     plan = chosen or (best[0] if len(gpus) == 1 else None)
     plan_gpu = next((g for g in gpus if plan and g.name == plan.gpu), None)
@@ -189,53 +180,5 @@ def build_train_report(
         candidates=tuple(rows),
         suggestions=() if chosen else train_fixes(spec, setup, tuple(gpus), others, fixed_count, max_count),
         time=time_info(spec, setup, plan_gpu, tokens, max_count) if plan_gpu and tokens else None,
-        assumptions=_assumptions(spec, setup, gpus),
-    )
-
-
-def _assumptions(spec: ModelSpec, setup: TrainSetup, gpus: list[GpuSpec]) -> TrainAssumptions:
-    """What the numbers assume, for the footer and the JSON."""
-    sb = state_bytes(setup.precision, setup.method)
-    notes = []
-    if setup.method == "full" and sb.master:
-        notes.append(
-            "bf16-mixed keeps an fp32 master copy (4 B/param, in weights_bytes): 16 B/param of model states "
-            "with AdamW (ZeRO paper); --precision bf16 drops it and keeps bf16 moments (8 B/param)"
-        )
-    if setup.method != "full":
-        adapters = "fp32 (PEFT autocast_adapter_dtype)" if sb.weight == 4 else setup.precision
-        notes.append(
-            f"LoRA adapters train in {adapters}; the frozen base gets no gradients or optimizer states"
-        )
-    if setup.method == "qlora":
-        notes.append(
-            f"QLoRA base: decoder linears NF4 with double quantization ({NF4_BYTES_PER_PARAM:.4f} B/param), "
-            "embeddings/lm_head/norms bf16, + one bf16 dequantized matrix"
-        )
-    if setup.offload != "none":
-        notes.append("host_ram_bytes is the server total (all GPUs' offloaded shards), not per GPU")
-    if setup.grad_ckpt and setup.kernels.offload_checkpoints:
-        per_token = checkpoint_bytes_per_token(spec, setup)
-        notes.append(f"activation checkpoints offloaded to host RAM ({per_token:,} B per token)")
-    if spec.moe:
-        notes.append("MoE: activations count the top-k experts per token; all experts train in full mode")
-    return TrainAssumptions(
-        framework=setup.kernels.name,
-        peak_memory="PyTorch allocator peak + CUDA context (and NCCL communicators on 2+ GPUs); fits "
-        "when it is at most the CUDA-visible total",
-        activation_model="Korthikanti et al. 2022 per-layer saved tensors for FlashAttention, GQA, gated "
-        "MLPs and MoE routing; checkpointing keeps each layer's input; backward workspace "
-        f"{BACKWARD_WORKSPACE_LAYERS} layers (fitted); logits "
-        f"{setup.kernels.logits_bytes_per_element} B per token x vocab",
-        gradient_overlap="single GPU and FSDP without accumulation build gradients while activations are "
-        "freed: counted once (overlap_bytes)",
-        sharding="zero1 shards optimizer + master, zero2 + gradients, zero3/fsdp + weights (2 layers + "
-        "embedding gathered); ddp replicates",
-        mfu=time_cost.ASSUMED_MFU,
-        scaling_per_doubling=dict(time_cost.SCALING_PER_DOUBLING),
-        estimates=("activations_bytes", "logits_bytes", "overhead_bytes", "hours", "cost_usd"),
-        prices=price_note(gpus),
-        overhead_model=f"CUDA context {runtime.CUDA_CONTEXT_TP1 / GIB:.2f} GiB, "
-        f"{runtime.CUDA_CONTEXT_TPN / GIB:.2f} GiB with NCCL on 2+ GPUs (vLLM 0.19 logs)",
-        notes=tuple(notes),
+        assumptions=train_assumptions(spec, setup, gpus),
     )

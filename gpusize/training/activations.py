@@ -1,9 +1,23 @@
 """Activations of one training micro-batch on one GPU (pure).
 
-Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models", section
-4.1), re-derived for gated MLPs, GQA, MoE routing and FlashAttention (which keeps the attention output
-and its log-sum-exp instead of the s x s score matrices). The backward workspace and torchtune's loss
-peak are fitted constants (`training.setup`); bench/train_calibration.md records the fit.
+What autograd keeps, tensor by tensor, as the modeling code saves it (Korthikanti et al. 2022,
+"Reducing Activation Recomputation in Large Transformer Models", section 4.1, re-derived for gated
+MLPs, GQA, MoE routing and FlashAttention/SDPA, which keep q, k, v, the output and the fp32
+log-sum-exp instead of the s x s score matrices), with what the precision regime adds
+(transformers 5.17 modeling_llama.py, peft 0.21 tuners/lora/layer.py, torch 2.11 autocast):
+
+- RMSNorm (eager) keeps the fp32 upcast of its input and, when its weight trains, the normalized
+  output; compiled or fused kernels keep the input only;
+- a linear keeps its input to form its weight gradient: every linear in full training (one copy
+  shared by q/k/v and by gate/up; under autocast with fp32 weights each linear keeps its own bf16
+  cast of its input); under LoRA only the adapter keeps it: PEFT's fp32 adapters cast the input to
+  fp32 per adapted module, and autocast casts that to bf16 again (kept by lora_A);
+- SDPA keeps q, k, v and its output; the output's `.transpose(1, 2).contiguous()` is a new tensor,
+  kept by o_proj (full) or by its adapter;
+- under autocast with fp32 weights the fp32 norm weight promotes the residual stream to fp32.
+
+The backward workspace and torchtune's loss peak are fitted constants (`training.setup`);
+bench/train_calibration.md records the fit.
 """
 
 from __future__ import annotations
@@ -12,138 +26,186 @@ from collections import Counter
 
 from gpusize.core.spec import LayerSpec, ModelSpec
 from gpusize.training.anatomy import Linear, mixer_linears, mlp_linears
-from gpusize.training.setup import LSE_BYTES, TrainSetup, state_bytes
+from gpusize.training.setup import LSE_BYTES, TrainSetup, autocast_amp, state_bytes
 
 __all__ = [
     "activations_bytes",
-    "attention_activation_units",
+    "attention_activation_bytes",
+    "autocast_cache_bytes",
     "backward_working_bytes",
     "checkpoint_bytes_per_token",
-    "ffn_activation_units",
+    "ffn_activation_bytes",
     "held_activations_bytes",
     "last_layer_bytes",
     "layer_activation_bytes_per_token",
     "logits_bytes",
+    "loss_forward_bytes",
+    "residual_bytes",
 ]
 
-# --------------------------------------------------------------------------- activations
+
+def _act(setup: TrainSetup) -> float:
+    return state_bytes(setup.precision, setup.method, setup).activation
 
 
-def _keeps_input(setup: TrainSetup, module: str) -> bool:
-    """A linear keeps its input for backward only to form a weight gradient: every linear in full
-    training, adapted ones under LoRA (the adapter's A needs it); frozen, un-adapted ones do not."""
-    return setup.method == "full" or module in setup.lora_modules
+def residual_bytes(setup: TrainSetup) -> float:
+    """Bytes per element of the residual stream: fp32 under autocast with fp32 weights (the fp32 norm
+    weight promotes `weight * x`), else the activation dtype."""
+    return 4.0 if autocast_amp(setup) else _act(setup)
 
 
-def _norm_units(setup: TrainSetup) -> float:
-    """Elements kept per RMSNorm per token, in hidden-size units of the activation dtype. Eager: the
-    fp32 upcast of its input (2) + the normalized bf16 output when the norm weight trains (1, full
-    only). Compiled or fused kernels: the bf16 input alone (1), the rest is recomputed."""
+def _norm(setup: TrainSetup, width: int) -> float:
+    """One RMSNorm, per token. Eager: the fp32 upcast of its input (4 B) + the normalized output
+    before the weight, in the residual dtype, when the weight trains (full). Compiled or fused
+    kernels: the input alone."""
     if setup.kernels.saved != "eager":
-        return 1
-    return 2 + (setup.method == "full")
+        return residual_bytes(setup) * width
+    return 4 * width + (setup.method == "full") * residual_bytes(setup) * width
 
 
-def _linear_inputs(setup: TrainSetup, modules: tuple[str, ...], width: int) -> float:
-    """The shared input of a group of linears, kept once if any of them forms a weight gradient."""
-    return width if any(_keeps_input(setup, m) for m in modules) else 0
+def _inputs(setup: TrainSetup, lins: tuple[Linear, ...], modules: tuple[str, ...], width: int) -> float:
+    """What the linears of `modules` (sharing one input of `width`) keep of it, per token, plus the
+    rank-wide LoRA intermediates (x A, the input of B)."""
+    group = [lin for lin in lins if lin.module in modules]
+    if not group:
+        return 0.0
+    act = _act(setup)
+    if setup.method == "full":
+        return len(group) * width * 2 if autocast_amp(setup) else width * act
+    adapted = [lin for lin in group if lin.module in setup.lora_modules]
+    if not adapted:
+        return 0.0
+    lora = sum(setup.lora_rank * lin.count for lin in adapted)
+    if state_bytes(setup.precision, setup.method, setup).weight == 4 and setup.kernels.fp32_adapters:
+        # PEFT: x.to(fp32) per adapted module; under autocast lora_A keeps a bf16 cast of it
+        per = 2 if setup.precision == "bf16-mixed" else 4
+        return len(adapted) * width * per + lora * per
+    return width * act + lora * act
 
 
-def attention_activation_units(spec: ModelSpec, layer: LayerSpec, setup: TrainSetup) -> float:
-    """Mixer block, per token, in activation-dtype units (Korthikanti et al. 2022 section 4.1,
-    attention part, with FlashAttention: no s x s scores or dropout masks, instead q, k, v, the
-    output and the fp32 log-sum-exp per head). GQA: k and v are kv_heads x head_dim wide.
-    MLA keeps the latent and the up-projected q/k/v; linear attention / Mamba keep their
-    projection outputs (an approximation: their recurrent scan states are not kept per token)."""
+def attention_activation_bytes(spec: ModelSpec, layer: LayerSpec, setup: TrainSetup) -> float:
+    """Mixer block, per token. Attention: norm + what q/k/v keep of their input + q, k, v, the
+    output and the fp32 LSE per head kept by the kernel + the contiguous output kept for o_proj
+    (+ QK-norm upcasts). MLA keeps the latent and the up-projected q/k/v; linear attention and Mamba
+    keep their projection outputs (their recurrent scan states are not kept per token)."""
     if layer.mixer == "none":
-        return 0
-    h = spec.hidden_size
-    units = _norm_units(setup) * h + _linear_inputs(setup, ("q", "k", "v"), h)
+        return 0.0
+    h, act = spec.hidden_size, _act(setup)
     lins = mixer_linears(spec, layer)
+    total = _norm(setup, h) + _inputs(setup, lins, ("q", "k", "v"), h)
+    o_in = next((lin.fan_in for lin in lins if lin.module == "o"), 0)
     if layer.mixer == "attention":
         q_out = sum(lin.fan_out for lin in lins if lin.module == "q")
         kv_out = sum(lin.fan_out for lin in lins if lin.module in ("k", "v"))
-        o_in = next(lin.fan_in for lin in lins if lin.module == "o")
-        lse = layer.num_attention_heads * LSE_BYTES / state_bytes(setup.precision, setup.method).activation
-        units += q_out + kv_out + o_in + lse
+        total += (q_out + kv_out + o_in) * act + layer.num_attention_heads * LSE_BYTES
+        if spec.qk_norm != "none":
+            k_out = sum(lin.fan_out for lin in lins if lin.module == "k")
+            total += _norm(setup, q_out) + _norm(setup, k_out)
     else:
-        units += sum(lin.fan_out for lin in lins if lin.module != "o") + sum(
-            lin.fan_in for lin in lins if lin.module == "o"
-        )
-    return units + _lora_units(setup, lins)
+        total += sum(lin.fan_out for lin in lins if lin.module != "o") * act
+    keeps_o = _inputs(setup, lins, ("o",), o_in)
+    if layer.mixer == "attention" and not setup.kernels.attention_copy and keeps_o:
+        keeps_o -= o_in * act  # the kernel's own output is o_proj's input: kept once
+    return total + keeps_o
 
 
-def _lora_units(setup: TrainSetup, lins: tuple[Linear, ...]) -> float:
-    """Each adapted linear keeps its rank-wide intermediate x A (the input of B); lora_dropout 0."""
-    if setup.method == "full":
-        return 0
-    return sum(setup.lora_rank * lin.count for lin in lins if lin.module in setup.lora_modules)
-
-
-def _mlp_units(spec: ModelSpec, setup: TrainSetup, width: int) -> float:
-    """One MLP on one token. Gated (SwiGLU): gate and up outputs (silu and product backward), and
-    unless the kernels are fused (Unsloth's SwiGLU recomputes them) the silu output and the product
-    (down's input, when down forms a weight gradient); non-gated: fc1 output (+ the activation output
-    when fc2 keeps its input)."""
-    eager = setup.kernels.saved != "fused"
-    units = _linear_inputs(setup, ("gate", "up"), spec.hidden_size)
+def _mlp(spec: ModelSpec, setup: TrainSetup, width: int) -> float:
+    """One MLP on one token. Gated (SwiGLU): the gate output (act's input), and unless the kernels are
+    fused (Unsloth's SwiGLU recomputes them) act's output and the up output (the product's inputs);
+    what down keeps of the product; non-gated: fc1 output (+ the activation output for fc2)."""
+    lins = mlp_linears(spec, width)
+    act = _act(setup)
+    total = _inputs(setup, lins, ("gate", "up"), spec.hidden_size)
+    fused = setup.kernels.saved == "fused"
     if spec.gated_mlp:
-        units += 2 * width + eager * width + (eager and _keeps_input(setup, "down")) * width
+        total += (2 * width if fused else 3 * width) * act
     else:
-        units += width + (eager and _keeps_input(setup, "down")) * width
-    return units + _lora_units(setup, mlp_linears(spec, width))
+        total += width * act
+    if not fused:
+        total += _inputs(setup, lins, ("down",), width)
+    elif setup.method != "full":
+        total += sum(
+            setup.lora_rank * act for lin in lins if lin.module == "down" and "down" in setup.lora_modules
+        )
+    return total
 
 
-def ffn_activation_units(spec: ModelSpec, layer: LayerSpec, setup: TrainSetup) -> float:
+def ffn_activation_bytes(spec: ModelSpec, layer: LayerSpec, setup: TrainSetup) -> float:
     """Feed-forward block per token. MoE routing: the router's input (full training) and its fp32
     softmax over num_experts; for each of the top-k experts its MLP (whose input is the dispatched
     copy of the token) and its output (hidden, for the routing weight's gradient); shared experts as
     a dense MLP."""
     if layer.ffn == "none":
-        return 0
-    h = spec.hidden_size
-    units = _norm_units(setup) * h
+        return 0.0
+    h, act = spec.hidden_size, _act(setup)
+    total = _norm(setup, h)
     if layer.ffn == "dense" or spec.moe is None:
-        return units + _mlp_units(spec, setup, layer.intermediate_size)
+        return total + _mlp(spec, setup, layer.intermediate_size)
     moe = spec.moe
-    act = state_bytes(setup.precision, setup.method).activation
-    units += (setup.method == "full") * h + moe.num_experts * 4 / act
-    units += moe.num_experts_per_tok * (h + _mlp_units(spec, setup, moe.moe_intermediate_size))
+    total += (setup.method == "full") * h * act + moe.num_experts * 4
+    total += moe.num_experts_per_tok * (h * act + _mlp(spec, setup, moe.moe_intermediate_size))
     if moe.shared_intermediate_size:
-        units += _mlp_units(spec, setup, moe.shared_intermediate_size)
-    return units
+        total += _mlp(spec, setup, moe.shared_intermediate_size)
+    return total
 
 
 def layer_activation_bytes_per_token(spec: ModelSpec, layer: LayerSpec, setup: TrainSetup) -> int:
-    """Everything one decoder layer keeps for backward, per token (Llama-3.1-8B, full, eager:
-    attention 26,688 + MLP 73,728 units = 200,832 bytes in bf16)."""
-    act = state_bytes(setup.precision, setup.method).activation
-    units = attention_activation_units(spec, layer, setup) + ffn_activation_units(spec, layer, setup)
-    return int(units * act)
+    """Everything one decoder layer keeps for backward, per token (Llama-3.1-8B, full, bf16, eager:
+    attention 94,336 + MLP 114,688 = 209,024 bytes)."""
+    return int(attention_activation_bytes(spec, layer, setup) + ffn_activation_bytes(spec, layer, setup))
 
 
 def checkpoint_bytes_per_token(spec: ModelSpec, setup: TrainSetup) -> int:
-    """With activation checkpointing every decoder layer keeps only its input (hidden x dtype)."""
-    return len(spec.layers) * spec.hidden_size * int(state_bytes(setup.precision, setup.method).activation)
+    """With activation checkpointing every decoder layer keeps only its input (hidden x the residual
+    dtype: fp32 under autocast with fp32 weights)."""
+    return int(len(spec.layers) * spec.hidden_size * residual_bytes(setup))
+
+
+def _logits_dtype_bytes(setup: TrainSetup) -> float:
+    """The lm_head's output dtype: fp32 for an fp32 model, or QLoRA's fp32 lm_head outside autocast."""
+    upcast = setup.method == "qlora" and setup.kernels.upcast_unquantized and setup.precision == "bf16"
+    return 4.0 if setup.precision == "fp32" or upcast else 2.0
 
 
 def logits_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
-    """The loss peak: tokens x vocab x the framework's bytes per element (14 for Transformers' fp32
-    cross-entropy, 16 when QLoRA's upcast lm_head already emits fp32 logits). Large for 150k-256k
-    vocabularies: Qwen3 (151,936) at 8k tokens is 17 GB."""
+    """The loss peak in backward: tokens x vocab x the framework's bytes per element (transformers
+    5.x: 12; 4.x: 14, 16 when QLoRA's upcast lm_head emits fp32; torchtune chunked: 2.2; Unsloth 0).
+    Large for 150k-256k vocabularies: Qwen3 (151,936) at 8k tokens is 15 GB."""
     per_element = setup.kernels.logits_bytes_per_element
-    if setup.method == "qlora" and setup.kernels.upcast_unquantized:
+    legacy = setup.kernels.loss_forward_bytes_per_element is None
+    if legacy and setup.method == "qlora" and setup.kernels.upcast_unquantized:
         per_element += 2
     return int(setup.tokens_per_gpu * spec.vocab_size * per_element)
+
+
+def loss_forward_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
+    """The loss peak in the forward pass: logits + their fp32 copy + the saved log-softmax
+    (transformers 5.x: 10 bytes per element, 8 when the logits are fp32 already)."""
+    per_element = setup.kernels.loss_forward_bytes_per_element
+    if per_element is None:
+        return logits_bytes(spec, setup)
+    if _logits_dtype_bytes(setup) == 4:
+        per_element -= 2
+    return int(setup.tokens_per_gpu * spec.vocab_size * per_element)
+
+
+def autocast_cache_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
+    """torch.autocast caches the bf16 copy of every fp32 leaf weight it casts until the autocast
+    context exits (after the loss): the decoder linears and the lm_head, 2 bytes each."""
+    if not autocast_amp(setup):
+        return 0
+    head = spec.params.lm_head or spec.params.embedding
+    return int((spec.params.linear + head) * 2)
 
 
 def held_activations_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
     """What the forward pass leaves on the GPU for backward, logits aside. No checkpointing: every
     layer's saved set. Checkpointing (one checkpoint per decoder layer, as Transformers and torchtune
     wrap them): each layer's input, or nothing when the framework offloads checkpoints to host RAM.
-    Plus the final norm and, in full training, the lm_head input."""
-    act = state_bytes(setup.precision, setup.method).activation
-    head = (_norm_units(setup) + (setup.method == "full")) * act * spec.hidden_size
+    Plus the final norm and, in full training, what the lm_head keeps of its input."""
+    head = _norm(setup, spec.hidden_size)
+    if setup.method == "full":
+        head += spec.hidden_size * (2 if autocast_amp(setup) else _act(setup))
     if not setup.grad_ckpt:
         layers = sum(
             layer_activation_bytes_per_token(spec, layer, setup) * times
@@ -178,7 +240,9 @@ def last_layer_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
 
 def activations_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
     """Activation peak of one micro-batch on one GPU, logits included: the held activations plus the
-    larger of the loss peak (logits, at the end of forward) and one layer's backward working set;
-    the logits are freed before the first decoder layer is differentiated, so the two never add."""
-    working = max(logits_bytes(spec, setup), backward_working_bytes(spec, setup))
+    largest of the forward loss peak (with autocast's bf16 weight copies, alive until the autocast
+    context exits), the backward loss peak and one layer's backward working set; the logits are freed
+    before the first decoder layer is differentiated, so those never add."""
+    forward = loss_forward_bytes(spec, setup) + autocast_cache_bytes(spec, setup)
+    working = max(forward, logits_bytes(spec, setup), backward_working_bytes(spec, setup))
     return held_activations_bytes(spec, setup) + working

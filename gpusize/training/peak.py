@@ -1,39 +1,85 @@
-"""The per-GPU peak of a training job (pure): model states sharded by ZeRO stage / FSDP, offload,
-activations, the CUDA context, and the longest sequence that fits.
+"""PyTorch's allocated peak of a training job on one GPU (pure): model states sharded by ZeRO stage /
+FSDP, offload, communication buffers, activations, the optimizer step and the load, each a phase whose
+largest is the peak; and the memory outside PyTorch (CUDA context, NCCL). `training.device` adds the
+caching allocator's cache to make what nvidia-smi shows.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import functools
+from dataclasses import dataclass, field, replace
 
-from gpusize.core import runtime
+from gpusize.core import allocator
 from gpusize.core.spec import ModelSpec
 from gpusize.training.activations import (
     activations_bytes,
+    autocast_cache_bytes,
+    backward_working_bytes,
     checkpoint_bytes_per_token,
+    held_activations_bytes,
     last_layer_bytes,
     logits_bytes,
+    loss_forward_bytes,
 )
 from gpusize.training.anatomy import largest_layer_params, largest_linear_params
-from gpusize.training.setup import NF4_BYTES_PER_PARAM, SHARD_STAGE, TrainSetup, state_bytes
-from gpusize.training.states import gradients_bytes, master_weights_bytes, optimizer_bytes, weights_bytes
+from gpusize.training.setup import (
+    NF4_BYTES_PER_PARAM,
+    PAGED_OPTIMIZERS,
+    SHARD_STAGE,
+    TrainSetup,
+    state_bytes,
+)
+from gpusize.training.states import (
+    gradients_bytes,
+    master_weights_bytes,
+    optimizer_bytes,
+    step_temporary_bytes,
+    weights_bytes,
+)
 
 __all__ = [
+    "DEEPSPEED_BUCKET_ELEMENTS",
+    "NCCL_CHANNELS",
+    "NVLS_BYTES_PER_RANK",
     "TrainMemory",
+    "allocated_memory",
+    "buffers_bytes",
     "fresh_gradients",
     "gathered_bytes",
-    "largest_seq",
+    "load_peak_bytes",
+    "nccl_bytes",
     "overhead_bytes",
-    "train_memory",
+    "peak_terms",
+    "per_gpu_setup",
 ]
 
-# --------------------------------------------------------------------------- per GPU
+#: DeepSpeed ZeRO's reduce bucket (deepspeed/runtime/zero/config.py: reduce_bucket_size = 5e8
+#: elements; stage_1_and_2.py allocates `torch.empty(int(self.reduce_bucket_size))` in the gradient
+#: dtype with contiguous_gradients, the default), capped at the model's gradients.
+DEEPSPEED_BUCKET_ELEMENTS = 500_000_000
+#: NCCL channels per communicator by interconnect (NCCL allows up to 64, MAXCHANNELS; NVSwitch systems
+#: log 16-32 collective channels, PCIe ones a handful) x 3 connections each (ring send/receive and a tree
+#: peer), NCCL_CONNECTION_BYTES each. Estimates, within the 0.3-1.6 GB per communicator reported in
+#: NVIDIA/nccl#864 and the vLLM 0.19 logs.
+NCCL_CHANNELS = {"nvswitch": 32, "bridge-pairs": 16, "pcie": 8, "infinity-fabric": 16, "unknown": 16}
+NCCL_PEERS = 3
+#: NVLink SHARP buffers per rank on NVSwitch systems of more than two GPUs (vLLM #9699, 8x H200:
+#: `nvlsPerRankSize 301989888`, 288 MiB).
+NVLS_BYTES_PER_RANK = 301_989_888
 
 
 @dataclass(frozen=True)
 class TrainMemory:
     """Bytes on one GPU (and in the server's host RAM). weights includes the fp32 master copy and any
-    gathered / dequantized working copies; activations includes the logits."""
+    gathered / dequantized working copies; activations includes the logits and, under autocast with
+    fp32 weights, their bf16 copies of the forward pass.
+
+    allocated_peak_bytes is PyTorch's `max_memory_allocated`: the largest of the forward/backward
+    peak (weights + gradients + optimizer + buffers + activations - overlap), the optimizer step
+    (weights + gradients + optimizer + buffers + step temporaries) and the load, plus the cuBLAS
+    workspaces. reserved_peak_bytes adds the allocator's cache at its worst (fragmentation_bytes,
+    replayed); device_bytes adds the CUDA context and NCCL (overhead_bytes): what nvidia-smi shows,
+    and `total_bytes`, the figure a fit is decided on."""
 
     weights_bytes: int
     master_weights_bytes: int
@@ -45,26 +91,42 @@ class TrainMemory:
     host_ram_bytes: int
     #: Gradient memory not live at the activation peak (replicated grads built during backward).
     overlap_bytes: int = 0
+    #: Temporaries of optimizer.step() (foreach AdamW's square roots, Adafactor's fp32 copies).
+    step_bytes: int = 0
+    #: DDP gradient buckets, DeepSpeed reduce buckets.
+    buffers_bytes: int = 0
+    #: Paged optimizer states in CUDA unified memory (bitsandbytes): outside PyTorch's count and not
+    #: part of the fit (they move to host RAM under pressure); nvidia-smi shows them while resident.
+    paged_bytes: int = 0
+    #: Peak while loading (QLoRA quantizing layer by layer; PEFT's fp32 upcast of embeddings).
+    load_peak_bytes: int = 0
+    allocated_peak_bytes: int = 0
+    fragmentation_bytes: int = 0
+    #: Where the allocated peak falls: forward/backward, optimizer step or load (on the candidate in JSON).
+    peak_phase: str = field(default="", metadata={"json": False})
 
-    __json_properties__ = ("total_bytes",)
+    __json_properties__ = ("reserved_peak_bytes", "device_bytes", "total_bytes")
+
+    @property
+    def reserved_peak_bytes(self) -> int:
+        return self.allocated_peak_bytes + self.fragmentation_bytes
+
+    @property
+    def device_bytes(self) -> int:
+        return self.reserved_peak_bytes + self.overhead_bytes
 
     @property
     def total_bytes(self) -> int:
-        return (
-            self.weights_bytes
-            + self.gradients_bytes
-            + self.optimizer_bytes
-            + self.activations_bytes
-            + self.overhead_bytes
-            - self.overlap_bytes
-        )
+        """The device figure (reserved peak + CUDA context + NCCL)."""
+        return self.device_bytes
 
 
 def gathered_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
     """Weights ZeRO-3 / FSDP hold unsharded at once: the layer being computed, the next one
-    prefetched (FSDP forward/backward prefetch) and the larger of embedding and lm_head (gathered at
-    the ends of the pass), in their stored format (NF4 decoder layers under QLoRA)."""
-    sb = state_bytes(setup.precision, setup.method)
+    prefetched (FSDP limit_all_gathers keeps two units in flight; BACKWARD_PRE prefetch) and the
+    larger of embedding and lm_head (gathered at the ends of the pass), in their stored format (NF4
+    decoder layers under QLoRA)."""
+    sb = state_bytes(setup.precision, setup.method, setup)
     layer = (
         NF4_BYTES_PER_PARAM
         if setup.method == "qlora"
@@ -76,10 +138,20 @@ def gathered_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
     )
 
 
-def overhead_bytes(num_gpus: int) -> int:
-    """Per-GPU memory outside PyTorch: the CUDA context, and with 2+ GPUs the NCCL communicators
-    (runtime.CUDA_CONTEXT_TP1 / CUDA_CONTEXT_TPN, measured in the vLLM 0.19 H100 logs)."""
-    return runtime.cuda_context_bytes(num_gpus)
+def nccl_bytes(num_gpus: int, interconnect: str = "nvswitch") -> int:
+    """NCCL device buffers of one data-parallel communicator on each GPU (0 on one GPU): channels x
+    connections x 9.19 MiB, + NVLS buffers on NVSwitch systems of more than two GPUs."""
+    if num_gpus <= 1:
+        return 0
+    channels = NCCL_CHANNELS.get(interconnect, NCCL_CHANNELS["unknown"])
+    nvls = NVLS_BYTES_PER_RANK if interconnect == "nvswitch" and num_gpus > 2 else 0
+    return allocator.nccl_buffer_bytes(num_gpus, channels, NCCL_PEERS) + nvls
+
+
+def overhead_bytes(num_gpus: int, interconnect: str = "nvswitch") -> int:
+    """Per-GPU memory outside PyTorch's allocator: the CUDA context as measured with torch 2.11 on
+    the H200 (allocator.TORCH_CUDA_CONTEXT_BYTES) and, with 2+ GPUs, the NCCL communicator."""
+    return allocator.TORCH_CUDA_CONTEXT_BYTES + nccl_bytes(num_gpus, interconnect)
 
 
 def fresh_gradients(setup: TrainSetup, num_gpus: int) -> bool:
@@ -90,17 +162,59 @@ def fresh_gradients(setup: TrainSetup, num_gpus: int) -> bool:
     return plain and (num_gpus == 1 or setup.sharding == "fsdp")
 
 
-def train_memory(spec: ModelSpec, setup: TrainSetup, num_gpus: int = 1) -> TrainMemory:
-    """Peak memory of one GPU among `num_gpus` data-parallel ranks (num_gpus=1: the whole job).
+def buffers_bytes(spec: ModelSpec, setup: TrainSetup, num_gpus: int) -> int:
+    """Communication buffers kept for the whole run: DDP's gradient buckets, a copy of every gradient
+    (torch 2.11 DistributedDataParallel, gradient_as_bucket_view=False: "the saved memory size will be
+    equal to the total gradients size" when True); DeepSpeed ZeRO's reduce bucket (5e8 elements in
+    the gradient dtype, at most the gradients). FSDP's reduce-scatter and all-gather buffers are in
+    `gathered_bytes` and the per-layer gradients."""
+    if num_gpus <= 1:
+        return 0
+    grads = gradients_bytes(spec, setup)
+    if setup.sharding == "ddp":
+        return grads
+    if setup.sharding.startswith("zero"):
+        per = state_bytes(setup.precision, setup.method, setup).grad
+        return int(min(DEEPSPEED_BUCKET_ELEMENTS * per, grads))
+    return 0
 
-    Sharding divides master + optimizer (stage 1), gradients (2) and weights (3) by the rank count,
-    keeping one layer's full gradients (the reduce bucket) and the gathered parameters
-    (gathered_bytes) unsharded. Offload moves master + optimizer (+ the gradient shard from stage 2,
-    ZeRO-Offload) or also the weight and gradient shards (ZeRO-Infinity, FSDP CPUOffload) to host RAM.
-    """
+
+def load_peak_bytes(spec: ModelSpec, setup: TrainSetup, weights: int) -> int:
+    """While loading. QLoRA (transformers 5 quantizes on the fly with synchronous loading,
+    core_model_loading.py; torchtune's FrozenNF4Linear builds each bf16 linear then converts it): the
+    loaded model + one bf16 linear being quantized, or + the bf16 original of the largest
+    unquantized tensor that PEFT's prepare_model_for_kbit_training upcasts to fp32. Frameworks that
+    quantize after loading (`quantize_after_load`) hold every linear in bf16 first. Else the weights."""
+    if setup.method != "qlora":
+        return weights
+    if setup.kernels.quantize_after_load:
+        return weights + int(spec.params.linear * (2 - NF4_BYTES_PER_PARAM))
+    largest_other = max(spec.params.embedding, spec.params.lm_head)
+    upcast = 2 * largest_other if setup.kernels.upcast_unquantized else 0
+    return weights + max(2 * largest_linear_params(spec), upcast)
+
+
+def per_gpu_setup(setup: TrainSetup, num_gpus: int) -> TrainSetup:
+    """One GPU needs no sharding engine."""
+    return replace(setup, sharding="none") if num_gpus <= 1 and setup.sharding != "none" else setup
+
+
+def allocated_memory(
+    spec: ModelSpec, setup: TrainSetup, num_gpus: int = 1, interconnect: str = "nvswitch"
+) -> TrainMemory:
+    """train_memory without the allocator replay (fragmentation_bytes 0): what calibrations against
+    PyTorch's allocated peak and the searches read, cheaply."""
     n = max(num_gpus, 1)
+    return replace(
+        peak_terms(spec, per_gpu_setup(setup, n), n), overhead_bytes=overhead_bytes(n, interconnect)
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def peak_terms(spec: ModelSpec, setup: TrainSetup, n: int) -> TrainMemory:
+    """Every term of train_memory but the allocator cache and the memory outside PyTorch."""
     stage = SHARD_STAGE[setup.sharding] if n > 1 else 0
-    sb = state_bytes(setup.precision, setup.method)
+    sb = state_bytes(setup.precision, setup.method, setup)
     weights, grads = weights_bytes(spec, setup), gradients_bytes(spec, setup)
     master, optim = master_weights_bytes(spec, setup), optimizer_bytes(spec, setup)
     layer_grads = int(grads * largest_layer_params(spec) / max(spec.params.linear, 1))
@@ -125,14 +239,37 @@ def train_memory(spec: ModelSpec, setup: TrainSetup, num_gpus: int = 1) -> Train
         weights, grads = gathered, min(grads, layer_grads)
     if setup.grad_ckpt and setup.kernels.offload_checkpoints:
         host += checkpoint_bytes_per_token(spec, setup) * setup.tokens_per_gpu
+    paged = 0
+    if setup.optimizer in PAGED_OPTIMIZERS and setup.offload == "none":
+        paged, optim = optim, 0
+    step = 0 if setup.offload != "none" else step_temporary_bytes(spec, setup, n if stage >= 1 else 1)
+    buffers = buffers_bytes(spec, setup, n)
     acts = activations_bytes(spec, setup)
-    overlap = 0
+    held = held_activations_bytes(spec, setup)
     if fresh_gradients(setup, n):
-        # Backward starts with all activations and the lm_head's gradient, ends with all gradients and
-        # the first layer's activations and workspace: the peak is the larger end, not the sum.
+        # Gradients appear in backward as activations go: at the loss no gradient exists yet, at the
+        # first layer's backward the output head's gradient, at the end all of them with one layer's
+        # activations and workspace left (the peak is the largest moment, not the sum).
         head = int(max(spec.params.lm_head, spec.params.embedding * spec.tie_word_embeddings) * sb.grad)
         head = min(head if setup.method == "full" else 0, grads)
-        overlap = min(grads - head, acts - last_layer_bytes(spec, setup))
+        loss = max(
+            loss_forward_bytes(spec, setup) + autocast_cache_bytes(spec, setup), logits_bytes(spec, setup)
+        )
+        live = max(
+            held + loss,
+            held + backward_working_bytes(spec, setup) + head,
+            grads + last_layer_bytes(spec, setup),
+        )
+    else:
+        live = grads + acts
+    overlap = max(grads + acts - live, 0)
+    static = weights + master + optim + buffers
+    phases = {
+        "forward/backward": static + grads + acts - overlap,
+        "optimizer step": static + grads + step,
+        "load": load_peak_bytes(spec, setup, weights + master),
+    }
+    phase = max(phases, key=lambda k: phases[k])
     return TrainMemory(
         weights_bytes=weights + master,
         master_weights_bytes=master,
@@ -140,18 +277,13 @@ def train_memory(spec: ModelSpec, setup: TrainSetup, num_gpus: int = 1) -> Train
         optimizer_bytes=optim,
         activations_bytes=acts,
         logits_bytes=logits_bytes(spec, setup),
-        overhead_bytes=overhead_bytes(n),
+        overhead_bytes=0,
         host_ram_bytes=host * n,
-        overlap_bytes=max(overlap, 0),
+        overlap_bytes=overlap,
+        step_bytes=step,
+        buffers_bytes=buffers,
+        paged_bytes=paged,
+        load_peak_bytes=phases["load"],
+        allocated_peak_bytes=phases[phase] + allocator.cublas_workspace_bytes("Hopper"),
+        peak_phase=phase,
     )
-
-
-def largest_seq(spec: ModelSpec, setup: TrainSetup, num_gpus: int, budget_bytes: int, limit: int) -> int:
-    """The longest sequence (tokens, at this batch) whose per-GPU peak fits in budget_bytes, up to
-    `limit`; 0 when not even one token fits. Memory never falls with length, so bisection is exact."""
-    lo, hi = 0, limit
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        fits = train_memory(spec, replace(setup, seq_tokens=mid), num_gpus).total_bytes <= budget_bytes
-        lo, hi = (mid, hi) if fits else (lo, mid - 1)
-    return lo

@@ -1,18 +1,40 @@
-"""Training plans (pure): the fit test of one job on n GPUs of one type, the counts to try, and the
-reason a job does not fit, naming only levers the job has not pulled yet."""
+"""Training plans (pure): the fit test of one job on n GPUs of one type (on the device figure), the
+counts to try, the pick, what fits instead on the same count, and the reason a job does not fit,
+naming only levers the job has not pulled yet."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
-from gpusize.training.peak import TrainMemory, largest_seq, train_memory
+from gpusize.training.device import largest_batch, largest_seq, train_memory
+from gpusize.training.peak import TrainMemory, allocated_memory, per_gpu_setup
 from gpusize.training.setup import SHARD_STAGE, TrainSetup
 from gpusize.units import GIB
 
-__all__ = ["TrainCandidate", "candidate_counts", "evaluate", "pick"]
+__all__ = [
+    "SUGGESTION_STEPS",
+    "Suggestion",
+    "TrainCandidate",
+    "candidate_counts",
+    "evaluate",
+    "fits",
+    "pick",
+    "suggest",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Suggestion:
+    """What fits instead, on the device figure: a smaller micro-batch with more accumulation steps
+    (the same effective batch), or, when one sequence does not fit, a shorter one."""
+
+    batch: int
+    grad_accum: int
+    seq_tokens: int
+    effective_batch: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,7 +48,13 @@ class TrainCandidate:
     per_gpu: TrainMemory
     usable_bytes: int
     headroom_bytes: int
+    #: Longest sequence at this micro-batch, and largest micro-batch at this sequence, that fit on the
+    #: device figure.
     max_seq_tokens: int
+    max_batch: int
+    suggestion: Suggestion | None
+    #: Where the allocated peak falls: forward/backward, optimizer step or load.
+    peak_phase: str
     price_usd_per_hour: float | None
 
 
@@ -48,29 +76,32 @@ def _misfit(mem: TrainMemory, gpu: GpuSpec, setup: TrainSetup, n: int) -> str:
     if n > 1 and stage == 0:
         hint = "DDP replicates everything, so more GPUs do not lower it: try --sharding fsdp"
     elif name == "activations":
-        levers = ["--grad-ckpt"] if not setup.grad_ckpt else []
-        levers += ["a shorter --seq"] + (["a smaller --batch"] if setup.batch > 1 else [])
-        hint = "try " + ", ".join(levers[:-1]) + (" or " if len(levers) > 1 else "") + levers[-1]
+        hint = "try a shorter --seq or a smaller --batch" + ("" if setup.grad_ckpt else ", or --grad-ckpt")
     elif name == "weights" and n > 1 and stage < 3:
         hint = "weights are sharded only by zero3/fsdp"
-    elif name == "optimizer states":
-        hint = "try --optimizer adamw-8bit or --offload optimizer"
+    elif name == "optimizer states" or mem.peak_phase == "optimizer step":
+        hint = "try --optimizer adamw-fused (no step temporaries), adamw-8bit or --offload optimizer"
     else:
-        levers = [lever for lever in ("more GPUs", _method_hint(setup)) if lever]
-        levers.append("--offload" if setup.offload == "none" else "")
+        levers = ["more GPUs", _method_hint(setup), "--offload" if setup.offload == "none" else ""]
         hint = "try " + " or ".join(lever for lever in levers if lever)
     return (
-        f"needs {mem.total_bytes / GIB:.1f} GiB per GPU, {gpu.visible_bytes / GIB:.1f} GiB visible "
+        f"needs {mem.device_bytes / GIB:.1f} GiB per GPU on the device ({mem.allocated_peak_bytes / GIB:.1f} "
+        f"allocated by PyTorch, peak at the {mem.peak_phase}), {gpu.visible_bytes / GIB:.1f} GiB visible "
         f"(largest: {name} {size / GIB:.1f} GiB); {hint}"
     )
 
 
 def evaluate(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, n: int) -> TrainCandidate:
-    """Fit test of the job on n GPUs of one type: per-GPU peak <= CUDA-visible total."""
-    mem = train_memory(spec, setup, n)
+    """Fit test of the job on n GPUs of one type: what the device shows (reserved peak + CUDA context
+    + NCCL) <= CUDA-visible total."""
     visible = gpu.visible_bytes
-    fits = mem.total_bytes <= visible
+    mem = train_memory(spec, setup, n, gpu.interconnect, visible)
+    fits = mem.device_bytes <= visible
     limit = max(setup.seq_tokens, spec.max_position_embeddings or 0) or 1 << 20
+    max_seq = largest_seq(spec, setup, n, visible, limit, interconnect=gpu.interconnect)
+    max_batch = largest_batch(spec, setup, n, visible, gpu.interconnect)
+    if fits:  # the searches scale the unlimited replay's cache: never below what fits here
+        max_seq, max_batch = max(max_seq, setup.seq_tokens), max(max_batch, setup.batch)
     return TrainCandidate(
         gpu=gpu.name,
         gpu_full_name=gpu.full_name,
@@ -80,10 +111,54 @@ def evaluate(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, n: int) -> TrainC
         reason=None if fits else _misfit(mem, gpu, setup, n),
         per_gpu=mem,
         usable_bytes=visible,
-        headroom_bytes=visible - mem.total_bytes,
-        max_seq_tokens=largest_seq(spec, setup, n, visible, limit),
+        headroom_bytes=visible - mem.device_bytes,
+        max_seq_tokens=max_seq,
+        max_batch=max_batch,
+        suggestion=None,
+        peak_phase=mem.peak_phase,
         price_usd_per_hour=gpu.price_for(n),
     )
+
+
+def fits(spec: ModelSpec, job: TrainSetup, gpu: GpuSpec, n: int) -> bool:
+    """The fit test alone (no searches): what the device shows <= the CUDA-visible total. The
+    allocated peak + CUDA context and NCCL is a lower bound of it (the allocator's cache only adds),
+    so a job above the GPU on that figure is refused without replaying the allocator."""
+    low = allocated_memory(spec, per_gpu_setup(job, max(n, 1)), max(n, 1), gpu.interconnect)
+    if low.allocated_peak_bytes + low.overhead_bytes > gpu.visible_bytes:
+        return False
+    mem = train_memory(spec, job, n, gpu.interconnect, gpu.visible_bytes)
+    return mem.device_bytes <= gpu.visible_bytes
+
+
+#: Steps a suggestion may take down from the searches' estimate until the exact replay fits.
+SUGGESTION_STEPS = 24
+
+
+def suggest(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, n: int, max_batch: int) -> Suggestion | None:
+    """The largest micro-batch that fits, with gradient accumulation raised to keep the effective batch
+    (micro-batch x accumulation; accumulated gradients persist between micro-batches, which the check
+    includes); when a single sequence does not fit, the longest one that does at micro-batch 1. The
+    searches scale the allocator cache from one replay, so each suggestion is checked with its own
+    replay and stepped down until it fits. None when nothing fits."""
+    effective = setup.batch * setup.grad_accum
+    batch = min(max_batch, setup.batch)
+    while batch >= 1:
+        accum = -(-effective // batch)
+        if fits(spec, replace(setup, batch=batch, grad_accum=accum), gpu, n):
+            return Suggestion(
+                batch=batch, grad_accum=accum, seq_tokens=setup.seq_tokens, effective_batch=batch * accum
+            )
+        batch -= 1
+    one = replace(setup, batch=1, grad_accum=effective)
+    seq = largest_seq(spec, one, n, gpu.visible_bytes, setup.seq_tokens, interconnect=gpu.interconnect)
+    for _ in range(SUGGESTION_STEPS):
+        if seq < 1 or fits(spec, replace(one, seq_tokens=seq), gpu, n):
+            break
+        seq -= max(1, seq // 32)
+    if seq < 1 or not fits(spec, replace(one, seq_tokens=seq), gpu, n):
+        return None
+    return Suggestion(batch=1, grad_accum=effective, seq_tokens=seq, effective_batch=effective)
 
 
 def candidate_counts(setup: TrainSetup, fixed_count: int | None, max_count: int = 8) -> tuple[int, ...]:

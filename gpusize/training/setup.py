@@ -30,6 +30,7 @@ __all__ = [
     "NF4_SECOND_BLOCK",
     "OFFLOADS",
     "OPTIMIZERS",
+    "PAGED_OPTIMIZERS",
     "Offload",
     "Optimizer",
     "PRECISIONS",
@@ -43,15 +44,30 @@ __all__ = [
     "TORCHTUNE",
     "TORCHTUNE_LOGITS_BYTES",
     "TRANSFORMERS",
+    "TRANSFORMERS_4",
+    "TRANSFORMERS_4_LOGITS_BYTES",
     "TRANSFORMERS_LOGITS_BYTES",
+    "TRANSFORMERS_LOSS_FORWARD_BYTES",
+    "TRANSFORMERS_VERSIONS",
     "TrainSetup",
     "UNSLOTH",
+    "autocast_amp",
     "state_bytes",
 ]
 
 
 Method = Literal["full", "lora", "qlora"]
-Optimizer = Literal["adamw", "adamw-8bit", "adafactor", "sgd", "sgd-nomomentum"]
+Optimizer = Literal[
+    "adamw",
+    "adamw-fused",
+    "adamw-forloop",
+    "adamw-8bit",
+    "paged-adamw",
+    "paged-adamw-8bit",
+    "adafactor",
+    "sgd",
+    "sgd-nomomentum",
+]
 Precision = Literal["bf16-mixed", "bf16", "fp32"]
 Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
 Offload = Literal["none", "optimizer", "params"]
@@ -59,7 +75,24 @@ LoraTargets = Literal["all-linear", "attention"]
 Saved = Literal["eager", "compiled", "fused"]
 
 METHODS: tuple[Method, ...] = ("full", "lora", "qlora")
-OPTIMIZERS: tuple[Optimizer, ...] = ("adamw", "adamw-8bit", "adafactor", "sgd", "sgd-nomomentum")
+#: adamw = torch.optim.AdamW with its defaults, the foreach implementation on CUDA (torch 2.11
+#: optim/adam.py: "we default to foreach and pass False to use_fused"); adamw-fused = fused=True
+#: (transformers Trainer's default `adamw_torch_fused` on torch >= 2.8); adamw-forloop = foreach=False;
+#: adamw-8bit / paged-adamw(-8bit) = bitsandbytes AdamW8bit / PagedAdamW / PagedAdamW8bit.
+OPTIMIZERS: tuple[Optimizer, ...] = (
+    "adamw",
+    "adamw-fused",
+    "adamw-forloop",
+    "adamw-8bit",
+    "paged-adamw",
+    "paged-adamw-8bit",
+    "adafactor",
+    "sgd",
+    "sgd-nomomentum",
+)
+#: Optimizers whose states bitsandbytes keeps in CUDA unified memory (cudaMallocManaged): outside
+#: PyTorch's allocator, evicted to host RAM under memory pressure.
+PAGED_OPTIMIZERS = ("paged-adamw", "paged-adamw-8bit")
 PRECISIONS: tuple[Precision, ...] = ("bf16-mixed", "bf16", "fp32")
 SHARDINGS: tuple[Sharding, ...] = ("none", "ddp", "zero1", "zero2", "zero3", "fsdp")
 OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "params")
@@ -84,8 +117,10 @@ NF4_BLOCK = 64
 NF4_SECOND_BLOCK = 256
 NF4_BYTES_PER_PARAM = 0.5 + 1 / NF4_BLOCK + 4 / (NF4_BLOCK * NF4_SECOND_BLOCK)
 #: bitsandbytes 8-bit Adam (Dettmers et al. 2022, "8-bit Optimizers via Block-wise Quantization"):
-#: each moment in one byte with one fp32 absmax per block of 2048 values.
-ADAM8BIT_BLOCK = 2048
+#: each moment in one byte with one fp32 absmax per block of 256 values since bitsandbytes 0.44.0
+#: (commit aa57bd89, "Change 8bit optimizer blocksize 2048->256"; 0.50.2 optim/optimizer.py
+#: `blocksize = 256`). Before 0.44: 2048.
+ADAM8BIT_BLOCK = 256
 ADAM8BIT_BYTES_PER_MOMENT = 1 + 4 / ADAM8BIT_BLOCK
 #: Adafactor (Shazeer & Stern 2018) keeps a row and a column second-moment vector per matrix, fp32
 #: (transformers.optimization.Adafactor upcasts its state), and no first moment (beta1=None).
@@ -97,16 +132,22 @@ LSE_BYTES = 4
 #: Fitted: gradient temporaries of the layer being differentiated, as a multiple of that layer's saved
 #: activations. Least squares (log ratio) over 14 records, jointly with TORCHTUNE_LOGITS_BYTES; bound
 #: mostly by Unsloth's context-length tables (logits never materialized, checkpoints offloaded).
-BACKWARD_WORKSPACE_LAYERS = 0.87
+BACKWARD_WORKSPACE_LAYERS = 0.9
 #: Fitted with the above: bytes per token x vocab at torchtune's loss peak (compiled
 #: CEWithChunkedOutputLoss, 8 chunks). The analytic floor is 2 (the bf16 output chunks, all kept until
 #: backward) plus one chunk's fp32 upcast and gradient at a time ((4 + 4) / 8 = 1): 2 to 3.
-TORCHTUNE_LOGITS_BYTES = 2.2
-#: Transformers' ForCausalLMLoss: bf16 logits held in the model output (2), the log-softmax of their
-#: fp32 upcast saved for backward (4), then the fp32 gradients of log-softmax's output and input
-#: (4 + 4) at the backward peak: 14 bytes per element (transformers/loss/loss_utils.py; versions
-#: of 2024 also copied the shifted fp32 logits: 18).
-TRANSFORMERS_LOGITS_BYTES = 14.0
+TORCHTUNE_LOGITS_BYTES = 2.1
+#: transformers 5.x ForCausalLMLoss (loss/loss_utils.py: `logits = logits.float()`, labels shifted
+#: instead of logits): in the forward, bf16 logits (2) + their fp32 copy (4) + the log-softmax saved
+#: for backward (4) = 10 bytes per element; in the backward, once the model output is gone (Trainer's
+#: compute_loss returns the loss only), the log-softmax (4) and the fp32 gradients of its output and
+#: input (4 + 4) = 12. With fp32 logits (an fp32 model) the copy is skipped: 8 in the forward.
+TRANSFORMERS_LOGITS_BYTES = 12.0
+TRANSFORMERS_LOSS_FORWARD_BYTES = 10.0
+#: transformers 4.x before the 4.46 loss rewrite (the version of 2024 benchmarks): the model output
+#: kept the bf16 logits through backward (2) on top of the 12: 14 bytes per element, +2 when QLoRA's
+#: fp32 lm_head emits fp32 logits.
+TRANSFORMERS_4_LOGITS_BYTES = 14.0
 
 
 @dataclass(frozen=True)
@@ -121,19 +162,38 @@ class StateBytes:
     activation: float
 
 
-def state_bytes(precision: Precision, method: Method) -> StateBytes:
+def state_bytes(precision: Precision, method: Method, setup: TrainSetup | None = None) -> StateBytes:
     """bf16-mixed: bf16 weights + fp32 master + bf16 grads + fp32 moments (ZeRO paper 3.1: 2+2+12;
-    PyTorch FSDP MixedPrecision with fp32 shards is 4+4+8, the same 16 bytes). LoRA adapters under
-    bf16-mixed are fp32 themselves (PEFT autocast_adapter_dtype=True): 4 + 4 + 8, no separate master.
+    DeepSpeed's bf16 optimizer; PyTorch FSDP MixedPrecision with fp32 shards is 4+4+8, the same 16
+    bytes). Plain PyTorch AMP on one GPU or under DDP (`autocast_amp`: transformers Trainer, accelerate,
+    Lightning bf16-mixed) keeps fp32 parameters, fp32 gradients and fp32 moments (4+4+8) and casts the
+    weights to bf16 inside autocast. LoRA adapters are fp32 under bf16-mixed (PEFT
+    autocast_adapter_dtype=True), and under pure bf16 too with PEFT (`fp32_adapters`): 4 + 4 + 8.
     bf16: everything bf16, moments too (torch.optim keeps state in the parameter dtype: 2+2+4).
     fp32: 4+4+8. Frozen base weights stay in the checkpoint's 16-bit dtype unless fp32."""
     if precision == "fp32":
         return StateBytes(4, 0, 4, 4, 4, 4)
+    adapters32 = method != "full" and (
+        precision == "bf16-mixed" or bool(setup and setup.kernels.fp32_adapters)
+    )
+    if adapters32:
+        return StateBytes(4, 0, 4, 4, 2, 2)
     if precision == "bf16":
         return StateBytes(2, 0, 2, 2, 2, 2)
-    if method == "full":
-        return StateBytes(2, 4, 2, 4, 2, 2)
-    return StateBytes(4, 0, 4, 4, 2, 2)
+    if setup is not None and autocast_amp(setup):
+        return StateBytes(4, 0, 4, 4, 2, 2)
+    return StateBytes(2, 4, 2, 4, 2, 2)
+
+
+def autocast_amp(setup: TrainSetup) -> bool:
+    """Full bf16-mixed training as plain PyTorch AMP: fp32 parameters under torch.autocast, with no
+    sharding engine that keeps bf16 parameters (DeepSpeed ZeRO, FSDP MixedPrecision)."""
+    return (
+        setup.method == "full"
+        and setup.precision == "bf16-mixed"
+        and setup.kernels.autocast
+        and setup.sharding in ("none", "ddp")
+    )
 
 
 # --------------------------------------------------------------------------- kernels (frameworks)
@@ -158,18 +218,63 @@ class Kernels:
     #: prepare_model_for_kbit_training, the Transformers QLoRA recipe).
     upcast_unquantized: bool = False
     workspace_layers: float = BACKWARD_WORKSPACE_LAYERS
+    #: Bytes per (token x vocab) at the loss in the forward pass, when it differs from the backward
+    #: figure (`logits_bytes_per_element`); None = the same.
+    loss_forward_bytes_per_element: float | None = None
+    #: bf16-mixed full training runs fp32 parameters under torch.autocast (transformers Trainer,
+    #: accelerate, a plain PyTorch loop), unless a sharding engine keeps bf16 parameters.
+    autocast: bool = False
+    #: PEFT keeps LoRA adapters in fp32 whatever the base dtype (autocast_adapter_dtype=True) and casts
+    #: each adapted module's input to fp32 (tuners/lora/layer.py `_cast_input_dtype`).
+    fp32_adapters: bool = False
+    #: SDPA works on [batch, heads, tokens, dim]: its output's `.transpose(1, 2).contiguous()` is a
+    #: second tensor that o_proj (or its adapter) keeps; FlashAttention-2's [batch, tokens, heads,
+    #: dim] output is reshaped in place (Unsloth, transformers with flash_attention_2).
+    attention_copy: bool = True
+    #: QLoRA quantizes after loading the whole model in 16-bit (LitGPT of 2023-24), instead of layer by
+    #: layer (transformers 5 on-the-fly quantization, torchtune FrozenNF4Linear).
+    quantize_after_load: bool = False
+    #: The framework release followed, for the assumptions.
+    version: str = ""
 
 
-#: Transformers + PEFT, eager modules with FlashAttention-2 (the default answer).
+#: transformers 5.x + PEFT (Trainer / TRL SFTTrainer / a plain PyTorch loop), eager modules with SDPA
+#: or FlashAttention-2 (the default answer): torch 2.11, transformers 5.17, peft 0.21.
 TRANSFORMERS = Kernels(
-    "transformers eager + FlashAttention-2", "eager", TRANSFORMERS_LOGITS_BYTES, upcast_unquantized=True
+    "transformers 5.x eager + SDPA/FlashAttention-2",
+    "eager",
+    TRANSFORMERS_LOGITS_BYTES,
+    upcast_unquantized=True,
+    loss_forward_bytes_per_element=TRANSFORMERS_LOSS_FORWARD_BYTES,
+    autocast=True,
+    fp32_adapters=True,
+    version="transformers 5.17, peft 0.21, torch 2.11",
+)
+#: transformers 4.x of 2024 (before the loss rewrite): the bf16 logits stay alive through backward.
+TRANSFORMERS_4 = Kernels(
+    "transformers 4.x eager + FlashAttention-2",
+    "eager",
+    TRANSFORMERS_4_LOGITS_BYTES,
+    upcast_unquantized=True,
+    autocast=True,
+    fp32_adapters=True,
+    attention_copy=False,
+    version="transformers 4.4x, peft 0.1x",
 )
 #: torchtune recipes with compile=True and CEWithChunkedOutputLoss.
 TORCHTUNE = Kernels("torchtune compiled, chunked cross-entropy", "compiled", TORCHTUNE_LOGITS_BYTES)
 #: Unsloth: fused linear cross-entropy (logits never materialized whole), fused RMSNorm/SwiGLU kernels,
 #: activation checkpoints offloaded to host RAM (use_gradient_checkpointing="unsloth").
-UNSLOTH = Kernels("unsloth fused kernels, offloaded checkpoints", "fused", 0.0, offload_checkpoints=True)
+UNSLOTH = Kernels(
+    "unsloth fused kernels, offloaded checkpoints",
+    "fused",
+    0.0,
+    offload_checkpoints=True,
+    attention_copy=False,
+)
 FRAMEWORKS: dict[str, Kernels] = {"transformers": TRANSFORMERS, "torchtune": TORCHTUNE, "unsloth": UNSLOTH}
+#: Older behaviour behind --transformers-version.
+TRANSFORMERS_VERSIONS: dict[str, Kernels] = {"5": TRANSFORMERS, "4": TRANSFORMERS_4}
 
 
 @dataclass(frozen=True)
@@ -189,6 +294,8 @@ class TrainSetup:
     offload: Offload = "none"
     #: Step each parameter as soon as its gradient is ready (torchtune optimizer_in_bwd); grad_accum 1.
     optimizer_in_backward: bool = False
+    #: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (the allocator maps one growing segment).
+    expandable_segments: bool = False
     kernels: Kernels = field(default=TRANSFORMERS, metadata={"json": False})
 
     __json_properties__ = ("framework",)

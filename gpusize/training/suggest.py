@@ -16,8 +16,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Change
-from gpusize.training.peak import train_memory
-from gpusize.training.plan import TrainCandidate, evaluate
+from gpusize.training.plan import TrainCandidate, evaluate, fits
 from gpusize.training.setup import TrainSetup
 
 __all__ = ["MAX_TRAIN_SUGGESTIONS", "TrainSuggestion", "train_fixes"]
@@ -70,7 +69,7 @@ def train_fixes(
     fewest GPUs it needs, from the user's count), and the cheapest other GPU types."""
     found: list[TrainSuggestion] = []
     for gpu in gpus:
-        found += _on_gpu(spec, setup, gpu, count, max_count)
+        found += _on_gpu(spec, setup, gpu, count, max_count, batch_seq=len(gpus) > 1)
     if len(gpus) == 1:
         asked = {g.name for g in gpus}
         others_found: list[TrainSuggestion] = []
@@ -91,8 +90,10 @@ def _counts(setup: TrainSetup, low: int, high: int) -> list[int]:
 
 
 def _on_gpu(
-    spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, count: int | None, max_count: int
+    spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, count: int | None, max_count: int, batch_seq: bool
 ) -> list[TrainSuggestion]:
+    """Each lever on this GPU type at the fewest GPUs it needs; the micro-batch and the sequence only
+    with `batch_seq` (one GPU type asked: the plan's own suggestion covers them, replay-checked)."""
     low = count or 1
     out: list[TrainSuggestion] = []
     sharded = setup if setup.sharding in ("zero3", "fsdp") else replace(setup, sharding="fsdp")
@@ -101,10 +102,12 @@ def _on_gpu(
         plain = _Variant("gpus", more_changes, "more GPUs, sharded states", None, sharded)
         out += _first_fit(spec, gpu, _counts(setup, low + 1, max_count), plain, count)
     for variant in _variants(setup):
+        if variant.lever == "batch" and not batch_seq:
+            continue
         counts = [low] if variant.setup.sharding == "none" else _counts(setup, low, max_count)
         out += _first_fit(spec, gpu, counts, variant, count)
-    widest = evaluate(spec, setup, gpu, low)
-    if 0 < widest.max_seq_tokens < setup.seq_tokens:
+    widest = evaluate(spec, setup, gpu, low) if batch_seq else None
+    if widest and 0 < widest.max_seq_tokens < setup.seq_tokens:
         seq = widest.max_seq_tokens
         variant = _Variant("seq", (Change("--seq", str(seq)),), f"sequences of {seq:,} tokens", None, setup)
         out += _first_fit(spec, gpu, [low], replace(variant, setup=replace(setup, seq_tokens=seq)), count)
@@ -224,7 +227,7 @@ def _first_fit(
         job = variant.setup
         if n > 1 and job.sharding == "none":
             continue
-        if train_memory(spec, job, n).total_bytes > gpu.visible_bytes:  # the fit test alone, cheap
+        if not fits(spec, job, gpu, n):  # the fit test alone, before the searches of a full evaluation
             continue
         c = evaluate(spec, job, gpu, n)
         if c.fits:
@@ -251,7 +254,7 @@ def _suggestion(
         num_gpus=n,
         sharding=c.sharding,
         fits=c.fits,
-        per_gpu_bytes=c.per_gpu.total_bytes,
+        per_gpu_bytes=c.per_gpu.device_bytes,
         max_seq_tokens=c.max_seq_tokens,
         price_usd_per_hour=c.price_usd_per_hour,
         lever=variant.lever,

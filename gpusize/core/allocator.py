@@ -1,0 +1,318 @@
+"""PyTorch's CUDA caching allocator, replayed (pure): from a sequence of tensor allocations and frees,
+the allocated peak (`torch.cuda.max_memory_allocated`) and the reserved peak
+(`torch.cuda.max_memory_reserved`: what the allocator took from the driver), with the default
+allocator or `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`; and the memory outside it (CUDA
+context, NCCL communicators) that makes up what `nvidia-smi` shows.
+
+The rules are those of `c10/cuda/CUDACachingAllocator.cpp` (pytorch/pytorch @ 001074d2, the same
+constants as the torch 2.11.0 header `c10/core/AllocatorConfig.h`):
+
+- every request is rounded up to 512 B (`round_size`);
+- requests up to 1 MiB come from the small pool, in 2 MiB segments; larger ones from the large pool:
+  1-10 MiB requests open a 20 MiB segment, >= 10 MiB ones a segment of exactly the request rounded
+  up to 2 MiB (`get_allocation_size`);
+- a request takes the smallest cached free block that holds it (best fit, `get_free_block`); the
+  block is split when more than 1 MiB would be left (large pool) or at least 512 B (small pool,
+  expandable segments) (`should_split`); freed blocks merge with free neighbours of the same segment,
+  never across segments;
+- cached memory goes back to the driver only when a cudaMalloc fails (`release_cached_blocks`), so
+  without a capacity the reserved figure only grows;
+- expandable segments: one segment per pool that grows in 2 MiB (small) / 20 MiB (large) pages.
+
+A `Trace` is built by the inference and training models from their own tensor sequences; only the
+order and the sizes matter here.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from gpusize.units import MIB
+
+__all__ = [
+    "CUBLAS_WORKSPACE_BYTES",
+    "CUBLAS_WORKSPACE_BYTES_SM90",
+    "CUBLAS_WORKSPACES",
+    "KIB512",
+    "LARGE_BUFFER",
+    "MIN_LARGE_ALLOC",
+    "NCCL_CONNECTION_BYTES",
+    "ROUND_LARGE",
+    "SMALL_BUFFER",
+    "SMALL_SIZE",
+    "TORCH_CUDA_CONTEXT_BYTES",
+    "AllocatorPeaks",
+    "Trace",
+    "cublas_workspace_bytes",
+    "nccl_buffer_bytes",
+    "replay",
+    "round_size",
+    "segment_size",
+]
+
+#: kMinBlockSize: every request is rounded up to a multiple of 512 bytes.
+KIB512 = 512
+#: kSmallSize: requests up to 1 MiB are "small" and share 2 MiB segments (kSmallBuffer).
+SMALL_SIZE = 1 * MIB
+SMALL_BUFFER = 2 * MIB
+#: kMinLargeAlloc: 1-10 MiB requests open a 20 MiB segment (kLargeBuffer); larger ones a segment of
+#: their own size rounded up to kRoundLarge (2 MiB).
+MIN_LARGE_ALLOC = 10 * MIB
+LARGE_BUFFER = 20 * MIB
+ROUND_LARGE = 2 * MIB
+
+#: cuBLAS workspace per (handle, stream), taken from the caching allocator (aten/src/ATen/cuda/
+#: CublasHandlePool.cpp: `sm90 ? 4096 * 8 * 1024 : 4096 * 1024 * 2 + 16 * 1024 * 8`). Measured on the
+#: H200 (tests/data/reference/measured): exactly 32 MiB after the first matmul, 64 MiB once cuBLASLt has
+#: run too; we count both from the start.
+CUBLAS_WORKSPACE_BYTES_SM90 = 4096 * 8 * 1024
+CUBLAS_WORKSPACE_BYTES = 4096 * 1024 * 2 + 16 * 1024 * 8
+CUBLAS_WORKSPACES = 2
+#: What nvidia-smi shows beyond PyTorch's reserved memory, one process on one GPU: the CUDA context with
+#: lazily loaded kernels, cuBLAS/cuDNN handles and the attention kernels. Measured on the H200 with torch
+#: 2.11.0+cu130 (tests/data/reference/measured: smi_used_mib - peak_reserved = 695 MiB for the first case
+#: of the process, 767-775 MiB for every later one): the larger, 775 MiB. Other cards report 256-426 MiB
+#: for a bare context (pytorch/pytorch #86509, #109888; facts in bench/train_calibration.md), so this
+#: errs high there.
+TORCH_CUDA_CONTEXT_BYTES = 775 * MIB
+#: NCCL device buffers per connection with the LL, LL128 and SIMPLE protocols (NVIDIA/nccl @ 5067397c,
+#: src/include/device.h: 524,288 + 4,915,200 + 4,194,304 B = 9.19 MiB).
+NCCL_CONNECTION_BYTES = 524_288 + 4_915_200 + 4_194_304
+
+
+def round_size(size: int) -> int:
+    """A request as the allocator accounts it: at least 512 B, rounded up to 512 B."""
+    return max(KIB512, -(-size // KIB512) * KIB512)
+
+
+def segment_size(size: int) -> int:
+    """The segment a request opens when no cached block holds it (get_allocation_size)."""
+    if size <= SMALL_SIZE:
+        return SMALL_BUFFER
+    if size < MIN_LARGE_ALLOC:
+        return LARGE_BUFFER
+    return -(-size // ROUND_LARGE) * ROUND_LARGE
+
+
+def cublas_workspace_bytes(architecture: str) -> int:
+    """cuBLAS + cuBLASLt workspaces inside PyTorch's allocated memory: 2 x 32 MiB on Hopper and later
+    (sm90+), 2 x 8.125 MiB before."""
+    hopper = architecture.split()[0] in ("Hopper", "Blackwell")
+    return CUBLAS_WORKSPACES * (CUBLAS_WORKSPACE_BYTES_SM90 if hopper else CUBLAS_WORKSPACE_BYTES)
+
+
+def nccl_buffer_bytes(num_gpus: int, channels: int, peers: int = 2) -> int:
+    """NCCL device buffers of one data-parallel communicator per GPU: channels x peers per channel
+    (ring: send and receive neighbour) x one connection's buffers. 0 on one GPU."""
+    if num_gpus <= 1:
+        return 0
+    return channels * peers * NCCL_CONNECTION_BYTES
+
+
+@dataclass
+class Trace:
+    """A sequence of tensor allocations and frees. `alloc` returns a handle for `free`; `persistent`
+    sizes are allocated first and never freed (weights, caches) in the order given."""
+
+    events: list[int] = field(default_factory=list)
+    _next: int = 0
+
+    def alloc(self, size: int) -> int:
+        """Allocate `size` bytes (0 is ignored); returns the handle to free it with."""
+        self._next += 1
+        if size > 0:
+            self.events.append(self._next)
+            self.events.append(size)
+        return self._next
+
+    def free(self, handle: int) -> None:
+        self.events.append(-handle)
+        self.events.append(0)
+
+    def temp(self, size: int) -> None:
+        """A tensor allocated and freed at once (an op's workspace or a short-lived result)."""
+        self.free(self.alloc(size))
+
+
+@dataclass(frozen=True)
+class AllocatorPeaks:
+    """Peaks of one replay, in bytes."""
+
+    allocated_bytes: int
+    reserved_bytes: int
+    #: With a capacity: a request that no release of cached memory could satisfy.
+    out_of_memory: bool = False
+
+    @property
+    def fragmentation_bytes(self) -> int:
+        """Reserved but not allocated at the reserved peak's worst: what the allocator's cache adds."""
+        return self.reserved_bytes - self.allocated_bytes
+
+
+class _Pool:
+    """One pool (small or large) of the default allocator: segments of blocks, free blocks by size."""
+
+    def __init__(self, small: bool) -> None:
+        self.small = small
+        # free blocks as (size, segment, offset), sorted; per block start -> [size, free] and
+        # end -> start, keyed (segment, offset)
+        self.free: list[tuple[int, int, int]] = []
+        self.blocks: dict[tuple[int, int], list[int]] = {}
+        self.ends: dict[tuple[int, int], int] = {}
+        self.segments = 0
+        self.reserved = 0
+        self.segment_sizes: dict[int, int] = {}
+        #: segments that are one free block (what release_cached_blocks can give back)
+        self.idle: set[int] = set()
+
+    def cached(self, size: int) -> bool:
+        """Whether a cached free block holds `size` (no new segment needed)."""
+        return bisect.bisect_left(self.free, (size, -1, -1)) < len(self.free)
+
+    def new_segment_bytes(self, size: int) -> int:
+        return segment_size(size)
+
+    def release_cached(self) -> None:
+        """release_cached_blocks: give every segment that is one free block back to the driver."""
+        for seg in list(self.idle):
+            self._drop(seg, 0)
+            self.reserved -= self.segment_sizes.pop(seg)
+
+    def _split_ok(self, remaining: int) -> bool:
+        return remaining >= KIB512 if self.small else remaining > SMALL_SIZE
+
+    def _put(self, seg: int, off: int, size: int, free: bool) -> None:
+        self.blocks[seg, off] = [size, int(free)]
+        self.ends[seg, off + size] = off
+        if free:
+            bisect.insort(self.free, (size, seg, off))
+            if off == 0 and self.segment_sizes.get(seg) == size:
+                self.idle.add(seg)
+
+    def _drop(self, seg: int, off: int) -> None:
+        size, free = self.blocks.pop((seg, off))
+        del self.ends[seg, off + size]
+        if free:
+            del self.free[bisect.bisect_left(self.free, (size, seg, off))]
+            self.idle.discard(seg)
+
+    def malloc(self, size: int) -> tuple[int, int, int]:
+        """Take a block for `size` (already rounded); returns (segment, offset, block size)."""
+        i = bisect.bisect_left(self.free, (size, -1, -1))
+        if i < len(self.free):
+            block, seg, off = self.free[i]
+            self._drop(seg, off)
+        else:
+            block, seg, off = segment_size(size), self.segments, 0
+            self.segments += 1
+            self.reserved += block
+            self.segment_sizes[seg] = block
+        if self._split_ok(block - size):
+            self._put(seg, off + size, block - size, True)
+            block = size
+        self._put(seg, off, block, False)
+        return seg, off, block
+
+    def release(self, seg: int, off: int) -> None:
+        size = self.blocks[seg, off][0]
+        self._drop(seg, off)
+        nxt = self.blocks.get((seg, off + size))
+        if nxt is not None and nxt[1]:
+            extra = nxt[0]
+            self._drop(seg, off + size)
+            size += extra
+        prev = self.ends.get((seg, off))
+        if prev is not None and self.blocks[seg, prev][1]:
+            extra = self.blocks[seg, prev][0]
+            self._drop(seg, prev)
+            off, size = prev, size + extra
+        self._put(seg, off, size, True)
+
+
+class _ExpandablePool(_Pool):
+    """One expandable segment: best fit among free blocks, else the end of the mapped range grows (the
+    trailing free block is extended). Reserved = the mapped range in pages."""
+
+    def __init__(self, page: int) -> None:
+        super().__init__(True)
+        self.page = page
+        self.end = 0
+
+    def new_segment_bytes(self, size: int) -> int:
+        tail = self.ends.get((0, self.end))
+        grow = size - (self.blocks[0, tail][0] if tail is not None and self.blocks[0, tail][1] else 0)
+        return -(-(self.end + grow) // self.page) * self.page - self.reserved
+
+    def release_cached(self) -> None:
+        """Unmap the free pages at the end of the segment."""
+        tail = self.ends.get((0, self.end))
+        if tail is not None and self.blocks[0, tail][1]:
+            self._drop(0, tail)
+            self.end = tail
+        self.reserved = -(-self.end // self.page) * self.page
+
+    def malloc(self, size: int) -> tuple[int, int, int]:
+        i = bisect.bisect_left(self.free, (size, -1, -1))
+        if i < len(self.free):
+            block, _, off = self.free[i]
+            self._drop(0, off)
+        else:
+            off = self.end
+            tail = self.ends.get((0, self.end))
+            if tail is not None and self.blocks[0, tail][1]:
+                self._drop(0, tail)
+                off = tail
+            block = size
+            self.end = off + size
+            self.reserved = max(self.reserved, -(-self.end // self.page) * self.page)
+        if block - size >= KIB512:
+            self._put(0, off + size, block - size, True)
+            block = size
+        self._put(0, off, block, False)
+        return 0, off, block
+
+
+def replay(trace: Trace, expandable_segments: bool = False, capacity: int | None = None) -> AllocatorPeaks:
+    """Replay `trace` through the caching allocator: the allocated and reserved peaks. Without a
+    `capacity` no cudaMalloc fails and reserved only grows. With one (bytes the allocator may take),
+    a segment that would not fit first makes the allocator free every cached segment that holds no
+    tensor (release_cached_blocks) and retry, as PyTorch does before raising out-of-memory;
+    `out_of_memory` says when even that failed."""
+    pools: tuple[_Pool, _Pool] = (
+        (_ExpandablePool(SMALL_BUFFER), _ExpandablePool(LARGE_BUFFER))
+        if expandable_segments
+        else (_Pool(True), _Pool(False))
+    )
+    live: dict[int, tuple[int, int, int, int]] = {}
+    allocated = peak = reserved_peak = 0
+    oom = False
+    ev = trace.events
+    for k in range(0, len(ev), 2):
+        handle, size = ev[k], ev[k + 1]
+        if handle > 0:
+            rounded = round_size(size)
+            index = 0 if rounded <= SMALL_SIZE else 1
+            pool = pools[index]
+            if capacity is not None and not pool.cached(rounded):
+                total = pools[0].reserved + pools[1].reserved
+                if total + pool.new_segment_bytes(rounded) > capacity:
+                    pools[0].release_cached()
+                    pools[1].release_cached()
+                    total = pools[0].reserved + pools[1].reserved
+                    if total + pool.new_segment_bytes(rounded) > capacity:
+                        oom = True
+                        break
+            seg, off, block = pool.malloc(rounded)
+            live[handle] = (index, seg, off, block)
+            allocated += block
+            peak = max(peak, allocated)
+            reserved_peak = max(reserved_peak, pools[0].reserved + pools[1].reserved)
+        else:
+            got = live.pop(-handle, None)
+            if got is None:
+                continue
+            index, seg, off, block = got
+            pools[index].release(seg, off)
+            allocated -= block
+    return AllocatorPeaks(allocated_bytes=peak, reserved_bytes=reserved_peak, out_of_memory=oom)

@@ -1,0 +1,194 @@
+"""What the device shows for a training job (pure): PyTorch's allocated peak (`training.peak`), the
+caching allocator's reserved peak from a replay of two training steps (`training.trace` through
+`core.allocator`), near a full GPU the allocator's release-and-retry, and the searches for the longest
+sequence and the largest micro-batch that fit.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+
+from gpusize.core import allocator
+from gpusize.core.spec import ModelSpec
+from gpusize.training.activations import (
+    autocast_cache_bytes,
+    backward_working_bytes,
+    checkpoint_bytes_per_token,
+    ffn_activation_bytes,
+    held_activations_bytes,
+    layer_activation_bytes_per_token,
+    logits_bytes,
+    loss_forward_bytes,
+)
+from gpusize.training.peak import (
+    TrainMemory,
+    allocated_memory,
+    fresh_gradients,
+    gathered_bytes,
+    overhead_bytes,
+    peak_terms,
+    per_gpu_setup,
+)
+from gpusize.training.setup import SHARD_STAGE, TrainSetup
+from gpusize.training.trace import StepSizes, train_trace
+
+__all__ = ["fragmentation_bytes", "largest_batch", "largest_seq", "train_memory"]
+
+
+@functools.lru_cache(maxsize=2048)
+def _replay(
+    spec: ModelSpec, setup: TrainSetup, num_gpus: int, capacity: int | None = None
+) -> allocator.AllocatorPeaks:
+    sizes = _step_sizes(spec, setup, num_gpus)
+    trace = train_trace(spec, sizes)
+    return allocator.replay(trace, expandable_segments=setup.expandable_segments, capacity=capacity)
+
+
+def fragmentation_bytes(
+    spec: ModelSpec, setup: TrainSetup, num_gpus: int, capacity: int | None = None
+) -> int:
+    """Reserved minus allocated peak of two training steps replayed through the caching allocator
+    (default or expandable segments), with unlimited memory or with `capacity` bytes for the
+    allocator (measured against the memory model's allocated peak). -1 when the replay runs out of
+    memory even after the allocator frees its cache."""
+    free = _replay(spec, setup, num_gpus)
+    if capacity is None:
+        return free.fragmentation_bytes
+    # the trace's own allocated peak differs a little from the model's: shift the capacity by it
+    model = peak_terms(spec, setup, num_gpus).allocated_peak_bytes
+    tight = _replay(spec, setup, num_gpus, capacity - model + free.allocated_bytes)
+    return -1 if tight.out_of_memory else tight.fragmentation_bytes
+
+
+def train_memory(
+    spec: ModelSpec,
+    setup: TrainSetup,
+    num_gpus: int = 1,
+    interconnect: str = "nvswitch",
+    visible_bytes: int | None = None,
+) -> TrainMemory:
+    """Peak memory of one GPU among `num_gpus` data-parallel ranks (num_gpus=1: the whole job).
+
+    Sharding divides master + optimizer (stage 1), gradients (2) and weights (3) by the rank count,
+    keeping one layer's full gradients (the reduce bucket) and the gathered parameters
+    (gathered_bytes) unsharded. Offload moves master + optimizer (+ the gradient shard from stage 2,
+    ZeRO-Offload) or also the weight and gradient shards (ZeRO-Infinity, FSDP CPUOffload) to host RAM.
+
+    With `visible_bytes` (the GPU's CUDA-visible memory), a job whose cache would outgrow the GPU is
+    replayed again with that limit: PyTorch frees its cached segments before it gives up, so the job
+    may still run, with a smaller reserved peak.
+    """
+    n = max(num_gpus, 1)
+    setup = per_gpu_setup(setup, n)
+    m = allocated_memory(spec, setup, n, interconnect)
+    m = replace(m, fragmentation_bytes=fragmentation_bytes(spec, setup, n))
+    if visible_bytes is not None and m.device_bytes > visible_bytes:
+        tight = fragmentation_bytes(spec, setup, n, visible_bytes - m.overhead_bytes)
+        if tight >= 0 and m.allocated_peak_bytes + tight + m.overhead_bytes <= visible_bytes:
+            m = replace(m, fragmentation_bytes=tight)
+    return m
+
+
+def _step_sizes(spec: ModelSpec, setup: TrainSetup, n: int) -> StepSizes:
+    """The tensors of one GPU's training step, from the memory model's terms."""
+    m = peak_terms(spec, setup, n)
+    stage = SHARD_STAGE[setup.sharding] if n > 1 else 0
+    tokens = setup.tokens_per_gpu
+    biggest = max(set(spec.layers), key=lambda la: layer_activation_bytes_per_token(spec, la, setup))
+    layer = layer_activation_bytes_per_token(spec, biggest, setup)
+    wide = int(ffn_activation_bytes(spec, biggest, setup))
+    ckpt = checkpoint_bytes_per_token(spec, setup) // max(len(spec.layers), 1) * tokens
+    offloaded = setup.kernels.offload_checkpoints
+    gathered_layer = gathered_bytes(spec, setup) // 3 if stage >= 3 or setup.offload == "params" else 0
+    vocab = tokens * spec.vocab_size
+    if setup.kernels.loss_forward_bytes_per_element is not None:
+        fwd = loss_forward_bytes(spec, setup) // max(vocab, 1)
+        low = 2 if fwd >= 10 else 4
+        loss_forward: tuple[int, ...] = (vocab * low, vocab * 4 if fwd >= 10 else 0, vocab * 4)
+        loss_backward: tuple[int, ...] = (vocab * 4, vocab * 4, vocab * 2 if low == 2 else 0)
+    else:  # the loss peak as the tensors it is made of: the logits, then fp32 ones (4 B per element)
+        total = logits_bytes(spec, setup)
+        first = min(total, vocab * 2)
+        loss_forward = (first, *([vocab * 4] * ((total - first) // max(vocab * 4, 1))))
+        loss_backward = ()
+    head = held_activations_bytes(
+        spec, replace(setup, grad_ckpt=True, kernels=replace(setup.kernels, offload_checkpoints=True))
+    )
+    return StepSizes(
+        weights=m.weights_bytes
+        - m.master_weights_bytes
+        - (gathered_layer and min(gathered_bytes(spec, setup), m.weights_bytes)),
+        master=m.master_weights_bytes,
+        gathered_layer=gathered_layer,
+        grads=m.gradients_bytes,
+        fresh_grads=fresh_gradients(setup, n),
+        states=m.optimizer_bytes,
+        step_temp=m.step_bytes,
+        buffers=m.buffers_bytes,
+        ddp_buckets=setup.sharding == "ddp" and n > 1,
+        autocast_cache=autocast_cache_bytes(spec, setup),
+        layer_saved=layer * tokens,
+        hidden_piece=int(spec.hidden_size * tokens * 2),
+        wide_piece=int(max(spec.intermediate_size, spec.hidden_size) * tokens * 2),
+        layer_wide=int(wide * tokens),
+        checkpoint=0 if not setup.grad_ckpt or offloaded else ckpt,
+        working=backward_working_bytes(spec, setup) - (setup.grad_ckpt * layer * tokens),
+        head=head,
+        loss_forward=loss_forward,
+        loss_backward=loss_backward,
+        trainable_full=setup.method == "full",
+    )
+
+
+def _device(spec: ModelSpec, setup: TrainSetup, n: int, interconnect: str, anchor: TrainSetup) -> int:
+    """The device figure for searches: the allocated peak exactly, the allocator cache replayed at the
+    asked-for job (`anchor`) and scaled with the tokens per GPU (the cache is left by transients that
+    grow with them: activations and logits). Exact at the anchor, monotone in tokens."""
+    alloc = peak_terms(spec, setup, n).allocated_peak_bytes
+    frag = fragmentation_bytes(spec, anchor, n) * setup.tokens_per_gpu // max(anchor.tokens_per_gpu, 1)
+    return alloc + max(frag, 0) + overhead_bytes(n, interconnect)
+
+
+def largest_seq(
+    spec: ModelSpec,
+    setup: TrainSetup,
+    num_gpus: int,
+    budget_bytes: int,
+    limit: int,
+    figure: str = "device",
+    interconnect: str = "nvswitch",
+) -> int:
+    """The longest sequence (tokens, at this batch) whose per-GPU figure fits in budget_bytes, up to
+    `limit`; 0 when not even one token fits. figure "device": what nvidia-smi shows (the allocator
+    cache scaled from the replay of the asked-for job, see _device); "allocated": PyTorch's allocated
+    peak + the memory outside PyTorch. The allocated peak never falls with length; the cache nearly so."""
+    n = max(num_gpus, 1)
+    job = per_gpu_setup(setup, n)
+
+    def need(seq: int) -> int:
+        trial = replace(job, seq_tokens=seq)
+        if figure == "allocated":
+            return peak_terms(spec, trial, n).allocated_peak_bytes + overhead_bytes(n, interconnect)
+        return _device(spec, trial, n, interconnect, job)
+
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if need(mid) <= budget_bytes else (lo, mid - 1)
+    return lo
+
+
+def largest_batch(
+    spec: ModelSpec, setup: TrainSetup, num_gpus: int, budget_bytes: int, interconnect: str = "nvswitch"
+) -> int:
+    """The largest micro-batch (at this sequence length) whose device figure fits, up to 4096; 0 when
+    one sequence does not."""
+    n = max(num_gpus, 1)
+    job = per_gpu_setup(setup, n)
+    lo, hi = 0, 4096
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        fits = _device(spec, replace(job, batch=mid), n, interconnect, job) <= budget_bytes
+        lo, hi = (mid, hi) if fits else (lo, mid - 1)
+    return lo
