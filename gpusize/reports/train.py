@@ -61,7 +61,7 @@ class TrainCandidate:
     usable_bytes: int
     headroom_bytes: int
     max_seq_tokens: int
-    price_usd_per_hour: float | None
+    usd_per_hour: float | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,7 +161,7 @@ def evaluate(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, n: int) -> TrainC
         usable_bytes=visible,
         headroom_bytes=visible - mem.total_bytes,
         max_seq_tokens=largest_seq(spec, setup, n, visible, limit),
-        price_usd_per_hour=gpu.price_for(n),
+        usd_per_hour=gpu.price_for(n),
     )
 
 
@@ -177,7 +177,7 @@ def _pick(best: list[TrainCandidate]) -> TrainCandidate | None:
     fitting = [c for c in best if c.fits]
     if not fitting:
         return None
-    return min(fitting, key=lambda c: (c.num_gpus, c.price_usd_per_hour or float("inf"), c.gpu))
+    return min(fitting, key=lambda c: (c.num_gpus, c.usd_per_hour or float("inf"), c.gpu))
 
 
 def time_info(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, tokens: int, max_count: int = 8) -> TimeInfo:
