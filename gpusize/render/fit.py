@@ -92,7 +92,7 @@ def memory_table(report: FitReport, width: int, style: Style) -> str:
     if split:
         label = _split_label(split)
         columns.append(Column(f"per GPU, {label}", "right", keep=True, short=label))
-        title += f", and per GPU of the plan ({split.num_gpus}x {split.gpu}, {label})"
+        title += f", and per GPU on {split.num_gpus}x {split.gpu} ({label})"
     columns.append(Column("how", prose=True))
     return render_table(title, columns, rows, width, style)
 

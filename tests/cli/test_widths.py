@@ -145,9 +145,7 @@ def test_memory_totals_say_what_they_hold(capsys: pytest.CaptureFixture[str]) ->
     plan = json.loads(out)["plan"]
     assert code == 0 and plan["num_gpus"] == 2
     _, text = run(["fit", "Qwen3-32B", "--ctx", "32k", "--gpu", "RTX-A6000"], 100, capsys)
-    assert "the whole model on one RTX-A6000 (TP=1), and per GPU of the plan (2x RTX-A6000, TP=2)" in (
-        unwrapped(text)
-    )
+    assert "the whole model on one RTX-A6000 (TP=1), and per GPU on 2x RTX-A6000 (TP=2)" in (unwrapped(text))
     total = next(line for line in text.splitlines() if line.startswith("total "))
     need = f"{plan['per_gpu']['total_bytes'] / 2**30:.1f}"
     row = next(line for line in text.splitlines() if re.match(r"^RTX-A6000\s+2 \(TP=2\)", line))

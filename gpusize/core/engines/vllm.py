@@ -442,8 +442,9 @@ def headroom_warning(g: PerGpu) -> str | None:
         return None
     return (
         f"CUDA context + graph pool may need ~{g.outside_budget_bytes / GIB:.1f} GiB outside "
-        f"the budget, {g.outside_budget_limit_bytes / GIB:.1f} GiB left: if start-up fails "
-        f"at CUDA-graph capture, lower --gpu-memory-utilization or use --enforce-eager"
+        f"the budget, {g.outside_budget_limit_bytes / GIB:.1f} GiB left (a cautious estimate from "
+        "public vLLM start-up logs): if start-up fails at CUDA-graph capture, lower "
+        "--gpu-memory-utilization or use --enforce-eager"
     )
 
 
