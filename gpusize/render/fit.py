@@ -197,14 +197,16 @@ def render_fit(report: FitReport, width: int, style: Style, show_all: bool = Fal
         )
     else:
         rows, title = list(report.candidates), "Splits tried"
-    notes = [(f"{c.gpu} x{c.num_gpus}", c.reason) for c in rows if c.reason]
-    notes += [(f"{c.gpu} x{c.num_gpus}", f"warning: {c.warning}") for c in rows if c.fits and c.warning]
+    reasons = said_once([(f"{c.gpu} x{c.num_gpus}", c.reason) for c in rows if c.reason], ranges=False)
+    warnings = said_once(
+        [(f"{c.gpu} x{c.num_gpus}", f"warning: {c.warning}") for c in rows if c.fits and c.warning]
+    )
     parts = [
         style(paragraph(headline(report), width), "bold"),
         memory_table(report, width, style),
         candidates_table(rows, title, width, style),
         *([style(paragraph(f"({more})", width), "dim")] if more else []),
-        *[paragraph(line, width) for line in said_once(notes)],
+        *[paragraph(line, width) for line in reasons + warnings],
         *[style(paragraph(line, width), "dim") for line in footer_lines(report)],
     ]
     return "\n".join(parts) + "\n"

@@ -106,9 +106,9 @@ def render_quote(report: QuoteReport, width: int, style: Style) -> str:
         lines += curve_lines(report.curve, width)
     if report.topology_text:
         lines += ["Topology", block(report.topology_text, width)]
-    notes = [(f"{o.num_gpus}x {o.gpu}", caveat) for o in report.options for caveat in o.caveats]
-    notes += [(f"{o.num_gpus}x {o.gpu}", o.reason) for o in report.options if o.reason and not o.caveats]
-    lines += [paragraph(line, width) for line in said_once(notes)]
+    caveats = [(f"{o.num_gpus}x {o.gpu}", caveat) for o in report.options for caveat in o.caveats]
+    reasons = [(f"{o.num_gpus}x {o.gpu}", o.reason) for o in report.options if o.reason and not o.caveats]
+    lines += [paragraph(line, width) for line in said_once(caveats) + said_once(reasons, ranges=False)]
     lines += [paragraph(f"Note: {n}", width) for n in report.assumptions.notes]
     lines.append(style(paragraph(f"Prices: {report.assumptions.prices}.", width), "dim"))
     return "\n".join(lines) + "\n"

@@ -113,11 +113,9 @@ def shell_command(lead: str, command: str, width: int) -> str:
     except ValueError:  # not a command line shlex can read: plain wrapped text
         return paragraph(f"{lead}{command}", width)
     groups: list[str] = []
-    for word in words:
+    for word in words:  # a flag keeps its value; other words stand alone
         if groups and not word.startswith("-") and groups[-1].startswith("-") and " " not in groups[-1]:
             groups[-1] += " " + word
-        elif groups and not word.startswith("-") and not groups[-1].startswith("-"):
-            groups[-1] += " " + word  # the program, its subcommand and positional arguments stay together
         else:
             groups.append(word)
     first, *rest = [safe(g) for g in groups] or [""]
@@ -136,13 +134,14 @@ def shell_command(lead: str, command: str, width: int) -> str:
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 
-def said_once(notes: list[tuple[str, str]]) -> list[str]:
-    """Caveats of several rows, each said once: notes whose words are the same (numbers aside) become
-    one line naming every row it applies to, each number shown as the range it takes over them
-    ("RTX4090 x1, L4 x1: ... ~2.3 GiB outside the budget, 1.5-2.2 GiB left ...")."""
+def said_once(notes: list[tuple[str, str]], ranges: bool = True) -> list[str]:
+    """Notes of several rows, each said once, naming every row it applies to. With `ranges` (caveats),
+    notes whose words are the same, numbers aside, are one line with each number shown as the range it
+    takes over the rows ("RTX4090 x1, L4 x1: ... ~2.3 GiB outside the budget, 1.5-2.2 GiB left ...");
+    without (a row's own figures, which pair up), only identical notes are merged."""
     groups: dict[str, list[tuple[str, str]]] = {}
     for who, text in notes:
-        groups.setdefault(_NUMBER.sub("#", text), []).append((who, text))
+        groups.setdefault(_NUMBER.sub("#", text) if ranges else text, []).append((who, text))
     lines = []
     for members in groups.values():
         whos = ", ".join(dict.fromkeys(who for who, _ in members))

@@ -149,7 +149,9 @@ def render_train(report: TrainReport, width: int, style: Style, show_all: bool =
     ]
     parts += [
         paragraph(line, width)
-        for line in said_once([(f"{c.gpu} x{c.num_gpus}", c.reason or "") for c in rows if c.reason])
+        for line in said_once(
+            [(f"{c.gpu} x{c.num_gpus}", c.reason or "") for c in rows if c.reason], ranges=False
+        )
     ]
     times = time_table(report, width, style)
     if times is not None:
