@@ -57,8 +57,8 @@ class Option:
     aggregate_tokens_per_s: float | None
     aggregate_tokens_per_s_low: float | None
     aggregate_tokens_per_s_high: float | None
-    price_usd_per_hour: float | None  # the whole server
-    price_usd_per_month: float | None
+    usd_per_hour: float | None  # the whole server
+    usd_per_month: float | None
     usd_per_million_tokens: float | None
     usd_per_million_tokens_low: float | None
     usd_per_million_tokens_high: float | None
@@ -129,8 +129,8 @@ def option_for(
         aggregate_tokens_per_s=layout.aggregate_tokens_per_s,
         aggregate_tokens_per_s_low=layout.aggregate_tokens_per_s_low,
         aggregate_tokens_per_s_high=layout.aggregate_tokens_per_s_high,
-        price_usd_per_hour=layout.price_usd_per_hour,
-        price_usd_per_month=layout.price_usd_per_month,
+        usd_per_hour=layout.usd_per_hour,
+        usd_per_month=layout.usd_per_month,
         usd_per_million_tokens=layout.usd_per_million_tokens,
         usd_per_million_tokens_low=layout.usd_per_million_tokens_low,
         usd_per_million_tokens_high=layout.usd_per_million_tokens_high,
@@ -147,7 +147,7 @@ def rank(options: list[Option]) -> list[Option]:
 
     def key(o: Option) -> tuple[int, float, int, str]:
         tier = 0 if o.fits and o.serves_all else 1 if o.fits else 2
-        return (tier, o.price_usd_per_hour if o.price_usd_per_hour else float("inf"), o.num_gpus, o.gpu)
+        return (tier, o.usd_per_hour if o.usd_per_hour else float("inf"), o.num_gpus, o.gpu)
 
     return sorted(options, key=key)
 
