@@ -30,11 +30,13 @@ from gpusize.cli.options import (
     ModelsFile,
     Quiet,
     ReservedMib,
+    SheetFormat,
+    ShowAll,
     Utilization,
 )
 from gpusize.core.workload import DTYPES, KV_DTYPES, Request
 from gpusize.errors import UsageError
-from gpusize.render.which import render_which
+from gpusize.render.which import render_which, which_csv, which_markdown
 from gpusize.reports.which import build_which
 from gpusize.serving.which import SORTS, Sort
 from gpusize.units import canonical_dtype, parse_tokens
@@ -42,7 +44,7 @@ from gpusize.units import canonical_dtype, parse_tokens
 __all__ = ["which"]
 
 
-@app.command()
+@app.command(short_help="The catalog models that fit given GPUs.")
 def which(
     gpu: GpuName = None,
     gpus: GpuCount = 1,
@@ -61,7 +63,7 @@ def which(
     chunked_prefill: ChunkedPrefill = None,
     max_running_requests: MaxRunningRequests = None,
     reserved_mib: ReservedMib = 0,
-    show_all: bool = typer.Option(False, "--all", help="Also list the models that do not fit, with why."),
+    show_all: ShowAll = False,
     sort: str = typer.Option(
         "capability",
         "--sort",
@@ -71,6 +73,7 @@ def which(
     gpus_file: GpusFile = None,
     quiet: Quiet = False,
     as_json: Json = False,
+    fmt: SheetFormat = None,
 ) -> None:
     """Every catalog model that fits this hardware (all its GPUs), most capable first, with quantized
     builds where a model's own weights do not fit.
@@ -112,4 +115,6 @@ def which(
         quiet,
         as_json,
         lambda width, style: render_which(report, show_all, width, style),
+        fmt,
+        {"markdown": lambda: which_markdown(report), "csv": lambda: which_csv(report)},
     )

@@ -20,6 +20,7 @@ __all__ = [
     "Evaluator",
     "PerGpu",
     "context_problem",
+    "ranked",
     "recommend",
     "smallest_fit",
     "split_problem",
@@ -73,7 +74,7 @@ class Candidate:
     #: System RAM the engine needs beside the GPUs (llama.cpp layers and KV left on the CPU).
     host_bytes: int | None = None
     #: Indicative USD per hour for all `num_gpus` GPUs (None when the GPU is unpriced).
-    price_usd_per_hour: float | None = None
+    usd_per_hour: float | None = None
 
 
 def refused(gpu: GpuSpec, n: int, reason: str, tp: int | None = None) -> Candidate:
@@ -85,7 +86,7 @@ def refused(gpu: GpuSpec, n: int, reason: str, tp: int | None = None) -> Candida
         tensor_parallel=n if tp is None else tp,
         fits=False,
         reason=reason,
-        price_usd_per_hour=gpu.price_for(n),
+        usd_per_hour=gpu.price_for(n),
     )
 
 
@@ -160,9 +161,14 @@ def smallest_fit(
     return out
 
 
-def recommend(best: list[Candidate]) -> Candidate | None:
-    """Fewest GPUs, then lowest indicative price for the whole server (unpriced last), then name."""
+def ranked(best: list[Candidate]) -> list[Candidate]:
+    """The candidates that fit, best first: fewest GPUs, then lowest indicative price for the whole
+    server (unpriced last), then name."""
     fitting = [c for c in best if c.fits]
-    if not fitting:
-        return None
-    return min(fitting, key=lambda c: (c.num_gpus, c.price_usd_per_hour or float("inf"), c.gpu))
+    return sorted(fitting, key=lambda c: (c.num_gpus, c.usd_per_hour or float("inf"), c.gpu))
+
+
+def recommend(best: list[Candidate]) -> Candidate | None:
+    """The best of `ranked`, or None when nothing fits."""
+    fitting = ranked(best)
+    return fitting[0] if fitting else None

@@ -81,7 +81,7 @@ class Suggestion:
     kv_cache_capacity_tokens: int | None
     max_context_tokens: int | None
     #: Indicative USD per hour for all the GPUs of the plan (None when the GPU is unpriced).
-    price_usd_per_hour: float | None
+    usd_per_hour: float | None
     lever: str = field(metadata={"json": False})
     memory_bytes: int = field(default=0, metadata={"json": False})
 
@@ -411,14 +411,14 @@ def _suggestion(c: Candidate, variant: _Variant, gpu: GpuSpec) -> Suggestion:
         fits=c.fits,
         kv_cache_capacity_tokens=c.kv_cache_capacity_tokens,
         max_context_tokens=c.max_context_tokens,
-        price_usd_per_hour=c.price_usd_per_hour,
+        usd_per_hour=c.usd_per_hour,
         lever=variant.lever,
         memory_bytes=gpu.visible_bytes * c.num_gpus,
     )
 
 
 def _order(s: Suggestion) -> tuple[bool, float, int, int, int]:
-    price = s.price_usd_per_hour
+    price = s.usd_per_hour
     return (price is None, price or 0.0, s.num_gpus, s.memory_bytes, _LEVERS.index(s.lever))
 
 

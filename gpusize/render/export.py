@@ -1,25 +1,23 @@
 """Quote exports: Markdown (pastes into a ticket), CSV (spreadsheets), one self-contained HTML file
-(inline styles and SVG charts, no network) and an SVG of any text rendering. Rendering only.
+(inline styles and SVG charts, no network) and an SVG of any text rendering. Rendering only; the
+Markdown and CSV tables are `render.sheet`'s, as `serve`'s and `which`'s are.
 
-Every value is escaped for its format: HTML-escaped in HTML, SVG and Markdown (a model id can hold
-`<img onerror=...>`), `|` escaped in Markdown tables, and CSV cells that a spreadsheet would run as a
-formula (`=`, `+`, `-`, `@` first) prefixed with a quote.
+Every value is escaped for its format: HTML-escaped in HTML and SVG, and as `render.sheet` says in
+Markdown and CSV.
 """
 
 from __future__ import annotations
 
-import csv
 import html
-import io
-from dataclasses import fields
 
 from gpusize.render.format import fmt_float, human_tokens
 from gpusize.render.quote import QUOTE_COLUMNS, buy_lines, load_lines, title
+from gpusize.render.sheet import assumption_items, md, sheet_csv, sheet_markdown
 from gpusize.reports.quote import QuoteReport
 from gpusize.serving.quote import Option
 from gpusize.units import GIB
 
-__all__ = ["assumption_items", "memory_bar_svg", "text_svg", "to_csv", "to_html", "to_markdown"]
+__all__ = ["memory_bar_svg", "text_svg", "to_csv", "to_html", "to_markdown"]
 
 COLORS = {
     "weights": "#3b6ea5",
@@ -28,64 +26,37 @@ COLORS = {
     "overhead": "#9a9a9a",
     "free": "#d9ead3",
 }
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def assumption_items(report: QuoteReport) -> list[tuple[str, str]]:
-    a = report.assumptions
-    return [
-        (f.name, "; ".join(v) if isinstance(v := getattr(a, f.name), tuple) else str(v)) for f in fields(a)
-    ]
-
-
-def _md(text: str) -> str:
-    """A Markdown table cell or line: HTML-escaped (so no tag runs), pipes and newlines neutralised."""
-    return html.escape(text).replace("|", "\\|").replace("\n", " ").replace("`", "&#96;")
-
-
-def _csv_cell(text: str) -> str:
-    if text.startswith(_FORMULA_START) and text not in ("-",) and not _is_number(text):
-        return "'" + text
-    return text
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text.replace(",", ""))
-    except ValueError:
-        return False
-    return True
 
 
 def to_markdown(report: QuoteReport) -> str:
-    lines = [f"## Quote: {_md(title(report))}", ""]
+    lead = []
     if report.recommendation:
         r = report.recommendation
-        lines += [
-            f"**Recommended:** {r.num_gpus}x {_md(r.gpu_full_name)}, {r.replicas} x TP={r.tensor_parallel} "
-            f"({fmt_float(r.price_usd_per_hour, 2)} $/h indicative).",
-            "",
-        ]
-    lines.append("| " + " | ".join(col.header for col, _ in QUOTE_COLUMNS) + " |")
-    lines.append("|" + "---|" * len(QUOTE_COLUMNS))
-    for o in report.options:
-        lines.append("| " + " | ".join(_md(cell(o)) for _, cell in QUOTE_COLUMNS) + " |")
-    for section in (load_lines(report), buy_lines(report)):
+        lead.append(
+            f"**Recommended:** {r.num_gpus}x {md(r.gpu_full_name)}, {r.replicas} x TP={r.tensor_parallel} "
+            f"({fmt_float(r.usd_per_hour, 2)} $/h indicative)."
+        )
+    sections: list[str] = []
+    for section in (load_lines(report), buy_lines(report)):  # servers for the load, buy versus rent
         if section:
-            lines += ["", f"### {_md(section[0].rstrip(':'))}", ""] + [_md(line) for line in section[1:]]
-    if report.topology_mermaid:
-        lines += ["", "### Topology", "", "```mermaid", report.topology_mermaid.replace("`", "'"), "```"]
-    lines += ["", "### Assumptions", ""] + [f"- {k}: {_md(v)}" for k, v in assumption_items(report)]
-    return "\n".join(lines) + "\n"
+            sections += ["", f"### {md(section[0].rstrip(':'))}", ""] + [md(line) for line in section[1:]]
+    topology = (
+        ["", "### Topology", "", "```mermaid", report.topology_mermaid.replace("`", "'"), "```"]
+        if report.topology_mermaid
+        else []
+    )
+    return sheet_markdown(
+        f"Quote: {title(report)}",
+        lead,
+        QUOTE_COLUMNS,
+        report.options,
+        assumption_items(report),
+        sections + topology,
+    )
 
 
 def to_csv(report: QuoteReport) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow([col.header for col, _ in QUOTE_COLUMNS])
-    for o in report.options:
-        writer.writerow([_csv_cell(cell(o)) for _, cell in QUOTE_COLUMNS])
-    return out.getvalue()
+    return sheet_csv(QUOTE_COLUMNS, report.options)
 
 
 def text_svg(text: str, heading: str) -> str:
@@ -203,7 +174,7 @@ def to_html(report: QuoteReport) -> str:
     rec = report.recommendation
     summary = (
         f"<p class='rec'><b>Recommended:</b> {rec.num_gpus}x {html.escape(rec.gpu_full_name)}, "
-        f"{rec.replicas} x TP={rec.tensor_parallel}, {fmt_float(rec.price_usd_per_hour, 2)} $/h "
+        f"{rec.replicas} x TP={rec.tensor_parallel}, {fmt_float(rec.usd_per_hour, 2)} $/h "
         "indicative</p>"
         if rec
         else "<p class='rec'><b>No option fits.</b></p>"

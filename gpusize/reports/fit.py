@@ -136,7 +136,7 @@ def _savings(
             saving = fewer_gpus(spec, work, model, gpu, c.num_gpus)
             if saving:
                 found.append(saving)
-    return tuple(sorted(found, key=lambda s: (s.price_usd_per_hour is None, s.price_usd_per_hour or 0.0)))
+    return tuple(sorted(found, key=lambda s: (s.usd_per_hour is None, s.usd_per_hour or 0.0)))
 
 
 def whole_model(spec: ModelSpec, gpu: GpuSpec, work: Workload, model: EngineModel) -> MemoryBreakdown:

@@ -60,8 +60,8 @@ class Option:
     aggregate_tokens_per_s: float | None
     aggregate_tokens_per_s_low: float | None
     aggregate_tokens_per_s_high: float | None
-    price_usd_per_hour: float | None  # the whole server
-    price_usd_per_month: float | None
+    usd_per_hour: float | None  # the whole server
+    usd_per_month: float | None
     usd_per_million_tokens: float | None
     usd_per_million_tokens_low: float | None
     usd_per_million_tokens_high: float | None
@@ -142,8 +142,8 @@ def option_for(
         aggregate_tokens_per_s=layout.aggregate_tokens_per_s,
         aggregate_tokens_per_s_low=layout.aggregate_tokens_per_s_low,
         aggregate_tokens_per_s_high=layout.aggregate_tokens_per_s_high,
-        price_usd_per_hour=layout.price_usd_per_hour,
-        price_usd_per_month=layout.price_usd_per_month,
+        usd_per_hour=layout.usd_per_hour,
+        usd_per_month=layout.usd_per_month,
         usd_per_million_tokens=layout.usd_per_million_tokens,
         usd_per_million_tokens_low=layout.usd_per_million_tokens_low,
         usd_per_million_tokens_high=layout.usd_per_million_tokens_high,
@@ -178,7 +178,7 @@ def for_load(
 def with_money(option: Option, gpu: GpuSpec, servers: int | None, users: int | None, hours: float) -> Option:
     """The fleet's price per hour and per user, and buying the GPUs against renting them `hours` a
     month."""
-    price = option.price_usd_per_hour
+    price = option.usd_per_hour
     fleet = price * servers if price and servers else None
     purchase = gpu.purchase_price_usd * option.num_gpus if gpu.purchase_price_usd else None
     return replace(
@@ -204,7 +204,7 @@ def rank(options: list[Option], per_user: bool = False) -> list[Option]:
             money = o.usd_per_user_hour
         else:
             tier = 0 if o.fits and o.serves_all else 1 if o.fits else 2
-            money = o.price_usd_per_hour
+            money = o.usd_per_hour
         return (tier, money if money else float("inf"), o.num_gpus * (o.servers or 1), o.gpu)
 
     return sorted(options, key=key)

@@ -55,7 +55,7 @@ class TrainCandidate:
     suggestion: Suggestion | None
     #: Where the allocated peak falls: forward/backward, optimizer step or load.
     peak_phase: str
-    price_usd_per_hour: float | None
+    usd_per_hour: float | None
 
 
 def _method_hint(setup: TrainSetup) -> str:
@@ -116,7 +116,7 @@ def evaluate(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, n: int) -> TrainC
         max_batch=max_batch,
         suggestion=None,
         peak_phase=mem.peak_phase,
-        price_usd_per_hour=gpu.price_for(n),
+        usd_per_hour=gpu.price_for(n),
     )
 
 
@@ -173,4 +173,4 @@ def pick(best: list[TrainCandidate]) -> TrainCandidate | None:
     fitting = [c for c in best if c.fits]
     if not fitting:
         return None
-    return min(fitting, key=lambda c: (c.num_gpus, c.price_usd_per_hour or float("inf"), c.gpu))
+    return min(fitting, key=lambda c: (c.num_gpus, c.usd_per_hour or float("inf"), c.gpu))

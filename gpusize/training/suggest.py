@@ -43,7 +43,7 @@ class TrainSuggestion:
     fits: bool
     per_gpu_bytes: int
     max_seq_tokens: int
-    price_usd_per_hour: float | None
+    usd_per_hour: float | None
     lever: str = field(metadata={"json": False})
     memory_bytes: int = field(default=0, metadata={"json": False})
 
@@ -256,12 +256,12 @@ def _suggestion(
         fits=c.fits,
         per_gpu_bytes=c.per_gpu.device_bytes,
         max_seq_tokens=c.max_seq_tokens,
-        price_usd_per_hour=c.price_usd_per_hour,
+        usd_per_hour=c.usd_per_hour,
         lever=variant.lever,
         memory_bytes=gpu.visible_bytes * n,
     )
 
 
 def _order(s: TrainSuggestion) -> tuple[bool, float, int, int, int]:
-    price = s.price_usd_per_hour
+    price = s.usd_per_hour
     return (price is None, price or 0.0, s.num_gpus, s.memory_bytes, _LEVERS.index(s.lever))

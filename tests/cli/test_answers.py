@@ -51,7 +51,7 @@ def test_does_not_fit_ends_with_computed_fixes_that_fit_when_run() -> None:
     assert {("--dtype", "int4")} in changes
     assert any(("--tensor-parallel-size", "4") in c for c in changes)
     assert any(("--tensor-parallel-size", "8") in c for c in changes)
-    priced = [s["price_usd_per_hour"] for s in found if s["price_usd_per_hour"] is not None]
+    priced = [s["usd_per_hour"] for s in found if s["usd_per_hour"] is not None]
     assert priced == sorted(priced)  # cheapest first
     assert all(s["fits"] and s["kv_cache_capacity_tokens"] for s in found)
     for s in found:  # each suggestion, run as printed, fits
@@ -168,7 +168,7 @@ def test_quote_for_5000_users_ranks_by_price_per_user_with_server_counts() -> No
         assert o["servers"] * o["capacity_sequences"] >= 5000 and o["serves_all"]
         assert (o["servers"] - 1) * o["capacity_sequences"] < 5000  # no server more than needed
         if o["fleet_usd_per_hour"]:
-            assert o["fleet_usd_per_hour"] == pytest.approx(o["servers"] * o["price_usd_per_hour"])
+            assert o["fleet_usd_per_hour"] == pytest.approx(o["servers"] * o["usd_per_hour"])
     assert data["recommendation"]["gpu"] == fitting[0]["gpu"]
     text = run("quote", "Llama-3.3-70B", "--ctx", "8k", "--users", "5000").stdout
     assert "Serving 5,000 users at once" in text and " servers, no queueing, $" in text
@@ -179,7 +179,7 @@ def test_quote_buy_versus_rent_break_even_follows_the_utilization() -> None:
     _, half = as_json("quote", "Qwen3-8B", "--gpu", "H100", "--gpu", "RTX4090", "--utilization-hours", "365")
     for a, b in zip(full["options"], half["options"], strict=True):
         assert a["purchase_usd"] and a["purchase_price_date"]
-        months = a["purchase_usd"] / (a["price_usd_per_hour"] * 730)
+        months = a["purchase_usd"] / (a["usd_per_hour"] * 730)
         assert a["break_even_months"] == pytest.approx(months)
         assert b["break_even_months"] == pytest.approx(2 * months)
     assert half["assumptions"]["utilization_hours"] == 365
@@ -199,7 +199,7 @@ def test_quote_assumptions_describe_the_server_sizes_shown() -> None:
 def test_readme_fix_example_is_the_real_tail() -> None:
     text = (ROOT / "README.md").read_text()
     pattern = (
-        r"```console\n\$ NO_COLOR=1 COLUMNS=100 gpusize (fit Llama-3.3-70B .+?) \| tail -n (\d+)\n(.*?)\n```"
+        r"```text\n\$ NO_COLOR=1 COLUMNS=100 gpusize (fit Llama-3.3-70B .+?) \| tail -n (\d+)\n(.*?)\n```"
     )
     block = re.search(pattern, text, re.S)
     assert block, "README fix example missing"

@@ -62,7 +62,7 @@ def test_70b_on_two_3090s_suggests_int4_and_more_cards_cheapest_first() -> None:
     assert {("--dtype", "int4")} in flags  # int4 on the same two cards
     assert any(("--tensor-parallel-size", "4") in f for f in flags)  # FP8 weights on 4 cards
     assert {("--tensor-parallel-size", "8")} in flags  # the model as it is on 8 cards
-    prices = [s.price_usd_per_hour for s in found if s.price_usd_per_hour is not None]
+    prices = [s.usd_per_hour for s in found if s.usd_per_hour is not None]
     assert prices == sorted(prices)
     int4 = next(s for s in found if ("--dtype", "int4") in {(c.flag, c.value) for c in s.changes})
     assert int4.note and "pre-quantized" in int4.note

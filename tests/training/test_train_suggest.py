@@ -58,7 +58,7 @@ def test_every_training_suggestion_fits_when_its_flags_are_applied(
     job = ts.TrainSetup(method=cast("ts.Method", method), seq_tokens=seq, batch=batch)
     spec = catalog_spec(name)
     found = train_fixes(spec, job, (find_gpu(gpu),), load_gpus(), count)
-    prices = [s.price_usd_per_hour for s in found if s.price_usd_per_hour is not None]
+    prices = [s.usd_per_hour for s in found if s.usd_per_hour is not None]
     assert prices == sorted(prices)
     for s in found:
         assert replay(name, job, gpu, count or 1, s), s

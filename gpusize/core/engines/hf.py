@@ -168,7 +168,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate
         kv_cache_capacity_tokens=tokens if has_kv else None,
         max_concurrency=float(work.batch),
         max_context_tokens=work.context_tokens,
-        price_usd_per_hour=gpu.price_for(1),
+        usd_per_hour=gpu.price_for(1),
     )
 
 

@@ -216,7 +216,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         max_concurrency=round(capacity / work.context_tokens, 2),
         max_context_tokens=min(capacity // max(work.batch, 1), spec.max_context or capacity),
         kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, tp),
-        price_usd_per_hour=gpu.price_for(tp),
+        usd_per_hour=gpu.price_for(tp),
     )
 
 

@@ -373,7 +373,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, tp),
         kv_heads_replicated=not spec.mla and tp > spec.num_key_value_heads,
         warning=headroom_warning(per_gpu) or thin_margin_warning(per_gpu, available),
-        price_usd_per_hour=gpu.price_for(tp),
+        usd_per_hour=gpu.price_for(tp),
     )
 
 
@@ -470,8 +470,9 @@ def headroom_warning(g: PerGpu) -> str | None:
         return None
     return (
         f"CUDA context + graph pool may need ~{g.outside_budget_bytes / GIB:.1f} GiB outside "
-        f"the budget, {g.outside_budget_limit_bytes / GIB:.1f} GiB left: if start-up fails "
-        f"at CUDA-graph capture, lower --gpu-memory-utilization or use --enforce-eager"
+        f"the budget, {g.outside_budget_limit_bytes / GIB:.1f} GiB left (a cautious estimate from "
+        "public vLLM start-up logs): if start-up fails at CUDA-graph capture, lower "
+        "--gpu-memory-utilization or use --enforce-eager"
     )
 
 
@@ -486,9 +487,7 @@ def evaluate_pipeline(
     (llmd-v019-04: Llama-3.1-8B at PP=2 logs 1,075,312 tokens). An ESTIMATE beyond that record."""
     single = evaluate(spec, gpu, tp, work)
     if single.per_gpu is None:
-        return replace(
-            single, num_gpus=tp * pp, pipeline_parallel=pp, price_usd_per_hour=gpu.price_for(tp * pp)
-        )
+        return replace(single, num_gpus=tp * pp, pipeline_parallel=pp, usd_per_hour=gpu.price_for(tp * pp))
     beh = behaviour(work.release.version, spec)
     g = single.per_gpu
     rope = rope_cache_bytes(spec, work.weights)
@@ -535,7 +534,7 @@ def evaluate_pipeline(
         max_context_tokens=largest,
         kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, tp),
         warning=warning,
-        price_usd_per_hour=gpu.price_for(tp * pp),
+        usd_per_hour=gpu.price_for(tp * pp),
     )
 
 
