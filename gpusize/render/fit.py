@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gpusize.core.allocator import TORCH_CUDA_CONTEXT_BYTES
 from gpusize.core.plan import Candidate, ranked
+from gpusize.core.runtime import TORCH_CUDA_CONTEXT_BYTES
 from gpusize.core.suggest import Suggestion
 from gpusize.render.format import fmt_gib, fmt_int, human_tokens
 from gpusize.render.table import Column, render_table
