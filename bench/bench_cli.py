@@ -67,10 +67,10 @@ def run(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
 
 def which_in_process(n: int) -> float:
     from gpusize.core.workload import Request
-    from gpusize.serving.which import models_that_fit
+    from gpusize.serving.which import CatalogEntry, models_that_fit
     from gpusize.sources.catalog import find_gpu, load_models
 
-    entries = [(e.name, e.hf_id, e.config) for e in load_models()]
+    entries = [CatalogEntry(e.name, e.hf_id, e.config, e.family) for e in load_models()]
     gpu, request = find_gpu("RTX4090"), Request(context_tokens=32768)
     times = []
     for _ in range(n):

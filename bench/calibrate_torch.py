@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the records and cases live in tests/
 
-from gpusize.core import allocator  # noqa: E402
+from gpusize.core import runtime  # noqa: E402
 from gpusize.sources.catalog import find_gpu  # noqa: E402
 from tests.core import test_torch_inference as inference  # noqa: E402
 from tests.training import test_torch_training as training  # noqa: E402
@@ -50,7 +50,7 @@ def main() -> None:
     ]
     print(
         f"CUDA context: largest smi - reserved over the calibration lines {max(gaps):.0f} MiB "
-        f"(constant {allocator.TORCH_CUDA_CONTEXT_BYTES / MIB:.0f} MiB)"
+        f"(constant {runtime.TORCH_CUDA_CONTEXT_BYTES / MIB:.0f} MiB)"
     )
     print()
     for name, recs, held, errors in (

@@ -31,8 +31,8 @@ COMMANDS = {
 def register(argv: list[str]) -> None:
     """Import the module of the command in `argv` (every command module when there is none)."""
     name = next((a for a in argv if not a.startswith("-")), None)
-    modules = {COMMANDS[name]} if name in COMMANDS else set(COMMANDS.values())
-    for module in sorted(modules):
+    modules = [COMMANDS[name]] if name in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    for module in modules:  # in COMMANDS' order: the order `gpusize --help` lists them
         importlib.import_module(module)
 
 

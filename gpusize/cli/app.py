@@ -73,6 +73,21 @@ def _click_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+def _reader_went_away() -> bool:
+    """True when typer/click turned a closed stdout into `sys.exit(1)`: on EPIPE they wrap sys.stdout in
+    click's PacifyFlushWrapper and exit 1, which would read as "does not fit". gpusize writes its
+    answers through `write_stdout`, which never raises EPIPE, so what reaches typer's handler is
+    its own text (--help, usage): informational, exit 0. The wrapper is taken off again."""
+    wrapped = getattr(sys.stdout, "wrapped", None)
+    if type(sys.stdout).__name__ != "PacifyFlushWrapper" or wrapped is None:
+        return False
+    sys.stdout = wrapped
+    wrapped_err = getattr(sys.stderr, "wrapped", None)
+    if type(sys.stderr).__name__ == "PacifyFlushWrapper" and wrapped_err is not None:
+        sys.stderr = wrapped_err
+    return True
+
+
 def run_command(argv: list[str] | None) -> int:
     try:
         result = app(args=argv, standalone_mode=False)
@@ -84,9 +99,14 @@ def run_command(argv: list[str] | None) -> int:
         return fail("aborted")
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # a reader gone before the answer (shell completion, click's own echo)
         silence_stdout()
         return 0
+    except SystemExit:
+        if _reader_went_away():
+            silence_stdout()
+            return 0
+        raise
     except Exception as exc:  # noqa: BLE001 - the CLI boundary: nothing may read as "does not fit"
         if isinstance(exc, _click_errors()):
             return fail(exc.format_message().splitlines()[0])  # type: ignore[attr-defined]

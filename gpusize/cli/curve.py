@@ -15,6 +15,7 @@ from gpusize.cli.options import (
     EngineVersion,
     ExpertParallel,
     FlashinferSampler,
+    Format,
     GpuCount,
     GpuName,
     GpusFile,
@@ -42,7 +43,7 @@ from gpusize.reports.curve import build_curve
 __all__ = ["curve"]
 
 
-@app.command()
+@app.command(short_help="Concurrent sequences against context length for one plan.")
 def curve(
     model: Model,
     gpu: GpuName = "H100",
@@ -69,6 +70,7 @@ def curve(
     svg: str | None = typer.Option(None, "--svg", help="Also save the rendering as an SVG file."),
     quiet: Quiet = False,
     as_json: Json = False,
+    fmt: Format = None,
 ) -> None:
     """Maximum concurrent sequences against context length for one plan.
 
@@ -104,4 +106,5 @@ def curve(
         quiet,
         as_json,
         lambda width, style: render_curve(report, width, style),
+        fmt,
     )

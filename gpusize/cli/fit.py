@@ -21,6 +21,7 @@ from gpusize.cli.options import (
     ExpertParallel,
     FlashAttn,
     FlashinferSampler,
+    Format,
     GpuCount,
     GpuName,
     GpusFile,
@@ -39,6 +40,7 @@ from gpusize.cli.options import (
     ReservedMib,
     Revision,
     RopeScaling,
+    ShowAll,
     TransformersVersion,
     Utilization,
 )
@@ -49,7 +51,7 @@ from gpusize.reports.fit import build_fit_report
 __all__ = ["fit"]
 
 
-@app.command()
+@app.command(short_help="Memory needed and the smallest set of GPUs in one server.")
 def fit(
     model: Model,
     ctx: Ctx = "8k",
@@ -81,12 +83,14 @@ def fit(
     nodes: int | None = typer.Option(
         None, "--nodes", help="Allow N servers of 8 GPUs (TP=8 x PP=N) when one server is not enough."
     ),
+    show_all: ShowAll = False,
     best_effort: BestEffort = False,
     revision: Revision = None,
     models_file: ModelsFile = None,
     gpus_file: GpusFile = None,
     quiet: Quiet = False,
     as_json: Json = False,
+    fmt: Format = None,
 ) -> None:
     """Size a model for inference and find the smallest set of GPUs in one server that runs it.
 
@@ -120,7 +124,13 @@ def fit(
     resolved, spec = prepare.load_model(model, revision, best_effort, cats, rope_scaling)
     work = prepare.workload(spec, prepare.request(resolved, spec, ctx, flags, batch, dtype, kv_dtype, mtp))
     where = prepare.targets(gpu, cats, gpus)
-    report = build_fit_report(resolved, spec, work, where.gpus, gpus, where.max_count, nodes)
+    others = cats.gpus() if where.local_count is None else ()  # this machine's GPUs: no other type
+    report = build_fit_report(resolved, spec, work, where.gpus, gpus, where.max_count, nodes, others)
     answer(
-        report, 0 if report.fits else 1, quiet, as_json, lambda width, style: render_fit(report, width, style)
+        report,
+        0 if report.fits else 1,
+        quiet,
+        as_json,
+        lambda width, style: render_fit(report, width, style, show_all),
+        fmt,
     )

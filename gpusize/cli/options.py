@@ -27,6 +27,7 @@ __all__ = [
     "EngineVersion",
     "ExpertParallel",
     "ExpandableSegments",
+    "Format",
     "FlashAttn",
     "FlashinferSampler",
     "GpuCount",
@@ -48,6 +49,8 @@ __all__ = [
     "Revision",
     "RopeScaling",
     "TransformersVersion",
+    "SheetFormat",
+    "ShowAll",
     "Utilization",
     "complete_gpu",
     "complete_model",
@@ -94,6 +97,7 @@ Model = Annotated[
     typer.Argument(
         help="A catalog name or alias (gpusize models), any Hugging Face Hub id (org/name), a local "
         "config.json or model folder, or a .gguf file. Example: Qwen3-32B",
+        metavar="MODEL",
         show_default=False,
         autocompletion=complete_model,
     ),
@@ -249,3 +253,13 @@ GpusFile = Annotated[
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing; the exit code is the answer.")]
 Json = Annotated[bool, typer.Option("--json", help="Print one JSON object (sizes in integer bytes).")]
+ShowAll = Annotated[
+    bool, typer.Option("--all", help="Every row: each GPU type (fit, train), or every model (which).")
+]
+Format = Annotated[
+    str | None, typer.Option("--format", help="Output: table (the default) or json (the same as --json).")
+]
+SheetFormat = Annotated[
+    str | None,
+    typer.Option("--format", help="Output: table (the default), json (the same as --json), markdown or csv."),
+]

@@ -15,15 +15,16 @@ from pathlib import Path
 
 from gpusize.cli.output import warn, write_stderr
 from gpusize.core.engines import prepare as prepare_workload
-from gpusize.core.engines.hf_prefill import ATTN_IMPLEMENTATIONS, TRANSFORMERS_VERSIONS
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import parse_config, with_rope_scaling
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import (
+    ATTN_IMPLEMENTATIONS,
     DTYPES,
     ENGINE_NAMES,
     KV_DTYPES,
+    TRANSFORMERS_VERSIONS,
     EngineName,
     EngineSettings,
     Request,

@@ -8,6 +8,7 @@ import typer
 
 from gpusize.cli import prepare
 from gpusize.cli.app import app, finish
+from gpusize.cli.emit import output_format
 from gpusize.cli.options import (
     ChunkedPrefill,
     Ctx,
@@ -49,11 +50,16 @@ __all__ = ["quote"]
 FORMATS = ("table", "markdown", "csv", "json", "html")
 
 
-@app.command()
+@app.command(short_help="Server options side by side: fit, speed, price, power.")
 def quote(
     model: Model,
     ctx: Ctx = "8k",
     users: int | None = typer.Option(None, "--users", help="Concurrent users to serve."),
+    utilization_hours: float = typer.Option(
+        730.0,
+        "--utilization-hours",
+        help="Hours a month the servers would be rented, for buy versus rent (730 = every hour).",
+    ),
     gpu: list[str] | None = typer.Option(
         None,
         "--gpu",
@@ -76,7 +82,11 @@ def quote(
     max_running_requests: MaxRunningRequests = None,
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
-    fmt: str = typer.Option("table", "--format", help="table, markdown, csv, json or html."),
+    fmt: str | None = typer.Option(
+        None,
+        "--format",
+        help="Output: table (the default), json (the same as --json), markdown, csv or html.",
+    ),
     output: str | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
     svg: str | None = typer.Option(None, "--svg", help="Also save the table rendering as an SVG file."),
     revision: Revision = None,
@@ -89,7 +99,7 @@ def quote(
 
     Example: gpusize quote Llama-3.3-70B --ctx 32k --users 50 --format markdown
     """
-    form = "json" if as_json else prepare.choice(fmt, FORMATS, "--format")
+    form = output_format(fmt, as_json, FORMATS)
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
     flags = prepare.EngineFlags(
@@ -116,12 +126,14 @@ def quote(
     work = prepare.workload(spec, req)
     targets = [prepare.targets(name, cats) for name in gpu or DEFAULT_QUOTE_GPUS]
     gpus = [t.gpus[0] for t in targets]
+    hours = prepare.number(utilization_hours, "--utilization-hours", 0, 744)
     report = build_quote(
         resolved,
         spec,
         gpus,
         work,
         parse_count(users, "--users") if users is not None else None,
+        hours or 730.0,
         {t.gpus[0].name: t.max_count for t in targets},
     )
     code = 0 if report.fits else 1

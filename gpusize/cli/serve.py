@@ -34,11 +34,12 @@ from gpusize.cli.options import (
     ReservedMib,
     Revision,
     RopeScaling,
+    SheetFormat,
     Utilization,
 )
 from gpusize.core.workload import SPLIT_MODES
 from gpusize.errors import UsageError
-from gpusize.render.serve import render_serve
+from gpusize.render.serve import render_serve, serve_csv, serve_markdown
 from gpusize.reports.serve import build_serve_report
 from gpusize.serving.layouts import Demand
 from gpusize.units import parse_count, parse_tokens
@@ -49,7 +50,7 @@ __all__ = ["DEFAULT_SERVER_GPUS", "serve"]
 DEFAULT_SERVER_GPUS = 4
 
 
-@app.command()
+@app.command(short_help="Replicas vs tensor parallel on one server for a load.")
 def serve(
     model: Model,
     ctx: Ctx = "8k",
@@ -91,6 +92,7 @@ def serve(
     gpus_file: GpusFile = None,
     quiet: Quiet = False,
     as_json: Json = False,
+    fmt: SheetFormat = None,
 ) -> None:
     """Compare replicas and tensor parallel on one server: capacity, speed, resilience and cost.
 
@@ -142,8 +144,10 @@ def serve(
     report = build_serve_report(resolved, spec, where.gpus[0], count, work, demand, host)
     answer(
         report,
-        0 if report.fits else 1,
+        0 if report.serves_load else 1,
         quiet,
         as_json,
         lambda width, style: render_serve(report, width, style),
+        fmt,
+        {"markdown": lambda: serve_markdown(report), "csv": lambda: serve_csv(report)},
     )

@@ -11,6 +11,7 @@ from gpusize.cli.app import app
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
     BestEffort,
+    Format,
     GpuCount,
     GpuName,
     GpusFile,
@@ -19,6 +20,7 @@ from gpusize.cli.options import (
     ModelsFile,
     Quiet,
     Revision,
+    ShowAll,
 )
 from gpusize.errors import UsageError
 from gpusize.render.train import render_train
@@ -29,7 +31,7 @@ from gpusize.units import parse_budget, parse_count, parse_tokens
 __all__ = ["train"]
 
 
-@app.command()
+@app.command(short_help="Training and fine-tuning memory, GPUs, time and cost.")
 def train(
     model: Model,
     method: str = typer.Option(..., "--method", help="full, lora or qlora."),
@@ -77,12 +79,14 @@ def train(
         "--expandable-segments",
         help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less allocator fragmentation).",
     ),
+    show_all: ShowAll = False,
     best_effort: BestEffort = False,
     revision: Revision = None,
     models_file: ModelsFile = None,
     gpus_file: GpusFile = None,
     quiet: Quiet = False,
     as_json: Json = False,
+    fmt: Format = None,
 ) -> None:
     """Size a training or fine-tuning job and find the smallest set of GPUs in one server for it.
 
@@ -115,13 +119,15 @@ def train(
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, best_effort, cats)
     where = prepare.targets(gpu, cats, count)
-    report = build_train_report(resolved, spec, where.gpus, job, count, budget, where.max_count)
+    others = cats.gpus() if where.local_count is None else ()  # this machine's GPUs: no other type
+    report = build_train_report(resolved, spec, where.gpus, job, count, budget, where.max_count, others)
     answer(
         report,
         0 if report.fits else 1,
         quiet,
         as_json,
-        lambda width, style: render_train(report, width, style),
+        lambda width, style: render_train(report, width, style, show_all),
+        fmt,
     )
 
 

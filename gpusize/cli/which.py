@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import typer
 
 from gpusize.cli import prepare
@@ -28,19 +30,22 @@ from gpusize.cli.options import (
     ModelsFile,
     Quiet,
     ReservedMib,
+    SheetFormat,
+    ShowAll,
     Utilization,
 )
 from gpusize.cli.output import warn
 from gpusize.core.workload import DTYPES, KV_DTYPES, Request
 from gpusize.errors import UsageError
-from gpusize.render.which import render_which
+from gpusize.render.which import render_which, which_csv, which_markdown
 from gpusize.reports.which import build_which
+from gpusize.serving.which import SORTS, Sort
 from gpusize.units import canonical_dtype, parse_tokens
 
 __all__ = ["which"]
 
 
-@app.command()
+@app.command(short_help="The catalog models that fit given GPUs.")
 def which(
     gpu: GpuName = None,
     gpus: GpuCount = 1,
@@ -59,13 +64,20 @@ def which(
     chunked_prefill: ChunkedPrefill = None,
     max_running_requests: MaxRunningRequests = None,
     reserved_mib: ReservedMib = 0,
-    show_all: bool = typer.Option(False, "--all", help="Also list the models that do not fit, with why."),
+    show_all: ShowAll = False,
+    sort: str = typer.Option(
+        "capability",
+        "--sort",
+        help="capability (largest total, then active, parameters first) or speed (fastest decode first).",
+    ),
     models_file: ModelsFile = None,
     gpus_file: GpusFile = None,
     quiet: Quiet = False,
     as_json: Json = False,
+    fmt: SheetFormat = None,
 ) -> None:
-    """Every catalog model that fits this hardware, with headroom and concurrency, fastest first.
+    """Every catalog model that fits this hardware (all its GPUs), most capable first, with quantized
+    builds where a model's own weights do not fit.
 
     Example: gpusize which --gpu RTX4090 --gpus 2 --ctx 32k
     """
@@ -96,7 +108,8 @@ def which(
         engine=prepare.engine_settings(flags),
         reserved_bytes=prepare.reserved_bytes(reserved_mib),
     )
-    report = build_which(cats.models(), where.gpus[0], count, req)
+    order = cast("Sort", prepare.choice(sort, SORTS, "--sort"))
+    report = build_which(cats.models(), where.gpus[0], count, req, order)
     for skipped in report.skipped:
         warn(skipped)  # one unreadable catalog model is skipped, never the whole answer
     answer(
@@ -105,4 +118,6 @@ def which(
         quiet,
         as_json,
         lambda width, style: render_which(report, show_all, width, style),
+        fmt,
+        {"markdown": lambda: which_markdown(report), "csv": lambda: which_csv(report)},
     )

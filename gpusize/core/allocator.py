@@ -41,7 +41,6 @@ __all__ = [
     "ROUND_LARGE",
     "SMALL_BUFFER",
     "SMALL_SIZE",
-    "TORCH_CUDA_CONTEXT_BYTES",
     "AllocatorPeaks",
     "Trace",
     "cublas_workspace_bytes",
@@ -69,13 +68,6 @@ ROUND_LARGE = 2 * MIB
 CUBLAS_WORKSPACE_BYTES_SM90 = 4096 * 8 * 1024
 CUBLAS_WORKSPACE_BYTES = 4096 * 1024 * 2 + 16 * 1024 * 8
 CUBLAS_WORKSPACES = 2
-#: What nvidia-smi shows beyond PyTorch's reserved memory, one process on one GPU: the CUDA context with
-#: lazily loaded kernels, cuBLAS/cuDNN handles and the attention kernels. Measured on the H200 with torch
-#: 2.11.0+cu130 (tests/data/reference/measured: smi_used_mib - peak_reserved = 695 MiB for the first case
-#: of the process, 767-775 MiB for every later one): the larger, 775 MiB. Other cards report 256-426 MiB
-#: for a bare context (pytorch/pytorch #86509, #109888; facts in bench/train_calibration.md), so this
-#: errs high there.
-TORCH_CUDA_CONTEXT_BYTES = 775 * MIB
 #: NCCL device buffers per connection with the LL, LL128 and SIMPLE protocols (NVIDIA/nccl @ 5067397c,
 #: src/include/device.h: 524,288 + 4,915,200 + 4,194,304 B = 9.19 MiB).
 NCCL_CONNECTION_BYTES = 524_288 + 4_915_200 + 4_194_304

@@ -20,9 +20,11 @@ __all__ = [
     "Evaluator",
     "PerGpu",
     "context_problem",
+    "ranked",
     "recommend",
     "smallest_fit",
     "split_problem",
+    "yarn_flag",
 ]
 
 #: GPU counts of one server: tensor-parallel sizes 1, 2, 4 and 8.
@@ -72,7 +74,7 @@ class Candidate:
     #: System RAM the engine needs beside the GPUs (llama.cpp layers and KV left on the CPU).
     host_bytes: int | None = None
     #: Indicative USD per hour for all `num_gpus` GPUs (None when the GPU is unpriced).
-    price_usd_per_hour: float | None = None
+    usd_per_hour: float | None = None
 
 
 def refused(gpu: GpuSpec, n: int, reason: str, tp: int | None = None) -> Candidate:
@@ -84,7 +86,7 @@ def refused(gpu: GpuSpec, n: int, reason: str, tp: int | None = None) -> Candida
         tensor_parallel=n if tp is None else tp,
         fits=False,
         reason=reason,
-        price_usd_per_hour=gpu.price_for(n),
+        usd_per_hour=gpu.price_for(n),
     )
 
 
@@ -129,6 +131,23 @@ def context_problem(spec: ModelSpec, context: int) -> str | None:
     return None
 
 
+def yarn_flag(spec: ModelSpec, context: int) -> str | None:
+    """The `--rope-scaling` that reaches `context` by YaRN, for a RoPE model whose config declares no
+    rope scaling: yarn:FACTOR:ORIGINAL with ORIGINAL max_position_embeddings rounded down to a power
+    of two (Qwen3 configs state 40,960 = 32,768 pre-training positions + 8,192 for the reply; their
+    model cards enable YaRN as factor 4 over 32,768) and FACTOR the smallest integer that covers the
+    context (at most 64, the most --rope-scaling accepts). None when YaRN does not apply (learned
+    positions, a rope scaling already set) or would need a larger factor."""
+    positions = spec.max_position_embeddings
+    if not positions or spec.learned_position_embeddings or spec.rope_scaling:
+        return None
+    original = 1 << (positions.bit_length() - 1)
+    factor = -(-context // original)
+    if factor < 2 or factor > 64:
+        return None
+    return f"--rope-scaling yarn:{factor}:{original}"
+
+
 def smallest_fit(
     spec: ModelSpec, gpu: GpuSpec, work: Workload, evaluate: Evaluator, sizes: Iterable[int] = TP_SIZES
 ) -> list[Candidate]:
@@ -142,9 +161,14 @@ def smallest_fit(
     return out
 
 
-def recommend(best: list[Candidate]) -> Candidate | None:
-    """Fewest GPUs, then lowest indicative price for the whole server (unpriced last), then name."""
+def ranked(best: list[Candidate]) -> list[Candidate]:
+    """The candidates that fit, best first: fewest GPUs, then lowest indicative price for the whole
+    server (unpriced last), then name."""
     fitting = [c for c in best if c.fits]
-    if not fitting:
-        return None
-    return min(fitting, key=lambda c: (c.num_gpus, c.price_usd_per_hour or float("inf"), c.gpu))
+    return sorted(fitting, key=lambda c: (c.num_gpus, c.usd_per_hour or float("inf"), c.gpu))
+
+
+def recommend(best: list[Candidate]) -> Candidate | None:
+    """The best of `ranked`, or None when nothing fits."""
+    fitting = ranked(best)
+    return fitting[0] if fitting else None

@@ -9,6 +9,7 @@ version outside the ranges is refused with the ranges named.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -31,8 +32,10 @@ class Version:
         return self.text
 
 
+@functools.lru_cache(maxsize=256)
 def parse_version(text: str) -> Version | None:
-    """'0.19.1' -> Version((0, 19, 1, 0)); '0.10.1.1', '0.4.6.post2' too; None when not a version."""
+    """'0.19.1' -> Version((0, 19, 1, 0)); '0.10.1.1', '0.4.6.post2' too; None when not a version.
+    Cached: the engine models compare releases on every evaluation."""
     match = _VERSION.match(text.strip())
     if not match:
         return None
@@ -61,7 +64,7 @@ class Releases:
     #: modelled behaviour changes (SGLang), so any version in the range is a release.
     exhaustive: bool = True
 
-    @property
+    @functools.cached_property
     def versions(self) -> tuple[Version, ...]:
         out = [parse_version(v) for v in self.known]
         return tuple(sorted(v for v in out if v is not None))

@@ -12,9 +12,15 @@ Used by every engine model and by training.
 
 from __future__ import annotations
 
-from gpusize.units import GIB
+from gpusize.units import GIB, MIB
 
-__all__ = ["CUDA_CONTEXT_TP1", "CUDA_CONTEXT_TPN", "NCCL_PEER_TPN", "cuda_context_bytes"]
+__all__ = [
+    "CUDA_CONTEXT_TP1",
+    "CUDA_CONTEXT_TPN",
+    "NCCL_PEER_TPN",
+    "TORCH_CUDA_CONTEXT_BYTES",
+    "cuda_context_bytes",
+]
 
 CUDA_CONTEXT_TP1 = int(0.51 * GIB)
 CUDA_CONTEXT_TPN = int(2.07 * GIB)
@@ -29,3 +35,12 @@ def cuda_context_bytes(num_gpus: int, interconnect: str = "nvswitch") -> int:
     if num_gpus == 1:
         return CUDA_CONTEXT_TP1
     return CUDA_CONTEXT_TPN if interconnect in ("nvswitch", "unknown") else CUDA_CONTEXT_TP1 + NCCL_PEER_TPN
+
+
+#: What nvidia-smi shows beyond PyTorch's reserved memory, one process on one GPU: the CUDA context with
+#: lazily loaded kernels, cuBLAS/cuDNN handles and the attention kernels. Measured on the H200 with torch
+#: 2.11.0+cu130 (tests/data/reference/measured: smi_used_mib - peak_reserved = 695 MiB for the first case
+#: of the process, 767-775 MiB for every later one): the larger, 775 MiB. Other cards report 256-426 MiB
+#: for a bare context (pytorch/pytorch #86509, #109888; facts in bench/train_calibration.md), so this
+#: errs high there.
+TORCH_CUDA_CONTEXT_BYTES = 775 * MIB

@@ -28,6 +28,8 @@ __all__ = [
     "ENGINE_NAMES",
     "KV_DTYPES",
     "SPLIT_MODES",
+    "ATTN_IMPLEMENTATIONS",
+    "TRANSFORMERS_VERSIONS",
     "EngineName",
     "EngineSettings",
     "Request",
@@ -65,6 +67,11 @@ SETTING_FLAGS = {
 #: llama.cpp's ways to spread one model over several GPUs (`-sm`): whole layers per GPU, run one GPU
 #: after another for each token (the default), or every matrix split by rows across the GPUs.
 SPLIT_MODES = ("layer", "row")
+#: transformers attention implementations (`--attn-implementation`).
+ATTN_IMPLEMENTATIONS = ("sdpa", "flash_attention_2", "eager")
+#: "5": transformers 5.x (and 4.56-4.57): DynamicSlidingWindowLayer, boolean SDPA masks.
+#: "4": 4.53-4.55: masks as in 5, but sliding-window layers cache every token (no sliding layer).
+TRANSFORMERS_VERSIONS = ("5", "4")
 
 
 @dataclass(frozen=True, kw_only=True)

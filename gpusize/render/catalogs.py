@@ -28,8 +28,8 @@ def render_models(report: ModelsReport, width: int, style: Style) -> str:
         Column("params", "right", keep=True),
         Column("active", "right", priority=4),
         Column("context", "right", priority=5),
-        Column("parameters (exact)", "right", priority=1, short="exact"),
-        Column("hf_id", priority=2, shrink_to=20),
+        Column("parameters (exact)", "right", priority=3, short="exact"),
+        Column("hf_id", priority=2),
     ]
     rows = [
         [
@@ -43,6 +43,8 @@ def render_models(report: ModelsReport, width: int, style: Style) -> str:
         ]
         for m in report.models
     ]
+    if not report.models:
+        return paragraph(f"No catalog model matches '{report.query}'.", width) + "\n"
     families = len({m.family for m in report.models})
     title = f"{len(rows)} models in {families} families (by family, then size)"
     return render_table(title, columns, rows, width, style) + "\n"
@@ -57,7 +59,7 @@ def _offer(price_source: str | None) -> str:
 def render_gpus(report: GpusReport, width: int, style: Style) -> str:
     columns = [
         Column("name", keep=True),
-        Column("full_name", priority=1, shrink_to=20),
+        Column("full_name", priority=1),
         Column("memory MiB", "right", keep=True),
         Column("GB/s", "right", priority=5),
         Column("BF16 TFLOPS", "right", priority=4, short="TFLOPS"),

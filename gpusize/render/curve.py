@@ -16,11 +16,14 @@ def render_curve(report: CurveReport, width: int, style: Style) -> str:
         f"{report.model.name} on {report.num_gpus}x {report.gpu_full_name}: concurrent sequences by context "
         f"({a.engine} KV pool)"
     )
-    lines = [style(paragraph(head, width), "bold"), *curve_lines(report.points, max(10, min(40, width - 25)))]
+    lines = [style(paragraph(head, width), "bold"), *curve_lines(report.points, width)]
     lines.append(
         style(
-            f"Assumptions: {a.engine}, {settings_text(a.settings)}; weights {a.weight_format}, KV "
-            f"{a.kv_cache_dtype}.",
+            paragraph(
+                f"Assumptions: {a.engine}, {settings_text(a.settings)}; weights {a.weight_format}, KV "
+                f"{a.kv_cache_dtype}.",
+                width,
+            ),
             "dim",
         )
     )

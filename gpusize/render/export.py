@@ -1,28 +1,26 @@
 """Quote exports: Markdown (pastes into a ticket), CSV (spreadsheets), one self-contained HTML file
-(inline styles and SVG charts, no network) and an SVG of any text rendering. Rendering only.
+(inline styles and SVG charts, no network) and an SVG of any text rendering. Rendering only; the
+Markdown and CSV tables are `render.sheet`'s, as `serve`'s and `which`'s are.
 
-Every value is escaped for its format: HTML-escaped in HTML, SVG and Markdown (a model id can hold
-`<img onerror=...>`), `|` escaped in Markdown tables, and CSV cells that a spreadsheet would run as a
-formula (`=`, `+`, `-`, `@` first) prefixed with a quote. Control characters (an ESC sequence from a
-config, a folder name or a user catalog) are shown as escapes in every format, as on the terminal:
-these exports are printed to stdout too.
+Every value is escaped for its format: HTML-escaped in HTML and SVG, and as `render.sheet` says in
+Markdown and CSV. Control characters (an ESC sequence from a config, a folder name or a
+user catalog) are shown as escapes in every format, as on the terminal: these exports are printed
+to stdout too.
 """
 
 from __future__ import annotations
 
-import csv
 import html
-import io
-from dataclasses import fields
 
 from gpusize.render.format import fmt_float, human_tokens
-from gpusize.render.quote import QUOTE_COLUMNS, title
+from gpusize.render.quote import QUOTE_COLUMNS, buy_lines, load_lines, title
+from gpusize.render.sheet import assumption_items, md, sheet_csv, sheet_markdown
 from gpusize.render.text import safe
 from gpusize.reports.quote import QuoteReport
 from gpusize.serving.quote import Option
 from gpusize.units import GIB
 
-__all__ = ["assumption_items", "memory_bar_svg", "text_svg", "to_csv", "to_html", "to_markdown"]
+__all__ = ["memory_bar_svg", "text_svg", "to_csv", "to_html", "to_markdown"]
 
 COLORS = {
     "weights": "#3b6ea5",
@@ -31,19 +29,6 @@ COLORS = {
     "overhead": "#9a9a9a",
     "free": "#d9ead3",
 }
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def assumption_items(report: QuoteReport) -> list[tuple[str, str]]:
-    a = report.assumptions
-    return [
-        (f.name, "; ".join(v) if isinstance(v := getattr(a, f.name), tuple) else str(v)) for f in fields(a)
-    ]
-
-
-def _md(text: str) -> str:
-    """A Markdown table cell or line: HTML-escaped (so no tag runs), pipes and newlines neutralised."""
-    return _h(text.replace("\n", " ")).replace("|", "\\|").replace("`", "&#96;")
 
 
 def _h(text: str) -> str:
@@ -51,36 +36,20 @@ def _h(text: str) -> str:
     return html.escape(safe(text))
 
 
-def _csv_cell(text: str) -> str:
-    text = safe(text)
-    if text.startswith(_FORMULA_START) and text not in ("-",) and not _is_number(text):
-        return "'" + text
-    return text
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text.replace(",", ""))
-    except ValueError:
-        return False
-    return True
-
-
 def to_markdown(report: QuoteReport) -> str:
-    lines = [f"## Quote: {_md(title(report))}", ""]
+    lead = []
     if report.recommendation:
         r = report.recommendation
-        lines += [
-            f"**Recommended:** {r.num_gpus}x {_md(r.gpu_full_name)}, {r.replicas} x TP={r.tensor_parallel} "
-            f"({fmt_float(r.price_usd_per_hour, 2)} $/h indicative).",
-            "",
-        ]
-    lines.append("| " + " | ".join(col.header for col, _ in QUOTE_COLUMNS) + " |")
-    lines.append("|" + "---|" * len(QUOTE_COLUMNS))
-    for o in report.options:
-        lines.append("| " + " | ".join(_md(cell(o)) for _, cell in QUOTE_COLUMNS) + " |")
-    if report.topology_mermaid:
-        lines += [
+        lead.append(
+            f"**Recommended:** {r.num_gpus}x {md(r.gpu_full_name)}, {r.replicas} x TP={r.tensor_parallel} "
+            f"({fmt_float(r.usd_per_hour, 2)} $/h indicative)."
+        )
+    sections: list[str] = []
+    for section in (load_lines(report), buy_lines(report)):  # servers for the load, buy versus rent
+        if section:
+            sections += ["", f"### {md(section[0].rstrip(':'))}", ""] + [md(line) for line in section[1:]]
+    topology = (
+        [
             "",
             "### Topology",
             "",
@@ -88,17 +57,21 @@ def to_markdown(report: QuoteReport) -> str:
             safe(report.topology_mermaid, keep_newlines=True).replace("`", "'"),
             "```",
         ]
-    lines += ["", "### Assumptions", ""] + [f"- {k}: {_md(v)}" for k, v in assumption_items(report)]
-    return "\n".join(lines) + "\n"
+        if report.topology_mermaid
+        else []
+    )
+    return sheet_markdown(
+        f"Quote: {title(report)}",
+        lead,
+        QUOTE_COLUMNS,
+        report.options,
+        assumption_items(report),
+        sections + topology,
+    )
 
 
 def to_csv(report: QuoteReport) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow([col.header for col, _ in QUOTE_COLUMNS])
-    for o in report.options:
-        writer.writerow([_csv_cell(cell(o)) for _, cell in QUOTE_COLUMNS])
-    return out.getvalue()
+    return sheet_csv(QUOTE_COLUMNS, report.options)
 
 
 def text_svg(text: str, heading: str) -> str:
@@ -193,6 +166,16 @@ def curve_svg(report: QuoteReport, width: int = 640, height: int = 240) -> str:
     return "".join(parts)
 
 
+def _html_sections(report: QuoteReport) -> str:
+    """Servers for the load and buy versus rent, as headed lists."""
+    out = ""
+    for section in (load_lines(report), buy_lines(report)):
+        if section:
+            items = "".join(f"<li>{html.escape(line.removeprefix('- '))}</li>" for line in section[1:])
+            out += f"<h2>{html.escape(section[0].rstrip(':'))}</h2><ul>{items}</ul>"
+    return out
+
+
 def to_html(report: QuoteReport) -> str:
     head = "".join(f"<th>{html.escape(col.header)}</th>" for col, _ in QUOTE_COLUMNS)
     rows = "".join(
@@ -204,7 +187,7 @@ def to_html(report: QuoteReport) -> str:
     rec = report.recommendation
     summary = (
         f"<p class='rec'><b>Recommended:</b> {rec.num_gpus}x {_h(rec.gpu_full_name)}, "
-        f"{rec.replicas} x TP={rec.tensor_parallel}, {fmt_float(rec.price_usd_per_hour, 2)} $/h "
+        f"{rec.replicas} x TP={rec.tensor_parallel}, {fmt_float(rec.usd_per_hour, 2)} $/h "
         "indicative</p>"
         if rec
         else "<p class='rec'><b>No option fits.</b></p>"
@@ -228,7 +211,7 @@ def to_html(report: QuoteReport) -> str:
         f"</title><style>{style}</style></head><body><h1>GPU quote</h1><p>{_h(title(report))} "
         f"({_h(report.assumptions.engine)}; gpusize {report.gpusize_version})</p>{summary}"
         f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
-        f"<h2>Memory per GPU</h2>{memory_bar_svg(report.options)}"
+        f"{_html_sections(report)}<h2>Memory per GPU</h2>{memory_bar_svg(report.options)}"
         f"<h2>Concurrency against context (recommended option)</h2>{curve_svg(report)}{topology}"
         f"<h2>Assumptions</h2><ul>{assumptions}</ul></body></html>\n"
     )

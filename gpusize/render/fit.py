@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
-from gpusize.core.allocator import TORCH_CUDA_CONTEXT_BYTES
-from gpusize.core.plan import Candidate
+from gpusize.core.plan import Candidate, ranked
+from gpusize.core.runtime import TORCH_CUDA_CONTEXT_BYTES
+from gpusize.core.suggest import Suggestion
 from gpusize.render.format import fmt_gib, fmt_int, human_tokens
 from gpusize.render.table import Column, render_table
-from gpusize.render.text import Style, paragraph
+from gpusize.render.text import Style, paragraph, said_once
 from gpusize.reports.fit import FitReport
 
-__all__ = ["VERDICT_STYLES", "candidates_table", "footer_lines", "headline", "render_fit", "settings_text"]
+__all__ = [
+    "NEAREST",
+    "VERDICT_STYLES",
+    "best_first",
+    "candidates_table",
+    "footer_lines",
+    "headline",
+    "memory_table",
+    "render_fit",
+    "settings_text",
+    "suggestion_lines",
+]
 
-VERDICT_STYLES: tuple[tuple[str, tuple[str, ...]], ...] = (("yes", ("green",)), ("NO", ("red", "bold")))
+VERDICT_STYLES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("yes", ("green",)),
+    ("yes, queues", ("yellow",)),
+    ("NO", ("red", "bold")),
+)
 
 
 def _split(c: Candidate, engine: str) -> str:
@@ -34,8 +50,11 @@ def headline(report: FitReport) -> str:
                 f"({fmt_gib(g.allocated_peak_bytes)} allocated by PyTorch) of {fmt_gib(g.visible_bytes)}, "
                 f"headroom {fmt_gib(g.headroom_bytes)} GiB"
             )
+        verb, split = "needs", _split(p, w.engine.name)
+        if report.min_gpus and report.min_gpus < p.num_gpus:  # --gpus asked for more than it takes
+            verb, split = "runs on", f"needs {report.min_gpus}x; {split}"
         return (
-            f"{what} needs {p.num_gpus}x {p.gpu_full_name} ({_split(p, w.engine.name)}): "
+            f"{what} {verb} {p.num_gpus}x {p.gpu_full_name} ({split}): "
             f"{fmt_gib(p.per_gpu.total_bytes)} of {fmt_gib(p.per_gpu.usable_bytes)} GiB per GPU"
         )
     if p:
@@ -68,30 +87,61 @@ def _torch_rows(report: FitReport) -> list[list[str]]:
     ]
 
 
+def _split_label(c: Candidate) -> str:
+    return f"TP={c.tensor_parallel}" + (f" x PP={c.pipeline_parallel}" if c.pipeline_parallel > 1 else "")
+
+
 def memory_table(report: FitReport, width: int, style: Style) -> str:
-    m, w = report.memory, report.workload
-    columns = [Column("term", keep=True), Column("GiB", "right", keep=True), Column("how", shrink_to=20)]
+    """The memory terms of the whole model on one GPU (TP=1) and, when the plan splits the model, per
+    GPU of the plan: each column says what it holds, and its total is the 'need' of that row below."""
+    m, w, p = report.memory, report.workload, report.plan
     if m.device_bytes is not None:
+        columns = [Column("term", keep=True), Column("GiB", "right", keep=True), Column("how", prose=True)]
         return render_table("Memory, whole model on one GPU", columns, _torch_rows(report), width, style)
     # Where CUDA-graph memory is counted follows the release (vLLM 0.20+: inside the budget).
     graphs = report.assumptions.settings.get("cuda_graphs", "outside the budget")
-    overhead_how = "non-torch memory and CUDA graphs" if graphs == "inside the budget" else "non-torch memory"
-    outside_how = "CUDA context and graphs" if graphs == "outside the budget" else "CUDA context"
+    inside = graphs == "inside the budget"
+    overhead_how = "non-torch + CUDA graphs inside the budget" if inside else "non-torch"
+    outside_how = "CUDA context + graphs" if graphs == "outside the budget" else "CUDA context"
+    gpu = p.gpu if p else report.candidates[0].gpu if report.candidates else "one GPU"
+    split = p if p and p.per_gpu and p.num_gpus > 1 else None
+    whole = [m.weights_bytes, m.kv_cache_bytes, m.activations_bytes, m.overhead_bytes, m.total_bytes]
+    per = split.per_gpu if split else None
+    each = (
+        [per.weights_bytes, per.kv_cache_bytes, per.activations_bytes, per.overhead_bytes, per.total_bytes]
+        if per
+        else []
+    )
+    how = [
+        f"{report.model.params_total:,} params, {w.weight_dtype}",
+        f"{w.batch} x {w.context_tokens:,} tokens x {m.kv_cache_bytes_per_token:,} B ({w.kv_cache_dtype})",
+        "estimate: the engine's profile peak",
+        f"estimate: {overhead_how}",
+        "the engine's budget: 'need' below",
+    ]
     rows = [
-        ["weights", fmt_gib(m.weights_bytes), f"{report.model.params_total:,} params, {w.weight_dtype}"],
-        [
-            "KV cache",
-            fmt_gib(m.kv_cache_bytes),
-            f"{w.batch} x {w.context_tokens:,} tokens, {m.kv_cache_bytes_per_token:,} B/token "
-            f"({w.kv_cache_dtype})",
-        ],
-        ["activations", fmt_gib(m.activations_bytes), "estimate (engine profile peak)"],
-        ["overhead", fmt_gib(m.overhead_bytes), f"estimate ({overhead_how} inside the budget)"],
-        ["total", fmt_gib(m.total_bytes), "what one GPU's budget must hold (the 'need' of a TP=1 row)"],
+        [term, fmt_gib(value), *([fmt_gib(each[i])] if each else []), how[i]]
+        for i, (term, value) in enumerate(zip(_TERMS, whole, strict=True))
     ]
     if m.outside_budget_bytes:
-        rows.append(["+ outside", fmt_gib(m.outside_budget_bytes), f"{outside_how}, outside the budget"])
-    return render_table("Memory, whole model on one GPU (TP=1)", columns, rows, width, style)
+        extra = [fmt_gib(per.outside_budget_bytes)] if per else []
+        rows.append(
+            ["+ outside", fmt_gib(m.outside_budget_bytes), *extra, f"{outside_how}, outside the budget"]
+        )
+    columns = [Column("term", keep=True), Column("1 GPU, TP=1", "right", keep=True, short="TP=1")]
+    title = f"Memory in GiB: the whole model on one {gpu} (TP=1)"
+    if split:
+        label = _split_label(split)
+        columns.append(Column(f"per GPU, {label}", "right", keep=True, short=label))
+        title += f", and per GPU on {split.num_gpus}x {split.gpu} ({label})"
+    columns.append(Column("how", prose=True))
+    return render_table(title, columns, rows, width, style)
+
+
+_TERMS = ("weights", "KV cache", "activations", "overhead", "total")
+
+#: Rows of the default `fit` table beside the pick (`--all` shows one row per GPU type).
+NEAREST = 3
 
 
 def candidates_table(rows: list[Candidate], title: str, width: int, style: Style) -> str:
@@ -120,7 +170,7 @@ def candidates_table(rows: list[Candidate], title: str, width: int, style: Style
                 fmt_gib(g.usable_bytes) if g else "-",
                 fmt_int(c.kv_cache_capacity_tokens),
                 f"{c.max_concurrency:.2f}x" if c.max_concurrency is not None else "-",
-                f"{c.price_usd_per_hour:.2f}" if c.price_usd_per_hour else "-",
+                f"{c.usd_per_hour:.2f}" if c.usd_per_hour else "-",
             ]
         )
     return render_table(title, columns, cells, width, style)
@@ -132,6 +182,18 @@ def _last_per_gpu(report: FitReport) -> list[Candidate]:
     for c in report.candidates:
         last[c.gpu] = c
     return list(last.values())
+
+
+def _closeness(c: Candidate) -> tuple[bool, float]:
+    """How near a miss came: its budget over what it needed (refused before sizing: last)."""
+    g = c.per_gpu
+    return (g is None, g.total_bytes / max(g.usable_bytes, 1) if g else 0.0)
+
+
+def best_first(per_type: list[Candidate]) -> list[Candidate]:
+    """One row per GPU type: those that fit in the pick's order (the pick first), then the misses,
+    nearest first."""
+    return ranked(per_type) + sorted((c for c in per_type if not c.fits), key=_closeness)
 
 
 def settings_text(settings: dict[str, float | int | str]) -> str:
@@ -160,20 +222,54 @@ def footer_lines(report: FitReport) -> list[str]:
     return lines
 
 
-def render_fit(report: FitReport, width: int, style: Style) -> str:
-    many = len({c.gpu for c in report.candidates}) > 1
-    if many:
-        rows = _last_per_gpu(report)
-        title = "Smallest split per GPU type (one server, 1/2/4/8 GPUs); pick: fewest GPUs, then lowest price"
+def suggestion_lines(suggestions: tuple[Suggestion, ...], fits: bool) -> list[str]:
+    """The configurations that fit with a change, cheapest first, each with the flags to pass."""
+    if not suggestions:
+        return []
+    head = (
+        "Fewer GPUs with a setting (each evaluated, cheapest first):"
+        if fits
+        else "Would fit (each evaluated with the same engine model, cheapest first):"
+    )
+    lines, said = [head], set()
+    for s in suggestions:
+        flags = " ".join(f"{c.flag} {c.value}" for c in s.changes)
+        facts = [f"${s.usd_per_hour:.2f}/h" if s.usd_per_hour else "unpriced"]
+        if s.kv_cache_capacity_tokens is not None:
+            facts.append(f"KV pool {s.kv_cache_capacity_tokens:,} tokens")
+        note = f"; {s.note}" if s.note and s.note not in said else ""  # a repeated caveat once
+        said.add(s.note)
+        lines.append(f"- {s.summary}: {flags} ({', '.join(facts)}){note}")
+    return lines
+
+
+def render_fit(report: FitReport, width: int, style: Style, show_all: bool = False) -> str:
+    """The headline, the memory, the best options (every GPU type with `show_all`), caveats said once,
+    the footer."""
+    per_type = _last_per_gpu(report)
+    more = ""
+    if len(per_type) > 1:
+        rows = best_first(per_type)
+        if not show_all and len(rows) > NEAREST + 1:
+            more = f"{len(rows) - NEAREST - 1} more GPU types: --all lists them, --json has every split tried"
+            rows = rows[: NEAREST + 1]
+        title = (
+            "Smallest split per GPU type (one server, 1/2/4/8 GPUs), best first: fewest GPUs, then lowest "
+            "price"
+        )
     else:
         rows, title = list(report.candidates), "Splits tried"
-    reasons = [f"{c.gpu} x{c.num_gpus}: {c.reason}" for c in rows if c.reason]
-    reasons += [f"{c.gpu} x{c.num_gpus}: warning: {c.warning}" for c in rows if c.fits and c.warning]
+    reasons = said_once([(f"{c.gpu} x{c.num_gpus}", c.reason) for c in rows if c.reason], ranges=False)
+    warnings = said_once(
+        [(f"{c.gpu} x{c.num_gpus}", f"warning: {c.warning}") for c in rows if c.fits and c.warning]
+    )
     parts = [
         style(paragraph(headline(report), width), "bold"),
         memory_table(report, width, style),
         candidates_table(rows, title, width, style),
-        *[paragraph(r, width) for r in reasons],
+        *([style(paragraph(f"({more})", width), "dim")] if more else []),
+        *[paragraph(line, width) for line in reasons + warnings],
         *[style(paragraph(line, width), "dim") for line in footer_lines(report)],
+        *[paragraph(line, width) for line in suggestion_lines(report.suggestions, report.fits)],
     ]
     return "\n".join(parts) + "\n"

@@ -3,15 +3,25 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from gpusize.render.format import fmt_float, fmt_gib, fmt_int, human_tokens
 from gpusize.render.table import Column, render_table
-from gpusize.render.text import Style, paragraph, safe
+from gpusize.render.text import Style, block, paragraph, safe, said_once
 from gpusize.reports.quote import QuoteReport
 from gpusize.serving.quote import CurvePoint, Option, memory_parts
 
-__all__ = ["BAR_LETTERS", "QUOTE_COLUMNS", "curve_lines", "memory_bar", "render_quote", "title"]
+__all__ = [
+    "BAR_LETTERS",
+    "QUOTE_COLUMNS",
+    "buy_lines",
+    "curve_lines",
+    "load_lines",
+    "memory_bar",
+    "render_quote",
+    "title",
+]
 
 #: (column, its text cell, priority on a narrow terminal; None = never dropped).
 QUOTE_COLUMNS: list[tuple[Column, Callable[[Option], str]]] = [
@@ -42,8 +52,8 @@ QUOTE_COLUMNS: list[tuple[Column, Callable[[Option], str]]] = [
         Column("tok/s total", "right", priority=7, short="tok/s"),
         lambda o: fmt_float(o.aggregate_tokens_per_s, 0),
     ),
-    (Column("$/hour", "right", priority=9), lambda o: fmt_float(o.price_usd_per_hour, 2)),
-    (Column("$/month", "right", priority=3), lambda o: fmt_float(o.price_usd_per_month, 0)),
+    (Column("$/hour", "right", priority=9), lambda o: fmt_float(o.usd_per_hour, 2)),
+    (Column("$/month", "right", priority=3), lambda o: fmt_float(o.usd_per_month, 0)),
     (Column("power W", "right", priority=2, short="W"), lambda o: fmt_float(o.power_w, 0)),
     (Column("PSU", priority=0), lambda o: o.psu or "-"),
     (Column("interconnect", priority=1, short="link"), lambda o: o.interconnect),
@@ -65,21 +75,28 @@ def memory_bar(parts: list[tuple[str, int]], width: int = 40) -> str:
     return "".join(BAR_LETTERS[name] * round(value / total * width) for name, value in parts)
 
 
-def curve_lines(points: tuple[CurvePoint, ...] | list[CurvePoint], width: int = 40) -> list[str]:
+def curve_lines(points: tuple[CurvePoint, ...] | list[CurvePoint], width: int = 80) -> list[str]:
+    """One bar per context length, each line at most `width` characters (the bar at most 40)."""
     top = max((p.max_concurrency for p in points), default=0) or 1
+    tails = [f"{p.max_concurrency:,.1f}" + ("" if p.fits else " (does not fit)") for p in points]
+    bar_width = max(10, min(40, width - 7 - max((len(t) for t in tails), default=0)))
     lines = []
-    for p in points:
-        bar = "#" * max(1, round(p.max_concurrency / top * width)) if p.max_concurrency else ""
-        tail = "" if p.fits else " (does not fit)"
-        lines.append(f"{human_tokens(p.context_tokens):>5} {bar:<{width}} {p.max_concurrency:,.1f}{tail}")
+    for p, tail in zip(points, tails, strict=True):
+        bar = "#" * max(1, round(p.max_concurrency / top * bar_width)) if p.max_concurrency else ""
+        lines.append(f"{human_tokens(p.context_tokens):>5} {bar:<{bar_width}} {tail}")
     return lines
 
 
 def render_quote(report: QuoteReport, width: int, style: Style) -> str:
     columns = [c for c, _ in _TEXT_COLUMNS]
     rows = [[cell(o) for _, cell in _TEXT_COLUMNS] for o in report.options]
-    bar_width = max(10, min(40, width - 30))
     legend = "  ".join(f"{letter}={name}" for name, letter in BAR_LETTERS.items())
+    fitting = [o for o in report.options if o.fits]
+    labels = {id(o): safe(f"{o.num_gpus}x {o.gpu}") for o in fitting}
+    label_width = max((len(label) for label in labels.values()), default=0)
+    sizes = {id(o): f"{fmt_gib(o.usable_bytes)} GiB" for o in fitting}
+    size_width = max((len(size) for size in sizes.values()), default=0)
+    bar_width = max(10, min(40, width - label_width - size_width - 2))
     lines = [
         style(paragraph(f"Quote: {title(report)}", width), "bold"),
         render_table(
@@ -89,24 +106,60 @@ def render_quote(report: QuoteReport, width: int, style: Style) -> str:
             width,
             style,
         ),
-        f"Memory per GPU ({legend})",
+        paragraph(f"Memory per GPU ({legend})", width),
     ]
-    for o in report.options:
-        if o.fits:
-            lines.append(
-                f"{o.num_gpus}x {safe(o.gpu):<14} {memory_bar(memory_parts(o), bar_width)} "
-                f"{fmt_gib(o.usable_bytes)} GiB"
-            )
+    for o in fitting:
+        bar = memory_bar(memory_parts(o), bar_width)
+        lines.append(f"{labels[id(o)]:<{label_width}} {bar:<{bar_width}} {sizes[id(o)]}".rstrip())
     if report.curve:
         lines.append("Concurrency against context (recommended option)")
-        lines += curve_lines(report.curve, bar_width)
+        lines += curve_lines(report.curve, width)
     if report.topology_text:
-        lines += ["Topology", safe(report.topology_text, keep_newlines=True)]
-    lines += [
-        paragraph(f"{o.num_gpus}x {o.gpu}: {'; '.join(o.caveats) or o.reason or ''}", width)
-        for o in report.options
-        if o.caveats or o.reason
-    ]
+        lines += ["Topology", block(report.topology_text, width)]
+    lines += [paragraph(line, width) for line in load_lines(report)]
+    lines += [paragraph(line, width) for line in buy_lines(report)]
+    caveats = [(f"{o.num_gpus}x {o.gpu}", caveat) for o in report.options for caveat in o.caveats]
+    reasons = [(f"{o.num_gpus}x {o.gpu}", o.reason) for o in report.options if o.reason and not o.caveats]
+    lines += [paragraph(line, width) for line in said_once(caveats) + said_once(reasons, ranges=False)]
     lines += [paragraph(f"Note: {n}", width) for n in report.assumptions.notes]
-    lines.append(style(f"Prices: {report.assumptions.prices}.", "dim"))
+    lines.append(style(paragraph(f"Prices: {report.assumptions.prices}.", width), "dim"))
     return "\n".join(lines) + "\n"
+
+
+def load_lines(report: QuoteReport) -> list[str]:
+    """With --users: how many servers of each option hold every user at once, and the price per user."""
+    if not report.users:
+        return []
+    lines = [
+        f"Serving {report.users:,} users at once, cheapest per user first (servers each hold their share):"
+    ]
+    for o in report.options:
+        if not o.fits or not o.servers:
+            continue
+        fleet = f"${o.fleet_usd_per_hour:,.2f}/h" if o.fleet_usd_per_hour else "unpriced"
+        per_user = f", ${o.usd_per_user_hour:.4f} per user-hour" if o.usd_per_user_hour else ""
+        per_m = f", ${o.usd_per_million_tokens:.2f}/1M tokens" if o.usd_per_million_tokens else ""
+        count = "one server" if o.servers == 1 else f"{o.servers:,} servers"
+        one = f"{count}, no queueing" if o.serves_all else f"{count}, requests still queue"
+        layout = f"{o.replicas} x TP={o.tensor_parallel}"
+        lines.append(
+            f"- {o.num_gpus}x {o.gpu} ({layout}): {one}, {fleet}{per_user}{per_m}; "
+            f"{fmt_float(o.per_request_tokens_per_s)} tok/s per request (estimate)"
+        )
+    return lines
+
+
+def buy_lines(report: QuoteReport) -> list[str]:
+    """Buying each option's GPUs against renting them, where the catalog has both prices."""
+    priced = [o for o in report.options if o.break_even_months is not None and o.purchase_usd]
+    if not priced:
+        return []
+    a = report.assumptions
+    lines = [f"Buy versus rent ({a.utilization_hours:,.0f} h a month; GPUs only, per server):"]
+    for o in priced:
+        months = o.break_even_months or 0.0
+        lines.append(
+            f"- {o.num_gpus}x {o.gpu}: buy ${o.purchase_usd:,.0f} (price dated {o.purchase_price_date}) vs "
+            f"rent ${fmt_float(o.usd_per_month, 0)}/month: break-even in month {math.ceil(months)}"
+        )
+    return lines

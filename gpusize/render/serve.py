@@ -2,95 +2,136 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gpusize.render.fit import VERDICT_STYLES
 from gpusize.render.format import fmt_float, fmt_range, human_tokens
+from gpusize.render.sheet import assumption_items, md, sheet_csv, sheet_markdown
 from gpusize.render.table import Column, render_table
-from gpusize.render.text import Style, paragraph, safe
+from gpusize.render.text import Style, block, paragraph, shell_command
 from gpusize.reports.serve import ServeReport
-from gpusize.serving.layouts import layout_name
+from gpusize.serving.layouts import Layout, layout_name
 
-__all__ = ["render_serve"]
+__all__ = [
+    "SERVE_COLUMNS",
+    "TABLE_TITLE",
+    "render_serve",
+    "serve_csv",
+    "serve_markdown",
+    "title",
+    "verdict",
+]
 
 
-def render_serve(report: ServeReport, width: int, style: Style) -> str:
+def verdict(x: Layout) -> str:
+    """'yes' when the layout runs the model and holds the whole load at once, 'yes, queues' when it runs
+    but requests wait for a slot, 'NO' when the model does not fit."""
+    return ("yes" if x.serves_all else "yes, queues") if x.fits else "NO"
+
+
+#: (column, its text cell): the terminal table and the Markdown / CSV exports show the same cells.
+SERVE_COLUMNS: list[tuple[Column, Callable[[Layout], str]]] = [
+    (Column("layout", keep=True), layout_name),
+    (Column("fits", keep=True, styles=VERDICT_STYLES), verdict),
+    (
+        Column("holds seqs", "right", priority=9, short="seqs"),
+        lambda x: str(x.capacity_sequences) if x.fits else "-",
+    ),
+    (Column("in flight", "right", priority=5), lambda x: str(x.concurrent_sequences) if x.fits else "-"),
+    (
+        Column("tok/s per req (range)", "right", priority=7, short="tok/s/req"),
+        lambda x: fmt_range(
+            x.per_request_tokens_per_s, x.per_request_tokens_per_s_low, x.per_request_tokens_per_s_high
+        ),
+    ),
+    (
+        Column("tok/s total (range)", "right", priority=8, short="tok/s"),
+        lambda x: fmt_range(
+            x.aggregate_tokens_per_s, x.aggregate_tokens_per_s_low, x.aggregate_tokens_per_s_high
+        ),
+    ),
+    (
+        Column("TTFT s (range)", "right", priority=4, short="TTFT s"),
+        lambda x: fmt_range(x.ttft_s, x.ttft_s_low, x.ttft_s_high, 2),
+    ),
+    (Column("$/h", "right", priority=6), lambda x: fmt_float(x.usd_per_hour, 2)),
+    (
+        Column("$/1M tok (range)", "right", priority=3, short="$/1M tok"),
+        lambda x: fmt_range(
+            x.usd_per_million_tokens, x.usd_per_million_tokens_low, x.usd_per_million_tokens_high, 3
+        ),
+    ),
+    (Column("if one GPU fails", prose=True), lambda x: x.one_gpu_failure if x.fits else (x.reason or "")),
+]
+
+TABLE_TITLE = (
+    "Layouts on one server (throughput, TTFT and cost are estimates; ranges: 10th-90th percentile of the "
+    "calibration residuals)"
+)
+
+
+def title(report: ServeReport) -> str:
     w, d, pick = report.workload, report.demand, report.recommendation
     load = f"{d.users} concurrent users" if d.users is not None else f"{d.rps} requests/s"
     where = f"{report.num_gpus}x {report.gpu_full_name}"
-    if pick:
-        title = f"{report.model.name} on {where}, {human_tokens(w.context_tokens)} context, {load}: " + (
-            f"{pick.replicas} replica(s) x TP={pick.tensor_parallel}"
-            if pick.split_mode == "tensor"
-            else f"{pick.replicas} replica(s) x {layout_name(pick).split(' x ', 1)[1]}"
-        )
-    else:
-        title = f"{report.model.name} does not fit {where}"
-    columns = [
-        Column("layout", keep=True),
-        Column("fits", keep=True, styles=VERDICT_STYLES),
-        Column("holds seqs", "right", priority=9, short="seqs"),
-        Column("in flight", "right", priority=5),
-        Column("tok/s per req (range)", "right", priority=7, short="tok/s/req"),
-        Column("tok/s total (range)", "right", priority=8, short="tok/s"),
-        Column("TTFT s (range)", "right", priority=4, short="TTFT s"),
-        Column("$/h", "right", priority=6),
-        Column("$/1M tok (range)", "right", priority=3, short="$/1M tok"),
-    ]
-    rows = []
-    notes = []
-    for x in report.layouts:
-        name = layout_name(x)
-        rows.append(
-            [
-                name,
-                "yes" if x.fits else "NO",
-                str(x.capacity_sequences) if x.fits else "-",
-                str(x.concurrent_sequences) if x.fits else "-",
-                fmt_range(
-                    x.per_request_tokens_per_s,
-                    x.per_request_tokens_per_s_low,
-                    x.per_request_tokens_per_s_high,
-                ),
-                fmt_range(
-                    x.aggregate_tokens_per_s, x.aggregate_tokens_per_s_low, x.aggregate_tokens_per_s_high
-                ),
-                fmt_range(x.ttft_s, x.ttft_s_low, x.ttft_s_high, 2),
-                fmt_float(x.price_usd_per_hour, 2),
-                fmt_range(
-                    x.usd_per_million_tokens, x.usd_per_million_tokens_low, x.usd_per_million_tokens_high, 3
-                ),
-            ]
-        )
-        notes.append(f"{name}: {x.one_gpu_failure if x.fits else x.reason}")
+    if not pick:
+        return f"{report.model.name} does not fit {where}"
+    layout = (
+        f"{pick.replicas} replica(s) x TP={pick.tensor_parallel}"
+        if pick.split_mode == "tensor"
+        else f"{pick.replicas} replica(s) x {layout_name(pick).split(' x ', 1)[1]}"
+    )
+    queues = "" if pick.serves_all else " (requests queue: no layout holds the whole load)"
+    return (
+        f"{report.model.name} on {where}, {human_tokens(w.context_tokens)} context, {load}: {layout}{queues}"
+    )
+
+
+def render_serve(report: ServeReport, width: int, style: Style) -> str:
+    columns = [c for c, _ in SERVE_COLUMNS[:-1]]
+    rows = [[cell(x) for _, cell in SERVE_COLUMNS[:-1]] for x in report.layouts]
+    failure = SERVE_COLUMNS[-1][1]
     lines = [
-        style(paragraph(title, width), "bold"),
-        render_table(
-            "Layouts on one server (throughput, TTFT and cost are estimates; ranges: 10th-90th percentile "
-            "of the calibration residuals)",
-            columns,
-            rows,
-            width,
-            style,
-        ),
-        "If one GPU fails:" if pick else "Why not:",
-        *[paragraph(f"  {n}", width) for n in notes],
+        style(paragraph(title(report), width), "bold"),
+        render_table(TABLE_TITLE, columns, rows, width, style),
+        "If one GPU fails:" if report.recommendation else "Why not:",
+        *[block(f"  {layout_name(x)}: {failure(x)}", width) for x in report.layouts],
         paragraph(f"Why: {report.why}", width),
     ]
     for engine_name, launch in report.launch.items():
         if launch.command:
-            lines.append(f"Launch ({engine_name}): {safe(launch.command)}")
+            lines.append(shell_command(f"Launch ({engine_name}): ", launch.command, width))
         if launch.note:
-            lines.append(f"Launch ({engine_name}): {safe(launch.note)}")
+            lines.append(paragraph(f"Launch ({engine_name}): {launch.note}", width))
     if report.power:
         p = report.power
         lines.append(
-            f"Power: GPUs {p.gpu_tdp_w:,.0f} W, server {p.total_w_low:,.0f}-{p.total_w_high:,.0f} W -> PSU "
-            f"{p.psu_capacity_w:,.0f} W: {p.psu_layout}; {p.pcie_lanes} PCIe lanes for GPUs"
+            paragraph(
+                f"Power: GPUs {p.gpu_tdp_w:,.0f} W, server {p.total_w_low:,.0f}-{p.total_w_high:,.0f} W "
+                f"-> PSU {p.psu_capacity_w:,.0f} W: {p.psu_layout}; {p.pcie_lanes} PCIe lanes for GPUs",
+                width,
+            )
         )
         lines += [paragraph(f"Note: {n}", width) for n in p.notes]
     a = report.assumptions
     lines += [paragraph(f"Note: {n}", width) for n in a.notes]
     lines += [
-        style(f"Assumptions: {a.engine}; {a.throughput}; {a.load}.", "dim"),
-        style(f"Prices: {a.prices}.", "dim"),
+        style(paragraph(f"Assumptions: {a.engine}; {a.throughput}; {a.load}.", width), "dim"),
+        style(paragraph(f"Prices: {a.prices}.", width), "dim"),
     ]
     return "\n".join(lines) + "\n"
+
+
+def serve_markdown(report: ServeReport) -> str:
+    """The comparison as Markdown: why, the launch commands, every layout and the assumptions."""
+    lead = [f"**Why:** {md(report.why)}"]
+    lead += [
+        f"**Launch ({md(name)}):** `{launch.command.replace('`', '')}`"
+        for name, launch in report.launch.items()
+        if launch.command
+    ]
+    return sheet_markdown(title(report), lead, SERVE_COLUMNS, report.layouts, assumption_items(report))
+
+
+def serve_csv(report: ServeReport) -> str:
+    return sheet_csv(SERVE_COLUMNS, report.layouts)

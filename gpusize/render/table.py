@@ -1,18 +1,19 @@
 """Plain-text tables that fit the terminal (no dependencies, so the common commands start fast).
 
 Each column has a priority. When the table is wider than the terminal, headers are abbreviated
-first, then the least important columns are dropped one by one; columns marked `keep` (the verdict,
-the GPU, the count) are never dropped, and a long free-text column is cut with an ellipsis before
-anything else goes. Dropped columns are named under the table, so a reader knows to widen the
-terminal or ask for `--json`.
+first, then free-text columns (reasons, caveats) leave the table and are listed under it, one wrapped
+line per row, then the least important columns are dropped one by one. Columns marked `keep` (the
+verdict, the GPU, the count) are never dropped, and no cell is ever cut or wrapped. Dropped columns
+are named under the table, so a reader knows to widen the terminal or ask for `--json`. Titles and
+notes wrap to the width: no line is longer than the terminal (unless the kept columns alone are).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
-from gpusize.render.text import Style, safe
+from gpusize.render.text import Style, paragraph, safe
 
 __all__ = ["Column", "render_table"]
 
@@ -27,20 +28,21 @@ class Column:
     priority: int = 0
     keep: bool = False
     short: str | None = None
-    #: A free-text column that may be cut (with ...) to this width before other columns are dropped.
-    shrink_to: int | None = None
+    #: Free text (a reason, a caveat, an explanation): never cut or wrapped inside a cell; when the table
+    #: is too wide it is listed under the table as "<first cell>: <text>", one wrapped line per row.
+    prose: bool = False
     #: Cell styles for the terminal, by exact cell value (colour never carries the meaning alone).
     styles: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
-def _width(cols: list[tuple[Column, str, int]]) -> int:
-    return sum(w for _, _, w in cols) + len(GAP) * (len(cols) - 1)
+@dataclass(frozen=True)
+class _Layout:
+    shown: list[tuple[int, str, int]]  # (column index, header, width)
+    below: list[int]  # prose columns listed under the table
+    dropped: list[str]  # headers of the columns left out
 
 
-def _layout(
-    columns: list[Column], rows: list[list[str]], width: int
-) -> tuple[list[tuple[int, str, int]], list[str]]:
-    """(index, header, width) of the columns shown, and the headers of those dropped."""
+def _layout(columns: list[Column], rows: list[list[str]], width: int) -> _Layout:
     natural = [max([len(c.header), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
     shown = [(i, c.header, natural[i]) for i, c in enumerate(columns)]
 
@@ -52,11 +54,8 @@ def _layout(
             (i, columns[i].short or h, max([len(columns[i].short or h), *(len(r[i]) for r in rows)]))
             for i, h, _ in shown
         ]
-    for i, _, w in list(shown):  # cut free-text columns
-        col = columns[i]
-        if total() > width and col.shrink_to is not None:
-            cut = max(col.shrink_to, w - (total() - width))
-            shown = [(j, hh, cut if j == i else ww) for j, hh, ww in shown]
+    below = [i for i, _, _ in shown if columns[i].prose] if total() > width else []
+    shown = [s for s in shown if s[0] not in below]
     dropped: list[str] = []
     while total() > width:
         candidates = [(columns[i].priority, -i, i) for i, _, _ in shown if not columns[i].keep]
@@ -65,37 +64,41 @@ def _layout(
         _, _, victim = min(candidates)
         dropped.append(columns[victim].header)
         shown = [s for s in shown if s[0] != victim]
-    return shown, dropped
+    return _Layout(shown, below, dropped)
 
 
 def _cell(text: str, width: int, align: str) -> str:
-    if len(text) > width:
-        text = text[: max(width - 3, 1)] + "..." if width > 3 else text[:width]
     return text.rjust(width) if align == "right" else text.ljust(width)
 
 
 def render_table(
     title: str | None, columns: list[Column], rows: list[list[str]], width: int, style: Style = Style()
 ) -> str:
-    """The table as text lines, fitted to `width` columns."""
+    """The table as text lines, fitted to `width` columns; prose that does not fit goes under it."""
     rows = [[safe(cell) for cell in row] for row in rows]
-    columns = [Column(**{**c.__dict__, "header": safe(c.header)}) for c in columns]
-    shown, dropped = _layout(columns, rows, width)
+    columns = [replace(c, header=safe(c.header)) for c in columns]
+    layout = _layout(columns, rows, width)
     lines = []
     if title:
-        lines.append(style(safe(title), "bold"))
-    header = GAP.join(_cell(h, w, columns[i].align) for i, h, w in shown)
+        lines.append(style(paragraph(title, width), "bold"))
+    header = GAP.join(_cell(h, w, columns[i].align) for i, h, w in layout.shown)
     lines.append(style(header.rstrip(), "bold"))
-    lines.append(GAP.join("-" * w for _, _, w in shown))
+    lines.append(GAP.join("-" * w for _, _, w in layout.shown))
     for row in rows:
         cells = []
-        for i, _, w in shown:
+        for i, _, w in layout.shown:
             text = _cell(row[i], w, columns[i].align)
             styles = dict(columns[i].styles).get(row[i].strip())
             cells.append(style(text, *styles) if styles else text)
         lines.append(GAP.join(cells).rstrip())
-    if dropped:
+    for i in layout.below:
+        lines += [paragraph(f"{row[0]}: {row[i]}", width) for row in rows if row[i].strip()]
+    if layout.dropped:
+        shown = ", ".join(layout.dropped)
         lines.append(
-            style(f"(not shown at this width: {', '.join(dropped)}; widen the terminal or use --json)", "dim")
+            style(
+                paragraph(f"(not shown at this width: {shown}; widen the terminal or use --json)", width),
+                "dim",
+            )
         )
     return "\n".join(lines)

@@ -9,12 +9,23 @@ NO_COLOR is unset.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import textwrap
 from dataclasses import dataclass
 from typing import TextIO
 
-__all__ = ["DEFAULT_WIDTH", "Style", "paragraph", "safe", "terminal_width"]
+__all__ = [
+    "DEFAULT_WIDTH",
+    "Style",
+    "block",
+    "paragraph",
+    "safe",
+    "said_once",
+    "shell_command",
+    "terminal_width",
+]
 
 DEFAULT_WIDTH = 80
 _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
@@ -73,3 +84,79 @@ def paragraph(text: str, width: int) -> str:
         break_long_words=False,
         break_on_hyphens=False,
     )
+
+
+def block(text: str, width: int) -> str:
+    """Lines of preformatted text (a topology sketch) made safe and each wrapped to the terminal,
+    continuation lines indented two spaces past the line's own indent."""
+    out = []
+    for line in text.split("\n"):
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        out.append(
+            textwrap.fill(
+                safe(line.strip()),
+                width=max(width, 20),
+                initial_indent=indent,
+                subsequent_indent=indent + "  ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        )
+    return "\n".join(out)
+
+
+def shell_command(lead: str, command: str, width: int) -> str:
+    """`lead` and a shell command, broken before its options into lines ending in ` \\` so that it still
+    pastes into a shell as one command; a flag stays with its value."""
+    try:
+        words = [shlex.quote(w) for w in shlex.split(command)]
+    except ValueError:  # not a command line shlex can read: plain wrapped text
+        return paragraph(f"{lead}{command}", width)
+    groups: list[str] = []
+    for word in words:  # a flag keeps its value; other words stand alone
+        if groups and not word.startswith("-") and groups[-1].startswith("-") and " " not in groups[-1]:
+            groups[-1] += " " + word
+        else:
+            groups.append(word)
+    first, *rest = [safe(g) for g in groups] or [""]
+    lead = safe(lead)
+    fits = len(lead) + len(first) + 2 <= width
+    lines = [f"{lead}{first}"] if fits else [lead.rstrip(), first]
+    for group in rest:
+        if len(lines[-1]) + 1 + len(group) + 2 <= width:
+            lines[-1] += " " + group
+        else:
+            lines[-1] += " \\"
+            lines.append("    " + group)
+    return "\n".join(lines)
+
+
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def said_once(notes: list[tuple[str, str]], ranges: bool = True) -> list[str]:
+    """Notes of several rows, each said once, naming every row it applies to. With `ranges` (caveats),
+    notes whose words are the same, numbers aside, are one line with each number shown as the range it
+    takes over the rows ("RTX4090 x1, L4 x1: ... ~2.3 GiB outside the budget, 1.5-2.2 GiB left ...");
+    without (a row's own figures, which pair up), only identical notes are merged."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for who, text in notes:
+        groups.setdefault(_NUMBER.sub("#", text) if ranges else text, []).append((who, text))
+    lines = []
+    for members in groups.values():
+        whos = ", ".join(dict.fromkeys(who for who, _ in members))
+        lines.append(f"{whos}: {_ranges([text for _, text in members])}")
+    return lines
+
+
+def _ranges(texts: list[str]) -> str:
+    """The first text with each number replaced by its range over all the texts (same template)."""
+    columns = list(zip(*(_NUMBER.findall(t) for t in texts), strict=True))
+    pieces = _NUMBER.split(texts[0])
+    out = [pieces[0]]
+    for values, piece in zip(columns, pieces[1:], strict=True):
+        low = min(values, key=lambda v: float(v.replace(",", "")))
+        high = max(values, key=lambda v: float(v.replace(",", "")))
+        out.append(low if float(low.replace(",", "")) == float(high.replace(",", "")) else f"{low}-{high}")
+        out.append(piece)
+    return "".join(out)

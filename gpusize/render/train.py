@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from gpusize.render.fit import VERDICT_STYLES
+from gpusize.render.fit import NEAREST, VERDICT_STYLES
 from gpusize.render.format import fmt_float, fmt_gib, human_tokens
 from gpusize.render.table import Column, render_table
-from gpusize.render.text import Style, paragraph
+from gpusize.render.text import Style, paragraph, said_once
 from gpusize.reports.train import TrainCandidate, TrainReport
 
-__all__ = ["headline", "render_train", "suggestion_line"]
+__all__ = ["headline", "render_train", "suggestion_line", "suggestion_lines"]
 
 
 def headline(report: TrainReport) -> str:
@@ -61,7 +61,7 @@ def memory_table(report: TrainReport, width: int, style: Style) -> str:
             + (f"; host RAM {fmt_gib(m.host_ram_bytes)}" if m.host_ram_bytes else ""),
         ],
     ]
-    columns = [Column("term", keep=True), Column("GiB", "right", keep=True), Column("how", shrink_to=20)]
+    columns = [Column("term", keep=True), Column("GiB", "right", keep=True), Column("how", prose=True)]
     return render_table("Memory, whole job on one GPU", columns, rows, width, style)
 
 
@@ -91,7 +91,7 @@ def candidates_table(rows: list[TrainCandidate], title: str, width: int, style: 
             f"{c.max_seq_tokens:,}",
             f"{c.max_batch:,}",
             fmt_gib(c.per_gpu.host_ram_bytes) if c.per_gpu.host_ram_bytes else "-",
-            fmt_float(c.price_usd_per_hour, 2),
+            fmt_float(c.usd_per_hour, 2),
         ]
         for c in rows
     ]
@@ -155,22 +155,53 @@ def suggestion_line(c: TrainCandidate, seq_tokens: int) -> str:
     )
 
 
-def render_train(report: TrainReport, width: int, style: Style) -> str:
+def _rank(c: TrainCandidate) -> tuple[bool, float, float, float, str]:
+    """Fitting rows by the pick's rule (fewest GPUs, then price, then name), then misses, nearest first."""
+    if c.fits:
+        return (False, c.num_gpus, c.usd_per_hour or float("inf"), 0.0, c.gpu)
+    return (True, 0, 0.0, c.per_gpu.total_bytes / max(c.usable_bytes, 1), c.gpu)
+
+
+def render_train(report: TrainReport, width: int, style: Style, show_all: bool = False) -> str:
     last: dict[str, TrainCandidate] = {}
     for c in report.candidates:
         last[c.gpu] = c
     many = len(last) > 1
-    rows = list(last.values()) if many else list(report.candidates)
-    title = "Smallest GPU count per type (one server, 1/2/4/8)" if many else "Counts tried"
+    rows = sorted(last.values(), key=_rank) if many else list(report.candidates)
+    more = ""
+    if many and not show_all and len(rows) > NEAREST + 1:
+        more = f"{len(rows) - NEAREST - 1} more GPU types: --all lists them, --json has every count tried"
+        rows = rows[: NEAREST + 1]
+    title = "Smallest GPU count per type (one server, 1/2/4/8), best first" if many else "Counts tried"
     parts = [
         style(paragraph(headline(report), width), "bold"),
         memory_table(report, width, style),
         candidates_table(rows, title, width, style),
+        *([style(paragraph(f"({more})", width), "dim")] if more else []),
     ]
-    parts += [paragraph(f"{c.gpu} x{c.num_gpus}: {c.reason}", width) for c in rows if c.reason]
+    parts += [
+        paragraph(line, width)
+        for line in said_once(
+            [(f"{c.gpu} x{c.num_gpus}", c.reason or "") for c in rows if c.reason], ranges=False
+        )
+    ]
     parts += [paragraph(suggestion_line(c, report.setup.seq_tokens), width) for c in rows if c.suggestion]
     times = time_table(report, width, style)
     if times is not None:
         parts.append(times)
     parts += [style(paragraph(line, width), "dim") for line in footer_lines(report)]
+    parts += [paragraph(line, width) for line in suggestion_lines(report)]
     return "\n".join(parts) + "\n"
+
+
+def suggestion_lines(report: TrainReport) -> list[str]:
+    """The nearest jobs that fit, cheapest first, each with the flags to pass."""
+    if not report.suggestions:
+        return []
+    lines = ["Would fit (each evaluated with the same memory model, cheapest first):"]
+    for s in report.suggestions:
+        flags = " ".join(f"{c.flag} {c.value}".strip() for c in s.changes)
+        price = f"${s.usd_per_hour:.2f}/h" if s.usd_per_hour else "unpriced"
+        note = f"; {s.note}" if s.note else ""
+        lines.append(f"- {s.summary}: {flags} ({fmt_gib(s.per_gpu_bytes)} GiB per GPU, {price}){note}")
+    return lines

@@ -1,48 +1,110 @@
-"""The reverse-query report as text: the models that fit, fastest first."""
+"""The reverse-query report as text: the models that fit (most capable or fastest first), the builds
+they need, and the nearest misses. `WHICH_COLUMNS` is shared with the Markdown and CSV exports, so
+every format shows the same cells."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gpusize.render.fit import VERDICT_STYLES
 from gpusize.render.format import fmt_gib, fmt_int, human_tokens
+from gpusize.render.sheet import assumption_items, sheet_csv, sheet_markdown
 from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, paragraph
 from gpusize.reports.which import WhichReport
+from gpusize.serving.which import ModelFit
 
-__all__ = ["render_which"]
+__all__ = ["WHICH_COLUMNS", "render_which", "title", "which_csv", "which_markdown"]
+
+#: Nearest misses named below the table when --all is not given.
+NEAREST_MISSES = 5
+
+
+def _name(r: ModelFit) -> str:
+    """The model, marked when it runs as a quantized build."""
+    return f"{r.name} [{r.weight_dtype}]" if r.changes else r.name
+
+
+def _split(r: ModelFit) -> str:
+    if not r.tensor_parallel:
+        return "-"
+    return f"{r.tensor_parallel} (x{r.replicas})" if r.replicas and r.replicas > 1 else str(r.tensor_parallel)
+
+
+#: (column, its text cell).
+WHICH_COLUMNS: list[tuple[Column, Callable[[ModelFit], str]]] = [
+    (Column("model", keep=True), _name),
+    (Column("fits", keep=True, styles=VERDICT_STYLES), lambda r: "yes" if r.fits else "NO"),
+    (
+        Column("params", "right", priority=8),
+        lambda r: f"{r.params_total / 1e9:.1f}B" if r.params_total else "-",
+    ),
+    (Column("TP", "right", priority=9), _split),
+    (Column("headroom GiB", "right", priority=5, short="headroom"), lambda r: fmt_gib(r.headroom_bytes)),
+    (
+        Column("KV pool tokens", "right", priority=4, short="KV tokens"),
+        lambda r: fmt_int(r.kv_cache_capacity_tokens),
+    ),
+    (
+        Column("concurrency", "right", priority=6, short="conc."),
+        lambda r: f"{r.max_concurrency:.1f}x" if r.max_concurrency is not None else "-",
+    ),
+    (Column("tok/s", "right", priority=7), lambda r: f"{r.tokens_per_s:,.0f}" if r.tokens_per_s else "-"),
+    (Column("why not", prose=True), lambda r: r.reason or ""),
+]
+
+
+def title(report: WhichReport) -> str:
+    fitting = sum(r.fits for r in report.models)
+    order = "most capable first" if report.assumptions.sort == "capability" else "fastest first"
+    return (
+        f"{fitting} catalog models fit {report.num_gpus}x {report.gpu_full_name} at "
+        f"{human_tokens(report.context_tokens)} context ({order}; tok/s is an estimate)"
+    )
 
 
 def render_which(report: WhichReport, show_all: bool, width: int, style: Style) -> str:
     rows = [r for r in report.models if r.fits or show_all]
-    fitting = sum(r.fits for r in report.models)
-    title = (
-        f"{fitting} catalog models fit {report.num_gpus}x {report.gpu_full_name} at "
-        f"{human_tokens(report.context_tokens)} context (fastest first; tok/s is an estimate)"
-    )
-    columns = [
-        Column("model", keep=True),
-        Column("fits", keep=True, styles=VERDICT_STYLES),
-        Column("params", "right", priority=8),
-        Column("TP", "right", priority=9),
-        Column("headroom GiB", "right", priority=5, short="headroom"),
-        Column("KV pool tokens", "right", priority=4, short="KV tokens"),
-        Column("concurrency", "right", priority=6, short="conc."),
-        Column("tok/s", "right", priority=7),
-        Column("why not", priority=3, shrink_to=30),
-    ]
-    cells = [
-        [
-            r.name,
-            "yes" if r.fits else "NO",
-            f"{r.params_total / 1e9:.1f}B" if r.params_total else "-",
-            str(r.tensor_parallel or "-"),
-            fmt_gib(r.headroom_bytes),
-            fmt_int(r.kv_cache_capacity_tokens),
-            f"{r.max_concurrency:.1f}x" if r.max_concurrency is not None else "-",
-            f"{r.tokens_per_s:,.0f}" if r.tokens_per_s else "-",
-            r.reason or "",
-        ]
-        for r in rows
-    ]
-    lines = [render_table(title, columns, cells, width, style)]
+    columns = [c for c, _ in WHICH_COLUMNS]
+    cells = [[cell(r) for _, cell in WHICH_COLUMNS] for r in rows]
+    lines = [render_table(title(report), columns, cells, width, style)]
+    lines += [paragraph(line, width) for line in _builds_lines(rows)]
+    if not show_all:
+        lines += [paragraph(line, width) for line in _miss_lines(report)]
+    if any(r.replicas and r.replicas > 1 for r in rows):
+        lines.append(
+            paragraph("TP '1 (x2)': the split is not valid across every GPU; 2 replicas of TP=1.", width)
+        )
     lines += [paragraph(f"Note: {n}", width) for n in report.assumptions.notes]
     return "\n".join(lines) + "\n"
+
+
+def _builds_lines(rows: list[ModelFit]) -> list[str]:
+    """What each quantized build in the list needs to be launched."""
+    seen: dict[str, str] = {}
+    for r in rows:
+        if r.changes and r.weight_dtype and r.weight_dtype not in seen:
+            seen[r.weight_dtype] = " ".join(f"{c.flag} {c.value}" for c in r.changes)
+    notes = {"int4": "a pre-quantized AWQ/GPTQ checkpoint", "fp8": "quantized while loading"}
+    return [
+        f"[{dtype}]: its own weights do not fit; runs as an {dtype} build: {flags} ({notes.get(dtype, '')})"
+        for dtype, flags in seen.items()
+    ]
+
+
+def _miss_lines(report: WhichReport) -> list[str]:
+    """A count of the models that do not fit and the nearest misses, each with why."""
+    misses = [r for r in report.models if not r.fits and r.params_total]
+    if not misses:
+        return []
+    near = "; ".join(f"{r.name} ({r.reason})" for r in misses[:NEAREST_MISSES])
+    return [f"{len(misses)} catalog models do not fit; the nearest: {near}. --all lists them all."]
+
+
+def which_markdown(report: WhichReport) -> str:
+    """Every model (those that fit first), as Markdown."""
+    return sheet_markdown(title(report), [], WHICH_COLUMNS, report.models, assumption_items(report))
+
+
+def which_csv(report: WhichReport) -> str:
+    return sheet_csv(WHICH_COLUMNS, report.models)

@@ -8,9 +8,17 @@ from gpusize import __version__
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import parse_config
 from gpusize.errors import ConfigError
+from gpusize.reports.common import price_note
 from gpusize.sources.catalog import CatalogModel
 
-__all__ = ["GpusReport", "ModelRow", "ModelsReport", "build_gpus", "build_models"]
+__all__ = [
+    "CatalogAssumptions",
+    "GpusReport",
+    "ModelRow",
+    "ModelsReport",
+    "build_gpus",
+    "build_models",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,11 +36,23 @@ class ModelRow:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CatalogAssumptions:
+    """Where a listing comes from and how to read it."""
+
+    #: "bundled" and the user's catalog files (--models-file / --gpus-file, GPUSIZE_MODELS / GPUSIZE_GPUS).
+    catalogs: tuple[str, ...]
+    order: str
+    #: What the figures are and where they come from, in plain words.
+    figures: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class ModelsReport:
     gpusize_version: str
     command: str
     query: str | None
     models: tuple[ModelRow, ...]
+    assumptions: CatalogAssumptions
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +60,7 @@ class GpusReport:
     gpusize_version: str
     command: str
     gpus: tuple[GpuSpec, ...]
+    assumptions: CatalogAssumptions
 
 
 def _row(m: CatalogModel) -> ModelRow:
@@ -66,7 +87,9 @@ def _row(m: CatalogModel) -> ModelRow:
     )
 
 
-def build_models(models: tuple[CatalogModel, ...], query: str | None) -> ModelsReport:
+def build_models(
+    models: tuple[CatalogModel, ...], query: str | None, user_files: tuple[str, ...] = ()
+) -> ModelsReport:
     """The catalog models matching `query` (a substring of name, alias, Hub id or family), by family then
     size."""
     wanted = (query or "").lower()
@@ -76,8 +99,38 @@ def build_models(models: tuple[CatalogModel, ...], query: str | None) -> ModelsR
         if not wanted or wanted in " ".join((m.name, m.hf_id, *m.aliases, m.family or "")).lower()
     ]
     rows.sort(key=lambda r: (r.family.lower(), r.params_total or 0, r.name.lower()))
-    return ModelsReport(gpusize_version=__version__, command="models", query=query, models=tuple(rows))
+    return ModelsReport(
+        gpusize_version=__version__,
+        command="models",
+        query=query,
+        models=tuple(rows),
+        assumptions=CatalogAssumptions(
+            catalogs=("bundled", *user_files),
+            order="by family, then total parameters, then name",
+            figures=(
+                "params_total and params_active are counted from each model's config, tensor by tensor "
+                "(params_active: what one token reads)",
+                "params_published is the count the model's publisher states, where one exists",
+                "max_context_tokens is the longest context the config allows",
+            ),
+        ),
+    )
 
 
-def build_gpus(gpus: tuple[GpuSpec, ...]) -> GpusReport:
-    return GpusReport(gpusize_version=__version__, command="gpus", gpus=gpus)
+def build_gpus(gpus: tuple[GpuSpec, ...], user_files: tuple[str, ...] = ()) -> GpusReport:
+    return GpusReport(
+        gpusize_version=__version__,
+        command="gpus",
+        gpus=gpus,
+        assumptions=CatalogAssumptions(
+            catalogs=("bundled", *user_files),
+            order="as in the catalog files",
+            figures=(
+                f"price_usd_per_hour is per GPU: {price_note(gpus)}; each GPU's price_date and "
+                "price_source say where it comes from",
+                "visible_bytes is the memory the runtime (CUDA or ROCm) reports: measured where "
+                "visible_is_measured, else the reported total less the largest reserve measured for the "
+                "GPU's memory class",
+            ),
+        ),
+    )

@@ -12,6 +12,7 @@ from gpusize.core.engines.vllm import evaluate_nodes
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES, Candidate, recommend, smallest_fit
 from gpusize.core.spec import ModelSpec
+from gpusize.core.suggest import Scope, Suggestion, fewer_gpus, fixes
 from gpusize.core.weights import weights_bytes
 from gpusize.core.workload import Workload
 from gpusize.reports.common import ModelFacts, model_facts, price_note
@@ -64,7 +65,12 @@ class FitReport:
     workload: Workload
     memory: MemoryBreakdown
     plan: Candidate | None
+    #: The fewest GPUs of the plan's type that run it, when --gpus asked for more (else the plan's).
+    min_gpus: int | None
     candidates: tuple[Candidate, ...]
+    #: Configurations that fit, each evaluated by the same engine model, cheapest first: the nearest
+    #: fixes when nothing fits; settings that save GPUs when it fits.
+    suggestions: tuple[Suggestion, ...]
     assumptions: FitAssumptions
 
 
@@ -76,9 +82,11 @@ def build_fit_report(
     fixed_count: int | None = None,
     max_count: int = 8,
     nodes: int | None = None,
+    others: tuple[GpuSpec, ...] = (),
 ) -> FitReport:
     """Plan over `gpus`: the smallest valid split per GPU type up to `max_count` (or exactly
-    `fixed_count`)."""
+    `fixed_count`); when nothing fits, the nearest configurations that do, on these GPUs and on the
+    `others` (the rest of the catalog)."""
     model = engine(work.engine.name)
     sizes = (fixed_count,) if fixed_count else tuple(n for n in TP_SIZES if n <= max_count)
     rows: list[Candidate] = []
@@ -92,6 +100,15 @@ def build_fit_report(
     chosen = recommend(best)
     plan = chosen or (best[0] if len(gpus) == 1 else None)  # one GPU asked for: its closest miss
     plan_gpu = next((g for g in gpus if plan and g.name == plan.gpu), gpus[0])
+    if chosen is None:
+        scope = Scope(gpus=tuple(gpus), others=others, count=fixed_count, max_count=max_count)
+        suggestions = fixes(spec, work, model, scope)
+    else:
+        suggestions = _savings(spec, work, model, gpus, best) if not fixed_count else ()
+    fewest = chosen.num_gpus if chosen else None
+    if chosen and fixed_count and fixed_count > 1:
+        smaller = smallest_fit(spec, plan_gpu, work, model.evaluate, [n for n in TP_SIZES if n < fixed_count])
+        fewest = next((c.num_gpus for c in smaller if c.fits), fixed_count)
     return FitReport(
         gpusize_version=__version__,
         command="fit",
@@ -100,9 +117,26 @@ def build_fit_report(
         workload=work,
         memory=whole_model(spec, plan_gpu, work, model),
         plan=plan,
+        min_gpus=fewest,
         candidates=tuple(rows),
+        suggestions=suggestions,
         assumptions=_assumptions(resolved, spec, work, model, gpus, plan_gpu, plan),
     )
+
+
+def _savings(
+    spec: ModelSpec, work: Workload, model: EngineModel, gpus: list[GpuSpec], best: list[Candidate]
+) -> tuple[Suggestion, ...]:
+    """Per GPU type whose smallest split takes several GPUs: the engine setting that needs fewer
+    (vLLM's larger scheduler defaults on H100-class cards are why an A100 80GB can fit where an H100
+    needs two). Cheapest first."""
+    found = []
+    for gpu, c in zip(gpus, best, strict=True):
+        if c.fits and c.num_gpus > 1 and c.pipeline_parallel == 1:
+            saving = fewer_gpus(spec, work, model, gpu, c.num_gpus)
+            if saving:
+                found.append(saving)
+    return tuple(sorted(found, key=lambda s: (s.usd_per_hour is None, s.usd_per_hour or 0.0)))
 
 
 def whole_model(spec: ModelSpec, gpu: GpuSpec, work: Workload, model: EngineModel) -> MemoryBreakdown:

@@ -11,9 +11,17 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.reports.common import ModelFacts, model_facts, price_note
 from gpusize.reports.fit import model_notes
-from gpusize.serving import throughput
+from gpusize.serving import economics, throughput
 from gpusize.serving.layouts import Demand
-from gpusize.serving.quote import CurvePoint, Option, concurrency_curve, option_for, rank
+from gpusize.serving.quote import (
+    CurvePoint,
+    Option,
+    concurrency_curve,
+    for_load,
+    option_for,
+    rank,
+    with_money,
+)
 from gpusize.serving.topology import topology_mermaid, topology_text
 from gpusize.sources.resolve import ResolvedModel
 
@@ -28,6 +36,9 @@ class QuoteAssumptions:
     throughput: str
     prices: str
     power: str
+    #: Hours a month the servers would be rented, for buy versus rent (730 = every hour).
+    utilization_hours: float
+    buy_vs_rent: str
     notes: tuple[str, ...]
 
 
@@ -53,17 +64,38 @@ def build_quote(
     gpus: list[GpuSpec],
     work: Workload,
     users: int | None,
+    hours: float = economics.HOURS_PER_MONTH,
     max_gpus: dict[str, int] | None = None,
 ) -> QuoteReport:
     """`max_gpus`: the most GPUs an option of that GPU name may use (--gpu local: the machine's)."""
-    demand = Demand(users=users or 1)
     limits = max_gpus or {}
-    options = rank([option_for(spec, g, work, demand, max_count=limits.get(g.name, 8)) for g in gpus])
+    if users:
+        options = rank(
+            [for_load(spec, g, work, users, hours, limits.get(g.name, 8)) for g in gpus], per_user=True
+        )
+    else:
+        options = rank(
+            [
+                with_money(
+                    option_for(spec, g, work, Demand(users=1), max_count=limits.get(g.name, 8)),
+                    g,
+                    None,
+                    None,
+                    hours,
+                )
+                for g in gpus
+            ]
+        )
     top = next((o for o in options if o.fits), None)
     curve: list[CurvePoint] = []
     if top:
         gpu = next(g for g in gpus if g.name == top.gpu)
         curve = concurrency_curve(spec, gpu, top.tensor_parallel, work)
+    share = (
+        f"{hours / economics.HOURS_PER_MONTH:.0%} of the hours"
+        if hours < economics.HOURS_PER_MONTH
+        else "every hour"
+    )
     return QuoteReport(
         gpusize_version=__version__,
         command="quote",
@@ -78,14 +110,28 @@ def build_quote(
         topology_mermaid=topology_mermaid(top) if top else None,
         assumptions=QuoteAssumptions(
             engine=engine_label(work.engine),
-            ranking="options holding every user at once first, then those that fit but queue; within each, "
-            "lowest indicative price per hour, then fewest GPUs",
-            layout="each option uses the smallest GPU count of its type that runs the model, laid out as "
-            "`serve` recommends for the given users",
+            ranking=(
+                f"lowest indicative price per user served, with as many servers as hold all {users:,} users "
+                "at once; unpriced options, then misfits, last"
+                if users
+                else "options holding every user at once first, then those that fit but queue; within each, "
+                "lowest indicative price per hour, then fewest GPUs"
+            ),
+            layout="each option is the smallest server of its GPU type (1, 2, 4 or 8 GPUs) that holds every "
+            "user at once, else 8 GPUs, laid out as `serve` recommends"
+            + (
+                "; when one server cannot hold the load, as many as can, each sized for its share"
+                if users
+                else ""
+            ),
             throughput=throughput.assumptions(gpus[0], work)
             + ("; other GPUs alike" if len(gpus) > 1 else ""),
-            prices=price_note(gpus) + "; month = 730 h; prices and power are per server",
+            prices=price_note(gpus) + "; month = 730 h; $/hour, $/month, power and tok/s are per server",
             power="GPU TDP sum + CPUs + platform, PSU with 20% margin",
+            utilization_hours=hours,
+            buy_vs_rent=f"the GPUs' purchase price (catalog, dated and sourced per GPU; host, power and "
+            f"operations not included) against renting {hours:,.0f} h a month ({share}): break-even in "
+            "months",
             notes=tuple(model_notes(resolved, spec, work)),
         ),
     )

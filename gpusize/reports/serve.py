@@ -60,7 +60,11 @@ class ServeAssumptions:
 class ServeReport:
     gpusize_version: str
     command: str
+    #: A layout runs the model on these GPUs.
     fits: bool
+    #: The recommended layout holds the whole load at once (no request waits for a slot); the exit
+    #: status is 0 only then.
+    serves_load: bool
     model: ModelFacts
     workload: Workload
     demand: Demand
@@ -152,6 +156,7 @@ def build_serve_report(
         gpusize_version=__version__,
         command="serve",
         fits=pick is not None,
+        serves_load=pick is not None and pick.serves_all,
         model=model_facts(resolved, spec),
         workload=work,
         demand=demand,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from gpusize.core import allocator
+from gpusize.core import runtime
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.spec import ModelSpec
 from gpusize.reports.common import price_note
@@ -107,7 +107,7 @@ def train_assumptions(spec: ModelSpec, setup: TrainSetup, gpus: list[GpuSpec]) -
         notes.append(f"activation checkpoints offloaded to host RAM ({per_token:,} B per token)")
     if spec.moe:
         notes.append("MoE: activations count the top-k experts per token; all experts train in full mode")
-    context = allocator.TORCH_CUDA_CONTEXT_BYTES
+    context = runtime.TORCH_CUDA_CONTEXT_BYTES
     return TrainAssumptions(
         framework=setup.kernels.name,
         versions=f"{setup.kernels.version or setup.kernels.name}; {VERSIONS}",

@@ -8,7 +8,7 @@ from gpusize import __version__
 from gpusize.core.engines import engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.workload import Request
-from gpusize.serving.which import ModelFit, models_that_fit
+from gpusize.serving.which import CatalogEntry, ModelFit, Sort, models_that_fit
 from gpusize.sources.catalog import CatalogModel
 
 __all__ = ["WhichAssumptions", "WhichReport", "build_which"]
@@ -17,7 +17,11 @@ __all__ = ["WhichAssumptions", "WhichReport", "build_which"]
 @dataclass(frozen=True, kw_only=True)
 class WhichAssumptions:
     engine: str
+    #: capability or speed (--sort)
+    sort: str
     ordering: str
+    layout: str
+    quantized_builds: str
     notes: tuple[str, ...]
 
 
@@ -40,11 +44,23 @@ class WhichReport:
 
 
 def build_which(
-    models: tuple[CatalogModel, ...], gpu: GpuSpec, num_gpus: int, request: Request
+    models: tuple[CatalogModel, ...], gpu: GpuSpec, num_gpus: int, request: Request, sort: Sort = "capability"
 ) -> WhichReport:
-    rows = models_that_fit([(m.name, m.hf_id, m.config) for m in models], gpu, num_gpus, request)
+    entries = [CatalogEntry(m.name, m.hf_id, m.config, m.family) for m in models]
+    rows = models_that_fit(entries, gpu, num_gpus, request, sort)
     unreadable = [r for r in rows if r.params_total == 0]
     notes = tuple(f"skipped {r.name}: {r.reason}" for r in unreadable)
+    ordering = (
+        "largest total, then active, parameters first"
+        if sort == "capability"
+        else "fastest single-sequence decode first (estimate)"
+    )
+    builds = (
+        "a model whose own weights do not fit is tried as an FP8 build (--quantization fp8, quantized "
+        "while loading) and an int4 build (--dtype int4, a pre-quantized AWQ/GPTQ checkpoint)"
+        if request.dtype == "auto" and request.engine.name in ("vllm", "sglang")
+        else f"weights as asked ({request.dtype})"
+    )
     return WhichReport(
         gpusize_version=__version__,
         command="which",
@@ -56,7 +72,11 @@ def build_which(
         models=tuple(rows),
         assumptions=WhichAssumptions(
             engine=engine_label(request.engine),
-            ordering="models that fit first, fastest single-sequence decode first (estimate)",
+            sort=sort,
+            ordering=f"models that fit first, {ordering}; then the nearest misses",
+            layout=f"tensor parallel across all {num_gpus} GPU(s), as `fit --gpus {num_gpus}` plans; where "
+            "that split is not valid, the largest valid one as replicas",
+            quantized_builds=builds,
             notes=notes,
         ),
     )

@@ -18,6 +18,7 @@ __all__ = [
     "POWER_GUIDE",
     "PSU_MARGIN",
     "PowerPlan",
+    "break_even_months",
     "cost_per_million_tokens",
     "job_cost",
     "multi_gpu_hours",
@@ -55,6 +56,14 @@ def multi_gpu_job_cost(multi_rate_per_hour: float, single_gpu_hours: float, meas
 def scaling_efficiency(measured_speedup: float, num_gpus: int) -> float:
     """Scaling efficiency = measured speedup / number of GPUs (3.2 / 4 = 0.80)."""
     return measured_speedup / num_gpus
+
+
+def break_even_months(purchase_usd: float, rent_usd_per_hour: float, hours_per_month: float) -> float | None:
+    """Months of renting at `hours_per_month` that cost as much as buying: purchase / (rate x hours).
+    Buying here is the purchase price alone (no host, power or operations), so the true break-even
+    comes later."""
+    monthly = rent_usd_per_hour * hours_per_month
+    return purchase_usd / monthly if monthly > 0 else None
 
 
 def cost_per_million_tokens(rate_per_hour: float, tokens_per_s: float) -> float | None:

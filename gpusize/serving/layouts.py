@@ -112,8 +112,8 @@ class Layout:
     bound: str | None = None
     headroom_bytes: int | None = None  # per GPU, beyond the requested KV
     one_gpu_failure: str = ""
-    price_usd_per_hour: float | None = None
-    price_usd_per_month: float | None = None
+    usd_per_hour: float | None = None
+    usd_per_month: float | None = None
     usd_per_million_tokens: float | None = None
     usd_per_million_tokens_low: float | None = None
     usd_per_million_tokens_high: float | None = None
@@ -193,7 +193,7 @@ def evaluate_layout(
             fits=False,
             reason=candidate.reason or "no sequence of this context fits",
             one_gpu_failure=failure,
-            price_usd_per_hour=price,
+            usd_per_hour=price,
         )
     placement = LlamaCppPlacement(tp, split, host_gbps or calibrated.DEFAULT_HOST_GBPS) if llamacpp else None
     capacity = replicas * per_replica_cap
@@ -242,8 +242,8 @@ def evaluate_layout(
         bound=point.step.bound if point else None,
         headroom_bytes=candidate.per_gpu.headroom_bytes,
         one_gpu_failure=failure,
-        price_usd_per_hour=price,
-        price_usd_per_month=price * economics.HOURS_PER_MONTH if price else None,
+        usd_per_hour=price,
+        usd_per_month=price * economics.HOURS_PER_MONTH if price else None,
         usd_per_million_tokens=cost,
         usd_per_million_tokens_low=economics.cost_per_million_tokens(price, agg_high)
         if price and agg_high

@@ -5,7 +5,8 @@ figures in all three commands.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
@@ -20,9 +21,11 @@ __all__ = [
     "CurvePoint",
     "Option",
     "concurrency_curve",
+    "for_load",
     "memory_parts",
     "option_for",
     "rank",
+    "with_money",
 ]
 
 #: GPUs a quote compares when none are named: the datacenter and workstation staples buyers ask
@@ -57,8 +60,8 @@ class Option:
     aggregate_tokens_per_s: float | None
     aggregate_tokens_per_s_low: float | None
     aggregate_tokens_per_s_high: float | None
-    price_usd_per_hour: float | None  # the whole server
-    price_usd_per_month: float | None
+    usd_per_hour: float | None  # the whole server
+    usd_per_month: float | None
     usd_per_million_tokens: float | None
     usd_per_million_tokens_low: float | None
     usd_per_million_tokens_high: float | None
@@ -66,6 +69,16 @@ class Option:
     psu: str | None
     interconnect: str
     caveats: tuple[str, ...]
+    #: Servers of this option that hold every user at once (--users), each with its share of the load.
+    servers: int | None = None
+    #: Indicative USD per hour for all those servers, and per user served.
+    fleet_usd_per_hour: float | None = None
+    usd_per_user_hour: float | None = None
+    #: Buying the server's GPUs (the catalog's dated purchase price x GPUs; host, power and operations
+    #: not included) against renting them for `hours` a month: the month renting has cost as much.
+    purchase_usd: float | None = None
+    purchase_price_date: str | None = None
+    break_even_months: float | None = None
 
 
 def _caveats(gpu: GpuSpec, tp: int, option_visible_measured: bool) -> tuple[str, ...]:
@@ -135,8 +148,8 @@ def option_for(
         aggregate_tokens_per_s=layout.aggregate_tokens_per_s,
         aggregate_tokens_per_s_low=layout.aggregate_tokens_per_s_low,
         aggregate_tokens_per_s_high=layout.aggregate_tokens_per_s_high,
-        price_usd_per_hour=layout.price_usd_per_hour,
-        price_usd_per_month=layout.price_usd_per_month,
+        usd_per_hour=layout.usd_per_hour,
+        usd_per_month=layout.usd_per_month,
         usd_per_million_tokens=layout.usd_per_million_tokens,
         usd_per_million_tokens_low=layout.usd_per_million_tokens_low,
         usd_per_million_tokens_high=layout.usd_per_million_tokens_high,
@@ -147,13 +160,64 @@ def option_for(
     )
 
 
-def rank(options: list[Option]) -> list[Option]:
-    """Options that hold the whole load first, then those that fit but queue, then misfits; within
-    each, the cheapest per hour (unpriced last), then the fewest GPUs."""
+def for_load(
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    work: Workload,
+    users: int,
+    hours: float = economics.HOURS_PER_MONTH,
+    max_count: int = max(TP_SIZES),
+) -> Option:
+    """The option of this GPU type for `users` concurrent users: one server when one holds them all,
+    else as many servers of the largest size as hold every user at once, each sized and laid out for
+    its share of the load (so its speed and $/1M tokens are those of that share); a server has at most
+    `max_count` GPUs (--gpu local: the machine's)."""
+    one = option_for(spec, gpu, work, Demand(users=users), max_count=max_count)
+    option, servers = one, 1
+    if one.fits and not one.serves_all:
+        servers = math.ceil(users / max(one.capacity_sequences, 1))
+        for _ in range(4):  # each server's share changes its layout and capacity: settle
+            share = option_for(spec, gpu, work, Demand(users=math.ceil(users / servers)), one.num_gpus)
+            if not share.fits:
+                break
+            option = share
+            if share.serves_all:
+                break
+            servers = math.ceil(users / max(share.capacity_sequences, 1))
+    return with_money(option, gpu, servers if option.fits else None, users, hours)
+
+
+def with_money(option: Option, gpu: GpuSpec, servers: int | None, users: int | None, hours: float) -> Option:
+    """The fleet's price per hour and per user, and buying the GPUs against renting them `hours` a
+    month."""
+    price = option.usd_per_hour
+    fleet = price * servers if price and servers else None
+    purchase = gpu.purchase_price_usd * option.num_gpus if gpu.purchase_price_usd else None
+    return replace(
+        option,
+        servers=servers,
+        fleet_usd_per_hour=fleet,
+        usd_per_user_hour=fleet / users if fleet and users else None,
+        purchase_usd=purchase,
+        purchase_price_date=gpu.purchase_price_date if purchase else None,
+        break_even_months=economics.break_even_months(purchase, price, hours) if purchase and price else None,
+    )
+
+
+def rank(options: list[Option], per_user: bool = False) -> list[Option]:
+    """Options that fit first, misfits last. For a stated load (`per_user`), the lowest price per user
+    served at once (every option then holds the load, with as many servers as it takes); otherwise
+    those holding the whole load on one server first, then those that queue, each cheapest per hour.
+    Unpriced options last within a tier, then the fewest GPUs."""
 
     def key(o: Option) -> tuple[int, float, int, str]:
-        tier = 0 if o.fits and o.serves_all else 1 if o.fits else 2
-        return (tier, o.price_usd_per_hour if o.price_usd_per_hour else float("inf"), o.num_gpus, o.gpu)
+        if per_user:
+            tier = 0 if o.fits else 2
+            money = o.usd_per_user_hour
+        else:
+            tier = 0 if o.fits and o.serves_all else 1 if o.fits else 2
+            money = o.usd_per_hour
+        return (tier, money if money else float("inf"), o.num_gpus * (o.servers or 1), o.gpu)
 
     return sorted(options, key=key)
 

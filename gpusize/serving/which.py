@@ -1,60 +1,175 @@
-"""Reverse query (pure): every model of a catalog that fits given hardware, fastest first."""
+"""Reverse query (pure): every model of a catalog that fits given hardware, most capable (or fastest)
+first, each on all the GPUs the person has, in its own weights or, when those do not fit, in a
+quantized build (FP8 or int4) with the launch flag it needs.
+
+A model is planned the way `fit MODEL --gpus N` plans it: tensor parallel across all N GPUs, so the
+two commands give the same split and the same KV pool; where TP=N is not a valid split of the model,
+the largest valid one that fits, run as N / TP replicas. A cheap lower bound (the linear weights alone
+against the GPUs' whole memory) skips the full plan of a build that cannot fit.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
-from gpusize.core.engines import engine, prepare
+from gpusize.core.engines import EngineModel, engine, prepare
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import parse_config
-from gpusize.core.plan import TP_SIZES, smallest_fit
-from gpusize.core.workload import Request
+from gpusize.core.plan import TP_SIZES, Candidate
+from gpusize.core.spec import ModelSpec
+from gpusize.core.suggest import Change
+from gpusize.core.workload import Request, Workload
 from gpusize.errors import ConfigError, InputError
 from gpusize.serving import throughput
+from gpusize.units import GIB
 
-__all__ = ["ModelFit", "fit_one", "models_that_fit"]
+__all__ = ["SORTS", "CatalogEntry", "ModelFit", "Sort", "fit_one", "models_that_fit"]
+
+Sort = Literal["capability", "speed"]
+SORTS: tuple[Sort, ...] = ("capability", "speed")
+
+#: The quantized builds tried when a model's own weights do not fit (and --dtype is auto): the flag
+#: each needs, and what it takes.
+QUANTIZED_BUILDS: tuple[tuple[str, Change, str], ...] = (
+    ("fp8", Change("--quantization", "fp8"), "quantized to FP8 while loading"),
+    ("int4", Change("--dtype", "int4"), "needs a pre-quantized int4 checkpoint (AWQ or GPTQ)"),
+)
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """A catalog model as `which` reads it."""
+
+    name: str
+    hf_id: str
+    config: dict[str, Any] = field(compare=False)
+    family: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class ModelFit:
     name: str
     hf_id: str
+    family: str | None
     params_total: int
+    params_active: int
     fits: bool
+    #: The weights the plan runs: the checkpoint's own, or a quantized build (fp8, int4).
+    weight_dtype: str | None = None
+    #: The flags a quantized build needs (empty for the model's own weights).
+    changes: tuple[Change, ...] = ()
+    #: Engines of `tensor_parallel` GPUs each (1 when TP spans every GPU).
+    replicas: int | None = None
     tensor_parallel: int | None = None
     headroom_bytes: int | None = None
     max_concurrency: float | None = None
-    kv_cache_capacity_tokens: int | None = None
+    kv_cache_capacity_tokens: int | None = None  # per engine, as `fit --gpus N` reports it
     tokens_per_s: float | None = None  # one sequence at half the context, estimate (calibrated model)
+    #: Why it does not fit, in a few words (on every GPU, with the most compact build tried).
     reason: str | None = None
+    #: How far from fitting: bytes needed per GPU / bytes usable (the nearest misses first).
+    shortfall: float = field(default=0.0, metadata={"json": False})
 
 
 def fit_one(
-    name: str, hf_id: str, config: dict[str, Any], gpu: GpuSpec, max_gpus: int, request: Request
+    entry: CatalogEntry, gpu: GpuSpec, num_gpus: int, request: Request, quantized: bool = True
 ) -> ModelFit:
-    """One catalog model on up to `max_gpus` GPUs; a config that cannot be read is a row with its reason."""
+    """One catalog model on all `num_gpus` GPUs, in its own weights and then (with `quantized` and
+    --dtype auto) in its FP8 and int4 builds; a config that cannot be read is a row with its reason."""
     model = engine(request.engine.name)
     try:
-        spec = parse_config(config)
+        spec = parse_config(entry.config)
+    except ConfigError as exc:
+        return _row(entry, None, fits=False, reason=str(exc))
+    try:
         work = prepare(spec, request)
-    except (ConfigError, InputError) as exc:
-        return ModelFit(name=name, hf_id=hf_id, params_total=0, fits=False, reason=str(exc))
-    sizes = tuple(tp for tp in TP_SIZES if tp <= max_gpus)
-    best = smallest_fit(spec, gpu, work, model.evaluate, sizes)[-1]
-    if not best.fits or best.per_gpu is None:
-        return ModelFit(
-            name=name, hf_id=hf_id, params_total=spec.params.total, fits=False, reason=best.reason
+    except InputError as exc:  # the engine refuses this context (or a setting) for this model
+        longest = spec.max_context or spec.max_position_embeddings
+        beyond = longest and request.context_tokens > longest
+        reason = f"its maximum context is {longest:,} tokens" if beyond else str(exc)
+        return _row(entry, spec, fits=False, reason=reason, shortfall=float("inf"))
+    builds: list[tuple[Workload, tuple[Change, ...], str]] = [(work, (), "")]
+    own = spec.quantization is None  # a pre-quantized checkpoint is itself a build of its base model
+    if quantized and own and request.dtype == "auto" and model.name in ("vllm", "sglang"):
+        builds += _builds(spec, request, work, gpu)
+    miss: tuple[str, float] = ("", 0.0)
+    for build, changes, _ in builds:
+        if _weights_exceed(spec, build, gpu, num_gpus):
+            miss = (_weights_reason(spec, build, gpu, num_gpus), _ratio(spec, build, gpu, num_gpus))
+            continue
+        best, replicas = _layout(spec, gpu, num_gpus, build, model)
+        if best.fits and best.per_gpu is not None:
+            return _fitting(entry, spec, gpu, build, best, replicas, changes)
+        miss = (_short_reason(best, build), _need_ratio(best))
+    return _row(entry, spec, fits=False, reason=miss[0], shortfall=miss[1])
+
+
+def models_that_fit(
+    entries: list[CatalogEntry], gpu: GpuSpec, num_gpus: int, request: Request, sort: Sort = "capability"
+) -> list[ModelFit]:
+    """Fitting models first, most capable (largest total then active parameters) or fastest first;
+    then the rest, nearest misses first."""
+    rows = [fit_one(e, gpu, num_gpus, request) for e in entries]
+    if sort == "speed":
+        fitting = sorted((r for r in rows if r.fits), key=lambda r: (-(r.tokens_per_s or 0), r.name))
+    else:
+        fitting = sorted(
+            (r for r in rows if r.fits), key=lambda r: (-r.params_total, -r.params_active, r.name)
         )
+    misses = sorted((r for r in rows if not r.fits), key=lambda r: (r.shortfall or float("inf"), r.name))
+    return fitting + misses
+
+
+# --------------------------------------------------------------------------- builds and layouts
+
+
+def _builds(
+    spec: ModelSpec, request: Request, work: Workload, gpu: GpuSpec
+) -> list[tuple[Workload, tuple[Change, ...], str]]:
+    """The FP8 and int4 builds smaller than the checkpoint (FP8 needs compute capability 8.0+)."""
+    out: list[tuple[Workload, tuple[Change, ...], str]] = []
+    for dtype, change, note in QUANTIZED_BUILDS:
+        smaller = work.weights.linear_bytes > (1.5 if dtype == "fp8" else 0.75)
+        if smaller and (dtype != "fp8" or gpu.supports_bf16):
+            out.append((prepare(spec, replace(request, dtype=dtype)), (change,), note))
+    return out
+
+
+def _layout(
+    spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload, model: EngineModel
+) -> tuple[Candidate, int]:
+    """TP across every GPU, as `fit --gpus N` plans; when that split is not valid, the largest valid
+    TP that fits, as N / TP replicas."""
+    whole = model.evaluate(spec, gpu, num_gpus, work)
+    if whole.fits or whole.per_gpu is not None:
+        return whole, 1
+    for tp in sorted((t for t in TP_SIZES if t < num_gpus and num_gpus % t == 0), reverse=True):
+        c = model.evaluate(spec, gpu, tp, work)
+        if c.fits:
+            return c, num_gpus // tp
+    return whole, 1
+
+
+def _fitting(
+    entry: CatalogEntry,
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    work: Workload,
+    best: Candidate,
+    replicas: int,
+    changes: tuple[Change, ...],
+) -> ModelFit:
+    assert best.per_gpu is not None
     placement = throughput.LlamaCppPlacement(best.num_gpus) if work.engine.name == "llamacpp" else None
     speed = throughput.decode_step(
         spec, work, gpu, best.tensor_parallel, 1, work.context_tokens // 2, placement
     )
-    return ModelFit(
-        name=name,
-        hf_id=hf_id,
-        params_total=spec.params.total,
-        fits=True,
+    return replace(
+        _row(entry, spec, fits=True),
+        weight_dtype=work.weight_dtype,
+        changes=changes,
+        replicas=replicas,
         tensor_parallel=best.tensor_parallel,
         headroom_bytes=best.per_gpu.headroom_bytes,
         max_concurrency=best.max_concurrency,
@@ -63,10 +178,60 @@ def fit_one(
     )
 
 
-def models_that_fit(
-    entries: list[tuple[str, str, dict[str, Any]]], gpu: GpuSpec, max_gpus: int, request: Request
-) -> list[ModelFit]:
-    """Fitting models first, fastest first; then the rest with their reasons."""
-    rows = [fit_one(name, hf_id, config, gpu, max_gpus, request) for name, hf_id, config in entries]
-    fitting = sorted((r for r in rows if r.fits), key=lambda r: -(r.tokens_per_s or 0))
-    return fitting + [r for r in rows if not r.fits]
+def _row(
+    entry: CatalogEntry, spec: ModelSpec | None, fits: bool, reason: str | None = None, shortfall: float = 0.0
+) -> ModelFit:
+    return ModelFit(
+        name=entry.name,
+        hf_id=entry.hf_id,
+        family=entry.family,
+        params_total=spec.params.total if spec else 0,
+        params_active=spec.params.active if spec else 0,
+        fits=fits,
+        reason=reason,
+        shortfall=shortfall,
+    )
+
+
+# --------------------------------------------------------------------------- why not
+
+
+def _linear_per_gpu(spec: ModelSpec, work: Workload, n: int) -> float:
+    return spec.params.linear * work.weights.linear_bytes / n
+
+
+def _weights_exceed(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> bool:
+    """The cheap lower bound: the linear weights alone, split over n GPUs, above a GPU's memory."""
+    return _linear_per_gpu(spec, work, n) > gpu.visible_bytes
+
+
+def _ratio(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> float:
+    return _linear_per_gpu(spec, work, n) / gpu.visible_bytes
+
+
+def _weights_reason(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> str:
+    per = _linear_per_gpu(spec, work, n) / GIB
+    return (
+        f"{work.weight_dtype} weights alone {per:,.1f} GiB per GPU, {gpu.visible_bytes / GIB:.1f} GiB on each"
+    )
+
+
+def _need_ratio(c: Candidate) -> float:
+    g = c.per_gpu
+    return g.total_bytes / g.usable_bytes if g and g.usable_bytes else float("inf")
+
+
+def _short_reason(c: Candidate, work: Workload) -> str:
+    """A few words: the split or context problem, no room beside the weights, or the largest context."""
+    g = c.per_gpu
+    if g is None:
+        return c.reason or "no valid split"
+    fixed = g.weights_bytes + g.activations_bytes + g.overhead_bytes
+    if fixed >= g.usable_bytes:
+        return (
+            f"{work.weight_dtype} weights + engine {fixed / GIB:.1f} GiB per GPU, budget "
+            f"{g.usable_bytes / GIB:.1f} GiB"
+        )
+    if c.max_context_tokens:
+        return f"{work.weight_dtype}: the largest context that fits is {c.max_context_tokens:,} tokens"
+    return c.reason or "KV cache does not fit"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field, replace
 
-from gpusize.core import allocator
+from gpusize.core import allocator, runtime
 from gpusize.core.spec import ModelSpec
 from gpusize.training.activations import (
     activations_bytes,
@@ -150,8 +150,8 @@ def nccl_bytes(num_gpus: int, interconnect: str = "nvswitch") -> int:
 
 def overhead_bytes(num_gpus: int, interconnect: str = "nvswitch") -> int:
     """Per-GPU memory outside PyTorch's allocator: the CUDA context as measured with torch 2.11 on
-    the H200 (allocator.TORCH_CUDA_CONTEXT_BYTES) and, with 2+ GPUs, the NCCL communicator."""
-    return allocator.TORCH_CUDA_CONTEXT_BYTES + nccl_bytes(num_gpus, interconnect)
+    the H200 (runtime.TORCH_CUDA_CONTEXT_BYTES) and, with 2+ GPUs, the NCCL communicator."""
+    return runtime.TORCH_CUDA_CONTEXT_BYTES + nccl_bytes(num_gpus, interconnect)
 
 
 def fresh_gradients(setup: TrainSetup, num_gpus: int) -> bool:

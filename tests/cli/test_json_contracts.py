@@ -69,7 +69,7 @@ CONTRACTS: dict[str, set[str]] = {
         "candidates[].per_gpu.visible_bytes",
         "candidates[].per_gpu.weights_bytes",
         "candidates[].pipeline_parallel",
-        "candidates[].price_usd_per_hour",
+        "candidates[].usd_per_hour",
         "candidates[].reason",
         "candidates[].tensor_parallel",
         "candidates[].warning",
@@ -86,6 +86,7 @@ CONTRACTS: dict[str, set[str]] = {
         "memory.overhead_bytes",
         "memory.total_bytes",
         "memory.weights_bytes",
+        "min_gpus",
         "model",
         "model.architecture",
         "model.attention_layers",
@@ -133,10 +134,11 @@ CONTRACTS: dict[str, set[str]] = {
         "plan.per_gpu.visible_bytes",
         "plan.per_gpu.weights_bytes",
         "plan.pipeline_parallel",
-        "plan.price_usd_per_hour",
+        "plan.usd_per_hour",
         "plan.reason",
         "plan.tensor_parallel",
         "plan.warning",
+        "suggestions",
         "workload",
         "workload.batch",
         "workload.context_tokens",
@@ -200,8 +202,8 @@ CONTRACTS: dict[str, set[str]] = {
         "layouts[].per_request_tokens_per_s",
         "layouts[].per_request_tokens_per_s_high",
         "layouts[].per_request_tokens_per_s_low",
-        "layouts[].price_usd_per_hour",
-        "layouts[].price_usd_per_month",
+        "layouts[].usd_per_hour",
+        "layouts[].usd_per_month",
         "layouts[].reason",
         "layouts[].replicas",
         "layouts[].serves_all",
@@ -261,8 +263,8 @@ CONTRACTS: dict[str, set[str]] = {
         "recommendation.per_request_tokens_per_s",
         "recommendation.per_request_tokens_per_s_high",
         "recommendation.per_request_tokens_per_s_low",
-        "recommendation.price_usd_per_hour",
-        "recommendation.price_usd_per_month",
+        "recommendation.usd_per_hour",
+        "recommendation.usd_per_month",
         "recommendation.reason",
         "recommendation.replicas",
         "recommendation.serves_all",
@@ -302,9 +304,11 @@ CONTRACTS: dict[str, set[str]] = {
         "workload.kv_cache_dtype",
         "workload.requested_dtype",
         "workload.weight_dtype",
+        "serves_load",
     },
     "quote": {
         "assumptions",
+        "assumptions.buy_vs_rent",
         "assumptions.engine",
         "assumptions.layout",
         "assumptions.notes",
@@ -312,6 +316,7 @@ CONTRACTS: dict[str, set[str]] = {
         "assumptions.prices",
         "assumptions.ranking",
         "assumptions.throughput",
+        "assumptions.utilization_hours",
         "command",
         "curve",
         "curve[].context_tokens",
@@ -348,6 +353,12 @@ CONTRACTS: dict[str, set[str]] = {
         "options[].aggregate_tokens_per_s_low",
         "options[].capacity_sequences",
         "options[].caveats",
+        "options[].break_even_months",
+        "options[].fleet_usd_per_hour",
+        "options[].purchase_price_date",
+        "options[].purchase_usd",
+        "options[].servers",
+        "options[].usd_per_user_hour",
         "options[].fits",
         "options[].gpu",
         "options[].gpu_full_name",
@@ -362,8 +373,8 @@ CONTRACTS: dict[str, set[str]] = {
         "options[].per_request_tokens_per_s_high",
         "options[].per_request_tokens_per_s_low",
         "options[].power_w",
-        "options[].price_usd_per_hour",
-        "options[].price_usd_per_month",
+        "options[].usd_per_hour",
+        "options[].usd_per_month",
         "options[].psu",
         "options[].reason",
         "options[].replicas",
@@ -381,6 +392,12 @@ CONTRACTS: dict[str, set[str]] = {
         "recommendation.aggregate_tokens_per_s_low",
         "recommendation.capacity_sequences",
         "recommendation.caveats",
+        "recommendation.break_even_months",
+        "recommendation.fleet_usd_per_hour",
+        "recommendation.purchase_price_date",
+        "recommendation.purchase_usd",
+        "recommendation.servers",
+        "recommendation.usd_per_user_hour",
         "recommendation.fits",
         "recommendation.gpu",
         "recommendation.gpu_full_name",
@@ -395,8 +412,8 @@ CONTRACTS: dict[str, set[str]] = {
         "recommendation.per_request_tokens_per_s_high",
         "recommendation.per_request_tokens_per_s_low",
         "recommendation.power_w",
-        "recommendation.price_usd_per_hour",
-        "recommendation.price_usd_per_month",
+        "recommendation.usd_per_hour",
+        "recommendation.usd_per_month",
         "recommendation.psu",
         "recommendation.reason",
         "recommendation.replicas",
@@ -508,8 +525,11 @@ CONTRACTS: dict[str, set[str]] = {
     "which": {
         "assumptions",
         "assumptions.engine",
+        "assumptions.layout",
         "assumptions.notes",
         "assumptions.ordering",
+        "assumptions.quantized_builds",
+        "assumptions.sort",
         "command",
         "context_tokens",
         "fits",
@@ -517,16 +537,23 @@ CONTRACTS: dict[str, set[str]] = {
         "gpu_full_name",
         "gpusize_version",
         "models",
+        "models[].changes",
+        "models[].changes[].flag",
+        "models[].changes[].value",
+        "models[].family",
         "models[].fits",
         "models[].headroom_bytes",
         "models[].hf_id",
         "models[].kv_cache_capacity_tokens",
         "models[].max_concurrency",
         "models[].name",
+        "models[].params_active",
         "models[].params_total",
         "models[].reason",
+        "models[].replicas",
         "models[].tensor_parallel",
         "models[].tokens_per_s",
+        "models[].weight_dtype",
         "num_gpus",
     },
     "train": {
@@ -573,7 +600,7 @@ CONTRACTS: dict[str, set[str]] = {
         "candidates[].per_gpu.step_bytes",
         "candidates[].per_gpu.total_bytes",
         "candidates[].per_gpu.weights_bytes",
-        "candidates[].price_usd_per_hour",
+        "candidates[].usd_per_hour",
         "candidates[].reason",
         "candidates[].sharding",
         "candidates[].suggestion",
@@ -654,7 +681,7 @@ CONTRACTS: dict[str, set[str]] = {
         "plan.per_gpu.step_bytes",
         "plan.per_gpu.total_bytes",
         "plan.per_gpu.weights_bytes",
-        "plan.price_usd_per_hour",
+        "plan.usd_per_hour",
         "plan.reason",
         "plan.sharding",
         "plan.suggestion",
@@ -691,8 +718,13 @@ CONTRACTS: dict[str, set[str]] = {
         "time.token_budget",
         "time.total_flops",
         "token_budget",
+        "suggestions",
     },
     "models": {
+        "assumptions",
+        "assumptions.catalogs",
+        "assumptions.figures",
+        "assumptions.order",
         "command",
         "gpusize_version",
         "models",
@@ -709,6 +741,10 @@ CONTRACTS: dict[str, set[str]] = {
         "query",
     },
     "gpus": {
+        "assumptions",
+        "assumptions.catalogs",
+        "assumptions.figures",
+        "assumptions.order",
         "command",
         "gpus",
         "gpus[].aliases",
@@ -753,6 +789,49 @@ CONTRACTS: dict[str, set[str]] = {
 }
 
 
+#: A plan that does not fit carries its suggestions: the configurations that do.
+SUGGESTION_KEYS = {
+    "suggestions[].changes",
+    "suggestions[].changes[].flag",
+    "suggestions[].changes[].value",
+    "suggestions[].fits",
+    "suggestions[].gpu",
+    "suggestions[].gpu_full_name",
+    "suggestions[].note",
+    "suggestions[].num_gpus",
+    "suggestions[].usd_per_hour",
+    "suggestions[].summary",
+}
+COMMANDS["fit (does not fit)"] = ["fit", "Llama-3.3-70B", "--gpu", "RTX3090", "--gpus", "2", "--json"]
+CONTRACTS["fit (does not fit)"] = (
+    CONTRACTS["fit"]
+    | SUGGESTION_KEYS
+    | {
+        "suggestions[].kv_cache_capacity_tokens",
+        "suggestions[].max_context_tokens",
+        "suggestions[].pipeline_parallel",
+        "suggestions[].tensor_parallel",
+    }
+)
+COMMANDS["train (does not fit)"] = [
+    "train", "Llama-3.3-70B", "--method", "lora", "--gpu", "RTX4090", "--tokens", "1B", "--json",
+]  # fmt: skip
+CONTRACTS["train (does not fit)"] = (
+    CONTRACTS["train"]
+    | SUGGESTION_KEYS
+    | {
+        "suggestions[].max_seq_tokens",
+        "suggestions[].per_gpu_bytes",
+        "suggestions[].sharding",
+    }
+    | {  # each candidate's own suggestion (micro-batch, sequence) on its count
+        f"{where}.suggestion.{key}"
+        for where in ("candidates[]", "plan")
+        for key in ("batch", "effective_batch", "grad_accum", "seq_tokens")
+    }
+)
+
+
 def key_paths(value: Any, prefix: str = "") -> set[str]:
     found: set[str] = set()
     if isinstance(value, dict):
@@ -779,7 +858,7 @@ def test_json_contract_is_exact(command: str) -> None:
     assert proc.returncode in (0, 1), proc.stderr
     data = json.loads(proc.stdout)
     assert key_paths(data) == CONTRACTS[command]
-    assert data["gpusize_version"] and data["command"] == command
+    assert data["gpusize_version"] and data["command"] == command.split()[0]
 
 
 def test_every_size_is_an_integer_number_of_bytes() -> None:

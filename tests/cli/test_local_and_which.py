@@ -53,8 +53,10 @@ def test_no_gpu_exits_2(tmp_path: Path) -> None:
     assert r.returncode == 2 and "no NVIDIA GPU found" in r.stderr and r.stdout == ""
 
 
-def test_which_lists_fitting_models_fastest_first(fake_smi: str) -> None:
-    r = run("which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k", "--json", path=fake_smi)
+def test_which_lists_fitting_models_fastest_first_with_sort_speed(fake_smi: str) -> None:
+    r = run(
+        "which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k", "--sort", "speed", "--json", path=fake_smi
+    )
     assert r.returncode == 0
     models = [m for m in json.loads(r.stdout)["models"] if m["fits"]]
     assert models

@@ -73,7 +73,7 @@ def test_same_plan_same_numbers_in_fit_serve_and_quote(quote: dict) -> None:  # 
     )
     layout = next(x for x in serve["layouts"] if x["tensor_parallel"] == option["tensor_parallel"])
     assert layout["kv_cache_capacity_tokens"] == option["kv_cache_capacity_tokens"]
-    assert layout["price_usd_per_hour"] == option["price_usd_per_hour"]
+    assert layout["usd_per_hour"] == option["usd_per_hour"]
 
 
 def test_markdown_and_csv_parse() -> None:

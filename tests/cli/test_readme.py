@@ -13,16 +13,22 @@ README = ROOT / "README.md"
 
 
 def test_readme_example_output_is_current() -> None:
+    """Every console block of the README is a real command with its real output."""
     text = README.read_text()
-    block = re.search(r"```console\n\$ NO_COLOR=1 COLUMNS=100 gpusize (.+?)\n(.*?)\n```", text, re.S)
-    assert block, "README example block missing"
-    args, expected = block.group(1).split(), block.group(2)
+    blocks = re.findall(r"```console\n\$ NO_COLOR=1 COLUMNS=100 gpusize (.+?)\n(.*?)\n```", text, re.S)
+    assert blocks, "README example block missing"
+    assert len(blocks) == text.count("```console")
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100"}
-    out = subprocess.run(
-        [sys.executable, "-m", "gpusize", *args], capture_output=True, text=True, env=env, timeout=60
-    )
-    assert out.returncode == 0
-    assert out.stdout.rstrip("\n") == expected
+    for command, expected in blocks:
+        out = subprocess.run(
+            [sys.executable, "-m", "gpusize", *command.split()],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert out.returncode == 0
+        assert out.stdout.rstrip("\n") == expected
 
 
 def test_readme_opens_with_the_two_commands() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpusize.core import allocator
+from gpusize.core import allocator, runtime
 from gpusize.core.engines import hf
 from gpusize.core.engines.hf_prefill import attention_implementation
 from gpusize.core.parse import parse_config
@@ -106,7 +106,7 @@ def test_the_cuda_context_is_the_calibration_lines_largest() -> None:
     for the first case of the process, 767-775 MiB after; the constant is the largest."""
     calibration = [r for r in INFER if key(r) not in HOLDOUT]
     gaps = [r["smi_used_mib"] * MIB - r["peak_reserved"] for r in calibration]
-    assert max(gaps) == allocator.TORCH_CUDA_CONTEXT_BYTES
+    assert max(gaps) == runtime.TORCH_CUDA_CONTEXT_BYTES
 
 
 def test_sliding_window_layers_hold_the_whole_prompt_at_the_prefill_peak() -> None:
@@ -151,7 +151,7 @@ def test_the_fit_is_decided_on_the_device_figure() -> None:
     spec = config_spec(rec["name"])
     p = predict(rec)
     h200 = find_gpu("H200-SXM")
-    visible = p.allocated_peak_bytes + allocator.TORCH_CUDA_CONTEXT_BYTES + 64 * MIB
+    visible = p.allocated_peak_bytes + runtime.TORCH_CUDA_CONTEXT_BYTES + 64 * MIB
     small = replace(h200, cuda_visible_gib=visible / GIB)
     cand = hf.evaluate(spec, small, 1, workload(spec, 32768, 1))
     assert cand.per_gpu and cand.per_gpu.allocated_peak_bytes == p.allocated_peak_bytes

@@ -6,21 +6,24 @@ returns a `core.plan.Candidate`, so plans and reports treat engines alike.
 
 from __future__ import annotations
 
-from gpusize.core.engines import hf, llamacpp, sglang, vllm
+import importlib
+
 from gpusize.core.engines.base import UNVERSIONED, EngineModel
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import EngineSettings, Request, Workload, resolve
 from gpusize.errors import InputError
 
-__all__ = ["ENGINES", "EngineModel", "engine", "engine_label", "prepare"]
+__all__ = ["ENGINE_MODULES", "EngineModel", "engine", "engine_label", "prepare"]
 
-ENGINES: dict[str, EngineModel] = {
-    e.name: e for e in (vllm.ENGINE, sglang.ENGINE, llamacpp.ENGINE, hf.ENGINE)
-}
+#: Engine name -> the module of this package that holds its EngineModel (`ENGINE`). Imported on first
+#: use: a vLLM answer then never loads the transformers engine's allocator replay or llama.cpp's GGUF
+#: placement (start-up time, bench/bench_cli.py).
+ENGINE_MODULES = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llamacpp", "transformers": "hf"}
 
 
 def engine(name: str) -> EngineModel:
-    return ENGINES[name]
+    model: EngineModel = importlib.import_module(f"{__name__}.{ENGINE_MODULES[name]}").ENGINE
+    return model
 
 
 def prepare(spec: ModelSpec, request: Request) -> Workload:

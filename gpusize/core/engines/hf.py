@@ -3,7 +3,7 @@
 Two figures, one verdict. The allocated peak (`torch.cuda.max_memory_allocated`) and the reserved peak
 come from replaying the prefill's tensors (core.engines.hf_prefill) through the caching-allocator
 model (core.allocator); what `nvidia-smi` shows is the reserved peak plus the CUDA context
-(allocator.TORCH_CUDA_CONTEXT_BYTES). The job fits when that device figure is at most the GPU's
+(runtime.TORCH_CUDA_CONTEXT_BYTES). The job fits when that device figure is at most the GPU's
 CUDA-visible memory. Measured against tests/data/reference/measured (one H200, torch 2.11,
 transformers 5.17): tests/core/test_torch_inference.py.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from gpusize.core import allocator, kvcache
+from gpusize.core import allocator, kvcache, runtime
 from gpusize.core.engines.base import EngineModel
 from gpusize.core.engines.hf_prefill import (
     Prefill,
@@ -119,7 +119,7 @@ def inference_peak(
         kv_cache_bytes=kv,
         allocated_peak_bytes=peaks.allocated_bytes,
         reserved_peak_bytes=-1 if peaks.out_of_memory else peaks.reserved_bytes,
-        context_bytes=allocator.TORCH_CUDA_CONTEXT_BYTES,
+        context_bytes=runtime.TORCH_CUDA_CONTEXT_BYTES,
     )
 
 
@@ -168,7 +168,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate
         kv_cache_capacity_tokens=tokens if has_kv else None,
         max_concurrency=float(work.batch),
         max_context_tokens=work.context_tokens,
-        price_usd_per_hour=gpu.price_for(1),
+        usd_per_hour=gpu.price_for(1),
     )
 
 

@@ -38,19 +38,13 @@ from gpusize.core.allocator import Trace
 from gpusize.core.spec import LayerSpec, ModelSpec
 
 __all__ = [
-    "ATTN_IMPLEMENTATIONS",
     "EAGER_FAMILIES",
-    "TRANSFORMERS_VERSIONS",
     "Prefill",
     "attention_implementation",
     "layer_kv_bytes",
     "prefill_trace",
 ]
 
-ATTN_IMPLEMENTATIONS = ("sdpa", "flash_attention_2", "eager")
-#: "5": transformers 5.x (and 4.56-4.57): DynamicSlidingWindowLayer, boolean SDPA masks.
-#: "4": 4.53-4.55: masks as in 5, but sliding-window layers cache every token (no sliding layer).
-TRANSFORMERS_VERSIONS = ("5", "4")
 #: Model types whose modeling code sets `_supports_sdpa = False` in transformers 5.17, so they run
 #: eager attention unless flash attention is requested (gpt-oss: attention sinks).
 EAGER_FAMILIES = frozenset({"gpt_oss", "deepseek_v4", "granite_swa", "granitemoe_swa", "mimo_v2_flash"})

@@ -214,7 +214,7 @@ def split_candidate(
         max_concurrency=float(work.batch),
         max_context_tokens=work.context_tokens,
         host_bytes=split.cpu_weight_bytes + split.cpu_kv_bytes,
-        price_usd_per_hour=gpu.price_for(num_gpus),
+        usd_per_hour=gpu.price_for(num_gpus),
     )
     return candidate, split
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.base import EngineModel
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.plan import Candidate, PerGpu, refused, split_problem
+from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, yarn_flag
 from gpusize.core.releases import SGLANG, Version, parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import weights_bytes
@@ -160,6 +160,7 @@ def context_refusal(spec: ModelSpec, work: Workload) -> str | None:
         f"SGLang {v} refuses to start: User-specified context_length ({work.context_tokens}) is greater than "
         f"the derived context_length ({derived}). To allow overriding this maximum, set the env var "
         "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+        + (f"; or extend it with YaRN: {yarn}" if (yarn := yarn_flag(spec, work.context_tokens)) else "")
     )
 
 
@@ -215,7 +216,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         max_concurrency=round(capacity / work.context_tokens, 2),
         max_context_tokens=min(capacity // max(work.batch, 1), spec.max_context or capacity),
         kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, tp),
-        price_usd_per_hour=gpu.price_for(tp),
+        usd_per_hour=gpu.price_for(tp),
     )
 
 

@@ -12,12 +12,13 @@ as conformance tests (tests/core/test_conformance.py, tests/core/test_vllm_relea
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.base import EngineModel
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.plan import Candidate, PerGpu, refused, split_problem
+from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, yarn_flag
 from gpusize.core.releases import VLLM, Version, parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import rope_cache_bytes, weights_bytes
@@ -37,6 +38,7 @@ __all__ = [
     "NON_TORCH_TPN_0_11",
     "SAMPLER_LOGITS_COPIES",
     "SORT_SAMPLER_EXTRA_COPIES",
+    "THIN_MARGIN",
     "Behaviour",
     "SchedulerLimits",
     "activation_bytes",
@@ -52,6 +54,7 @@ __all__ = [
     "nvls",
     "non_torch_bytes",
     "scheduler_limits",
+    "scheduler_note",
     "utilization",
 ]
 
@@ -149,15 +152,15 @@ def _at_least(version: Version, text: str) -> bool:
 
 
 def behaviour(version: Version, spec: ModelSpec | None = None) -> Behaviour:
-    v = version
-    v2_runner_without_estimate = (
-        spec is not None
-        and _at_least(v, "0.25.0")
-        and not _at_least(v, "0.29.0")
-        and spec.moe is None
-        and spec.linear_attention is None
-        and spec.mamba is None
-    )
+    dense = spec is not None and spec.moe is None and spec.linear_attention is None and spec.mamba is None
+    return _behaviour(version, dense)
+
+
+@functools.lru_cache(maxsize=128)
+def _behaviour(v: Version, dense: bool) -> Behaviour:
+    """The release's behaviour for a dense non-hybrid model (`dense`) or any other; cached, as every
+    evaluation asks for it."""
+    v2_runner_without_estimate = dense and _at_least(v, "0.25.0") and not _at_least(v, "0.29.0")
     return Behaviour(
         version=v,
         default_utilization=0.92 if _at_least(v, "0.20.0") else 0.9,
@@ -195,6 +198,25 @@ def scheduler_limits(gpu: GpuSpec, work: Workload, beh: Behaviour | None = None)
     if beh.clamp_seqs_to_tokens and given_seqs is None:
         seqs = min(seqs, tokens)
     return SchedulerLimits(seqs, tokens)
+
+
+def scheduler_note(gpu: GpuSpec, work: Workload) -> str | None:
+    """Why fewer sequences per step frees memory on this GPU: on a card with vLLM's larger scheduler
+    defaults (>= 70 GiB and not an A100) the sampler's logits and the CUDA graphs are sized for 1024
+    sequences, where an A100 80GB gets 256; None when the GPU already has the small defaults or the
+    user set the limits."""
+    beh = behaviour(work.release.version)
+    if work.engine.max_num_seqs is not None:
+        return None
+    limits = scheduler_limits(gpu, work, beh)
+    if limits.max_num_seqs <= 256:
+        return None
+    return (
+        f"vLLM's scheduler defaults on this card are {limits.max_num_seqs} sequences / "
+        f"{limits.max_num_batched_tokens:,} batched tokens per step (cards of 70 GiB and more, A100 "
+        "excepted; A100 and smaller cards get 256 / 2,048): the sampler and CUDA graphs reserved for "
+        "them take the room the KV cache needs"
+    )
 
 
 def utilization(work: Workload) -> float:
@@ -275,10 +297,16 @@ def context_refusal(spec: ModelSpec, context: int, beh: Behaviour) -> str | None
     limit = spec.max_context if beh.rope_extends_max_len or spec.rope_overridden else base
     if not limit or context <= limit:
         return None
+    yarn = yarn_flag(spec, context)
     if spec.rope_scaling and not beh.rope_extends_max_len:
         advice = "0.30+ no longer raises it for the config's YaRN: pass --rope-scaling to carry it"
+    elif yarn:
+        advice = (
+            f"or extend it with YaRN where the model card allows it: {yarn} (static YaRN may lower "
+            f"quality on short texts), or --max-model-len {limit}"
+        )
     else:
-        advice = "or size a YaRN rope scaling with --rope-scaling yarn:FACTOR"
+        advice = f"or --max-model-len {limit}; a RoPE model extends with --rope-scaling yarn:FACTOR"
     return (
         f"vLLM {beh.version} refuses to start: User-specified max_model_len ({context}) is greater than "
         f"the derived max_model_len (max_position_embeddings={limit} in model's config.json). To allow "
@@ -345,7 +373,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, tp),
         kv_heads_replicated=not spec.mla and tp > spec.num_key_value_heads,
         warning=headroom_warning(per_gpu) or thin_margin_warning(per_gpu, available),
-        price_usd_per_hour=gpu.price_for(tp),
+        usd_per_hour=gpu.price_for(tp),
     )
 
 
@@ -442,8 +470,9 @@ def headroom_warning(g: PerGpu) -> str | None:
         return None
     return (
         f"CUDA context + graph pool may need ~{g.outside_budget_bytes / GIB:.1f} GiB outside "
-        f"the budget, {g.outside_budget_limit_bytes / GIB:.1f} GiB left: if start-up fails "
-        f"at CUDA-graph capture, lower --gpu-memory-utilization or use --enforce-eager"
+        f"the budget, {g.outside_budget_limit_bytes / GIB:.1f} GiB left (a cautious estimate from "
+        "public vLLM start-up logs): if start-up fails at CUDA-graph capture, lower "
+        "--gpu-memory-utilization or use --enforce-eager"
     )
 
 
@@ -458,9 +487,7 @@ def evaluate_pipeline(
     (llmd-v019-04: Llama-3.1-8B at PP=2 logs 1,075,312 tokens). An ESTIMATE beyond that record."""
     single = evaluate(spec, gpu, tp, work)
     if single.per_gpu is None:
-        return replace(
-            single, num_gpus=tp * pp, pipeline_parallel=pp, price_usd_per_hour=gpu.price_for(tp * pp)
-        )
+        return replace(single, num_gpus=tp * pp, pipeline_parallel=pp, usd_per_hour=gpu.price_for(tp * pp))
     beh = behaviour(work.release.version, spec)
     g = single.per_gpu
     rope = rope_cache_bytes(spec, work.weights)
@@ -507,7 +534,7 @@ def evaluate_pipeline(
         max_context_tokens=largest,
         kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, tp),
         warning=warning,
-        price_usd_per_hour=gpu.price_for(tp * pp),
+        usd_per_hour=gpu.price_for(tp * pp),
     )
 
 

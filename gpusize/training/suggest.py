@@ -1,0 +1,267 @@
+"""Fix suggestions for a training job that does not fit (pure): the nearest jobs that do.
+
+Each suggestion changes one lever the job has not pulled yet (activation checkpointing, a smaller
+micro-batch with the same effective batch, bf16 instead of bf16-mixed, 8-bit AdamW, optimizer
+offload, more GPUs with sharded states, LoRA or QLoRA, a shorter sequence, another GPU type), and
+is evaluated by the same peak-memory model as the plan; only those that fit are returned, cheapest
+first (the catalog's price per hour for all the GPUs where priced, else fewer GPUs, then less
+memory; among equals the least intrusive lever).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.plan import TP_SIZES
+from gpusize.core.spec import ModelSpec
+from gpusize.core.suggest import Change
+from gpusize.training.plan import TrainCandidate, evaluate, fits
+from gpusize.training.setup import TrainSetup
+
+__all__ = ["MAX_TRAIN_SUGGESTIONS", "TrainSuggestion", "train_fixes"]
+
+#: Most suggestions returned (cheapest first).
+MAX_TRAIN_SUGGESTIONS = 8
+#: Other GPU types suggested when the job was asked for one type.
+OTHER_GPU_TYPES = 3
+#: Levers from least to most intrusive (ties of price and GPU count).
+_LEVERS = ("grad_ckpt", "batch", "precision", "optimizer", "offload", "gpus", "lora", "qlora", "seq", "gpu")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainSuggestion:
+    """A job that fits: the flags that change, and its plan (evaluated, not guessed)."""
+
+    changes: tuple[Change, ...]
+    summary: str
+    note: str | None
+    gpu: str
+    gpu_full_name: str
+    num_gpus: int
+    sharding: str
+    fits: bool
+    per_gpu_bytes: int
+    max_seq_tokens: int
+    usd_per_hour: float | None
+    lever: str = field(metadata={"json": False})
+    memory_bytes: int = field(default=0, metadata={"json": False})
+
+
+@dataclass(frozen=True)
+class _Variant:
+    lever: str
+    changes: tuple[Change, ...]
+    summary: str
+    note: str | None
+    setup: TrainSetup
+
+
+def train_fixes(
+    spec: ModelSpec,
+    setup: TrainSetup,
+    gpus: tuple[GpuSpec, ...],
+    others: tuple[GpuSpec, ...] = (),
+    count: int | None = None,
+    max_count: int = 8,
+) -> tuple[TrainSuggestion, ...]:
+    """The nearest jobs that fit, cheapest first: each lever on the GPU types asked about (at the
+    fewest GPUs it needs, from the user's count), and the cheapest other GPU types."""
+    found: list[TrainSuggestion] = []
+    for gpu in gpus:
+        found += _on_gpu(spec, setup, gpu, count, max_count, batch_seq=len(gpus) > 1)
+    if len(gpus) == 1:
+        asked = {g.name for g in gpus}
+        others_found: list[TrainSuggestion] = []
+        for gpu in (g for g in others if g.name not in asked):
+            variant = _Variant("gpu", (Change("--gpu", gpu.name),), f"{gpu.name} instead", None, setup)
+            others_found += _first_fit(spec, gpu, _counts(setup, 1, 8), variant, count)
+        found += sorted(others_found, key=_order)[:OTHER_GPU_TYPES]
+    if not found:
+        found += _all_levers(spec, setup, gpus, others, count, max_count)
+    best: dict[tuple[str, str], TrainSuggestion] = {}
+    for s in sorted(found, key=_order):
+        best.setdefault((s.lever, s.gpu if len(gpus) == 1 or s.lever == "gpu" else ""), s)
+    return tuple(sorted(best.values(), key=_order)[:MAX_TRAIN_SUGGESTIONS])
+
+
+def _counts(setup: TrainSetup, low: int, high: int) -> list[int]:
+    return [n for n in TP_SIZES if low <= n <= high]
+
+
+def _on_gpu(
+    spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, count: int | None, max_count: int, batch_seq: bool
+) -> list[TrainSuggestion]:
+    """Each lever on this GPU type at the fewest GPUs it needs; the micro-batch and the sequence only
+    with `batch_seq` (one GPU type asked: the plan's own suggestion covers them, replay-checked)."""
+    low = count or 1
+    out: list[TrainSuggestion] = []
+    sharded = setup if setup.sharding in ("zero3", "fsdp") else replace(setup, sharding="fsdp")
+    more_changes = () if sharded is setup else (Change("--sharding", "fsdp"),)
+    if count or setup.sharding in ("none", "ddp"):  # without a fixed count the plan tried them all
+        plain = _Variant("gpus", more_changes, "more GPUs, sharded states", None, sharded)
+        out += _first_fit(spec, gpu, _counts(setup, low + 1, max_count), plain, count)
+    for variant in _variants(setup):
+        if variant.lever == "batch" and not batch_seq:
+            continue
+        counts = [low] if variant.setup.sharding == "none" else _counts(setup, low, max_count)
+        out += _first_fit(spec, gpu, counts, variant, count)
+    widest = evaluate(spec, setup, gpu, low) if batch_seq else None
+    if widest and 0 < widest.max_seq_tokens < setup.seq_tokens:
+        seq = widest.max_seq_tokens
+        variant = _Variant("seq", (Change("--seq", str(seq)),), f"sequences of {seq:,} tokens", None, setup)
+        out += _first_fit(spec, gpu, [low], replace(variant, setup=replace(setup, seq_tokens=seq)), count)
+    more = {s.gpu: s.num_gpus for s in out if s.lever == "gpus"}
+    return [s for s in out if s.lever == "gpus" or s.num_gpus < more.get(s.gpu, 1 << 30)]
+
+
+def _all_levers(
+    spec: ModelSpec,
+    setup: TrainSetup,
+    gpus: tuple[GpuSpec, ...],
+    others: tuple[GpuSpec, ...],
+    count: int | None,
+    max_count: int,
+) -> list[TrainSuggestion]:
+    """When no single lever fits: levers added one at a time (QLoRA, micro-batch 1, checkpointing,
+    optimizer offload, 8-bit AdamW) until the job fits, on the GPU types asked about and the others;
+    with every one pulled, the sequence cut to what fits."""
+    order = ("qlora", "batch", "grad_ckpt", "offload", "optimizer")
+    levers = sorted((v for v in _variants(setup) if v.lever in order), key=lambda v: order.index(v.lever))
+    steps: list[_Variant] = []
+    job, changes = (setup, ()) if setup.sharding not in ("none", "ddp") else _fsdp(setup)
+    for lever in levers:
+        job = _pulled(job, lever.lever, lever.setup)
+        changes = (*changes, *lever.changes)
+        steps.append(
+            _Variant("qlora", changes, " + ".join(v.summary for v in levers[: len(steps) + 1]), None, job)
+        )
+    asked = {g.name for g in gpus}
+    found: list[TrainSuggestion] = []
+    for gpu in (*gpus, *(g for g in others if g.name not in asked)):
+        other = () if gpu.name in asked else (Change("--gpu", gpu.name),)
+        counts = _counts(job, count or 1, max_count if gpu.name in asked else 8)
+        for step in steps:
+            made = _first_fit(spec, gpu, counts, replace(step, changes=(*other, *step.changes)), count)
+            if made:
+                found += made
+                break
+    if found or not steps:
+        return sorted(found, key=_order)[:OTHER_GPU_TYPES]
+    light = next((st for st in steps if "micro-batch" in st.summary), steps[0])  # cut the sequence
+    for gpu in gpus:
+        top = _counts(light.setup, count or 1, max_count)[-1]
+        seq = evaluate(spec, light.setup, gpu, top).max_seq_tokens
+        if 0 < seq < setup.seq_tokens:
+            cut = replace(
+                light,
+                changes=(*light.changes, Change("--seq", str(seq))),
+                summary=f"{light.summary} + sequences of {seq:,} tokens",
+                setup=replace(light.setup, seq_tokens=seq),
+            )
+            found += _first_fit(spec, gpu, [top], cut, count)
+    return found
+
+
+def _fsdp(setup: TrainSetup) -> tuple[TrainSetup, tuple[Change, ...]]:
+    return replace(setup, sharding="fsdp"), (Change("--sharding", "fsdp"),)
+
+
+def _pulled(job: TrainSetup, lever: str, target: TrainSetup) -> TrainSetup:
+    """`job` with the fields `lever` changes taken from `target`."""
+    field_of = {"grad_ckpt": ("grad_ckpt",), "batch": ("batch", "grad_accum"), "optimizer": ("optimizer",),
+                "offload": ("offload",), "qlora": ("method",)}  # fmt: skip
+    return replace(job, **{f: getattr(target, f) for f in field_of.get(lever, ())})
+
+
+def _variants(setup: TrainSetup) -> list[_Variant]:
+    """One lever each, only those the job has not pulled."""
+    out: list[_Variant] = []
+
+    def add(lever: str, changes: tuple[Change, ...], summary: str, note: str | None, job: TrainSetup) -> None:
+        out.append(_Variant(lever, changes, summary, note, job))
+
+    if not setup.grad_ckpt:
+        add(
+            "grad_ckpt",
+            (Change("--grad-ckpt", ""),),
+            "activation checkpointing",
+            None,
+            replace(setup, grad_ckpt=True),
+        )
+    if setup.batch > 1:
+        accum = setup.batch * setup.grad_accum
+        changes = (Change("--batch", "1"), Change("--grad-accum", str(accum)))
+        note = "the same effective batch, in more, smaller steps"
+        add("batch", changes, "micro-batch 1", note, replace(setup, batch=1, grad_accum=accum))
+    if setup.method == "full" and setup.precision == "bf16-mixed":
+        note = "no fp32 master weights; bf16 optimizer moments (less exact updates)"
+        add(
+            "precision", (Change("--precision", "bf16"),), "pure bf16", note, replace(setup, precision="bf16")
+        )
+    if setup.optimizer == "adamw":
+        job = replace(setup, optimizer="adamw-8bit")
+        add("optimizer", (Change("--optimizer", "adamw-8bit"),), "8-bit AdamW", "bitsandbytes", job)
+    if setup.offload == "none":
+        note = "optimizer states in host RAM (ZeRO-Offload): slower steps"
+        add(
+            "offload",
+            (Change("--offload", "optimizer"),),
+            "optimizer offload",
+            note,
+            replace(setup, offload="optimizer"),
+        )
+    if setup.method == "full":
+        note = "adapters only; the base is frozen"
+        add("lora", (Change("--method", "lora"),), "LoRA", note, replace(setup, method="lora"))
+    if setup.method in ("full", "lora"):
+        note = "4-bit NF4 base (bitsandbytes), adapters trained"
+        add("qlora", (Change("--method", "qlora"),), "QLoRA", note, replace(setup, method="qlora"))
+    return out
+
+
+def _first_fit(
+    spec: ModelSpec, gpu: GpuSpec, counts: list[int], variant: _Variant, asked: int | None
+) -> list[TrainSuggestion]:
+    for n in counts:
+        job = variant.setup
+        if n > 1 and job.sharding == "none":
+            continue
+        if not fits(spec, job, gpu, n):  # the fit test alone, before the searches of a full evaluation
+            continue
+        c = evaluate(spec, job, gpu, n)
+        if c.fits:
+            return [_suggestion(c, variant, gpu, n, asked)]
+    return []
+
+
+def _suggestion(
+    c: TrainCandidate, variant: _Variant, gpu: GpuSpec, n: int, asked: int | None
+) -> TrainSuggestion:
+    changes = variant.changes
+    if (asked is None and n > 1) or (asked is not None and n != asked):
+        changes += (Change("--gpus", str(n)),)
+    where = f"{n}x {gpu.name}"
+    summary = {"gpu": f"{where} instead", "gpus": f"{where}, sharded states"}.get(
+        variant.lever, f"{variant.summary} on {where}"
+    )
+    return TrainSuggestion(
+        changes=changes,
+        summary=summary,
+        note=variant.note,
+        gpu=c.gpu,
+        gpu_full_name=c.gpu_full_name,
+        num_gpus=n,
+        sharding=c.sharding,
+        fits=c.fits,
+        per_gpu_bytes=c.per_gpu.device_bytes,
+        max_seq_tokens=c.max_seq_tokens,
+        usd_per_hour=c.usd_per_hour,
+        lever=variant.lever,
+        memory_bytes=gpu.visible_bytes * n,
+    )
+
+
+def _order(s: TrainSuggestion) -> tuple[bool, float, int, int, int]:
+    price = s.usd_per_hour
+    return (price is None, price or 0.0, s.num_gpus, s.memory_bytes, _LEVERS.index(s.lever))
