@@ -20,11 +20,14 @@ __all__ = ["BOUNDS", "ECHO_CHARS", "Fields", "echo"]
 #: Characters of a bad value echoed in an error message.
 ECHO_CHARS = 60
 
-#: Largest value accepted per kind of field, each at least 10x the largest released model's
-#: (Llama-3.1-405B: 126 layers, hidden 16,384, MLP 53,248; DeepSeek-V3: 128 heads; Kimi-K2: 384
-#: experts; Gemma 3: 262,208 vocabulary; Llama-4-Scout: 10M positions).
+#: Largest value accepted per kind of field, each far beyond the largest released model's
+#: (Llama-3.1-405B: 126 layers, hidden 16,384, MLP 53,248; DeepSeek-V3: 128 heads of 192, attention
+#: 24,576 wide; Kimi-K2: 384 experts; Gemma 3: 262,208 vocabulary; Llama-4-Scout: 10M positions):
+#: 8x for layers (the training replay walks every layer's tensors; 2,048 layers took 28 s), 10x or
+#: more for the rest. "attention" bounds heads x head_dim, the width of the query projection.
 BOUNDS: dict[str, int] = {
-    "layers": 2_048,
+    "layers": 1_024,
+    "attention": 1 << 18,
     "width": 1 << 20,
     "heads": 8_192,
     "experts": 65_536,

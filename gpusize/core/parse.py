@@ -14,7 +14,7 @@ from typing import Any, cast
 
 from gpusize.core import vision as vision_towers
 from gpusize.core.families import FAMILIES, TEXT_FAMILY_OF, Family, family_for
-from gpusize.core.fields import Fields, echo
+from gpusize.core.fields import BOUNDS, Fields, echo
 from gpusize.core.params import count_params
 from gpusize.core.spec import (
     Ffn,
@@ -103,6 +103,11 @@ def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, 
     if heads % kv_heads:
         raise ConfigError(
             f"{f.where}: num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv_heads})"
+        )
+    if heads * head_dim > BOUNDS["attention"]:
+        raise ConfigError(
+            f"{f.where}: {heads} attention heads of {head_dim} make an attention {heads * head_dim:,} wide, "
+            f"beyond any model (at most {BOUNDS['attention']:,})"
         )
     intermediate = f.integer(
         "intermediate_size",

@@ -138,6 +138,10 @@ BAD_CONFIGS: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
     ("inf-yarn-factor", "Qwen3-8B", _text("rope_scaling", {"rope_type": "yarn", "factor": INF}), "'factor'"),
     ("float-sliding-window", "Mistral-7B-v0.1", _text("sliding_window", 4096.5), "'sliding_window'"),
     ("zero-head-dim", "Qwen3-8B", _text("head_dim", 0), "'head_dim'"),
+    # found by the fuzz suite: within each field's bound, but `train` replayed them for minutes
+    ("8192-heads", "gemma-3-1b-it", _text("num_attention_heads", 8192), "attention heads"),
+    ("million-wide-heads", "Qwen3-8B", _text("head_dim", 1 << 20), "attention heads"),
+    ("2048-layers", "DeepSeek-V3", _text("num_hidden_layers", 2048), "'num_hidden_layers'"),
     ("million-layers", "Qwen3-8B", _text("num_hidden_layers", 1_000_000), "'num_hidden_layers'"),
     ("billion-layers", "Qwen3-8B", _text("num_hidden_layers", 1e9), "'num_hidden_layers'"),
     (
