@@ -252,3 +252,22 @@ class ModelSpec:
     @cached_property
     def attention_layers(self) -> tuple[LayerSpec, ...]:
         return tuple(layer for layer in self.layers if layer.mixer == "attention")
+
+    @cached_property
+    def attention_kinds(self) -> tuple[tuple[tuple[str, int | None], int], ...]:
+        """((kind, window), layer count) of the attention layers, in first-seen order: kind is full,
+        sliding or chunked (the KV groups an engine forms; computed once per model)."""
+        counts: dict[tuple[str, int | None], int] = {}
+        for layer in self.attention_layers:
+            key = (
+                ("full", None)
+                if layer.window is None
+                else ("chunked" if layer.chunked else "sliding", layer.window)
+            )
+            counts[key] = counts.get(key, 0) + 1
+        return tuple(counts.items())
+
+    @cached_property
+    def uniform_kv_heads(self) -> bool:
+        """Every attention layer has the same number of KV heads (DeciLM block_configs may not)."""
+        return len({layer.num_key_value_heads for layer in self.attention_layers}) <= 1
