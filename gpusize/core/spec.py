@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from functools import cached_property
+from operator import attrgetter
 from typing import Literal
 
 __all__ = [
@@ -191,10 +192,13 @@ class ParamCounts:
 
 
 def astuple_counts(counts: ParamCounts) -> tuple[int, ...]:
-    return tuple(getattr(counts, name) for name in _COUNT_FIELDS)
+    counted: tuple[int, ...] = _COUNTS_OF(counts)
+    return counted
 
 
 _COUNT_FIELDS = tuple(f.name for f in fields(ParamCounts))
+#: The counts in field order, read in one C call (parsing sums these per layer type of every model).
+_COUNTS_OF = attrgetter(*_COUNT_FIELDS)
 
 
 @dataclass(frozen=True, kw_only=True)
