@@ -17,7 +17,6 @@ The pool models vLLM 0.19's v1 KV-cache manager (vllm/v1/core/kv_cache_utils.py)
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 from gpusize.core.spec import ModelSpec
@@ -125,7 +124,7 @@ def kv_layout(
     if not layers:
         return None
     block = MLA_BLOCK_SIZE if spec.mla else BLOCK_SIZE
-    if len({layer.num_key_value_heads for layer in layers}) > 1 and not spec.mla:
+    if not spec.uniform_kv_heads and not spec.mla:
         # Per-layer KV widths (DeciLM block_configs): vLLM's UniformTypeKVCacheSpecs, one block
         # id spans every layer, num_blocks = available // sum of the layers' page sizes.
         page = block * sum(
@@ -133,7 +132,7 @@ def kv_layout(
         )
         return KvLayout(page, block, 1, (KvGroup("full", None),))
     page = block * kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layers[0].num_key_value_heads)
-    kinds = Counter(_kind(layer.window, layer.chunked) for layer in layers)
+    kinds = dict(spec.attention_kinds)
     if len(kinds) == 1:
         (kind, window), count = next(iter(kinds.items()))
         return KvLayout(page, block, count, (KvGroup(kind, window),))
@@ -143,12 +142,6 @@ def kv_layout(
         KvGroup(kind, window) for (kind, window), count in kinds.items() for _ in range(-(-count // size))
     )
     return KvLayout(page, block, size, groups)
-
-
-def _kind(window: int | None, chunked: bool) -> tuple[str, int | None]:
-    if window is None:
-        return ("full", None)
-    return ("chunked" if chunked else "sliding", window)
 
 
 def pool_blocks(layout: KvLayout, available_bytes: int) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from functools import cached_property
+from operator import attrgetter
 from typing import Literal
 
 __all__ = [
@@ -191,10 +192,13 @@ class ParamCounts:
 
 
 def astuple_counts(counts: ParamCounts) -> tuple[int, ...]:
-    return tuple(getattr(counts, name) for name in _COUNT_FIELDS)
+    counted: tuple[int, ...] = _COUNTS_OF(counts)
+    return counted
 
 
 _COUNT_FIELDS = tuple(f.name for f in fields(ParamCounts))
+#: The counts in field order, read in one C call (parsing sums these per layer type of every model).
+_COUNTS_OF = attrgetter(*_COUNT_FIELDS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -252,3 +256,22 @@ class ModelSpec:
     @cached_property
     def attention_layers(self) -> tuple[LayerSpec, ...]:
         return tuple(layer for layer in self.layers if layer.mixer == "attention")
+
+    @cached_property
+    def attention_kinds(self) -> tuple[tuple[tuple[str, int | None], int], ...]:
+        """((kind, window), layer count) of the attention layers, in first-seen order: kind is full,
+        sliding or chunked (the KV groups an engine forms; computed once per model)."""
+        counts: dict[tuple[str, int | None], int] = {}
+        for layer in self.attention_layers:
+            key = (
+                ("full", None)
+                if layer.window is None
+                else ("chunked" if layer.chunked else "sliding", layer.window)
+            )
+            counts[key] = counts.get(key, 0) + 1
+        return tuple(counts.items())
+
+    @cached_property
+    def uniform_kv_heads(self) -> bool:
+        """Every attention layer has the same number of KV heads (DeciLM block_configs may not)."""
+        return len({layer.num_key_value_heads for layer in self.attention_layers}) <= 1

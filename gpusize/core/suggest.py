@@ -130,8 +130,9 @@ def fewer_gpus(
     defaults (vLLM: fewer sequences per step, a higher memory utilization), or None."""
     if model.name != "vllm":
         return None
+    variants = _settings(work, gpu)
     for n in (k for k in TP_SIZES if k < needed):
-        for variant in _settings(work, gpu):
+        for variant in variants:
             made = _evaluated(spec, gpu, n, variant, model, None)
             if made:
                 return made

@@ -12,6 +12,7 @@ as conformance tests (tests/core/test_conformance.py, tests/core/test_vllm_relea
 
 from __future__ import annotations
 
+import bisect
 import functools
 from dataclasses import dataclass, replace
 
@@ -26,6 +27,7 @@ from gpusize.core.workload import Workload
 from gpusize.units import GIB
 
 __all__ = [
+    "CAPTURE_SIZES",
     "CUDA_GRAPH_PER_CAPTURE",
     "CUDA_GRAPH_PER_CAPTURE_LAYER",
     "ENGINE",
@@ -258,11 +260,14 @@ def activation_bytes(
     return int(sampler + hidden + moe + encoder)
 
 
+#: vLLM's default CUDA-graph capture sizes (vllm/config/compilation.py), ascending.
+CAPTURE_SIZES = (1, 2, 4, *range(8, 257, 8), *range(272, 513, 16))
+
+
 def capture_sizes(max_num_seqs: int) -> int:
     """How many batch sizes vLLM captures as CUDA graphs: 1, 2, 4, every 8 up to 256, every 16 up to
     512 (vllm/config/compilation.py default capture sizes), those <= min(max_num_seqs, 512)."""
-    sizes = [1, 2, 4, *range(8, 257, 8), *range(272, 513, 16)]
-    return sum(1 for s in sizes if s <= min(max_num_seqs, 512))
+    return bisect.bisect_right(CAPTURE_SIZES, min(max_num_seqs, 512))
 
 
 def cuda_graph_estimate_bytes(spec: ModelSpec, limits: SchedulerLimits, tp: int) -> int:
