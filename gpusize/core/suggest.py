@@ -24,7 +24,7 @@ from gpusize.core.engines.vllm import (
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.spec import ModelSpec
-from gpusize.core.weights import weight_format
+from gpusize.core.weights import linear_bytes_per_gpu, weight_format
 from gpusize.core.workload import Workload
 from gpusize.units import DTYPE_BYTES, GIB
 
@@ -391,8 +391,7 @@ def _weights_alone_too_big(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int
     (llama.cpp with layers left in system RAM excepted)."""
     if work.engine.n_gpu_layers is not None:
         return False
-    linear = spec.params.linear * work.weights.linear_bytes / n
-    return linear > gpu.visible_bytes
+    return linear_bytes_per_gpu(spec, work.weights, n) > gpu.visible_bytes
 
 
 def _suggestion(c: Candidate, variant: _Variant, gpu: GpuSpec) -> Suggestion:

@@ -23,6 +23,7 @@ __all__ = [
     "activation_dtype",
     "bits_per_weight",
     "checkpoint_agreement",
+    "linear_bytes_per_gpu",
     "rope_cache_bytes",
     "weight_format",
     "weights_bytes",
@@ -268,3 +269,9 @@ def _replicated_kv_weights(spec: ModelSpec, tp: int) -> float:
         for layer in spec.attention_layers
         if layer.num_key_value_heads
     )
+
+
+def linear_bytes_per_gpu(spec: ModelSpec, fmt: WeightFormat, n: int) -> float:
+    """A cheap lower bound of what one of `n` GPUs holds: the linear weights alone, split n ways. Above
+    a GPU's memory it rules a plan out before sizing it (`which`, fix suggestions)."""
+    return spec.params.linear * fmt.linear_bytes / n

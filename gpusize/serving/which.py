@@ -19,6 +19,7 @@ from gpusize.core.parse import parse_config
 from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Change
+from gpusize.core.weights import linear_bytes_per_gpu
 from gpusize.core.workload import Request, Workload
 from gpusize.errors import ConfigError, InputError
 from gpusize.serving import throughput
@@ -196,21 +197,17 @@ def _row(
 # --------------------------------------------------------------------------- why not
 
 
-def _linear_per_gpu(spec: ModelSpec, work: Workload, n: int) -> float:
-    return spec.params.linear * work.weights.linear_bytes / n
-
-
 def _weights_exceed(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> bool:
     """The cheap lower bound: the linear weights alone, split over n GPUs, above a GPU's memory."""
-    return _linear_per_gpu(spec, work, n) > gpu.visible_bytes
+    return linear_bytes_per_gpu(spec, work.weights, n) > gpu.visible_bytes
 
 
 def _ratio(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> float:
-    return _linear_per_gpu(spec, work, n) / gpu.visible_bytes
+    return linear_bytes_per_gpu(spec, work.weights, n) / gpu.visible_bytes
 
 
 def _weights_reason(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> str:
-    per = _linear_per_gpu(spec, work, n) / GIB
+    per = linear_bytes_per_gpu(spec, work.weights, n) / GIB
     return (
         f"{work.weight_dtype} weights alone {per:,.1f} GiB per GPU, {gpu.visible_bytes / GIB:.1f} GiB on each"
     )

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
-from gpusize.core.suggest import Change
+from gpusize.core.suggest import OTHER_GPU_TYPES, Change
 from gpusize.training.plan import TrainCandidate, evaluate, fits
 from gpusize.training.setup import TrainSetup
 
@@ -23,8 +23,6 @@ __all__ = ["MAX_TRAIN_SUGGESTIONS", "TrainSuggestion", "train_fixes"]
 
 #: Most suggestions returned (cheapest first).
 MAX_TRAIN_SUGGESTIONS = 8
-#: Other GPU types suggested when the job was asked for one type.
-OTHER_GPU_TYPES = 3
 #: Levers from least to most intrusive (ties of price and GPU count).
 _LEVERS = ("grad_ckpt", "batch", "precision", "optimizer", "offload", "gpus", "lora", "qlora", "seq", "gpu")
 
