@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.spec import ModelSpec
-from gpusize.core.workload import Workload
+from gpusize.core.workload import SETTING_FLAGS, Workload
 
 __all__ = ["LaunchCommand", "half_precision", "llamacpp_command", "sglang_command", "vllm_command"]
 
@@ -83,6 +83,19 @@ def _weights_flags(work: Workload, engine: str, gpu: GpuSpec | None) -> tuple[li
     )
 
 
+def _settings_words(work: Workload, names: tuple[str, ...]) -> list[str]:
+    """The engine settings the user gave, under the flag names gpusize took them by (SETTING_FLAGS):
+    a switch alone, a value after its flag."""
+    words: list[str] = []
+    for name in names:
+        value = getattr(work.engine, name)
+        if value is True:
+            words.append(SETTING_FLAGS[name][0])
+        elif value not in (None, False):
+            words += [SETTING_FLAGS[name][0], str(value)]
+    return words
+
+
 def _rope_override(spec: ModelSpec) -> dict[str, object] | None:
     """The config override for a rope scaling the user asked for (--rope-scaling), in the form the
     Qwen and vLLM docs give for YaRN, with max_position_embeddings raised to match (vLLM 0.30+ no
@@ -124,14 +137,9 @@ def vllm_command(
     words += flags
     if work.kv_cache_dtype == "fp8":
         words += ["--kv-cache-dtype", "fp8"]
-    if work.engine.max_num_seqs:
-        words += ["--max-num-seqs", str(work.engine.max_num_seqs)]
-    if work.engine.max_num_batched_tokens:
-        words += ["--max-num-batched-tokens", str(work.engine.max_num_batched_tokens)]
-    if work.engine.enforce_eager:
-        words += ["--enforce-eager"]
-    if work.engine.enable_expert_parallel:
-        words += ["--enable-expert-parallel"]
+    words += _settings_words(
+        work, ("max_num_seqs", "max_num_batched_tokens", "enforce_eager", "enable_expert_parallel")
+    )
     override = _rope_override(spec)
     if override:
         words += ["--hf-overrides", json.dumps(override, separators=(",", ":"))]
@@ -164,10 +172,7 @@ def sglang_command(
     words += flags
     if work.kv_cache_dtype == "fp8":
         words += ["--kv-cache-dtype", "fp8_e4m3"]
-    if work.engine.chunked_prefill_size:
-        words += ["--chunked-prefill-size", str(work.engine.chunked_prefill_size)]
-    if work.engine.max_running_requests:
-        words += ["--max-running-requests", str(work.engine.max_running_requests)]
+    words += _settings_words(work, ("chunked_prefill_size", "max_running_requests"))
     override = _rope_override(spec)
     if override:
         words += ["--json-model-override-args", json.dumps(override, separators=(",", ":"))]
