@@ -79,22 +79,7 @@ def curve(
     count = prepare.gpu_count(gpus) or 1
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
-    flags = prepare.EngineFlags(
-        engine=engine,
-        version=engine_version,
-        utilization=utilization,
-        max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=max_num_batched_tokens,
-        enforce_eager=enforce_eager,
-        expert_parallel=expert_parallel,
-        flashinfer_sampler=flashinfer_sampler,
-        mem_fraction=mem_fraction,
-        chunked_prefill=chunked_prefill,
-        max_running_requests=max_running_requests,
-        quantization=quantization,
-        rope_scaling=rope_scaling,
-        reserved_mib=reserved_mib,
-    )
+    flags = prepare.EngineFlags.of(locals())
     work = prepare.workload(spec, prepare.request(resolved, spec, "1k", flags, 1, dtype, kv_dtype))
     where = prepare.targets(gpu, cats, count)
     report = build_curve(resolved, spec, where.gpus[0], count, work)

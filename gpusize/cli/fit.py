@@ -99,27 +99,7 @@ def fit(
     prepare.gpu_count(gpus)
     if nodes is not None and not 2 <= nodes <= 64:
         raise UsageError(f"invalid --nodes {nodes}: use 2 to 64 servers")
-    flags = prepare.EngineFlags(
-        engine=engine,
-        version=engine_version,
-        utilization=utilization,
-        max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=max_num_batched_tokens,
-        enforce_eager=enforce_eager,
-        expert_parallel=expert_parallel,
-        flashinfer_sampler=flashinfer_sampler,
-        mem_fraction=mem_fraction,
-        chunked_prefill=chunked_prefill,
-        max_running_requests=max_running_requests,
-        n_gpu_layers=n_gpu_layers,
-        flash_attn=flash_attn,
-        quantization=quantization,
-        rope_scaling=rope_scaling,
-        reserved_mib=reserved_mib,
-        attn_implementation=attn_implementation,
-        transformers_version=transformers_version,
-        expandable_segments=expandable_segments,
-    )
+    flags = prepare.EngineFlags.of(locals())
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, best_effort, cats, rope_scaling)
     work = prepare.workload(spec, prepare.request(resolved, spec, ctx, flags, batch, dtype, kv_dtype, mtp))

@@ -9,9 +9,10 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from gpusize.cli.output import warn, write_stderr
 from gpusize.core.engines import prepare as prepare_workload
@@ -24,6 +25,7 @@ from gpusize.core.workload import (
     DTYPES,
     ENGINE_NAMES,
     KV_DTYPES,
+    SPLIT_MODES,
     TRANSFORMERS_VERSIONS,
     EngineName,
     EngineSettings,
@@ -111,10 +113,11 @@ def load_model(
 
 @dataclass(frozen=True)
 class EngineFlags:
-    """The engine options of a command line, as typed (checked and turned into EngineSettings here)."""
+    """The engine options of a command line, as typed (checked and turned into EngineSettings here).
+    Each field is named as the commands' parameter for it, so a command passes its own parameters."""
 
     engine: str | None = None
-    version: str | None = None
+    engine_version: str | None = None
     utilization: float | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
@@ -134,6 +137,12 @@ class EngineFlags:
     rope_scaling: str | None = None
     reserved_mib: int = 0
 
+    @classmethod
+    def of(cls, options: Mapping[str, Any]) -> EngineFlags:
+        """The engine options among a command's parameters (`locals()` at its top): a command takes
+        the subset of them its help lists, under the same names."""
+        return cls(**{f.name: options[f.name] for f in fields(cls) if f.name in options})
+
 
 def _optional_count(value: int | None, flag: str, largest: int = 1 << 20) -> int | None:
     return parse_count(value, flag, largest) if value is not None else None
@@ -146,7 +155,7 @@ def engine_settings(flags: EngineFlags, default: str = "vllm") -> EngineSettings
         raise UsageError(f"invalid --n-gpu-layers {flags.n_gpu_layers}: a count from 0")
     return EngineSettings(
         name=engine_name(chosen),
-        version=flags.version,
+        version=flags.engine_version,
         gpu_memory_utilization=number(flags.utilization, "--gpu-memory-utilization", 0, 1),
         max_num_seqs=_optional_count(flags.max_num_seqs, "--max-num-seqs"),
         max_num_batched_tokens=_optional_count(
@@ -160,7 +169,9 @@ def engine_settings(flags: EngineFlags, default: str = "vllm") -> EngineSettings
         max_running_requests=_optional_count(flags.max_running_requests, "--max-running-requests"),
         n_gpu_layers=flags.n_gpu_layers,
         flash_attn=flags.flash_attn,
-        split_mode=flags.split_mode,
+        split_mode=choice(flags.split_mode, SPLIT_MODES, "--split-mode")
+        if flags.split_mode is not None
+        else None,
         attn_implementation=choice(flags.attn_implementation, ATTN_IMPLEMENTATIONS, "--attn-implementation")
         if flags.attn_implementation is not None
         else None,

@@ -102,22 +102,7 @@ def quote(
     form = output_format(fmt, as_json, FORMATS)
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
-    flags = prepare.EngineFlags(
-        engine=engine,
-        version=engine_version,
-        utilization=utilization,
-        max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=max_num_batched_tokens,
-        enforce_eager=enforce_eager,
-        expert_parallel=expert_parallel,
-        flashinfer_sampler=flashinfer_sampler,
-        mem_fraction=mem_fraction,
-        chunked_prefill=chunked_prefill,
-        max_running_requests=max_running_requests,
-        quantization=quantization,
-        rope_scaling=rope_scaling,
-        reserved_mib=reserved_mib,
-    )
+    flags = prepare.EngineFlags.of(locals())
     req = prepare.request(resolved, spec, ctx, flags, 1, dtype, kv_dtype)
     if req.engine.name not in ("vllm", "sglang"):
         raise UsageError(

@@ -37,7 +37,6 @@ from gpusize.cli.options import (
     SheetFormat,
     Utilization,
 )
-from gpusize.core.workload import SPLIT_MODES
 from gpusize.errors import UsageError
 from gpusize.render.serve import render_serve, serve_csv, serve_markdown
 from gpusize.reports.serve import build_serve_report
@@ -108,27 +107,7 @@ def serve(
         prompt_tokens=parse_tokens(prompt, "--prompt-tokens"),
         output_tokens=parse_tokens(output, "--output-tokens"),
     )
-    flags = prepare.EngineFlags(
-        engine=engine,
-        version=engine_version,
-        utilization=utilization,
-        max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=max_num_batched_tokens,
-        enforce_eager=enforce_eager,
-        expert_parallel=expert_parallel,
-        flashinfer_sampler=flashinfer_sampler,
-        mem_fraction=mem_fraction,
-        chunked_prefill=chunked_prefill,
-        max_running_requests=max_running_requests,
-        n_gpu_layers=n_gpu_layers,
-        flash_attn=flash_attn,
-        split_mode=prepare.choice(split_mode, SPLIT_MODES, "--split-mode")
-        if split_mode is not None
-        else None,
-        quantization=quantization,
-        rope_scaling=rope_scaling,
-        reserved_mib=reserved_mib,
-    )
+    flags = prepare.EngineFlags.of(locals())
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
     req = prepare.request(resolved, spec, ctx, flags, 1, dtype, kv_dtype)

@@ -87,20 +87,7 @@ def which(
     cats = prepare.catalogs(models_file, gpus_file)
     where = prepare.targets(gpu, cats, count)
     weight = prepare.choice(dtype, DTYPES, "--dtype")
-    flags = prepare.EngineFlags(
-        engine=engine,
-        version=engine_version,
-        utilization=utilization,
-        max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=max_num_batched_tokens,
-        enforce_eager=enforce_eager,
-        expert_parallel=expert_parallel,
-        flashinfer_sampler=flashinfer_sampler,
-        mem_fraction=mem_fraction,
-        chunked_prefill=chunked_prefill,
-        max_running_requests=max_running_requests,
-        reserved_mib=reserved_mib,
-    )
+    flags = prepare.EngineFlags.of(locals())
     req = Request(
         context_tokens=parse_tokens(ctx),
         dtype=weight if weight == "auto" else canonical_dtype(weight),
