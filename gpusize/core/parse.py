@@ -629,7 +629,7 @@ def _gptq_awq(q: Fields, method: str, skip: tuple[str, ...]) -> QuantSpec:
     if bits not in (2, 3, 4, 8):
         raise q.fail("bits", "must be 2, 3, 4 or 8", bits)
     # AutoGPTQ writes group_size -1 for "no grouping": one scale per output channel.
-    group_key, group_raw = q.first("group_size", "q_group_size")
+    _, group_raw = q.first("group_size", "q_group_size")
     group = None if group_raw == -1 else q.integer("group_size", "q_group_size", kind="width", default=128)
     tag = f"g{group}" if group else "per-channel"
     return QuantSpec(

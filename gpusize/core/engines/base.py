@@ -48,5 +48,3 @@ class EngineModel:
     effective_settings: EffectiveSettings = _none
     releases: Releases = UNVERSIONED
     refuses_context: ContextRefusal = _accepts
-    #: Whether more GPUs mean a tensor-parallel split (vLLM, SGLang) or a layer split (llama.cpp).
-    splits_tensors: bool = True

@@ -239,5 +239,4 @@ ENGINE = EngineModel(
     settings=frozenset({"n_gpu_layers", "flash_attn", "split_mode"}),
     evaluate=evaluate,
     effective_settings=effective_settings,
-    splits_tensors=False,
 )
