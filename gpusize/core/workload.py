@@ -9,7 +9,7 @@ rejects a setting it does not use (InputError, exit 2) instead of echoing it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, get_args
 
 from gpusize.core.releases import Release, Releases
 from gpusize.core.spec import ModelSpec
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 EngineName = Literal["vllm", "sglang", "llamacpp", "transformers"]
-ENGINE_NAMES: tuple[EngineName, ...] = ("vllm", "sglang", "llamacpp", "transformers")
+ENGINE_NAMES: tuple[EngineName, ...] = get_args(EngineName)
 DTYPES = ("auto", "fp32", "bf16", "fp16", "fp8", "int8", "int4")
 KV_DTYPES = ("auto", "fp32", "bf16", "fp16", "fp8")
 

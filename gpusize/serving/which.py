@@ -11,7 +11,7 @@ against the GPUs' whole memory) skips the full plan of a build that cannot fit.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from gpusize.core.engines import EngineModel, engine, prepare
 from gpusize.core.gpu import GpuSpec
@@ -28,7 +28,7 @@ from gpusize.units import GIB
 __all__ = ["SORTS", "CatalogEntry", "ModelFit", "Sort", "fit_one", "models_that_fit"]
 
 Sort = Literal["capability", "speed"]
-SORTS: tuple[Sort, ...] = ("capability", "speed")
+SORTS: tuple[Sort, ...] = get_args(Sort)
 
 #: The quantized builds tried when a model's own weights do not fit (and --dtype is auto): the flag
 #: each needs, and what it takes.

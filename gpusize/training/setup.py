@@ -9,7 +9,7 @@ parameter) and its stages.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 __all__ = [
     "ADAFACTOR_STATE_BYTES",
@@ -74,28 +74,18 @@ Offload = Literal["none", "optimizer", "params"]
 LoraTargets = Literal["all-linear", "attention"]
 Saved = Literal["eager", "compiled", "fused"]
 
-METHODS: tuple[Method, ...] = ("full", "lora", "qlora")
+METHODS: tuple[Method, ...] = get_args(Method)
 #: adamw = torch.optim.AdamW with its defaults, the foreach implementation on CUDA (torch 2.11
 #: optim/adam.py: "we default to foreach and pass False to use_fused"); adamw-fused = fused=True
 #: (transformers Trainer's default `adamw_torch_fused` on torch >= 2.8); adamw-forloop = foreach=False;
 #: adamw-8bit / paged-adamw(-8bit) = bitsandbytes AdamW8bit / PagedAdamW / PagedAdamW8bit.
-OPTIMIZERS: tuple[Optimizer, ...] = (
-    "adamw",
-    "adamw-fused",
-    "adamw-forloop",
-    "adamw-8bit",
-    "paged-adamw",
-    "paged-adamw-8bit",
-    "adafactor",
-    "sgd",
-    "sgd-nomomentum",
-)
+OPTIMIZERS: tuple[Optimizer, ...] = get_args(Optimizer)
 #: Optimizers whose states bitsandbytes keeps in CUDA unified memory (cudaMallocManaged): outside
 #: PyTorch's allocator, evicted to host RAM under memory pressure.
 PAGED_OPTIMIZERS = ("paged-adamw", "paged-adamw-8bit")
-PRECISIONS: tuple[Precision, ...] = ("bf16-mixed", "bf16", "fp32")
-SHARDINGS: tuple[Sharding, ...] = ("none", "ddp", "zero1", "zero2", "zero3", "fsdp")
-OFFLOADS: tuple[Offload, ...] = ("none", "optimizer", "params")
+PRECISIONS: tuple[Precision, ...] = get_args(Precision)
+SHARDINGS: tuple[Sharding, ...] = get_args(Sharding)
+OFFLOADS: tuple[Offload, ...] = get_args(Offload)
 LORA_TARGETS: tuple[LoraTargets, ...] = ("all-linear", "attention")
 #: How far each strategy shards model states across data-parallel ranks (ZeRO paper, figure 1):
 #: 1 optimizer states (+ fp32 master), 2 + gradients, 3 + parameters. FSDP FULL_SHARD is stage 3.
