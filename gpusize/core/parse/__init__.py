@@ -1,0 +1,160 @@
+"""parse_config: a Hugging Face config.json dict -> ModelSpec (pure).
+
+Every variant spelling (`n_head`, `n_layer`, `num_kv_heads`, `multi_query`, nested `text_config`,
+`layer_types`, `block_configs`, ...) is resolved here, through `core.fields` (typed, bounded reads
+whose errors name the field), so nothing downstream reads raw dicts. Architecture defaults a config
+may omit (a Gemma config without `vocab_size`) come from `core.families`. Each structure is read from
+the config's own fields, never from a model name, so a new model of a known family needs no code.
+
+The readers live by section: `basics` (family, heads, dtype, RoPE, context, anatomy), `mixers` (MoE,
+MLA, linear attention, Mamba), `layout` (per-layer mixer, window and FFN) and `vision_quant`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from gpusize.core.families import Family, family_for
+from gpusize.core.fields import BOUNDS, Fields, echo
+from gpusize.core.params import count_params
+from gpusize.core.parse.basics import (
+    _anatomy,
+    _architecture,
+    _family,
+    _kv_heads,
+    _max_context,
+    _rope,
+    _torch_dtype,
+)
+from gpusize.core.parse.layout import _check_mixers, _layers
+from gpusize.core.parse.mixers import _linear_attention, _mamba, _mla, _moe
+from gpusize.core.parse.vision_quant import _quant, _vision
+from gpusize.core.spec import ModelSpec
+from gpusize.errors import ConfigError
+
+__all__ = ["parse_config", "text_config", "with_rope_scaling"]
+
+_COMPOSITE_ONLY = {
+    "text_config",
+    "llm_config",
+    "language_config",
+    "vision_config",
+    "model_type",
+    "architectures",
+}
+_POSITIONS = ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length")
+
+
+def text_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The language-model part of a config: nested `text_config`/`llm_config` or the config itself.
+
+    Top-level keys the nested config lacks (torch_dtype, quantization_config, tie flags) are
+    inherited, as Transformers composite configs do."""
+    nested = next(
+        (config[k] for k in ("text_config", "llm_config", "language_config") if config.get(k)), None
+    )
+    if nested is None:
+        return config
+    if not isinstance(nested, dict):
+        raise ConfigError(f"config.json: 'text_config' must be an object, got {echo(nested)}")
+    inherited = {k: v for k, v in config.items() if k not in nested and k not in _COMPOSITE_ONLY}
+    return {**inherited, **nested}
+
+
+def parse_config(config: Any, best_effort: bool = False, where: str = "config.json") -> ModelSpec:
+    """Parse a config.json dict into a ModelSpec; ConfigError names the field that is missing or bad.
+
+    An unknown model_type is an error unless `best_effort`: then the config is read as a plain
+    Llama-style decoder from its standard fields and the spec records that it is an estimate."""
+    if not isinstance(config, dict) or not config:
+        raise ConfigError(f"{where}: expected a non-empty JSON object")
+    text = text_config(config)
+    unknown = None
+    try:
+        family = _family(config, text, where)
+    except ConfigError:
+        model_type = text.get("model_type") or config.get("model_type")
+        if not best_effort or not isinstance(model_type, str):
+            raise
+        unknown, family = model_type[:80], "llama"
+    rules = family_for(family)
+    f = Fields({**rules.defaults, **{k: v for k, v in text.items() if v is not None}}, where)
+    spec = _spec(config, text, f, family, rules)
+    spec = replace(spec, best_effort_from=unknown)
+    return replace(spec, params=count_params(spec))
+
+
+def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, rules: Family) -> ModelSpec:
+    hidden = f.integer("hidden_size", "n_embd", "d_model", kind="width")
+    layers_n = f.integer("num_hidden_layers", "n_layer", "num_layers", kind="layers")
+    heads = f.integer("num_attention_heads", "n_head", kind="heads")
+    kv_heads = _kv_heads(f, heads)
+    head_dim = f.optional_integer("head_dim", "attention_head_dim", "kv_channels", kind="width")
+    if head_dim is None:
+        head_dim = hidden // heads
+        if head_dim < 1:
+            raise ConfigError(f"{f.where}: hidden_size {hidden} is smaller than num_attention_heads {heads}")
+    if heads % kv_heads:
+        raise ConfigError(
+            f"{f.where}: num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv_heads})"
+        )
+    if heads * head_dim > BOUNDS["attention"]:
+        raise ConfigError(
+            f"{f.where}: {heads} attention heads of {head_dim} make an attention {heads * head_dim:,} wide, "
+            f"beyond any model (at most {BOUNDS['attention']:,})"
+        )
+    intermediate = f.integer(
+        "intermediate_size",
+        "n_inner",
+        "ffn_hidden_size",
+        kind="width",
+        default=rules.default_mlp_ratio * hidden,
+    )
+    vocab = f.integer("vocab_size", "padded_vocab_size", kind="vocab")
+    model_type = f.string("model_type") or family
+    moe = _moe(f, model_type)
+    layers = _layers(f, family, layers_n, heads, kv_heads, intermediate, moe)
+    linear, mamba = _linear_attention(f), _mamba(f)
+    _check_mixers(f, layers, linear, mamba)
+    positions = f.optional_integer(*_POSITIONS, kind="positions")
+    top = Fields(config, f.where)
+    return ModelSpec(
+        model_type=str(text.get("model_type") or config.get("model_type") or family)[:80],
+        architecture=_architecture(top, family),
+        family=family,
+        hidden_size=hidden,
+        num_hidden_layers=layers_n,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate_size=intermediate,
+        vocab_size=vocab,
+        tie_word_embeddings=f.boolean("tie_word_embeddings", default=rules.tie_default),
+        max_position_embeddings=positions,
+        torch_dtype=_torch_dtype(config, text),
+        layers=layers,
+        mla=_mla(f),
+        moe=moe,
+        linear_attention=linear,
+        mamba=mamba,
+        vision=_vision(top, hidden),
+        quantization=_quant(config, text, f.where),
+        num_nextn_predict_layers=f.integer("num_nextn_predict_layers", kind="small", default=0, minimum=0),
+        max_context=_max_context(f, positions),
+        rope_scaling=_rope(f),
+        **_anatomy(f, rules, family, positions),
+    )
+
+
+def with_rope_scaling(spec: ModelSpec, kind: str, factor: float, original: int | None) -> ModelSpec:
+    """The spec with a user-given rope scaling (e.g. YaRN x4 over 32,768 positions): the maximum
+    context becomes original x factor, as vLLM derives max_model_len from `rope_scaling`."""
+    base = original or (spec.rope_scaling[2] if spec.rope_scaling else None) or spec.max_position_embeddings
+    if not base:
+        raise ConfigError(
+            "--rope-scaling needs the original context: the config has no max_position_embeddings"
+        )
+    return replace(
+        spec, rope_scaling=(kind, factor, base), max_context=int(base * factor), rope_overridden=True
+    )

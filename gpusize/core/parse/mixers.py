@@ -1,0 +1,86 @@
+"""MoE, MLA and recurrent mixers (linear attention, Mamba) read from a config.
+
+Part of `core.parse`; the package assembles the ModelSpec from these readers."""
+
+from __future__ import annotations
+
+from gpusize.core.fields import Fields
+from gpusize.core.spec import (
+    LinearAttentionSpec,
+    MambaSpec,
+    MLASpec,
+    MoESpec,
+)
+from gpusize.errors import ConfigError
+
+__all__ = ["_moe", "_mla", "_linear_attention", "_mamba"]
+
+
+def _moe(f: Fields, model_type: str) -> MoESpec | None:
+    experts = f.optional_integer(
+        "num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts", kind="experts", minimum=0
+    )
+    if not experts:
+        return None
+    top_k = f.integer("num_experts_per_tok", "experts_per_token", "moe_top_k", "top_k", kind="experts")
+    if top_k > experts:
+        raise ConfigError(f"{f.where}: num_experts_per_tok ({top_k}) exceeds the {experts} experts")
+    width = f.integer("moe_intermediate_size", "intermediate_size", kind="width")
+    shared_n = f.integer("n_shared_experts", kind="experts", default=0, minimum=0)
+    shared_width = f.integer("shared_expert_intermediate_size", kind="width", default=0, minimum=0)
+    if shared_n:
+        shared = shared_n * width
+    elif shared_width:
+        shared = shared_width
+    else:
+        shared = width if model_type == "llama4_text" else 0  # Llama-4: one shared expert per MoE layer
+    return MoESpec(
+        num_experts=experts,
+        num_experts_per_tok=top_k,
+        moe_intermediate_size=width,
+        shared_intermediate_size=shared,
+        shared_expert_gate=bool(shared_width),
+        router_bias=model_type == "gpt_oss",
+        score_correction_bias=f.string("topk_method") == "noaux_tc"
+        or model_type == "glm4_moe"
+        or (model_type == "minimax_m2" and f.boolean("use_routing_bias", default=True)),
+        expert_bias=model_type == "gpt_oss",
+    )
+
+
+def _mla(f: Fields) -> MLASpec | None:
+    if not f.optional_integer("kv_lora_rank", kind="width", minimum=0):
+        return None
+    return MLASpec(
+        q_lora_rank=f.optional_integer("q_lora_rank", kind="width", minimum=0) or None,
+        kv_lora_rank=f.integer("kv_lora_rank", kind="width"),
+        qk_nope_head_dim=f.integer("qk_nope_head_dim", kind="width"),
+        qk_rope_head_dim=f.integer("qk_rope_head_dim", kind="width"),
+        v_head_dim=f.integer("v_head_dim", kind="width"),
+    )
+
+
+def _linear_attention(f: Fields) -> LinearAttentionSpec | None:
+    if not f.has("linear_num_value_heads"):
+        return None
+    return LinearAttentionSpec(
+        num_key_heads=f.integer("linear_num_key_heads", kind="heads"),
+        num_value_heads=f.integer("linear_num_value_heads", kind="heads"),
+        key_head_dim=f.integer("linear_key_head_dim", kind="width"),
+        value_head_dim=f.integer("linear_value_head_dim", kind="width"),
+        conv_kernel=f.integer("linear_conv_kernel_dim", kind="small", default=4),
+    )
+
+
+def _mamba(f: Fields) -> MambaSpec | None:
+    if not f.has("mamba_num_heads"):
+        return None
+    return MambaSpec(
+        num_heads=f.integer("mamba_num_heads", kind="heads"),
+        head_dim=f.integer("mamba_head_dim", kind="width"),
+        state_size=f.integer("ssm_state_size", kind="width"),
+        n_groups=f.integer("n_groups", kind="heads", default=1),
+        conv_kernel=f.integer("conv_kernel", kind="small", default=4),
+        proj_bias=f.boolean("mamba_proj_bias", default=False),
+        conv_bias=f.boolean("use_conv_bias", default=True),
+    )

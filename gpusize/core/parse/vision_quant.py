@@ -1,0 +1,156 @@
+"""Vision tower and quantization config read from a config.
+
+Part of `core.parse`; the package assembles the ModelSpec from these readers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpusize.core import vision as vision_towers
+from gpusize.core.fields import Fields, echo
+from gpusize.core.spec import (
+    QuantSpec,
+    VisionSpec,
+)
+from gpusize.errors import ConfigError
+
+__all__ = ["_vision", "_quant"]
+
+
+def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
+    vision = top.sub("vision_config")
+    if not vision.raw:
+        return None
+    tower = vision_towers.Tower(
+        model_type=vision.string("model_type", default="vit") or "vit",
+        hidden_size=vision.integer("hidden_size", "embed_dim", kind="width"),
+        intermediate_size=vision.integer("intermediate_size", kind="width", default=0, minimum=0),
+        num_hidden_layers=vision.integer("num_hidden_layers", "depth", kind="layers"),
+        num_channels=vision.integer("num_channels", "in_channels", kind="small", default=3),
+        patch_size=vision.integer("patch_size", kind="small", default=14),
+        image_size=vision.integer("image_size", kind="positions", default=224),
+        projector_input_dim=vision.integer("projector_input_dim", kind="width", default=0, minimum=0),
+        projector_output_dim=vision.integer("projector_output_dim", kind="width", default=0, minimum=0),
+        vision_output_dim=vision.integer("vision_output_dim", kind="width", default=0, minimum=0),
+        temporal_patch_size=vision.integer("temporal_patch_size", kind="small", default=1),
+        num_position_embeddings=vision.integer(
+            "num_position_embeddings", kind="positions", default=0, minimum=0
+        ),
+        out_hidden_size=vision.integer("out_hidden_size", kind="width", default=0, minimum=0),
+        spatial_merge_size=vision.integer("spatial_merge_size", kind="small", default=1),
+        deepstack_layers=len(vision.int_list("deepstack_visual_indexes", kind="layers") or ()),
+    )
+    params, exact = vision_towers.tower_params(tower, top.string("model_type") or "", text_hidden)
+    return VisionSpec(
+        model_type=tower.model_type,
+        hidden_size=tower.hidden_size,
+        intermediate_size=tower.intermediate_size,
+        num_hidden_layers=tower.num_hidden_layers,
+        num_channels=tower.num_channels,
+        patch_size=tower.patch_size,
+        image_size=tower.image_size,
+        params=params,
+        exact=exact,
+    )
+
+
+def _quant(config: dict[str, Any], text: dict[str, Any], where: str) -> QuantSpec | None:
+    raw = config.get("quantization_config") or text.get("quantization_config")
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: 'quantization_config' must be an object, got {echo(raw)}")
+    q = Fields(raw, f"{where}: quantization_config")
+    method = (q.string("quant_method", default="") or "").lower()
+    skip = _skip_list(q)
+    if method == "fp8":
+        block = q.int_list("weight_block_size", kind="width", minimum=1)
+        if block is not None and len(block) != 2:
+            raise q.fail("weight_block_size", "must be [rows, columns]", block)
+        label = f"FP8 {block[0]}x{block[1]} blocks" if block else "FP8 per-tensor"
+        return QuantSpec(
+            method="fp8",
+            weight_bits=8,
+            label=label,
+            not_converted=skip,
+            block_size=(block[0], block[1]) if block else None,
+        )
+    if method == "mxfp4":
+        return QuantSpec(
+            method="mxfp4",
+            weight_bits=4,
+            group_size=32,
+            not_converted=skip,
+            label="MXFP4 (4-bit + e8m0 scale per 32)",
+        )
+    if method in ("gptq", "awq", "gptq_marlin", "awq_marlin"):
+        return _gptq_awq(q, method, skip)
+    if method == "compressed-tensors":
+        return _compressed_tensors(q, skip)
+    if method == "bitsandbytes":
+        bits = 4 if q.boolean("load_in_4bit", default=False) else 8
+        return QuantSpec(
+            method="bitsandbytes",
+            weight_bits=bits,
+            group_size=64 if bits == 4 else None,
+            not_converted=_skip_list(q, "llm_int8_skip_modules"),
+            label="bitsandbytes NF4" if bits == 4 else "bitsandbytes int8",
+        )
+    raise ConfigError(
+        f"{where}: unsupported quant_method {echo(method)}",
+        hint="supported: fp8, mxfp4, gptq, awq, compressed-tensors, bitsandbytes",
+    )
+
+
+def _skip_list(q: Fields, *keys: str) -> tuple[str, ...]:
+    key, value = q.first(*(keys or ("modules_to_not_convert", "ignored_layers", "ignore")))
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise q.fail(key, "must be a list of module names", value)
+    return tuple(v[:200] for v in value[:100_000])
+
+
+def _gptq_awq(q: Fields, method: str, skip: tuple[str, ...]) -> QuantSpec:
+    bits = q.integer("bits", "w_bit", kind="small", default=4)
+    if bits not in (2, 3, 4, 8):
+        raise q.fail("bits", "must be 2, 3, 4 or 8", bits)
+    # AutoGPTQ writes group_size -1 for "no grouping": one scale per output channel.
+    _, group_raw = q.first("group_size", "q_group_size")
+    group = None if group_raw == -1 else q.integer("group_size", "q_group_size", kind="width", default=128)
+    tag = f"g{group}" if group else "per-channel"
+    return QuantSpec(
+        method=method.split("_")[0],
+        weight_bits=bits,
+        group_size=group,
+        not_converted=skip,
+        label=f"{method.upper()} int{bits} {tag}",
+    )
+
+
+def _compressed_tensors(q: Fields, skip: tuple[str, ...]) -> QuantSpec:
+    groups = q.mapping("config_groups") or {}
+    weights_raw = next(
+        (g.get("weights") for g in groups.values() if isinstance(g, dict) and g.get("weights")), None
+    )
+    if not isinstance(weights_raw, dict):
+        raise ConfigError(f"{q.where}: compressed-tensors config without weight settings in config_groups")
+    w = Fields(weights_raw, f"{q.where}: config_groups weights")
+    bits = w.integer("num_bits", kind="small", default=8)
+    if bits not in (2, 3, 4, 8, 16):
+        raise w.fail("num_bits", "must be 2, 3, 4, 8 or 16", bits)
+    kind = "fp" if w.string("type") == "float" else "int"
+    strategy = w.string("strategy", default="tensor") or "tensor"
+    group = w.integer("group_size", kind="width") if strategy == "group" else None
+    block = w.int_list("block_structure", kind="width", minimum=1) if strategy == "block" else None
+    if block is not None and len(block) != 2:
+        raise w.fail("block_structure", "must be [rows, columns]", block)
+    label = f"compressed-tensors {kind}{bits} ({strategy}{f' g{group}' if group else ''})"
+    return QuantSpec(
+        method="compressed-tensors",
+        weight_bits=bits,
+        group_size=group,
+        block_size=(block[0], block[1]) if block else None,
+        not_converted=skip,
+        label=label,
+    )
