@@ -1,6 +1,6 @@
 """Calibration of gpusize's vLLM constants against public start-up logs, and the per-release table.
 
-Fits (each prints the value it finds next to the constant core/engines/vllm.py uses):
+Fits (each prints the value it finds next to the constant core/engines/vllm/overhead.py uses):
 1. 0.17+ activation model: least squares of the logged 'torch peak increase' of the 0.19 H100 records
    (tests/data/reference/engine-logs.yaml) on sampler rows x vocab x 4 B and tokens x hidden x 2 B.
 2. CUDA-graph estimate: least squares of the '(estimated)' graph memory the 0.19 logs print on

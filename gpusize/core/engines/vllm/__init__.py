@@ -1,0 +1,144 @@
+"""vLLM's memory model (pure), release by release from 0.10.0 to 0.33.0.
+
+Per GPU, the budget (gpu_memory_utilization x CUDA-visible total) must hold weights + activation peak
++ non-torch memory (+ the CUDA-graph estimate from 0.20.0) + the KV blocks the requests need; the CUDA
+context and whatever else the release keeps outside the budget must fit in the rest of the device.
+The KV pool is what the budget leaves after the non-KV terms
+(vllm/v1/worker/gpu_worker.py determine_available_memory). What changes between releases is read
+from each release's source (`Behaviour`, with the release ranges in `behaviour`); the few constants
+no source fixes are fitted to public start-up logs by bench/calibrate_vllm.py, and those logs stay
+as conformance tests (tests/core/test_conformance.py, tests/core/test_vllm_releases.py).
+
+One module per concern: `behaviour` (the release table), `scheduler` (batch limits), `overhead`
+(activation peak, non-torch memory, CUDA graphs), `pool` (one instance's KV pool and verdict) and
+`pipeline` (TP x PP, multi-node); this package assembles them into `ENGINE`.
+"""
+
+from __future__ import annotations
+
+from gpusize.core import kvcache
+from gpusize.core.engines.base import EngineModel
+from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour, context_refusal, utilization
+from gpusize.core.engines.vllm.overhead import (
+    CAPTURE_SIZES,
+    CUDA_GRAPH_PER_CAPTURE,
+    CUDA_GRAPH_PER_CAPTURE_LAYER,
+    CUDA_GRAPH_PER_CAPTURE_TPN,
+    CUDA_GRAPH_POOL,
+    FLASHINFER_SAMPLER_COPIES,
+    HIDDEN_STATE_COPIES,
+    NCCL_INIT_TPN,
+    NON_TORCH_PP,
+    NON_TORCH_TP1,
+    NON_TORCH_TPN,
+    NON_TORCH_TPN_0_11,
+    SAMPLER_LOGITS_COPIES,
+    SORT_SAMPLER_EXTRA_COPIES,
+    activation_bytes,
+    capture_sizes,
+    cuda_graph_estimate_bytes,
+    non_torch_bytes,
+    nvls,
+)
+from gpusize.core.engines.vllm.pipeline import evaluate_nodes, evaluate_pipeline
+from gpusize.core.engines.vllm.pool import THIN_MARGIN, evaluate, headroom_warning, thin_margin_warning
+from gpusize.core.engines.vllm.scheduler import (
+    HUGE_GPU_BYTES,
+    LARGE_GPU_BYTES,
+    SchedulerLimits,
+    scheduler_limits,
+    scheduler_note,
+)
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.releases import VLLM
+from gpusize.core.spec import ModelSpec
+from gpusize.core.workload import Workload
+
+__all__ = [
+    "CAPTURE_SIZES",
+    "CUDA_GRAPH_PER_CAPTURE",
+    "CUDA_GRAPH_PER_CAPTURE_LAYER",
+    "CUDA_GRAPH_PER_CAPTURE_TPN",
+    "CUDA_GRAPH_POOL",
+    "ENGINE",
+    "FLASHINFER_SAMPLER_COPIES",
+    "HIDDEN_STATE_COPIES",
+    "HUGE_GPU_BYTES",
+    "LARGE_GPU_BYTES",
+    "NCCL_INIT_TPN",
+    "NON_TORCH_PP",
+    "NON_TORCH_TP1",
+    "NON_TORCH_TPN",
+    "NON_TORCH_TPN_0_11",
+    "SAMPLER_LOGITS_COPIES",
+    "SORT_SAMPLER_EXTRA_COPIES",
+    "THIN_MARGIN",
+    "Behaviour",
+    "SchedulerLimits",
+    "activation_bytes",
+    "behaviour",
+    "context_refusal",
+    "capture_sizes",
+    "cuda_graph_estimate_bytes",
+    "evaluate",
+    "evaluate_nodes",
+    "evaluate_pipeline",
+    "effective_settings",
+    "headroom_warning",
+    "thin_margin_warning",
+    "nvls",
+    "non_torch_bytes",
+    "scheduler_limits",
+    "scheduler_note",
+    "utilization",
+]
+
+
+def effective_settings(
+    spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload
+) -> dict[str, float | int | str]:
+    beh = behaviour(work.release.version, spec)
+    limits = scheduler_limits(gpu, work, beh)
+    graphs = (
+        "off (--enforce-eager)"
+        if work.engine.enforce_eager
+        else ("inside the budget" if beh.graphs_in_budget else "outside the budget")
+    )
+    out: dict[str, float | int | str] = {
+        "gpu_memory_utilization": utilization(work),
+        "max_num_seqs": limits.max_num_seqs,
+        "max_num_batched_tokens": limits.max_num_batched_tokens,
+        "block_size": kvcache.MLA_BLOCK_SIZE if spec.mla else kvcache.BLOCK_SIZE,
+        "cuda_graphs": graphs,
+    }
+    if work.engine.enable_expert_parallel:
+        out["enable_expert_parallel"] = "on"
+    if work.engine.flashinfer_sampler:
+        out["sampler"] = "FlashInfer"
+    return out
+
+
+ENGINE = EngineModel(
+    name="vllm",
+    version=f"vLLM {VLLM.newest}",
+    note="vLLM: gpu_memory_utilization x CUDA-visible total holds weights + activation peak + non-torch "
+    "memory (+ the CUDA-graph estimate from 0.20) + paged KV (16-token blocks, hybrid groups); the CUDA "
+    "context outside it",
+    settings=frozenset(
+        {
+            "version",
+            "gpu_memory_utilization",
+            "max_num_seqs",
+            "max_num_batched_tokens",
+            "enforce_eager",
+            "flashinfer_sampler",
+            "enable_expert_parallel",
+        }
+    ),  # fmt: skip
+    evaluate=evaluate,
+    effective_settings=effective_settings,
+    releases=VLLM,
+    refuses_context=lambda spec, work: context_refusal(
+        spec, work.context_tokens, behaviour(work.release.version)
+    ),
+)

@@ -1,0 +1,109 @@
+"""What changes between vLLM releases, read from each release's source (`Behaviour`), and what
+follows from it alone: the default utilization and the refusal of a context above the config's."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from gpusize.core.plan import yarn_flag
+from gpusize.core.releases import Version, parse_version
+from gpusize.core.spec import ModelSpec
+from gpusize.core.workload import Workload
+
+__all__ = ["Behaviour", "behaviour", "context_refusal", "utilization"]
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """How one vLLM release sizes memory (each field: the releases where it holds, from the source)."""
+
+    version: Version
+    #: CacheConfig default: 0.9 up to 0.19.1, 0.92 from 0.20.0.
+    default_utilization: float
+    #: PyTorch-sort top-k/top-p in the profile run (before 0.17.0).
+    sort_sampler: bool
+    #: Distributed-init memory inside the budget (the snapshot came first, 0.10.x).
+    nccl_init_in_budget: bool
+    #: NVSwitch all-reduce buffers grow during the profile run (0.19 logs; 0.17 on, assumed).
+    nvls_in_profile: bool
+    #: The CUDA-graph estimate is subtracted from the budget (0.20.0 on, V1 runner; Model Runner V2,
+    #: the default for dense non-hybrid models in 0.25.0-0.28.0, returned 0 until 0.29.0).
+    graphs_in_budget: bool
+    #: Hybrid KV groups take the largest type's layer count when it is < this x the smallest
+    #: (0.12.0: 1.25; 0.18.0: 1.5; up to 0.11.2 always the smallest: 1.0).
+    hybrid_group_ratio: float
+    #: "GPU KV cache size" = int(concurrency x max_model_len) from 0.20.1 (num_blocks // groups x block
+    #: before).
+    tokens_from_concurrency: bool
+    #: YaRN / dynamic rope scaling raises the derived max_model_len (up to 0.29.0).
+    rope_extends_max_len: bool
+    #: >= 160 GiB devices get 16384 batched tokens by default (0.28.0 on).
+    huge_tier: bool
+    #: Defaulted limits are clamped: max_num_batched_tokens <= max_num_seqs x max_model_len (0.12.0 on)
+    #: and max_num_seqs <= max_num_batched_tokens (0.10.1 on).
+    clamp_tokens_to_len: bool
+    clamp_seqs_to_tokens: bool
+
+
+def _at_least(version: Version, text: str) -> bool:
+    floor = parse_version(text)
+    assert floor is not None
+    return version >= floor
+
+
+def behaviour(version: Version, spec: ModelSpec | None = None) -> Behaviour:
+    dense = spec is not None and spec.moe is None and spec.linear_attention is None and spec.mamba is None
+    return _behaviour(version, dense)
+
+
+@functools.lru_cache(maxsize=128)
+def _behaviour(v: Version, dense: bool) -> Behaviour:
+    """The release's behaviour for a dense non-hybrid model (`dense`) or any other; cached, as every
+    evaluation asks for it."""
+    v2_runner_without_estimate = dense and _at_least(v, "0.25.0") and not _at_least(v, "0.29.0")
+    return Behaviour(
+        version=v,
+        default_utilization=0.92 if _at_least(v, "0.20.0") else 0.9,
+        sort_sampler=not _at_least(v, "0.17.0"),
+        nccl_init_in_budget=not _at_least(v, "0.11.0"),
+        nvls_in_profile=_at_least(v, "0.17.0"),
+        graphs_in_budget=_at_least(v, "0.20.0") and not v2_runner_without_estimate,
+        hybrid_group_ratio=1.5 if _at_least(v, "0.18.0") else 1.25 if _at_least(v, "0.12.0") else 1.0,
+        tokens_from_concurrency=_at_least(v, "0.20.1"),
+        rope_extends_max_len=not _at_least(v, "0.30.0"),
+        huge_tier=_at_least(v, "0.28.0"),
+        clamp_tokens_to_len=_at_least(v, "0.12.0"),
+        clamp_seqs_to_tokens=_at_least(v, "0.10.1"),
+    )
+
+
+def utilization(work: Workload) -> float:
+    return work.engine.gpu_memory_utilization or behaviour(work.release.version).default_utilization
+
+
+def context_refusal(spec: ModelSpec, context: int, beh: Behaviour) -> str | None:
+    """vLLM's refusal to start when max_model_len is above what the config allows (config/model.py
+    _get_and_verify_max_len), with the override it names; None when the context is allowed."""
+    base = spec.max_position_embeddings
+    # A --rope-scaling given to gpusize travels in the launch command with max_position_embeddings raised
+    # (--hf-overrides), so every release accepts it; a YaRN in the config raises the limit up to 0.29.
+    limit = spec.max_context if beh.rope_extends_max_len or spec.rope_overridden else base
+    if not limit or context <= limit:
+        return None
+    yarn = yarn_flag(spec, context)
+    if spec.rope_scaling and not beh.rope_extends_max_len:
+        advice = "0.30+ no longer raises it for the config's YaRN: pass --rope-scaling to carry it"
+    elif yarn:
+        advice = (
+            f"or extend it with YaRN where the model card allows it: {yarn} (static YaRN may lower "
+            f"quality on short texts), or --max-model-len {limit}"
+        )
+    else:
+        advice = f"or --max-model-len {limit}; a RoPE model extends with --rope-scaling yarn:FACTOR"
+    return (
+        f"vLLM {beh.version} refuses to start: User-specified max_model_len ({context}) is greater than "
+        f"the derived max_model_len (max_position_embeddings={limit} in model's config.json). To allow "
+        "overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (positions beyond it "
+        f"lead to NaN with RoPE); {advice}"
+    )

@@ -1,0 +1,182 @@
+"""One vLLM instance on `tp` GPUs: the KV pool the budget leaves, the verdict and its warnings."""
+
+from __future__ import annotations
+
+from gpusize.core import kvcache, runtime
+from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour, utilization
+from gpusize.core.engines.vllm.overhead import (
+    CUDA_GRAPH_POOL,
+    activation_bytes,
+    cuda_graph_estimate_bytes,
+    non_torch_bytes,
+)
+from gpusize.core.engines.vllm.scheduler import SchedulerLimits, scheduler_limits
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.plan import Candidate, PerGpu, refused, split_problem
+from gpusize.core.spec import ModelSpec
+from gpusize.core.weights import weights_bytes
+from gpusize.core.workload import Workload
+from gpusize.units import GIB
+
+__all__ = ["THIN_MARGIN", "evaluate", "headroom_warning", "thin_margin_warning"]
+
+
+def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
+    """Fit test of one model on `tp` GPUs of one type."""
+    beh = behaviour(work.release.version, spec)
+    ep = work.engine.enable_expert_parallel and spec.moe is not None
+    block = spec.quantization.block_size if (spec.quantization and work.uses_checkpoint_blocks) else None
+    problem = split_problem(spec, tp, block, ep)
+    if problem:
+        return refused(gpu, tp, problem)
+    limits = scheduler_limits(gpu, work, beh)
+    weights = weights_bytes(spec, work.weights, tp, work.include_mtp, ep)
+    acts = activation_bytes(
+        spec, limits, tp, work.weights.name != "mxfp4", beh, ep, work.engine.flashinfer_sampler
+    )
+    graphs = 0 if work.engine.enforce_eager else cuda_graph_estimate_bytes(spec, limits, tp)
+    overhead = non_torch_bytes(gpu, tp, beh) + (graphs if beh.graphs_in_budget else 0)
+    visible = gpu.visible_bytes
+    usable = int(utilization(work) * visible)
+    outside = runtime.cuda_context_bytes(tp, gpu.interconnect) + (
+        0 if beh.graphs_in_budget or not graphs else CUDA_GRAPH_POOL
+    )
+    state = kvcache.recurrent_state_bytes(spec, work.kv_bytes, tp) * work.batch
+    available = usable - weights - acts - overhead - state
+    layout = kvcache.kv_layout(spec, work.kv_bytes, tp, beh.hybrid_group_ratio)
+    kv_need, capacity, concurrency, max_ctx = 0, None, None, None
+    if layout is not None:
+        kv_need, capacity, concurrency, max_ctx = _pool(spec, layout, max(available, 0), work, limits, beh)
+    total = weights + kv_need + acts + overhead + state
+    per_gpu = PerGpu(
+        weights_bytes=weights,
+        kv_cache_bytes=kv_need + state,
+        activations_bytes=acts,
+        overhead_bytes=overhead,
+        total_bytes=total,
+        usable_bytes=usable,
+        headroom_bytes=usable - total,
+        outside_budget_bytes=outside,
+        outside_budget_limit_bytes=visible - usable - work.reserved_bytes,
+        visible_bytes=visible,
+    )
+    reason = (
+        _misfit(per_gpu, available, work, max_ctx)
+        or _not_free(gpu, usable, work.reserved_bytes, tp, beh)
+        or _no_context_room(per_gpu)
+    )
+    return Candidate(
+        gpu=gpu.name,
+        gpu_full_name=gpu.full_name,
+        num_gpus=tp,
+        tensor_parallel=tp,
+        fits=reason is None,
+        reason=reason,
+        per_gpu=per_gpu,
+        kv_cache_capacity_tokens=capacity,
+        max_concurrency=concurrency,
+        max_context_tokens=max_ctx,
+        kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, tp),
+        kv_heads_replicated=not spec.mla and tp > spec.num_key_value_heads,
+        warning=headroom_warning(per_gpu) or thin_margin_warning(per_gpu, available),
+        usd_per_hour=gpu.price_for(tp),
+    )
+
+
+def _pool(
+    spec: ModelSpec,
+    layout: kvcache.KvLayout,
+    available: int,
+    work: Workload,
+    limits: SchedulerLimits,
+    beh: Behaviour,
+) -> tuple[int, int, float, int]:
+    """(KV bytes the requests need, pool tokens as the release logs them, concurrency, largest context)."""
+    batched = limits.max_num_batched_tokens
+    need = work.batch * kvcache.request_kv_bytes(layout, work.context_tokens, batched)
+    blocks = kvcache.pool_blocks(layout, available)
+    per_request = kvcache.blocks_per_request(layout, work.context_tokens, batched)
+    limit = max(work.context_tokens, spec.max_context or spec.max_position_embeddings or 0)
+    largest = kvcache.largest_context(layout, blocks, work.batch, batched, limit)
+    concurrency = blocks / per_request
+    if beh.tokens_from_concurrency:
+        tokens = int(concurrency * work.context_tokens)
+    else:
+        tokens = kvcache.capacity_tokens(layout, blocks)
+    return need, tokens, round(concurrency, 2), largest
+
+
+def _misfit(g: PerGpu, available: int, work: Workload, max_ctx: int | None) -> str | None:
+    if available <= 0:
+        return (
+            f"weights, activations and overhead ({(g.usable_bytes - available) / GIB:.1f} GiB) "
+            f"exceed the {g.usable_bytes / GIB:.1f} GiB budget; no room for KV cache"
+        )
+    if g.total_bytes > g.usable_bytes:
+        fits_ctx = f"; the largest context that fits is {max_ctx:,} tokens" if max_ctx else ""
+        return (
+            f"KV cache for {work.batch} x {work.context_tokens:,} tokens needs "
+            f"{g.kv_cache_bytes / GIB:.1f} GiB, only {available / GIB:.1f} GiB left{fits_ctx}"
+        )
+    return None
+
+
+def _no_context_room(g: PerGpu) -> str | None:
+    """The budget leaves less than a CUDA context outside it (utilization set too high)."""
+    if g.outside_budget_limit_bytes < runtime.CUDA_CONTEXT_TP1:
+        return (
+            f"only {g.outside_budget_limit_bytes / GIB:.2f} GiB left outside the utilization "
+            f"budget, less than a CUDA context ({runtime.CUDA_CONTEXT_TP1 / GIB:.2f} GiB); "
+            f"lower --gpu-memory-utilization"
+        )
+    return None
+
+
+def _not_free(gpu: GpuSpec, usable: int, reserved: int, tp: int, beh: Behaviour) -> str | None:
+    """vLLM refuses to start when the free memory at its start-up snapshot is below utilization x total
+    ("Free memory on device ... is less than desired GPU memory utilization"). The snapshot comes after
+    the CUDA context, and from 0.11 after NCCL init, so those are already taken from the free memory."""
+    taken = (
+        runtime.CUDA_CONTEXT_TP1
+        if beh.nccl_init_in_budget
+        else runtime.cuda_context_bytes(tp, gpu.interconnect)
+    )
+    base = gpu.visible_bytes if gpu.free_mib is None else gpu.free_mib * (1 << 20)
+    free = base - reserved - taken
+    if free >= usable:
+        return None
+    return (
+        f"vLLM refuses to start: free memory on startup ({free / GIB:.2f} GiB) is less than the "
+        f"utilization budget ({usable / GIB:.2f} GiB); lower --gpu-memory-utilization or free memory"
+    )
+
+
+#: A pool within this fraction of what the requests need is inside the model's error on public logs
+#: (tests/core/test_vllm_releases.py holds every record to 3%): the verdict stands, with a warning.
+THIN_MARGIN = 0.03
+
+
+def thin_margin_warning(g: PerGpu, available: int) -> str | None:
+    """Warn when the KV pool exceeds what the requests need by less than the model's error."""
+    need = g.kv_cache_bytes
+    if need <= 0 or available < need or available >= need * (1 + THIN_MARGIN):
+        return None
+    return (
+        f"fits by {(available - need) / GIB:.2f} GiB of KV cache, within gpusize's {THIN_MARGIN:.0%} error "
+        "on public start-up logs: the next size up is the safe choice, or lower --max-num-seqs"
+    )
+
+
+def headroom_warning(g: PerGpu) -> str | None:
+    """The CUDA context (and, where the release keeps it outside, the graph pool) live outside the
+    budget; warn when our conservative estimate of them exceeds what is left there. Not a verdict: vLLM
+    runs TP=2 on 24 GB cards at 0.9 and 0.98 (engine-logs vllm-13061), where this estimate says it would
+    not."""
+    if g.outside_budget_bytes <= g.outside_budget_limit_bytes:
+        return None
+    return (
+        f"CUDA context + graph pool may need ~{g.outside_budget_bytes / GIB:.1f} GiB outside "
+        f"the budget, {g.outside_budget_limit_bytes / GIB:.1f} GiB left (a cautious estimate from "
+        "public vLLM start-up logs): if start-up fails at CUDA-graph capture, lower "
+        "--gpu-memory-utilization or use --enforce-eager"
+    )
