@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpusize.core.spec import ModelSpec
+from gpusize.core.spec import LayerSpec, ModelSpec
 
 __all__ = [
     "BLOCK_SIZE",
@@ -29,10 +29,12 @@ __all__ = [
     "KvLayout",
     "blocks_per_request",
     "capacity_tokens",
+    "expanded_kv_width",
     "kv_bytes_per_token_per_layer",
     "kv_cache_bytes_per_token",
     "kv_heads_per_gpu",
     "kv_layout",
+    "kv_width",
     "largest_context",
     "pool_blocks",
     "recurrent_state_bytes",
@@ -45,6 +47,25 @@ def kv_heads_per_gpu(num_kv_heads: int, tp: int) -> int:
     return max(1, num_kv_heads // tp)
 
 
+def kv_width(spec: ModelSpec, kv_heads: int) -> int:
+    """Elements one token's K and V take in one attention layer holding `kv_heads` KV heads, as vLLM,
+    SGLang and llama.cpp cache them: 2 x kv_heads x head_dim (llama.cpp's n_embd_k_gqa + n_embd_v_gqa);
+    MLA caches the latent, kv_lora_rank + qk_rope_head_dim, whatever the heads."""
+    if spec.mla:
+        return spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim
+    return 2 * kv_heads * spec.head_dim
+
+
+def expanded_kv_width(spec: ModelSpec, layer: LayerSpec) -> int:
+    """`kv_width` as transformers caches it: MLA's up-projected keys (nope + rope) and values for every
+    attention head of the layer, not the latent (DeepseekV3Attention stores key_states/value_states
+    after kv_b_proj); other layers as `kv_width` with the layer's KV heads."""
+    if spec.mla:
+        m = spec.mla
+        return layer.num_attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+    return kv_width(spec, layer.num_key_value_heads)
+
+
 def kv_bytes_per_token_per_layer(
     spec: ModelSpec, kv_bytes: float, tp: int = 1, kv_heads: int | None = None
 ) -> int:
@@ -53,10 +74,8 @@ def kv_bytes_per_token_per_layer(
     Standard: 2 x (kv_heads / tp, at least 1) x head_dim x bytes.
     MLA: (kv_lora_rank + qk_rope_head_dim) x bytes, no factor 2 and not divided by tp: every
     rank holds the whole latent (vLLM; Kimi-VL logs 31,104 B/token at TP=1 and TP=2)."""
-    if spec.mla:
-        return int((spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim) * kv_bytes)
     heads = spec.num_key_value_heads if kv_heads is None else kv_heads
-    return int(2 * kv_heads_per_gpu(heads, tp) * spec.head_dim * kv_bytes)
+    return int(kv_width(spec, kv_heads_per_gpu(heads, tp)) * kv_bytes)
 
 
 def kv_cache_bytes_per_token(spec: ModelSpec, kv_bytes: float, tp: int = 1) -> int:

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gpusize.core.allocator import Trace
+from gpusize.core.kvcache import expanded_kv_width
 from gpusize.core.spec import LayerSpec, ModelSpec
 
 __all__ = [
@@ -79,12 +80,7 @@ def layer_kv_bytes(spec: ModelSpec, layer: LayerSpec, tokens: int, kv_bytes: flo
     up-projected keys (nope + rope) and values per head, not the latent."""
     if layer.mixer != "attention":
         return 0
-    if spec.mla:
-        m = spec.mla
-        per_token = layer.num_attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
-    else:
-        per_token = 2 * layer.num_key_value_heads * spec.head_dim
-    return int(tokens * per_token * kv_bytes)
+    return int(tokens * expanded_kv_width(spec, layer) * kv_bytes)
 
 
 def _q_width(spec: ModelSpec, layer: LayerSpec) -> int:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from gpusize.core import runtime
 from gpusize.core.engines.base import EngineModel
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.kvcache import kv_width
 from gpusize.core.params import layer_params
 from gpusize.core.plan import Candidate, PerGpu, context_problem
 from gpusize.core.spec import ModelSpec
@@ -66,11 +67,7 @@ def llamacpp_kv_bytes(
     per_seq = n_ctx if unified else n_ctx // n_seq
     full = swa = 0.0
     for layer in spec.attention_layers:
-        width = (
-            spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim
-            if spec.mla
-            else 2 * layer.num_key_value_heads * spec.head_dim
-        )
+        width = kv_width(spec, layer.num_key_value_heads)
         if layer.window is None:
             full += n_ctx * width * size
         else:
