@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from gpusize.core.releases import SGLANG, VLLM
 from gpusize.core.workload import DTYPES, KV_DTYPES
 from gpusize.errors import GpusizeError
 from gpusize.sources.catalog import Catalogs
@@ -173,7 +174,7 @@ EngineVersion = Annotated[
     str | None,
     typer.Option(
         "--engine-version",
-        help="Engine release to model: vLLM 0.10.0-0.33.x, SGLang 0.4.0-0.5.23 (default the newest).",
+        help=f"Engine release to model: vLLM {VLLM.span}, SGLang {SGLANG.span} (default the newest).",
     ),
 ]
 EnforceEager = Annotated[bool, typer.Option("--enforce-eager", help="vLLM: no CUDA graphs.")]

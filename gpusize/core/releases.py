@@ -1,10 +1,11 @@
 """Engine releases gpusize models, and how a version the user names maps onto one (pure).
 
-The behaviour of each release was read from its published source: every vLLM wheel from 0.10.0 to
-0.33.0 and every SGLang wheel from 0.4.0 to 0.5.23 on PyPI (`vllm/_version.py` names the upstream
-commit of each vLLM wheel). A version inside a supported range that is not a known release (a patch
-or a nightly build) is modelled by the newest known release before it, and the answer says so; a
-version outside the ranges is refused with the ranges named.
+The behaviour of each release was read from its published source: every vLLM and SGLang wheel on
+PyPI between the first and the newest release of its table below (`vllm/_version.py` names the
+upstream commit of each vLLM wheel). Help text and README show the ranges from these tables
+(`Releases.span`), never typed by hand. A version inside a supported range that is not a known
+release (a patch or a nightly build) is modelled by the newest known release before it, and the
+answer says so; a version outside the ranges is refused with the ranges named.
 """
 
 from __future__ import annotations
@@ -73,6 +74,17 @@ class Releases:
     def newest(self) -> Version:
         return self.versions[-1]
 
+    @property
+    def bounds(self) -> tuple[str, str]:
+        """The first release modelled and the newest minor line `resolve` accepts: ('0.10.0', '0.33.x')."""
+        high = self.newest
+        return str(self.versions[0]), f"{high.parts[0]}.{high.parts[1]}.x"
+
+    @property
+    def span(self) -> str:
+        """The accepted range as help and README show it: '0.10.0-0.33.x'."""
+        return "-".join(self.bounds)
+
     def resolve(self, text: str | None) -> Release:
         """The release to model for `text` (None: the newest modelled)."""
         if text is None:
@@ -83,7 +95,7 @@ class Releases:
             shown = text.strip()[:30]
             raise InputError(
                 f"--engine-version {shown!r} is not a {self.engine} release gpusize models: "
-                f"supported {low} to {high.parts[0]}.{high.parts[1]}.x (default {high})"
+                f"supported {' to '.join(self.bounds)} (default {high})"
             )
         if not self.exhaustive or any(v == wanted for v in self.versions):
             return Release(wanted, f"{self.engine} {wanted}", engine=self.engine)
@@ -97,7 +109,8 @@ class Releases:
         )
 
 
-#: Every vLLM release on PyPI from 0.10.0 to 0.33.0 (the wheels read for the behaviour table).
+#: Every vLLM release on PyPI from the first to the newest listed (the wheels read for the behaviour
+#: table).
 VLLM = Releases(
     "vLLM",
     (
@@ -109,8 +122,8 @@ VLLM = Releases(
     ),
 )  # fmt: skip
 
-#: SGLang releases on PyPI whose memory settings changed (the era boundaries), 0.4.0 to 0.5.23; any
-#: release between two of them behaves as the older one.
+#: SGLang releases on PyPI whose memory settings changed (the era boundaries), from the first to the
+#: newest listed; any release between two of them behaves as the older one.
 SGLANG = Releases(
     "SGLang",
     (

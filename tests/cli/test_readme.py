@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+from gpusize.core.releases import SGLANG, VLLM
 from tests.conftest import ROOT
 
 README = ROOT / "README.md"
@@ -36,3 +37,17 @@ def test_readme_opens_with_the_two_commands() -> None:
     assert "gpusize fit Qwen3-32B --ctx 32k" in text
     assert "pip install -e '.[test]' && python -m pytest -q" in text
     assert "python -m pytest -q" in (README.parent / ".ci" / "run").read_text()
+
+
+def test_readme_release_ranges_are_the_release_tables() -> None:
+    """The README's prose names the releases core/releases.py models, in the words --help uses."""
+    text = " ".join(README.read_text().split())
+    first, newest = VLLM.versions[0], VLLM.newest
+    assert f"--engine-version X.Y[.Z]` (vLLM {VLLM.span}, SGLang {SGLANG.span};" in text
+    assert f"(vLLM {first.parts[0]}.{first.parts[1]}-{newest.parts[0]}.{newest.parts[1]} by default" in text
+    assert f"newest it has read (vLLM {newest}, SGLang {SGLANG.newest})" in text
+    assert (
+        f"every vLLM wheel from {first} to {newest} and every SGLang wheel from {SGLANG.versions[0]} "
+        f"to {SGLANG.newest} was read" in text
+    )
+    assert f"-{newest} | cards of 160 GiB" in text  # the last row of the behaviour table

@@ -1,4 +1,4 @@
-"""SGLang's memory model (pure), release by release from 0.4.0 to 0.5.23.
+"""SGLang's memory model (pure), release by release over `core.releases.SGLANG` (`SGLANG.span`).
 
 The KV pool has the same formula in every release (model_runner.py `profile_max_num_token`): free
 memory after the weights minus free memory before them x (1 - mem_fraction_static), divided by one

@@ -1,4 +1,4 @@
-"""vLLM's memory model (pure), release by release from 0.10.0 to 0.33.0.
+"""vLLM's memory model (pure), release by release over `core.releases.VLLM` (shown as `VLLM.span`).
 
 Per GPU, the budget (gpu_memory_utilization x CUDA-visible total) must hold weights + activation peak
 + non-torch memory (+ the CUDA-graph estimate from 0.20.0) + the KV blocks the requests need; the CUDA
