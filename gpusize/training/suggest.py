@@ -13,9 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.levers import Change
 from gpusize.core.plan import TP_SIZES
+from gpusize.core.search import Ranking, first_fit, undominated
 from gpusize.core.spec import ModelSpec
-from gpusize.core.suggest import OTHER_GPU_TYPES, Change
+from gpusize.core.suggest import OTHER_GPU_TYPES
 from gpusize.training.plan import TrainCandidate, evaluate, fits
 from gpusize.training.setup import TrainSetup
 
@@ -23,8 +25,10 @@ __all__ = ["MAX_TRAIN_SUGGESTIONS", "TrainSuggestion", "train_fixes"]
 
 #: Most suggestions returned (cheapest first).
 MAX_TRAIN_SUGGESTIONS = 8
-#: Levers from least to most intrusive (ties of price and GPU count).
-_LEVERS = ("grad_ckpt", "batch", "precision", "optimizer", "offload", "gpus", "lora", "qlora", "seq", "gpu")
+#: Levers from least to most intrusive (ties of price and GPU count), ranked as `fit`'s (core/search.py).
+_RANKING = Ranking(
+    ("grad_ckpt", "batch", "precision", "optimizer", "offload", "gpus", "lora", "qlora", "seq", "gpu")
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,13 +78,11 @@ def train_fixes(
         for gpu in (g for g in others if g.name not in asked):
             variant = _Variant("gpu", (Change("--gpu", gpu.name),), f"{gpu.name} instead", None, setup)
             others_found += _first_fit(spec, gpu, _counts(setup, 1, 8), variant, count)
-        found += sorted(others_found, key=_order)[:OTHER_GPU_TYPES]
+        found += _RANKING.cheapest(others_found, OTHER_GPU_TYPES)
     if not found:
         found += _all_levers(spec, setup, gpus, others, count, max_count)
-    best: dict[tuple[str, str], TrainSuggestion] = {}
-    for s in sorted(found, key=_order):
-        best.setdefault((s.lever, s.gpu if len(gpus) == 1 or s.lever == "gpu" else ""), s)
-    return tuple(sorted(best.values(), key=_order)[:MAX_TRAIN_SUGGESTIONS])
+    best = _RANKING.best_per_lever(found, per_gpu=len(gpus) == 1)
+    return tuple(_RANKING.cheapest(best, MAX_TRAIN_SUGGESTIONS))
 
 
 def _counts(setup: TrainSetup, low: int, high: int) -> list[int]:
@@ -109,8 +111,7 @@ def _on_gpu(
         seq = widest.max_seq_tokens
         variant = _Variant("seq", (Change("--seq", str(seq)),), f"sequences of {seq:,} tokens", None, setup)
         out += _first_fit(spec, gpu, [low], replace(variant, setup=replace(setup, seq_tokens=seq)), count)
-    more = {s.gpu: s.num_gpus for s in out if s.lever == "gpus"}
-    return [s for s in out if s.lever == "gpus" or s.num_gpus < more.get(s.gpu, 1 << 30)]
+    return undominated(out)
 
 
 def _all_levers(
@@ -145,7 +146,7 @@ def _all_levers(
                 found += made
                 break
     if found or not steps:
-        return sorted(found, key=_order)[:OTHER_GPU_TYPES]
+        return _RANKING.cheapest(found, OTHER_GPU_TYPES)
     light = next((st for st in steps if "micro-batch" in st.summary), steps[0])  # cut the sequence
     for gpu in gpus:
         top = _counts(light.setup, count or 1, max_count)[-1]
@@ -221,16 +222,19 @@ def _variants(setup: TrainSetup) -> list[_Variant]:
 def _first_fit(
     spec: ModelSpec, gpu: GpuSpec, counts: list[int], variant: _Variant, asked: int | None
 ) -> list[TrainSuggestion]:
-    for n in counts:
-        job = variant.setup
-        if n > 1 and job.sharding == "none":
-            continue
-        if not fits(spec, job, gpu, n):  # the fit test alone, before the searches of a full evaluation
-            continue
-        c = evaluate(spec, job, gpu, n)
-        if c.fits:
-            return [_suggestion(c, variant, gpu, n, asked)]
-    return []
+    return first_fit(counts, lambda n: _made(spec, gpu, n, variant, asked))
+
+
+def _made(
+    spec: ModelSpec, gpu: GpuSpec, n: int, variant: _Variant, asked: int | None
+) -> TrainSuggestion | None:
+    job = variant.setup
+    if n > 1 and job.sharding == "none":
+        return None
+    if not fits(spec, job, gpu, n):  # the fit test alone, before the searches of a full evaluation
+        return None
+    c = evaluate(spec, job, gpu, n)
+    return _suggestion(c, variant, gpu, n, asked) if c.fits else None
 
 
 def _suggestion(
@@ -258,8 +262,3 @@ def _suggestion(
         lever=variant.lever,
         memory_bytes=gpu.visible_bytes * n,
     )
-
-
-def _order(s: TrainSuggestion) -> tuple[bool, float, int, int, int]:
-    price = s.usd_per_hour
-    return (price is None, price or 0.0, s.num_gpus, s.memory_bytes, _LEVERS.index(s.lever))

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.levers import NO_LEVERS, Levers
 from gpusize.core.plan import Evaluator
 from gpusize.core.releases import Releases
 from gpusize.core.spec import ModelSpec
@@ -48,3 +49,5 @@ class EngineModel:
     effective_settings: EffectiveSettings = _none
     releases: Releases = UNVERSIONED
     refuses_context: ContextRefusal = _accepts
+    #: What a fix suggestion may change on this engine (core/levers.py), declared by its module.
+    levers: Levers = NO_LEVERS

@@ -11,12 +11,13 @@ when there is one, else from config arithmetic.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpusize.core import runtime
 from gpusize.core.engines.base import EngineModel
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.kvcache import kv_width
+from gpusize.core.levers import Levers, Variant, one
 from gpusize.core.params import layer_params
 from gpusize.core.plan import Candidate, PerGpu, context_problem
 from gpusize.core.spec import ModelSpec
@@ -28,6 +29,7 @@ __all__ = [
     "ENGINE",
     "LLAMACPP_CTX_PAD",
     "LLAMACPP_KV_BYTES",
+    "LEVERS",
     "LLAMACPP_UBATCH",
     "LlamaCppSplit",
     "estimated_layers",
@@ -35,6 +37,7 @@ __all__ = [
     "llamacpp_compute_bytes",
     "llamacpp_kv_bytes",
     "llamacpp_split",
+    "offload_variant",
 ]
 
 VERSION = "0c1e57098 (Nov 2025)"
@@ -228,6 +231,28 @@ def effective_settings(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) ->
     }
 
 
+def offload_variant(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> Variant | None:
+    """The most layers on the GPUs (-ngl) that fit; the rest run from system RAM. None when not one
+    layer fits."""
+    layers = spec.num_hidden_layers + 1  # the output head counts as one layer
+    lo, hi = 0, min(work.engine.n_gpu_layers or layers, layers) - 1
+    while lo < hi:  # the largest count that fits
+        mid = (lo + hi + 1) // 2
+        fits = evaluate(spec, gpu, n, replace(work, engine=replace(work.engine, n_gpu_layers=mid))).fits
+        lo, hi = (mid, hi) if fits else (lo, mid - 1)
+    if lo < 1:
+        return None
+    fewer = replace(work, engine=replace(work.engine, n_gpu_layers=lo))
+    host = evaluate(spec, gpu, n, fewer).host_bytes or 0
+    note = (
+        f"the other layers run from system RAM ({host / GIB:.1f} GiB), at the host's bandwidth: much slower"
+    )
+    return one("offload", "--n-gpu-layers", str(lo), f"{lo} of {layers} layers", note, fewer)
+
+
+#: Fix-suggestion levers (core/levers.py): layers left in system RAM; an FP8-class KV cache is q8_0.
+LEVERS = Levers(kv_note="llama.cpp: -ctk q8_0 -ctv q8_0", offload=offload_variant)
+
 ENGINE = EngineModel(
     name="llamacpp",
     version=f"llama.cpp {VERSION}",
@@ -236,4 +261,5 @@ ENGINE = EngineModel(
     settings=frozenset({"n_gpu_layers", "flash_attn", "split_mode"}),
     evaluate=evaluate,
     effective_settings=effective_settings,
+    levers=LEVERS,
 )

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.base import EngineModel
+from gpusize.core.engines.vllm.pool import THIN_MARGIN
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.levers import Levers
 from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, yarn_flag
 from gpusize.core.releases import SGLANG, Version, parse_version
 from gpusize.core.spec import ModelSpec
@@ -27,6 +29,7 @@ from gpusize.units import GIB
 __all__ = [
     "DIST_INIT_TPN",
     "ENGINE",
+    "LEVERS",
     "SglangDefaults",
     "context_refusal",
     "evaluate",
@@ -231,6 +234,16 @@ def effective_settings(
     }
 
 
+#: Fix-suggestion levers (core/levers.py): SGLang's flag names, FP8 weights quantized while loading, and
+#: the paged pool's thin margin, vLLM's (the same model error on public start-up logs).
+LEVERS = Levers(
+    display="SGLang",
+    count_flag="--tensor-parallel-size",
+    context_flag="--context-length",
+    quantizes=True,
+    thin_margin=THIN_MARGIN,
+)
+
 ENGINE = EngineModel(
     name="sglang",
     version=f"SGLang {SGLANG.newest}",
@@ -241,4 +254,5 @@ ENGINE = EngineModel(
     effective_settings=effective_settings,
     releases=SGLANG,
     refuses_context=context_refusal,
+    levers=LEVERS,
 )

@@ -11,7 +11,8 @@ as conformance tests (tests/core/test_conformance.py, tests/core/test_vllm_relea
 
 One module per concern: `behaviour` (the release table), `scheduler` (batch limits), `overhead`
 (activation peak, non-torch memory, CUDA graphs), `pool` (one instance's KV pool and verdict) and
-`pipeline` (TP x PP, multi-node); this package assembles them into `ENGINE`.
+`pipeline` (TP x PP, multi-node), `levers` (what a fix suggestion may change); this package
+assembles them into `ENGINE`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 from gpusize.core import kvcache
 from gpusize.core.engines.base import EngineModel
 from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour, context_refusal, utilization
+from gpusize.core.engines.vllm.levers import LEVERS
 from gpusize.core.engines.vllm.overhead import (
     CAPTURE_SIZES,
     CUDA_GRAPH_PER_CAPTURE,
@@ -64,6 +66,7 @@ __all__ = [
     "FLASHINFER_SAMPLER_COPIES",
     "HIDDEN_STATE_COPIES",
     "HUGE_GPU_BYTES",
+    "LEVERS",
     "LARGE_GPU_BYTES",
     "NCCL_INIT_TPN",
     "NON_TORCH_PP",
@@ -141,4 +144,5 @@ ENGINE = EngineModel(
     refuses_context=lambda spec, work: context_refusal(
         spec, work.context_tokens, behaviour(work.release.version)
     ),
+    levers=LEVERS,
 )

@@ -1,0 +1,62 @@
+"""vLLM's fix-suggestion levers: its flag names, FP8/int4 weights, its settings that leave the KV cache
+more room, and a pipeline across servers (core/levers.py; searched by core/suggest.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gpusize.core.engines.vllm.behaviour import utilization
+from gpusize.core.engines.vllm.pipeline import evaluate_nodes
+from gpusize.core.engines.vllm.pool import THIN_MARGIN
+from gpusize.core.engines.vllm.scheduler import scheduler_limits, scheduler_note
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.levers import Levers, Variant, one
+from gpusize.core.workload import Workload
+
+__all__ = ["HIGH_UTILIZATION", "LEVERS", "MIN_SEQS", "setting_levers"]
+
+#: The highest --gpu-memory-utilization suggested: vLLM's own docs raise it to 0.95 for more KV cache
+#: (docs.vllm.ai "Conserving Memory"); above it the CUDA context and graph capture have little room.
+HIGH_UTILIZATION = 0.95
+#: The smallest --max-num-seqs suggested: below it a server runs too few requests at once to be a
+#: useful fix.
+MIN_SEQS = 32
+
+
+def setting_levers(work: Workload, gpu: GpuSpec) -> list[Variant]:
+    """vLLM settings that leave the KV cache more room: fewer sequences per step (its sampler and
+    CUDA-graph reservations scale with them), a higher memory utilization."""
+    out: list[Variant] = []
+    seqs = scheduler_limits(gpu, work).max_num_seqs
+    note = scheduler_note(gpu, work)
+    for value in _halvings(seqs, max(work.batch, MIN_SEQS)):
+        fewer = replace(work, engine=replace(work.engine, max_num_seqs=value))
+        out.append(
+            one("seqs", "--max-num-seqs", str(value), f"at most {value} sequences per step", note, fewer)
+        )
+    if utilization(work) < HIGH_UTILIZATION:
+        higher = replace(work, engine=replace(work.engine, gpu_memory_utilization=HIGH_UTILIZATION))
+        summary = f"memory utilization {HIGH_UTILIZATION}"
+        out.append(
+            one("utilization", "--gpu-memory-utilization", f"{HIGH_UTILIZATION}", summary, None, higher)
+        )
+    return out
+
+
+def _halvings(value: int, floor: int) -> list[int]:
+    out, v = [], value // 2
+    while v >= floor:
+        out.append(v)
+        v //= 2
+    return out
+
+
+LEVERS = Levers(
+    display="vLLM",
+    count_flag="--tensor-parallel-size",
+    context_flag="--max-model-len",
+    quantizes=True,
+    thin_margin=THIN_MARGIN,
+    settings=setting_levers,
+    nodes=evaluate_nodes,
+)

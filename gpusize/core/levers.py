@@ -1,0 +1,83 @@
+"""What a fix suggestion may change on an engine (pure), declared by each engine (`EngineModel.levers`).
+
+A lever is a workload variant: the flags a person passes and the workload they give, evaluated by the
+same engine model as the plan (core/suggest.py searches and ranks them). The levers every engine shares
+(more GPUs, another GPU type, a shorter context, fewer sequences) live in core/suggest.py; what differs
+by engine (its flag names, whether it quantizes while loading, its own settings, offload, a pipeline
+across servers) is declared here by the engine's own module, so no module compares an engine's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.plan import Candidate
+from gpusize.core.spec import ModelSpec
+from gpusize.core.workload import Workload
+
+__all__ = ["NO_LEVERS", "Change", "Levers", "NodeEvaluator", "Offload", "SettingLevers", "Variant", "one"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One flag to pass, under the engine's own name where the engine has the setting."""
+
+    flag: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A workload with one lever pulled: its name (core/suggest.py ranks by it), the flags, a summary,
+    what the change needs or why it works, and the workload to evaluate."""
+
+    lever: str
+    changes: tuple[Change, ...]
+    summary: str
+    note: str | None
+    work: Workload
+
+
+def one(lever: str, flag: str, value: str, summary: str, note: str | None, work: Workload) -> Variant:
+    """A variant that changes one flag."""
+    return Variant(lever, (Change(flag, value),), summary, note, work)
+
+
+#: The engine's own settings that leave the KV cache more room on this GPU (vLLM: fewer sequences per
+#: step, a higher memory utilization), each a variant.
+SettingLevers = Callable[[Workload, GpuSpec], list[Variant]]
+#: Layers left in system RAM (llama.cpp -ngl): the variant with the most layers on `n` GPUs that fit.
+Offload = Callable[[ModelSpec, Workload, GpuSpec, int], Variant | None]
+#: The model over `nodes` servers of 8 GPUs (vLLM: TP=8 x PP=nodes).
+NodeEvaluator = Callable[[ModelSpec, GpuSpec, int, Workload], Candidate]
+
+
+def _no_settings(work: Workload, gpu: GpuSpec) -> list[Variant]:
+    return []
+
+
+@dataclass(frozen=True)
+class Levers:
+    """The fix-suggestion levers of one engine."""
+
+    #: The engine's name in a note ("vLLM quantizes the weights to FP8 while loading").
+    display: str = ""
+    #: The flag of the GPU count and of the context, under the engine's name (gpusize takes both).
+    count_flag: str = "--gpus"
+    context_flag: str = "--ctx"
+    #: FP8 weights quantized while loading, int4 from a pre-quantized AWQ/GPTQ checkpoint.
+    quantizes: bool = False
+    #: How the engine spells an FP8-class KV cache, where its flag differs (llama.cpp's q8_0).
+    kv_note: str | None = None
+    #: A paged KV pool within this fraction of what the requests need is no suggestion (the model's
+    #: error on public start-up logs); None: no such margin.
+    thin_margin: float | None = None
+    settings: SettingLevers = _no_settings
+    offload: Offload | None = None
+    nodes: NodeEvaluator | None = None
+
+
+#: An engine with only the shared levers (transformers).
+NO_LEVERS = Levers()

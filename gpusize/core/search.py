@@ -1,0 +1,69 @@
+"""The search and ranking fix suggestions share (pure): `fit`'s (core/suggest.py) and `train`'s
+(training/suggest.py) suggestions are ranked alike, cheapest first: the catalog's price per hour for
+all the GPUs where priced, else fewer GPUs, then less memory; among equals the least intrusive lever.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+__all__ = ["Ranked", "Ranking", "first_fit", "undominated"]
+
+
+class Ranked(Protocol):
+    """What the ranking reads of a suggestion."""
+
+    @property
+    def lever(self) -> str: ...
+    @property
+    def gpu(self) -> str: ...
+    @property
+    def num_gpus(self) -> int: ...
+    @property
+    def memory_bytes(self) -> int: ...
+    @property
+    def usd_per_hour(self) -> float | None: ...
+
+
+S = TypeVar("S", bound=Ranked)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Cheapest first, with `levers` from least to most intrusive breaking a tie of price and GPUs."""
+
+    levers: tuple[str, ...]
+
+    def key(self, s: Ranked) -> tuple[bool, float, int, int, int]:
+        price = s.usd_per_hour
+        return (price is None, price or 0.0, s.num_gpus, s.memory_bytes, self.levers.index(s.lever))
+
+    def cheapest(self, found: Sequence[S], limit: int) -> list[S]:
+        return sorted(found, key=self.key)[:limit]
+
+    def best_per_lever(self, found: Sequence[S], per_gpu: bool) -> list[S]:
+        """One suggestion per lever (and GPU type, when one type was asked for), the cheapest."""
+        best: dict[tuple[str, str], S] = {}
+        for s in sorted(found, key=self.key):
+            key = (s.lever, s.gpu if per_gpu or s.lever == "gpu" else "")
+            best.setdefault(key, s)
+        return list(best.values())
+
+
+def undominated(found: Sequence[S]) -> list[S]:
+    """Drop a lever that needs at least as many GPUs as adding GPUs alone does (two changes where
+    one is enough)."""
+    more = {s.gpu: s.num_gpus for s in found if s.lever == "gpus"}
+    return [s for s in found if s.lever == "gpus" or s.num_gpus < more.get(s.gpu, 1 << 30)]
+
+
+def first_fit(counts: Iterable[int], made: Callable[[int], T | None]) -> list[T]:
+    """The suggestion at the first GPU count where `made` gives one (the fewest GPUs it needs)."""
+    for n in counts:
+        found = made(n)
+        if found is not None:
+            return [found]
+    return []
