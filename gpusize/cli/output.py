@@ -5,7 +5,10 @@ A closed pipe (`| head -c1`) loses the rest of the answer and keeps the exit cod
 closed stdout (`>&-`) means the answer was not delivered: exit 2 with one line. Python sets
 sys.stdout / sys.stderr to None when the process starts with that descriptor closed; every write here
 expects that. A device or FIFO named by -o (`/dev/stdout`, `/dev/full`) is written in place, never
-replaced by a rename.
+replaced by a rename. A file the user made read-only (no write bit, or no write access) is refused,
+not replaced, even for root, whose rename could replace it. Two outputs of one command (-o and --svg)
+may not name the same file, since the second would replace the first answer; only a character device
+(a terminal, /dev/null) may be named twice, as it takes one answer after the other.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 from gpusize.errors import OutputError
 from gpusize.render.text import safe
 
-__all__ = ["silence_stdout", "warn", "write_file", "write_stderr", "write_stdout"]
+__all__ = ["distinct_outputs", "silence_stdout", "warn", "write_file", "write_stderr", "write_stdout"]
 
 
 def silence_stdout() -> None:
@@ -67,6 +70,30 @@ def warn(message: str) -> None:
     write_stderr(f"gpusize: warning: {safe(message, limit=2000)}\n")
 
 
+def distinct_outputs(outputs: dict[str, str | None]) -> None:
+    """Refuse two outputs (option -> path) that name one file, checked before anything is written."""
+    named = [(option, path) for option, path in outputs.items() if path]
+    for i, (first, a) in enumerate(named):
+        for second, b in named[i + 1 :]:
+            if _same_target(a, b):
+                raise OutputError(
+                    f"{safe(a, limit=200)}: named by both {first} and {second}; "
+                    "the second would replace the first: give each its own file"
+                )
+
+
+def _same_target(a: str, b: str) -> bool:
+    """Whether `a` and `b` are one file (through links and relative paths) that is not a character
+    device; os.path.samefile when both exist, else the resolved absolute paths."""
+    try:
+        try:
+            return os.path.samefile(a, b) and not stat.S_ISCHR(os.stat(a).st_mode)
+        except FileNotFoundError:
+            return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, ValueError):  # unreadable or a NUL byte: write_file names the problem
+        return False
+
+
 def write_file(path: str, text: str) -> None:
     """Write `text` to `path` atomically (a temp file renamed over it, so a failure leaves the old file
     or nothing); a symlink is followed; a device or FIFO is written in place."""
@@ -82,6 +109,10 @@ def write_file(path: str, text: str) -> None:
     if mode is not None and not stat.S_ISREG(mode):  # /dev/stdout, /dev/full, a FIFO
         _write_in_place(Path(path), text, shown)
         return
+    if mode is not None and (not mode & 0o222 or not os.access(path, os.W_OK)):  # root passes access()
+        raise OutputError(
+            f"{shown}: is read-only, so it is not replaced; make it writable or pick another file"
+        )
     target = Path(os.path.realpath(path)) if mode is not None else Path(path)
     parent = target.parent
     if not parent.is_dir():

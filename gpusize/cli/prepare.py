@@ -214,6 +214,8 @@ def rope_scaled(spec: ModelSpec, rope: str | None) -> ModelSpec:
         return spec
     parts = rope.strip().lower().split(":")
     try:
+        if len(parts) > 3:
+            raise ValueError("an extra field")
         kind, factor = parts[0], float(parts[1])
         original = int(parts[2]) if len(parts) > 2 else None
     except (IndexError, ValueError):

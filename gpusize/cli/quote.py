@@ -35,7 +35,7 @@ from gpusize.cli.options import (
     Utilization,
     complete_gpu,
 )
-from gpusize.cli.output import write_file
+from gpusize.cli.output import distinct_outputs, write_file
 from gpusize.errors import UsageError
 from gpusize.render.export import text_svg, to_csv, to_html, to_markdown
 from gpusize.render.quote import render_quote
@@ -100,6 +100,7 @@ def quote(
     Example: gpusize quote Llama-3.3-70B --ctx 32k --users 50 --format markdown
     """
     form = output_format(fmt, as_json, FORMATS)
+    distinct_outputs({"-o": output, "--svg": svg})
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
     flags = prepare.EngineFlags.of(locals())

@@ -13,6 +13,7 @@ import re
 import shlex
 import shutil
 import textwrap
+import unicodedata
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -28,11 +29,17 @@ __all__ = [
 ]
 
 DEFAULT_WIDTH = 80
+# Unicode categories `safe` escapes beyond the C0/C1 controls: format (Cf), surrogate (Cs), line and
+# paragraph separators (Zl, Zp). https://www.unicode.org/reports/tr44/#General_Category_Values
+_HIDDEN = frozenset({"Cf", "Cs", "Zl", "Zp"})
 _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
 
 def safe(text: str, keep_newlines: bool = False, limit: int = 10_000) -> str:
-    """Every control character (C0 but tab, DEL, C1, and newlines unless kept) shown as an escape."""
+    """Every character a terminal would act on or hide shown as an escape: control characters (C0 but
+    tab, DEL, C1, and newlines unless kept) as `\\x1b`; format characters (Unicode category Cf: bidi
+    controls such as U+202E, zero-width joiners and spaces, U+FEFF), line and paragraph separators and
+    lone surrogates (Cs, which no UTF-8 stream can carry) as `\\u200d`."""
     out = []
     for ch in text[:limit]:
         code = ord(ch)
@@ -40,8 +47,8 @@ def safe(text: str, keep_newlines: bool = False, limit: int = 10_000) -> str:
             out.append(ch)
         elif code < 0x20 or 0x7F <= code < 0xA0:
             out.append(f"\\x{code:02x}")
-        elif code in (0x2028, 0x2029, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069):  # line/paragraph, bidi
-            out.append(f"\\u{code:04x}")
+        elif code > 0xA0 and unicodedata.category(ch) in _HIDDEN:
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
         else:
             out.append(ch)
     return "".join(out) + ("..." if len(text) > limit else "")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from gpusize.sources.catalog import find_model
 from tests.conftest import ROOT
 
 ENV = {
@@ -105,6 +106,85 @@ def test_output_file_is_replaced_atomically(tmp_path: Path) -> None:
     r = gpusize("quote", "Qwen3-8B", "--format", "csv", "-o", str(out))
     assert r.returncode == 0 and out.read_text().startswith("GPU,")
     assert [p.name for p in tmp_path.iterdir()] == ["quote.csv"]
+
+
+@pytest.mark.parametrize(
+    "output, svg",
+    [("F", "F"), ("link", "F"), ("F", "sub/../F"), ("new", "new")],
+)
+def test_two_outputs_naming_one_file_exit_2(tmp_path: Path, output: str, svg: str) -> None:
+    """-o and --svg on one file: the second write replaced the first answer, exit 0 (issue 18)."""
+    (tmp_path / "F").write_text("old")
+    (tmp_path / "link").symlink_to(tmp_path / "F")
+    (tmp_path / "sub").mkdir()
+    r = gpusize("quote", "Qwen3-8B", "-o", str(tmp_path / output), "--svg", str(tmp_path / svg))
+    assert_one_line(r, str(tmp_path / output), "-o and --svg")
+    assert r.stdout == ""
+    assert (tmp_path / "F").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["F", "link", "sub"]
+
+
+def test_two_outputs_may_share_a_character_device() -> None:
+    r = gpusize("quote", "Qwen3-8B", "-o", "/dev/null", "--svg", "/dev/null")
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("option", ["-o", "--svg"])
+@pytest.mark.parametrize("via_link", [False, True])
+def test_read_only_output_file_is_not_replaced(tmp_path: Path, option: str, via_link: bool) -> None:
+    """A 0444 file in a writable folder: the rename replaced it, even though the user (root too, as
+    these tests run) made it read-only (issue 18)."""
+    out = tmp_path / "quote.csv"
+    out.write_text("old")
+    out.chmod(0o444)
+    named = out
+    if via_link:
+        named = tmp_path / "link"
+        named.symlink_to(out)
+    r = gpusize("quote", "Qwen3-8B", "--format", "csv", option, str(named))
+    assert_one_line(r, str(named), "read-only")
+    assert out.read_text() == "old" and (out.stat().st_mode & 0o777) == 0o444
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"quote.csv", named.name})
+
+
+# --------------------------------------------------------------------------- strings UTF-8 cannot hold
+
+
+def _surrogate_config(tmp_path: Path) -> Path:
+    """A config.json whose architectures and model_type hold a lone surrogate, written as the JSON
+    escape that json.loads accepts."""
+    config = dict(find_model("Qwen3-8B").config)
+    text = json.dumps(config | {"architectures": ["Evil\ud800ForCausalLM"], "model_type": "mystery\udfff"})
+    (tmp_path / "config.json").write_text(text)
+    assert "\\ud800" in text
+    return tmp_path
+
+
+def _strings(data: object) -> list[str]:
+    if isinstance(data, dict):
+        return [*data, *(s for v in data.values() for s in _strings(v))]
+    if isinstance(data, list):
+        return [s for v in data for s in _strings(v)]
+    return [data] if isinstance(data, str) else []
+
+
+def test_lone_surrogate_never_reaches_the_json(tmp_path: Path) -> None:
+    """json.dumps wrote "\\ud800", which strict parsers reject: every string must encode as UTF-8."""
+    r = gpusize("fit", str(_surrogate_config(tmp_path)), "--best-effort", "--json")
+    assert r.returncode in (0, 1), r.stderr
+    strings = _strings(json.loads(r.stdout))
+    for text in strings:
+        text.encode("utf-8")  # raises on a lone surrogate
+    assert "Evil\ufffdForCausalLM" in strings
+
+
+def test_lone_surrogate_is_shown_escaped_in_text(tmp_path: Path) -> None:
+    """The text answer failed to encode ('cannot write to standard output', exit 2)."""
+    r = gpusize("fit", str(_surrogate_config(tmp_path)), "--best-effort")
+    assert r.returncode in (0, 1), r.stderr
+    assert "mystery\\udfff" in r.stdout
+    r = gpusize("fit", str(tmp_path))
+    assert_one_line(r, "mystery\\udfff")
 
 
 @pytest.mark.parametrize("args", [FITS, ["quote", "Qwen3-8B", "--format", "csv"], ["gpus"]])

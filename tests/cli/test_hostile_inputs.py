@@ -343,6 +343,14 @@ def test_bad_numbers_are_one_line(args: list[str], fragment: str) -> None:
     assert len(r.stderr) < 400
 
 
+@pytest.mark.parametrize("value", ["yarn:4:32768:9", "yarn:4:32768:", "linear:2:4096:1:1"])
+def test_rope_scaling_with_an_extra_field_names_the_accepted_form(value: str) -> None:
+    """yarn:4:32768:9 dropped the 9 silently and sized yarn:4:32768 (issue 18)."""
+    assert_one_line_error(
+        run_in_process("fit", "Qwen3-8B", "--rope-scaling", value), "yarn:FACTOR[:ORIGINAL]"
+    )
+
+
 def test_context_is_shown_as_given_never_as_a_float() -> None:
     data = assert_sane_answer(run_in_process("fit", "Qwen3-8B", "--ctx", "32K", "--gpu", "H200", "--json"))
     assert data["workload"]["context_tokens"] == 32768
@@ -423,6 +431,20 @@ def test_no_control_character_from_a_file_reaches_the_terminal(
     assert "evil" in (r.stdout + r.stderr).lower() or "mystery" in r.stdout + r.stderr
     for stream in (r.stdout, r.stderr):
         assert "\x1b" not in stream and "\x07" not in stream, stream[:2000]
+
+
+@pytest.mark.parametrize(
+    "char", ["\u200d", "\u200b", "\u00ad", "\u2060", "\ufeff", "\u202e", "\u2066", "\U000e0001"]
+)
+def test_format_characters_in_a_name_are_escaped(char: str) -> None:
+    """A zero-width joiner (any Unicode format character, category Cf) was echoed raw in the error line,
+    so the name shown looked like the one the catalog holds (issue 18)."""
+    code = ord(char)
+    escape = f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+    for args in (["fit", f"Qwen{char}3-8B"], ["fit", "Qwen3-8B", "--gpu", f"H1{char}00"]):
+        r = run_in_process(*args)
+        assert_one_line_error(r, escape)
+        assert char not in r.stderr
 
 
 def test_bad_quant_method_with_escapes_is_one_safe_line(tmp_path: Path) -> None:
