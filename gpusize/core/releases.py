@@ -73,6 +73,12 @@ class Releases:
     def newest(self) -> Version:
         return self.versions[-1]
 
+    @property
+    def span(self) -> str:
+        """The modelled range as help and messages show it: '0.10.0-0.33.x'."""
+        low, high = self.versions[0], self.versions[-1]
+        return f"{low}-{high.parts[0]}.{high.parts[1]}.x"
+
     def resolve(self, text: str | None) -> Release:
         """The release to model for `text` (None: the newest modelled)."""
         if text is None:

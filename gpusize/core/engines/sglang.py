@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.base import EngineModel
+from gpusize.core.engines.vllm import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, yarn_flag
 from gpusize.core.releases import SGLANG, Version, parse_version
@@ -143,6 +144,14 @@ def mem_fraction(gpu: GpuSpec, tp: int, work: Workload, spec: ModelSpec | None =
     return defaults.mem_fraction_static
 
 
+def default_running_requests(gpu: GpuSpec, work: Workload) -> int:
+    """The cap on running requests when --max-running-requests is not given: vLLM's per-device
+    scheduler default (1024 on large GPUs, 256 below), as gpusize has always applied it to SGLang.
+    SGLang's own rule (its req_to_token pool size) is not modelled yet; this keeps the answers as
+    they were."""
+    return scheduler_limits(gpu, work).max_num_seqs
+
+
 def context_refusal(spec: ModelSpec, work: Workload) -> str | None:
     """SGLang refuses --context-length above the derived length (max_position_embeddings x the rope
     factor, x1 when the config gives original_max_position_embeddings), except 0.4.4-0.4.10.post2 where
@@ -236,9 +245,13 @@ ENGINE = EngineModel(
     version=f"SGLang {SGLANG.newest}",
     note="SGLang: KV pool = free memory after weights - free memory before weights x "
     "(1 - mem_fraction_static); default fraction from GPU size, TP and the release",
-    settings=frozenset({"version", "mem_fraction_static", "chunked_prefill_size", "max_running_requests"}),
     evaluate=evaluate,
     effective_settings=effective_settings,
     releases=SGLANG,
     refuses_context=context_refusal,
+    budget=lambda spec, gpu, tp, work: mem_fraction(gpu, tp, work, spec),
+    max_sequences=lambda gpu, work: work.engine.max_running_requests or default_running_requests(gpu, work),
+    pages_kv=True,
+    serves=True,
+    quantizes_on_load=True,
 )
