@@ -8,23 +8,14 @@ from gpusize.cli import prepare
 from gpusize.cli.app import app
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
-    ChunkedPrefill,
     Dtype,
-    EnforceEager,
-    Engine,
-    EngineVersion,
-    ExpertParallel,
-    FlashinferSampler,
+    EngineValues,
     Format,
     GpuCount,
     GpuName,
     GpusFile,
     Json,
     KvDtype,
-    MaxNumBatchedTokens,
-    MaxNumSeqs,
-    MaxRunningRequests,
-    MemFraction,
     Model,
     ModelsFile,
     Quantization,
@@ -32,7 +23,7 @@ from gpusize.cli.options import (
     ReservedMib,
     Revision,
     RopeScaling,
-    Utilization,
+    engine_options,
 )
 from gpusize.cli.output import write_file
 from gpusize.render.curve import render_curve
@@ -44,24 +35,16 @@ __all__ = ["curve"]
 
 
 @app.command(short_help="Concurrent sequences against context length for one plan.")
+@engine_options("vllm", "sglang")
 def curve(
     model: Model,
+    *,
     gpu: GpuName = "H100",
     gpus: GpuCount = 1,
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
     quantization: Quantization = None,
-    engine: Engine = None,
-    engine_version: EngineVersion = None,
-    utilization: Utilization = None,
-    max_num_seqs: MaxNumSeqs = None,
-    max_num_batched_tokens: MaxNumBatchedTokens = None,
-    enforce_eager: EnforceEager = False,
-    expert_parallel: ExpertParallel = False,
-    flashinfer_sampler: FlashinferSampler = False,
-    mem_fraction: MemFraction = None,
-    chunked_prefill: ChunkedPrefill = None,
-    max_running_requests: MaxRunningRequests = None,
+    engine_values: EngineValues,
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
     revision: Revision = None,
@@ -79,8 +62,19 @@ def curve(
     count = prepare.gpu_count(gpus) or 1
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
-    flags = prepare.EngineFlags.of(locals())
-    work = prepare.workload(spec, prepare.request(resolved, spec, "1k", flags, 1, dtype, kv_dtype))
+    work = prepare.workload(
+        spec,
+        prepare.request(
+            resolved,
+            spec,
+            "1k",
+            engine_values,
+            dtype=dtype,
+            kv_dtype=kv_dtype,
+            quantization=quantization,
+            reserved_mib=reserved_mib,
+        ),
+    )
     where = prepare.targets(gpu, cats, count)
     report = build_curve(resolved, spec, where.gpus[0], count, work)
     if svg:

@@ -8,41 +8,27 @@ from gpusize.cli import prepare
 from gpusize.cli.app import app
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
-    AttnImplementation,
     Batch,
     BestEffort,
-    ChunkedPrefill,
     Ctx,
     Dtype,
-    EnforceEager,
-    Engine,
-    EngineVersion,
-    ExpandableSegments,
-    ExpertParallel,
-    FlashAttn,
-    FlashinferSampler,
+    EngineValues,
     Format,
     GpuCount,
     GpuName,
     GpusFile,
     Json,
     KvDtype,
-    MaxNumBatchedTokens,
-    MaxNumSeqs,
-    MaxRunningRequests,
-    MemFraction,
     Model,
     ModelsFile,
     Mtp,
-    NGpuLayers,
     Quantization,
     Quiet,
     ReservedMib,
     Revision,
     RopeScaling,
     ShowAll,
-    TransformersVersion,
-    Utilization,
+    engine_options,
 )
 from gpusize.errors import UsageError
 from gpusize.render.fit import render_fit
@@ -52,8 +38,10 @@ __all__ = ["fit"]
 
 
 @app.command(short_help="Memory needed and the smallest set of GPUs in one server.")
+@engine_options("vllm", "sglang", "llamacpp", "transformers")
 def fit(
     model: Model,
+    *,
     ctx: Ctx = "8k",
     batch: Batch = 1,
     dtype: Dtype = "auto",
@@ -61,24 +49,9 @@ def fit(
     quantization: Quantization = None,
     gpu: GpuName = None,
     gpus: GpuCount = None,
-    engine: Engine = None,
-    engine_version: EngineVersion = None,
-    utilization: Utilization = None,
-    max_num_seqs: MaxNumSeqs = None,
-    max_num_batched_tokens: MaxNumBatchedTokens = None,
-    enforce_eager: EnforceEager = False,
-    expert_parallel: ExpertParallel = False,
-    flashinfer_sampler: FlashinferSampler = False,
-    mem_fraction: MemFraction = None,
-    chunked_prefill: ChunkedPrefill = None,
-    max_running_requests: MaxRunningRequests = None,
-    n_gpu_layers: NGpuLayers = None,
-    flash_attn: FlashAttn = False,
+    engine_values: EngineValues,
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
-    attn_implementation: AttnImplementation = None,
-    transformers_version: TransformersVersion = None,
-    expandable_segments: ExpandableSegments = False,
     mtp: Mtp = False,
     nodes: int | None = typer.Option(
         None, "--nodes", help="Allow N servers of 8 GPUs (TP=8 x PP=N) when one server is not enough."
@@ -99,10 +72,23 @@ def fit(
     prepare.gpu_count(gpus)
     if nodes is not None and not 2 <= nodes <= 64:
         raise UsageError(f"invalid --nodes {nodes}: use 2 to 64 servers")
-    flags = prepare.EngineFlags.of(locals())
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, best_effort, cats, rope_scaling)
-    work = prepare.workload(spec, prepare.request(resolved, spec, ctx, flags, batch, dtype, kv_dtype, mtp))
+    work = prepare.workload(
+        spec,
+        prepare.request(
+            resolved,
+            spec,
+            ctx,
+            engine_values,
+            batch=batch,
+            dtype=dtype,
+            kv_dtype=kv_dtype,
+            mtp=mtp,
+            quantization=quantization,
+            reserved_mib=reserved_mib,
+        ),
+    )
     where = prepare.targets(gpu, cats, gpus)
     others = cats.gpus() if where.local_count is None else ()  # this machine's GPUs: no other type
     report = build_fit_report(resolved, spec, work, where.gpus, gpus, where.max_count, nodes, others)

@@ -7,54 +7,44 @@ Names follow the engines' own flags where one exists (`--max-model-len`, `--tens
 
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from gpusize.core.releases import SGLANG, VLLM
+from gpusize.core.settings import ENGINE_LABELS, EngineName, EngineSettings, Setting, declared
 from gpusize.core.workload import DTYPES, KV_DTYPES
 from gpusize.errors import GpusizeError
 from gpusize.sources.catalog import Catalogs
 
 __all__ = [
-    "AttnImplementation",
     "Batch",
     "BestEffort",
     "Ctx",
     "Dtype",
-    "ChunkedPrefill",
-    "EnforceEager",
-    "Engine",
-    "EngineVersion",
-    "ExpertParallel",
-    "ExpandableSegments",
     "Format",
-    "FlashAttn",
-    "FlashinferSampler",
     "GpuCount",
     "GpuName",
     "GpusFile",
     "Json",
     "KvDtype",
-    "MaxNumBatchedTokens",
-    "MaxNumSeqs",
-    "MaxRunningRequests",
-    "MemFraction",
     "Model",
     "ModelsFile",
     "Mtp",
-    "NGpuLayers",
     "Quantization",
     "Quiet",
     "ReservedMib",
     "Revision",
     "RopeScaling",
-    "TransformersVersion",
     "SheetFormat",
     "ShowAll",
-    "Utilization",
+    "EngineValues",
     "complete_gpu",
     "complete_model",
+    "engine_options",
 ]
 
 #: Most candidates one completion offers (the shell lists them all).
@@ -136,61 +126,6 @@ GpuCount = Annotated[
     int | None,
     typer.Option("--gpus", "--tp", "--tensor-parallel-size", help="GPUs in one server: 1, 2, 4 or 8."),
 ]
-Engine = Annotated[
-    str | None,
-    typer.Option(
-        "--engine", help="vllm (default), sglang, llamacpp (default for .gguf files), transformers."
-    ),
-]
-Utilization = Annotated[
-    float | None,
-    typer.Option(
-        "--gpu-memory-utilization",
-        help="vLLM: fraction of each GPU the engine may use (default 0.9; 0.92 from 0.20).",
-    ),
-]
-MaxNumSeqs = Annotated[int | None, typer.Option("--max-num-seqs", help="vLLM: most sequences per step.")]
-MaxNumBatchedTokens = Annotated[
-    int | None,
-    typer.Option("--max-num-batched-tokens", help="vLLM: most tokens per step (chunked prefill size)."),
-]
-MemFraction = Annotated[
-    float | None,
-    typer.Option("--mem-fraction-static", help="SGLang: static memory fraction (default from GPU and TP)."),
-]
-NGpuLayers = Annotated[
-    int | None, typer.Option("--n-gpu-layers", "-ngl", help="llama.cpp: layers on the GPU (default all).")
-]
-FlashinferSampler = Annotated[
-    bool,
-    typer.Option(
-        "--flashinfer-sampler",
-        help="vLLM: top-k/top-p sampled by FlashInfer (VLLM_USE_FLASHINFER_SAMPLER=1; up to 0.11.0 whenever "
-        "FlashInfer is installed, as in the vllm/vllm-openai image): a smaller start-up peak before 0.17.",
-    ),
-]
-FlashAttn = Annotated[bool, typer.Option("--flash-attn", help="llama.cpp: flash attention (smaller buffer).")]
-EngineVersion = Annotated[
-    str | None,
-    typer.Option(
-        "--engine-version",
-        help=f"Engine release to model: vLLM {VLLM.span}, SGLang {SGLANG.span} (default the newest).",
-    ),
-]
-EnforceEager = Annotated[bool, typer.Option("--enforce-eager", help="vLLM: no CUDA graphs.")]
-ExpertParallel = Annotated[
-    bool,
-    typer.Option(
-        "--enable-expert-parallel", help="vLLM: whole experts per GPU instead of slicing each by TP."
-    ),
-]
-ChunkedPrefill = Annotated[
-    int | None,
-    typer.Option("--chunked-prefill-size", help="SGLang: tokens per prefill chunk (enters its reserve)."),
-]
-MaxRunningRequests = Annotated[
-    int | None, typer.Option("--max-running-requests", help="SGLang: most requests running at once.")
-]
 Quantization = Annotated[
     str | None,
     typer.Option(
@@ -211,27 +146,6 @@ ReservedMib = Annotated[
     int,
     typer.Option(
         "--reserved-mib", help="Memory other processes hold on each GPU (a desktop, another server), MiB."
-    ),
-]
-AttnImplementation = Annotated[
-    str | None,
-    typer.Option(
-        "--attn-implementation",
-        help="transformers: sdpa (default; eager for gpt-oss), flash_attention_2 or eager.",
-    ),
-]
-TransformersVersion = Annotated[
-    str | None,
-    typer.Option(
-        "--transformers-version",
-        help="transformers: 5 (5.x and 4.56+, default) or 4 (4.53-4.55: sliding layers cache every token).",
-    ),
-]
-ExpandableSegments = Annotated[
-    bool,
-    typer.Option(
-        "--expandable-segments",
-        help="transformers: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less fragmentation).",
     ),
 ]
 Mtp = Annotated[bool, typer.Option("--mtp", help="Load the checkpoint's MTP layers (speculative decoding).")]
@@ -264,3 +178,85 @@ SheetFormat = Annotated[
     str | None,
     typer.Option("--format", help="Output: table (the default), json (the same as --json), markdown or csv."),
 ]
+
+
+#: The engine options of one command line as typed, by EngineSettings field name (None: not given);
+#: `core.settings.settings_from` checks them against their declarations.
+EngineValues = dict[str, Any]
+
+_Command = TypeVar("_Command", bound=Callable[..., None])
+
+#: The parameter a command declares to receive its engine options (see engine_options).
+ENGINE_VALUES = "engine_values"
+
+
+#: What --engine says of an engine beside its name.
+_ENGINE_DEFAULTS = {"vllm": " (default)", "llamacpp": " (default for .gguf files)"}
+
+
+def _help(name: str, setting: Setting, engines: tuple[EngineName, ...]) -> str:
+    if name == "name":
+        return ", ".join(e + _ENGINE_DEFAULTS.get(e, "") for e in engines) + "."
+    if name == "version":
+        return f"Engine release to model: vLLM {VLLM.span}, SGLang {SGLANG.span} (default the newest)."
+    return f"{ENGINE_LABELS[setting.engines[0]]}: {setting.help}"
+
+
+def _option(name: str, setting: Setting, field_type: Any, default: Any, help_text: str) -> inspect.Parameter:
+    """The typer option of one declared setting: its own flag (booleans as --x/--no-x), its help."""
+    if field_type is bool:
+        option = typer.Option(f"{setting.flag}/--no-{setting.flag[2:]}", help=help_text, show_default=False)
+        annotation: Any = Annotated[bool, option]
+    else:
+        option = typer.Option(setting.flag, *setting.aliases, help=help_text)
+        base = str if name == "name" else field_type
+        annotation = Annotated[base | None, option]
+        default = None
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+def _declared_options(engines: tuple[EngineName, ...]) -> list[inspect.Parameter]:
+    hints = {f.name: f for f in EngineSettings.__dataclass_fields__.values()}
+    out = []
+    for name, setting in declared():
+        if set(setting.engines) & set(engines):
+            f = hints[name]
+            kind = bool if f.default is False else _value_type(f.type)
+            out.append(_option(name, setting, kind, f.default, _help(name, setting, engines)))
+    return out
+
+
+def _value_type(annotation: Any) -> type:
+    """int, float or str from a field's annotation text ('float | None')."""
+    text = str(annotation)
+    return int if text.startswith("int") else float if text.startswith("float") else str
+
+
+def engine_options(*engines: EngineName) -> Callable[[_Command], _Command]:
+    """Give a command one option per engine setting that any of `engines` reads, derived from the
+    setting's declaration (core/settings.py: flag, help, engines), in place of its `engine_values`
+    parameter, which receives them together (EngineValues). A new engine flag is then a field there,
+    and every command that serves its engine takes it."""
+
+    def decorate(command: _Command) -> _Command:
+        signature = inspect.signature(command, eval_str=True)
+        added = _declared_options(engines)
+        params: list[inspect.Parameter] = []
+        for param in signature.parameters.values():
+            if param.name == ENGINE_VALUES:
+                params += added
+            else:
+                params.append(param.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+        names = [p.name for p in added]
+
+        @functools.wraps(command)
+        def wrapper(**kwargs: Any) -> None:
+            values = {name: kwargs.pop(name) for name in names}
+            command(**kwargs, **{ENGINE_VALUES: values})
+
+        del wrapper.__wrapped__  # typer reads the signature below, not the command's own
+        wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

@@ -9,29 +9,18 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
+from gpusize.cli.options import EngineValues
 from gpusize.cli.output import warn, write_stderr
 from gpusize.core.engines import prepare as prepare_workload
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import parse_config, with_rope_scaling
 from gpusize.core.plan import TP_SIZES
+from gpusize.core.settings import EngineName, EngineSettings, settings_from
 from gpusize.core.spec import ModelSpec
-from gpusize.core.workload import (
-    ATTN_IMPLEMENTATIONS,
-    DTYPES,
-    ENGINE_NAMES,
-    KV_DTYPES,
-    SPLIT_MODES,
-    TRANSFORMERS_VERSIONS,
-    EngineName,
-    EngineSettings,
-    Request,
-    Workload,
-)
+from gpusize.core.workload import DTYPES, KV_DTYPES, Request, Workload
 from gpusize.errors import CatalogError, InputError, UsageError
 from gpusize.render.text import safe
 from gpusize.sources.catalog import Catalogs
@@ -39,7 +28,6 @@ from gpusize.sources.resolve import ResolvedModel, resolve_model
 from gpusize.units import canonical_dtype, parse_count, parse_tokens
 
 __all__ = [
-    "EngineFlags",
     "Targets",
     "catalogs",
     "choice",
@@ -111,77 +99,10 @@ def load_model(
     return resolved, rope_scaled(spec, rope_scaling)
 
 
-@dataclass(frozen=True)
-class EngineFlags:
-    """The engine options of a command line, as typed (checked and turned into EngineSettings here).
-    Each field is named as the commands' parameter for it, so a command passes its own parameters."""
-
-    engine: str | None = None
-    engine_version: str | None = None
-    utilization: float | None = None
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    enforce_eager: bool = False
-    expert_parallel: bool = False
-    flashinfer_sampler: bool = False
-    mem_fraction: float | None = None
-    chunked_prefill: int | None = None
-    max_running_requests: int | None = None
-    n_gpu_layers: int | None = None
-    flash_attn: bool = False
-    split_mode: str | None = None
-    attn_implementation: str | None = None
-    transformers_version: str | None = None
-    expandable_segments: bool = False
-    quantization: str | None = None
-    rope_scaling: str | None = None
-    reserved_mib: int = 0
-
-    @classmethod
-    def of(cls, options: Mapping[str, Any]) -> EngineFlags:
-        """The engine options among a command's parameters (`locals()` at its top): a command takes
-        the subset of them its help lists, under the same names."""
-        return cls(**{f.name: options[f.name] for f in fields(cls) if f.name in options})
-
-
-def _optional_count(value: int | None, flag: str, largest: int = 1 << 20) -> int | None:
-    return parse_count(value, flag, largest) if value is not None else None
-
-
-def engine_settings(flags: EngineFlags, default: str = "vllm") -> EngineSettings:
-    """The engine settings the flags give; `default` is the engine when --engine is not given."""
-    chosen = choice(flags.engine, ENGINE_NAMES, "--engine") if flags.engine else default
-    if flags.n_gpu_layers is not None and not 0 <= flags.n_gpu_layers <= 100_000:
-        raise UsageError(f"invalid --n-gpu-layers {flags.n_gpu_layers}: a count from 0")
-    return EngineSettings(
-        name=engine_name(chosen),
-        version=flags.engine_version,
-        gpu_memory_utilization=number(flags.utilization, "--gpu-memory-utilization", 0, 1),
-        max_num_seqs=_optional_count(flags.max_num_seqs, "--max-num-seqs"),
-        max_num_batched_tokens=_optional_count(
-            flags.max_num_batched_tokens, "--max-num-batched-tokens", 1 << 24
-        ),
-        enforce_eager=flags.enforce_eager,
-        enable_expert_parallel=flags.expert_parallel,
-        flashinfer_sampler=flags.flashinfer_sampler,
-        mem_fraction_static=number(flags.mem_fraction, "--mem-fraction-static", 0, 0.999),
-        chunked_prefill_size=_optional_count(flags.chunked_prefill, "--chunked-prefill-size", 1 << 24),
-        max_running_requests=_optional_count(flags.max_running_requests, "--max-running-requests"),
-        n_gpu_layers=flags.n_gpu_layers,
-        flash_attn=flags.flash_attn,
-        split_mode=choice(flags.split_mode, SPLIT_MODES, "--split-mode")
-        if flags.split_mode is not None
-        else None,
-        attn_implementation=choice(flags.attn_implementation, ATTN_IMPLEMENTATIONS, "--attn-implementation")
-        if flags.attn_implementation is not None
-        else None,
-        transformers_version=choice(
-            flags.transformers_version, TRANSFORMERS_VERSIONS, "--transformers-version"
-        )
-        if flags.transformers_version is not None
-        else None,
-        expandable_segments=flags.expandable_segments,
-    )
+def engine_settings(values: EngineValues, default: EngineName = "vllm") -> EngineSettings:
+    """The engine settings a command line gives, each checked against its declaration; `default` is
+    the engine when --engine is not given."""
+    return settings_from(values, default)
 
 
 def quantized_dtype(spec: ModelSpec, quantization: str | None, dtype: str) -> str:
@@ -233,40 +154,34 @@ def rope_scaled(spec: ModelSpec, rope: str | None) -> ModelSpec:
     return with_rope_scaling(spec, kind, factor, original)
 
 
-def engine_name(name: str) -> EngineName:
-    for known in ENGINE_NAMES:
-        if known == name:
-            return known
-    raise UsageError(f"unknown --engine '{safe(name[:40])}'")
-
-
 def request(
     resolved: ResolvedModel,
     spec: ModelSpec,
     ctx: str,
-    flags: EngineFlags,
+    engine_values: EngineValues,
+    *,
     batch: int = 1,
     dtype: str = "auto",
     kv_dtype: str = "auto",
     mtp: bool = False,
+    quantization: str | None = None,
+    reserved_mib: int = 0,
 ) -> Request:
     key = dtype.strip().lower()
     bpw = key.startswith("bpw")
     weight = key if bpw else choice(dtype, DTYPES, "--dtype")
     if not bpw:
-        weight = quantized_dtype(
-            spec, flags.quantization, weight if weight == "auto" else canonical_dtype(weight)
-        )
+        weight = quantized_dtype(spec, quantization, weight if weight == "auto" else canonical_dtype(weight))
     return Request(
         context_tokens=parse_tokens(ctx),
         batch=parse_count(batch, "--batch", 1 << 16),
         dtype=weight,
         kv_dtype=choice(kv_dtype, KV_DTYPES, "--kv-dtype"),
         include_mtp=mtp,
-        engine=engine_settings(flags, "llamacpp" if resolved.source == "gguf" else "vllm"),
+        engine=engine_settings(engine_values, "llamacpp" if resolved.source == "gguf" else "vllm"),
         checkpoint_bytes=resolved.checkpoint_bytes,
         stored_layers=resolved.stored_layers,
-        reserved_bytes=reserved_bytes(flags.reserved_mib),
+        reserved_bytes=reserved_bytes(reserved_mib),
     )
 
 

@@ -10,21 +10,12 @@ from gpusize.cli import prepare
 from gpusize.cli.app import app, finish
 from gpusize.cli.emit import output_format
 from gpusize.cli.options import (
-    ChunkedPrefill,
     Ctx,
     Dtype,
-    EnforceEager,
-    Engine,
-    EngineVersion,
-    ExpertParallel,
-    FlashinferSampler,
+    EngineValues,
     GpusFile,
     Json,
     KvDtype,
-    MaxNumBatchedTokens,
-    MaxNumSeqs,
-    MaxRunningRequests,
-    MemFraction,
     Model,
     ModelsFile,
     Quantization,
@@ -32,10 +23,11 @@ from gpusize.cli.options import (
     ReservedMib,
     Revision,
     RopeScaling,
-    Utilization,
     complete_gpu,
+    engine_options,
 )
 from gpusize.cli.output import distinct_outputs, write_file
+from gpusize.core.engines import engine
 from gpusize.errors import UsageError
 from gpusize.render.export import text_svg, to_csv, to_html, to_markdown
 from gpusize.render.quote import render_quote
@@ -51,8 +43,10 @@ FORMATS = ("table", "markdown", "csv", "json", "html")
 
 
 @app.command(short_help="Server options side by side: fit, speed, price, power.")
+@engine_options("vllm", "sglang")
 def quote(
     model: Model,
+    *,
     ctx: Ctx = "8k",
     users: int | None = typer.Option(None, "--users", help="Concurrent users to serve."),
     utilization_hours: float = typer.Option(
@@ -69,17 +63,7 @@ def quote(
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
     quantization: Quantization = None,
-    engine: Engine = None,
-    engine_version: EngineVersion = None,
-    utilization: Utilization = None,
-    max_num_seqs: MaxNumSeqs = None,
-    max_num_batched_tokens: MaxNumBatchedTokens = None,
-    enforce_eager: EnforceEager = False,
-    expert_parallel: ExpertParallel = False,
-    flashinfer_sampler: FlashinferSampler = False,
-    mem_fraction: MemFraction = None,
-    chunked_prefill: ChunkedPrefill = None,
-    max_running_requests: MaxRunningRequests = None,
+    engine_values: EngineValues,
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
     fmt: str | None = typer.Option(
@@ -103,9 +87,17 @@ def quote(
     distinct_outputs({"-o": output, "--svg": svg})
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
-    flags = prepare.EngineFlags.of(locals())
-    req = prepare.request(resolved, spec, ctx, flags, 1, dtype, kv_dtype)
-    if req.engine.name not in ("vllm", "sglang"):
+    req = prepare.request(
+        resolved,
+        spec,
+        ctx,
+        engine_values,
+        dtype=dtype,
+        kv_dtype=kv_dtype,
+        quantization=quantization,
+        reserved_mib=reserved_mib,
+    )
+    if not engine(req.engine.name).pages_kv:
         raise UsageError(
             f"quote compares vLLM or SGLang servers; --engine {req.engine.name} is sized by 'fit'"
         )

@@ -8,35 +8,25 @@ from gpusize.cli import prepare
 from gpusize.cli.app import app
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
-    ChunkedPrefill,
     Ctx,
     Dtype,
-    EnforceEager,
-    Engine,
-    EngineVersion,
-    ExpertParallel,
-    FlashAttn,
-    FlashinferSampler,
+    EngineValues,
     GpuCount,
     GpuName,
     GpusFile,
     Json,
     KvDtype,
-    MaxNumBatchedTokens,
-    MaxNumSeqs,
-    MaxRunningRequests,
-    MemFraction,
     Model,
     ModelsFile,
-    NGpuLayers,
     Quantization,
     Quiet,
     ReservedMib,
     Revision,
     RopeScaling,
     SheetFormat,
-    Utilization,
+    engine_options,
 )
+from gpusize.core.engines import engine
 from gpusize.errors import UsageError
 from gpusize.render.serve import render_serve, serve_csv, serve_markdown
 from gpusize.reports.serve import build_serve_report
@@ -50,8 +40,10 @@ DEFAULT_SERVER_GPUS = 4
 
 
 @app.command(short_help="Replicas vs tensor parallel on one server for a load.")
+@engine_options("vllm", "sglang", "llamacpp")
 def serve(
     model: Model,
+    *,
     ctx: Ctx = "8k",
     users: int | None = typer.Option(None, "--users", help="Concurrent users (sequences in flight)."),
     rps: float | None = typer.Option(None, "--rps", help="Requests per second (instead of --users)."),
@@ -62,24 +54,9 @@ def serve(
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
     quantization: Quantization = None,
-    engine: Engine = None,
-    engine_version: EngineVersion = None,
-    utilization: Utilization = None,
-    max_num_seqs: MaxNumSeqs = None,
-    max_num_batched_tokens: MaxNumBatchedTokens = None,
-    enforce_eager: EnforceEager = False,
-    expert_parallel: ExpertParallel = False,
-    flashinfer_sampler: FlashinferSampler = False,
-    mem_fraction: MemFraction = None,
-    chunked_prefill: ChunkedPrefill = None,
-    max_running_requests: MaxRunningRequests = None,
+    engine_values: EngineValues,
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
-    n_gpu_layers: NGpuLayers = None,
-    flash_attn: FlashAttn = False,
-    split_mode: str | None = typer.Option(
-        None, "--split-mode", "-sm", help="llama.cpp: spread the model over GPUs by layer (default) or row."
-    ),
     host_bandwidth: float | None = typer.Option(
         None,
         "--host-bandwidth",
@@ -107,11 +84,19 @@ def serve(
         prompt_tokens=parse_tokens(prompt, "--prompt-tokens"),
         output_tokens=parse_tokens(output, "--output-tokens"),
     )
-    flags = prepare.EngineFlags.of(locals())
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
-    req = prepare.request(resolved, spec, ctx, flags, 1, dtype, kv_dtype)
-    if req.engine.name not in ("vllm", "sglang", "llamacpp"):
+    req = prepare.request(
+        resolved,
+        spec,
+        ctx,
+        engine_values,
+        dtype=dtype,
+        kv_dtype=kv_dtype,
+        quantization=quantization,
+        reserved_mib=reserved_mib,
+    )
+    if not engine(req.engine.name).serves:
         raise UsageError(
             f"serve compares vLLM, SGLang or llama.cpp layouts; --engine {req.engine.name} is sized by 'fit'"
         )

@@ -134,7 +134,7 @@ def train(
 def _kernels(framework: str, version: str) -> ts.Kernels:
     name = prepare.choice(framework, tuple(ts.FRAMEWORKS), "--framework")
     release = prepare.choice(version, tuple(ts.TRANSFORMERS_VERSIONS), "--transformers-version")
-    if name != "transformers":
+    if ts.FRAMEWORKS[name] is not ts.TRANSFORMERS:
         if release != "5":
             raise UsageError("--transformers-version applies to --framework transformers only")
         return ts.FRAMEWORKS[name]

@@ -10,29 +10,20 @@ from gpusize.cli import prepare
 from gpusize.cli.app import app
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
-    ChunkedPrefill,
     Ctx,
     Dtype,
-    EnforceEager,
-    Engine,
-    EngineVersion,
-    ExpertParallel,
-    FlashinferSampler,
+    EngineValues,
     GpuCount,
     GpuName,
     GpusFile,
     Json,
     KvDtype,
-    MaxNumBatchedTokens,
-    MaxNumSeqs,
-    MaxRunningRequests,
-    MemFraction,
     ModelsFile,
     Quiet,
     ReservedMib,
     SheetFormat,
     ShowAll,
-    Utilization,
+    engine_options,
 )
 from gpusize.cli.output import warn
 from gpusize.core.workload import DTYPES, KV_DTYPES, Request
@@ -46,23 +37,15 @@ __all__ = ["which"]
 
 
 @app.command(short_help="The catalog models that fit given GPUs.")
+@engine_options("vllm", "sglang")
 def which(
     gpu: GpuName = None,
+    *,
     gpus: GpuCount = 1,
     ctx: Ctx = "8k",
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
-    engine: Engine = None,
-    engine_version: EngineVersion = None,
-    utilization: Utilization = None,
-    max_num_seqs: MaxNumSeqs = None,
-    max_num_batched_tokens: MaxNumBatchedTokens = None,
-    enforce_eager: EnforceEager = False,
-    expert_parallel: ExpertParallel = False,
-    flashinfer_sampler: FlashinferSampler = False,
-    mem_fraction: MemFraction = None,
-    chunked_prefill: ChunkedPrefill = None,
-    max_running_requests: MaxRunningRequests = None,
+    engine_values: EngineValues,
     reserved_mib: ReservedMib = 0,
     show_all: ShowAll = False,
     sort: str = typer.Option(
@@ -87,12 +70,11 @@ def which(
     cats = prepare.catalogs(models_file, gpus_file)
     where = prepare.targets(gpu, cats, count)
     weight = prepare.choice(dtype, DTYPES, "--dtype")
-    flags = prepare.EngineFlags.of(locals())
     req = Request(
         context_tokens=parse_tokens(ctx),
         dtype=weight if weight == "auto" else canonical_dtype(weight),
         kv_dtype=prepare.choice(kv_dtype, KV_DTYPES, "--kv-dtype"),
-        engine=prepare.engine_settings(flags),
+        engine=prepare.engine_settings(engine_values),
         reserved_bytes=prepare.reserved_bytes(reserved_mib),
     )
     order = cast("Sort", prepare.choice(sort, SORTS, "--sort"))

@@ -13,11 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.plan import Candidate
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
-__all__ = ["NO_LEVERS", "Change", "Levers", "NodeEvaluator", "Offload", "SettingLevers", "Variant", "one"]
+__all__ = ["NO_LEVERS", "Change", "Levers", "Offload", "SettingLevers", "Variant", "one"]
 
 
 @dataclass(frozen=True)
@@ -50,8 +49,6 @@ def one(lever: str, flag: str, value: str, summary: str, note: str | None, work:
 SettingLevers = Callable[[Workload, GpuSpec], list[Variant]]
 #: Layers left in system RAM (llama.cpp -ngl): the variant with the most layers on `n` GPUs that fit.
 Offload = Callable[[ModelSpec, Workload, GpuSpec, int], Variant | None]
-#: The model over `nodes` servers of 8 GPUs (vLLM: TP=8 x PP=nodes).
-NodeEvaluator = Callable[[ModelSpec, GpuSpec, int, Workload], Candidate]
 
 
 def _no_settings(work: Workload, gpu: GpuSpec) -> list[Variant]:
@@ -62,13 +59,9 @@ def _no_settings(work: Workload, gpu: GpuSpec) -> list[Variant]:
 class Levers:
     """The fix-suggestion levers of one engine."""
 
-    #: The engine's name in a note ("vLLM quantizes the weights to FP8 while loading").
-    display: str = ""
     #: The flag of the GPU count and of the context, under the engine's name (gpusize takes both).
     count_flag: str = "--gpus"
     context_flag: str = "--ctx"
-    #: FP8 weights quantized while loading, int4 from a pre-quantized AWQ/GPTQ checkpoint.
-    quantizes: bool = False
     #: How the engine spells an FP8-class KV cache, where its flag differs (llama.cpp's q8_0).
     kv_note: str | None = None
     #: A paged KV pool within this fraction of what the requests need is no suggestion (the model's
@@ -76,7 +69,6 @@ class Levers:
     thin_margin: float | None = None
     settings: SettingLevers = _no_settings
     offload: Offload | None = None
-    nodes: NodeEvaluator | None = None
 
 
 #: An engine with only the shared levers (transformers).

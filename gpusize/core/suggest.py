@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from gpusize.core.engines import EngineModel
+from gpusize.core.engines.base import NodesEvaluator
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.levers import Change, NodeEvaluator, one
+from gpusize.core.levers import Change, one
 from gpusize.core.levers import Variant as _Variant
 from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.search import Ranking, first_fit, undominated
@@ -171,8 +172,8 @@ def _offload(spec: ModelSpec, work: Workload, model: EngineModel, gpu: GpuSpec, 
 def _variants(spec: ModelSpec, work: Workload, model: EngineModel, gpu: GpuSpec) -> list[_Variant]:
     """Quantized weights and an FP8 KV cache, where the engine and the checkpoint allow them."""
     out: list[_Variant] = []
-    name = model.levers.display
-    if model.levers.quantizes and work.stored_layers is None:
+    name = model.label
+    if model.quantizes_on_load and work.stored_layers is None:
         linear = work.weights.linear_bytes
         if linear > 1.5 and gpu.supports_bf16:  # vLLM's FP8 kernels need compute capability 8.0+
             note = f"{name} quantizes the weights to FP8 while loading; no new checkpoint"
@@ -240,7 +241,7 @@ def _last_resort(spec: ModelSpec, work: Workload, model: EngineModel, scope: Sco
     asked = {g.name for g in scope.gpus}
     for gpu in (*scope.gpus, *(g for g in scope.others if g.name not in asked)):
         other = () if gpu.name in asked else (Change("--gpu", gpu.name),)
-        if model.levers.quantizes and work.weights.linear_bytes > 0.75:
+        if model.quantizes_on_load and work.weights.linear_bytes > 0.75:
             both = replace(
                 _with_weights(spec, work, "int4"), kv_cache_dtype="fp8", kv_bytes=DTYPE_BYTES["fp8"]
             )
@@ -248,13 +249,13 @@ def _last_resort(spec: ModelSpec, work: Workload, model: EngineModel, scope: Sco
             note = "needs a pre-quantized int4 checkpoint (AWQ or GPTQ)"
             variant = _Variant("int4", changes, "int4 weights and FP8 KV cache", note, both)
             out += _first_fit(spec, gpu, counts, variant, model, scope.count)
-        if model.levers.nodes and scope.max_count == 8:
-            out += _nodes(spec, work, gpu, other, model.levers.nodes)
+        if model.nodes and scope.max_count == 8:
+            out += _nodes(spec, work, gpu, other, model.nodes)
     return out
 
 
 def _nodes(
-    spec: ModelSpec, work: Workload, gpu: GpuSpec, other: tuple[Change, ...], evaluate_nodes: NodeEvaluator
+    spec: ModelSpec, work: Workload, gpu: GpuSpec, other: tuple[Change, ...], evaluate_nodes: NodesEvaluator
 ) -> list[Suggestion]:
     for nodes in (2, 4, 8):
         c = evaluate_nodes(spec, gpu, nodes, work)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpusize.core.params import layer_params
 from gpusize.core.spec import ModelSpec
 from gpusize.units import DTYPE_BYTES, GIB
 
@@ -19,10 +20,12 @@ __all__ = [
     "FP8_CHANNEL_SCALE_BYTES",
     "INT4_GROUP_SIZE",
     "MXFP4_EXPERT_PAD",
+    "StoredLayers",
     "WeightFormat",
     "activation_dtype",
     "bits_per_weight",
     "checkpoint_agreement",
+    "estimated_layers",
     "linear_bytes_per_gpu",
     "rope_cache_bytes",
     "weight_format",
@@ -275,3 +278,24 @@ def linear_bytes_per_gpu(spec: ModelSpec, fmt: WeightFormat, n: int) -> float:
     """A cheap lower bound of what one of `n` GPUs holds: the linear weights alone, split n ways. Above
     a GPU's memory it rules a plan out before sizing it (`which`, fix suggestions)."""
     return spec.params.linear * fmt.linear_bytes / n
+
+
+@dataclass(frozen=True)
+class StoredLayers:
+    """Bytes of each repeating block, the token embedding and the output head as a file stores them
+    (GGUF): what llama.cpp's `--n-gpu-layers` moves between GPU and system RAM."""
+
+    layer_bytes: tuple[int, ...]
+    token_embd_bytes: int
+    output_bytes: int
+
+
+def estimated_layers(spec: ModelSpec, fmt: WeightFormat) -> StoredLayers:
+    """Per-block, embedding and output bytes from config arithmetic (for non-GGUF sources)."""
+    layers = []
+    for layer in spec.layers:
+        counts = layer_params(spec, layer)
+        layers.append(int(counts.linear * fmt.linear_bytes + counts.small * fmt.other_bytes))
+    embd = int(spec.params.embedding * fmt.other_bytes)
+    output = int(spec.params.lm_head * fmt.other_bytes) or embd
+    return StoredLayers(tuple(layers), embd, output)

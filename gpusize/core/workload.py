@@ -9,11 +9,20 @@ rejects a setting it does not use (InputError, exit 2) instead of echoing it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal, get_args
 
 from gpusize.core.releases import Release, Releases
+from gpusize.core.settings import (
+    ATTN_IMPLEMENTATIONS,
+    ENGINE_NAMES,
+    SETTING_FLAGS,
+    SPLIT_MODES,
+    TRANSFORMERS_VERSIONS,
+    EngineName,
+    EngineSettings,
+)
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import (
+    StoredLayers,
     WeightFormat,
     activation_dtype,
     bits_per_weight,
@@ -39,93 +48,8 @@ __all__ = [
     "resolve",
 ]
 
-EngineName = Literal["vllm", "sglang", "llamacpp", "transformers"]
-ENGINE_NAMES: tuple[EngineName, ...] = get_args(EngineName)
 DTYPES = ("auto", "fp32", "bf16", "fp16", "fp8", "int8", "int4")
 KV_DTYPES = ("auto", "fp32", "bf16", "fp16", "fp8")
-
-#: The command-line flag of each engine setting (the engines' own flag names) and the engine it belongs
-#: to, for messages.
-SETTING_FLAGS = {
-    "gpu_memory_utilization": ("--gpu-memory-utilization", "vllm"),
-    "max_num_seqs": ("--max-num-seqs", "vllm"),
-    "max_num_batched_tokens": ("--max-num-batched-tokens", "vllm"),
-    "enforce_eager": ("--enforce-eager", "vllm"),
-    "enable_expert_parallel": ("--enable-expert-parallel", "vllm"),
-    "flashinfer_sampler": ("--flashinfer-sampler", "vllm"),
-    "mem_fraction_static": ("--mem-fraction-static", "sglang"),
-    "chunked_prefill_size": ("--chunked-prefill-size", "sglang"),
-    "max_running_requests": ("--max-running-requests", "sglang"),
-    "n_gpu_layers": ("--n-gpu-layers", "llamacpp"),
-    "flash_attn": ("--flash-attn", "llamacpp"),
-    "version": ("--engine-version", "vllm or sglang"),
-    "split_mode": ("--split-mode", "llamacpp"),
-    "attn_implementation": ("--attn-implementation", "transformers"),
-    "transformers_version": ("--transformers-version", "transformers"),
-    "expandable_segments": ("--expandable-segments", "transformers"),
-}
-#: llama.cpp's ways to spread one model over several GPUs (`-sm`): whole layers per GPU, run one GPU
-#: after another for each token (the default), or every matrix split by rows across the GPUs.
-SPLIT_MODES = ("layer", "row")
-#: transformers attention implementations (`--attn-implementation`).
-ATTN_IMPLEMENTATIONS = ("sdpa", "flash_attention_2", "eager")
-#: "5": transformers 5.x (and 4.56-4.57): DynamicSlidingWindowLayer, boolean SDPA masks.
-#: "4": 4.53-4.55: masks as in 5, but sliding-window layers cache every token (no sliding layer).
-TRANSFORMERS_VERSIONS = ("5", "4")
-
-
-@dataclass(frozen=True, kw_only=True)
-class EngineSettings:
-    """The engine and the settings passed under its own flag names; None means the engine's default."""
-
-    name: EngineName = "vllm"
-    #: The engine release to model (None: the newest gpusize models).
-    version: str | None = None
-    gpu_memory_utilization: float | None = None
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    enforce_eager: bool = False
-    enable_expert_parallel: bool = False
-    #: vLLM samples top-k/top-p with FlashInfer (VLLM_USE_FLASHINFER_SAMPLER=1; up to 0.11.0 whenever
-    #: FlashInfer is installed, as in the vllm/vllm-openai image) instead of PyTorch.
-    flashinfer_sampler: bool = False
-    mem_fraction_static: float | None = None
-    chunked_prefill_size: int | None = None
-    max_running_requests: int | None = None
-    n_gpu_layers: int | None = None
-    flash_attn: bool = False
-    #: llama.cpp `--split-mode` (one of SPLIT_MODES); None means its default, layer.
-    split_mode: str | None = None
-    #: transformers: attention implementation (sdpa, flash_attention_2, eager), the release whose
-    #: cache and masks are followed ("5", "4"), PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.
-    attn_implementation: str | None = None
-    transformers_version: str | None = None
-    expandable_segments: bool = False
-
-    def given(self) -> tuple[str, ...]:
-        """The settings the user set (not left to the engine's default)."""
-        names = (
-            "version", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
-            "mem_fraction_static", "chunked_prefill_size", "max_running_requests", "n_gpu_layers",
-            "split_mode", "attn_implementation", "transformers_version",
-        )  # fmt: skip
-        flags = (
-            "enforce_eager", "enable_expert_parallel", "flashinfer_sampler", "flash_attn",
-            "expandable_segments",
-        )  # fmt: skip
-        return tuple(n for n in names if getattr(self, n) is not None) + tuple(
-            f for f in flags if getattr(self, f)
-        )
-
-
-@dataclass(frozen=True)
-class StoredLayers:
-    """Bytes of each repeating block, the token embedding and the output head as a file stores them
-    (GGUF): what llama.cpp's `--n-gpu-layers` moves between GPU and system RAM."""
-
-    layer_bytes: tuple[int, ...]
-    token_embd_bytes: int
-    output_bytes: int
 
 
 @dataclass(frozen=True, kw_only=True)

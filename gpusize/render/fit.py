@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpusize.core.engines import engine as engine_model
 from gpusize.core.plan import Candidate, ranked
 from gpusize.core.runtime import TORCH_CUDA_CONTEXT_BYTES
 from gpusize.core.suggest import Suggestion
@@ -33,7 +34,7 @@ VERDICT_STYLES: tuple[tuple[str, tuple[str, ...]], ...] = (
 def _split(c: Candidate, engine: str) -> str:
     if c.pipeline_parallel > 1:
         return f"TP={c.tensor_parallel} x PP={c.pipeline_parallel} across {c.pipeline_parallel} servers"
-    if engine == "llamacpp":
+    if engine_model(engine).splits_layers:
         return f"llama.cpp, layers split over {c.num_gpus} GPU(s)"
     return f"TP={c.tensor_parallel}"
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from gpusize import __version__
 from gpusize.core import kvcache
 from gpusize.core.engines import EngineModel, engine, engine_label
-from gpusize.core.engines.vllm import evaluate_nodes
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES, Candidate, recommend, smallest_fit
 from gpusize.core.spec import ModelSpec
@@ -93,8 +92,8 @@ def build_fit_report(
     best: list[Candidate] = []
     for gpu in gpus:
         tried = smallest_fit(spec, gpu, work, model.evaluate, sizes)
-        if nodes and not tried[-1].fits and model.name == "vllm":
-            tried.append(evaluate_nodes(spec, gpu, nodes, work))
+        if nodes and not tried[-1].fits and model.nodes is not None:
+            tried.append(model.nodes(spec, gpu, nodes, work))
         rows += tried
         best.append(tried[-1])
     chosen = recommend(best)
@@ -181,11 +180,7 @@ def model_notes(resolved: ResolvedModel, spec: ModelSpec, work: Workload) -> lis
         notes.append(
             f"vision tower ({spec.vision.model_type}) parameters estimated with a generic ViT formula"
         )
-    if any(layer.window for layer in spec.attention_layers) and work.engine.name == "vllm":
-        notes.append(
-            "sliding-window layers reserve min(window - 1 + max_num_batched_tokens, context) tokens per "
-            "request, as vLLM's hybrid KV allocator does"
-        )
+    notes += engine(work.engine.name).notes(spec, work)
     if spec.linear_attention or spec.mamba:
         notes.append(
             "linear-attention / Mamba layers hold a constant recurrent state per sequence, counted in "

@@ -5,9 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusize import __version__
-from gpusize.core.engines import engine_label
-from gpusize.core.engines.sglang import mem_fraction
-from gpusize.core.engines.vllm import utilization
+from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
@@ -15,11 +13,10 @@ from gpusize.reports.common import ModelFacts, model_facts, price_note
 from gpusize.reports.fit import model_notes
 from gpusize.serving import calibrated, economics, throughput
 from gpusize.serving.launch import (
+    SERVER_COMMANDS,
     LaunchCommand,
     half_precision,
     llamacpp_command,
-    sglang_command,
-    vllm_command,
 )
 from gpusize.serving.layouts import Demand, Layout, compare, recommend
 from gpusize.sources.resolve import ResolvedModel
@@ -111,8 +108,9 @@ def launch_commands(
     """The commands that start one replica of the recommended layout, for the engine sized (and the
     other tensor-parallel engine, sized the same way)."""
     tp = pick.tensor_parallel
+    model = engine(work.engine.name)
     out: dict[str, LaunchCommand] = {}
-    if work.engine.name == "llamacpp" or resolved.source == "gguf":
+    if model.splits_layers or resolved.source == "gguf":
         ngl = len(spec.layers) + 1 if work.engine.n_gpu_layers is None else work.engine.n_gpu_layers
         slots = max(
             1, min(pick.concurrent_sequences // max(pick.replicas, 1), int(pick.max_concurrency or 1))
@@ -125,12 +123,10 @@ def launch_commands(
                 "(CUDA_VISIBLE_DEVICES), behind a load balancer",
             )
         return out
-    if work.engine.name == "vllm":
-        out["vllm"] = vllm_command(resolved.id, resolved.revision, tp, work, utilization(work), spec, gpu)
-    if work.engine.name == "sglang":
-        out["sglang"] = sglang_command(
-            resolved.id, resolved.revision, tp, work, mem_fraction(gpu, tp, work, spec), spec, gpu
-        )
+    command = SERVER_COMMANDS.get(model.name)
+    if command is not None and model.budget is not None:
+        budget = model.budget(spec, gpu, tp, work)
+        out[model.name] = command(resolved.id, resolved.revision, tp, work, budget, spec, gpu)
     if pick.replicas > 1:
         out["replicas"] = LaunchCommand(
             None,
@@ -175,7 +171,7 @@ def build_serve_report(
                 "half the output with --rps); capacity counts full-context sequences"
                 + (
                     f"; layers in system RAM read at {host_gbps or calibrated.DEFAULT_HOST_GBPS:g} GB/s peak"
-                    if work.engine.name == "llamacpp"
+                    if engine(work.engine.name).splits_layers
                     else ""
                 )
             ),

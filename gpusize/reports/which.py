@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusize import __version__
-from gpusize.core.engines import engine_label
+from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.workload import Request
 from gpusize.serving.which import CatalogEntry, ModelFit, Sort, models_that_fit
@@ -58,7 +58,7 @@ def build_which(
     builds = (
         "a model whose own weights do not fit is tried as an FP8 build (--quantization fp8, quantized "
         "while loading) and an int4 build (--dtype int4, a pre-quantized AWQ/GPTQ checkpoint)"
-        if request.dtype == "auto" and request.engine.name in ("vllm", "sglang")
+        if request.dtype == "auto" and engine(request.engine.name).quantizes_on_load
         else f"weights as asked ({request.dtype})"
     )
     return WhichReport(

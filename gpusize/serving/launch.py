@@ -18,13 +18,22 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.settings import launch_flag
 from gpusize.core.spec import ModelSpec
-from gpusize.core.workload import SETTING_FLAGS, Workload
+from gpusize.core.workload import Workload
 
-__all__ = ["LaunchCommand", "half_precision", "llamacpp_command", "sglang_command", "vllm_command"]
+__all__ = [
+    "SERVER_COMMANDS",
+    "LaunchCommand",
+    "half_precision",
+    "llamacpp_command",
+    "sglang_command",
+    "vllm_command",
+]
 
 #: --dtype values the engines take for a weight dtype the user forced.
 _DTYPE_FLAG = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -83,16 +92,15 @@ def _weights_flags(work: Workload, engine: str, gpu: GpuSpec | None) -> tuple[li
     )
 
 
-def _settings_words(work: Workload, names: tuple[str, ...]) -> list[str]:
-    """The engine settings the user gave, under the flag names gpusize took them by (SETTING_FLAGS):
-    a switch alone, a value after its flag."""
+def _settings_words(work: Workload) -> list[str]:
+    """The engine settings the user gave that its command line takes as given (the declaration's
+    `launch` flag): a switch alone, a value after its flag."""
     words: list[str] = []
-    for name in names:
-        value = getattr(work.engine, name)
-        if value is True:
-            words.append(SETTING_FLAGS[name][0])
-        elif value not in (None, False):
-            words += [SETTING_FLAGS[name][0], str(value)]
+    for name in work.engine.given():
+        flag, value = launch_flag(name), getattr(work.engine, name)
+        if flag is None:
+            continue
+        words += [flag] if value is True else [flag, str(value)]
     return words
 
 
@@ -137,9 +145,7 @@ def vllm_command(
     words += flags
     if work.kv_cache_dtype == "fp8":
         words += ["--kv-cache-dtype", "fp8"]
-    words += _settings_words(
-        work, ("max_num_seqs", "max_num_batched_tokens", "enforce_eager", "enable_expert_parallel")
-    )
+    words += _settings_words(work)
     override = _rope_override(spec)
     if override:
         words += ["--hf-overrides", json.dumps(override, separators=(",", ":"))]
@@ -172,7 +178,7 @@ def sglang_command(
     words += flags
     if work.kv_cache_dtype == "fp8":
         words += ["--kv-cache-dtype", "fp8_e4m3"]
-    words += _settings_words(work, ("chunked_prefill_size", "max_running_requests"))
+    words += _settings_words(work)
     override = _rope_override(spec)
     if override:
         words += ["--json-model-override-args", json.dumps(override, separators=(",", ":"))]
@@ -200,3 +206,8 @@ def llamacpp_command(
     if work.kv_cache_dtype == "fp8":
         words += ["--cache-type-k", "q8_0", "--cache-type-v", "q8_0"]
     return LaunchCommand(_join(words))
+
+
+#: The launch line of each engine that serves tensor-parallel replicas, by engine name: (model, revision,
+#: tensor parallel size, workload, the engine's budget fraction, spec, GPU) -> command.
+SERVER_COMMANDS: dict[str, Callable[..., LaunchCommand]] = {"vllm": vllm_command, "sglang": sglang_command}

@@ -14,7 +14,6 @@ import math
 from dataclasses import dataclass
 
 from gpusize.core.engines import engine
-from gpusize.core.engines.vllm import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.spec import ModelSpec
@@ -146,10 +145,11 @@ def _capacity(spec: ModelSpec, gpu: GpuSpec, group: int, work: Workload) -> tupl
     """The replica's plan and the sequences it admits at the requested context: vLLM / SGLang, its
     KV pool capped by max_num_seqs; llama.cpp, the most parallel slots (-np) whose KV still fits."""
     model = engine(work.engine.name)
-    if work.engine.name != "llamacpp":
+    if not model.splits_layers:
         cand = model.evaluate(spec, gpu, group, work)
-        seqs = scheduler_limits(gpu, work).max_num_seqs
-        return cand, max(min(int(cand.max_concurrency or 0), seqs), 1)
+        pool = int(cand.max_concurrency or 0)
+        seqs = model.max_sequences(gpu, work) if model.max_sequences else pool
+        return cand, max(min(pool, seqs), 1)
     cand = model.evaluate(spec, gpu, group, work.with_context(work.context_tokens, batch=1))
     if not cand.fits:
         return cand, 0
@@ -178,7 +178,7 @@ def evaluate_layout(
     host_gbps: float | None = None,
 ) -> Layout:
     """One layout: `replicas` engines of `tp` GPUs each (tensor parallel, or llama.cpp's split)."""
-    llamacpp = work.engine.name == "llamacpp"
+    llamacpp = engine(work.engine.name).splits_layers
     split = (work.engine.split_mode or "layer") if llamacpp else "tensor"
     candidate, per_replica_cap = _capacity(spec, gpu, tp, work)
     failure = _failure_impact(replicas, tp)

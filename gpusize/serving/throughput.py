@@ -20,11 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusize.core import kvcache
-from gpusize.core.engines.llamacpp import estimated_layers
+from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.spec import ModelSpec
-from gpusize.core.weights import rope_cache_bytes, weights_bytes
-from gpusize.core.workload import StoredLayers, Workload
+from gpusize.core.weights import StoredLayers, estimated_layers, rope_cache_bytes, weights_bytes
+from gpusize.core.workload import Workload
 from gpusize.serving import calibrated
 
 __all__ = [
@@ -186,7 +186,7 @@ def decode_step(
         return None
     speed = calibrated.engine_speed(work.engine.name)
     bandwidth = gpu.bandwidth_gbps * 1e9 * speed.efficiency(memory_class(gpu))
-    if work.engine.name == "llamacpp":
+    if engine(work.engine.name).splits_layers:
         return _llamacpp_step(spec, work, gpu, sequences, context, llamacpp or LlamaCppPlacement(), bandwidth)
     read = decode_weight_bytes(spec, work, tp, sequences) + sequences * kv_read_bytes(spec, work, tp, context)
     t_mem = read / bandwidth
@@ -271,7 +271,7 @@ def assumptions(gpu: GpuSpec, work: Workload) -> str:
         "" if speed.calibrated_for(kind) else f", no {kind.upper()} calibration record: the engine's lowest"
     )
     moe = f", {speed.expert_s * 1e6:.1f} us per routed expert run" if speed.expert_s else ""
-    if work.engine.name == "llamacpp":
+    if engine(work.engine.name).splits_layers:
         multi = (
             f"-sm layer runs the GPUs one after another (+{calibrated.LAYER_SPLIT_HOP_S * 1e6:.0f} us per "
             f"GPU boundary), -sm row gathers every layer ({calibrated.ROW_SPLIT_SYNC_S * 1e6:.0f} us per "

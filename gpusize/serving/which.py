@@ -92,7 +92,7 @@ def fit_one(
         return _row(entry, spec, fits=False, reason=reason, shortfall=float("inf"))
     builds: list[tuple[Workload, tuple[Change, ...], str]] = [(work, (), "")]
     own = spec.quantization is None  # a pre-quantized checkpoint is itself a build of its base model
-    if quantized and own and request.dtype == "auto" and model.name in ("vllm", "sglang"):
+    if quantized and own and request.dtype == "auto" and model.quantizes_on_load:
         builds += _builds(spec, request, work, gpu)
     miss: tuple[str, float] = ("", 0.0)
     for build, changes, _ in builds:
@@ -162,7 +162,9 @@ def _fitting(
     changes: tuple[Change, ...],
 ) -> ModelFit:
     assert best.per_gpu is not None
-    placement = throughput.LlamaCppPlacement(best.num_gpus) if work.engine.name == "llamacpp" else None
+    placement = (
+        throughput.LlamaCppPlacement(best.num_gpus) if engine(work.engine.name).splits_layers else None
+    )
     speed = throughput.decode_step(
         spec, work, gpu, best.tensor_parallel, 1, work.context_tokens // 2, placement
     )

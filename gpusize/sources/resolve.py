@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpusize.core.workload import StoredLayers
+from gpusize.core.weights import StoredLayers
 from gpusize.errors import ConfigError, UnknownNameError
 from gpusize.sources import safetensors
 from gpusize.sources.catalog import Catalogs

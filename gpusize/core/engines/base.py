@@ -8,12 +8,22 @@ from dataclasses import dataclass
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import NO_LEVERS, Levers
-from gpusize.core.plan import Evaluator
+from gpusize.core.plan import Candidate, Evaluator
 from gpusize.core.releases import Releases
+from gpusize.core.settings import ENGINE_LABELS, EngineName, settings_of
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
-__all__ = ["ContextRefusal", "EffectiveSettings", "EngineModel", "UNVERSIONED"]
+__all__ = [
+    "Budget",
+    "ContextRefusal",
+    "EffectiveSettings",
+    "EngineModel",
+    "ModelNotes",
+    "NodesEvaluator",
+    "SequenceCap",
+    "UNVERSIONED",
+]
 
 #: The settings an engine runs with for one plan (the user's, else its defaults), under the engine's own
 #: option names: what a person passes to reproduce the plan.
@@ -22,6 +32,23 @@ EffectiveSettings = Callable[[ModelSpec, GpuSpec, int, Workload], dict[str, floa
 
 #: The engine's refusal to start for a context above the model's maximum (its own message), or None.
 ContextRefusal = Callable[[ModelSpec, Workload], str | None]
+
+#: The fraction of each GPU the engine budgets for a plan of `tp` GPUs (vLLM's gpu_memory_utilization,
+#: SGLang's mem_fraction_static): what its launch command passes.
+Budget = Callable[[ModelSpec, GpuSpec, int, Workload], float]
+
+#: The most sequences the engine's scheduler runs at once on `gpu` (its own cap, before the KV pool's).
+SequenceCap = Callable[[GpuSpec, Workload], int]
+
+#: A plan across `nodes` servers (the engine's multi-node layout), for --nodes.
+NodesEvaluator = Callable[[ModelSpec, GpuSpec, int, Workload], Candidate]
+
+#: Notes the engine adds about how it holds this model (a rule the answer depends on).
+ModelNotes = Callable[[ModelSpec, Workload], tuple[str, ...]]
+
+
+def _no_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
+    return ()
 
 
 def _none(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> dict[str, float | int | str]:
@@ -36,18 +63,46 @@ def _accepts(spec: ModelSpec, work: Workload) -> str | None:
 UNVERSIONED = Releases("", ("0.0.0",))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EngineModel:
-    name: str
+    """What an engine is, asked by name nowhere else: its memory model and what it can do."""
+
+    name: EngineName
     #: The release whose behaviour the model follows, as printed in assumptions and JSON.
     version: str
     #: One line on how the engine budgets memory, for the assumptions.
     note: str
-    #: EngineSettings fields this engine reads; `core.workload.resolve` refuses the others.
-    settings: frozenset[str]
     evaluate: Evaluator
     effective_settings: EffectiveSettings = _none
     releases: Releases = UNVERSIONED
     refuses_context: ContextRefusal = _accepts
     #: What a fix suggestion may change on this engine (core/levers.py), declared by its module.
     levers: Levers = NO_LEVERS
+    #: Its budget fraction of each GPU (None: it takes what the model needs, no fraction).
+    budget: Budget | None = None
+    #: Its scheduler's cap on sequences at once (None: the KV cache alone bounds them).
+    max_sequences: SequenceCap | None = None
+    #: A server that shares one paged KV pool among requests (vLLM, SGLang): what quote, curve and
+    #: which compare.
+    pages_kv: bool = False
+    #: Serves requests over HTTP (serve compares its layouts).
+    serves: bool = False
+    #: Spreads a model over GPUs by whole layers, offloading the rest to system RAM (llama.cpp's
+    #: -ngl/-sm), not by tensor parallel.
+    splits_layers: bool = False
+    #: Quantizes a 16-bit checkpoint while loading (--quantization fp8), so which offers FP8 builds.
+    quantizes_on_load: bool = False
+    #: Its plan across several servers (--nodes), None when gpusize models none for it.
+    nodes: NodesEvaluator | None = None
+    notes: ModelNotes = _no_notes
+
+    @property
+    def label(self) -> str:
+        """The engine as text names it ('vLLM', 'llama.cpp')."""
+        return ENGINE_LABELS[self.name]
+
+    @property
+    def settings(self) -> frozenset[str]:
+        """EngineSettings fields this engine reads (their declarations name it); `core.workload.resolve`
+        refuses the others."""
+        return settings_of(self.name)

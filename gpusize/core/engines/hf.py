@@ -187,7 +187,6 @@ ENGINE = EngineModel(
     note="transformers generate: weights + DynamicCache of the whole prompt + the prefill's transients "
     "(replayed through PyTorch's caching allocator) = allocated peak; + the allocator's cache = reserved "
     "peak; + CUDA context = what nvidia-smi shows, the figure the fit is decided on",
-    settings=frozenset({"attn_implementation", "transformers_version", "expandable_segments"}),
     evaluate=evaluate,
     effective_settings=_effective,
 )

@@ -18,11 +18,10 @@ from gpusize.core.engines.base import EngineModel
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.kvcache import kv_width
 from gpusize.core.levers import Levers, Variant, one
-from gpusize.core.params import layer_params
 from gpusize.core.plan import Candidate, PerGpu, context_problem
 from gpusize.core.spec import ModelSpec
-from gpusize.core.weights import WeightFormat
-from gpusize.core.workload import StoredLayers, Workload
+from gpusize.core.weights import estimated_layers
+from gpusize.core.workload import Workload
 from gpusize.units import GIB
 
 __all__ = [
@@ -32,7 +31,6 @@ __all__ = [
     "LEVERS",
     "LLAMACPP_UBATCH",
     "LlamaCppSplit",
-    "estimated_layers",
     "evaluate",
     "llamacpp_compute_bytes",
     "llamacpp_kv_bytes",
@@ -138,17 +136,6 @@ def llamacpp_split(
         else 0
     )
     return LlamaCppSplit(ngl, gpu_weights, cpu_weights, gpu_kv, kv_total - gpu_kv, compute)
-
-
-def estimated_layers(spec: ModelSpec, fmt: WeightFormat) -> StoredLayers:
-    """Per-block, embedding and output bytes from config arithmetic (for non-GGUF sources)."""
-    layers = []
-    for layer in spec.layers:
-        counts = layer_params(spec, layer)
-        layers.append(int(counts.linear * fmt.linear_bytes + counts.small * fmt.other_bytes))
-    embd = int(spec.params.embedding * fmt.other_bytes)
-    output = int(spec.params.lm_head * fmt.other_bytes) or embd
-    return StoredLayers(tuple(layers), embd, output)
 
 
 def cache_type(work: Workload) -> str:
@@ -258,8 +245,9 @@ ENGINE = EngineModel(
     version=f"llama.cpp {VERSION}",
     note="llama.cpp: layers offloaded from the end (output head first), input embedding on the CPU; KV "
     "padded to 256 cells; compute buffer of one 512-token micro-batch",
-    settings=frozenset({"n_gpu_layers", "flash_attn", "split_mode"}),
     evaluate=evaluate,
     effective_settings=effective_settings,
     levers=LEVERS,
+    serves=True,
+    splits_layers=True,
 )

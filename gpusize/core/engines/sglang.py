@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.base import EngineModel
 from gpusize.core.engines.vllm.pool import THIN_MARGIN
+from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers
 from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, yarn_flag
@@ -146,6 +147,14 @@ def mem_fraction(gpu: GpuSpec, tp: int, work: Workload, spec: ModelSpec | None =
     return defaults.mem_fraction_static
 
 
+def default_running_requests(gpu: GpuSpec, work: Workload) -> int:
+    """The cap on running requests when --max-running-requests is not given: vLLM's per-device
+    scheduler default (1024 on large GPUs, 256 below), as gpusize has always applied it to SGLang.
+    SGLang's own rule (its req_to_token pool size) is not modelled yet; this keeps the answers as
+    they were."""
+    return scheduler_limits(gpu, work).max_num_seqs
+
+
 def context_refusal(spec: ModelSpec, work: Workload) -> str | None:
     """SGLang refuses --context-length above the derived length (max_position_embeddings x the rope
     factor, x1 when the config gives original_max_position_embeddings), except 0.4.4-0.4.10.post2 where
@@ -237,10 +246,8 @@ def effective_settings(
 #: Fix-suggestion levers (core/levers.py): SGLang's flag names, FP8 weights quantized while loading, and
 #: the paged pool's thin margin, vLLM's (the same model error on public start-up logs).
 LEVERS = Levers(
-    display="SGLang",
     count_flag="--tensor-parallel-size",
     context_flag="--context-length",
-    quantizes=True,
     thin_margin=THIN_MARGIN,
 )
 
@@ -249,10 +256,14 @@ ENGINE = EngineModel(
     version=f"SGLang {SGLANG.newest}",
     note="SGLang: KV pool = free memory after weights - free memory before weights x "
     "(1 - mem_fraction_static); default fraction from GPU size, TP and the release",
-    settings=frozenset({"version", "mem_fraction_static", "chunked_prefill_size", "max_running_requests"}),
     evaluate=evaluate,
     effective_settings=effective_settings,
     releases=SGLANG,
     refuses_context=context_refusal,
     levers=LEVERS,
+    budget=lambda spec, gpu, tp, work: mem_fraction(gpu, tp, work, spec),
+    max_sequences=lambda gpu, work: work.engine.max_running_requests or default_running_requests(gpu, work),
+    pages_kv=True,
+    serves=True,
+    quantizes_on_load=True,
 )

@@ -121,23 +121,22 @@ def effective_settings(
     return out
 
 
+def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
+    """What vLLM's allocator does with this model that the answer depends on."""
+    if any(layer.window for layer in spec.attention_layers):
+        return (
+            "sliding-window layers reserve min(window - 1 + max_num_batched_tokens, context) tokens per "
+            "request, as vLLM's hybrid KV allocator does",
+        )
+    return ()
+
+
 ENGINE = EngineModel(
     name="vllm",
     version=f"vLLM {VLLM.newest}",
     note="vLLM: gpu_memory_utilization x CUDA-visible total holds weights + activation peak + non-torch "
     "memory (+ the CUDA-graph estimate from 0.20) + paged KV (16-token blocks, hybrid groups); the CUDA "
     "context outside it",
-    settings=frozenset(
-        {
-            "version",
-            "gpu_memory_utilization",
-            "max_num_seqs",
-            "max_num_batched_tokens",
-            "enforce_eager",
-            "flashinfer_sampler",
-            "enable_expert_parallel",
-        }
-    ),  # fmt: skip
     evaluate=evaluate,
     effective_settings=effective_settings,
     releases=VLLM,
@@ -145,4 +144,11 @@ ENGINE = EngineModel(
         spec, work.context_tokens, behaviour(work.release.version)
     ),
     levers=LEVERS,
+    budget=lambda spec, gpu, tp, work: utilization(work),
+    max_sequences=lambda gpu, work: scheduler_limits(gpu, work).max_num_seqs,
+    pages_kv=True,
+    serves=True,
+    quantizes_on_load=True,
+    nodes=lambda spec, gpu, nodes, work: evaluate_nodes(spec, gpu, nodes, work),
+    notes=model_notes,
 )

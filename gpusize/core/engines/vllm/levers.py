@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpusize.core.engines.vllm.behaviour import utilization
-from gpusize.core.engines.vllm.pipeline import evaluate_nodes
 from gpusize.core.engines.vllm.pool import THIN_MARGIN
 from gpusize.core.engines.vllm.scheduler import scheduler_limits, scheduler_note
 from gpusize.core.gpu import GpuSpec
@@ -52,11 +51,8 @@ def _halvings(value: int, floor: int) -> list[int]:
 
 
 LEVERS = Levers(
-    display="vLLM",
     count_flag="--tensor-parallel-size",
     context_flag="--max-model-len",
-    quantizes=True,
     thin_margin=THIN_MARGIN,
     settings=setting_levers,
-    nodes=evaluate_nodes,
 )

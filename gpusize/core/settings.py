@@ -1,0 +1,281 @@
+"""Engine settings, each declared once (pure), as vLLM declares its config fields.
+
+An `EngineSettings` field carries a `Setting`: the engine's own flag name, the engines that read it,
+the help, and its bounds or choices. Everything else is derived from that declaration: the
+command-line options (`cli.options.engine_options`), the range checks (`settings_from`), the flag a
+refusal names (`SETTING_FLAGS`), the settings an engine accepts (`settings_of`), the JSON workload
+keys (the field names) and the flags a launch command prints (`launch_flag`). A new engine flag is
+the field here and its use in the engine.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import Field, dataclass, field, fields
+from typing import Any, Literal, get_args
+
+from gpusize.errors import InputError
+
+__all__ = [
+    "ATTN_IMPLEMENTATIONS",
+    "ENGINE_LABELS",
+    "ENGINE_NAMES",
+    "SETTING_FLAGS",
+    "SPLIT_MODES",
+    "TRANSFORMERS_VERSIONS",
+    "EngineName",
+    "EngineSettings",
+    "Setting",
+    "declared",
+    "launch_flag",
+    "settings_from",
+    "settings_of",
+]
+
+EngineName = Literal["vllm", "sglang", "llamacpp", "transformers"]
+ENGINE_NAMES: tuple[EngineName, ...] = get_args(EngineName)
+#: How each engine is written in text (help, assumptions, notes).
+ENGINE_LABELS: dict[str, str] = {
+    "vllm": "vLLM",
+    "sglang": "SGLang",
+    "llamacpp": "llama.cpp",
+    "transformers": "transformers",
+}
+#: llama.cpp's ways to spread one model over several GPUs (`-sm`): whole layers per GPU, run one GPU
+#: after another for each token (the default), or every matrix split by rows across the GPUs.
+SPLIT_MODES = ("layer", "row")
+#: transformers attention implementations (`--attn-implementation`).
+ATTN_IMPLEMENTATIONS = ("sdpa", "flash_attention_2", "eager")
+#: "5": transformers 5.x (and 4.56-4.57): DynamicSlidingWindowLayer, boolean SDPA masks.
+#: "4": 4.53-4.55: masks as in 5, but sliding-window layers cache every token (no sliding layer).
+TRANSFORMERS_VERSIONS = ("5", "4")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How one engine setting is taken: `flag` (the engine's own name for it, and gpusize's option),
+    the engines that read it (any other refuses it), one line of help, and its bounds: `low`/`high`
+    for numbers (an int in [low, high], a float in (low, high] or [low, high] when not `low_open`),
+    `choices` for a word. `launch` is the flag a launch command prints it under when the user gave it
+    (None: the command prints it another way: a budget with its effective value, llama-server's own
+    short flags, an environment switch)."""
+
+    flag: str
+    engines: tuple[EngineName, ...]
+    help: str
+    aliases: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = True
+    choices: tuple[str, ...] = ()
+    launch: str | None = None
+
+
+def _setting(default: Any, **declaration: Any) -> Any:
+    return field(default=default, metadata={"setting": Setting(**declaration)})
+
+
+_PAGED: tuple[EngineName, ...] = ("vllm", "sglang")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineSettings:
+    """The engine and the settings passed under its own flag names; None means the engine's default."""
+
+    name: EngineName = _setting(
+        "vllm",
+        flag="--engine",
+        engines=ENGINE_NAMES,
+        help="vllm (default), sglang, llamacpp (default for .gguf files), transformers.",
+        choices=ENGINE_NAMES,
+    )
+    #: The engine release to model (None: the newest gpusize models).
+    version: str | None = _setting(
+        None,
+        flag="--engine-version",
+        engines=_PAGED,
+        help="Engine release to model (default the newest).",
+    )
+    gpu_memory_utilization: float | None = _setting(
+        None,
+        flag="--gpu-memory-utilization",
+        engines=("vllm",),
+        help="fraction of each GPU the engine may use (default 0.9; 0.92 from 0.20).",
+        low=0,
+        high=1,
+    )
+    max_num_seqs: int | None = _setting(
+        None,
+        flag="--max-num-seqs",
+        engines=("vllm",),
+        help="most sequences per step.",
+        low=1,
+        high=1 << 20,
+        launch="--max-num-seqs",
+    )
+    max_num_batched_tokens: int | None = _setting(
+        None,
+        flag="--max-num-batched-tokens",
+        engines=("vllm",),
+        help="most tokens per step (chunked prefill size).",
+        low=1,
+        high=1 << 24,
+        launch="--max-num-batched-tokens",
+    )
+    enforce_eager: bool = _setting(
+        False, flag="--enforce-eager", engines=("vllm",), help="no CUDA graphs.", launch="--enforce-eager"
+    )
+    enable_expert_parallel: bool = _setting(
+        False,
+        flag="--enable-expert-parallel",
+        engines=("vllm",),
+        help="whole experts per GPU instead of slicing each by TP.",
+        launch="--enable-expert-parallel",
+    )
+    #: vLLM samples top-k/top-p with FlashInfer (VLLM_USE_FLASHINFER_SAMPLER=1; up to 0.11.0 whenever
+    #: FlashInfer is installed, as in the vllm/vllm-openai image) instead of PyTorch.
+    flashinfer_sampler: bool = _setting(
+        False,
+        flag="--flashinfer-sampler",
+        engines=("vllm",),
+        help="top-k/top-p sampled by FlashInfer (VLLM_USE_FLASHINFER_SAMPLER=1; up to 0.11.0 whenever "
+        "FlashInfer is installed, as in the vllm/vllm-openai image): a smaller start-up peak before 0.17.",
+    )
+    mem_fraction_static: float | None = _setting(
+        None,
+        flag="--mem-fraction-static",
+        engines=("sglang",),
+        help="static memory fraction (default from GPU and TP).",
+        low=0,
+        high=0.999,
+    )
+    chunked_prefill_size: int | None = _setting(
+        None,
+        flag="--chunked-prefill-size",
+        engines=("sglang",),
+        help="tokens per prefill chunk (enters its reserve).",
+        low=1,
+        high=1 << 24,
+        launch="--chunked-prefill-size",
+    )
+    max_running_requests: int | None = _setting(
+        None,
+        flag="--max-running-requests",
+        engines=("sglang",),
+        help="most requests running at once.",
+        low=1,
+        high=1 << 20,
+        launch="--max-running-requests",
+    )
+    n_gpu_layers: int | None = _setting(
+        None,
+        flag="--n-gpu-layers",
+        aliases=("-ngl",),
+        engines=("llamacpp",),
+        help="layers on the GPU (default all).",
+        low=0,
+        high=100_000,
+    )
+    flash_attn: bool = _setting(
+        False, flag="--flash-attn", engines=("llamacpp",), help="flash attention (smaller buffer)."
+    )
+    #: llama.cpp `--split-mode` (one of SPLIT_MODES); None means its default, layer.
+    split_mode: str | None = _setting(
+        None,
+        flag="--split-mode",
+        aliases=("-sm",),
+        engines=("llamacpp",),
+        help="spread the model over GPUs by layer (default) or row.",
+        choices=SPLIT_MODES,
+    )
+    #: transformers: attention implementation (sdpa, flash_attention_2, eager), the release whose
+    #: cache and masks are followed ("5", "4"), PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.
+    attn_implementation: str | None = _setting(
+        None,
+        flag="--attn-implementation",
+        engines=("transformers",),
+        help="sdpa (default; eager for gpt-oss), flash_attention_2 or eager.",
+        choices=ATTN_IMPLEMENTATIONS,
+    )
+    transformers_version: str | None = _setting(
+        None,
+        flag="--transformers-version",
+        engines=("transformers",),
+        help="5 (5.x and 4.56+, default) or 4 (4.53-4.55: sliding layers cache every token).",
+        choices=TRANSFORMERS_VERSIONS,
+    )
+    expandable_segments: bool = _setting(
+        False,
+        flag="--expandable-segments",
+        engines=("transformers",),
+        help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less fragmentation).",
+    )
+
+    def given(self) -> tuple[str, ...]:
+        """The settings the user set (not left to the engine's default); the engine itself excluded."""
+        return tuple(f.name for f in _DECLARED[1:] if getattr(self, f.name) != f.default)
+
+
+_DECLARED: tuple[Field[Any], ...] = tuple(fields(EngineSettings))
+
+
+def declared() -> tuple[tuple[str, Setting], ...]:
+    """Every setting (the engine first) with its declaration, in declaration order."""
+    return tuple((f.name, f.metadata["setting"]) for f in _DECLARED)
+
+
+#: The command-line flag of each engine setting and the engines it belongs to, for messages.
+SETTING_FLAGS: dict[str, tuple[str, str]] = {name: (s.flag, " or ".join(s.engines)) for name, s in declared()}
+
+
+def settings_of(engine: EngineName) -> frozenset[str]:
+    """The settings `engine` reads: those whose declaration names it (the engine choice aside)."""
+    return frozenset(name for name, s in declared()[1:] if engine in s.engines)
+
+
+def launch_flag(name: str) -> str | None:
+    """The flag a launch command carries the setting under, None when the command line has none."""
+    setting: Setting = EngineSettings.__dataclass_fields__[name].metadata["setting"]
+    return setting.launch
+
+
+def settings_from(values: Mapping[str, Any], default_engine: EngineName = "vllm") -> EngineSettings:
+    """EngineSettings from values as typed (None: not given), each checked against its declaration;
+    `default_engine` when the engine is not given. Raises InputError naming the flag and its range."""
+    checked: dict[str, Any] = {}
+    for name, setting in declared():
+        value = values.get(name)
+        if value is None:
+            continue
+        checked[name] = _checked(value, setting)
+    checked.setdefault("name", default_engine)
+    return EngineSettings(**checked)
+
+
+def _checked(value: Any, s: Setting) -> Any:
+    if isinstance(value, bool):
+        return value
+    if s.choices:
+        key = str(value).strip().lower()
+        if key not in s.choices:
+            raise InputError(f"unknown {s.flag} '{str(value)[:40]}'; use one of {', '.join(s.choices)}")
+        return key
+    if isinstance(value, int) and s.low is not None:
+        return _count(value, s)
+    if isinstance(value, float) and s.low is not None and s.high is not None:
+        inside = (value > s.low if s.low_open else value >= s.low) and value <= s.high
+        if not math.isfinite(value) or not inside:
+            bracket = "(" if s.low_open else "["
+            raise InputError(f"invalid {s.flag} {value}: must be in {bracket}{s.low:g}, {s.high:g}]")
+    return value
+
+
+def _count(value: int, s: Setting) -> int:
+    assert s.low is not None and s.high is not None
+    if value < s.low:
+        floor = "greater than zero" if s.low == 1 else f"at least {s.low:g}"
+        raise InputError(f"invalid {s.flag} {value}: must be {floor}")
+    if value > s.high:
+        raise InputError(f"invalid {s.flag} {value}: at most {int(s.high):,}")
+    return value
