@@ -17,6 +17,7 @@ from typing import Any
 from gpusize.cli.output import warn, write_stderr
 from gpusize.core.engines import prepare as prepare_workload
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.model import ResolvedModel
 from gpusize.core.parse import parse_config, with_rope_scaling
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
@@ -35,7 +36,7 @@ from gpusize.core.workload import (
 from gpusize.errors import CatalogError, InputError, UsageError
 from gpusize.render.text import safe
 from gpusize.sources.catalog import Catalogs
-from gpusize.sources.resolve import ResolvedModel, resolve_model
+from gpusize.sources.resolve import resolve_model
 from gpusize.units import canonical_dtype, parse_count, parse_tokens
 
 __all__ = [

@@ -9,6 +9,7 @@ from gpusize.core.engines import engine_label
 from gpusize.core.engines.sglang import mem_fraction
 from gpusize.core.engines.vllm import utilization
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.model import ResolvedModel
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.reports.common import ModelFacts, model_facts, price_note
@@ -22,7 +23,6 @@ from gpusize.serving.launch import (
     vllm_command,
 )
 from gpusize.serving.layouts import Demand, Layout, compare, recommend
-from gpusize.sources.resolve import ResolvedModel
 
 __all__ = [
     "PowerInfo",
