@@ -104,6 +104,13 @@ def test_imports_point_down_only() -> None:
     assert _upward(_graph()) == []
 
 
+def test_bench_imports_no_test_module() -> None:
+    """bench/ reads the records and predictors from helper modules (tests/vllm_records.py and the
+    like) that the tests import too; a test module is pytest's, not a library."""
+    wrong = [hit for script in sorted(BENCH.glob("*.py")) for hit in _test_modules_imported(script)]
+    assert wrong == []
+
+
 def test_the_checks_catch_a_forbidden_arrow(tmp_path: Path) -> None:
     """The checkers on a synthetic tree holding each kind of wrong arrow (the reports -> sources one
     at module level, others inside functions) and a right one of every layer."""
