@@ -1,5 +1,6 @@
-"""The house has floors: imports point down only, there is no cycle, and an import inside a function
-is kept for heavy optional dependencies and says why (STYLE.md, "Layout"). The bench scripts share
+"""The house has floors: imports point down only, there is no cycle, an import inside a function is
+kept for heavy optional dependencies and says why (one of our own modules: a "start-up:" reason), and
+every module lives in a layer (STYLE.md, "Layout"). The bench scripts share
 records and predictors with the tests through helper modules (tests/*_records.py), never by importing
 a test module.
 
@@ -126,6 +127,12 @@ def test_the_checks_catch_a_forbidden_arrow(tmp_path: Path) -> None:
         "render/table.py": "from gpusize.reports import fit\n",
         "cli/app.py": "from gpusize.render import table\n",
         "units.py": "from gpusize.errors import GpusizeError\n",
+        "core/kvcache.py": (
+            "def f():\n    import yaml\n"
+            "def g():\n    from gpusize.units import GIB  # because\n"
+            "def h():\n    import gguf  # optional package\n"
+            "def i():\n    # start-up: loaded only when asked\n    from gpusize.core import model\n"
+        ),
         "errors.py": "",
         "core/model.py": "",
         "core/__init__.py": "",
@@ -139,6 +146,10 @@ def test_the_checks_catch_a_forbidden_arrow(tmp_path: Path) -> None:
         "gpusize.reports.which -> gpusize.render.table",
         "gpusize.serving.quote -> gpusize.sources.catalog",
         "gpusize.training.plan -> gpusize.sources.hub",
+    ]
+    assert _local_import_offenders(tmp_path / "gpusize") == [
+        "gpusize.core.kvcache:2: ['yaml']",
+        "gpusize.core.kvcache:4: ['gpusize.units']",
     ]
     script = tmp_path / "calibrate.py"
     script.write_text(
@@ -180,9 +191,11 @@ def test_no_import_cycle() -> None:
     assert real == []
 
 
-def test_function_local_imports_are_heavy_dependencies_with_a_reason() -> None:
+def _local_import_offenders(package: Path = PACKAGE) -> list[str]:
+    """Imports inside functions that are neither a heavy dependency with a reason nor one of our own
+    modules with a "start-up:" reason, as 'module:line: names'."""
     offenders = []
-    for module, path in _modules().items():
+    for module, path in sorted(_modules(package).items()):
         lines = path.read_text().splitlines()
         tree = ast.parse(path.read_text())
         for func in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
@@ -193,13 +206,24 @@ def test_function_local_imports_are_heavy_dependencies_with_a_reason() -> None:
                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
                 )
                 top = {n.split(".")[0] for n in names}
-                reason = _explained(lines, node.lineno)
-                heavy = top <= HEAVY or (
-                    isinstance(node, ast.ImportFrom) and node.module == "gpusize.sources" and reason
-                )
-                if not heavy or not reason:
+                reason = _reason(lines, node.lineno)
+                heavy = top <= HEAVY and reason is not None
+                ours = top == {"gpusize"} and reason is not None and "start-up:" in reason
+                if not heavy and not ours:
                     offenders.append(f"{module}:{node.lineno}: {names}")
-    assert offenders == []
+    return offenders
+
+
+def test_function_local_imports_are_heavy_dependencies_with_a_reason() -> None:
+    assert _local_import_offenders() == []
+
+
+def test_a_new_concept_gets_a_module_in_its_layer() -> None:
+    """No new top-level file or package: everything under gpusize/ is a layer (or the entry points)."""
+    entries = {p.stem for p in PACKAGE.glob("*.py")} | {
+        p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()
+    }
+    assert entries - {"__init__", "__main__"} == set(LAYERS)
 
 
 def test_every_public_module_declares_all() -> None:
@@ -215,15 +239,15 @@ def _is_package_docstring_only(path: Path) -> bool:
     return path.name == "__init__.py" and all(isinstance(n, ast.Expr) for n in tree.body)
 
 
-def _explained(lines: list[str], lineno: int) -> bool:
-    """A comment on the import's line, or just above the run of imports it belongs to."""
+def _reason(lines: list[str], lineno: int) -> str | None:
+    """The comment on the import's line, or the one just above the run of imports it belongs to."""
     if "#" in lines[lineno - 1]:
-        return True
+        return lines[lineno - 1].split("#", 1)[1]
     i = lineno - 2
     while i >= 0 and not lines[i].strip().startswith("#"):
         text = lines[i].strip()
         continuation = text.endswith((",", "(")) or text == ")"
         if not (text.startswith(("from ", "import ")) or continuation):
-            return False
+            return None
         i -= 1
-    return i >= 0
+    return lines[i].strip() if i >= 0 else None

@@ -297,7 +297,7 @@ def targets(name: str | None, cats: Catalogs, wanted: int | None = None) -> Targ
         return Targets(list(cats.gpus()), 8, None)
     if name.strip().lower() != "local":
         return Targets([cats.find_gpu(name)], 8, None)
-    # runs nvidia-smi (subprocess, shutil: 4 ms of start-up), so loaded only for --gpu local
+    # start-up: runs nvidia-smi (subprocess, shutil: 4 ms of start-up), so loaded only for --gpu local
     from gpusize.sources import local_gpu
 
     spec, count = local_gpu.local_spec(local_gpu.detect(), cats)

@@ -121,7 +121,7 @@ def validated_rows(path: Path, kind: str) -> list[dict[str, Any]]:
     digest = f"{kind}-{len(raw)}-{zlib.crc32(raw):08x}"
     rows = _cached(digest)
     if rows is None:
-        from gpusize.sources import schema  # pydantic: imported only when a file must be validated
+        from gpusize.sources import schema  # start-up: pydantic, imported only when a file must be validated
 
         rows = schema.validate_file(path, raw, kind)
         _store(digest, rows)

@@ -78,7 +78,7 @@ def resolve_model(
 
 def _local(path: Path) -> ResolvedModel:
     if path.suffix == ".gguf":
-        # the GGUF reader and its optional package load only for .gguf files
+        # start-up: the GGUF reader and its optional package load only for .gguf files
         from gpusize.sources import gguf
 
         model = gguf.read_gguf(path)
@@ -110,7 +110,7 @@ def _local(path: Path) -> ResolvedModel:
 
 
 def _hub(repo_id: str, revision: str | None, suggestions: list[str], progress: Progress) -> ResolvedModel:
-    # the Hub client (and huggingface_hub behind it) loads only for Hub ids
+    # start-up: the Hub client (and huggingface_hub behind it) loads only for Hub ids
     from gpusize.sources import hub
 
     with progress(f"Fetching {repo_id} config.json from the Hub"):
