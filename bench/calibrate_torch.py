@@ -2,7 +2,7 @@
 
 1. The fit of the two training constants (BACKWARD_WORKSPACE_LAYERS, TORCHTUNE_LOGITS_BYTES) over the
    torchtune and Unsloth records of tests/data/reference/engine-logs.yaml: grid least squares of the log
-   residuals (tests/training/test_training.py `fit_constants`). No H200 or published record takes part.
+   residuals (tests/training_records.py `fit_constants`). No H200 or published record takes part.
 2. The CUDA context constant: the largest `smi_used_mib - peak_reserved` over the H200 calibration lines.
 3. Accuracy on the H200 measurements (allocated peak and device figure, calibration vs held-out lines,
    inference and training) and on the published records (tests/data/torch/published.yaml).
@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the records a
 
 from gpusize.core import runtime  # noqa: E402
 from gpusize.sources.catalog import find_gpu  # noqa: E402
-from tests.core import test_torch_inference as inference  # noqa: E402
-from tests.training import test_torch_training as training  # noqa: E402
-from tests.training.test_training import fit_constants  # noqa: E402
+from tests import torch_inference_records as inference  # noqa: E402
+from tests import torch_training_records as training  # noqa: E402
+from tests.training_records import fit_constants  # noqa: E402
 
 MIB = 2**20
 

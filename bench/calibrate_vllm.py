@@ -32,10 +32,15 @@ from gpusize.core.releases import parse_version  # noqa: E402
 from gpusize.errors import UnknownNameError  # noqa: E402
 from gpusize.sources.catalog import find_gpu, find_model  # noqa: E402
 from tests.conftest import engine_records  # noqa: E402
-from tests.core.test_conformance import RECORDS as V019_RECORDS  # noqa: E402
-from tests.core.test_conformance import predict as predict_v019  # noqa: E402
-from tests.core.test_vllm_releases import KNOWN_MISSES  # noqa: E402
-from tests.vllm_records import GIB, load_records, predict, residual  # noqa: E402
+from tests.vllm_records import (  # noqa: E402
+    GIB,
+    KNOWN_MISSES,
+    V019_RECORDS,
+    load_records,
+    predict,
+    predict_v019,
+    residual,
+)
 
 _ESTIMATE = re.compile(r"CUDA graph pool memory: ([\d.]+) GiB \(actual\), ([\d.]+) GiB \(estimated\)")
 
@@ -192,7 +197,7 @@ def table() -> None:
     print(
         f"holdout (never read by a fit): {len(holdout)} records, mean {statistics.mean(holdout) * 100:.2f}%, "
         f"worst {max(holdout) * 100:.1f}%; without the {len(holdout) - len(modelled)} known misses "
-        f"(tests/core/test_vllm_releases.py): mean {statistics.mean(modelled) * 100:.2f}%, "
+        f"(tests/vllm_records.py): mean {statistics.mean(modelled) * 100:.2f}%, "
         f"worst {max(modelled) * 100:.1f}%"
     )
 

@@ -16,6 +16,7 @@ from gpusize.cli.options import EngineValues
 from gpusize.cli.output import warn, write_stderr
 from gpusize.core.engines import prepare as prepare_workload
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.model import ResolvedModel
 from gpusize.core.parse import parse_config, with_rope_scaling
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.settings import EngineName, EngineSettings, settings_from
@@ -24,7 +25,7 @@ from gpusize.core.workload import DTYPES, KV_DTYPES, Request, Workload
 from gpusize.errors import CatalogError, InputError, UsageError
 from gpusize.render.text import safe
 from gpusize.sources.catalog import Catalogs
-from gpusize.sources.resolve import ResolvedModel, resolve_model
+from gpusize.sources.resolve import resolve_model
 from gpusize.units import canonical_dtype, parse_count, parse_tokens
 
 __all__ = [
@@ -213,7 +214,7 @@ def targets(name: str | None, cats: Catalogs, wanted: int | None = None) -> Targ
         return Targets(list(cats.gpus()), 8, None)
     if name.strip().lower() != "local":
         return Targets([cats.find_gpu(name)], 8, None)
-    # runs nvidia-smi (subprocess, shutil: 4 ms of start-up), so loaded only for --gpu local
+    # start-up: runs nvidia-smi (subprocess, shutil: 4 ms of start-up), so loaded only for --gpu local
     from gpusize.sources import local_gpu
 
     spec, count = local_gpu.local_spec(local_gpu.detect(), cats)

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 from gpusize import __version__
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.model import CatalogModel
 from gpusize.core.parse import parse_config
 from gpusize.errors import ConfigError
 from gpusize.reports.common import price_note
-from gpusize.sources.catalog import CatalogModel
 
 __all__ = [
     "CatalogAssumptions",

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.model import ResolvedModel
 from gpusize.core.spec import ModelSpec
-from gpusize.sources.resolve import ResolvedModel
 
 __all__ = ["ModelFacts", "model_facts", "price_note"]
 

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.model import ResolvedModel
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.reports.common import ModelFacts, model_facts
 from gpusize.reports.fit import model_notes
 from gpusize.serving.quote import CurvePoint, concurrency_curve
-from gpusize.sources.resolve import ResolvedModel
 
 __all__ = ["CurveAssumptions", "CurveReport", "build_curve"]
 

@@ -9,13 +9,13 @@ from gpusize import __version__
 from gpusize.core import kvcache
 from gpusize.core.engines import EngineModel, engine, engine_label
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.model import ResolvedModel
 from gpusize.core.plan import TP_SIZES, Candidate, recommend, smallest_fit
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Scope, Suggestion, fewer_gpus, fixes
 from gpusize.core.weights import weights_bytes
 from gpusize.core.workload import Workload
 from gpusize.reports.common import ModelFacts, model_facts, price_note
-from gpusize.sources.resolve import ResolvedModel
 
 __all__ = ["FitAssumptions", "FitReport", "MemoryBreakdown", "build_fit_report", "model_notes"]
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from gpusize import __version__
 from gpusize.core.engines import engine_label
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.model import ResolvedModel
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.reports.common import ModelFacts, model_facts, price_note
@@ -23,7 +24,6 @@ from gpusize.serving.quote import (
     with_money,
 )
 from gpusize.serving.topology import topology_mermaid, topology_text
-from gpusize.sources.resolve import ResolvedModel
 
 __all__ = ["QuoteAssumptions", "QuoteReport", "build_quote"]
 

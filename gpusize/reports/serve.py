@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.model import ResolvedModel
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.reports.common import ModelFacts, model_facts, price_note
@@ -19,7 +20,6 @@ from gpusize.serving.launch import (
     llamacpp_command,
 )
 from gpusize.serving.layouts import Demand, Layout, compare, recommend
-from gpusize.sources.resolve import ResolvedModel
 
 __all__ = [
     "PowerInfo",

@@ -11,11 +11,11 @@ from dataclasses import dataclass, replace
 
 from gpusize import __version__
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.model import ResolvedModel
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
 from gpusize.reports.common import ModelFacts, model_facts
 from gpusize.reports.train_assumptions import TrainAssumptions, train_assumptions
-from gpusize.sources.resolve import ResolvedModel
 from gpusize.training import time_cost
 from gpusize.training.anatomy import trainable_params
 from gpusize.training.device import train_memory

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.model import CatalogModel
 from gpusize.core.workload import Request
 from gpusize.serving.which import CatalogEntry, ModelFit, Sort, models_that_fit
-from gpusize.sources.catalog import CatalogModel
 
 __all__ = ["WhichAssumptions", "WhichReport", "build_which"]
 

@@ -18,11 +18,12 @@ import os
 import tempfile
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.model import CatalogModel, normalize
 from gpusize.errors import CatalogError, UnknownNameError
 
 __all__ = [
@@ -50,28 +51,6 @@ ENV_VARS = {"models": "GPUSIZE_MODELS", "gpus": "GPUSIZE_GPUS"}
 CACHE_ENV = "GPUSIZE_CACHE_DIR"
 #: Bumped whenever the cached row format or the validation rules change.
 CACHE_FORMAT = 4
-
-
-@dataclass(frozen=True)
-class CatalogModel:
-    """A model of a catalog: the config.json content and where it and its parameter count come from."""
-
-    name: str
-    hf_id: str
-    source: str
-    config: dict[str, Any] = field(compare=False)
-    aliases: tuple[str, ...] = ()
-    params_published: int | None = None
-    params_source: str | None = None
-    family: str | None = None
-
-    @property
-    def keys(self) -> set[str]:
-        return {normalize(k) for k in (self.name, self.hf_id, *self.aliases)}
-
-
-def normalize(name: str) -> str:
-    return name.strip().lower().replace("_", "-").replace(" ", "-")
 
 
 def data_dir() -> Path:
@@ -142,7 +121,7 @@ def validated_rows(path: Path, kind: str) -> list[dict[str, Any]]:
     digest = f"{kind}-{len(raw)}-{zlib.crc32(raw):08x}"
     rows = _cached(digest)
     if rows is None:
-        from gpusize.sources import schema  # pydantic: imported only when a file must be validated
+        from gpusize.sources import schema  # start-up: pydantic, imported only when a file must be validated
 
         rows = schema.validate_file(path, raw, kind)
         _store(digest, rows)

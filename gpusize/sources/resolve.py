@@ -17,10 +17,10 @@ import contextlib
 import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpusize.core.model import ResolvedModel
 from gpusize.core.weights import StoredLayers
 from gpusize.errors import ConfigError, UnknownNameError
 from gpusize.sources import safetensors
@@ -38,25 +38,6 @@ Progress = Callable[[str], AbstractContextManager[Any]]
 
 def _silent(_message: str) -> AbstractContextManager[Any]:
     return contextlib.nullcontext()
-
-
-@dataclass(frozen=True)
-class ResolvedModel:
-    """A model as found: its id, where it came from, its config, and what its files told us."""
-
-    id: str
-    source: str  # catalog | local | hub | gguf
-    config: dict[str, Any]
-    revision: str | None = None
-    #: Exact bytes of the stored tensors (safetensors headers or GGUF tensor table), when known.
-    checkpoint_bytes: int | None = None
-    checkpoint_dtypes: dict[str, int] | None = None
-    notes: tuple[str, ...] = ()
-    #: Per-layer bytes of a GGUF file (what llama.cpp offloads), and its file type.
-    stored_layers: StoredLayers | None = None
-    file_type: str | None = None
-    #: The catalog entry's short name, when the model came from a catalog.
-    catalog_name: str | None = None
 
 
 def resolve_model(
@@ -97,7 +78,7 @@ def resolve_model(
 
 def _local(path: Path) -> ResolvedModel:
     if path.suffix == ".gguf":
-        # the GGUF reader and its optional package load only for .gguf files
+        # start-up: the GGUF reader and its optional package load only for .gguf files
         from gpusize.sources import gguf
 
         model = gguf.read_gguf(path)
@@ -129,7 +110,7 @@ def _local(path: Path) -> ResolvedModel:
 
 
 def _hub(repo_id: str, revision: str | None, suggestions: list[str], progress: Progress) -> ResolvedModel:
-    # the Hub client (and huggingface_hub behind it) loads only for Hub ids
+    # start-up: the Hub client (and huggingface_hub behind it) loads only for Hub ids
     from gpusize.sources import hub
 
     with progress(f"Fetching {repo_id} config.json from the Hub"):

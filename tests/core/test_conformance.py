@@ -14,12 +14,10 @@ import pytest
 
 from gpusize.core.engines import vllm
 from gpusize.core.parse import parse_config
-from gpusize.core.plan import Candidate
 from gpusize.core.weights import weight_format, weights_bytes
-from gpusize.errors import UnknownNameError
 from gpusize.sources.catalog import find_gpu, find_model
-from tests.conftest import engine_records
 from tests.helpers import workload
+from tests.vllm_records import V019_RECORDS, predict_v019
 
 TOLERANCE = 0.03
 #: Records the planner does not model, with the reason (none at present).
@@ -32,58 +30,25 @@ KNOWN_MISSES = {
 }
 
 
-def _records() -> list[dict[str, Any]]:
-    out = []
-    for rec in engine_records():
-        if rec.get("engine_version") != "0.19.0" or "gpu_kv_cache_tokens" not in rec["measured"]:
-            continue
-        try:
-            find_model(rec["model"])
-        except UnknownNameError:
-            continue
-        out.append(rec)
-    return out
-
-
-def predict(rec: dict[str, Any]) -> Candidate:
-    spec = parse_config(find_model(rec["model"]).config)
-    dtype = "fp8" if rec["quantization"] == "fp8" else "auto"
-    work = workload(
-        spec,
-        rec["max_model_len"],
-        1,
-        dtype,
-        gpu_memory_utilization=rec["gpu_memory_utilization"],
-        version=rec["engine_version"],
-    )
-    tp, pp = rec["tensor_parallel_size"], rec["pipeline_parallel_size"]
-    if pp > 1:
-        return vllm.evaluate_pipeline(spec, find_gpu("H100"), tp, pp, work)
-    return vllm.evaluate(spec, find_gpu("H100"), tp, work)
-
-
-RECORDS = _records()
-
-
 def test_every_catalog_record_is_checked() -> None:
-    assert len(RECORDS) >= 17
+    assert len(V019_RECORDS) >= 17
 
 
-@pytest.mark.parametrize("rec", RECORDS, ids=lambda r: r["id"])
+@pytest.mark.parametrize("rec", V019_RECORDS, ids=lambda r: r["id"])
 def test_kv_capacity_within_tolerance(rec: dict[str, Any]) -> None:
     if rec["id"] in NOT_MODELLED:
         pytest.skip(NOT_MODELLED[rec["id"]])
-    predicted = predict(rec).kv_cache_capacity_tokens
+    predicted = predict_v019(rec).kv_cache_capacity_tokens
     logged = rec["measured"]["gpu_kv_cache_tokens"]
     assert predicted is not None
     assert abs(predicted - logged) / logged <= TOLERANCE, (predicted, logged)
 
 
-@pytest.mark.parametrize("rec", RECORDS, ids=lambda r: r["id"])
+@pytest.mark.parametrize("rec", V019_RECORDS, ids=lambda r: r["id"])
 def test_outcome(rec: dict[str, Any]) -> None:
     if rec["id"] in NOT_MODELLED:
         pytest.skip(NOT_MODELLED[rec["id"]])
-    right = predict(rec).fits == (rec["outcome"] == "fits")
+    right = predict_v019(rec).fits == (rec["outcome"] == "fits")
     if rec["id"] in KNOWN_MISSES:
         assert not right, "now predicted right: remove it from KNOWN_MISSES"
         pytest.xfail(KNOWN_MISSES[rec["id"]])

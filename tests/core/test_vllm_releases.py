@@ -3,8 +3,9 @@
 For every record whose GPU is known, the predicted "GPU KV cache size" is within TOLERANCE of the
 logged one and the start-up outcome is right; for every record whose model the catalog sizes, the
 weights are within WEIGHTS_TOLERANCE of "Model loading took" and the KV bytes per token match what
-the logged pool and token count imply. Records the model cannot match stay here as strict known
-misses with the reason, so fixing one (or breaking another) fails loudly.
+the logged pool and token count imply. Records the model cannot match stay as strict known misses
+with the reason (KV capacity: KNOWN_MISSES of tests/vllm_records.py, which the calibration reads too;
+outcomes and weights: here), so fixing one (or breaking another) fails loudly.
 """
 
 from __future__ import annotations
@@ -15,34 +16,13 @@ import pytest
 
 from gpusize.core import kvcache
 from gpusize.core.weights import weights_bytes
-from tests.vllm_records import GIB, load_records, predict, spec_of, workload_of
+from tests.vllm_records import GIB, KNOWN_MISSES, load_records, predict, spec_of, workload_of
 
 #: KV capacity within 3%, or within KV_SLACK_GIB of KV memory: the logs print the pool to 0.01 GiB and
 #: the start-up terms are fitted to about 0.1 GiB, which on a pool of a few GiB is several percent.
 TOLERANCE = 0.03
 KV_SLACK_GIB = 0.15
 WEIGHTS_TOLERANCE = 0.015
-_QWEN3_VL = (
-    "Qwen3-VL at 64-256 sequences: the log leaves 2.1-2.7 GiB more for the start-up peak than gpusize "
-    "predicts. vLLM profiles the vision tower on its largest dummy image (16,384 tokens, 65,536 patches "
-    "through 27 layers), a peak gpusize does not model; at 1,024 sequences the sampler's larger peak hides "
-    "it (Kimi-VL at 0.19 is within 0.4%)"
-)
-#: Records whose KV capacity the model misses, with the reason (strict: a fix must remove the entry).
-KNOWN_MISSES: dict[str, str] = {
-    "vllm-zzsf-qwen3vl30b-tp1": _QWEN3_VL,
-    "vllm-zzsf-qwen3vl30b-tp2-a": _QWEN3_VL,
-    "vllm-zzsf-qwen3vl30b-tp2-b": _QWEN3_VL,
-    "vllm-zzsf-qwen3vl30b-tp2-c": _QWEN3_VL,
-    "vllm-zzsf-qwen3vl30b-tp2-d": _QWEN3_VL,
-    "vllm-dennislee-7b-2gpua10040gb-0.5gram-diff-nodes": "tensor parallel across two nodes (Ray): NCCL's "
-    "network buffers count inside the 0.10 budget; gpusize plans one server (+7.4%)",
-    "vllm-anton-qwen3-30b-awq-3090": "a 1.9 GiB pool: gpusize's start-up peak for this AWQ MoE (sort "
-    "sampler, fused-MoE workspace) is 0.33 GiB above what the log leaves, 17% of this pool",
-    "vllm-elloraa-r1distill32b-fp8-l40s": "a 6 GiB pool: the log leaves 0.3 GiB more for the start-up "
-    "peak than gpusize predicts for this FP8 checkpoint on an L40S (+8%)",
-}
-
 #: Start-up outcomes the model gets wrong, with the reason (strict).
 OUTCOME_MISSES = {
     "llmd-v019-x-openai-gpt-oss-20b-tp2pp1dp1-8192.FAILED": "gpt-oss-20b at utilization 0.95: sized right "

@@ -1,0 +1,56 @@
+"""A model as the reports read it (pure values): a catalog entry, and a model as resolved.
+
+`sources/` builds both (sources.catalog from the YAML catalogs, sources.resolve from a path, a
+catalog or the Hub); reports take them as values and never import sources (STYLE.md, "Layout").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpusize.core.weights import StoredLayers
+
+__all__ = ["CatalogModel", "ResolvedModel", "normalize"]
+
+
+def normalize(name: str) -> str:
+    """The form a catalog name is looked up by: case, `_` and spaces do not matter."""
+    return name.strip().lower().replace("_", "-").replace(" ", "-")
+
+
+@dataclass(frozen=True)
+class CatalogModel:
+    """A model of a catalog: the config.json content and where it and its parameter count come from."""
+
+    name: str
+    hf_id: str
+    source: str
+    config: dict[str, Any] = field(compare=False)
+    aliases: tuple[str, ...] = ()
+    params_published: int | None = None
+    params_source: str | None = None
+    family: str | None = None
+
+    @property
+    def keys(self) -> set[str]:
+        return {normalize(k) for k in (self.name, self.hf_id, *self.aliases)}
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A model as found: its id, where it came from, its config, and what its files told us."""
+
+    id: str
+    source: str  # catalog | local | hub | gguf
+    config: dict[str, Any]
+    revision: str | None = None
+    #: Exact bytes of the stored tensors (safetensors headers or GGUF tensor table), when known.
+    checkpoint_bytes: int | None = None
+    checkpoint_dtypes: dict[str, int] | None = None
+    notes: tuple[str, ...] = ()
+    #: Per-layer bytes of a GGUF file (what llama.cpp offloads), and its file type.
+    stored_layers: StoredLayers | None = None
+    file_type: str | None = None
+    #: The catalog entry's short name, when the model came from a catalog.
+    catalog_name: str | None = None
