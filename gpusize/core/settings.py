@@ -142,6 +142,16 @@ class EngineSettings:
         help="top-k/top-p sampled by FlashInfer (VLLM_USE_FLASHINFER_SAMPLER=1; up to 0.11.0 whenever "
         "FlashInfer is installed, as in the vllm/vllm-openai image): a smaller start-up peak before 0.17.",
     )
+    #: vLLM keeps this many GiB of each GPU's weights in pinned CPU memory, read over PCIe every step.
+    cpu_offload_gb: float | None = _setting(
+        None,
+        flag="--cpu-offload-gb",
+        engines=("vllm",),
+        help="GiB of weights per GPU kept in CPU memory (whole layers; read over PCIe every step).",
+        low=0,
+        high=1 << 16,
+        launch="--cpu-offload-gb",
+    )
     mem_fraction_static: float | None = _setting(
         None,
         flag="--mem-fraction-static",

@@ -18,11 +18,12 @@ def test_the_search_does_not_test_engine_names() -> None:
 
 
 def test_each_engine_declares_its_levers() -> None:
-    vllm, sglang, llamacpp, hf = (engine(n).levers for n in ("vllm", "sglang", "llamacpp", "transformers"))
+    models = [engine(n) for n in ("vllm", "sglang", "llamacpp", "transformers")]
+    vllm, sglang, llamacpp, hf = (m.levers for m in models)
     assert (vllm.count_flag, vllm.context_flag) == ("--tensor-parallel-size", "--max-model-len")
     assert sglang.context_flag == "--context-length"
-    assert vllm.quantizes and sglang.quantizes and not llamacpp.quantizes
-    assert vllm.nodes is not None and sglang.nodes is None
+    assert [m.quantizes_on_load for m in models] == [True, True, False, False]
+    assert models[0].nodes is not None and models[1].nodes is None
     assert llamacpp.offload is not None and llamacpp.kv_note
     assert vllm.thin_margin == sglang.thin_margin == 0.03
     assert hf == NO_LEVERS

@@ -122,13 +122,19 @@ def effective_settings(
 
 
 def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
-    """What vLLM's allocator does with this model that the answer depends on."""
+    """What vLLM does with this model that the answer depends on."""
+    notes = []
     if any(layer.window for layer in spec.attention_layers):
-        return (
+        notes.append(
             "sliding-window layers reserve min(window - 1 + max_num_batched_tokens, context) tokens per "
-            "request, as vLLM's hybrid KV allocator does",
+            "request, as vLLM's hybrid KV allocator does"
         )
-    return ()
+    if work.engine.cpu_offload_gb:
+        notes.append(
+            "--cpu-offload-gb: whole layers' weights wait in pinned CPU memory (host_bytes) and cross PCIe "
+            "every step; speed estimates do not count that transfer"
+        )
+    return tuple(notes)
 
 
 ENGINE = EngineModel(

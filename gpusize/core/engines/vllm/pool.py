@@ -14,11 +14,11 @@ from gpusize.core.engines.vllm.scheduler import SchedulerLimits, scheduler_limit
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import Candidate, PerGpu, refused, split_problem
 from gpusize.core.spec import ModelSpec
-from gpusize.core.weights import weights_bytes
+from gpusize.core.weights import estimated_layers, weights_bytes
 from gpusize.core.workload import Workload
 from gpusize.units import GIB
 
-__all__ = ["THIN_MARGIN", "evaluate", "headroom_warning", "thin_margin_warning"]
+__all__ = ["THIN_MARGIN", "evaluate", "headroom_warning", "offloaded_bytes", "thin_margin_warning"]
 
 
 def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
@@ -30,7 +30,8 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     if problem:
         return refused(gpu, tp, problem)
     limits = scheduler_limits(gpu, work, beh)
-    weights = weights_bytes(spec, work.weights, tp, work.include_mtp, ep)
+    offloaded = offloaded_bytes(spec, work, tp)
+    weights = weights_bytes(spec, work.weights, tp, work.include_mtp, ep) - offloaded
     acts = activation_bytes(
         spec, limits, tp, work.weights.name != "mxfp4", beh, ep, work.engine.flashinfer_sampler
     )
@@ -80,7 +81,23 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         kv_heads_replicated=not spec.mla and tp > spec.num_key_value_heads,
         warning=headroom_warning(per_gpu) or thin_margin_warning(per_gpu, available),
         usd_per_hour=gpu.price_for(tp),
+        host_bytes=offloaded * tp if offloaded else None,
     )
+
+
+def offloaded_bytes(spec: ModelSpec, work: Workload, tp: int) -> int:
+    """Weight bytes per GPU that `--cpu-offload-gb` moves to pinned CPU memory: each worker moves whole
+    decoder layers, one after another in model order, until it has moved at least cpu_offload_gb GiB
+    (vllm/model_executor/models/utils.py: make_layers calls maybe_offload_to_cpu per layer, which
+    stops once the offloaded bytes reach the budget). A layer's share per GPU is its bytes / TP (its
+    norms, replicated, are a few KiB)."""
+    budget = int((work.engine.cpu_offload_gb or 0) * GIB)
+    moved = 0
+    for layer in estimated_layers(spec, work.weights).layer_bytes:
+        if moved >= budget:
+            break
+        moved += layer // tp
+    return moved
 
 
 def _pool(
