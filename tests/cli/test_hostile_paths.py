@@ -1,0 +1,104 @@
+"""Paths and surroundings read exactly as given: a `~` that a shell would not expand stays a file name,
+a HF_HOME that is a file or a HF_ENDPOINT with a control character is one line and exit 2, and a
+quantization config that transformers refuses is refused. Real processes: the contract is the exit
+code, the files read and the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpusize.sources.catalog import find_model
+from tests.conftest import ROOT
+
+
+def gpusize(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpusize", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=60,
+    )
+
+
+def base_env(tmp_path: Path) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGINGFACE"))}
+    return {
+        **clean,
+        "NO_COLOR": "1",
+        "COLUMNS": "120",
+        "HF_HUB_OFFLINE": "1",
+        "HF_HOME": str(tmp_path / "hf"),
+        "GPUSIZE_CACHE_DIR": "",
+        "PYTHONPATH": str(ROOT),
+    }
+
+
+def assert_one_line(r: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout == ""
+    assert r.stderr.startswith("gpusize: error: ") and r.stderr.count("\n") == 1, r.stderr
+    for fragment in fragments:
+        assert fragment in r.stderr, r.stderr
+
+
+def write_config(folder: Path, config: dict[str, object]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+QWEN = find_model("Qwen3-8B").config
+LLAMA = find_model("Llama-3.1-8B").config
+
+
+# --------------------------------------------------------------------------- a `~` as typed
+
+
+@pytest.mark.parametrize("word", ["./~", "./~root"])
+def test_tilde_after_dot_slash_is_not_the_home_folder(tmp_path: Path, word: str) -> None:
+    home, cwd = write_config(tmp_path / "home", QWEN), tmp_path / "cwd"
+    cwd.mkdir()
+    env = {**base_env(tmp_path), "HOME": str(home)}
+    assert_one_line(
+        gpusize("fit", word, "--gpu", "H100", "--json", cwd=cwd, env=env), "no such file or folder"
+    )
+
+
+@pytest.mark.parametrize("word", ["./~", "./~root"])
+def test_tilde_after_dot_slash_reads_that_folder(tmp_path: Path, word: str) -> None:
+    home, cwd = write_config(tmp_path / "home", QWEN), tmp_path / "cwd"
+    write_config(cwd / word.removeprefix("./"), LLAMA)
+    env = {**base_env(tmp_path), "HOME": str(home)}
+    r = gpusize("fit", word, "--gpu", "H100", "--json", cwd=cwd, env=env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["model"]["num_hidden_layers"] == LLAMA["num_hidden_layers"]
+
+
+def test_leading_tilde_is_still_the_home_folder(tmp_path: Path) -> None:
+    home, cwd = write_config(tmp_path / "home", QWEN), tmp_path / "cwd"
+    cwd.mkdir()
+    env = {**base_env(tmp_path), "HOME": str(home)}
+    r = gpusize("fit", "~", "--gpu", "H100", "--json", cwd=cwd, env=env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["model"]["num_hidden_layers"] == QWEN["num_hidden_layers"]
+
+
+# --------------------------------------------------------------- quantization transformers refuses
+
+
+def test_bitsandbytes_with_both_4bit_and_8bit_is_refused(tmp_path: Path) -> None:
+    # transformers' BitsAndBytesConfig: "load_in_4bit and load_in_8bit are both True, but only one can be
+    # used at the same time"; sizing it as either would be a guess
+    quant = {"quant_method": "bitsandbytes", "load_in_4bit": True, "load_in_8bit": True}
+    folder = write_config(tmp_path / "model", {**LLAMA, "quantization_config": quant})
+    r = gpusize("fit", str(folder), "--gpu", "H100", cwd=tmp_path, env=base_env(tmp_path))
+    assert_one_line(r, "config.json", "'load_in_4bit' and 'load_in_8bit' are both true")
