@@ -32,7 +32,15 @@ from typing import Any
 from gpusize.core.fields import echo
 from gpusize.errors import ConfigError, HubError
 from gpusize.sources.config_json import MAX_CONFIG_BYTES, read_config_json
-from gpusize.sources.hub_errors import budget_error, hub_error, not_a_hub_error, outage_error, outage_reason
+from gpusize.sources.hub_errors import (
+    budget_error,
+    endpoint_error,
+    folder_error,
+    hub_error,
+    not_a_hub_error,
+    outage_error,
+    outage_reason,
+)
 from gpusize.sources.hub_fetch import (
     COMMIT_SHA,
     REQUEST_TIMEOUT_S,
@@ -76,6 +84,9 @@ def load_hub_model(
     # heavy (about 0.3 s to import): loaded only when the Hub is used
     from huggingface_hub import constants
 
+    surroundings = folder_error() or (None if constants.HF_HUB_OFFLINE else endpoint_error())
+    if surroundings is not None:
+        raise surroundings
     if constants.HF_HUB_OFFLINE:
         return _offline(repo_id, revision)
     budget = Budget(budget_s or budget_seconds(), timeout_s)

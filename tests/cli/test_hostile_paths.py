@@ -102,3 +102,32 @@ def test_bitsandbytes_with_both_4bit_and_8bit_is_refused(tmp_path: Path) -> None
     folder = write_config(tmp_path / "model", {**LLAMA, "quantization_config": quant})
     r = gpusize("fit", str(folder), "--gpu", "H100", cwd=tmp_path, env=base_env(tmp_path))
     assert_one_line(r, "config.json", "'load_in_4bit' and 'load_in_8bit' are both true")
+
+
+# --------------------------------------------------------------------------- Hub surroundings
+
+
+@pytest.mark.parametrize("below", ["", "/sub"])
+@pytest.mark.parametrize("offline", ["1", "0"])
+def test_hf_home_that_is_a_file_is_one_line(tmp_path: Path, below: str, offline: str) -> None:
+    (tmp_path / "hf-file").write_text("not a folder")
+    home = f"{tmp_path / 'hf-file'}{below}"
+    env = {
+        **base_env(tmp_path),
+        "HF_HOME": home,
+        "HF_HUB_OFFLINE": offline,
+        "HF_ENDPOINT": "http://127.0.0.1:9",
+    }
+    r = gpusize("fit", "acme/tiny-llama", "--gpu", "H100", cwd=tmp_path, env=env)
+    assert_one_line(r, f"HF_HOME '{home}'", "is not a folder")
+    assert (tmp_path / "hf-file").read_text() == "not a folder"
+
+
+@pytest.mark.parametrize("char", ["\x01", "\x1b", "\n", " "])
+def test_hf_endpoint_with_a_control_character_is_one_escaped_line(tmp_path: Path, char: str) -> None:
+    env = {**base_env(tmp_path), "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": f"http://127.0.0.1:9/a{char}b"}
+    r = gpusize("fit", "acme/tiny-llama", "--gpu", "H100", cwd=tmp_path, env=env)
+    assert_one_line(r, "HF_ENDPOINT 'http://127.0.0.1:9/a", "b' is not a URL")
+    assert char == " " or char not in r.stderr.removesuffix("\n")
+    if char != " ":
+        assert repr(char)[1:-1] in r.stderr
