@@ -16,6 +16,7 @@ import pytest
 
 from gpusize.sources.catalog import find_model
 from tests.conftest import ROOT
+from tests.hub_server import safetensors_bytes
 
 
 def gpusize(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -131,3 +132,21 @@ def test_hf_endpoint_with_a_control_character_is_one_escaped_line(tmp_path: Path
     assert char == " " or char not in r.stderr.removesuffix("\n")
     if char != " ":
         assert repr(char)[1:-1] in r.stderr
+
+
+# --------------------------------------------------------------------------- a tensor two shards declare
+
+
+def test_tensor_in_two_shards_is_counted_once_or_refused(tmp_path: Path) -> None:
+    folder = write_config(tmp_path / "model", LLAMA)
+    shards = ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
+    for shard, own in zip(shards, ("a", "b"), strict=True):
+        (folder / shard).write_bytes(safetensors_bytes({"embed": ("BF16", [1000, 64]), own: ("BF16", [8])}))
+    args = ("fit", str(folder), "--gpu", "H100", "--json")
+    r = gpusize(*args, cwd=tmp_path, env=base_env(tmp_path))
+    assert_one_line(r, "tensor 'embed' is declared by both", *shards, "no index says which one")
+    index = {"weight_map": {"embed": shards[1], "a": shards[0], "b": shards[1]}}
+    (folder / "model.safetensors.index.json").write_text(json.dumps(index))
+    r = gpusize(*args, cwd=tmp_path, env=base_env(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["model"]["checkpoint_bytes"] == 2 * (64_000 + 16)
