@@ -79,7 +79,10 @@ def resolve_model(
     if exists:
         return _local(path)
     if reference.endswith((".json", ".gguf")) or reference.startswith((".", "/", "~")):
-        raise ConfigError(f"{shown_path(path)}: no such file or folder")
+        # as typed (`./~`, not the `~` that Path makes of it), or as expanded when it starts with ~
+        raise ConfigError(
+            f"{shown_path(path if reference.startswith('~') else reference)}: no such file or folder"
+        )
     suggestions: list[str] = []
     if revision is None:
         try:

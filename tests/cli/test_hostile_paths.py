@@ -70,7 +70,7 @@ def test_tilde_after_dot_slash_is_not_the_home_folder(tmp_path: Path, word: str)
     cwd.mkdir()
     env = {**base_env(tmp_path), "HOME": str(home)}
     assert_one_line(
-        gpusize("fit", word, "--gpu", "H100", "--json", cwd=cwd, env=env), "no such file or folder"
+        gpusize("fit", word, "--gpu", "H100", "--json", cwd=cwd, env=env), f"{word}: no such file or folder"
     )
 
 
