@@ -143,3 +143,10 @@ def write_tiny(
         for handle in w.fout or []:
             handle.close()
     return path
+
+
+def write_many_tensors(path: Path, count: int, vocabulary: bool = True) -> Path:
+    """A tiny Llama GGUF whose table lists `count` small F32 tensors outside any block (100,000 make a
+    file of about 18 MB), with or without tokenizer.ggml.tokens; it has no token_embd.weight."""
+    table = [(f"extra.{i}.weight", [32], T.F32) for i in range(count)]
+    return write_tiny(path, drop=() if vocabulary else ("tokenizer.ggml.tokens",), tensors=table)

@@ -32,6 +32,7 @@ __all__ = [
     "MAX_CATALOG_BYTES",
     "Catalogs",
     "CatalogModel",
+    "cache_dir",
     "data_dir",
     "find_gpu",
     "find_model",
@@ -79,7 +80,8 @@ def _read_bytes(path: Path) -> bytes:
         raise CatalogError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def _cache_dir() -> Path | None:
+def cache_dir() -> Path | None:
+    """gpusize's own cache folder (GPUSIZE_CACHE_DIR, else $XDG_CACHE_HOME/gpusize); None when turned off."""
     configured = os.environ.get(CACHE_ENV)
     if configured is not None:
         return Path(configured) if configured else None
@@ -88,7 +90,7 @@ def _cache_dir() -> Path | None:
 
 
 def _cached(digest: str) -> list[dict[str, Any]] | None:
-    folder = _cache_dir()
+    folder = cache_dir()
     if folder is None:
         return None
     try:
@@ -100,7 +102,7 @@ def _cached(digest: str) -> list[dict[str, Any]] | None:
 
 def _store(digest: str, rows: list[dict[str, Any]]) -> None:
     """Write the cache atomically (temp file + rename); any failure only loses the speed-up."""
-    folder = _cache_dir()
+    folder = cache_dir()
     if folder is None:
         return
     try:

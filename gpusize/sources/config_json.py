@@ -49,8 +49,8 @@ def read_config_json(file: Path, where: str) -> dict[str, Any]:
     return data
 
 
-def shown_path(path: Path) -> str:
-    """A path as it may appear in a one-line message (a 100 KB name is cut)."""
+def shown_path(path: Path | str) -> str:
+    """A path as it may appear in a one-line message (a 100 KB name is cut); a str is shown as typed."""
     text = str(path)
     text = "".join(ch if ch.isprintable() else "?" for ch in text)
     return text if len(text) <= 200 else text[:100] + "..." + text[-60:]

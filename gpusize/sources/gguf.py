@@ -1,13 +1,14 @@
 """GGUF files (llama.cpp, Ollama): architecture metadata and the exact bytes of every tensor.
 
-I/O at the edge: reads the GGUF header and tensor table through the optional `gguf` package
-(`pip install 'gpusize[gguf]'`), never the tensor data, after `gguf_header.check_header` has walked
-the header and bounded every count and length by the file's real size (a tensor count of 2^62 or a
-truncated file never reaches the reader). Metadata values are read through `core.fields`: a width
-of 256.7, a block count of "two" or an array where a number belongs is an error naming the key.
-The metadata is translated into a Hugging Face-style config dict so the same ModelSpec arithmetic
-applies (KV cache, heads, TP); weights come from the file itself, tensor by tensor.
-"""
+I/O at the edge: reads the GGUF header and tensor table through `gguf_header` (a bounded reader
+that checks every count and length against the file's real size and keeps nothing per tensor), never
+the tensor data; the optional `gguf` package (`pip install 'gpusize[gguf]'`) gives the ggml type
+sizes and names. The metadata is checked first (architecture, block count, every config field, the
+vocabulary's type), then the tensor table is summed into per-layer bytes as it is read: a file that
+cannot be sized is refused before its 100,000 tensors cost anything. Metadata values are read through
+`core.fields`: a width of 256.7, a block count of "two" or an array where a number belongs is an
+error naming the key. The metadata is translated into a Hugging Face-style config dict so the same
+ModelSpec arithmetic applies (KV cache, heads, TP); weights come from the file itself, tensor by tensor."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from typing import Any
 from gpusize.core.fields import Fields, echo
 from gpusize.errors import ConfigError
 from gpusize.sources.config_json import shown_path
-from gpusize.sources.gguf_header import check_header
+from gpusize.sources.gguf_header import GgufHeader, Unread, open_gguf
 
 __all__ = ["ARCH_TO_MODEL_TYPE", "GgufModel", "read_gguf"]
 
@@ -72,99 +73,104 @@ def _gguf_module(path: Path) -> Any:
     return gguf
 
 
-def _reader(path: Path) -> Any:
-    """GGUFReader over a header that `gguf_header.check_header` has walked and bounded first."""
-    gguf = _gguf_module(path)
+def _quant_sizes(gguf: Any) -> Any:
+    """(elements per block, bytes per block) of a ggml type from the gguf package, None if unknown."""
 
-    def quant_sizes(kind: int) -> tuple[int, int] | None:
+    def sizes(kind: int) -> tuple[int, int] | None:
         try:
-            sizes: tuple[int, int] = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(kind)]
+            found: tuple[int, int] = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(kind)]
         except (ValueError, KeyError):
             return None
-        return sizes
+        return found
 
-    check_header(path, quant_sizes)
-    try:
-        return gguf.GGUFReader(str(path), "r")
-    except (ValueError, OSError, KeyError, IndexError, TypeError, OverflowError) as exc:
-        raise ConfigError(f"{shown_path(path)}: not a readable GGUF file ({exc})".splitlines()[0]) from None
-
-
-def _fields(reader: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in reader.fields.items():
-        if key.startswith("tokenizer.ggml.") and key != "tokenizer.ggml.tokens":
-            continue
-        try:
-            out[key] = value.contents()
-        except (ValueError, IndexError, TypeError):  # UnicodeDecodeError is a ValueError
-            continue
-    return out
+    return sizes
 
 
 def read_gguf(path: Path) -> GgufModel:
-    reader = _reader(path)
-    meta = _fields(reader)
-    where = f"{shown_path(path)}: GGUF metadata"
-    arch = Fields(meta, where).string("general.architecture")
-    if not arch:
-        raise ConfigError(f"{where}: missing 'general.architecture'")
-    if arch not in ARCH_TO_MODEL_TYPE:
-        raise ConfigError(
-            f"{where}: architecture {echo(arch)} is not supported",
-            hint=f"supported: {', '.join(sorted(ARCH_TO_MODEL_TYPE))}",
-        )
-    blocks = Fields(meta, where).integer(f"{arch}.block_count", kind="layers")
-    layers = [0] * blocks
-    by_type: dict[str, int] = {}
-    embd = output = other = 0
-    for tensor in reader.tensors:
-        size = int(tensor.n_bytes)
-        by_type[tensor.tensor_type.name] = by_type.get(tensor.tensor_type.name, 0) + size
-        match = _BLOCK.match(tensor.name)
-        if match:
-            index = int(match[1])
-            if index >= blocks:
-                raise ConfigError(
-                    f"{where}: tensor {echo(tensor.name)} belongs to block {index:,}, but "
-                    f"{arch}.block_count is {blocks}"
-                )
-            layers[index] += size
-        elif tensor.name.startswith("token_embd"):
-            embd += size
-        elif tensor.name.startswith("output.") or tensor.name == "output":
-            output += size
-        else:
-            other += size
+    gguf = _gguf_module(path)
+    with open_gguf(path, _quant_sizes(gguf)) as header:
+        where = f"{shown_path(path)}: GGUF metadata"
+        meta = header.metadata
+        f = Fields(meta, where)
+        arch = f.string("general.architecture")
+        if not arch:
+            raise ConfigError(f"{where}: missing 'general.architecture'")
+        if arch not in ARCH_TO_MODEL_TYPE:
+            raise ConfigError(
+                f"{where}: architecture {echo(arch)} is not supported",
+                hint=f"supported: {', '.join(sorted(ARCH_TO_MODEL_TYPE))}",
+            )
+        config = _config(arch, f)  # every metadata field checked before the tensor table is read
+        tokens = _token_count(meta, where)
+        sums = _sum_tensors(header, gguf, where, arch, config["num_hidden_layers"])
+    vocab = tokens or sums.vocab
+    if not vocab:
+        raise ConfigError(f"{where}: no vocabulary (tokenizer.ggml.tokens or token_embd.weight)")
+    config.update(vocab_size=vocab, tie_word_embeddings=sums.output == 0)
+    layers = list(sums.layers)
     while layers and layers[-1] == 0:  # blocks without tensors of their own at the end (MTP stubs)
         layers.pop()
     return GgufModel(
         path=str(path),
         architecture=arch,
         file_type=_file_type(meta),
-        config=_config(arch, Fields(meta, where), _vocab(meta, reader, where), output),
-        tensor_bytes=sum(by_type.values()),
-        bytes_by_type=by_type,
+        config=config,
+        tensor_bytes=sum(sums.by_type.values()),
+        bytes_by_type=sums.by_type,
         layer_bytes=tuple(layers),
-        token_embd_bytes=embd,
-        output_bytes=output,
-        other_bytes=other,
+        token_embd_bytes=sums.embd,
+        output_bytes=sums.output,
+        other_bytes=sums.other,
     )
 
 
-def _vocab(meta: dict[str, Any], reader: Any, where: str) -> int:
+@dataclass
+class _Sums:
+    """The tensor table summed as it is read: bytes per block, per part and per ggml type."""
+
+    layers: list[int]
+    by_type: dict[str, int] = field(default_factory=dict)
+    embd: int = 0
+    output: int = 0
+    other: int = 0
+    vocab: int = 0  # token_embd.weight's last dimension, when the table has it
+
+
+def _sum_tensors(header: GgufHeader, gguf: Any, where: str, arch: str, blocks: int) -> _Sums:
+    sums = _Sums([0] * blocks)
+    type_names: dict[int, str] = {}
+    for name, dims, kind, size in header.tensors():
+        if kind not in type_names:
+            type_names[kind] = gguf.GGMLQuantizationType(kind).name
+        sums.by_type[type_names[kind]] = sums.by_type.get(type_names[kind], 0) + size
+        match = _BLOCK.match(name)
+        if match:
+            index = int(match[1])
+            if index >= blocks:
+                raise ConfigError(
+                    f"{where}: tensor {echo(name)} belongs to block {index:,}, but "
+                    f"{arch}.block_count is {blocks}"
+                )
+            sums.layers[index] += size
+        elif name.startswith("token_embd"):
+            sums.embd += size
+            if name == "token_embd.weight" and dims:
+                sums.vocab = dims[-1]
+        elif name.startswith("output.") or name == "output":
+            sums.output += size
+        else:
+            sums.other += size
+    return sums
+
+
+def _token_count(meta: dict[str, Any], where: str) -> int:
+    """How many tokens `tokenizer.ggml.tokens` lists (0 when it is absent or empty)."""
     tokens = meta.get("tokenizer.ggml.tokens")
-    if tokens is not None:
-        if not isinstance(tokens, list):
-            raise ConfigError(
-                f"{where}: 'tokenizer.ggml.tokens' must be a list of strings, got {echo(tokens)}"
-            )
-        if tokens:
-            return len(tokens)
-    for tensor in reader.tensors:
-        if tensor.name == "token_embd.weight":
-            return int(tensor.shape[-1])
-    raise ConfigError(f"{where}: no vocabulary (tokenizer.ggml.tokens or token_embd.weight)")
+    if tokens is None:
+        return 0
+    if isinstance(tokens, Unread) and tokens.what.startswith("array"):
+        return tokens.count
+    raise ConfigError(f"{where}: 'tokenizer.ggml.tokens' must be a list of strings, got {echo(tokens)}")
 
 
 def _file_type(meta: dict[str, Any]) -> str:
@@ -180,9 +186,10 @@ def _file_type(meta: dict[str, Any]) -> str:
         return str(code)
 
 
-def _config(arch: str, f: Fields, vocab: int, output_bytes: int) -> dict[str, Any]:
+def _config(arch: str, f: Fields) -> dict[str, Any]:
     """An HF-style config from `{arch}.*` metadata keys (llama.cpp's names for the same facts), each
-    read through `core.fields` (typed, bounded, the key named in any error)."""
+    read through `core.fields` (typed, bounded, the key named in any error); `vocab_size` and
+    `tie_word_embeddings` come from the tensor table."""
 
     def key(name: str) -> str:
         return f"{arch}.{name}"
@@ -201,9 +208,9 @@ def _config(arch: str, f: Fields, vocab: int, output_bytes: int) -> dict[str, An
         "num_key_value_heads": f.integer(key("attention.head_count_kv"), kind="heads", default=heads),
         "head_dim": f.integer(key("attention.key_length"), kind="width", default=hidden // heads),
         "intermediate_size": intermediate,
-        "vocab_size": vocab,
+        "vocab_size": 0,  # set from the vocabulary once the tensor table is read
         "max_position_embeddings": f.optional_integer(key("context_length"), kind="positions"),
-        "tie_word_embeddings": output_bytes == 0,
+        "tie_word_embeddings": False,  # set from the tensor table
         "torch_dtype": "bfloat16",
     }
     window = f.optional_integer(key("attention.sliding_window"), kind="positions", minimum=0)

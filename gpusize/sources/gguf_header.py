@@ -1,25 +1,36 @@
-"""A bounded walk over a GGUF header before anything else reads it.
+"""A bounded reader of a GGUF header: its metadata and its tensor table, never the tensor data.
 
-`gguf.GGUFReader` believes the counts and lengths a file states: a tensor count of 2^62, a string
+`gguf.GGUFReader` believes the counts and lengths a file states (a tensor count of 2^62, a string
 length beyond the end of the file or a truncated header makes it allocate gigabytes, loop for minutes
-or fail with whatever numpy raises. This walk reads the header as the format defines it
+or fail with whatever numpy raises), and it builds a numpy view and an object for every tensor and
+every metadata item: 100,000 tiny tensors in a 12 MB file cost it 8 CPU s and 532 MiB before anything
+could be refused. This reader reads the header as the format defines it
 (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md: magic `GGUF`, version, tensor count,
 metadata count, the key/value pairs, then one info per tensor: name, dimensions, type, offset) and
-checks every count and length against the bytes the file really has, without decoding strings or
-building arrays. Only a header that passes is handed to GGUFReader; a failure is a one-line
-ConfigError naming the file.
+checks every count and length against the bytes the file really has:
+
+- `open_gguf` reads the metadata into a dict of plain values (the tokenizer's arrays, and any array
+  over MAX_DECODED_ITEMS items or string over MAX_DECODED_BYTES, are skipped and stand as `Unread`,
+  which knows its length), so a caller checks the metadata before the tensor table is read;
+- `GgufHeader.tensors()` then yields (name, dimensions, ggml type, bytes) one tensor at a time, keeping
+  nothing per tensor but its name (to refuse a name given twice), and checks at the end that every
+  tensor's data lies inside the file.
+
+A failure is a one-line ConfigError naming the file.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from gpusize.errors import ConfigError
 
-__all__ = ["GGUF_VERSIONS", "MAX_TENSORS", "TensorInfo", "check_header"]
+__all__ = ["GGUF_VERSIONS", "MAX_TENSORS", "GgufHeader", "TensorInfo", "Unread", "open_gguf"]
 
 GGUF_MAGIC = b"GGUF"
 #: Versions this walk knows (version 1 used 32-bit counts and is long obsolete).
@@ -34,12 +45,33 @@ GGML_MAX_DIMS = 4
 MAX_ELEMENTS = 1 << 40
 #: Default alignment of the tensor data (gguf.md, `general.alignment`).
 DEFAULT_ALIGNMENT = 32
-#: Bytes of each scalar metadata type (gguf.md `gguf_metadata_value_type`): 8 = string, 9 = array.
-_SCALAR_BYTES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+#: Longest metadata array decoded into values (per-layer head counts have a few hundred items); a
+#: longer one is skipped and stands as `Unread`.
+MAX_DECODED_ITEMS = 4096
+#: Longest metadata string decoded (a license text or a chat template is a few kB).
+MAX_DECODED_BYTES = 1 << 20
+#: Metadata keys never decoded: the vocabulary's strings, scores, merges (only their count is used).
+SKIPPED_PREFIX = "tokenizer.ggml."
+#: struct format of each scalar metadata type (gguf.md `gguf_metadata_value_type`): 8 = string, 9 = array.
+_SCALAR_FORMAT = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_SCALAR_BYTES = {kind: struct.calcsize(fmt) for kind, fmt in _SCALAR_FORMAT.items()}
 _STRING, _ARRAY = 8, 9
 
-#: (name, dimensions, ggml type, offset into the data section) of one tensor.
+#: (name, dimensions, ggml type, bytes of its data) of one tensor.
 TensorInfo = tuple[str, tuple[int, ...], int, int]
+#: (elements per block, bytes per block) of a ggml type, or None for a type unknown to ggml.
+QuantSizes = Callable[[int], "tuple[int, int] | None"]
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A metadata value left unread: an array of `count` items of GGUF type `item`, or a long string."""
+
+    what: str
+    count: int
+
+    def __repr__(self) -> str:
+        return f"<{self.what} of {self.count:,}>"
 
 
 class _Walk:
@@ -85,20 +117,54 @@ class _Walk:
         return self.take(length, what).decode("utf-8", errors="replace")
 
 
-def check_header(path: Path, quant_sizes: Callable[[int], tuple[int, int] | None]) -> list[TensorInfo]:
-    """Walk the header of `path`; raise ConfigError unless every count, length and tensor fits in the
-    file. `quant_sizes(type)` gives (elements per block, bytes per block) of a ggml type, or None."""
+class GgufHeader:
+    """The metadata of a GGUF file, read; its tensor table, read on demand by `tensors()`."""
+
+    def __init__(self, walk: _Walk, quant_sizes: QuantSizes, n_tensors: int, alignment: int) -> None:
+        self._walk, self._quant_sizes, self._n_tensors, self._alignment = (
+            walk,
+            quant_sizes,
+            n_tensors,
+            alignment,
+        )
+        self.metadata: dict[str, Any] = {}
+
+    def tensors(self) -> Iterator[TensorInfo]:
+        """Each tensor's (name, dimensions, type, bytes) in file order; ConfigError for a tensor that is
+        malformed or named twice, or (once all are read) whose data runs past the end of the file."""
+        walk, names = self._walk, set()
+        last_end, last_name = 0, ""
+        for _ in range(self._n_tensors):
+            name, dims, kind, offset = _tensor_info(walk, self._quant_sizes)
+            if name in names:
+                raise walk.fail(f"tensor {name!r:.80} is listed twice")
+            names.add(name)
+            size = _tensor_bytes(walk, name, dims, kind, self._quant_sizes)
+            if offset + size > last_end:
+                last_end, last_name = offset + size, name
+            yield name, dims, kind, size
+        end = walk.pos + (-walk.pos % self._alignment) + last_end
+        if end > walk.size:
+            raise walk.fail(
+                f"tensor {last_name!r:.80} ends at byte {end:,}, "
+                f"beyond the end of the file ({walk.size:,} bytes)"
+            )
+
+
+@contextmanager
+def open_gguf(path: Path, quant_sizes: QuantSizes) -> Iterator[GgufHeader]:
+    """The header of `path` with its metadata read and checked; its tensors are read from the open
+    file by `tensors()` inside the `with` block. ConfigError for anything the file does not hold."""
     where = str(path)
     try:
         size = path.stat().st_size
         with path.open("rb") as handle:
-            walk = _Walk(handle, size, where)
-            return _walk(walk, quant_sizes)
+            yield _metadata(_Walk(handle, size, where), quant_sizes)
     except OSError as exc:
         raise ConfigError(f"{where}: cannot read ({exc.strerror or exc})") from None
 
 
-def _walk(walk: _Walk, quant_sizes: Callable[[int], tuple[int, int] | None]) -> list[TensorInfo]:
+def _metadata(walk: _Walk, quant_sizes: QuantSizes) -> GgufHeader:
     if walk.take(4, "the magic number") != GGUF_MAGIC:
         raise walk.fail("it does not start with GGUF: not a GGUF file")
     raw_version = walk.take(4, "the version")
@@ -114,54 +180,73 @@ def _walk(walk: _Walk, quant_sizes: Callable[[int], tuple[int, int] | None]) -> 
         raise walk.fail(f"it claims {n_tensors:,} tensors")
     if n_kv > MAX_METADATA or n_kv * 13 > walk.size:
         raise walk.fail(f"it claims {n_kv:,} metadata keys")
-    alignment = DEFAULT_ALIGNMENT
+    metadata: dict[str, Any] = {}
     for _ in range(n_kv):
         key = walk.string("a metadata key", keep=True, longest=1 << 16)
-        kind = walk.u32(f"the type of {key!r}")
-        if key == "general.alignment" and kind == 4:
-            alignment = walk.u32("general.alignment")
-            if alignment == 0 or alignment & (alignment - 1):
-                raise walk.fail(f"general.alignment {alignment} is not a power of two")
-            continue
-        _skip_value(walk, kind, key, depth=0)
-    infos = [_tensor_info(walk, quant_sizes) for _ in range(n_tensors)]
-    data_start = walk.pos + (-walk.pos % alignment)
-    for name, dims, kind, offset in infos:
-        end = data_start + offset + _tensor_bytes(walk, name, dims, kind, quant_sizes)
-        if end > walk.size:
-            raise walk.fail(
-                f"tensor {name!r:.80} ends at byte {end:,}, beyond the end of the file ({walk.size:,} bytes)"
-            )
-    return infos
+        if key in metadata:
+            raise walk.fail(f"metadata key {key!r:.80} is given twice")
+        kind = walk.u32(f"the type of {key!r:.80}")
+        skip = key.startswith(SKIPPED_PREFIX) and kind == _ARRAY
+        metadata[key] = _value(walk, kind, key, depth=0, skip=skip)
+    alignment = metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+    if type(alignment) is not int or alignment <= 0 or alignment & (alignment - 1):
+        raise walk.fail(f"general.alignment {alignment!r:.40} is not a power of two")
+    header = GgufHeader(walk, quant_sizes, n_tensors, alignment)
+    header.metadata = {k: v for k, v in metadata.items() if v is not _UNDECODABLE}
+    return header
 
 
-def _skip_value(walk: _Walk, kind: int, key: str, depth: int) -> None:
-    if kind in _SCALAR_BYTES:
-        walk.skip(_SCALAR_BYTES[kind], f"the value of {key!r:.80}")
-    elif kind == _STRING:
-        walk.string(f"the value of {key!r:.80}")
-    elif kind == _ARRAY and depth < 2:
-        item, count = walk.u32(f"the item type of {key!r:.80}"), walk.u64(f"the length of {key!r:.80}")
+#: A string that is not UTF-8: left out of the metadata, as gguf's reader leaves it out.
+_UNDECODABLE = Unread("string that is not UTF-8", 0)
+
+
+def _value(walk: _Walk, kind: int, key: str, depth: int, skip: bool = False) -> Any:
+    """One metadata value: a number, a bool, a str, a list of them, or `Unread`."""
+    shown = f"{key!r:.80}"
+    if kind in _SCALAR_FORMAT:
+        return struct.unpack(
+            f"{walk.order}{_SCALAR_FORMAT[kind]}", walk.take(_SCALAR_BYTES[kind], f"the value of {shown}")
+        )[0]
+    if kind == _STRING:
+        length = walk.u64(f"the length of the value of {shown}")
+        if length > MAX_DECODED_BYTES:
+            walk.skip(length, f"the value of {shown}")
+            return Unread("string of bytes", length)
+        try:
+            return walk.take(length, f"the value of {shown}").decode("utf-8")
+        except UnicodeDecodeError:
+            return _UNDECODABLE
+    if kind == _ARRAY and depth < 2:
+        item, count = walk.u32(f"the item type of {shown}"), walk.u64(f"the length of {shown}")
         least = _SCALAR_BYTES.get(item, 8)
         if count * least > walk.size - walk.pos:
-            raise walk.fail(f"{key!r:.80} claims {count:,} items, more than the file holds")
-        if item in _SCALAR_BYTES:
-            walk.skip(count * least, f"the items of {key!r:.80}")
-        else:
+            raise walk.fail(f"{shown} claims {count:,} items, more than the file holds")
+        if item in _SCALAR_FORMAT and (skip or count > MAX_DECODED_ITEMS):
+            walk.skip(count * least, f"the items of {shown}")
+        elif item in _SCALAR_FORMAT:
+            return list(
+                struct.unpack(
+                    f"{walk.order}{count}{_SCALAR_FORMAT[item]}",
+                    walk.take(count * least, f"the items of {shown}"),
+                )
+            )
+        elif skip or count > MAX_DECODED_ITEMS:
             for _ in range(count):
-                _skip_value(walk, item, key, depth + 1)
-    else:
-        raise walk.fail(f"{key!r:.80} has unknown value type {kind}")
+                _value(walk, item, key, depth + 1, skip=True)
+        else:
+            return [_value(walk, item, key, depth + 1) for _ in range(count)]
+        return Unread(f"array of GGUF type {item}", count)
+    raise walk.fail(f"{shown} has unknown value type {kind}")
 
 
-def _tensor_info(walk: _Walk, quant_sizes: Callable[[int], tuple[int, int] | None]) -> TensorInfo:
+def _tensor_info(walk: _Walk, quant_sizes: QuantSizes) -> tuple[str, tuple[int, ...], int, int]:
+    """(name, dimensions, type, offset into the data section) of the next tensor of the table."""
     name = walk.string("a tensor name", keep=True, longest=1 << 12)
     n_dims = walk.u32(f"the dimension count of {name!r:.80}")
     if n_dims > GGML_MAX_DIMS:
         raise walk.fail(f"tensor {name!r:.80} has {n_dims:,} dimensions; ggml allows {GGML_MAX_DIMS}")
-    dims = tuple(walk.u64(f"a dimension of {name!r:.80}") for _ in range(n_dims))
-    kind = walk.u32(f"the type of {name!r:.80}")
-    offset = walk.u64(f"the offset of {name!r:.80}")
+    raw = walk.take(8 * n_dims + 12, f"the shape, type and offset of {name!r:.80}")
+    *dims, kind, offset = struct.unpack(f"{walk.order}{n_dims}QIQ", raw)
     elements = 1
     for d in dims:
         elements *= d
@@ -169,7 +254,7 @@ def _tensor_info(walk: _Walk, quant_sizes: Callable[[int], tuple[int, int] | Non
         raise walk.fail(f"tensor {name!r:.80} claims {elements:,} elements")
     if quant_sizes(kind) is None:
         raise walk.fail(f"tensor {name!r:.80} has unknown ggml type {kind}")
-    return name, dims, kind, offset
+    return name, tuple(dims), kind, offset
 
 
 def _tensor_bytes(
@@ -177,7 +262,7 @@ def _tensor_bytes(
     name: str,
     dims: tuple[int, ...],
     kind: int,
-    quant_sizes: Callable[[int], tuple[int, int] | None],
+    quant_sizes: QuantSizes,
 ) -> int:
     block, type_size = quant_sizes(kind) or (1, 1)
     elements = 1

@@ -17,7 +17,9 @@ cached config is used if there is one and a HubError is raised otherwise. A remo
 is checked entry by entry like a local one: a negative shape is an error, not -1e31 bytes.
 
 Offline (or with the Hub unavailable) the dtypes come from the cached snapshot when every weight file
-of the checkpoint is in it (a model downloaded for serving); otherwise they are None and a note says so.
+of the checkpoint is in it (a model downloaded for serving), else from what the headers said when this
+commit was sized online (`hub_record`, in gpusize's own cache folder), so one commit gives one answer;
+otherwise they are None and a note says so.
 """
 
 from __future__ import annotations
@@ -32,7 +34,15 @@ from typing import Any
 from gpusize.core.fields import echo
 from gpusize.errors import ConfigError, HubError
 from gpusize.sources.config_json import MAX_CONFIG_BYTES, read_config_json
-from gpusize.sources.hub_errors import budget_error, hub_error, not_a_hub_error, outage_error, outage_reason
+from gpusize.sources.hub_errors import (
+    budget_error,
+    endpoint_error,
+    folder_error,
+    hub_error,
+    not_a_hub_error,
+    outage_error,
+    outage_reason,
+)
 from gpusize.sources.hub_fetch import (
     COMMIT_SHA,
     REQUEST_TIMEOUT_S,
@@ -43,6 +53,7 @@ from gpusize.sources.hub_fetch import (
     run_within,
     store_in_cache,
 )
+from gpusize.sources.hub_record import read_record, write_record
 from gpusize.sources.hub_safetensors import CONFIG_ARITHMETIC, remote_dtype_elements
 from gpusize.sources.safetensors import read_dtype_elements, weight_files
 
@@ -76,6 +87,9 @@ def load_hub_model(
     # heavy (about 0.3 s to import): loaded only when the Hub is used
     from huggingface_hub import constants
 
+    surroundings = folder_error() or (None if constants.HF_HUB_OFFLINE else endpoint_error())
+    if surroundings is not None:
+        raise surroundings
     if constants.HF_HUB_OFFLINE:
         return _offline(repo_id, revision)
     budget = Budget(budget_s or budget_seconds(), timeout_s)
@@ -85,6 +99,9 @@ def load_hub_model(
         if progress:  # the config came; the safetensors headers did not
             first = progress[0]
             reason = f"no answer within {budget.seconds:g} s"
+            recorded = read_record(_endpoint(), first.repo_id, first.revision)
+            if recorded is not None:
+                return HubModel(first.repo_id, first.revision, first.config, recorded, (_recorded(reason),))
             note = f"safetensors metadata unavailable ({reason}): {CONFIG_ARITHMETIC}"
             return HubModel(first.repo_id, first.revision, first.config, None, (*first.notes, note))
         raise budget_error(repo_id, budget)
@@ -103,7 +120,7 @@ def _offline(repo_id: str, revision: str | None) -> HubModel:
         raise error from None
     commit = _snapshot_commit(path)
     config = _parse_config(Path(path), f"{repo_id}@{commit[:12]}")
-    dtype_elements, notes = _cached_dtype_elements(Path(path).parent, "offline")
+    dtype_elements, notes = _cached_dtype_elements(repo_id, Path(path).parent, "offline")
     return HubModel(
         repo_id, commit, config, dtype_elements, ("config.json from the local Hub cache (offline)", *notes)
     )
@@ -124,7 +141,7 @@ def _online(
     commit = _snapshot_commit(path)
     config = _parse_config(Path(path), f"{repo_id}@{commit[:12]}")
     if unavailable is not None:
-        dtype_elements, notes = _cached_dtype_elements(Path(path).parent, unavailable)
+        dtype_elements, notes = _cached_dtype_elements(repo_id, Path(path).parent, unavailable)
         return HubModel(
             repo_id,
             commit,
@@ -134,6 +151,8 @@ def _online(
         )
     progress.append(HubModel(repo_id, commit, config, None))
     dtype_elements, notes = remote_dtype_elements(repo_id, commit, token, budget)
+    if dtype_elements is not None:
+        write_record(_endpoint(), repo_id, commit, dtype_elements)
     return HubModel(repo_id, commit, config, dtype_elements, notes)
 
 
@@ -228,16 +247,33 @@ def _parse_config(file: Path, where: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- safetensors headers
 
 
-def _cached_dtype_elements(snapshot: Path, reason: str) -> tuple[dict[str, int] | None, tuple[str, ...]]:
-    """Element count per dtype from the cached weight files, when the snapshot holds all of them."""
-    unavailable = (f"safetensors metadata unavailable ({reason}): {CONFIG_ARITHMETIC}",)
+def _cached_dtype_elements(
+    repo_id: str, snapshot: Path, reason: str
+) -> tuple[dict[str, int] | None, tuple[str, ...]]:
+    """Element count per dtype from the cached weight files, when the snapshot holds all of them;
+    else what the headers said when this commit was sized online (`hub_record`), so that one commit
+    gives one answer online and offline."""
     try:
         files = weight_files(snapshot)
-        if not files or not all(file.is_file() for file in files):
-            return None, unavailable
-        return read_dtype_elements(snapshot), ("dtypes from the cached safetensors headers",)
+        if files and all(file.is_file() for file in files):
+            return read_dtype_elements(snapshot), ("dtypes from the cached safetensors headers",)
     except ConfigError as exc:
         return None, (f"cached safetensors not usable ({exc}): {CONFIG_ARITHMETIC}",)
+    recorded = read_record(_endpoint(), repo_id, snapshot.name)
+    if recorded is not None:
+        return recorded, (_recorded(reason),)
+    return None, (f"safetensors metadata unavailable ({reason}): {CONFIG_ARITHMETIC}",)
+
+
+def _recorded(reason: str) -> str:
+    return f"dtypes from the safetensors headers read online for this commit ({reason} now)"
+
+
+def _endpoint() -> str:
+    # heavy (about 0.3 s to import): loaded only when the Hub is used
+    from huggingface_hub import constants
+
+    return str(constants.ENDPOINT)
 
 
 @contextlib.contextmanager

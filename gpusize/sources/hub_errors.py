@@ -4,12 +4,17 @@ short reasons ("cannot connect", "HTTP 503", "the answer broke off") that the Hu
 from __future__ import annotations
 
 import importlib
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from gpusize.errors import HubError
 from gpusize.sources.hub_fetch import HUB_TIMEOUT_ENV, Budget
 
 __all__ = [
     "budget_error",
+    "endpoint_error",
+    "folder_error",
     "hub_error",
     "http_status",
     "not_a_hub_error",
@@ -82,6 +87,54 @@ def hub_error(
             "check the id and your HF_TOKEN's permissions"
         )
     return None
+
+
+def folder_error() -> HubError | None:
+    """HF_HOME or the Hub cache (HF_HUB_CACHE) where a file stands in the way of a folder: one line
+    naming the variable, before huggingface_hub meets it as a NotADirectoryError."""
+    # heavy (about 0.3 s to import): loaded only when the Hub is used
+    from huggingface_hub import constants
+
+    hub_cache = "HF_HUB_CACHE" if os.environ.get("HF_HUB_CACHE") else "the Hub cache folder"
+    for name, folder in (("HF_HOME", constants.HF_HOME), (hub_cache, constants.HF_HUB_CACHE)):
+        blocker = _file_in_the_way(Path(folder))
+        if blocker is not None:
+            shown = f"{folder[:300]!r}" + (
+                "" if blocker == Path(folder) else f" ({str(blocker)[:300]!r} is a file)"
+            )
+            return HubError(f"{name} {shown} is not a folder: point it at a folder, or unset it")
+    return None
+
+
+def _file_in_the_way(folder: Path) -> Path | None:
+    """The first existing path of `folder` and its parents, when it is not a folder; else None."""
+    for path in (folder, *folder.parents):
+        try:
+            if path.exists():
+                return None if path.is_dir() else path
+        except (OSError, ValueError):  # unreadable, or a NUL byte: huggingface_hub says why itself
+            return None
+    return None
+
+
+def endpoint_error() -> HubError | None:
+    """HF_ENDPOINT that is not an http(s) URL with a host, or holds a control character or a space:
+    one line with the value escaped, before the HTTP client refuses it as an InvalidURL."""
+    # heavy (about 0.3 s to import): loaded only when the Hub is used
+    from huggingface_hub import constants
+
+    endpoint = constants.ENDPOINT
+    try:
+        parts = urlsplit(endpoint)
+        usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # a bad port or an unclosed [ of an IPv6 host
+        usable = False
+    if usable and all(ch.isprintable() and not ch.isspace() for ch in endpoint):
+        return None
+    return HubError(
+        f"HF_ENDPOINT {endpoint[:300]!r} is not a URL: set it to the Hub's address "
+        "(https://huggingface.co or a mirror's), or unset it"
+    )
 
 
 def outage_reason(exc: BaseException, timeout_s: float) -> str | None:

@@ -15,10 +15,11 @@ from gpusize.sources.safetensors import (
     INDEX_FILE,
     MAX_INDEX_BYTES,
     SINGLE_FILE,
+    TensorTally,
     header_length,
     parse_header,
     shard_names,
-    tensor_dtype_elements,
+    weight_map,
 )
 
 __all__ = ["CONFIG_ARITHMETIC", "FIRST_RANGE_BYTES", "remote_dtype_elements"]
@@ -36,15 +37,16 @@ def remote_dtype_elements(
     each entry checked like a local header; the network failing only costs the dtypes (a note)."""
     where = f"{repo_id}@{commit[:12]}"
     try:
-        files = _remote_weight_files(repo_id, commit, token, budget, where)
-        if files is None:
+        found = _remote_weight_files(repo_id, commit, token, budget, where)
+        if found is None:
             return None, (f"no safetensors weights in the repo: {CONFIG_ARITHMETIC}",)
-        counts: dict[str, int] = {}
+        files, mapping = found
+        tally = TensorTally(where, mapping)
         for name in files:
             for tensor_name, tensor in _remote_header(repo_id, commit, name, token, budget, where).items():
                 if tensor_name != "__metadata__":
-                    dtype, elements = tensor_dtype_elements(f"{where}: {name}", tensor_name, tensor)
-                    counts[dtype] = counts.get(dtype, 0) + elements
+                    tally.add(name, f"{where}: {name}", tensor_name, tensor)
+        counts = tally.counts()
     except BudgetSpent as exc:
         return None, (f"safetensors metadata unavailable ({exc}): {CONFIG_ARITHMETIC}",)
     except ConfigError:
@@ -61,8 +63,9 @@ def remote_dtype_elements(
 
 def _remote_weight_files(
     repo_id: str, commit: str, token: str | None, budget: Budget, where: str
-) -> list[str] | None:
-    """`model.safetensors`, else the shards its index names (checked, at most MAX_SHARDS), else None."""
+) -> tuple[list[str], dict[str, str] | None] | None:
+    """`model.safetensors`, else the shards its index names (checked, at most MAX_SHARDS) with the
+    index's tensor -> shard map, else None."""
     # heavy (about 0.3 s to import): loaded only when the Hub is used
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
 
@@ -70,7 +73,7 @@ def _remote_weight_files(
         get_hf_file_metadata(
             hf_hub_url(repo_id, SINGLE_FILE, revision=commit), token=token, timeout=budget.request()
         )
-        return [SINGLE_FILE]
+        return [SINGLE_FILE], None
     except Exception as exc:
         if not not_found(exc):
             raise
@@ -82,7 +85,8 @@ def _remote_weight_files(
         if not_found(exc):
             return None
         raise
-    return shard_names(parse_header(raw, f"{where}: {INDEX_FILE}"), f"{where}: {INDEX_FILE}")
+    mapping = weight_map(parse_header(raw, f"{where}: {INDEX_FILE}"), f"{where}: {INDEX_FILE}")
+    return shard_names(mapping, f"{where}: {INDEX_FILE}"), mapping
 
 
 def _remote_header(

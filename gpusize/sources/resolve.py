@@ -14,6 +14,7 @@ the caller passes (the CLI shows a spinner on a terminal); loading itself never 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -51,7 +52,7 @@ def resolve_model(
     if len(reference) > MAX_REFERENCE_CHARS:
         raise ConfigError(f"MODEL is {len(reference):,} characters long: not a name, a Hub id or a path")
     catalogs = catalogs or Catalogs.with_env()
-    path = Path(reference).expanduser()
+    path = _typed_path(reference)
     try:
         exists = path.exists()
     except (OSError, ValueError):  # a name too long for the file system, or with a NUL byte
@@ -59,7 +60,10 @@ def resolve_model(
     if exists:
         return _local(path)
     if reference.endswith((".json", ".gguf")) or reference.startswith((".", "/", "~")):
-        raise ConfigError(f"{shown_path(path)}: no such file or folder")
+        # as typed (`./~`, not the `~` that Path makes of it), or as expanded when it starts with ~
+        raise ConfigError(
+            f"{shown_path(path if reference.startswith('~') else reference)}: no such file or folder"
+        )
     suggestions: list[str] = []
     if revision is None:
         try:
@@ -74,6 +78,13 @@ def resolve_model(
             f"'{shown_path(Path(reference))}' is not a catalog name and not a Hub id (org/name)"
         )
     return _hub(reference, revision, suggestions, progress)
+
+
+def _typed_path(reference: str) -> Path:
+    """The path a shell would read for the word as typed: only a leading `~` or `~user` (followed by
+    `/` or the end) is expanded, so `./~` and `./~root` stay relative paths named `~` and `~root`
+    (`Path("./~")` drops the `./`, and `Path.expanduser` would then read `$HOME`)."""
+    return Path(os.path.expanduser(reference) if reference.startswith("~") else reference)
 
 
 def _local(path: Path) -> ResolvedModel:

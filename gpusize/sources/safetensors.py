@@ -4,6 +4,11 @@ A safetensors file is an 8-byte little-endian unsigned header length N, then N b
 `{tensor_name: {"dtype", "shape", "data_offsets"}, "__metadata__": {...}}`, then the raw tensor bytes
 (https://huggingface.co/docs/safetensors/index#format). Files are opened read-only; only the first
 8 + N bytes are read.
+
+Each tensor is counted once. A tensor that two shards both declare is counted from the shard the
+index (`model.safetensors.index.json` `weight_map`) maps it to, the one Transformers loads it from;
+declared twice with no index, or in two shards neither of which the index names for it, it is
+refused (a ConfigError naming the tensor and both files) rather than counted twice or guessed.
 """
 
 from __future__ import annotations
@@ -26,11 +31,14 @@ __all__ = [
     "MAX_INDEX_BYTES",
     "MAX_SHARDS",
     "SINGLE_FILE",
+    "TensorTally",
+    "checkpoint_files",
     "header_length",
     "parse_header",
     "read_dtype_elements",
     "read_header",
     "shard_names",
+    "weight_map",
     "tensor_dtype_elements",
     "weight_bytes_from_dtype_elements",
     "weight_files",
@@ -93,16 +101,22 @@ def weight_files(folder: Path) -> list[Path]:
     """The files that make up the checkpoint, chosen as Transformers loads them: `model.safetensors`,
     else the shards named by `model.safetensors.index.json`, else every `*.safetensors` in the folder
     (so a Mistral repo's extra `consolidated.safetensors` is not counted twice)."""
+    return checkpoint_files(folder)[0]
+
+
+def checkpoint_files(folder: Path) -> tuple[list[Path], dict[str, str] | None]:
+    """`weight_files(folder)` and the index's tensor -> shard map when an index chose them."""
     if (folder / SINGLE_FILE).is_file():
-        return [folder / SINGLE_FILE]
+        return [folder / SINGLE_FILE], None
     index = folder / INDEX_FILE
     if index.is_file():
-        return [folder / name for name in shard_names(_read_index(index), str(index))]
+        mapping = weight_map(_read_index(index), str(index))
+        return [folder / name for name in shard_names(mapping, str(index))], mapping
     files = sorted(folder.glob("*.safetensors"))
     if len(files) > MAX_SHARDS:
         raise ConfigError(f"{folder}: {len(files):,} safetensors files, more than {MAX_SHARDS:,} shards")
     _check_shards_complete(folder, files)
-    return files
+    return files, None
 
 
 def _read_index(index: Path) -> Any:
@@ -119,13 +133,18 @@ def _read_index(index: Path) -> Any:
         raise ConfigError(f"{index}: not a safetensors index ({type(exc).__name__})") from None
 
 
-def shard_names(index: Any, where: str) -> list[str]:
-    """The shard file names a `model.safetensors.index.json` maps its tensors to, checked: plain file
-    names (no folders), at most MAX_SHARDS of them."""
-    weight_map = index.get("weight_map") if isinstance(index, dict) else None
-    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+def weight_map(index: Any, where: str) -> dict[str, str]:
+    """The tensor -> shard file name map of a `model.safetensors.index.json`, checked to be one."""
+    mapping = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(mapping, dict) or not all(isinstance(v, str) for v in mapping.values()):
         raise ConfigError(f"{where}: not a safetensors index (no weight_map of tensor -> file name)")
-    names = sorted(set(weight_map.values()))
+    return mapping
+
+
+def shard_names(mapping: dict[str, str], where: str) -> list[str]:
+    """The shard file names a checked `weight_map` maps its tensors to, checked: plain file names (no
+    folders), at most MAX_SHARDS of them."""
+    names = sorted(set(mapping.values()))
     if len(names) > MAX_SHARDS:
         raise ConfigError(f"{where}: names {len(names):,} shard files, more than {MAX_SHARDS:,}")
     for name in names:
@@ -150,18 +169,47 @@ def _check_shards_complete(folder: Path, files: list[Path]) -> None:
 
 
 def read_dtype_elements(path: Path) -> dict[str, int]:
-    """Element count per safetensors dtype over every tensor of a checkpoint folder (or of one file)."""
-    files = [path] if path.is_file() else weight_files(path)
+    """Element count per safetensors dtype over every tensor of a checkpoint folder (or of one file),
+    each tensor counted once (see TensorTally)."""
+    files, mapping = ([path], None) if path.is_file() else checkpoint_files(path)
     if not files:
         raise ConfigError(f"{path}: no *.safetensors files in this folder")
-    counts: dict[str, int] = {}
+    tally = TensorTally(str(path), mapping)
     for file in files:
         for name, tensor in read_header(file).items():
-            if name == "__metadata__":
-                continue
-            dtype, elements = tensor_dtype_elements(str(file), name, tensor)
+            if name != "__metadata__":
+                tally.add(file.name, str(file), name, tensor)
+    return tally.counts()
+
+
+class TensorTally:
+    """Element count per dtype over the headers of a checkpoint's files, each tensor counted once: a
+    tensor two files declare counts from the file the index's `weight_map` names for it, and is
+    refused (ConfigError naming it and both files) with no index or an index naming neither file."""
+
+    def __init__(self, where: str, mapping: dict[str, str] | None) -> None:
+        self.where, self.mapping = where, mapping or {}
+        self.seen: dict[str, tuple[str, str, int]] = {}  # tensor -> (file, dtype, elements)
+
+    def add(self, file: str, where: str, name: str, tensor: Any) -> None:
+        """One header entry of `file` (`where` names it in messages), checked by tensor_dtype_elements."""
+        dtype, elements = tensor_dtype_elements(where, name, tensor)
+        first = self.seen.get(name)
+        mapped = self.mapping.get(name)
+        if first is None or mapped == file:
+            self.seen[name] = (file, dtype, elements)
+        elif mapped != first[0]:
+            why = f"the index maps it to {echo(mapped)}" if mapped else "no index says which one is loaded"
+            raise ConfigError(
+                f"{self.where}: tensor {echo(name)} is declared by both {echo(first[0])} and {echo(file)} "
+                f"({why}): counting it twice would double its bytes"
+            )
+
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for _file, dtype, elements in self.seen.values():
             counts[dtype] = counts.get(dtype, 0) + elements
-    return dict(sorted(counts.items()))
+        return dict(sorted(counts.items()))
 
 
 def read_header(file: Path) -> dict[str, Any]:

@@ -113,6 +113,7 @@ def env(tmp_path: Path, hub: HubServer) -> dict[str, str]:
     return {
         **clean,
         "HF_HOME": str(tmp_path / "hf"),
+        "GPUSIZE_CACHE_DIR": str(tmp_path / "gpusize-cache"),
         "HF_ENDPOINT": hub.url,
         "HF_HUB_DISABLE_PROGRESS_BARS": "1",
         "NO_PROXY": "127.0.0.1,localhost",
@@ -190,6 +191,13 @@ def test_cached_then_offline_gives_same_commit_without_any_request(
     assert len(hub.requests) == asked
     assert offline["revision"] == online["revision"]
     assert offline["config"] == online["config"]
+    assert offline["dtypes"] == online["dtypes"]  # what the headers said online, for this commit
+    assert "dtypes from the safetensors headers read online for this commit (offline now)" in offline["notes"]
+
+
+def test_offline_without_a_record_has_no_dtypes(env: dict[str, str]) -> None:
+    load({**env, "GPUSIZE_CACHE_DIR": ""}, PUBLIC)
+    offline = load({**env, "HF_HUB_OFFLINE": "1"}, PUBLIC)
     assert offline["dtypes"] is None
     assert "safetensors metadata unavailable (offline): weights from config arithmetic" in offline["notes"]
 
@@ -206,11 +214,10 @@ def test_offline_with_the_weights_cached_reads_their_headers(env: dict[str, str]
     ]
 
 
-def test_offline_with_only_the_index_cached_has_no_dtypes(env: dict[str, str]) -> None:
-    assert load(env, FP8)["dtypes"] is not None  # caches config.json and the shard index, not the shards
-    offline = load({**env, "HF_HUB_OFFLINE": "1"}, FP8)
-    assert offline["dtypes"] is None
-    assert "safetensors metadata unavailable (offline): weights from config arithmetic" in offline["notes"]
+def test_offline_with_only_the_config_cached_keeps_the_dtypes_read_online(env: dict[str, str]) -> None:
+    online = load(env, FP8)  # caches config.json, not the shards
+    assert online["dtypes"] is not None
+    assert load({**env, "HF_HUB_OFFLINE": "1"}, FP8)["dtypes"] == online["dtypes"]
 
 
 def test_offline_and_not_cached(env: dict[str, str], hub: HubServer) -> None:
@@ -224,7 +231,7 @@ def test_hub_outage_falls_back_to_the_cache(env: dict[str, str], hub: HubServer)
     hub.repos[PUBLIC].status = 503
     result = load(env, PUBLIC)
     assert result["revision"] == online["revision"]
-    assert result["dtypes"] is None
+    assert result["dtypes"] == online["dtypes"]
     assert "config.json from the local Hub cache (HTTP 503)" in result["notes"]
 
 

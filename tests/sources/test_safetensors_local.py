@@ -97,6 +97,35 @@ def test_sharded_checkpoint_counts_only_the_indexed_shards(tmp_path: Path) -> No
     assert read_dtype_elements(tmp_path) == {"BF16": 100, "F32": 1, "F8_E4M3": 8192}
 
 
+SHARD_1, SHARD_2 = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
+
+
+def _two_shards_declaring_one_tensor(folder: Path) -> None:
+    write(folder / SHARD_1, {"embed": ("BF16", [1000, 64]), "a": ("BF16", [8])})
+    write(folder / SHARD_2, {"embed": ("BF16", [1000, 64]), "b": ("F32", [4])})
+
+
+def test_tensor_in_two_shards_counts_once_from_the_shard_the_index_names(tmp_path: Path) -> None:
+    _two_shards_declaring_one_tensor(tmp_path)
+    index = {"weight_map": {"embed": SHARD_2, "a": SHARD_1, "b": SHARD_2}}
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    assert read_dtype_elements(tmp_path) == {"BF16": 64_000 + 8, "F32": 4}
+
+
+@pytest.mark.parametrize(
+    "index", [None, {"weight_map": {"embed": "other.safetensors", "a": SHARD_1, "b": SHARD_2}}]
+)
+def test_tensor_in_two_shards_without_an_index_saying_which_is_refused(
+    tmp_path: Path, index: dict[str, object] | None
+) -> None:
+    _two_shards_declaring_one_tensor(tmp_path)
+    if index is not None:
+        (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+        write(tmp_path / "other.safetensors", {})
+    with pytest.raises(ConfigError, match=f"tensor 'embed' is declared by both '{SHARD_1}' and '{SHARD_2}'"):
+        read_dtype_elements(tmp_path)
+
+
 def test_folder_without_index_counts_every_safetensors_file(tmp_path: Path) -> None:
     write(tmp_path / "consolidated.safetensors", {"a": ("BF16", [4])})
     write(tmp_path / "extra.safetensors", {"b": ("BF16", [6])})

@@ -88,7 +88,13 @@ def _quant(config: dict[str, Any], text: dict[str, Any], where: str) -> QuantSpe
     if method == "compressed-tensors":
         return _compressed_tensors(q, skip)
     if method == "bitsandbytes":
-        bits = 4 if q.boolean("load_in_4bit", default=False) else 8
+        four, eight = q.boolean("load_in_4bit", default=False), q.boolean("load_in_8bit", default=False)
+        if four and eight:  # transformers' BitsAndBytesConfig.post_init refuses the pair the same way
+            raise ConfigError(
+                f"{where}: quantization_config: 'load_in_4bit' and 'load_in_8bit' are both true, "
+                "but only one can be used: set one of them to false"
+            )
+        bits = 4 if four else 8
         return QuantSpec(
             method="bitsandbytes",
             weight_bits=bits,
