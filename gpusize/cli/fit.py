@@ -73,7 +73,7 @@ def fit(
     chunked_prefill: ChunkedPrefill = None,
     max_running_requests: MaxRunningRequests = None,
     n_gpu_layers: NGpuLayers = None,
-    flash_attn: FlashAttn = False,
+    flash_attn: FlashAttn = None,
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
     attn_implementation: AttnImplementation = None,

@@ -168,7 +168,13 @@ FlashinferSampler = Annotated[
         "FlashInfer is installed, as in the vllm/vllm-openai image): a smaller start-up peak before 0.17.",
     ),
 ]
-FlashAttn = Annotated[bool, typer.Option("--flash-attn", help="llama.cpp: flash attention (smaller buffer).")]
+FlashAttn = Annotated[
+    bool | None,
+    typer.Option(
+        "--flash-attn/--no-flash-attn",
+        help="llama.cpp: flash attention on or off (-fa on|off; default the release's auto: on for CUDA).",
+    ),
+]
 EngineVersion = Annotated[
     str | None,
     typer.Option(

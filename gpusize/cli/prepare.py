@@ -128,7 +128,7 @@ class EngineFlags:
     chunked_prefill: int | None = None
     max_running_requests: int | None = None
     n_gpu_layers: int | None = None
-    flash_attn: bool = False
+    flash_attn: bool | None = None
     split_mode: str | None = None
     attn_implementation: str | None = None
     transformers_version: str | None = None
@@ -265,7 +265,15 @@ def request(
         checkpoint_bytes=resolved.checkpoint_bytes,
         stored_layers=resolved.stored_layers,
         reserved_bytes=reserved_bytes(flags.reserved_mib),
+        load_quantization=load_quantization(spec, flags.quantization, weight),
     )
+
+
+def load_quantization(spec: ModelSpec, quantization: str | None, weight: str) -> str | None:
+    """ "bitsandbytes" when --quantization bitsandbytes asks the engine to quantize a 16-bit checkpoint
+    while loading (the weight dtype it means is then int4), else None."""
+    method = (quantization or "").strip().lower()
+    return "bitsandbytes" if method == "bitsandbytes" and weight == "int4" else None
 
 
 def reserved_bytes(mib: int) -> int:

@@ -76,7 +76,7 @@ def serve(
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
     n_gpu_layers: NGpuLayers = None,
-    flash_attn: FlashAttn = False,
+    flash_attn: FlashAttn = None,
     split_mode: str | None = typer.Option(
         None, "--split-mode", "-sm", help="llama.cpp: spread the model over GPUs by layer (default) or row."
     ),

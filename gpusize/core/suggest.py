@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from gpusize.core.engines import EngineModel
+from gpusize.core.engines import EngineModel, llamacpp
 from gpusize.core.engines.vllm import (
     THIN_MARGIN,
     evaluate_nodes,
@@ -236,8 +236,8 @@ def _variants(spec: ModelSpec, work: Workload, model: EngineModel, gpu: GpuSpec)
             )
         if linear > 0.75:
             note = (
-                "needs a pre-quantized int4 checkpoint (AWQ or GPTQ, e.g. an '-AWQ' repository): "
-                f"{name} does not quantize to int4 while loading"
+                "needs a pre-quantized int4 checkpoint (AWQ or GPTQ, e.g. an '-AWQ' repository), or "
+                f"--quantization bitsandbytes for {name} to quantize to 4 bits while loading"
             )
             out.append(
                 _one("int4", "--dtype", "int4", "int4 weights", note, _with_weights(spec, work, "int4"))
@@ -245,7 +245,8 @@ def _variants(spec: ModelSpec, work: Workload, model: EngineModel, gpu: GpuSpec)
     if work.kv_cache_dtype != "fp8" and work.kv_bytes > 1:
         kv_note = "llama.cpp: -ctk q8_0 -ctv q8_0" if model.name == "llamacpp" else None
         fp8_kv = replace(work, kv_cache_dtype="fp8", kv_bytes=DTYPE_BYTES["fp8"])
-        out.append(_one("kv", "--kv-cache-dtype", "fp8", "FP8 KV cache", kv_note, fp8_kv))
+        if model.name != "llamacpp" or llamacpp.refusal(fp8_kv) is None:  # q8_0 V needs -fa on
+            out.append(_one("kv", "--kv-cache-dtype", "fp8", "FP8 KV cache", kv_note, fp8_kv))
     return out
 
 

@@ -93,7 +93,9 @@ class EngineSettings:
     chunked_prefill_size: int | None = None
     max_running_requests: int | None = None
     n_gpu_layers: int | None = None
-    flash_attn: bool = False
+    #: llama.cpp flash attention (`-fa on|off`); None: the release's default (auto), see
+    #: `engines.llamacpp.flash_attention`.
+    flash_attn: bool | None = None
     #: llama.cpp `--split-mode` (one of SPLIT_MODES); None means its default, layer.
     split_mode: str | None = None
     #: transformers: attention implementation (sdpa, flash_attention_2, eager), the release whose
@@ -107,11 +109,10 @@ class EngineSettings:
         names = (
             "version", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
             "mem_fraction_static", "chunked_prefill_size", "max_running_requests", "n_gpu_layers",
-            "split_mode", "attn_implementation", "transformers_version",
+            "split_mode", "attn_implementation", "transformers_version", "flash_attn",
         )  # fmt: skip
         flags = (
-            "enforce_eager", "enable_expert_parallel", "flashinfer_sampler", "flash_attn",
-            "expandable_segments",
+            "enforce_eager", "enable_expert_parallel", "flashinfer_sampler", "expandable_segments",
         )  # fmt: skip
         return tuple(n for n in names if getattr(self, n) is not None) + tuple(
             f for f in flags if getattr(self, f)
@@ -143,6 +144,9 @@ class Request:
     stored_layers: StoredLayers | None = None
     #: Memory other processes hold on each GPU (a desktop, another server), in bytes.
     reserved_bytes: int = 0
+    #: The method the engine quantizes a 16-bit checkpoint with while loading (`--quantization
+    #: bitsandbytes`: 4-bit), when that is how the weight dtype is reached; None otherwise.
+    load_quantization: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,6 +169,8 @@ class Workload:
     #: Stored bytes / config arithmetic, when the checkpoint disagreed by more than 1% (else None).
     checkpoint_warning: str | None = field(default=None, metadata={"json": False})
     stored_layers: StoredLayers | None = field(default=None, metadata={"json": False})
+    #: As in Request: the engine quantizes while loading with this method (bitsandbytes), or None.
+    load_quantization: str | None = field(default=None, metadata={"json": False})
 
     __json_properties__ = ("weight_dtype", "engine_version")
 
@@ -228,6 +234,7 @@ def resolve(spec: ModelSpec, request: Request, uses: frozenset[str], releases: R
         reserved_bytes=request.reserved_bytes,
         checkpoint_warning=warning,
         stored_layers=request.stored_layers,
+        load_quantization=request.load_quantization,
     )
 
 

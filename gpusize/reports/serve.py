@@ -117,7 +117,9 @@ def launch_commands(
         slots = max(
             1, min(pick.concurrent_sequences // max(pick.replicas, 1), int(pick.max_concurrency or 1))
         )
-        out["llamacpp"] = llamacpp_command(resolved.id, work, ngl, slots, pick.gpus_per_replica)
+        out["llamacpp"] = llamacpp_command(
+            resolved.engine_target, resolved.source, work, ngl, slots, pick.gpus_per_replica, spec
+        )
         if pick.replicas > 1:
             out["replicas"] = LaunchCommand(
                 None,
@@ -126,10 +128,12 @@ def launch_commands(
             )
         return out
     if work.engine.name == "vllm":
-        out["vllm"] = vllm_command(resolved.id, resolved.revision, tp, work, utilization(work), spec, gpu)
+        out["vllm"] = vllm_command(
+            resolved.engine_target, resolved.revision, tp, work, utilization(work), spec, gpu
+        )
     if work.engine.name == "sglang":
         out["sglang"] = sglang_command(
-            resolved.id, resolved.revision, tp, work, mem_fraction(gpu, tp, work, spec), spec, gpu
+            resolved.engine_target, resolved.revision, tp, work, mem_fraction(gpu, tp, work, spec), spec, gpu
         )
     if pick.replicas > 1:
         out["replicas"] = LaunchCommand(

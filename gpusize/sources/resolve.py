@@ -14,10 +14,11 @@ the caller passes (the CLI shows a spinner on a terminal); loading itself never 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from gpusize.sources import safetensors
 from gpusize.sources.catalog import Catalogs
 from gpusize.sources.config_json import load_config, shown_path
 
-__all__ = ["MAX_REFERENCE_CHARS", "Progress", "ResolvedModel", "resolve_model"]
+__all__ = ["MAX_REFERENCE_CHARS", "Progress", "ResolvedModel", "engine_path", "resolve_model"]
 
 #: Longest MODEL argument accepted (a Hub id is at most 96 characters; a path at most PATH_MAX).
 MAX_REFERENCE_CHARS = 4096
@@ -57,6 +58,13 @@ class ResolvedModel:
     file_type: str | None = None
     #: The catalog entry's short name, when the model came from a catalog.
     catalog_name: str | None = None
+    #: What an engine loads for a local model (see `engine_path`); None for catalog and Hub models.
+    path: str | None = None
+
+    @property
+    def engine_target(self) -> str:
+        """What a launch command names: the local path as given, else the Hub id."""
+        return self.path or self.id
 
 
 def resolve_model(
@@ -76,7 +84,8 @@ def resolve_model(
     except (OSError, ValueError):  # a name too long for the file system, or with a NUL byte
         exists = False
     if exists:
-        return _local(path)
+        whole = path.is_dir() or path.suffix == ".gguf"
+        return replace(_local(path), path=engine_path(reference, whole))
     if reference.endswith((".json", ".gguf")) or reference.startswith((".", "/", "~")):
         raise ConfigError(f"{shown_path(path)}: no such file or folder")
     suggestions: list[str] = []
@@ -93,6 +102,18 @@ def resolve_model(
             f"'{shown_path(Path(reference))}' is not a catalog name and not a Hub id (org/name)"
         )
     return _hub(reference, revision, suggestions, progress)
+
+
+def engine_path(reference: str, whole: bool) -> str:
+    """The local path a launch command passes, as the user typed it: the folder for a config.json
+    (vLLM and SGLang take a model folder), the file for a GGUF; `~` expanded (the printed command
+    quotes it, so the shell would not); `./` put before a path starting with `-`, which an engine's
+    argument parser would read as an option. `whole`: the path names what the engine loads (a
+    folder or a GGUF file), else it is a config.json inside the folder to load."""
+    text = os.path.expanduser(reference) if reference.startswith("~") else reference
+    if not whole:
+        text = os.path.dirname(text) or "."
+    return "./" + text if text.startswith("-") else text
 
 
 def _local(path: Path) -> ResolvedModel:

@@ -19,7 +19,8 @@ __all__ = ["ContextRefusal", "EffectiveSettings", "EngineModel", "UNVERSIONED"]
 EffectiveSettings = Callable[[ModelSpec, GpuSpec, int, Workload], dict[str, float | int | str]]
 
 
-#: The engine's refusal to start for a context above the model's maximum (its own message), or None.
+#: The engine's refusal to start for a context above the model's maximum, or for settings it refuses
+#: together (llama.cpp: a quantized V cache without flash attention), as its own message; or None.
 ContextRefusal = Callable[[ModelSpec, Workload], str | None]
 
 
