@@ -204,9 +204,9 @@ def _help(name: str, setting: Setting, engines: tuple[EngineName, ...]) -> str:
 
 def _option(name: str, setting: Setting, field_type: Any, default: Any, help_text: str) -> inspect.Parameter:
     """The typer option of one declared setting: its own flag (booleans as --x/--no-x), its help."""
-    if field_type is bool:
+    if field_type is bool:  # a switch; a None default leaves it to the engine's own default
         option = typer.Option(f"{setting.flag}/--no-{setting.flag[2:]}", help=help_text, show_default=False)
-        annotation: Any = Annotated[bool, option]
+        annotation: Any = Annotated[bool if default is False else bool | None, option]
     else:
         option = typer.Option(setting.flag, *setting.aliases, help=help_text)
         base = str if name == "name" else field_type
@@ -221,15 +221,18 @@ def _declared_options(engines: tuple[EngineName, ...]) -> list[inspect.Parameter
     for name, setting in declared():
         if set(setting.engines) & set(engines):
             f = hints[name]
-            kind = bool if f.default is False else _value_type(f.type)
+            kind = _value_type(f.type)
             out.append(_option(name, setting, kind, f.default, _help(name, setting, engines)))
     return out
 
 
 def _value_type(annotation: Any) -> type:
-    """int, float or str from a field's annotation text ('float | None')."""
+    """bool, int, float or str from a field's annotation text ('float | None')."""
     text = str(annotation)
-    return int if text.startswith("int") else float if text.startswith("float") else str
+    for kind in (bool, int, float):
+        if text.startswith(kind.__name__):
+            return kind
+    return str
 
 
 def engine_options(*engines: EngineName) -> Callable[[_Command], _Command]:

@@ -183,7 +183,15 @@ def request(
         checkpoint_bytes=resolved.checkpoint_bytes,
         stored_layers=resolved.stored_layers,
         reserved_bytes=reserved_bytes(reserved_mib),
+        load_quantization=load_quantization(spec, quantization, weight),
     )
+
+
+def load_quantization(spec: ModelSpec, quantization: str | None, weight: str) -> str | None:
+    """ "bitsandbytes" when --quantization bitsandbytes asks the engine to quantize a 16-bit checkpoint
+    while loading (the weight dtype it means is then int4), else None."""
+    method = (quantization or "").strip().lower()
+    return "bitsandbytes" if method == "bitsandbytes" and weight == "int4" else None
 
 
 def reserved_bytes(mib: int) -> int:

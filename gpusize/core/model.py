@@ -54,3 +54,11 @@ class ResolvedModel:
     file_type: str | None = None
     #: The catalog entry's short name, when the model came from a catalog.
     catalog_name: str | None = None
+    #: What an engine loads for a local model (sources.resolve.engine_path); None for catalog and Hub
+    #: models.
+    path: str | None = None
+
+    @property
+    def engine_target(self) -> str:
+        """What a launch command names: the local path as given, else the Hub id."""
+        return self.path or self.id

@@ -187,8 +187,13 @@ class EngineSettings:
         low=0,
         high=100_000,
     )
-    flash_attn: bool = _setting(
-        False, flag="--flash-attn", engines=("llamacpp",), help="flash attention (smaller buffer)."
+    #: llama.cpp flash attention (`-fa on|off`); None: the release's default (auto), see
+    #: `engines.llamacpp.flash_attention`.
+    flash_attn: bool | None = _setting(
+        None,
+        flag="--flash-attn",
+        engines=("llamacpp",),
+        help="flash attention on or off (-fa on|off; default the release's auto: on for CUDA).",
     )
     #: llama.cpp `--split-mode` (one of SPLIT_MODES); None means its default, layer.
     split_mode: str | None = _setting(

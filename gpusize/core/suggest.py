@@ -182,8 +182,8 @@ def _variants(spec: ModelSpec, work: Workload, model: EngineModel, gpu: GpuSpec)
             )
         if linear > 0.75:
             note = (
-                "needs a pre-quantized int4 checkpoint (AWQ or GPTQ, e.g. an '-AWQ' repository): "
-                f"{name} does not quantize to int4 while loading"
+                "needs a pre-quantized int4 checkpoint (AWQ or GPTQ, e.g. an '-AWQ' repository), or "
+                f"--quantization bitsandbytes for {name} to quantize to 4 bits while loading"
             )
             out.append(
                 one("int4", "--dtype", "int4", "int4 weights", note, _with_weights(spec, work, "int4"))
@@ -191,7 +191,8 @@ def _variants(spec: ModelSpec, work: Workload, model: EngineModel, gpu: GpuSpec)
     if work.kv_cache_dtype != "fp8" and work.kv_bytes > 1:
         kv_note = model.levers.kv_note
         fp8_kv = replace(work, kv_cache_dtype="fp8", kv_bytes=DTYPE_BYTES["fp8"])
-        out.append(one("kv", "--kv-cache-dtype", "fp8", "FP8 KV cache", kv_note, fp8_kv))
+        if model.refuses_context(spec, fp8_kv) is None:  # llama.cpp: a q8_0 V cache needs -fa on
+            out.append(one("kv", "--kv-cache-dtype", "fp8", "FP8 KV cache", kv_note, fp8_kv))
     return out
 
 

@@ -67,6 +67,9 @@ class Request:
     stored_layers: StoredLayers | None = None
     #: Memory other processes hold on each GPU (a desktop, another server), in bytes.
     reserved_bytes: int = 0
+    #: The method the engine quantizes a 16-bit checkpoint with while loading (`--quantization
+    #: bitsandbytes`: 4-bit), when that is how the weight dtype is reached; None otherwise.
+    load_quantization: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,6 +92,8 @@ class Workload:
     #: Stored bytes / config arithmetic, when the checkpoint disagreed by more than 1% (else None).
     checkpoint_warning: str | None = field(default=None, metadata={"json": False})
     stored_layers: StoredLayers | None = field(default=None, metadata={"json": False})
+    #: As in Request: the engine quantizes while loading with this method (bitsandbytes), or None.
+    load_quantization: str | None = field(default=None, metadata={"json": False})
 
     __json_properties__ = ("weight_dtype", "engine_version")
 
@@ -152,6 +157,7 @@ def resolve(spec: ModelSpec, request: Request, uses: frozenset[str], releases: R
         reserved_bytes=request.reserved_bytes,
         checkpoint_warning=warning,
         stored_layers=request.stored_layers,
+        load_quantization=request.load_quantization,
     )
 
 

@@ -115,7 +115,9 @@ def launch_commands(
         slots = max(
             1, min(pick.concurrent_sequences // max(pick.replicas, 1), int(pick.max_concurrency or 1))
         )
-        out["llamacpp"] = llamacpp_command(resolved.id, work, ngl, slots, pick.gpus_per_replica)
+        out["llamacpp"] = llamacpp_command(
+            resolved.engine_target, resolved.source, work, ngl, slots, pick.gpus_per_replica, spec
+        )
         if pick.replicas > 1:
             out["replicas"] = LaunchCommand(
                 None,
@@ -126,7 +128,7 @@ def launch_commands(
     command = SERVER_COMMANDS.get(model.name)
     if command is not None and model.budget is not None:
         budget = model.budget(spec, gpu, tp, work)
-        out[model.name] = command(resolved.id, resolved.revision, tp, work, budget, spec, gpu)
+        out[model.name] = command(resolved.engine_target, resolved.revision, tp, work, budget, spec, gpu)
     if pick.replicas > 1:
         out["replicas"] = LaunchCommand(
             None,

@@ -2,8 +2,10 @@
 
 A command carries every setting the plan depends on (tensor parallel size, context, memory budget,
 weight and KV dtypes, quantization, revision, scheduler limits); where the engine cannot express the
-sized plan (int4 weights from a 16-bit checkpoint: engines do not quantize to int4 while loading),
-there is no command but a note saying what to use instead.
+sized plan (int4 or int8 weights from a 16-bit checkpoint other than bitsandbytes' in-flight 4-bit;
+llama.cpp given anything but a GGUF file), there is no command but a note saying what to use instead.
+Every flag printed exists, with the value printed, in the release the command names: checked against
+the releases' own argument definitions (tests/data/engine_flags.yaml, tests/serving/test_launch_flags.py).
 
 On a GPU without bf16 (compute capability below 8.0: T4, V100) vLLM refuses a bf16 model and asks for
 `--dtype half`; the plan is then sized in fp16 (`half_precision`: the same 2 bytes per value, labelled
@@ -21,7 +23,9 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from gpusize.core.engines.llamacpp import cache_type, flash_attention
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.releases import parse_version
 from gpusize.core.settings import launch_flag
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
@@ -74,21 +78,39 @@ def half_precision(work: Workload, gpu: GpuSpec) -> Workload:
 _HALF_NOTE = "fp16: this GPU has no bf16 (compute capability below 8.0), so vLLM runs it with --dtype half"
 
 
+#: The first SGLang release whose --kv-cache-dtype takes fp8_e4m3 (sgl-project/sglang#2786, merged
+#: 2025-01-08, after 0.4.1.post4; 0.4.2 is the first release certainly after it). Before it the only
+#: fp8 cache is fp8_e5m2, one byte per value as well.
+SGLANG_FP8_E4M3_KV_SINCE = parse_version("0.4.2")
+
+#: Flags that make each engine quantize a 16-bit checkpoint to 4 bits with bitsandbytes while loading:
+#: vLLM sets load_format itself for --quantization bitsandbytes in every release gpusize models
+#: (engine/arg_utils.py create_load_config); SGLang picks its BitsAndBytesModelLoader from
+#: --load-format only (model_loader/loader.py get_model_loader).
+_BITSANDBYTES_FLAGS = {
+    "vLLM": ["--quantization", "bitsandbytes"],
+    "SGLang": ["--quantization", "bitsandbytes", "--load-format", "bitsandbytes"],
+}
+
+
 def _weights_flags(work: Workload, engine: str, gpu: GpuSpec | None) -> tuple[list[str], str | None]:
     """Flags for the weight format, or a note when the engine cannot load the model that way."""
     dtype = work.requested_dtype
     # A 16-bit activation dtype the engine would choose as bf16 must be forced to half on such GPUs.
     half = gpu is not None and not gpu.supports_bf16 and work.weights.other_bytes == 2
+    half_flags = ["--dtype", "half"] if half else []
     if dtype == "auto":
-        return (["--dtype", "half"] if half else []), None
+        return half_flags, None
     if dtype in _DTYPE_FLAG:
         return ["--dtype", "half" if half and dtype == "bf16" else _DTYPE_FLAG[dtype]], None
     if dtype == "fp8":
-        return ["--quantization", "fp8", *(["--dtype", "half"] if half else [])], None
+        return ["--quantization", "fp8", *half_flags], None
+    if dtype == "int4" and work.load_quantization == "bitsandbytes":
+        return [*_BITSANDBYTES_FLAGS[engine], *half_flags], None
     return [], (
         f"sized with {dtype} weights: {engine} does not quantize a 16-bit checkpoint to {dtype} while "
         f"loading; serve a pre-quantized {dtype} checkpoint of this model (GPTQ/AWQ or "
-        f"compressed-tensors) with the same flags"
+        f"compressed-tensors) with the same flags, or --quantization bitsandbytes for 4-bit while loading"
     )
 
 
@@ -168,7 +190,7 @@ def sglang_command(
     if revision:
         words += ["--revision", revision]
     words += [
-        "--tp",
+        "--tp-size",
         str(tp),
         "--context-length",
         str(work.context_tokens),
@@ -177,7 +199,7 @@ def sglang_command(
     ]
     words += flags
     if work.kv_cache_dtype == "fp8":
-        words += ["--kv-cache-dtype", "fp8_e4m3"]
+        words += ["--kv-cache-dtype", _sglang_fp8_kv(work)]
     words += _settings_words(work)
     override = _rope_override(spec)
     if override:
@@ -185,13 +207,68 @@ def sglang_command(
     return LaunchCommand(_join(words), None, work.engine_version)
 
 
+def _sglang_fp8_kv(work: Workload) -> str:
+    """SGLang's name for an fp8 KV cache in the release modelled (fp8_e5m2 before fp8_e4m3 existed)."""
+    old = SGLANG_FP8_E4M3_KV_SINCE is not None and work.release.version < SGLANG_FP8_E4M3_KV_SINCE
+    return "fp8_e5m2" if work.release.engine and old else "fp8_e4m3"
+
+
+#: What to do with a model llama-server cannot load: it reads GGUF files only.
+_NOT_GGUF = (
+    "llama-server loads GGUF files only, and this model is not one: serve a GGUF build of it (a GGUF "
+    "repo on the Hub: llama-server -hf ORG/REPO:QUANT) or convert it with llama.cpp's "
+    "convert_hf_to_gguf.py (then llama-quantize for Q8_0/Q4_K_M), and size that .gguf file with "
+    "gpusize for a command that runs what was sized"
+)
+
+#: llama.cpp's --rope-scaling kinds (common/arg.cpp: none, linear, yarn).
+_LLAMACPP_ROPE = ("linear", "yarn")
+
+
+def _llamacpp_rope(spec: ModelSpec | None) -> tuple[list[str], str | None]:
+    """The rope flags for a scaling the user asked for, or a note when llama.cpp has no such kind."""
+    if spec is None or not spec.rope_overridden or spec.rope_scaling is None:
+        return [], None
+    kind, factor, original = spec.rope_scaling
+    if kind not in _LLAMACPP_ROPE:
+        return [], f"llama.cpp has no {kind} rope scaling (--rope-scaling takes linear or yarn)"
+    words = ["--rope-scaling", kind, "--rope-scale", f"{factor:g}"]
+    return words + (["--yarn-orig-ctx", str(original)] if kind == "yarn" else []), None
+
+
 def llamacpp_command(
-    model_file: str, work: Workload, gpu_layers: int, parallel: int = 1, gpus: int = 1
+    model: str,
+    source: str,
+    work: Workload,
+    gpu_layers: int,
+    parallel: int = 1,
+    gpus: int = 1,
+    spec: ModelSpec | None = None,
 ) -> LaunchCommand:
+    """llama-server for a GGUF file (`source` "gguf"), or a note saying what to serve instead.
+    Flash attention is printed either way (-fa on|off) so what runs is what was sized."""
+    if source != "gguf":
+        extra = (
+            f"; sized with {work.requested_dtype} weights from config arithmetic, which a GGUF file "
+            "of that type only approximates"
+            if work.requested_dtype != "auto"
+            else ""
+        )
+        return LaunchCommand(None, _NOT_GGUF + extra)
+    if work.requested_dtype != "auto":
+        return LaunchCommand(
+            None,
+            f"sized with {work.requested_dtype} weights, but llama-server runs the file's own tensors: "
+            f"quantize it with llama-quantize to the type wanted and size that file, or size this "
+            "one without --dtype",
+        )
+    rope, note = _llamacpp_rope(spec)
+    if note:
+        return LaunchCommand(None, note)
     words = [
         "llama-server",
         "-m",
-        model_file,
+        model,
         "-c",
         str(work.context_tokens * parallel),
         "-np",
@@ -201,11 +278,11 @@ def llamacpp_command(
     ]
     if gpus > 1 or work.engine.split_mode:
         words += ["-sm", work.engine.split_mode or "layer"]
-    if work.engine.flash_attn:
-        words += ["-fa", "on"]
-    if work.kv_cache_dtype == "fp8":
-        words += ["--cache-type-k", "q8_0", "--cache-type-v", "q8_0"]
-    return LaunchCommand(_join(words))
+    words += ["-fa", "on" if flash_attention(work) else "off"]
+    kind = cache_type(work)
+    if kind != "f16":
+        words += ["--cache-type-k", kind, "--cache-type-v", kind]
+    return LaunchCommand(_join(words + rope))
 
 
 #: The launch line of each engine that serves tensor-parallel replicas, by engine name: (model, revision,

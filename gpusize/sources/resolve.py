@@ -18,6 +18,7 @@ import os
 import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from gpusize.sources import safetensors
 from gpusize.sources.catalog import Catalogs
 from gpusize.sources.config_json import load_config, shown_path
 
-__all__ = ["MAX_REFERENCE_CHARS", "Progress", "ResolvedModel", "resolve_model"]
+__all__ = ["MAX_REFERENCE_CHARS", "Progress", "ResolvedModel", "engine_path", "resolve_model"]
 
 #: Longest MODEL argument accepted (a Hub id is at most 96 characters; a path at most PATH_MAX).
 MAX_REFERENCE_CHARS = 4096
@@ -58,7 +59,8 @@ def resolve_model(
     except (OSError, ValueError):  # a name too long for the file system, or with a NUL byte
         exists = False
     if exists:
-        return _local(path)
+        whole = path.is_dir() or path.suffix == ".gguf"
+        return replace(_local(path), path=engine_path(reference, whole))
     if reference.endswith((".json", ".gguf")) or reference.startswith((".", "/", "~")):
         # as typed (`./~`, not the `~` that Path makes of it), or as expanded when it starts with ~
         raise ConfigError(
@@ -85,6 +87,18 @@ def _typed_path(reference: str) -> Path:
     `/` or the end) is expanded, so `./~` and `./~root` stay relative paths named `~` and `~root`
     (`Path("./~")` drops the `./`, and `Path.expanduser` would then read `$HOME`)."""
     return Path(os.path.expanduser(reference) if reference.startswith("~") else reference)
+
+
+def engine_path(reference: str, whole: bool) -> str:
+    """The local path a launch command passes, as the user typed it: the folder for a config.json
+    (vLLM and SGLang take a model folder), the file for a GGUF; `~` expanded (the printed command
+    quotes it, so the shell would not); `./` put before a path starting with `-`, which an engine's
+    argument parser would read as an option. `whole`: the path names what the engine loads (a
+    folder or a GGUF file), else it is a config.json inside the folder to load."""
+    text = os.path.expanduser(reference) if reference.startswith("~") else reference
+    if not whole:
+        text = os.path.dirname(text) or "."
+    return "./" + text if text.startswith("-") else text
 
 
 def _local(path: Path) -> ResolvedModel:

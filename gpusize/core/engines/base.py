@@ -30,7 +30,8 @@ __all__ = [
 EffectiveSettings = Callable[[ModelSpec, GpuSpec, int, Workload], dict[str, float | int | str]]
 
 
-#: The engine's refusal to start for a context above the model's maximum (its own message), or None.
+#: The engine's refusal to start for a context above the model's maximum, or for settings it refuses
+#: together (llama.cpp: a quantized V cache without flash attention), as its own message; or None.
 ContextRefusal = Callable[[ModelSpec, Workload], str | None]
 
 #: The fraction of each GPU the engine budgets for a plan of `tp` GPUs (vLLM's gpu_memory_utilization,

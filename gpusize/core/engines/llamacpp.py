@@ -31,11 +31,14 @@ __all__ = [
     "LEVERS",
     "LLAMACPP_UBATCH",
     "LlamaCppSplit",
+    "cache_type",
     "evaluate",
+    "flash_attention",
     "llamacpp_compute_bytes",
     "llamacpp_kv_bytes",
     "llamacpp_split",
     "offload_variant",
+    "refusal",
 ]
 
 VERSION = "0c1e57098 (Nov 2025)"
@@ -45,6 +48,14 @@ LLAMACPP_CTX_PAD = 256
 LLAMACPP_UBATCH = 512
 #: Bytes per element of llama.cpp KV cache types (ggml-common.h block sizes).
 LLAMACPP_KV_BYTES = {"f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32, "f32": 4.0}
+#: Flash attention when the user sets neither --flash-attn nor --no-flash-attn: the modelled release
+#: defaults `-fa` to auto (common/common.h `flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO`, since
+#: ggml-org/llama.cpp#15434, Aug 2025), which llama_context turns on when the device supports flash
+#: attention for the model's head sizes, as CUDA does on every NVIDIA GPU gpusize lists.
+LLAMACPP_FLASH_ATTN_DEFAULT = True
+#: KV cache types that are quantized: llama.cpp refuses such a V cache without flash attention
+#: (llama-context.cpp: "V cache quantization requires flash_attn").
+LLAMACPP_QUANTIZED_KV = frozenset({"q8_0", "q4_0"})
 
 
 def _pad(n: int, to: int) -> int:
@@ -138,6 +149,24 @@ def llamacpp_split(
     return LlamaCppSplit(ngl, gpu_weights, cpu_weights, gpu_kv, kv_total - gpu_kv, compute)
 
 
+def flash_attention(work: Workload) -> bool:
+    """Whether llama.cpp runs flash attention: the user's -fa on|off, else the release's default.
+    Every llama.cpp answer (sizing, settings, launch command) reads this one decision."""
+    return LLAMACPP_FLASH_ATTN_DEFAULT if work.engine.flash_attn is None else work.engine.flash_attn
+
+
+def refusal(work: Workload) -> str | None:
+    """llama.cpp's refusal to start with these settings (a quantized V cache without flash
+    attention), as a message saying what to change; None when it starts."""
+    kind = cache_type(work)
+    if kind in LLAMACPP_QUANTIZED_KV and not flash_attention(work):
+        return (
+            f"--kv-dtype {work.kv_cache_dtype} is a {kind} cache in llama.cpp, and llama.cpp refuses a "
+            "quantized V cache without flash attention: drop --no-flash-attn or the --kv-dtype"
+        )
+    return None
+
+
 def cache_type(work: Workload) -> str:
     """llama.cpp's cache type for the KV dtype asked for (fp8 -> q8_0, the nearest it has)."""
     return {"fp8": "q8_0", "fp32": "f32"}.get(work.kv_cache_dtype, "f16")
@@ -164,7 +193,7 @@ def split_candidate(
         ngl,
         n_ctx,
         cache_type(work),
-        work.engine.flash_attn,
+        flash_attention(work),
     )
     context = runtime.CUDA_CONTEXT_TP1
     capacity = gpu.visible_bytes - context
@@ -211,7 +240,7 @@ def effective_settings(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) ->
     ngl = len(stored.layer_bytes) + 1 if work.engine.n_gpu_layers is None else work.engine.n_gpu_layers
     return {
         "n_gpu_layers": ngl,
-        "flash_attn": "on" if work.engine.flash_attn else "off",
+        "flash_attn": "on" if flash_attention(work) else "off",
         "cache_type": cache_type(work),
         "ubatch_size": LLAMACPP_UBATCH,
         "split_mode": work.engine.split_mode or "layer",
@@ -250,4 +279,5 @@ ENGINE = EngineModel(
     levers=LEVERS,
     serves=True,
     splits_layers=True,
+    refuses_context=lambda spec, work: refusal(work),
 )
