@@ -19,6 +19,9 @@ PACKAGE = ROOT / "gpusize"
 ENGINES_DIR = PACKAGE / "core" / "engines"
 #: Modules that may still name an engine (none).
 NOT_YET: set[str] = set()
+#: Imports of one engine's decisions allowed outside it, each with why: the llama-server launch line
+#: prints the flash-attention and cache-type choices its sizing made (one decision, read twice).
+ALLOWED_IMPORTS = {("gpusize/serving/launch.py", "gpusize.core.engines.llamacpp")}
 
 
 @pytest.mark.parametrize("name", ENGINE_NAMES)
@@ -77,7 +80,8 @@ def test_no_module_outside_the_engines_imports_one_engines_internals() -> None:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             module = node.module if isinstance(node, ast.ImportFrom) else None
-            if module and any(module == m or module.startswith(m + ".") for m in engine_modules):
+            inside = module and any(module == m or module.startswith(m + ".") for m in engine_modules)
+            if inside and (rel, module) not in ALLOWED_IMPORTS:
                 found.append(f"{rel}:{node.lineno}: from {module}")
     assert found == []
 

@@ -21,6 +21,7 @@ from gpusize.core.engines.llamacpp import VERSION as LLAMACPP_VERSION
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import with_rope_scaling
 from gpusize.core.releases import SGLANG, VLLM, Releases, Version, parse_version
+from gpusize.core.settings import EngineSettings, declared
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.errors import InputError
@@ -116,6 +117,22 @@ KV_DTYPES = ("auto", "fp8", "fp16")
 GPUS = ("H100", "T4")
 
 
+#: A legal value of each kind, for every declared setting a launch command may carry.
+_SAMPLE = {"bool": True, "int": 64, "float": 4.0}
+
+
+def _every_setting(engine: str) -> dict[str, object]:
+    """Every setting of `engine` that its launch command carries (core/settings.py), set: a new
+    declared flag is checked against the flag table without editing this test."""
+    out: dict[str, object] = {}
+    for name, setting in declared():
+        if engine in setting.engines and name != "name":
+            kind = str(EngineSettings.__dataclass_fields__[name].type).split(" ")[0]
+            if setting.launch or kind == "bool":
+                out[name] = _SAMPLE.get(kind)
+    return {k: v for k, v in out.items() if v is not None}
+
+
 def _specs() -> list[ModelSpec]:
     spec = catalog_spec("Qwen3-8B")
     return [spec, with_rope_scaling(spec, "yarn", 4.0, 32768)]
@@ -123,16 +140,7 @@ def _specs() -> list[ModelSpec]:
 
 def _workloads(engine: str) -> list[tuple[Workload, ModelSpec, GpuSpec, str | None]]:
     """Every (workload, spec, GPU, revision) a command is printed for, over one release."""
-    everything: dict[str, dict[str, object]] = {
-        "vllm": {
-            "max_num_seqs": 64,
-            "max_num_batched_tokens": 4096,
-            "enforce_eager": True,
-            "enable_expert_parallel": True,
-            "flashinfer_sampler": True,
-        },
-        "sglang": {"chunked_prefill_size": 4096, "max_running_requests": 64},
-    }
+    everything = {name: _every_setting(name) for name in ("vllm", "sglang")}
     out = []
     for dtype, kv, gpu_name, full, (index, spec) in itertools.product(
         DTYPES + ("bitsandbytes",), KV_DTYPES, GPUS, (False, True), enumerate(_specs())
