@@ -116,7 +116,9 @@ class GpuSpec:
         measured = self.measured_visible_gib
         if measured is not None:
             return round(measured * GIB)
-        return (self.memory_mib - self.assumed_reserve_mib) * MIB
+        # never negative: the catalog refuses a total at or below the reserve; a GpuSpec built elsewhere
+        # (--gpu local, the API) with a smaller one has nothing visible
+        return max(self.memory_mib - self.assumed_reserve_mib, 0) * MIB
 
     @property
     def visible_is_measured(self) -> bool:

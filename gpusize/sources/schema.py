@@ -143,6 +143,11 @@ def _gpu_row(path: Path, i: int, row: Any, text: str, adapter: TypeAdapter[_Stri
         value = getattr(gpu, name)
         if value is not None and value * 1024 > gpu.memory_mib:
             raise CatalogError(f"{_where(path, i, (name,))}: above the reported total memory_mib")
+    if gpu.memory_mib <= gpu.assumed_reserve_mib:  # nothing would be left: negative visible bytes
+        raise CatalogError(
+            f"{_where(path, i, ('memory_mib',))}: {gpu.memory_mib:,} MiB is not above the "
+            f"{gpu.assumed_reserve_mib} MiB the runtime reserves ({gpu.memory_type} class)"
+        )
     if gpu.memory_mib > 16 * 1024 * 1024:
         raise CatalogError(f"{_where(path, i, ('memory_mib',))}: beyond any accelerator (16 TiB)")
     problem = _gpu_rule(gpu)
