@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import difflib
 import functools
-import json
 import os
-import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.errors import CatalogError, UnknownNameError
+from gpusize.sources import catalog_cache
+from gpusize.sources.catalog_cache import CACHE_ENV
 
 __all__ = [
     "CACHE_ENV",
@@ -49,17 +49,6 @@ __all__ = [
 MAX_CATALOG_BYTES = 32 * 1024 * 1024
 #: Environment variables naming extra catalog files (os.pathsep-separated).
 ENV_VARS = {"models": "GPUSIZE_MODELS", "gpus": "GPUSIZE_GPUS"}
-#: Where validated catalogs are cached (default: $XDG_CACHE_HOME/gpusize or ~/.cache/gpusize);
-#: set it to an empty string to turn the cache off.
-CACHE_ENV = "GPUSIZE_CACHE_DIR"
-#: Bumped whenever the cached row format or the validation rules change (5: BLAKE2b key, digest and
-#: kind inside the file, memory floor).
-CACHE_FORMAT = 5
-
-try:  # start-up: hashlib loads OpenSSL (2.3 ms measured with -X importtime); _blake2 alone is 0.19 ms
-    from _blake2 import blake2b  # the very function hashlib.blake2b is (hashlib imports it from here)
-except ImportError:  # pragma: no cover - a Python built without the module
-    from hashlib import blake2b
 
 
 @dataclass(frozen=True)
@@ -110,102 +99,25 @@ def _read_bytes(path: Path) -> bytes:
         raise CatalogError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def _cache_dir() -> Path | None:
-    configured = os.environ.get(CACHE_ENV)
-    if configured is not None:
-        return Path(configured) if configured else None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gpusize"
-
-
-def _cache_file(folder: Path, kind: str, digest: str) -> Path:
-    return folder / f"catalog-{CACHE_FORMAT}-{kind}-{digest}.json"
-
-
-def _cached(kind: str, digest: str) -> list[dict[str, Any]] | None:
-    """The cached rows, or None when there are none or the file is unusable (then it is rebuilt)."""
-    folder = _cache_dir()
-    if folder is None:
-        return None
-    try:
-        data = json.loads(_cache_file(folder, kind, digest).read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(data, dict) or (data.get("format"), data.get("kind"), data.get("digest")) != (
-        CACHE_FORMAT,
-        kind,
-        digest,
-    ):
-        return None
-    rows = data.get("rows")
-    return rows if isinstance(rows, list) and all(_row_shape_ok(kind, r) for r in rows) else None
-
-
-def _store(kind: str, digest: str, rows: list[dict[str, Any]]) -> None:
-    """Write the cache atomically (temp file + rename); any failure only loses the speed-up."""
-    folder = _cache_dir()
-    if folder is None:
-        return
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".catalog-", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            payload = {"format": CACHE_FORMAT, "kind": kind, "digest": digest, "rows": rows}
-            json.dump(payload, handle, separators=(",", ":"), allow_nan=False)
-        os.replace(tmp, _cache_file(folder, kind, digest))
-    except (OSError, ValueError):
-        return
-
-
 def validated_rows(path: Path, kind: str) -> list[dict[str, Any]]:
-    """The entries of one catalog file as validated plain dicts ('gpus' or 'models'), cached."""
+    """The entries of one catalog file as validated plain dicts ('gpus' or 'models'), cached
+    (`sources.catalog_cache`: keyed by the BLAKE2b digest of the bytes, shape-checked on read)."""
     raw = _read_bytes(path)
-    # 25 MiB hash in 26 ms, the bundled files in under 1 ms (measured, 2026-12).
-    digest = blake2b(raw, digest_size=32).hexdigest()
-    rows = _cached(kind, digest)
+    digest = catalog_cache.digest_of(raw)
+    types = _row_types(kind)
+    rows = catalog_cache.load(kind, digest, types)
     if rows is None:
         from gpusize.sources import schema  # pydantic: imported only when a file must be validated
 
         rows = schema.validate_file(path, raw, kind)
-        _store(kind, digest, rows)
+        catalog_cache.store(kind, digest, rows, types)
     return rows
 
 
-#: The JSON types a cached value of each annotation may have (`Literal`s and their aliases are strings).
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "int": (int,),
-    "float": (int, float),
-    "bool": (bool,),
-    "None": (type(None),),
-    "tuple": (list,),
-    "dict": (dict,),
-}
-
-
-@functools.cache
-def _row_types(kind: str) -> dict[str, tuple[type, ...]]:
-    """Field -> the JSON types its cached value may have, read from the dataclass the row becomes."""
-    owner = GpuSpec if kind == "gpus" else CatalogModel
-    out: dict[str, tuple[type, ...]] = {}
-    for f in fields(owner):
-        if f.name == "free_mib":
-            continue
-        annotation = f.type if isinstance(f.type, str) else f.type.__name__
-        heads = (part.strip().split("[")[0] for part in annotation.split("|"))
-        out[f.name] = tuple(t for head in heads for t in _JSON_TYPES.get(head, (str,)))
-    return out
-
-
-def _row_shape_ok(kind: str, row: object) -> bool:
-    """A cached row has exactly its kind's keys, each value of its field's JSON type (and a list of
-    names for the aliases): a stale or foreign cache file is then rebuilt, never an internal error."""
-    types = _row_types(kind)
-    if not isinstance(row, dict) or row.keys() != types.keys():
-        return False
-    for key, value in row.items():
-        if not isinstance(value, types[key]) or (isinstance(value, bool) and bool not in types[key]):
-            return False
-    return all(isinstance(a, str) for a in row["aliases"])
+def _row_types(kind: str) -> catalog_cache.RowTypes:
+    if kind == "gpus":
+        return catalog_cache.row_types(GpuSpec, frozenset({"free_mib"}))
+    return catalog_cache.row_types(CatalogModel)
 
 
 # --------------------------------------------------------------------------- catalogs

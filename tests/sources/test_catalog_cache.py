@@ -108,7 +108,7 @@ def test_a_cached_row_that_lost_its_shape_is_rebuilt(tmp_path: Path) -> None:
     assert run(cache, "gpus", "--gpus-file", str(path), "--json").returncode == 0
     for f in cache.glob("catalog-*.json"):
         data = json.loads(f.read_text())
-        data["rows"][0]["memory_mib"] = "lots"
+        data["rows"][0][data["fields"].index("memory_mib")] = "lots"
         f.write_text(json.dumps(data))
     r = run(cache, "fit", "Qwen3-8B", "--gpu", "MyCard", "--gpus-file", str(path), "--json")
     assert r.returncode == 0, r.stderr
@@ -122,3 +122,12 @@ def test_memory_at_or_below_the_runtime_reserve_is_refused(tmp_path: Path) -> No
         assert r.returncode == 2 and not r.stdout
         assert f"my.yaml: [0].memory_mib: {mib} MiB is not above the {reserve} MiB" in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_date_that_is_no_date_is_an_input_error_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "my.yaml"
+    path.write_text(
+        yaml.safe_dump([my_gpu()]).replace("name: MyCard", "name: MyCard\n  source_date: 2026-13-45")
+    )
+    r = run(tmp_path / "cache", "gpus", "--gpus-file", str(path))
+    assert r.returncode == 2 and "my.yaml: not valid YAML (a value: month must be in 1..12)" in r.stderr
