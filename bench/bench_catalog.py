@@ -5,6 +5,8 @@ names), then, in a fresh Python process each time, reads the merged catalog (bun
 `Catalogs(...).gpus()` / `.models()` and reports the process's own CPU seconds (user + system) and peak
 RSS (`resource.getrusage`), once with an empty cache folder and once with the cache it wrote.
 
+Also `which --gpu L4` over the user models (the whole command, in that process).
+
 Usage: python bench/bench_catalog.py [ENTRIES]     (target: first read <= 1.5 CPU s and <= 150 MB)
 Figures are recorded in bench/RESULTS.md.
 """
@@ -25,12 +27,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 CHILD = """
-import resource, sys
+import contextlib, io, resource, sys
 from pathlib import Path
 from gpusize.sources.catalog import Catalogs
 kind, path = sys.argv[1], Path(sys.argv[2])
-cats = Catalogs(gpus_files=(path,)) if kind == "gpus" else Catalogs(models_files=(path,))
-n = len(cats.gpus() if kind == "gpus" else cats.models())
+if kind == "which":  # the whole command over the user models, output discarded
+    from gpusize.cli.app import run_command
+    with contextlib.redirect_stdout(io.StringIO()):
+        run_command(["which", "--gpu", "L4", "--models-file", str(path), "--json"])
+    n = len(Catalogs(models_files=(path,)).models())
+else:
+    cats = Catalogs(gpus_files=(path,)) if kind == "gpus" else Catalogs(models_files=(path,))
+    n = len(cats.gpus() if kind == "gpus" else cats.models())
 u = resource.getrusage(resource.RUSAGE_SELF)
 print(n, u.ru_utime + u.ru_stime, u.ru_maxrss / 1024)
 """
@@ -75,7 +83,11 @@ def main() -> None:
             env={**os.environ, "GPUSIZE_CACHE_DIR": ""},
             check=True,
         )
-        files = {"gpus": Path(tmp) / "gpus.yaml", "models": Path(tmp) / "models.yaml"}
+        files = {
+            "gpus": Path(tmp) / "gpus.yaml",
+            "models": Path(tmp) / "models.yaml",
+            "which": Path(tmp) / "models.yaml",
+        }
         for kind, path in files.items():
             cache = Path(tmp) / f"cache-{kind}"
             first = measure(kind, path, cache)

@@ -20,7 +20,7 @@ import difflib
 import functools
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ __all__ = [
     "MAX_CATALOG_BYTES",
     "Catalogs",
     "CatalogModel",
+    "Shadow",
     "data_dir",
     "find_gpu",
     "find_model",
@@ -116,35 +117,86 @@ def validated_rows(path: Path, kind: str) -> list[dict[str, Any]]:
 
 def _row_types(kind: str) -> catalog_cache.RowTypes:
     if kind == "gpus":
-        return catalog_cache.row_types(GpuSpec, frozenset({"free_mib"}))
+        return catalog_cache.row_types(
+            GpuSpec, frozenset(f.name for f in fields(GpuSpec) if not f.metadata.get("catalog", True))
+        )
     return catalog_cache.row_types(CatalogModel)
 
 
 # --------------------------------------------------------------------------- catalogs
 
 
-def _gpu(row: dict[str, Any]) -> GpuSpec:
-    return GpuSpec(**{**row, "aliases": tuple(row.get("aliases") or ())})
+def _gpu(row: dict[str, Any], catalog_file: str | None = None) -> GpuSpec:
+    return GpuSpec(**{**row, "aliases": tuple(row.get("aliases") or ()), "catalog_file": catalog_file})
 
 
 def _model(row: dict[str, Any]) -> CatalogModel:
     return CatalogModel(**{**row, "aliases": tuple(row.get("aliases") or ())})
 
 
-def merge_by_name(entries: Iterable[Any], keys_of: Any) -> tuple[Any, ...]:
-    """Later entries replace earlier ones answering to any of the same names (linear)."""
+def merge_by_name(entries: Iterable[Any], keys_of: Any, on_replace: Any = None) -> tuple[Any, ...]:
+    """Later entries replace earlier ones answering to any of the same names (linear);
+    `on_replace(new, old, shared_names)` hears of each replacement."""
     slots: list[Any] = []
     owner: dict[str, int] = {}
     for entry in entries:
-        replaced = {owner[k] for k in keys_of(entry) if k in owner}
-        for i in replaced:
-            for k in keys_of(slots[i]):
+        keys = keys_of(entry)
+        replaced = {owner[k] for k in keys if k in owner}
+        for i in sorted(replaced):
+            old_keys = keys_of(slots[i])
+            if on_replace is not None:
+                on_replace(entry, slots[i], sorted(keys & old_keys))
+            for k in old_keys:
                 owner.pop(k, None)
             slots[i] = None
         slots.append(entry)
-        for k in keys_of(entry):
+        for k in keys:
             owner[k] = len(slots) - 1
     return tuple(e for e in slots if e is not None)
+
+
+@dataclass(frozen=True)
+class Shadow:
+    """A user catalog entry that replaces an earlier entry (the bundled one, or another file's) because
+    it answers to one of its names: said on stderr, since the bundled figures silently vanish."""
+
+    kind: str  # GPU | model
+    file: str
+    index: int
+    name: str
+    shared: tuple[str, ...]
+    replaced: str
+    replaced_file: str | None  # None: the bundled catalog
+
+    @property
+    def message(self) -> str:
+        where = (
+            f"the bundled {self.kind}"
+            if self.replaced_file is None
+            else f"the {self.kind} of {self.replaced_file}"
+        )
+        names = ", ".join(repr(n) for n in self.shared)
+        entry = f"{self.file}: [{self.index}] {self.name!r}"
+        return f"{entry} answers to {names}, so it replaces {where} {self.replaced}"
+
+
+#: One entry of a catalog file while merging: (file as given, or None for bundled; index; entry).
+_Tagged = tuple[str | None, int, Any]
+
+
+def _merge(kind: str, tagged: Iterable[_Tagged], keys_of: Any) -> tuple[tuple[Any, ...], tuple[Shadow, ...]]:
+    shadows: list[Shadow] = []
+
+    def heard(new: _Tagged, old: _Tagged, shared: list[str]) -> None:
+        if new[0] is not None and new[0] != old[0]:
+            entry = new[2]
+            spelled = [
+                n for n in (entry.name, getattr(entry, "hf_id", ""), *entry.aliases) if normalize(n) in shared
+            ]
+            shadows.append(Shadow(kind, new[0], new[1], entry.name, tuple(spelled), old[2].name, old[0]))
+
+    merged = merge_by_name(tagged, lambda t: keys_of(t[2]), heard)
+    return tuple(t[2] for t in merged), tuple(shadows)
 
 
 def _gpu_keys(gpu: GpuSpec) -> set[str]:
@@ -165,10 +217,20 @@ class Catalogs:
         )
 
     def gpus(self) -> tuple[GpuSpec, ...]:
-        return _gpus_of(_identities((data_dir() / "gpus.yaml", *self.gpus_files)))
+        return _gpus_of(_identities((data_dir() / "gpus.yaml", *self.gpus_files)))[0]
 
     def models(self) -> tuple[CatalogModel, ...]:
-        return _models_of(_identities((data_dir() / "models.yaml", *self.models_files)))
+        return _models_of(_identities((data_dir() / "models.yaml", *self.models_files)))[0]
+
+    def shadows(self) -> tuple[Shadow, ...]:
+        """User entries that replace a bundled (or an earlier file's) entry by name; reads only the
+        catalogs that have user files."""
+        out: tuple[Shadow, ...] = ()
+        if self.gpus_files:
+            out += _gpus_of(_identities((data_dir() / "gpus.yaml", *self.gpus_files)))[1]
+        if self.models_files:
+            out += _models_of(_identities((data_dir() / "models.yaml", *self.models_files)))[1]
+        return out
 
     def find_gpu(self, name: str) -> GpuSpec:
         found: GpuSpec = _lookup("GPU", name, self.gpus(), _gpu_keys)
@@ -204,17 +266,30 @@ def _identities(files: tuple[Path, ...]) -> tuple[_Identity, ...]:
 
 
 @functools.lru_cache(maxsize=8)
-def _gpus_of(files: tuple[_Identity, ...]) -> tuple[GpuSpec, ...]:
-    """The merged GPUs of these files, read once per process (a command that looks up eight GPU names
-    read and merged the catalog eight times)."""
-    return merge_by_name((_gpu(r) for f, _, _ in files for r in validated_rows(f, "gpus")), _gpu_keys)
+def _gpus_of(files: tuple[_Identity, ...]) -> tuple[tuple[GpuSpec, ...], tuple[Shadow, ...]]:
+    """The merged GPUs of these files (the first is the bundled one), read once per process (a command
+    that looks up eight GPU names read and merged the catalog eight times), and the shadowed names."""
+    tagged = (
+        (given, i, _gpu(r, given))
+        for given, f in _given(files)
+        for i, r in enumerate(validated_rows(f, "gpus"))
+    )
+    merged: tuple[tuple[GpuSpec, ...], tuple[Shadow, ...]] = _merge("GPU", tagged, _gpu_keys)
+    return merged
 
 
 @functools.lru_cache(maxsize=8)
-def _models_of(files: tuple[_Identity, ...]) -> tuple[CatalogModel, ...]:
-    return merge_by_name(
-        (_model(r) for f, _, _ in files for r in validated_rows(f, "models")), lambda m: m.keys
+def _models_of(files: tuple[_Identity, ...]) -> tuple[tuple[CatalogModel, ...], tuple[Shadow, ...]]:
+    tagged = (
+        (given, i, _model(r)) for given, f in _given(files) for i, r in enumerate(validated_rows(f, "models"))
     )
+    merged: tuple[tuple[CatalogModel, ...], tuple[Shadow, ...]] = _merge("model", tagged, lambda m: m.keys)
+    return merged
+
+
+def _given(files: tuple[_Identity, ...]) -> list[tuple[str | None, Path]]:
+    """Each file with the name it is shown under: None for the bundled (first) one, else as given."""
+    return [(None if i == 0 else str(f), f) for i, (f, _, _) in enumerate(files)]
 
 
 def _env_files(kind: str) -> list[Path]:

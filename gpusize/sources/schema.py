@@ -55,7 +55,8 @@ _GFX_TARGET = re.compile(r"gfx[0-9a-f]{3,4}")
 #: Interconnects that belong to one vendor (NVLink parts vs AMD Infinity Fabric / xGMI).
 _VENDOR_LINKS = {"nvswitch": "NVIDIA", "bridge-pairs": "NVIDIA", "infinity-fabric": "AMD"}
 _NON_NEGATIVE = ("mig_instances",)
-_FILE_GPU_FIELDS = {f.name for f in fields(GpuSpec)} - {"free_mib"}
+#: The GpuSpec fields a catalog entry may hold (not the measured free memory, not the file's own name).
+_FILE_GPU_FIELDS = {f.name for f in fields(GpuSpec) if f.metadata.get("catalog", True)}
 #: The fields of a validated GPU row, in declaration order (its cached JSON keys).
 _ROW_FIELDS = tuple(f.name for f in fields(GpuSpec) if f.name in _FILE_GPU_FIELDS)
 

@@ -10,12 +10,15 @@ import os
 import subprocess
 import sys
 import zlib
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from gpusize.sources import catalog
+from gpusize.errors import CatalogError
+from gpusize.sources import catalog, schema
 
 
 def run(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -131,3 +134,61 @@ def test_a_date_that_is_no_date_is_an_input_error_not_a_crash(tmp_path: Path) ->
     )
     r = run(tmp_path / "cache", "gpus", "--gpus-file", str(path))
     assert r.returncode == 2 and "my.yaml: not valid YAML (a value: month must be in 1..12)" in r.stderr
+
+
+def test_a_user_entry_that_shadows_bundled_names_says_so_and_the_answer_names_its_file(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "my-gpus.yaml"
+    path.write_text(yaml.safe_dump([my_gpu(name="MyH100", aliases=["H100", "A100"], memory_mib=24576)]))
+    r = run(tmp_path / "cache", "fit", "Qwen3-8B", "--gpu", "H100", "--gpus-file", str(path), "--json")
+    assert r.returncode == 0, r.stderr
+    warnings = [line for line in r.stderr.splitlines() if "warning" in line]
+    assert f"{path}: [0] 'MyH100' answers to 'H100', so it replaces the bundled GPU H100-SXM" in warnings[1]
+    assert f"{path}: [0] 'MyH100' answers to 'A100', so it replaces the bundled GPU A100-80GB" in warnings[0]
+    report = json.loads(r.stdout)
+    assert report["plan"]["gpu"] == "MyH100"
+    assert report["assumptions"]["gpu_files"] == [{"gpu": "MyH100", "file": str(path)}]
+    text = run(tmp_path / "cache", "fit", "Qwen3-8B", "--gpu", "H100", "--gpus-file", str(path))
+    assert f"MyH100 from {path} (user catalog)" in " ".join(text.stdout.split())
+    listed = json.loads(run(tmp_path / "cache", "gpus", "--gpus-file", str(path), "--json").stdout)["gpus"]
+    files = {g["name"]: g["catalog_file"] for g in listed}
+    assert files["MyH100"] == str(path) and files["L4"] is None and "H100-SXM" not in files
+
+
+def test_every_inference_answer_names_a_user_catalog_gpu_file(tmp_path: Path) -> None:
+    path = tmp_path / "my-gpus.yaml"
+    path.write_text(yaml.safe_dump([my_gpu()]))
+    cache = tmp_path / "cache"
+    for args in (
+        ["serve", "Qwen3-8B", "--users", "8"],
+        ["quote", "Qwen3-8B"],
+        ["curve", "Qwen3-8B"],
+        ["which"],
+    ):
+        r = run(cache, *args, "--gpu", "MyCard", "--gpus-file", str(path), "--json")
+        assert r.returncode in (0, 1), (args, r.stderr)
+        assert json.loads(r.stdout)["assumptions"]["gpu_files"] == [{"gpu": "MyCard", "file": str(path)}], (
+            args
+        )
+        assert "warning" not in r.stderr
+    bundled = run(cache, "curve", "Qwen3-8B", "--gpu", "H100", "--json")
+    assert json.loads(bundled.stdout)["assumptions"]["gpu_files"] == [] and not bundled.stderr
+
+
+@settings(max_examples=40, deadline=None)
+@given(mib=st.integers(1, 4096), memory_type=st.sampled_from(["GDDR6", "GDDR7", "HBM3", "LPDDR5X"]))
+def test_a_catalog_gpu_is_refused_or_has_memory_left_for_an_engine(mib: int, memory_type: str) -> None:
+    raw = yaml.safe_dump([my_gpu(memory_mib=mib, memory_type=memory_type)]).encode()
+    try:
+        rows = schema.validate_file(Path("my.yaml"), raw, "gpus")
+    except CatalogError as exc:
+        assert "memory_mib" in str(exc) and "the runtime reserves" in str(exc)
+        return
+    gpu = catalog.GpuSpec(**{**rows[0], "aliases": ()})
+    assert gpu.visible_bytes > 0
+
+
+def test_a_gpu_built_with_less_than_the_reserve_shows_no_negative_bytes() -> None:
+    gpu = replace(catalog.Catalogs().find_gpu("L4"), memory_mib=1)  # the API or --gpu local, no catalog
+    assert gpu.visible_bytes == 0
