@@ -31,8 +31,8 @@ def run(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def my_gpu(**changes: object) -> dict[str, object]:
-    base = {k: v for k, v in asdict(catalog.Catalogs().find_gpu("H100")).items() if k != "free_mib"}
-    base.pop("catalog_file", None)
+    skip = ("free_mib", "catalog_file")  # not fields a catalog holds
+    base = {k: v for k, v in asdict(catalog.Catalogs().find_gpu("H100")).items() if k not in skip}
     base.update(name="MyCard", full_name="Company card", aliases=[], cuda_visible_gib=None, source="ours")
     base.update(changes)
     return base
