@@ -32,9 +32,12 @@ from pathlib import Path
 from gpusize.sources.catalog import Catalogs
 kind, path = sys.argv[1], Path(sys.argv[2])
 if kind == "which":  # the whole command over the user models, output discarded
-    from gpusize.cli.app import run_command
-    with contextlib.redirect_stdout(io.StringIO()):
-        run_command(["which", "--gpu", "L4", "--models-file", str(path), "--json"])
+    from gpusize.cli import main
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            main(["which", "--gpu", "L4", "--models-file", str(path), "--json"])
+    except SystemExit as done:
+        assert done.code in (0, 1), done.code
     n = len(Catalogs(models_files=(path,)).models())
 else:
     cats = Catalogs(gpus_files=(path,)) if kind == "gpus" else Catalogs(models_files=(path,))
@@ -48,7 +51,9 @@ def write_catalogs(folder: Path, entries: int) -> dict[str, Path]:
     from gpusize.sources.catalog import Catalogs
 
     cats = Catalogs()
-    gpu = {k: v for k, v in asdict(cats.find_gpu("H100-SXM")).items() if k != "free_mib"}
+    gpu = {
+        k: v for k, v in asdict(cats.find_gpu("H100-SXM")).items() if k not in ("free_mib", "catalog_file")
+    }
     model = asdict(cats.find_model("Qwen3-8B"))
     gpus = [{**gpu, "name": f"Card-{i}", "aliases": [f"card{i}-alt"]} for i in range(entries)]
     models = [
