@@ -74,7 +74,10 @@ def catalogs(models_files: list[str] | None, gpus_files: list[str] | None) -> Ca
     for path in [*(models_files or []), *(gpus_files or [])]:
         if not Path(path).is_file():
             raise CatalogError(f"{safe(path[:200])}: no such catalog file")
-    return Catalogs.with_env([Path(p) for p in models_files or []], [Path(p) for p in gpus_files or []])
+    cats = Catalogs.with_env([Path(p) for p in models_files or []], [Path(p) for p in gpus_files or []])
+    for shadow in cats.shadows():
+        warn(shadow.message)
+    return cats
 
 
 @contextlib.contextmanager

@@ -87,7 +87,10 @@ class GpuSpec:
     source_date: str | None = None
     notes: str | None = None
     #: Free memory measured on this machine (`--gpu local` only; never in the bundled catalog).
-    free_mib: int | None = field(default=None, compare=False, metadata={"json": False})
+    free_mib: int | None = field(default=None, compare=False, metadata={"json": False, "catalog": False})
+    #: The user catalog file this entry comes from, as given; None for the bundled catalog. Set by
+    #: `sources.catalog`, never read from a file (`"catalog": False`: not a field a catalog may hold).
+    catalog_file: str | None = field(default=None, compare=False, metadata={"catalog": False})
 
     __json_properties__ = ("visible_bytes", "visible_is_measured", "supports_bf16")
 
@@ -116,7 +119,9 @@ class GpuSpec:
         measured = self.measured_visible_gib
         if measured is not None:
             return round(measured * GIB)
-        return (self.memory_mib - self.assumed_reserve_mib) * MIB
+        # never negative: the catalog refuses a total at or below the reserve; a GpuSpec built elsewhere
+        # (--gpu local, the API) with a smaller one has nothing visible
+        return max(self.memory_mib - self.assumed_reserve_mib, 0) * MIB
 
     @property
     def visible_is_measured(self) -> bool:

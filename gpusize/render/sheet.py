@@ -29,7 +29,9 @@ def assumption_items(report: Any) -> list[tuple[str, str]]:
     """The report's assumptions (a dataclass) as (name, text) pairs."""
     a = report.assumptions
     return [
-        (f.name, "; ".join(v) if isinstance(v := getattr(a, f.name), tuple) else str(v)) for f in fields(a)
+        (f.name, "; ".join(v) if isinstance(v := getattr(a, f.name), tuple) else str(v))
+        for f in fields(a)
+        if f.metadata.get("sheet", True)
     ]
 
 

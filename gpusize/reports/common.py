@@ -10,7 +10,15 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
 from gpusize.core.spec import ModelSpec
 
-__all__ = ["ModelFacts", "model_facts", "price_note"]
+__all__ = [
+    "NOT_IN_SHEETS",
+    "GpuFile",
+    "ModelFacts",
+    "gpu_file_notes",
+    "gpu_files",
+    "model_facts",
+    "price_note",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,3 +80,29 @@ def price_note(gpus: Iterable[GpuSpec]) -> str:
     dates = sorted({g.price_date for g in gpus if g.price_usd_per_hour and g.price_date})
     when = f"dated {', '.join(dates)}" if dates else "undated"
     return f"indicative cloud USD per GPU-hour ({when}); not a quote"
+
+
+#: Field metadata of an assumption the Markdown/CSV/HTML sheets leave out (a note says it in words).
+NOT_IN_SHEETS = {"sheet": False}
+
+
+@dataclass(frozen=True)
+class GpuFile:
+    """A GPU of the answer that comes from a user catalog file (a bundled name may be shadowed)."""
+
+    gpu: str
+    file: str
+
+
+def gpu_files(gpus: Iterable[GpuSpec]) -> tuple[GpuFile, ...]:
+    """The GPUs shown that come from a user catalog file, each once, with the file as given."""
+    seen: dict[str, GpuFile] = {}
+    for g in gpus:
+        if g.catalog_file is not None and g.name not in seen:
+            seen[g.name] = GpuFile(g.name, g.catalog_file)
+    return tuple(seen.values())
+
+
+def gpu_file_notes(gpus: Iterable[GpuSpec]) -> list[str]:
+    """One note per user-catalog GPU shown: "MyCard from ./my-gpus.yaml (user catalog)"."""
+    return [f"{f.gpu} from {f.file} (user catalog)" for f in gpu_files(gpus)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
@@ -10,7 +10,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
-from gpusize.reports.common import ModelFacts, model_facts
+from gpusize.reports.common import NOT_IN_SHEETS, GpuFile, ModelFacts, gpu_file_notes, gpu_files, model_facts
 from gpusize.reports.fit import model_notes
 from gpusize.serving.quote import CurvePoint, concurrency_curve
 
@@ -23,6 +23,8 @@ class CurveAssumptions:
     settings: dict[str, float | int | str]
     weight_format: str
     kv_cache_dtype: str
+    #: The GPU, when it comes from a user catalog file (none: bundled).
+    gpu_files: tuple[GpuFile, ...] = field(metadata=NOT_IN_SHEETS)
     notes: tuple[str, ...]
 
 
@@ -60,6 +62,7 @@ def build_curve(
             settings=model.effective_settings(spec, gpu, num_gpus, work),
             weight_format=work.weights.name,
             kv_cache_dtype=work.kv_cache_dtype,
-            notes=tuple(model_notes(resolved, spec, work)),
+            gpu_files=gpu_files([gpu]),
+            notes=tuple(model_notes(resolved, spec, work) + gpu_file_notes([gpu])),
         ),
     )

@@ -3,7 +3,7 @@ the numbers assume. One object drives the table and `--json`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpusize import __version__
 from gpusize.core import kvcache
@@ -15,7 +15,15 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Scope, Suggestion, fewer_gpus, fixes
 from gpusize.core.weights import weights_bytes
 from gpusize.core.workload import Workload
-from gpusize.reports.common import ModelFacts, model_facts, price_note
+from gpusize.reports.common import (
+    NOT_IN_SHEETS,
+    GpuFile,
+    ModelFacts,
+    gpu_file_notes,
+    gpu_files,
+    model_facts,
+    price_note,
+)
 
 __all__ = ["FitAssumptions", "FitReport", "MemoryBreakdown", "build_fit_report", "model_notes"]
 
@@ -51,6 +59,8 @@ class FitAssumptions:
     best_effort: bool
     include_mtp: bool
     cuda_visible_assumed_for: tuple[str, ...]
+    #: The GPUs shown that come from a user catalog file (none: all bundled).
+    gpu_files: tuple[GpuFile, ...] = field(metadata=NOT_IN_SHEETS)
     prices: str
     notes: tuple[str, ...]
 
@@ -225,6 +235,7 @@ def _assumptions(
         best_effort=spec.best_effort_from is not None,
         include_mtp=work.include_mtp,
         cuda_visible_assumed_for=tuple(g.name for g in gpus if not g.visible_is_measured),
+        gpu_files=gpu_files(gpus),
         prices=price_note(gpus),
-        notes=tuple(notes),
+        notes=tuple(notes + gpu_file_notes(gpus)),
     )

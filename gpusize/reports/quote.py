@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpusize import __version__
 from gpusize.core.engines import engine_label
@@ -10,7 +10,15 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
-from gpusize.reports.common import ModelFacts, model_facts, price_note
+from gpusize.reports.common import (
+    NOT_IN_SHEETS,
+    GpuFile,
+    ModelFacts,
+    gpu_file_notes,
+    gpu_files,
+    model_facts,
+    price_note,
+)
 from gpusize.reports.fit import model_notes
 from gpusize.serving import economics, throughput
 from gpusize.serving.layouts import Demand
@@ -39,6 +47,8 @@ class QuoteAssumptions:
     #: Hours a month the servers would be rented, for buy versus rent (730 = every hour).
     utilization_hours: float
     buy_vs_rent: str
+    #: The GPUs shown that come from a user catalog file (none: all bundled).
+    gpu_files: tuple[GpuFile, ...] = field(metadata=NOT_IN_SHEETS)
     notes: tuple[str, ...]
 
 
@@ -132,6 +142,7 @@ def build_quote(
             buy_vs_rent=f"the GPUs' purchase price (catalog, dated and sourced per GPU; host, power and "
             f"operations not included) against renting {hours:,.0f} h a month ({share}): break-even in "
             "months",
-            notes=tuple(model_notes(resolved, spec, work)),
+            gpu_files=gpu_files(gpus),
+            notes=tuple(model_notes(resolved, spec, work) + gpu_file_notes(gpus)),
         ),
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
@@ -10,7 +10,15 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
-from gpusize.reports.common import ModelFacts, model_facts, price_note
+from gpusize.reports.common import (
+    NOT_IN_SHEETS,
+    GpuFile,
+    ModelFacts,
+    gpu_file_notes,
+    gpu_files,
+    model_facts,
+    price_note,
+)
 from gpusize.reports.fit import model_notes
 from gpusize.serving import calibrated, economics, throughput
 from gpusize.serving.launch import (
@@ -50,6 +58,8 @@ class ServeAssumptions:
     load: str
     prices: str
     month_hours: float
+    #: The GPU, when it comes from a user catalog file (none: bundled).
+    gpu_files: tuple[GpuFile, ...] = field(metadata=NOT_IN_SHEETS)
     notes: tuple[str, ...]
 
 
@@ -180,6 +190,7 @@ def build_serve_report(
             load="spread evenly over replicas; rps converted to sequences in flight by Little's law",
             prices=price_note([gpu]),
             month_hours=economics.HOURS_PER_MONTH,
-            notes=tuple(model_notes(resolved, spec, work)),
+            gpu_files=gpu_files([gpu]),
+            notes=tuple(model_notes(resolved, spec, work) + gpu_file_notes([gpu])),
         ),
     )

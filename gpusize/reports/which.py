@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import CatalogModel
 from gpusize.core.workload import Request
+from gpusize.reports.common import NOT_IN_SHEETS, GpuFile, gpu_file_notes, gpu_files
 from gpusize.serving.which import CatalogEntry, ModelFit, Sort, models_that_fit
 
 __all__ = ["WhichAssumptions", "WhichReport", "build_which"]
@@ -22,6 +23,8 @@ class WhichAssumptions:
     ordering: str
     layout: str
     quantized_builds: str
+    #: The GPU, when it comes from a user catalog file (none: bundled).
+    gpu_files: tuple[GpuFile, ...] = field(metadata=NOT_IN_SHEETS)
     notes: tuple[str, ...]
 
 
@@ -77,6 +80,7 @@ def build_which(
             layout=f"tensor parallel across all {num_gpus} GPU(s), as `fit --gpus {num_gpus}` plans; where "
             "that split is not valid, the largest valid one as replicas",
             quantized_builds=builds,
-            notes=notes,
+            gpu_files=gpu_files([gpu]),
+            notes=notes + tuple(gpu_file_notes([gpu])),
         ),
     )

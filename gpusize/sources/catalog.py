@@ -3,28 +3,32 @@
 Reading a catalog file: bounded in size, decoded as UTF-8, parsed by PyYAML's safe loader, refused
 when its aliases would expand beyond a node budget (a 646-byte "billion laughs" file), then each entry
 validated strictly by pydantic (`sources.schema`, imported only when a file must be validated). The
-validated rows are cached as JSON under the user's cache folder, keyed by the file's length and CRC-32, so a
-later run reads a small JSON file instead of parsing YAML and building validators (start-up time);
-an unwritable cache folder only costs that speed. Merging the bundled and user catalogs is linear:
-a user entry replaces the bundled one that answers to any of its names.
+validated rows are cached as JSON under the user's cache folder, keyed by the BLAKE2b-256 digest of the
+file's bytes (a CRC-32 let a forged file of equal length and CRC answer for another), so a later run
+reads a small JSON file instead of parsing YAML and building validators (start-up time); an
+unwritable cache folder only costs that speed. A cache file is used only when its format, kind and
+digest match and every row has the shape of a validated row (the keys of its kind, each value of its
+field's JSON type); anything else is ignored and rebuilt. Values are not re-validated: the digest
+ties them to bytes gpusize validated itself, and re-validating would cost what the cache saves.
+Merging the bundled and user catalogs is linear: a user entry replaces the bundled one that answers
+to any of its names, and says so (`Shadow`).
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
-import json
 import os
-import tempfile
-import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import CatalogModel, normalize
 from gpusize.errors import CatalogError, UnknownNameError
+from gpusize.sources import catalog_cache
+from gpusize.sources.catalog_cache import CACHE_ENV
 
 __all__ = [
     "CACHE_ENV",
@@ -32,7 +36,7 @@ __all__ = [
     "MAX_CATALOG_BYTES",
     "Catalogs",
     "CatalogModel",
-    "cache_dir",
+    "Shadow",
     "data_dir",
     "find_gpu",
     "find_model",
@@ -47,11 +51,6 @@ __all__ = [
 MAX_CATALOG_BYTES = 32 * 1024 * 1024
 #: Environment variables naming extra catalog files (os.pathsep-separated).
 ENV_VARS = {"models": "GPUSIZE_MODELS", "gpus": "GPUSIZE_GPUS"}
-#: Where validated catalogs are cached (default: $XDG_CACHE_HOME/gpusize or ~/.cache/gpusize);
-#: set it to an empty string to turn the cache off.
-CACHE_ENV = "GPUSIZE_CACHE_DIR"
-#: Bumped whenever the cached row format or the validation rules change.
-CACHE_FORMAT = 4
 
 
 def data_dir() -> Path:
@@ -80,81 +79,103 @@ def _read_bytes(path: Path) -> bytes:
         raise CatalogError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def cache_dir() -> Path | None:
-    """gpusize's own cache folder (GPUSIZE_CACHE_DIR, else $XDG_CACHE_HOME/gpusize); None when turned off."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured is not None:
-        return Path(configured) if configured else None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gpusize"
-
-
-def _cached(digest: str) -> list[dict[str, Any]] | None:
-    folder = cache_dir()
-    if folder is None:
-        return None
-    try:
-        data = json.loads((folder / f"catalog-{CACHE_FORMAT}-{digest}.json").read_bytes())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, list) else None
-
-
-def _store(digest: str, rows: list[dict[str, Any]]) -> None:
-    """Write the cache atomically (temp file + rename); any failure only loses the speed-up."""
-    folder = cache_dir()
-    if folder is None:
-        return
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".catalog-", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(rows, handle, separators=(",", ":"), allow_nan=False)
-        os.replace(tmp, folder / f"catalog-{CACHE_FORMAT}-{digest}.json")
-    except (OSError, ValueError):
-        return
-
-
 def validated_rows(path: Path, kind: str) -> list[dict[str, Any]]:
-    """The entries of one catalog file as validated plain dicts ('gpus' or 'models'), cached."""
+    """The entries of one catalog file as validated plain dicts ('gpus' or 'models'), cached
+    (`sources.catalog_cache`: keyed by the BLAKE2b digest of the bytes, shape-checked on read)."""
     raw = _read_bytes(path)
-    # CRC-32 and length key the cache: cheap to import (hashlib loads OpenSSL, 2 ms of every start), and a
-    # collision could only swap one validated catalog for another, never let unvalidated data in.
-    digest = f"{kind}-{len(raw)}-{zlib.crc32(raw):08x}"
-    rows = _cached(digest)
+    digest = catalog_cache.digest_of(raw)
+    types = _row_types(kind)
+    rows = catalog_cache.load(kind, digest, types)
     if rows is None:
         from gpusize.sources import schema  # start-up: pydantic, imported only when a file must be validated
 
         rows = schema.validate_file(path, raw, kind)
-        _store(digest, rows)
+        catalog_cache.store(kind, digest, rows, types)
     return rows
+
+
+def _row_types(kind: str) -> catalog_cache.RowTypes:
+    if kind == "gpus":
+        return catalog_cache.row_types(
+            GpuSpec, frozenset(f.name for f in fields(GpuSpec) if not f.metadata.get("catalog", True))
+        )
+    return catalog_cache.row_types(CatalogModel)
 
 
 # --------------------------------------------------------------------------- catalogs
 
 
-def _gpu(row: dict[str, Any]) -> GpuSpec:
-    return GpuSpec(**{**row, "aliases": tuple(row.get("aliases") or ())})
+def _gpu(row: dict[str, Any], catalog_file: str | None = None) -> GpuSpec:
+    return GpuSpec(**{**row, "aliases": tuple(row.get("aliases") or ()), "catalog_file": catalog_file})
 
 
 def _model(row: dict[str, Any]) -> CatalogModel:
     return CatalogModel(**{**row, "aliases": tuple(row.get("aliases") or ())})
 
 
-def merge_by_name(entries: Iterable[Any], keys_of: Any) -> tuple[Any, ...]:
-    """Later entries replace earlier ones answering to any of the same names (linear)."""
+def merge_by_name(entries: Iterable[Any], keys_of: Any, on_replace: Any = None) -> tuple[Any, ...]:
+    """Later entries replace earlier ones answering to any of the same names (linear);
+    `on_replace(new, old, shared_names)` hears of each replacement."""
     slots: list[Any] = []
     owner: dict[str, int] = {}
     for entry in entries:
-        replaced = {owner[k] for k in keys_of(entry) if k in owner}
-        for i in replaced:
-            for k in keys_of(slots[i]):
+        keys = keys_of(entry)
+        replaced = {owner[k] for k in keys if k in owner}
+        for i in sorted(replaced):
+            old_keys = keys_of(slots[i])
+            if on_replace is not None:
+                on_replace(entry, slots[i], sorted(keys & old_keys))
+            for k in old_keys:
                 owner.pop(k, None)
             slots[i] = None
         slots.append(entry)
-        for k in keys_of(entry):
+        for k in keys:
             owner[k] = len(slots) - 1
     return tuple(e for e in slots if e is not None)
+
+
+@dataclass(frozen=True)
+class Shadow:
+    """A user catalog entry that replaces an earlier entry (the bundled one, or another file's) because
+    it answers to one of its names: said on stderr, since the bundled figures silently vanish."""
+
+    kind: str  # GPU | model
+    file: str
+    index: int
+    name: str
+    shared: tuple[str, ...]
+    replaced: str
+    replaced_file: str | None  # None: the bundled catalog
+
+    @property
+    def message(self) -> str:
+        where = (
+            f"the bundled {self.kind}"
+            if self.replaced_file is None
+            else f"the {self.kind} of {self.replaced_file}"
+        )
+        names = ", ".join(repr(n) for n in self.shared)
+        entry = f"{self.file}: [{self.index}] {self.name!r}"
+        return f"{entry} answers to {names}, so it replaces {where} {self.replaced}"
+
+
+#: One entry of a catalog file while merging: (file as given, or None for bundled; index; entry).
+_Tagged = tuple[str | None, int, Any]
+
+
+def _merge(kind: str, tagged: Iterable[_Tagged], keys_of: Any) -> tuple[tuple[Any, ...], tuple[Shadow, ...]]:
+    shadows: list[Shadow] = []
+
+    def heard(new: _Tagged, old: _Tagged, shared: list[str]) -> None:
+        if new[0] is not None and new[0] != old[0]:
+            entry = new[2]
+            spelled = [
+                n for n in (entry.name, getattr(entry, "hf_id", ""), *entry.aliases) if normalize(n) in shared
+            ]
+            shadows.append(Shadow(kind, new[0], new[1], entry.name, tuple(spelled), old[2].name, old[0]))
+
+    merged = merge_by_name(tagged, lambda t: keys_of(t[2]), heard)
+    return tuple(t[2] for t in merged), tuple(shadows)
 
 
 def _gpu_keys(gpu: GpuSpec) -> set[str]:
@@ -175,10 +196,20 @@ class Catalogs:
         )
 
     def gpus(self) -> tuple[GpuSpec, ...]:
-        return _gpus_of(_identities((data_dir() / "gpus.yaml", *self.gpus_files)))
+        return _gpus_of(_identities((data_dir() / "gpus.yaml", *self.gpus_files)))[0]
 
     def models(self) -> tuple[CatalogModel, ...]:
-        return _models_of(_identities((data_dir() / "models.yaml", *self.models_files)))
+        return _models_of(_identities((data_dir() / "models.yaml", *self.models_files)))[0]
+
+    def shadows(self) -> tuple[Shadow, ...]:
+        """User entries that replace a bundled (or an earlier file's) entry by name; reads only the
+        catalogs that have user files."""
+        out: tuple[Shadow, ...] = ()
+        if self.gpus_files:
+            out += _gpus_of(_identities((data_dir() / "gpus.yaml", *self.gpus_files)))[1]
+        if self.models_files:
+            out += _models_of(_identities((data_dir() / "models.yaml", *self.models_files)))[1]
+        return out
 
     def find_gpu(self, name: str) -> GpuSpec:
         found: GpuSpec = _lookup("GPU", name, self.gpus(), _gpu_keys)
@@ -214,17 +245,30 @@ def _identities(files: tuple[Path, ...]) -> tuple[_Identity, ...]:
 
 
 @functools.lru_cache(maxsize=8)
-def _gpus_of(files: tuple[_Identity, ...]) -> tuple[GpuSpec, ...]:
-    """The merged GPUs of these files, read once per process (a command that looks up eight GPU names
-    read and merged the catalog eight times)."""
-    return merge_by_name((_gpu(r) for f, _, _ in files for r in validated_rows(f, "gpus")), _gpu_keys)
+def _gpus_of(files: tuple[_Identity, ...]) -> tuple[tuple[GpuSpec, ...], tuple[Shadow, ...]]:
+    """The merged GPUs of these files (the first is the bundled one), read once per process (a command
+    that looks up eight GPU names read and merged the catalog eight times), and the shadowed names."""
+    tagged = (
+        (given, i, _gpu(r, given))
+        for given, f in _given(files)
+        for i, r in enumerate(validated_rows(f, "gpus"))
+    )
+    merged: tuple[tuple[GpuSpec, ...], tuple[Shadow, ...]] = _merge("GPU", tagged, _gpu_keys)
+    return merged
 
 
 @functools.lru_cache(maxsize=8)
-def _models_of(files: tuple[_Identity, ...]) -> tuple[CatalogModel, ...]:
-    return merge_by_name(
-        (_model(r) for f, _, _ in files for r in validated_rows(f, "models")), lambda m: m.keys
+def _models_of(files: tuple[_Identity, ...]) -> tuple[tuple[CatalogModel, ...], tuple[Shadow, ...]]:
+    tagged = (
+        (given, i, _model(r)) for given, f in _given(files) for i, r in enumerate(validated_rows(f, "models"))
     )
+    merged: tuple[tuple[CatalogModel, ...], tuple[Shadow, ...]] = _merge("model", tagged, lambda m: m.keys)
+    return merged
+
+
+def _given(files: tuple[_Identity, ...]) -> list[tuple[str | None, Path]]:
+    """Each file with the name it is shown under: None for the bundled (first) one, else as given."""
+    return [(None if i == 0 else str(f), f) for i, (f, _, _) in enumerate(files)]
 
 
 def _env_files(kind: str) -> list[Path]:

@@ -3,7 +3,7 @@ answer offline: online, the headers give the element count of each stored dtype;
 HF_HUB_OFFLINE=1 (or the Hub down) only config.json is in the Hugging Face cache, and the weights
 would fall back to config arithmetic, a different number for the same commit.
 
-The counts are written to gpusize's own cache folder (`catalog.cache_dir`: GPUSIZE_CACHE_DIR, else
+The counts are written to gpusize's own cache folder (`catalog_cache.cache_dir`: GPUSIZE_CACHE_DIR, else
 $XDG_CACHE_HOME/gpusize; never into the Hugging Face cache, whose layout huggingface_hub owns), one
 small JSON file per (endpoint, repo, commit): `hub-dtypes-<format>-<sha256>.json`. A commit's files
 never change, so the record never goes stale. It is written atomically; read at most
@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gpusize.sources.catalog import cache_dir
+from gpusize.sources.catalog_cache import cache_dir
 from gpusize.sources.safetensors import DTYPE_BITS, MAX_ELEMENTS, MAX_SHARDS
 
 __all__ = ["MAX_RECORD_BYTES", "RECORD_FORMAT", "read_record", "write_record"]

@@ -105,6 +105,8 @@ def _good_gpu() -> dict[str, object]:
         ("price_usd_per_hour", -1.0, r"\[1\].price_usd_per_hour: must be > 0"),
         ("cuda_visible_gib", 1e6, r"\[1\].cuda_visible_gib: above the reported total"),
         ("free_mib", 10, r"\[1\].free_mib: unknown field"),
+        ("catalog_file", "/etc/passwd", r"\[1\].catalog_file: unknown field"),
+        ("memory_mib", 470, r"\[1\].memory_mib: 470 MiB is not above the 470 MiB the runtime reserves"),
         ("interconnect", "carrier-pigeon", r"\[1\].interconnect: input should be"),
         ("interconnect", "infinity-fabric", r"\[1\].interconnect: infinity-fabric is an AMD interconnect"),
         ("price_usd_per_hour", 1.0, r"\[1\].price_date: required with price_usd_per_hour"),

@@ -23,7 +23,9 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 
 
 def _my_gpu(**changes: object) -> dict[str, object]:
-    base = {k: v for k, v in asdict(catalog.find_gpu("H100")).items() if k != "free_mib"}
+    base = {
+        k: v for k, v in asdict(catalog.find_gpu("H100")).items() if k not in ("free_mib", "catalog_file")
+    }
     base.update(
         {
             "name": "MyCard-96",
