@@ -148,7 +148,8 @@ def test_router_weights_are_replicated() -> None:
     spec = spec_of(moe(experts=8))
     assert spec.params.router == 16_384
     one, two = weights_bytes(spec, BF16, 1), weights_bytes(spec, BF16, 2)
-    assert 2 * two - one == (spec.params.small + 16_384) * 2 + ROPE
+    assert one == 2 * spec.params.total + ROPE  # counted once
+    assert 2 * two - one == (spec.params.small + 16_384) * 2 + ROPE  # held whole by both ranks
 
 
 def test_mla_down_projections_are_replicated() -> None:
@@ -158,7 +159,8 @@ def test_mla_down_projections_are_replicated() -> None:
     assert spec.params.replicated_attention == 4 * 512 * (96 + 128 + 16) == 491_520
     one, two = weights_bytes(spec, BF16, 1), weights_bytes(spec, BF16, 2)
     assert rope_cache_bytes(spec, BF16) == 0  # MLA: the rope table is not counted
-    assert 2 * two - one == (491_520 + spec.params.small) * 2
+    assert one == 2 * spec.params.total  # counted once
+    assert 2 * two - one == (491_520 + spec.params.small) * 2  # held whole by both ranks
 
 
 def test_mtp_layers_shard_like_decoder_layers() -> None:
