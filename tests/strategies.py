@@ -62,7 +62,7 @@ def hybrid_windows(full: int, local: int, window: int, chunked: bool = False, **
     """`full` global layers then `local` sliding (or chunked) layers, through `layer_types`."""
     kind = "chunked_attention" if chunked else "sliding_attention"
     types = ["full_attention"] * full + [kind] * local
-    size = {"attention_chunk_size": window} if chunked else {"sliding_window": window}
+    size: dict[str, Any] = {"attention_chunk_size": window} if chunked else {"sliding_window": window}
     return dense(layers=full + local, layer_types=types, **size, **extra)
 
 
