@@ -203,8 +203,7 @@ MUTANTS = [
         KV,
         "return max(0, available_bytes // layout.bytes_per_block)",
         "return available_bytes // layout.bytes_per_block",
-        "pool blocks unclamped",
-        equivalent="every caller passes max(available, 0) (engines/vllm.py, sglang.py)",
+        "pool blocks negative when nothing is left",
     ),
     # ------------------------------------------------------------------ core/plan.py
     Mutant(

@@ -96,7 +96,7 @@ def test_one_attention_type_is_one_group_of_every_layer() -> None:
     assert (layout.group_size, len(layout.groups), layout.page_bytes) == (4, 1, BS * LAYER_TOKEN)
     assert layout.bytes_per_block == 4 * BS * LAYER_TOKEN
     assert kvcache.pool_blocks(layout, 10 * layout.bytes_per_block + 1) == 10
-    assert kvcache.pool_blocks(layout, 0) == 0
+    assert kvcache.pool_blocks(layout, 0) == 0 and kvcache.pool_blocks(layout, -1) == 0  # never negative
 
 
 @pytest.mark.parametrize(
