@@ -170,7 +170,8 @@ def _checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
             note="MXFP4 experts (4-bit values + one e8m0 scale per 32); "
             "attention, router, embeddings and lm_head in bf16",
         )
-    if q.weight_bits == 8:
+    # 8-bit with a group size (GPTQ/compressed-tensors int8 g128) keeps one fp16 scale per group, below.
+    if q.weight_bits == 8 and q.group_size is None:
         scale = (
             4 / (q.block_size[0] * q.block_size[1])
             if q.block_size

@@ -1,0 +1,664 @@
+"""Mutation run over the rules of core/kvcache.py, core/plan.py and core/weights.py.
+
+Each mutant is a hand-written edit (file, original snippet, replacement, what it breaks), applied one
+at a time to a copy of the repository in a temporary directory (the worktree is never edited); the
+core tests run against the copy and the mutant is *killed* when they fail, *survives* when they pass.
+Mutants marked equivalent (no input a caller can pass tells them apart) are run but not counted.
+
+Usage:
+  python bench/mutate.py              run every mutant, write bench/results/mutation.json and MUTATION.md
+  python bench/mutate.py 3 17         run only those mutants (by number), print, write nothing
+  python bench/mutate.py --list       list the mutants
+  python bench/mutate.py --report     re-render bench/MUTATION.md from bench/results/mutation.json
+  python bench/mutate.py --without-rule-tests
+                                      the same run without tests/core/test_rules_*.py: the "before"
+                                      column of MUTATION.md (bench/results/mutation-before.json)
+
+The per-mutant test selection is tests/core (about 10 s on an idle core: `pytest -x` stops at the
+first failure, so killed mutants are faster); the full run takes a few minutes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results" / "mutation.json"
+BEFORE = ROOT / "bench" / "results" / "mutation-before.json"
+REPORT = ROOT / "bench" / "MUTATION.md"
+#: What each mutant is tested against: the core tests (rule tests, families, engines, properties).
+TESTS = ["tests/core"]
+#: The rule-level tests, left out by --without-rule-tests to show what the other tests catch alone.
+RULE_TESTS = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "tests" / "core").glob("test_rules_*.py"))
+#: What the copy needs to import the package, read the catalogs and run the tests.
+COPIED = ("gpusize", "tests", "data", "pyproject.toml", "README.md")
+#: A mutant whose tests run longer than this is counted as killed (a hang is a detected fault).
+TIMEOUT_S = 600
+
+KV, PLAN, WEIGHTS = "gpusize/core/kvcache.py", "gpusize/core/plan.py", "gpusize/core/weights.py"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    file: str
+    original: str
+    replacement: str
+    description: str
+    #: Why no caller can tell it from the original (then it is not counted); None for a real mutant.
+    equivalent: str | None = None
+
+
+MUTANTS = [
+    # ------------------------------------------------------------------ core/kvcache.py
+    Mutant(KV, "return max(1, num_kv_heads // tp)", "return num_kv_heads // tp", "KV heads not replicated"),
+    Mutant(
+        KV,
+        "return int((spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim) * kv_bytes)",
+        "return int(spec.mla.kv_lora_rank * kv_bytes)",
+        "MLA latent without the rope part",
+    ),
+    Mutant(
+        KV,
+        "return int((spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim) * kv_bytes)",
+        "return int((spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim) * kv_bytes / tp)",
+        "MLA latent divided by TP",
+    ),
+    Mutant(
+        KV,
+        "return int(2 * kv_heads_per_gpu(heads, tp) * spec.head_dim * kv_bytes)",
+        "return int(kv_heads_per_gpu(heads, tp) * spec.head_dim * kv_bytes)",
+        "K only, no V",
+    ),
+    Mutant(
+        KV,
+        "kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads)\n        for layer",
+        "kv_bytes_per_token_per_layer(spec, kv_bytes, tp)\n        for layer",
+        "per-layer KV heads ignored (DeciLM)",
+    ),
+    Mutant(
+        KV,
+        "return int(total * state_bytes / tp)",
+        "return int(total * state_bytes)",
+        "state not divided by TP",
+    ),
+    Mutant(
+        KV,
+        "channels = 2 * la.num_key_heads * la.key_head_dim + la.num_value_heads",
+        "channels = la.num_key_heads * la.key_head_dim + la.num_value_heads",
+        "DeltaNet conv window without the second key block",
+    ),
+    Mutant(
+        KV,
+        "+ channels * (la.conv_kernel - 1)",
+        "+ channels * la.conv_kernel",
+        "DeltaNet conv window of kernel, not kernel - 1",
+    ),
+    Mutant(
+        KV,
+        "channels = mb.num_heads * mb.head_dim + 2 * mb.n_groups * mb.state_size",
+        "channels = mb.num_heads * mb.head_dim + mb.n_groups * mb.state_size",
+        "Mamba conv channels with one B/C block",
+    ),
+    Mutant(
+        KV,
+        "per_layer = mb.num_heads * mb.head_dim * mb.state_size + channels * (mb.conv_kernel - 1)",
+        "per_layer = mb.num_heads * mb.head_dim * mb.state_size",
+        "Mamba conv state dropped",
+    ),
+    Mutant(
+        KV, "block = MLA_BLOCK_SIZE if spec.mla else BLOCK_SIZE", "block = BLOCK_SIZE", "MLA block size 16"
+    ),
+    Mutant(
+        KV,
+        "return KvLayout(page, block, count, (KvGroup(kind, window),))",
+        "return KvLayout(page, block, 1, (KvGroup(kind, window),))",
+        "one attention type: a block id costs one layer's page",
+    ),
+    Mutant(
+        KV,
+        "size = largest if largest < group_ratio * smallest else smallest",
+        "size = smallest",
+        "hybrid group rule: never the largest",
+    ),
+    Mutant(
+        KV,
+        "size = largest if largest < group_ratio * smallest else smallest",
+        "size = largest",
+        "hybrid group rule: always the largest",
+    ),
+    Mutant(
+        KV,
+        "size = largest if largest < group_ratio * smallest else smallest",
+        "size = largest if largest <= group_ratio * smallest else smallest",
+        "hybrid group rule at exactly 1.5",
+    ),
+    Mutant(
+        KV,
+        "size = largest if largest < group_ratio * smallest else smallest",
+        "size = largest if largest < GROUP_SIZE_RATIO * smallest else smallest",
+        "the release's group ratio ignored",
+    ),
+    Mutant(
+        KV, "for _ in range(-(-count // size))", "for _ in range(count // size)", "groups per type floored"
+    ),
+    Mutant(
+        KV,
+        "return num_blocks // len(layout.groups) * layout.block_size",
+        "return num_blocks * layout.block_size",
+        "capacity not per group",
+    ),
+    Mutant(
+        KV,
+        "total += -(-min(group.window - 1 + max_num_batched_tokens, context) // bs) + 1",
+        "total += -(-min(group.window - 1 + max_num_batched_tokens, context) // bs)",
+        "sliding group without the extra block",
+    ),
+    Mutant(
+        KV,
+        "total += -(-min(group.window - 1 + max_num_batched_tokens, context) // bs) + 1",
+        "total += -(-min(group.window + max_num_batched_tokens, context) // bs) + 1",
+        "sliding group of window, not window - 1, tokens",
+    ),
+    Mutant(
+        KV,
+        "total += -(-min(group.window - 1 + max_num_batched_tokens, context) // bs) + 1",
+        "total += -(-(group.window - 1 + max_num_batched_tokens) // bs) + 1",
+        "sliding group not capped by the context",
+    ),
+    Mutant(
+        KV,
+        "total += -(-min(group.window + max_num_batched_tokens, context) // bs)",
+        "total += -(-min(group.window + max_num_batched_tokens, context) // bs) + 1",
+        "chunked group with an extra block",
+    ),
+    Mutant(
+        KV,
+        "total += -(-min(group.window + max_num_batched_tokens, context) // bs)",
+        "total += -(-min(group.window - 1 + max_num_batched_tokens, context) // bs)",
+        "chunked group of chunk - 1 tokens",
+    ),
+    Mutant(
+        KV,
+        'if group.kind == "full" or group.window is None:',
+        'if group.kind != "sliding" or group.window is None:',
+        "chunked group sized as full attention",
+    ),
+    Mutant(KV, "total += -(-context // bs)", "total += context // bs", "full group blocks floored"),
+    Mutant(
+        KV,
+        "lo, hi = (mid, hi) if need <= num_blocks else (lo, mid - 1)",
+        "lo, hi = (mid, hi) if need < num_blocks else (lo, mid - 1)",
+        "largest context one block short",
+    ),
+    Mutant(
+        KV,
+        "return max(0, available_bytes // layout.bytes_per_block)",
+        "return available_bytes // layout.bytes_per_block",
+        "pool blocks negative when nothing is left",
+    ),
+    # ------------------------------------------------------------------ core/plan.py
+    Mutant(
+        PLAN,
+        "    if spec.num_attention_heads % tp:\n",
+        "    if False:\n",
+        "attention-heads divisibility rule deleted",
+    ),
+    Mutant(
+        PLAN,
+        "if not spec.mla and kv % tp and tp % kv:",
+        "if not spec.mla and kv % tp:",
+        "KV heads never replicated (tp > kv refused)",
+    ),
+    Mutant(
+        PLAN,
+        "if not spec.mla and kv % tp and tp % kv:",
+        "if not spec.mla and (kv % tp or tp % kv):",
+        "KV rule needs both directions",
+    ),
+    Mutant(
+        PLAN,
+        "if not spec.mla and kv % tp and tp % kv:",
+        "if kv % tp and tp % kv:",
+        "KV rule applied to MLA",
+    ),
+    Mutant(
+        PLAN,
+        "if la and (la.num_value_heads % tp or la.num_key_heads % tp):",
+        "if la and la.num_value_heads % tp:",
+        "linear-attention key heads not checked",
+    ),
+    Mutant(
+        PLAN,
+        "if spec.mamba and spec.mamba.num_heads % tp:",
+        "if False:",
+        "Mamba heads rule deleted",
+    ),
+    Mutant(
+        PLAN,
+        "if spec.moe and expert_parallel and tp > spec.moe.num_experts:",
+        "if spec.moe and expert_parallel and tp >= spec.moe.num_experts:",
+        "EP refused at tp = experts",
+    ),
+    Mutant(
+        PLAN,
+        "if spec.moe and expert_parallel and tp > spec.moe.num_experts:",
+        "if False:",
+        "EP with more ranks than experts accepted",
+    ),
+    Mutant(
+        PLAN,
+        "width = spec.moe.moe_intermediate_size // (1 if expert_parallel else tp) if spec.moe else 0",
+        "width = spec.moe.moe_intermediate_size // tp if spec.moe else 0",
+        "FP8 block rule slices experts under EP",
+    ),
+    Mutant(
+        PLAN,
+        "if spec.moe and fp8_block and width % fp8_block[1]:",
+        "if False:",
+        "FP8 block rule deleted",
+    ),
+    Mutant(
+        PLAN,
+        "if spec.max_context and context > spec.max_context:",
+        "if spec.max_context and context >= spec.max_context:",
+        "context equal to the maximum refused",
+    ),
+    Mutant(PLAN, "if factor < 2 or factor > 64:", "if factor < 2:", "YaRN factor uncapped"),
+    Mutant(PLAN, "if factor < 2 or factor > 64:", "if factor < 2 or factor > 32:", "YaRN cap at 32"),
+    Mutant(PLAN, "if factor < 2 or factor > 64:", "if factor < 1 or factor > 64:", "YaRN factor 1 offered"),
+    Mutant(
+        PLAN,
+        "original = 1 << (positions.bit_length() - 1)",
+        "original = positions",
+        "YaRN original not rounded to a power of two",
+    ),
+    Mutant(
+        PLAN,
+        "if not positions or spec.learned_position_embeddings or spec.rope_scaling:",
+        "if not positions or spec.learned_position_embeddings:",
+        "YaRN offered over an existing rope scaling",
+    ),
+    Mutant(
+        PLAN,
+        'key=lambda c: (c.num_gpus, c.usd_per_hour or float("inf"), c.gpu))',
+        'key=lambda c: (c.num_gpus, c.usd_per_hour or float("inf"), c.gpu), reverse=True)',
+        "ranking inverted",
+    ),
+    Mutant(
+        PLAN,
+        'key=lambda c: (c.num_gpus, c.usd_per_hour or float("inf"), c.gpu))',
+        "key=lambda c: (c.num_gpus, c.usd_per_hour or 0.0, c.gpu))",
+        "unpriced ranked first",
+    ),
+    Mutant(
+        PLAN,
+        'key=lambda c: (c.num_gpus, c.usd_per_hour or float("inf"), c.gpu))',
+        'key=lambda c: (c.usd_per_hour or float("inf"), c.num_gpus, c.gpu))',
+        "price before GPU count",
+    ),
+    Mutant(PLAN, "fitting = [c for c in best if c.fits]", "fitting = list(best)", "misfits ranked"),
+    Mutant(
+        PLAN,
+        "return fitting[0] if fitting else None",
+        "return fitting[-1] if fitting else None",
+        "worst recommended",
+    ),
+    Mutant(
+        PLAN,
+        "        if candidate.fits:\n            break\n",
+        "",
+        "smallest_fit does not stop at the first fit",
+    ),
+    # ------------------------------------------------------------------ core/weights.py
+    Mutant(
+        WEIGHTS,
+        'return "bf16" if spec.torch_dtype in ("fp32", "fp8", "int8", "int4", "fp4") else spec.torch_dtype',
+        'return "bf16" if spec.torch_dtype in ("fp8", "int8", "int4", "fp4") else spec.torch_dtype',
+        "fp32 checkpoints served at 4 B a weight",
+    ),
+    Mutant(
+        WEIGHTS,
+        '            "fp8",\n            1 + FP8_CHANNEL_SCALE_BYTES / spec.hidden_size,',
+        '            "fp8",\n            1,',
+        "--dtype fp8 without channel scales",
+    ),
+    Mutant(
+        WEIGHTS,
+        'other = DTYPE_BYTES[act] if dtype in ("fp8", "int8", "int4") else DTYPE_BYTES[dtype]',
+        'other = DTYPE_BYTES[act] if dtype in ("fp8", "int4") else DTYPE_BYTES[dtype]',
+        "--dtype int8 embeddings at 1 B",
+    ),
+    Mutant(WEIGHTS, "0.5 + 2 / INT4_GROUP_SIZE,", "0.5,", "--dtype int4 without group scales"),
+    Mutant(
+        WEIGHTS,
+        'per_channel = q.group_size is None and q.method in ("gptq", "awq")',
+        "per_channel = False",
+        "GPTQ/AWQ per-channel scales as groups of 128",
+    ),
+    Mutant(
+        WEIGHTS,
+        "group = spec.hidden_size if per_channel else (q.group_size or INT4_GROUP_SIZE)",
+        "group = spec.hidden_size if per_channel else INT4_GROUP_SIZE",
+        "GPTQ/AWQ group size ignored",
+    ),
+    Mutant(
+        WEIGHTS,
+        "4 / (q.block_size[0] * q.block_size[1])",
+        "4 / q.block_size[0]",
+        "FP8 block scale per row of blocks",
+    ),
+    Mutant(
+        WEIGHTS,
+        "else (FP8_CHANNEL_SCALE_BYTES / spec.hidden_size)",
+        "else 0",
+        "FP8 per-tensor checkpoint without channel scales",
+    ),
+    Mutant(WEIGHTS, "            0.5 + 1 / 32,", "            0.5,", "MXFP4 without its e8m0 scales"),
+    Mutant(WEIGHTS, 'if "attn" in pattern:', 'if "self_attn." in pattern:', "unquantized attention missed"),
+    Mutant(
+        WEIGHTS,
+        "return int(spec.max_position_embeddings * spec.head_dim * fmt.other_bytes)",
+        "return int(spec.max_position_embeddings * spec.head_dim * fmt.linear_bytes)",
+        "rope table in the linear format",
+    ),
+    Mutant(
+        WEIGHTS,
+        "if spec.mla or not spec.max_position_embeddings or spec.learned_position_embeddings:",
+        "if not spec.max_position_embeddings or spec.learned_position_embeddings:",
+        "rope table counted for MLA",
+    ),
+    Mutant(
+        WEIGHTS,
+        "+ (counts.embedding + counts.lm_head + counts.vision) * fmt.other_bytes\n    )",
+        "+ (counts.embedding + counts.lm_head + counts.vision + counts.router) * fmt.other_bytes\n    )",
+        "router weights counted twice (sharded and replicated)",
+    ),
+    Mutant(
+        WEIGHTS,
+        "+ (counts.embedding + counts.lm_head + counts.vision) * fmt.other_bytes\n    )\n    replicated = (\n"
+        '        counts.replicated_attention * quant["attention"] + (counts.small + counts.router) '
+        "* fmt.other_bytes",
+        "+ (counts.embedding + counts.lm_head + counts.vision + counts.router) * fmt.other_bytes\n    )\n"
+        '    replicated = (\n        counts.replicated_attention * quant["attention"] + counts.small '
+        "* fmt.other_bytes",
+        "router weights sharded instead of replicated",
+    ),
+    Mutant(
+        WEIGHTS,
+        "(counts.small + counts.router) * fmt.other_bytes",
+        "counts.small * fmt.other_bytes",
+        "router weights dropped",
+    ),
+    Mutant(
+        WEIGHTS,
+        '(counts.attention - counts.replicated_attention) * quant["attention"]',
+        'counts.attention * quant["attention"]',
+        "MLA down-projections counted twice (sharded and replicated)",
+    ),
+    Mutant(
+        WEIGHTS,
+        '(counts.attention - counts.replicated_attention) * quant["attention"]\n        + counts.mlp * quant'
+        '["mlp"]\n        + experts\n        + counts.shared_experts * quant["shared_experts"]\n'
+        "        + (counts.embedding + counts.lm_head + counts.vision) * fmt.other_bytes\n    )\n"
+        '    replicated = (\n        counts.replicated_attention * quant["attention"] + (counts.small',
+        'counts.attention * quant["attention"]\n        + counts.mlp * quant'
+        '["mlp"]\n        + experts\n        + counts.shared_experts * quant["shared_experts"]\n'
+        "        + (counts.embedding + counts.lm_head + counts.vision) * fmt.other_bytes\n    )\n"
+        "    replicated = (\n        0 + (counts.small",
+        "MLA down-projections sharded instead of replicated",
+    ),
+    Mutant(
+        WEIGHTS,
+        "mtp = counts.mtp * fmt.linear_bytes / tp if include_mtp else 0",
+        "mtp = counts.mtp * fmt.linear_bytes if include_mtp else 0",
+        "MTP weights not sharded at TP>1",
+    ),
+    Mutant(
+        WEIGHTS,
+        "mtp = counts.mtp * fmt.linear_bytes / tp if include_mtp else 0",
+        "mtp = counts.mtp * fmt.other_bytes / tp if include_mtp else 0",
+        "MTP weights unquantized",
+    ),
+    Mutant(
+        WEIGHTS,
+        "experts *= tp * math.ceil(spec.moe.num_experts / tp) / spec.moe.num_experts",
+        "experts *= 1",
+        "EP deals fractional experts",
+    ),
+    Mutant(
+        WEIGHTS,
+        "if spec.mla or tp <= spec.num_key_value_heads:",
+        "if True:",
+        "no replicated K/V weights at tp > kv heads",
+    ),
+    Mutant(
+        WEIGHTS,
+        "if spec.mla or tp <= spec.num_key_value_heads:",
+        "if spec.mla or tp < spec.num_key_value_heads:",
+        "replicated K/V from tp = kv heads",
+        equivalent="at tp = kv heads each term is per_head x (1 - kv / tp) = 0",
+    ),
+    Mutant(
+        WEIGHTS,
+        "per_head * (1 - layer.num_key_value_heads / tp)",
+        "per_head",
+        "replicated K/V counted whole, not beyond the shard",
+    ),
+    Mutant(
+        WEIGHTS,
+        'extra_kv = _replicated_kv_weights(spec, tp) * quant["attention"]',
+        "extra_kv = _replicated_kv_weights(spec, tp) * fmt.other_bytes",
+        "replicated K/V weights unquantized",
+    ),
+    Mutant(
+        WEIGHTS,
+        "hidden, width = spec.hidden_size, spec.moe.moe_intermediate_size // tp",
+        "hidden, width = spec.hidden_size, spec.moe.moe_intermediate_size",
+        "MXFP4 padding of the whole, not the per-rank, width",
+    ),
+    Mutant(
+        WEIGHTS,
+        "if abs(ratio - 1) <= CHECKPOINT_TOLERANCE:",
+        "if ratio - 1 <= CHECKPOINT_TOLERANCE:",
+        "a checkpoint smaller than its config ignored",
+    ),
+    Mutant(
+        WEIGHTS,
+        "main_share = counts.total / (counts.total + counts.mtp) if counts.mtp else 1.0",
+        "main_share = 1.0",
+        "MTP share of the stored bytes not set aside",
+    ),
+    Mutant(
+        WEIGHTS,
+        "stored = (sharded / tp + replicated + extra_kv + mtp) * fmt.checkpoint_scale",
+        "stored = sharded / tp + replicated + extra_kv + mtp",
+        "checkpoint scale not applied",
+    ),
+    Mutant(
+        WEIGHTS,
+        "if not BPW_RANGE[0] <= bits <= BPW_RANGE[1]:",
+        "if not BPW_RANGE[0] < bits <= BPW_RANGE[1]:",
+        "bpw1 refused",
+    ),
+    Mutant(
+        WEIGHTS,
+        "return spec.params.linear * fmt.linear_bytes / n",
+        "return spec.params.linear * fmt.linear_bytes",
+        "linear lower bound not split",
+    ),
+    Mutant(
+        WEIGHTS,
+        "if q.weight_bits == 8 and q.group_size is None:",
+        "if q.weight_bits == 8:",
+        "grouped int8 checkpoints with FP8 channel scales",
+    ),
+]
+
+
+#: Why a counted mutant survives (filled in from the last run's survivors).
+SURVIVOR_NOTES: dict[int, str] = {}
+
+
+def _copy(into: Path) -> None:
+    for name in COPIED:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, into / name, ignore=shutil.ignore_patterns("__pycache__", ".hypothesis"))
+        else:
+            shutil.copy2(source, into / name)
+
+
+def _run_tests(copy: Path, ignored: list[str]) -> tuple[bool, float]:
+    """(tests passed, seconds) against the package in `copy`."""
+    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *TESTS]
+    command += [f"--ignore={path}" for path in ignored]
+    started = time.monotonic()
+    try:
+        done = subprocess.run(command, cwd=copy, env=env, capture_output=True, timeout=TIMEOUT_S, check=False)
+        passed = done.returncode == 0
+    except subprocess.TimeoutExpired:
+        passed = False
+    return passed, time.monotonic() - started
+
+
+def _shadows(copy: Path) -> None:
+    """Stop unless the copy's package is the one imported (not the editable install of the worktree)."""
+    probe = subprocess.run(
+        [sys.executable, "-c", "import gpusize; print(gpusize.__file__)"],
+        cwd=copy,
+        env={**os.environ, "PYTHONPATH": str(copy)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if not probe.startswith(str(copy)):
+        raise SystemExit(f"the copy does not shadow the installed package: {probe}")
+
+
+def run(numbers: list[int], ignored: list[str]) -> list[dict[str, object]]:
+    out = []
+    with tempfile.TemporaryDirectory(prefix="gpusize-mutate-") as tmp:
+        copy = Path(tmp)
+        _copy(copy)
+        _shadows(copy)
+        baseline, seconds = _run_tests(copy, ignored)
+        if not baseline:
+            raise SystemExit("the unmutated tests fail; fix them first")
+        print(f"baseline: passed in {seconds:.0f} s", flush=True)
+        for n in numbers:
+            m = MUTANTS[n - 1]
+            path = copy / m.file
+            text = path.read_text()
+            if text.count(m.original) != 1:
+                raise SystemExit(f"mutant {n}: the original snippet occurs {text.count(m.original)} times")
+            path.write_text(text.replace(m.original, m.replacement))
+            try:
+                passed, seconds = _run_tests(copy, ignored)
+            finally:
+                path.write_text(text)
+            status = "survived" if passed else "killed"
+            print(f"{n:3} {status:8} {seconds:5.0f} s  {m.file}: {m.description}", flush=True)
+            out.append({"n": n, "status": status, "seconds": round(seconds, 1)})
+    return out
+
+
+def _statuses(results: list[dict[str, object]]) -> dict[int, str]:
+    return {int(str(r["n"])): str(r["status"]) for r in results}
+
+
+def _kills(by_n: dict[int, str]) -> tuple[int, int]:
+    """(killed, counted) over the non-equivalent mutants that ran."""
+    ran = [n for n, m in enumerate(MUTANTS, 1) if m.equivalent is None and n in by_n]
+    return sum(by_n[n] == "killed" for n in ran), len(ran)
+
+
+def report(results: list[dict[str, object]], date: str, before: list[dict[str, object]] | None = None) -> str:
+    by_n, old = _statuses(results), _statuses(before or [])
+    rows = []
+    for n, m in enumerate(MUTANTS, 1):
+        note = f"equivalent: {m.equivalent}" if m.equivalent else SURVIVOR_NOTES.get(n, "")
+        rows.append(
+            f"| {n} | `{m.file.removeprefix('gpusize/core/')}` | {m.description} | {old.get(n, '-')} "
+            f"| {by_n.get(n, 'not run')} | {note} |"
+        )
+    killed, counted = _kills(by_n)
+    old_killed, old_counted = _kills(old)
+    equivalent = sum(m.equivalent is not None for m in MUTANTS)
+    survivors = [
+        f"- {n}. `{m.file.removeprefix('gpusize/core/')}`: {m.description}. {SURVIVOR_NOTES.get(n, '')}"
+        for n, m in enumerate(MUTANTS, 1)
+        if m.equivalent is None and by_n.get(n) == "survived"
+    ]
+    rate = f"{killed / counted:.1%}" if counted else "n/a"
+    before_line = (
+        f"Without the rule tests ({', '.join(RULE_TESTS)}) the same run kills {old_killed} of {old_counted} "
+        f"(column 'before')."
+        if old
+        else ""
+    )
+    return "\n".join(
+        [
+            "# Mutation run: core/kvcache.py, core/plan.py, core/weights.py",
+            "",
+            f"Run {date} by `python bench/mutate.py` (each mutant against {', '.join(TESTS)}, `pytest -x`).",
+            "",
+            f"{len(MUTANTS)} mutants, {equivalent} equivalent (not counted); of the {counted} counted, "
+            f"**{killed} killed, {counted - killed} survived: kill rate {rate}**.",
+            before_line,
+            "",
+            "## Surviving mutants",
+            "",
+            *(survivors or ["None."]),
+            "",
+            "## Every mutant",
+            "",
+            "| # | file | mutation | before | now | note |",
+            "|---|---|---|---|---|---|",
+            *rows,
+            "",
+        ]
+    )
+
+
+def _render() -> None:
+    data = json.loads(RESULTS.read_text())
+    before = json.loads(BEFORE.read_text())["results"] if BEFORE.exists() else None
+    REPORT.write_text(report(data["results"], data["date"], before))
+
+
+def main(argv: list[str]) -> None:
+    if argv == ["--list"]:
+        for n, m in enumerate(MUTANTS, 1):
+            print(f"{n:3} {m.file}: {m.description}{' (equivalent)' if m.equivalent else ''}")
+        return
+    if argv == ["--report"]:
+        _render()
+        return
+    without = argv == ["--without-rule-tests"]
+    numbers = [] if without else [int(a) for a in argv]
+    ignored = RULE_TESTS if without else []
+    results = run(numbers or list(range(1, len(MUTANTS) + 1)), ignored)
+    if numbers:
+        return
+    date = datetime.date.today().isoformat()
+    target = BEFORE if without else RESULTS
+    target.parent.mkdir(exist_ok=True)
+    record = {"date": date, "tests": TESTS, "ignored": ignored, "results": results}
+    target.write_text(json.dumps(record, indent=1) + "\n")
+    if RESULTS.exists():
+        _render()
+        print(REPORT.read_text())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
