@@ -62,20 +62,20 @@ MUTANTS = [
     Mutant(KV, "return max(1, num_kv_heads // tp)", "return num_kv_heads // tp", "KV heads not replicated"),
     Mutant(
         KV,
-        "return int((spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim) * kv_bytes)",
-        "return int(spec.mla.kv_lora_rank * kv_bytes)",
+        "return spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim",
+        "return spec.mla.kv_lora_rank",
         "MLA latent without the rope part",
     ),
     Mutant(
         KV,
-        "return int((spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim) * kv_bytes)",
-        "return int((spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim) * kv_bytes / tp)",
+        "return int(kv_width(spec, kv_heads_per_gpu(heads, tp)) * kv_bytes)",
+        "return int(kv_width(spec, kv_heads_per_gpu(heads, tp)) * kv_bytes / (tp if spec.mla else 1))",
         "MLA latent divided by TP",
     ),
     Mutant(
         KV,
-        "return int(2 * kv_heads_per_gpu(heads, tp) * spec.head_dim * kv_bytes)",
-        "return int(kv_heads_per_gpu(heads, tp) * spec.head_dim * kv_bytes)",
+        "return 2 * kv_heads * spec.head_dim",
+        "return kv_heads * spec.head_dim",
         "K only, no V",
     ),
     Mutant(
