@@ -103,6 +103,19 @@ def gpu_files(gpus: Iterable[GpuSpec]) -> tuple[GpuFile, ...]:
     return tuple(seen.values())
 
 
+#: GPU names a note lists per user catalog file before "and N more" (a file may hold thousands).
+_NAMES_PER_NOTE = 6
+
+
 def gpu_file_notes(gpus: Iterable[GpuSpec]) -> list[str]:
-    """One note per user-catalog GPU shown: "MyCard from ./my-gpus.yaml (user catalog)"."""
-    return [f"{f.gpu} from {f.file} (user catalog)" for f in gpu_files(gpus)]
+    """One note per user catalog file the GPUs shown come from: "MyCard from ./my-gpus.yaml (user
+    catalog)"; the JSON's `gpu_files` lists every GPU."""
+    by_file: dict[str, list[str]] = {}
+    for f in gpu_files(gpus):
+        by_file.setdefault(f.file, []).append(f.gpu)
+    notes = []
+    for file, names in by_file.items():
+        shown = ", ".join(names[:_NAMES_PER_NOTE])
+        more = f" and {len(names) - _NAMES_PER_NOTE:,} more" if len(names) > _NAMES_PER_NOTE else ""
+        notes.append(f"{shown}{more} from {file} (user catalog)")
+    return notes

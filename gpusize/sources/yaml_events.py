@@ -9,9 +9,10 @@ PyYAML's), and values are built straight from events: ~4 times faster, ~4 times 
 
 Only the plain subset is built here: untagged (or `!!map` / `!!seq`) collections and the scalar tags
 of `_SCALAR_TAGS`. Anything else - merge keys, other tags, a collection or alias as a mapping key,
-several documents, an undefined alias - falls back to `yaml.load` with the same safe loader, which
-builds it or raises its own error, so the result (or the refusal) is always the library's. Aliases
-share one object, as with PyYAML; the caller's expansion budget runs on the result either way.
+several documents, an undefined or a duplicate anchor - falls back to `yaml.load` with the same
+safe loader, which builds it or raises its own error, so the result (or the refusal) is always the
+library's (tests/sources/test_yaml_events.py compares the two). Aliases share one object, as with
+PyYAML; the caller's expansion budget runs on the result either way.
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ def _build(loader: Any) -> Any:
             else:
                 value = _scalar(loader, event, plain, memo)
             if event.anchor:
+                if event.anchor in anchors:
+                    raise _Fallback  # a duplicate anchor: PyYAML refuses it
                 anchors[event.anchor] = value
         elif kind is MappingStartEvent or kind is SequenceStartEvent:
             mapping = kind is MappingStartEvent
@@ -91,6 +94,8 @@ def _build(loader: Any) -> Any:
                 raise _Fallback  # a collection as a mapping key
             top = [{} if mapping else [], _NO_KEY]
             if event.anchor:
+                if event.anchor in anchors:
+                    raise _Fallback
                 anchors[event.anchor] = top[0]
             stack.append(top)
             continue

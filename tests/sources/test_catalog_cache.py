@@ -192,3 +192,14 @@ def test_a_catalog_gpu_is_refused_or_has_memory_left_for_an_engine(mib: int, mem
 def test_a_gpu_built_with_less_than_the_reserve_shows_no_negative_bytes() -> None:
     gpu = replace(catalog.Catalogs().find_gpu("L4"), memory_mib=1)  # the API or --gpu local, no catalog
     assert gpu.visible_bytes == 0
+
+
+def test_the_user_file_note_is_one_line_per_file_however_many_gpus_it_holds() -> None:
+    from gpusize.reports.common import gpu_file_notes, gpu_files
+
+    gpus = catalog.Catalogs().gpus()
+    mine = [replace(g, catalog_file="a.yaml") for g in gpus[:9]] + [replace(gpus[10], catalog_file="b.yaml")]
+    notes = gpu_file_notes([*mine, gpus[11]])
+    assert len(notes) == 2 and notes[0].endswith("and 3 more from a.yaml (user catalog)")
+    assert notes[1] == f"{gpus[10].name} from b.yaml (user catalog)"
+    assert len(gpu_files([*mine, gpus[11]])) == 10

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpusize.sources import catalog, yaml_events
 
@@ -30,6 +32,8 @@ DOCUMENTS = [
     "- !!python/object:os.system 'echo hi'\n",
     "- !!set {a, b}\n- !!omap [a: 1]\n- !!seq [1]\n- !!map {a: 1}\n",
     "- *undefined\n",
+    "- &a 1\n- &a 2\n- *a\n",
+    "- &a [1]\n- &a {x: 2}\n",
     "[1, 2\n",
     "a: b: c\n",
     "- =\n- {=: 1}\n",
@@ -51,8 +55,8 @@ def test_the_same_value_or_error_as_pyyaml(text: str) -> None:
     def library(t: str | bytes) -> Any:
         return yaml.load(t, Loader=yaml_events.Loader)  # noqa: S506 - the safe loader only
 
-    for given in (text, text.encode()):
-        assert _outcome(yaml_events.safe_load, given) == _outcome(library, given)
+    for form in (text, text.encode()):
+        assert _outcome(yaml_events.safe_load, form) == _outcome(library, form)
 
 
 def test_the_bundled_catalogs_load_as_pyyaml_loads_them() -> None:
@@ -66,3 +70,32 @@ def test_aliases_share_one_object_so_the_expansion_check_stays_linear(tmp_path: 
     assert data["a"] is data["b"]
     bad = yaml_events.safe_load("- .nan\n")
     assert math.isnan(bad[0])
+
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.dates()
+    | st.text(max_size=12)
+    | st.sampled_from(
+        ["yes", "no", "on", "~", "1e3", "0x1f", "0o7", ".inf", "2026-01-01", "<<", "=", "&a", "*a"]
+    )
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    value=st.recursive(
+        _SCALARS,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_SCALARS, inner, max_size=4),
+        max_leaves=24,
+    ),
+    flow=st.sampled_from([None, True, False]),
+)
+def test_any_dumped_document_loads_as_pyyaml_loads_it(value: Any, flow: bool | None) -> None:
+    text = yaml.safe_dump(value, default_flow_style=flow, allow_unicode=True)
+    library = yaml.load(text, Loader=yaml_events.Loader)  # noqa: S506 - the safe loader only
+    assert repr(yaml_events.safe_load(text)) == repr(library)
+    assert repr(yaml_events.safe_load(text.encode())) == repr(library)
