@@ -602,7 +602,7 @@ def report(results: list[dict[str, object]], date: str, before: list[dict[str, o
     rate = f"{killed / counted:.1%}" if counted else "n/a"
     before_line = (
         f"Without the rule tests ({', '.join(RULE_TESTS)}) the same run kills {old_killed} of {old_counted} "
-        f"(column 'before')."
+        f"({old_killed / max(old_counted, 1):.1%}; column 'before')."
         if old
         else ""
     )
@@ -610,11 +610,20 @@ def report(results: list[dict[str, object]], date: str, before: list[dict[str, o
         [
             "# Mutation run: core/kvcache.py, core/plan.py, core/weights.py",
             "",
-            f"Run {date} by `python bench/mutate.py` (each mutant against {', '.join(TESTS)}, `pytest -x`).",
+            f"Run {date} by `python bench/mutate.py` (each mutant against {', '.join(TESTS)}, `pytest -x`; "
+            f"{sum(float(str(r['seconds'])) for r in results) / 60:.0f} min of tests on the 2 shared cores).",
             "",
             f"{len(MUTANTS)} mutants, {equivalent} equivalent (not counted); of the {counted} counted, "
             f"**{killed} killed, {counted - killed} survived: kill rate {rate}**.",
             before_line,
+            "",
+            "Each mutant is one hand-written edit of the three modules, applied to a temporary copy of",
+            "the repository; `pytest -x tests/core` failing kills it. The issue's 26 survivors are among",
+            "them: the attention-heads rule, recurrent state by TP, fp32 served in bf16, the ranking, the",
+            "sliding and chunked blocks per request, the MLA block size, both branches of the hybrid group",
+            "rule, EP at tp = experts, the YaRN cap, GPTQ/AWQ per-channel scales, routers, MTP at TP>1,",
+            "replicated K/V weights, a checkpoint smaller than its config. An equivalent mutant is one no",
+            "input tells apart from the original; it is listed with the reason and not counted.",
             "",
             "## Surviving mutants",
             "",
