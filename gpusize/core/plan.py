@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.reserves import Reserve
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
@@ -51,6 +52,9 @@ class PerGpu:
     #: engines that budget a fraction of the GPU (vLLM, SGLang, llama.cpp).
     allocated_peak_bytes: int | None = None
     device_bytes: int | None = None
+    #: Memory the engine reserves under its own flags (LoRA slots, a draft model, ...), each inside
+    #: `total_bytes` and taken from the KV pool (core/reserves.py).
+    reserves: tuple[Reserve, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpusize.core.engines import engine as engine_model
 from gpusize.core.plan import Candidate, ranked
+from gpusize.core.reserves import Reserve
 from gpusize.core.runtime import TORCH_CUDA_CONTEXT_BYTES
 from gpusize.core.suggest import Suggestion
 from gpusize.render.format import fmt_gib, fmt_int, human_tokens
@@ -124,6 +125,7 @@ def memory_table(report: FitReport, width: int, style: Style) -> str:
         [term, fmt_gib(value), *([fmt_gib(each[i])] if each else []), how[i]]
         for i, (term, value) in enumerate(zip(_TERMS, whole, strict=True))
     ]
+    rows[-1:-1] = _reserve_rows(m.reserves, per.reserves if per else None)
     if m.outside_budget_bytes:
         extra = [fmt_gib(per.outside_budget_bytes)] if per else []
         rows.append(
@@ -140,6 +142,18 @@ def memory_table(report: FitReport, width: int, style: Style) -> str:
 
 
 _TERMS = ("weights", "KV cache", "activations", "overhead", "total")
+
+
+def _reserve_rows(whole: tuple[Reserve, ...], per: tuple[Reserve, ...] | None) -> list[list[str]]:
+    """One row per reserve the engine holds under its own flags, before the total."""
+    split = {r.name: r for r in per or ()}
+    rows = []
+    for r in whole:
+        each = [fmt_gib(split[r.name].bytes if r.name in split else 0)] if per is not None else []
+        how = ("estimate: " if r.estimate else "") + r.how
+        rows.append([r.name.replace("_", " "), fmt_gib(r.bytes), *each, how])
+    return rows
+
 
 #: Rows of the default `fit` table beside the pick (`--all` shows one row per GPU type).
 NEAREST = 3

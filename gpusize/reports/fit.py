@@ -11,6 +11,7 @@ from gpusize.core.engines import EngineModel, engine, engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
 from gpusize.core.plan import TP_SIZES, Candidate, recommend, smallest_fit
+from gpusize.core.reserves import Reserve
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Scope, Suggestion, fewer_gpus, fixes
 from gpusize.core.weights import weights_bytes
@@ -45,6 +46,8 @@ class MemoryBreakdown:
     #: context) that `total_bytes` equals; None for vLLM, SGLang and llama.cpp.
     allocated_peak_bytes: int | None = None
     device_bytes: int | None = None
+    #: What the engine reserves under its own flags (LoRA slots, a draft model, ...), inside the total.
+    reserves: tuple[Reserve, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,6 +175,7 @@ def whole_model(spec: ModelSpec, gpu: GpuSpec, work: Workload, model: EngineMode
         overhead_bytes=g.overhead_bytes,
         total_bytes=g.total_bytes,
         outside_budget_bytes=g.outside_budget_bytes,
+        reserves=g.reserves,
         allocated_peak_bytes=g.allocated_peak_bytes,
         device_bytes=g.device_bytes,
     )

@@ -22,6 +22,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers
 from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, yarn_flag
 from gpusize.core.releases import SGLANG, Version, parse_version
+from gpusize.core.reserves import ReserveTerm, reserves_of, total_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import weights_bytes
 from gpusize.core.workload import Workload
@@ -176,6 +177,11 @@ def context_refusal(spec: ModelSpec, work: Workload) -> str | None:
     )
 
 
+#: What SGLang reserves under its own flags, one term each (core/reserves.py), taken from the static
+#: pool before the KV cache. A new reserve: its function and one entry here.
+SGLANG_RESERVES: tuple[ReserveTerm, ...] = ()
+
+
 def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
     problem = split_problem(spec, tp, None)
     if problem:
@@ -186,10 +192,11 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     context = runtime.CUDA_CONTEXT_TP1 + (DIST_INIT_TPN if tp > 1 else 0)
     free_before = gpu.visible_bytes - context - work.reserved_bytes
     budget = int(free_before * fraction)
-    pool = budget - weights
+    held = reserves_of(SGLANG_RESERVES, spec, gpu, tp, work)
+    pool = budget - weights - total_bytes(held)
     capacity = max(pool, 0) // cell if cell else 0
     need = work.batch * work.context_tokens * cell
-    total = weights + need
+    total = weights + need + total_bytes(held)
     per_gpu = PerGpu(
         weights_bytes=weights,
         kv_cache_bytes=need,
@@ -201,6 +208,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         outside_budget_bytes=context,
         outside_budget_limit_bytes=gpu.visible_bytes - budget,
         visible_bytes=gpu.visible_bytes,
+        reserves=held,
     )
     fits = pool > 0 and capacity >= work.batch * work.context_tokens
     reason = None

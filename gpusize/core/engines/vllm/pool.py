@@ -10,9 +10,11 @@ from gpusize.core.engines.vllm.overhead import (
     cuda_graph_estimate_bytes,
     non_torch_bytes,
 )
+from gpusize.core.engines.vllm.reserves import RESERVES
 from gpusize.core.engines.vllm.scheduler import SchedulerLimits, scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import Candidate, PerGpu, refused, split_problem
+from gpusize.core.reserves import reserves_of, total_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import estimated_layers, weights_bytes
 from gpusize.core.workload import Workload
@@ -43,12 +45,13 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         0 if beh.graphs_in_budget or not graphs else CUDA_GRAPH_POOL
     )
     state = kvcache.recurrent_state_bytes(spec, work.kv_bytes, tp) * work.batch
-    available = usable - weights - acts - overhead - state
+    held = reserves_of(RESERVES, spec, gpu, tp, work)
+    available = usable - weights - acts - overhead - state - total_bytes(held)
     layout = kvcache.kv_layout(spec, work.kv_bytes, tp, beh.hybrid_group_ratio)
     kv_need, capacity, concurrency, max_ctx = 0, None, None, None
     if layout is not None:
         kv_need, capacity, concurrency, max_ctx = _pool(spec, layout, max(available, 0), work, limits, beh)
-    total = weights + kv_need + acts + overhead + state
+    total = weights + kv_need + acts + overhead + state + total_bytes(held)
     per_gpu = PerGpu(
         weights_bytes=weights,
         kv_cache_bytes=kv_need + state,
@@ -60,6 +63,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         outside_budget_bytes=outside,
         outside_budget_limit_bytes=visible - usable - work.reserved_bytes,
         visible_bytes=visible,
+        reserves=held,
     )
     reason = (
         _misfit(per_gpu, available, work, max_ctx)

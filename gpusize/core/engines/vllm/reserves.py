@@ -1,0 +1,11 @@
+"""What vLLM reserves under its own flags, one term each (core/reserves.py); the pool takes them
+before the KV cache. A new reserve: its function in a module of this package and one entry here."""
+
+from __future__ import annotations
+
+from gpusize.core.reserves import ReserveTerm
+
+__all__ = ["RESERVES"]
+
+#: vLLM's reserve terms, in the order they are shown.
+RESERVES: tuple[ReserveTerm, ...] = ()

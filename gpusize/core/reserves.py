@@ -1,0 +1,46 @@
+"""Memory an engine reserves under its own flags (pure): LoRA adapter slots, a draft model, an
+encoder cache, ... Each is a named `Reserve` on one GPU, in bytes, counted inside the engine's
+budget before the KV pool (so it takes KV blocks away) and shown as its own row and JSON entry.
+
+An engine module lists the functions that compute its reserves (`ReserveTerm`); each returns a
+Reserve or None when its flags are not given. A new reserve is one function and one entry in that
+engine's list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.spec import ModelSpec
+from gpusize.core.workload import Workload
+
+__all__ = ["Reserve", "ReserveTerm", "reserves_of", "total_bytes"]
+
+
+@dataclass(frozen=True)
+class Reserve:
+    """One reserve on one GPU: `name` is its JSON key stem (e.g. "lora_slots"), `bytes` what it holds,
+    `how` one line saying what it is and where the rule comes from, `estimate` when it is not exact."""
+
+    name: str
+    bytes: int
+    how: str
+    estimate: bool = False
+
+
+#: (spec, GPU, tensor parallel size, workload) -> the reserve on one GPU, or None when not asked for.
+ReserveTerm = Callable[[ModelSpec, GpuSpec, int, Workload], Reserve | None]
+
+
+def reserves_of(
+    terms: Iterable[ReserveTerm], spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload
+) -> tuple[Reserve, ...]:
+    """The reserves `terms` give for this plan, in their order, those not asked for left out."""
+    found = (term(spec, gpu, tp, work) for term in terms)
+    return tuple(r for r in found if r is not None)
+
+
+def total_bytes(reserves: Iterable[Reserve]) -> int:
+    return sum(r.bytes for r in reserves)
