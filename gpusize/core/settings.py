@@ -13,8 +13,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import Field, dataclass, field, fields
-from typing import Any, Literal, get_args
+from typing import Any
 
+from gpusize.core.registry import ENGINE_LABELS, ENGINE_NAMES, EngineName
 from gpusize.errors import InputError
 
 __all__ = [
@@ -33,15 +34,6 @@ __all__ = [
     "settings_of",
 ]
 
-EngineName = Literal["vllm", "sglang", "llamacpp", "transformers"]
-ENGINE_NAMES: tuple[EngineName, ...] = get_args(EngineName)
-#: How each engine is written in text (help, assumptions, notes).
-ENGINE_LABELS: dict[str, str] = {
-    "vllm": "vLLM",
-    "sglang": "SGLang",
-    "llamacpp": "llama.cpp",
-    "transformers": "transformers",
-}
 #: llama.cpp's ways to spread one model over several GPUs (`-sm`): whole layers per GPU, run one GPU
 #: after another for each token (the default), or every matrix split by rows across the GPUs.
 SPLIT_MODES = ("layer", "row")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpusize.core.engines import ENGINE_MODULES, engine
+from gpusize.core.registry import ENGINES
 from gpusize.core.settings import ENGINE_LABELS, ENGINE_NAMES, settings_of
 from gpusize.serving.launch import SERVER_COMMANDS
 from tests.conftest import ROOT
@@ -38,6 +39,14 @@ def test_every_engine_fills_every_member(name: str) -> None:
     if model.quantizes_on_load:
         assert model.pages_kv
     assert not (model.pages_kv and model.splits_layers)
+
+
+def test_an_engine_is_its_module_and_its_registry_line() -> None:
+    # core/registry.py is the one list of engines: --engine's choices and the settings' owners
+    # come from it, and each line names the module holding that engine's EngineModel
+    assert tuple(ENGINES) == ENGINE_NAMES and ENGINE_NAMES[0] == "vllm"
+    for name, (module, label) in ENGINES.items():
+        assert ENGINE_MODULES[name] == module and engine(name).label == label
 
 
 def test_engine_capabilities_as_the_engines_document_them() -> None:

@@ -9,16 +9,15 @@ from __future__ import annotations
 import importlib
 
 from gpusize.core.engines.base import UNVERSIONED, EngineModel
+from gpusize.core.registry import ENGINE_MODULES
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import EngineSettings, Request, Workload, resolve
 from gpusize.errors import InputError
 
 __all__ = ["ENGINE_MODULES", "EngineModel", "engine", "engine_label", "prepare"]
 
-#: Engine name -> the module of this package that holds its EngineModel (`ENGINE`). Imported on first
-#: use: a vLLM answer then never loads the transformers engine's allocator replay or llama.cpp's GGUF
-#: placement (start-up time, bench/bench_cli.py).
-ENGINE_MODULES = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llamacpp", "transformers": "hf"}
+# Each engine's module (core/registry.py) is imported on first use: a vLLM answer then never loads the
+# transformers engine's allocator replay or llama.cpp's GGUF placement (start-up, bench/bench_cli.py).
 
 
 def engine(name: str) -> EngineModel:
