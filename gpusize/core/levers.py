@@ -10,7 +10,7 @@ across servers) is declared here by the engine's own module, so no module compar
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.spec import ModelSpec
@@ -19,18 +19,17 @@ from gpusize.core.workload import Workload
 __all__ = ["NO_LEVERS", "Change", "Levers", "Offload", "SettingLevers", "Variant", "one"]
 
 
-@dataclass(frozen=True)
-class Change:
-    """One flag to pass, under the engine's own name where the engine has the setting."""
+class Change(NamedTuple):
+    """One flag to pass, under the engine's own name where the engine has the setting (a NamedTuple
+    for start-up, as core/settings.Setting; serialized as {flag, value})."""
 
     flag: str
     value: str
 
 
-@dataclass(frozen=True)
-class Variant:
+class Variant(NamedTuple):
     """A workload with one lever pulled: its name (core/suggest.py ranks by it), the flags, a summary,
-    what the change needs or why it works, and the workload to evaluate."""
+    what the change needs or why it works, and the workload to evaluate (a NamedTuple for start-up)."""
 
     lever: str
     changes: tuple[Change, ...]
@@ -55,9 +54,9 @@ def _no_settings(work: Workload, gpu: GpuSpec) -> list[Variant]:
     return []
 
 
-@dataclass(frozen=True)
-class Levers:
-    """The fix-suggestion levers of one engine."""
+class Levers(NamedTuple):
+    """The fix-suggestion levers of one engine (a NamedTuple: built on every start, made far faster
+    than a frozen dataclass, never serialized; see core/settings.Setting)."""
 
     #: The flag of the GPU count and of the context, under the engine's name (gpusize takes both).
     count_flag: str = "--gpus"

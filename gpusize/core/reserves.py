@@ -10,7 +10,7 @@ engine's list.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.spec import ModelSpec
@@ -19,10 +19,10 @@ from gpusize.core.workload import Workload
 __all__ = ["Reserve", "ReserveTerm", "reserves_of", "total_bytes"]
 
 
-@dataclass(frozen=True)
-class Reserve:
+class Reserve(NamedTuple):
     """One reserve on one GPU: `name` is its JSON key stem (e.g. "lora_slots"), `bytes` what it holds,
-    `how` one line saying what it is and where the rule comes from, `estimate` when it is not exact."""
+    `how` one line saying what it is and where the rule comes from, `estimate` when it is not exact.
+    A NamedTuple for start-up (core/settings.Setting); serialized as an object of its fields."""
 
     name: str
     bytes: int

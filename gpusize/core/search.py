@@ -6,8 +6,7 @@ all the GPUs where priced, else fewer GPUs, then less memory; among equals the l
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 __all__ = ["Ranked", "Ranking", "first_fit", "undominated"]
 
@@ -31,9 +30,9 @@ S = TypeVar("S", bound=Ranked)
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Ranking:
-    """Cheapest first, with `levers` from least to most intrusive breaking a tie of price and GPUs."""
+class Ranking(NamedTuple):
+    """Cheapest first, with `levers` from least to most intrusive breaking a tie of price and GPUs (a
+    NamedTuple for start-up, as core/settings.Setting)."""
 
     levers: tuple[str, ...]
 

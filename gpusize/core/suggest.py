@@ -292,7 +292,7 @@ def _evaluated(
     changes = variant.changes
     if (asked is None and n > 1) or (asked is not None and n != asked):
         changes += (Change(model.levers.count_flag, str(n)),)
-    return _suggestion(c, replace(variant, changes=changes), gpu)
+    return _suggestion(c, variant._replace(changes=changes), gpu)
 
 
 def _thin(c: Candidate, work: Workload, model: EngineModel) -> bool:

@@ -1,5 +1,8 @@
 """The one serializer: a report (dataclasses all the way down) -> plain JSON data.
 
+A NamedTuple (the small values built at start-up: a Reserve, a Change) is written as an object of
+its fields, like a dataclass.
+
 Every dataclass field is written under its own name, except fields marked `metadata={"json": False}`;
 a class may list computed properties to add in `__json_properties__`. Floats that are not finite
 become null (JSON has no Infinity), so the output is always valid JSON. A lone surrogate (from a
@@ -28,6 +31,8 @@ def to_data(value: Any) -> Any:
         for name in getattr(type(value), "__json_properties__", ()):
             out[name] = to_data(getattr(value, name))
         return out
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):  # a NamedTuple value: an object
+        return {name: to_data(v) for name, v in value._asdict().items()}
     if isinstance(value, dict):
         return {_text(str(k)): to_data(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, frozenset, set)):

@@ -95,7 +95,7 @@ def test_llamacpp_suggests_the_most_layers_that_fit_on_the_gpus() -> None:
     assert offload.num_gpus == 2 and offload.note and "system RAM" in offload.note
     assert replay("Llama-3.3-70B", request, "RTX3090", 2, offload)
     one_more = replace(
-        offload, changes=(replace(offload.changes[0], value=str(int(offload.changes[0].value) + 1)),)
+        offload, changes=(offload.changes[0]._replace(value=str(int(offload.changes[0].value) + 1)),)
     )
     assert not replay("Llama-3.3-70B", request, "RTX3090", 2, one_more)  # the most that fit
     assert all(replay("Llama-3.3-70B", request, "RTX3090", 2, s) for s in found)
