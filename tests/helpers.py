@@ -67,14 +67,17 @@ class CliResult:
     stderr: str
 
 
-def run_in_process(*args: str, env: dict[str, str] | None = None) -> CliResult:
+def run_in_process(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> CliResult:
     """The CLI called in this process (register + run_command), stdout and stderr captured: what
     `gpusize ARGS` does, a hundred times faster than a subprocess. `env` entries are set for the call
-    (an empty string removes a variable)."""
+    (an empty string removes a variable); `cwd` is the working folder for the call."""
     argv = list(args)
     saved = {key: os.environ.get(key) for key in (env or {})}
     out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
     try:
+        if cwd is not None:
+            os.chdir(cwd)
         for key, value in (env or {}).items():
             if value:
                 os.environ[key] = value
@@ -84,6 +87,7 @@ def run_in_process(*args: str, env: dict[str, str] | None = None) -> CliResult:
             register(argv)
             code = run_command(argv)
     finally:
+        os.chdir(here)
         for key, old in saved.items():
             if old is None:
                 os.environ.pop(key, None)
@@ -96,10 +100,10 @@ def run_in_process(*args: str, env: dict[str, str] | None = None) -> CliResult:
 CLI_ENV = {"NO_COLOR": "1", "COLUMNS": "120"}
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> CliResult:
+def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> CliResult:
     """`gpusize ARGS` in this process under CLI_ENV (plus `env`): what a subprocess test ran with
     NO_COLOR=1 COLUMNS=120."""
-    return run_in_process(*args, env={**CLI_ENV, **(env or {})})
+    return run_in_process(*args, env={**CLI_ENV, **(env or {})}, cwd=cwd)
 
 
 def offline_hub(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
