@@ -6,7 +6,10 @@ import contextlib
 import io
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from gpusize.cli import register
 from gpusize.cli.app import run_command
@@ -64,14 +67,17 @@ class CliResult:
     stderr: str
 
 
-def run_in_process(*args: str, env: dict[str, str] | None = None) -> CliResult:
+def run_in_process(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> CliResult:
     """The CLI called in this process (register + run_command), stdout and stderr captured: what
     `gpusize ARGS` does, a hundred times faster than a subprocess. `env` entries are set for the call
-    (an empty string removes a variable)."""
+    (an empty string removes a variable); `cwd` is the working folder for the call."""
     argv = list(args)
     saved = {key: os.environ.get(key) for key in (env or {})}
     out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
     try:
+        if cwd is not None:
+            os.chdir(cwd)
         for key, value in (env or {}).items():
             if value:
                 os.environ[key] = value
@@ -81,12 +87,37 @@ def run_in_process(*args: str, env: dict[str, str] | None = None) -> CliResult:
             register(argv)
             code = run_command(argv)
     finally:
+        os.chdir(here)
         for key, old in saved.items():
             if old is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = old
     return CliResult(code, out.getvalue(), err.getvalue())
+
+
+#: What the CLI tests read the output under: no colour and 120 columns (COLUMNS wins over a terminal).
+CLI_ENV = {"NO_COLOR": "1", "COLUMNS": "120"}
+
+
+def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> CliResult:
+    """`gpusize ARGS` in this process under CLI_ENV (plus `env`): what a subprocess test ran with
+    NO_COLOR=1 COLUMNS=120."""
+    return run_in_process(*args, env={**CLI_ENV, **(env or {})}, cwd=cwd)
+
+
+def offline_hub(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """The Hub offline with an empty cache in `folder`, for this test: what HF_HUB_OFFLINE=1 and
+    HF_HOME=folder do to a new process. huggingface_hub reads those variables once, at import, so an
+    in-process test sets its constants instead."""
+    from huggingface_hub import constants
+
+    hub_cache = folder / "hub"
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HOME", str(folder))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub_cache))
+    monkeypatch.setattr(constants, "HUGGINGFACE_HUB_CACHE", str(hub_cache))
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(folder / "token"))
 
 
 #: JSON keys whose value may be negative: the memory left over (below zero when a plan does not fit).

@@ -1,34 +1,25 @@
 """Answers a person can act on: a fix when it does not fit, numbers that agree between commands, the
-best model for a GPU, servers for a load, buy versus rent."""
+best model for a GPU, servers for a load, buy versus rent. Every command runs in this process
+(tests.helpers.cli)."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 
 from tests.conftest import ROOT
-
-ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120"}
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpusize", *args], capture_output=True, text=True, env=ENV, timeout=120
-    )
+from tests.helpers import cli as run
 
 
 def as_json(*args: str) -> tuple[int, dict[str, Any]]:
     r = run(*args, "--json")
-    assert r.returncode in (0, 1), r.stderr
+    assert r.code in (0, 1), r.stderr
     data: dict[str, Any] = json.loads(r.stdout)
-    return r.returncode, data
+    return r.code, data
 
 
 def flags(suggestion: dict[str, Any]) -> list[str]:
@@ -56,7 +47,7 @@ def test_does_not_fit_ends_with_computed_fixes_that_fit_when_run() -> None:
     assert all(s["fits"] and s["kv_cache_capacity_tokens"] for s in found)
     for s in found:  # each suggestion, run as printed, fits
         r = run(*FIT_70B, *flags(s), "--quiet")
-        assert r.returncode == 0, (s["summary"], r.stderr)
+        assert r.code == 0, (s["summary"], r.stderr)
     text = run(*FIT_70B).stdout
     tail = text[text.index("Would fit") :]
     assert "--dtype int4" in tail and "pre-quantized" in tail and "--tensor-parallel-size 8" in tail
@@ -64,7 +55,7 @@ def test_does_not_fit_ends_with_computed_fixes_that_fit_when_run() -> None:
 
 def test_pinned_gpus_beyond_need_say_runs_on_and_needs() -> None:
     r = run("fit", "Qwen3-8B", "--gpu", "H100", "--gpus", "8")
-    assert r.returncode == 0
+    assert r.code == 0
     assert "runs on 8x NVIDIA H100 SXM5 80GB (needs 1x" in r.stdout.splitlines()[0]
     _, data = as_json("fit", "Qwen3-8B", "--gpu", "H100", "--gpus", "8")
     assert data["plan"]["num_gpus"] == 8 and data["min_gpus"] == 1
@@ -73,7 +64,7 @@ def test_pinned_gpus_beyond_need_say_runs_on_and_needs() -> None:
 def test_nodes_show_the_pipeline_degree_and_a_real_largest_context() -> None:
     args = ("fit", "Llama-3.1-405B-Instruct", "--gpu", "H100", "--ctx", "32k", "--nodes", "2")
     r = run(*args)
-    assert r.returncode == 0
+    assert r.code == 0
     assert "TP=8 x PP=2" in r.stdout.splitlines()[0] and "16 (TP=8xPP=2)" in r.stdout
     assert "largest context that fits 131,072 tokens" in r.stdout.replace("\n  ", " ")
     _, data = as_json(*args)
@@ -91,15 +82,15 @@ def test_h100_needing_two_where_an_a100_fits_one_is_explained() -> None:
     assert h100[0]["changes"][0]["flag"] == "--max-num-seqs"
     assert "1024 sequences" in h100[0]["note"] and "A100" in h100[0]["note"]
     r = run(*args, "--gpu", "H100", *flags(h100[0]), "--quiet")
-    assert r.returncode == 0
+    assert r.code == 0
     text = run(*args).stdout.replace("\n  ", " ")
     assert "Fewer GPUs with a setting" in text and "--max-num-seqs" in text and "scheduler defaults" in text
 
 
 def test_context_above_the_maximum_names_the_yarn_flag() -> None:
     r = run("fit", "Qwen3-235B-A22B", "--ctx", "128k")
-    assert r.returncode == 2 and "--rope-scaling yarn:4:32768" in r.stderr
-    assert run("fit", "Qwen3-235B-A22B", "--ctx", "128k", "--rope-scaling", "yarn:4:32768").returncode == 0
+    assert r.code == 2 and "--rope-scaling yarn:4:32768" in r.stderr
+    assert run("fit", "Qwen3-235B-A22B", "--ctx", "128k", "--rope-scaling", "yarn:4:32768").code == 0
 
 
 # --------------------------------------------------------------------------- train
@@ -116,7 +107,7 @@ def test_train_lora_does_not_suggest_lora_and_its_fixes_fit() -> None:
     )
     assert any(("--method", "qlora") in {(c["flag"], c["value"]) for c in s["changes"]} for s in found)
     for s in found:
-        assert run(*args, *flags(s), "--quiet").returncode == 0, s["summary"]
+        assert run(*args, *flags(s), "--quiet").code == 0, s["summary"]
 
 
 # --------------------------------------------------------------------------- which
@@ -203,9 +194,6 @@ def test_readme_fix_example_is_the_real_tail() -> None:
     )
     block = re.search(pattern, text, re.S)
     assert block, "README fix example missing"
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100"}
-    out = subprocess.run(
-        [sys.executable, "-m", "gpusize", *block.group(1).split()], capture_output=True, text=True, env=env
-    )
-    assert out.returncode == 1
+    out = run(*block.group(1).split(), env={"COLUMNS": "100"})
+    assert out.code == 1
     assert out.stdout.rstrip("\n").split("\n")[-int(block.group(2)) :] == block.group(3).split("\n")

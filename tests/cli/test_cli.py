@@ -1,4 +1,5 @@
-"""CLI: exit codes first, then JSON, then the human text (fixed width, NO_COLOR)."""
+"""CLI: exit codes first, then JSON, then the human text (fixed width, NO_COLOR). In this process
+(tests.helpers.cli); the first test runs the real `python -m gpusize` for its exit code."""
 
 from __future__ import annotations
 
@@ -12,19 +13,26 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REFERENCE
+from tests.helpers import cli as run
+from tests.helpers import offline_hub
 
 #: No test touches the internet: the Hub is offline and its cache is empty for these tests.
 ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120", "HF_HUB_OFFLINE": "1", "HF_HOME": tempfile.mkdtemp()}
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpusize", *args], capture_output=True, text=True, env=ENV, timeout=60
-    )
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    offline_hub(monkeypatch, tmp_path / "hf")
 
 
 def test_does_not_fit_exits_1_and_still_reports() -> None:
-    r = run("fit", "DeepSeek-V3", "--gpu", "H100", "--gpus", "8", "--json")
+    r = subprocess.run(
+        [sys.executable, "-m", "gpusize", "fit", "DeepSeek-V3", "--gpu", "H100", "--gpus", "8", "--json"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=60,
+    )
     assert r.returncode == 1
     d = json.loads(r.stdout)
     assert d["fits"] is False and d["candidates"][0]["reason"]
@@ -32,7 +40,7 @@ def test_does_not_fit_exits_1_and_still_reports() -> None:
 
 def test_human_output_headline_and_footer() -> None:
     r = run("fit", "Qwen3-32B", "--ctx", "32k", "--gpu", "H100", "--engine-version", "0.19.0")
-    assert r.returncode == 0
+    assert r.code == 0
     assert "Qwen3-32B at 32k context needs 2x NVIDIA H100 SXM5 80GB (TP=2)" in r.stdout
     assert "GiB" in r.stdout and "Assumptions: vLLM 0.19.0" in r.stdout
     assert "largest context that fits is" in r.stdout  # the 1-GPU miss says how far it got
@@ -43,7 +51,7 @@ def test_the_release_changes_the_answer_and_is_named() -> None:
     # 0.20 raised the default utilization to 0.92 (with CUDA graphs counted inside it): one H100
     # now holds Qwen3-32B at 32k; the assumptions name the release the answer is for.
     r = run("fit", "Qwen3-32B", "--ctx", "32k", "--gpu", "H100")
-    assert r.returncode == 0
+    assert r.code == 0
     assert "needs 1x NVIDIA H100 SXM5 80GB (TP=1)" in r.stdout
     assert "Assumptions: vLLM 0.33.0, gpu_memory_utilization 0.92" in r.stdout
     assert "CUDA graphs inside the budget" in r.stdout
@@ -84,7 +92,7 @@ def test_the_release_changes_the_answer_and_is_named() -> None:
 )
 def test_bad_input_exits_2_with_one_line(args: list[str], fragment: str) -> None:
     r = run(*args)
-    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.code == 2, (r.stdout, r.stderr)
     assert r.stdout == ""
     assert fragment in r.stderr and r.stderr.count("\n") == 1
     assert "Traceback" not in r.stderr
@@ -104,13 +112,13 @@ def test_bad_local_configs_exit_2(tmp_path: Path, content: str, fragment: str) -
     path.write_text(content)
     before = path.read_bytes()
     r = run("fit", str(path))
-    assert r.returncode == 2 and fragment in r.stderr and r.stdout == ""
+    assert r.code == 2 and fragment in r.stderr and r.stdout == ""
     assert path.read_bytes() == before  # never modified
 
 
 def test_folder_without_config_exits_2(tmp_path: Path) -> None:
     r = run("fit", str(tmp_path))
-    assert r.returncode == 2 and "no config.json" in r.stderr
+    assert r.code == 2 and "no config.json" in r.stderr
 
 
 def test_local_folder_sized_like_catalog(tmp_path: Path) -> None:
@@ -130,7 +138,7 @@ def test_models_and_gpus_lists() -> None:
 
 def test_missing_argument_is_a_usage_error() -> None:
     r = run("fit")
-    assert r.returncode == 2 and "Missing argument" in r.stderr and "internal error" not in r.stderr
+    assert r.code == 2 and "Missing argument" in r.stderr and "internal error" not in r.stderr
 
 
 def test_unknown_architecture_error_and_best_effort(tmp_path: Path) -> None:
@@ -146,13 +154,13 @@ def test_unknown_architecture_error_and_best_effort(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     refused = run("fit", str(path), "--gpu", "L4")
-    assert refused.returncode == 2 and "'mystery'" in refused.stderr and "--best-effort" in refused.stderr
+    assert refused.code == 2 and "'mystery'" in refused.stderr and "--best-effort" in refused.stderr
     r = run("fit", str(path), "--gpu", "L4", "--best-effort", "--json")
     data = json.loads(r.stdout)
-    assert r.returncode == 0 and data["assumptions"]["best_effort"] is True
+    assert r.code == 0 and data["assumptions"]["best_effort"] is True
     assert "weights_bytes" in data["assumptions"]["estimates"]
     assert any("BEST-EFFORT" in note for note in data["assumptions"]["notes"])
     incomplete = {"model_type": "mystery", "hidden_size": 2048}
     path.write_text(json.dumps(incomplete))
     r = run("fit", str(path))
-    assert r.returncode == 2 and "missing standard fields: num_hidden_layers" in r.stderr
+    assert r.code == 2 and "missing standard fields: num_hidden_layers" in r.stderr

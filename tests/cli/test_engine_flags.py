@@ -4,25 +4,21 @@ names the release assumed, and the printed launch command carries the same value
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 
-ENV = {**os.environ, "NO_COLOR": "1"}
+from tests.helpers import CliResult, run_in_process
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpusize", *args], capture_output=True, text=True, env=ENV, timeout=60
-    )
+def run(*args: str) -> CliResult:
+    """The command in this process, NO_COLOR (the width as the environment has it, 80 for a pipe)."""
+    return run_in_process(*args, env={"NO_COLOR": "1"})
 
 
 def as_json(*args: str) -> dict[str, Any]:
     r = run(*args, "--json")
-    assert r.returncode in (0, 1), r.stderr
+    assert r.code in (0, 1), r.stderr
     out: dict[str, Any] = json.loads(r.stdout)
     return out
 
@@ -97,7 +93,7 @@ def test_a_version_between_releases_uses_the_older_one_and_says_so() -> None:
 )
 def test_bad_engine_flags_exit_2_with_one_line(args: list[str], fragment: str) -> None:
     r = run("fit", "Qwen3-8B", "--gpu", "H100", *args)
-    assert r.returncode == 2 and r.stdout == ""
+    assert r.code == 2 and r.stdout == ""
     assert fragment in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
@@ -169,7 +165,7 @@ def test_fp32_weights_give_fp32_kv_as_the_engines_do() -> None:
 def test_expert_parallel_runs_the_fp8_block_checkpoint_tp8_slicing_rejects() -> None:
     # Qwen3-235B-A22B-FP8 on 8x H100 with fp8 KV started and logged its pool with EP (vLLM 0.10.0).
     sliced = run("fit", "Qwen3-235B-A22B-FP8", "--gpu", "H100", "--gpus", "8", "--kv-cache-dtype", "fp8")
-    assert sliced.returncode == 1 and "--enable-expert-parallel keeps experts whole" in sliced.stdout
+    assert sliced.code == 1 and "--enable-expert-parallel keeps experts whole" in sliced.stdout
     ep = as_json(
         "fit", "Qwen3-235B-A22B-FP8", "--gpu", "H100", "--gpus", "8", "--kv-cache-dtype", "fp8",
         "--enable-expert-parallel",
@@ -200,7 +196,7 @@ def test_sglang_starts_with_a_pool_shorter_than_the_context_and_says_so() -> Non
         "--dtype",
         "fp8",
     )
-    assert r.returncode == 1
+    assert r.code == 1
     assert "SGLang starts, but" in r.stdout and "requests are capped at" in r.stdout
 
 

@@ -1,6 +1,8 @@
 """Failing surroundings: a full disk, a read-only or missing folder, a closed pipe, a closed stdout or
-stderr, a machine whose nvidia-smi lies. Real processes with real file descriptors: the exit code is
-still the verdict (0 fits, 1 does not fit), or 2 with one line naming the path, never 1 or 3 by accident.
+stderr, a machine whose nvidia-smi lies. The exit code is still the verdict (0 fits, 1 does not fit),
+or 2 with one line naming the path, never 1 or 3 by accident. Cases about the process's own file
+descriptors (standard output on a full disk, closed, a pipe closed early, its encoding) run a real
+process; output files and nvidia-smi run in this process (tests.helpers.run_in_process).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 
 from gpusize.sources.catalog import find_model
 from tests.conftest import ROOT
+from tests.helpers import CLI_ENV, CliResult, run_in_process
 
 ENV = {
     **os.environ,
@@ -43,12 +46,18 @@ def gpusize(
     )
 
 
+def in_process(*args: str, env: dict[str, str] | None = None) -> CliResult:
+    """The command in this process, under ENV's NO_COLOR and COLUMNS (plus `env`)."""
+    return run_in_process(*args, env={**CLI_ENV, **(env or {})}, cwd=ROOT)
+
+
 def _quote(word: str) -> str:
     return "'" + word.replace("'", "'\\''") + "'"
 
 
-def assert_one_line(r: subprocess.CompletedProcess[str], *fragments: str) -> None:
-    assert r.returncode == 2, (r.returncode, r.stderr)
+def assert_one_line(r: subprocess.CompletedProcess[str] | CliResult, *fragments: str) -> None:
+    code = r.code if isinstance(r, CliResult) else r.returncode
+    assert code == 2, (code, r.stderr)
     assert r.stderr.startswith("gpusize: error: ") and r.stderr.count("\n") == 1, r.stderr
     assert "Traceback" not in r.stderr
     for fragment in fragments:
@@ -83,7 +92,7 @@ def test_unwritable_outputs_exit_2_naming_the_path(
     # have replaced the device itself; through a link only the link could be lost.
     (tmp_path / "full").symlink_to("/dev/full")
     where = target.replace("{tmp}", str(tmp_path))
-    r = gpusize(*[a.replace("{target}", where) for a in args])
+    r = in_process(*[a.replace("{target}", where) for a in args])
     assert_one_line(r, fragment.replace("{tmp}", str(tmp_path)))
     assert [p.name for p in tmp_path.iterdir()] == ["full"]  # no half-written file, no temp file
     assert (tmp_path / "full").is_symlink() and Path("/dev/full").is_char_device()
@@ -95,7 +104,7 @@ def test_read_only_folder_exits_2(tmp_path: Path) -> None:
     folder.mkdir()
     folder.chmod(0o555)
     try:
-        assert_one_line(gpusize("quote", "Qwen3-8B", "-o", str(folder / "q.md")), "cannot write")
+        assert_one_line(in_process("quote", "Qwen3-8B", "-o", str(folder / "q.md")), "cannot write")
     finally:
         folder.chmod(0o755)
 
@@ -103,8 +112,8 @@ def test_read_only_folder_exits_2(tmp_path: Path) -> None:
 def test_output_file_is_replaced_atomically(tmp_path: Path) -> None:
     out = tmp_path / "quote.csv"
     out.write_text("old")
-    r = gpusize("quote", "Qwen3-8B", "--format", "csv", "-o", str(out))
-    assert r.returncode == 0 and out.read_text().startswith("GPU,")
+    r = in_process("quote", "Qwen3-8B", "--format", "csv", "-o", str(out))
+    assert r.code == 0 and out.read_text().startswith("GPU,")
     assert [p.name for p in tmp_path.iterdir()] == ["quote.csv"]
 
 
@@ -117,7 +126,7 @@ def test_two_outputs_naming_one_file_exit_2(tmp_path: Path, output: str, svg: st
     (tmp_path / "F").write_text("old")
     (tmp_path / "link").symlink_to(tmp_path / "F")
     (tmp_path / "sub").mkdir()
-    r = gpusize("quote", "Qwen3-8B", "-o", str(tmp_path / output), "--svg", str(tmp_path / svg))
+    r = in_process("quote", "Qwen3-8B", "-o", str(tmp_path / output), "--svg", str(tmp_path / svg))
     assert_one_line(r, str(tmp_path / output), "-o and --svg")
     assert r.stdout == ""
     assert (tmp_path / "F").read_text() == "old"
@@ -125,8 +134,8 @@ def test_two_outputs_naming_one_file_exit_2(tmp_path: Path, output: str, svg: st
 
 
 def test_two_outputs_may_share_a_character_device() -> None:
-    r = gpusize("quote", "Qwen3-8B", "-o", "/dev/null", "--svg", "/dev/null")
-    assert r.returncode == 0, r.stderr
+    r = in_process("quote", "Qwen3-8B", "-o", "/dev/null", "--svg", "/dev/null")
+    assert r.code == 0, r.stderr
 
 
 @pytest.mark.parametrize("option", ["-o", "--svg"])
@@ -141,7 +150,7 @@ def test_read_only_output_file_is_not_replaced(tmp_path: Path, option: str, via_
     if via_link:
         named = tmp_path / "link"
         named.symlink_to(out)
-    r = gpusize("quote", "Qwen3-8B", "--format", "csv", option, str(named))
+    r = in_process("quote", "Qwen3-8B", "--format", "csv", option, str(named))
     assert_one_line(r, str(named), "read-only")
     assert out.read_text() == "old" and (out.stat().st_mode & 0o777) == 0o444
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"quote.csv", named.name})
@@ -170,8 +179,8 @@ def _strings(data: object) -> list[str]:
 
 def test_lone_surrogate_never_reaches_the_json(tmp_path: Path) -> None:
     """json.dumps wrote "\\ud800", which strict parsers reject: every string must encode as UTF-8."""
-    r = gpusize("fit", str(_surrogate_config(tmp_path)), "--best-effort", "--json")
-    assert r.returncode in (0, 1), r.stderr
+    r = in_process("fit", str(_surrogate_config(tmp_path)), "--best-effort", "--json")
+    assert r.code in (0, 1), r.stderr
     strings = _strings(json.loads(r.stdout))
     for text in strings:
         text.encode("utf-8")  # raises on a lone surrogate
@@ -179,7 +188,8 @@ def test_lone_surrogate_never_reaches_the_json(tmp_path: Path) -> None:
 
 
 def test_lone_surrogate_is_shown_escaped_in_text(tmp_path: Path) -> None:
-    """The text answer failed to encode ('cannot write to standard output', exit 2)."""
+    """The text answer failed to encode ('cannot write to standard output', exit 2): a real process,
+    whose standard output encodes as UTF-8."""
     r = gpusize("fit", str(_surrogate_config(tmp_path)), "--best-effort")
     assert r.returncode in (0, 1), r.stderr
     assert "mystery\\udfff" in r.stdout
@@ -229,10 +239,7 @@ def test_closed_pipe_never_changes_the_verdict(args: list[str], code: int, json_
     if json_flag and "--format" in args:
         pytest.skip("--json is --format json: one format per run")
     r = gpusize(*args, *json_flag, shell_tail="| head -c1 >/dev/null; exit ${PIPESTATUS:-0}")
-    direct = subprocess.run(
-        [sys.executable, "-m", "gpusize", *args, *json_flag, "-q"], env=ENV, cwd=ROOT, timeout=60
-    )
-    assert direct.returncode == code
+    assert in_process(*args, *json_flag, "-q").code == code  # the answer, read where no pipe closes
     read, write = os.pipe()
     os.close(read)  # the reader has gone before the first byte: every write gets EPIPE
     try:
@@ -294,27 +301,27 @@ def _fake_smi(folder: Path, lines: str) -> dict[str, str]:
     script = folder / "nvidia-smi"
     script.write_text("#!/bin/sh\ncat <<'EOF'\n" + lines + "EOF\n")
     script.chmod(0o755)
-    return {**ENV, "PATH": f"{folder}{os.pathsep}{ENV['PATH']}"}
+    return {"PATH": f"{folder}{os.pathsep}{ENV['PATH']}"}
 
 
 def test_local_gpu_count_bounds_every_command(tmp_path: Path) -> None:
     env = _fake_smi(tmp_path, "NVIDIA GeForce RTX 4090, 24564, 23810\n")
-    r = gpusize("fit", "Qwen3-32B", "--gpu", "local", "--gpus", "8", env=env)
+    r = in_process("fit", "Qwen3-32B", "--gpu", "local", "--gpus", "8", env=env)
     assert_one_line(r, "this machine has 1")
-    r = gpusize("serve", "Qwen3-8B", "--gpu", "local", "--gpus", "8", "--users", "4", env=env)
+    r = in_process("serve", "Qwen3-8B", "--gpu", "local", "--gpus", "8", "--users", "4", env=env)
     assert_one_line(r, "this machine has 1")
-    served = gpusize("serve", "Qwen3-8B", "--gpu", "local", "--users", "4", "--json", env=env)
-    assert served.returncode in (0, 1), served.stderr
+    served = in_process("serve", "Qwen3-8B", "--gpu", "local", "--users", "4", "--json", env=env)
+    assert served.code in (0, 1), served.stderr
     data = json.loads(served.stdout)
     assert "tensor-parallel-size 8" not in served.stdout and "--tp 8" not in served.stdout
     assert all(o["num_gpus"] <= 1 for o in data.get("options", [])) if "options" in data else True
     for users in ([], ["--users", "64"]):
-        quote = gpusize("quote", "Qwen3-8B", "--gpu", "local", *users, "--json", env=env)
-        assert quote.returncode in (0, 1), quote.stderr
+        quote = in_process("quote", "Qwen3-8B", "--gpu", "local", *users, "--json", env=env)
+        assert quote.code in (0, 1), quote.stderr
         options = json.loads(quote.stdout)["options"]
         assert options and all(o["num_gpus"] <= 1 for o in options)
-    fit = gpusize("fit", "Qwen3-32B", "--gpu", "local", "--json", env=env)
-    assert fit.returncode == 1 and json.loads(fit.stdout)["fits"] is False
+    fit = in_process("fit", "Qwen3-32B", "--gpu", "local", "--json", env=env)
+    assert fit.code == 1 and json.loads(fit.stdout)["fits"] is False
 
 
 @pytest.mark.parametrize(
@@ -329,14 +336,14 @@ def test_local_gpu_count_bounds_every_command(tmp_path: Path) -> None:
     ],
 )
 def test_impossible_nvidia_smi_figures_exit_2(tmp_path: Path, line: str) -> None:
-    r = gpusize("fit", "Qwen3-8B", "--gpu", "local", env=_fake_smi(tmp_path, line + "\n"))
+    r = in_process("fit", "Qwen3-8B", "--gpu", "local", env=_fake_smi(tmp_path, line + "\n"))
     assert_one_line(r, "nvidia-smi")
 
 
 def test_nvidia_smi_gpu_name_with_escapes_is_shown_safely(tmp_path: Path) -> None:
     env = _fake_smi(tmp_path, "NVIDIA \x1b]0;pwned\x07\x1b[2JGPU, 81559, 80000\n")
-    r = gpusize("fit", "Qwen3-8B", "--gpu", "local", env=env)
-    assert r.returncode == 0, r.stderr
+    r = in_process("fit", "Qwen3-8B", "--gpu", "local", env=env)
+    assert r.code == 0, r.stderr
     assert "\x1b" not in r.stdout + r.stderr and "\x07" not in r.stdout + r.stderr
 
 

@@ -1,7 +1,8 @@
 """Paths and surroundings read exactly as given: a `~` that a shell would not expand stays a file name,
 a HF_HOME that is a file or a HF_ENDPOINT with a control character is one line and exit 2, and a
-quantization config that transformers refuses is refused. Real processes: the contract is the exit
-code, the files read and the environment.
+quantization config that transformers refuses is refused. The Hub's variables are read when
+huggingface_hub is imported, so those cases run a real process; the others run in this process
+(tests.helpers.run_in_process, HOME and the working folder set for the call).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 
 from gpusize.sources.catalog import find_model
 from tests.conftest import ROOT
+from tests.helpers import CliResult, run_in_process
 from tests.hub_server import safetensors_bytes
 
 
@@ -28,6 +30,17 @@ def gpusize(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedP
         cwd=cwd,
         timeout=60,
     )
+
+
+def in_process(*args: str, cwd: Path, home: Path | None = None) -> CliResult:
+    """The command in this process under base_env's own settings (the Hub's are not needed here)."""
+    env = {
+        "NO_COLOR": "1",
+        "COLUMNS": "120",
+        "GPUSIZE_CACHE_DIR": "",
+        **({"HOME": str(home)} if home else {}),
+    }
+    return run_in_process(*args, env=env, cwd=cwd)
 
 
 def base_env(tmp_path: Path) -> dict[str, str]:
@@ -43,8 +56,9 @@ def base_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def assert_one_line(r: subprocess.CompletedProcess[str], *fragments: str) -> None:
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+def assert_one_line(r: subprocess.CompletedProcess[str] | CliResult, *fragments: str) -> None:
+    code = r.code if isinstance(r, CliResult) else r.returncode
+    assert code == 2, (code, r.stdout, r.stderr)
     assert r.stdout == ""
     assert r.stderr.startswith("gpusize: error: ") and r.stderr.count("\n") == 1, r.stderr
     for fragment in fragments:
@@ -68,9 +82,9 @@ LLAMA = find_model("Llama-3.1-8B").config
 def test_tilde_after_dot_slash_is_not_the_home_folder(tmp_path: Path, word: str) -> None:
     home, cwd = write_config(tmp_path / "home", QWEN), tmp_path / "cwd"
     cwd.mkdir()
-    env = {**base_env(tmp_path), "HOME": str(home)}
     assert_one_line(
-        gpusize("fit", word, "--gpu", "H100", "--json", cwd=cwd, env=env), f"{word}: no such file or folder"
+        in_process("fit", word, "--gpu", "H100", "--json", cwd=cwd, home=home),
+        f"{word}: no such file or folder",
     )
 
 
@@ -78,18 +92,16 @@ def test_tilde_after_dot_slash_is_not_the_home_folder(tmp_path: Path, word: str)
 def test_tilde_after_dot_slash_reads_that_folder(tmp_path: Path, word: str) -> None:
     home, cwd = write_config(tmp_path / "home", QWEN), tmp_path / "cwd"
     write_config(cwd / word.removeprefix("./"), LLAMA)
-    env = {**base_env(tmp_path), "HOME": str(home)}
-    r = gpusize("fit", word, "--gpu", "H100", "--json", cwd=cwd, env=env)
-    assert r.returncode == 0, r.stderr
+    r = in_process("fit", word, "--gpu", "H100", "--json", cwd=cwd, home=home)
+    assert r.code == 0, r.stderr
     assert json.loads(r.stdout)["model"]["num_hidden_layers"] == LLAMA["num_hidden_layers"]
 
 
 def test_leading_tilde_is_still_the_home_folder(tmp_path: Path) -> None:
     home, cwd = write_config(tmp_path / "home", QWEN), tmp_path / "cwd"
     cwd.mkdir()
-    env = {**base_env(tmp_path), "HOME": str(home)}
-    r = gpusize("fit", "~", "--gpu", "H100", "--json", cwd=cwd, env=env)
-    assert r.returncode == 0, r.stderr
+    r = in_process("fit", "~", "--gpu", "H100", "--json", cwd=cwd, home=home)
+    assert r.code == 0, r.stderr
     assert json.loads(r.stdout)["model"]["num_hidden_layers"] == QWEN["num_hidden_layers"]
 
 
@@ -101,7 +113,7 @@ def test_bitsandbytes_with_both_4bit_and_8bit_is_refused(tmp_path: Path) -> None
     # used at the same time"; sizing it as either would be a guess
     quant = {"quant_method": "bitsandbytes", "load_in_4bit": True, "load_in_8bit": True}
     folder = write_config(tmp_path / "model", {**LLAMA, "quantization_config": quant})
-    r = gpusize("fit", str(folder), "--gpu", "H100", cwd=tmp_path, env=base_env(tmp_path))
+    r = in_process("fit", str(folder), "--gpu", "H100", cwd=tmp_path)
     assert_one_line(r, "config.json", "'load_in_4bit' and 'load_in_8bit' are both true")
 
 
@@ -143,10 +155,10 @@ def test_tensor_in_two_shards_is_counted_once_or_refused(tmp_path: Path) -> None
     for shard, own in zip(shards, ("a", "b"), strict=True):
         (folder / shard).write_bytes(safetensors_bytes({"embed": ("BF16", [1000, 64]), own: ("BF16", [8])}))
     args = ("fit", str(folder), "--gpu", "H100", "--json")
-    r = gpusize(*args, cwd=tmp_path, env=base_env(tmp_path))
+    r = in_process(*args, cwd=tmp_path)
     assert_one_line(r, "tensor 'embed' is declared by both", *shards, "no index says which one")
     index = {"weight_map": {"embed": shards[1], "a": shards[0], "b": shards[1]}}
     (folder / "model.safetensors.index.json").write_text(json.dumps(index))
-    r = gpusize(*args, cwd=tmp_path, env=base_env(tmp_path))
-    assert r.returncode == 0, r.stderr
+    r = in_process(*args, cwd=tmp_path)
+    assert r.code == 0, r.stderr
     assert json.loads(r.stdout)["model"]["checkpoint_bytes"] == 2 * (64_000 + 16)

@@ -2,34 +2,29 @@
 llama.cpp gets a command only for a GGUF file; `--quantization bitsandbytes` gets the flags that
 quantize while loading; a local model is named as the user typed it, always as the folder; the
 llama.cpp command states the flash attention it was sized with, and an impossible combination is
-refused (exit 2, one line)."""
+refused (exit 2, one line). The commands run in this process (tests.helpers.run_in_process)."""
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REFERENCE
 from tests.gguf_files import llama31_8b_q4_k_m
+from tests.helpers import CliResult, run_in_process
 
-ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
 
-
-def _gpusize(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpusize", *args], capture_output=True, text=True, env=ENV, cwd=cwd, timeout=60
-    )
+def _gpusize(*args: str, cwd: Path | None = None) -> CliResult:
+    """The command in this process, run from `cwd` (a relative model path is read from there)."""
+    return run_in_process(*args, env={"NO_COLOR": "1", "COLUMNS": "200"}, cwd=cwd)
 
 
 def _launch(*args: str, cwd: Path | None = None) -> dict[str, dict[str, str | None]]:
     out = _gpusize("serve", *args, "--json", cwd=cwd)
-    assert out.returncode == 0, out.stderr
+    assert out.code == 0, out.stderr
     launch: dict[str, dict[str, str | None]] = json.loads(out.stdout)["launch"]
     return launch
 
@@ -48,7 +43,7 @@ def test_llamacpp_prints_no_command_for_a_hub_safetensors_model() -> None:
     assert entry["command"] is None
     assert "GGUF" in str(entry["note"]) and "convert_hf_to_gguf.py" in str(entry["note"])
     text = _gpusize("serve", *args)
-    assert text.returncode == 0 and "llama-server -m" not in text.stdout
+    assert text.code == 0 and "llama-server -m" not in text.stdout
 
 
 def test_llamacpp_prints_no_command_for_a_local_safetensors_folder(tmp_path: Path) -> None:
@@ -114,6 +109,6 @@ def test_quantized_v_cache_without_flash_attention_is_refused(tmp_path: Path, co
     out = _gpusize(
         command, "q.gguf", *extra, "--gpu", "H100", "--kv-dtype", "fp8", "--no-flash-attn", cwd=tmp_path
     )
-    assert out.returncode == 2
+    assert out.code == 2
     assert out.stdout == ""
     assert out.stderr.count("\n") == 1 and "flash attention" in out.stderr

@@ -3,21 +3,21 @@
 Each hostile model path is a real folder holding a config.json; `serve` prints its launch commands;
 every command is run by bash with `vllm`, `python` and `llama-server` stubbed by scripts that record
 their argv. The test proves that no other command ran (no PWNED file) and that the engine received
-the path as one argument, unchanged.
+the path as one argument, unchanged. `serve` runs in this process (tests.helpers.run_in_process);
+bash runs the printed commands.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REFERENCE
+from tests.helpers import run_in_process
 
 HOSTILE = [
     "m;touch PWNED;#",
@@ -39,10 +39,8 @@ printf '\\001' >> "$ARGV_LOG"
 
 def _serve_json(model: str, engine: str, env: dict[str, str]) -> dict[str, object]:
     args = ["serve", model, "--users", "4", "--gpu", "H100", "--gpus", "2", "--engine", engine, "--json"]
-    out = subprocess.run(
-        [sys.executable, "-m", "gpusize", *args], capture_output=True, text=True, env=env, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
+    out = run_in_process(*args, env=env)
+    assert out.code == 0, out.stderr
     data: dict[str, object] = json.loads(out.stdout)
     return data
 
@@ -63,7 +61,7 @@ def test_printed_commands_run_only_the_engine(tmp_path: Path, name: str, engine:
     work = tmp_path / "cwd"
     work.mkdir()
     log = tmp_path / "argv.log"
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+    env = {"NO_COLOR": "1", "COLUMNS": "200"}
     data = _serve_json(str(folder), engine, env)
     launch = data["launch"]
     assert isinstance(launch, dict) and engine in launch
@@ -97,7 +95,7 @@ def test_hub_id_from_a_user_models_file_is_inert(tmp_path: Path, hf_id: str) -> 
     stub.chmod(0o755)
     work, log = tmp_path / "cwd", tmp_path / "argv.log"
     work.mkdir()
-    env = {**os.environ, "NO_COLOR": "1", "GPUSIZE_MODELS": str(models)}
+    env = {"NO_COLOR": "1", "GPUSIZE_MODELS": str(models)}
     command = _serve_json("Evil-8B", "vllm", env)["launch"]["vllm"]["command"]  # type: ignore[index]
     bash = shutil.which("bash")
     assert bash is not None and isinstance(command, str)

@@ -1,27 +1,24 @@
-"""`--gpu local` (fake nvidia-smi on PATH, no NVML) and the reverse query `which`."""
+"""`--gpu local` (fake nvidia-smi on PATH, no NVML) and the reverse query `which`, in this process
+(tests.helpers.run_in_process sets PATH for the call: the PATH nvidia-smi is looked up on)."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from gpusize.sources import local_gpu
+from tests.helpers import CliResult, run_in_process
 
 SMI = """NVIDIA GeForce RTX 4090, 24564, 23810
 NVIDIA GeForce RTX 4090, 24564, 23900
 """
 
 
-def run(*args: str, path: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1", "PATH": path}
-    return subprocess.run(
-        [sys.executable, "-m", "gpusize", *args], capture_output=True, text=True, env=env, timeout=60
-    )
+def run(*args: str, path: str | None = None) -> CliResult:
+    return run_in_process(*args, env={"NO_COLOR": "1", **({"PATH": path} if path else {})})
 
 
 @pytest.fixture
@@ -44,20 +41,20 @@ def test_parse_nvidia_smi_reads_every_gpu() -> None:
 
 def test_fit_on_local_gpus(fake_smi: str) -> None:
     r = run("fit", "Qwen3-14B", "--gpu", "local", "--json", path=fake_smi)
-    assert r.returncode == 0, r.stderr
+    assert r.code == 0, r.stderr
     assert json.loads(r.stdout)["plan"]["num_gpus"] == 2  # never more than the machine has
 
 
 def test_no_gpu_exits_2(tmp_path: Path) -> None:
     r = run("fit", "Qwen3-8B", "--gpu", "local", path=str(tmp_path))  # no nvidia-smi, no NVML
-    assert r.returncode == 2 and "no NVIDIA GPU found" in r.stderr and r.stdout == ""
+    assert r.code == 2 and "no NVIDIA GPU found" in r.stderr and r.stdout == ""
 
 
 def test_which_lists_fitting_models_fastest_first_with_sort_speed(fake_smi: str) -> None:
     r = run(
         "which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k", "--sort", "speed", "--json", path=fake_smi
     )
-    assert r.returncode == 0
+    assert r.code == 0
     models = [m for m in json.loads(r.stdout)["models"] if m["fits"]]
     assert models
     speeds = [m["tokens_per_s"] for m in models]
@@ -67,42 +64,20 @@ def test_which_lists_fitting_models_fastest_first_with_sort_speed(fake_smi: str)
 
 
 def test_context_beyond_model_maximum_is_refused() -> None:
-    r = subprocess.run(
-        [sys.executable, "-m", "gpusize", "fit", "Qwen3-32B", "--ctx", "128k", "--gpu", "H200", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    r = run_in_process("fit", "Qwen3-32B", "--ctx", "128k", "--gpu", "H200", "--json")
     # vLLM refuses to start (exit 2) with its own message and the override it names.
-    assert r.returncode == 2 and r.stdout == ""
+    assert r.code == 2 and r.stdout == ""
     assert "max_model_len (131072) is greater than the derived max_model_len" in r.stderr
     assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in r.stderr and "--rope-scaling" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 
 
 def test_rope_scaling_lifts_the_maximum_and_travels_in_the_launch_command() -> None:
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gpusize",
-            "serve",
-            "Qwen3-32B",
-            "--max-model-len",
-            "128k",
-            "--gpu",
-            "H200",
-            "--rope-scaling",
-            "yarn:4:32768",
-            "--users",
-            "4",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert r.returncode in (0, 1), r.stderr
+    r = run_in_process(
+        "serve", "Qwen3-32B", "--max-model-len", "128k", "--gpu", "H200", "--rope-scaling", "yarn:4:32768",
+        "--users", "4", "--json",
+    )  # fmt: skip
+    assert r.code in (0, 1), r.stderr
     plan = json.loads(r.stdout)
     command = plan["launch"]["vllm"]["command"]
     assert "--max-model-len 131072" in command

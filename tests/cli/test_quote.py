@@ -1,34 +1,30 @@
-"""Quotes: ranked options, consistent numbers across fit / serve / quote, exports, headless render."""
+"""Quotes: ranked options, consistent numbers across fit / serve / quote, exports, headless render.
+The commands run in this process (tests.helpers.run_in_process)."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REFERENCE
+from tests.helpers import CliResult, run_in_process
 
-ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "160"}
 
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpusize", *args], capture_output=True, text=True, env=ENV, timeout=120
-    )
+def run(*args: str) -> CliResult:
+    return run_in_process(*args, env={"NO_COLOR": "1", "COLUMNS": "160"})
 
 
 @pytest.fixture(scope="module")
 def quote() -> dict:  # type: ignore[type-arg]
     r = run("quote", "Llama-3.3-70B", "--ctx", "32k", "--format", "json")
-    assert r.returncode == 0, r.stderr
+    assert r.code == 0, r.stderr
     data: dict = json.loads(r.stdout)  # type: ignore[type-arg]
     return data
 
@@ -97,7 +93,7 @@ def test_markdown_and_csv_parse() -> None:
 def test_html_is_self_contained(tmp_path: Path) -> None:
     out = tmp_path / "quote.html"
     r = run("quote", "Llama-3.3-70B", "--ctx", "32k", "--users", "8", "--format", "html", "-o", str(out))
-    assert r.returncode == 0 and r.stdout == ""
+    assert r.code == 0 and r.stdout == ""
     page = out.read_text()
     assert page.startswith("<!doctype html>") and "<svg" in page
     assert not re.search(r"(src|href)=['\"]?https?:", page)  # no network needed to open it
@@ -111,7 +107,7 @@ def test_html_renders_in_headless_chromium(tmp_path: Path) -> None:
     from PIL import Image
 
     page, shot = tmp_path / "quote.html", tmp_path / "shot.png"
-    assert run("quote", "Llama-3.3-70B", "--ctx", "32k", "--format", "html", "-o", str(page)).returncode == 0
+    assert run("quote", "Llama-3.3-70B", "--ctx", "32k", "--format", "html", "-o", str(page)).code == 0
     assert CHROMIUM is not None
     subprocess.run(
         [
@@ -142,7 +138,7 @@ def test_html_renders_in_headless_chromium(tmp_path: Path) -> None:
 def test_svg_export_and_quiet(tmp_path: Path) -> None:
     svg = tmp_path / "quote.svg"
     r = run("quote", "Qwen3-8B", "--gpu", "L4", "--svg", str(svg), "--quiet")
-    assert r.returncode == 0 and r.stdout == "" and svg.read_text().lstrip().startswith("<svg")
+    assert r.code == 0 and r.stdout == "" and svg.read_text().lstrip().startswith("<svg")
 
 
 def test_curve_command() -> None:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
 from gpusize.core.releases import SGLANG, VLLM
 from tests.conftest import ROOT
+from tests.helpers import cli
 
 README = ROOT / "README.md"
 
@@ -19,16 +17,9 @@ def test_readme_example_output_is_current() -> None:
     blocks = re.findall(r"```console\n\$ NO_COLOR=1 COLUMNS=100 gpusize (.+?)\n(.*?)\n```", text, re.S)
     assert blocks, "README example block missing"
     assert len(blocks) == text.count("```console")
-    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100"}
     for command, expected in blocks:
-        out = subprocess.run(
-            [sys.executable, "-m", "gpusize", *command.split()],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-        )
-        assert out.returncode == 0
+        out = cli(*command.split(), env={"COLUMNS": "100"})  # in this process: the same text
+        assert out.code == 0
         assert out.stdout.rstrip("\n") == expected
 
 

@@ -1,34 +1,26 @@
-"""`gpusize train` on the command line: exit codes, JSON values, human output, usage errors."""
+"""`gpusize train` on the command line: exit codes, JSON values, human output, usage errors. In this
+process (tests.helpers.cli)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 
+from tests.helpers import CliResult, cli
+
 GIB = 1 << 30
-ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "120"}
 
 
 class Result:
-    def __init__(self, proc: subprocess.CompletedProcess[str]) -> None:
-        self.exit_code, self.stdout, self.output = proc.returncode, proc.stdout, proc.stdout + proc.stderr
+    def __init__(self, proc: CliResult) -> None:
+        self.exit_code, self.stdout, self.output = proc.code, proc.stdout, proc.stdout + proc.stderr
         self.stderr = proc.stderr
 
 
 def invoke(*args: str) -> Any:
-    proc = subprocess.run(
-        [sys.executable, "-m", "gpusize", "train", *args],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=120,
-    )
-    return Result(proc)
+    return Result(cli("train", *args))
 
 
 def test_cli_json_values() -> None:

@@ -1,22 +1,19 @@
 """One vocabulary for every command: --json, --format, --quiet/-q and --help with an example; the same
 JSON key for the same quantity; canonical names; the version and the assumptions in every object; the
-exit status as README's table says."""
+exit status as README's table says. The commands run in this process (tests.helpers.run_in_process,
+the Hub offline)."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpusize.cli import COMMANDS
-
-ENV = {**os.environ, "NO_COLOR": "1", "COLUMNS": "100", "HF_HUB_OFFLINE": "1", "HF_HOME": tempfile.mkdtemp()}
+from tests.helpers import CliResult, offline_hub, run_in_process
 
 #: A small, quick call of every command.
 CALLS: dict[str, list[str]] = {
@@ -31,10 +28,13 @@ CALLS: dict[str, list[str]] = {
 }
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpusize", *args], capture_output=True, text=True, env=ENV, timeout=120
-    )
+def run(*args: str) -> CliResult:
+    return run_in_process(*args, env={"NO_COLOR": "1", "COLUMNS": "100"})
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    offline_hub(monkeypatch, tmp_path / "hf")
 
 
 def test_every_command_is_called_here() -> None:
@@ -49,7 +49,7 @@ def test_json_format_json_and_quiet_on_every_command(command: str) -> None:
         run(*CALLS[command], "--quiet"),
         run(*CALLS[command], "-q"),
     )
-    assert as_json.returncode == as_format.returncode == quiet.returncode == short.returncode == 0
+    assert as_json.code == as_format.code == quiet.code == short.code == 0
     assert json.loads(as_json.stdout) == json.loads(as_format.stdout)
     assert quiet.stdout == short.stdout == ""
     data = json.loads(as_json.stdout)
@@ -59,7 +59,7 @@ def test_json_format_json_and_quiet_on_every_command(command: str) -> None:
 @pytest.mark.parametrize("command", sorted(CALLS))
 def test_help_is_a_usage_line_and_an_example(command: str) -> None:
     out = run(command, "--help")
-    assert out.returncode == 0
+    assert out.code == 0
     assert "Example: gpusize " + command in " ".join(out.stdout.split())
     assert "--json" in out.stdout and "--format" in out.stdout and "-q, --quiet" in out.stdout
 
@@ -74,15 +74,15 @@ def test_model_argument_says_what_it_accepts() -> None:
 @pytest.mark.parametrize("command", ["serve", "which", "quote"])
 def test_markdown_and_csv_where_there_is_a_table_to_share(command: str) -> None:
     markdown, csv = run(*CALLS[command], "--format", "markdown"), run(*CALLS[command], "--format", "csv")
-    assert markdown.returncode == csv.returncode == 0
+    assert markdown.code == csv.code == 0
     assert markdown.stdout.startswith("## ") and "| fits |" in markdown.stdout
     assert ",fits," in csv.stdout.splitlines()[0]
 
 
 def test_one_format_at_a_time() -> None:
     both = run(*CALLS["fit"], "--json", "--format", "table")
-    assert both.returncode == 2 and "give one" in both.stderr
-    assert run(*CALLS["fit"], "--format", "html").returncode == 2
+    assert both.code == 2 and "give one" in both.stderr
+    assert run(*CALLS["fit"], "--format", "html").code == 2
 
 
 def _keys(value: Any) -> set[str]:
@@ -125,7 +125,7 @@ def test_names_are_canonical() -> None:
     ],
 )
 def test_exit_status_is_the_answer(args: list[str], code: int) -> None:
-    assert run(*args, "-q").returncode == code
+    assert run(*args, "-q").code == code
 
 
 def test_serve_says_whether_it_serves_the_load() -> None:
