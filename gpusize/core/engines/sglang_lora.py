@@ -43,7 +43,12 @@ DEFAULT_MAX_LORAS_PER_BATCH = 8
 ASSUMED_RANK = 16
 #: --enable-lora, and LoRA without --lora-paths, from this release (sgl-project/sglang#7412 of June
 #: 2025 still started LoRA only from lora_paths; 0.4.10 is the first release taken to have the flag).
-ENABLE_FLAG_SINCE = parse_version("0.4.10")
+ENABLE_FLAG_SINCE = "0.4.10"
+
+
+def _before(work: Workload, release: str) -> bool:
+    since = parse_version(release)
+    return since is not None and work.release.version < since
 
 
 def adapter_count(work: Workload) -> int:
@@ -71,14 +76,16 @@ def sglang_lora_slot_bytes(spec: ModelSpec, tp: int, slots: int, rank: int, elem
 
 def _on(work: Workload) -> bool:
     e = work.engine
-    if e.enable_lora and not e.lora_paths and work.release.version < ENABLE_FLAG_SINCE:
+    if e.enable_lora and not e.lora_paths and _before(work, ENABLE_FLAG_SINCE):
         raise InputError(
             f"SGLang {work.release.version} has no --enable-lora: name the adapters with --lora-paths"
         )
     on = e.enable_lora or adapter_count(work) > 0
     if not on and (e.max_loras_per_batch or e.max_lora_rank):
         flag = "--max-loras-per-batch" if e.max_loras_per_batch else "--max-lora-rank"
-        raise InputError(f"{flag} takes effect only with --lora-paths or --enable-lora: add one, or remove it")
+        raise InputError(
+            f"{flag} takes effect only with --lora-paths or --enable-lora: add one, or remove it"
+        )
     return on
 
 

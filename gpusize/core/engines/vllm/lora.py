@@ -76,10 +76,20 @@ def _settings(work: Workload) -> tuple[int, int]:
     e = work.engine
     loras, rank = e.max_loras or DEFAULT_MAX_LORAS, e.max_lora_rank or DEFAULT_MAX_LORA_RANK
     if not e.enable_lora:
-        given = [f for f, v in (("--max-loras", e.max_loras), ("--max-lora-rank", e.max_lora_rank),
-                                ("--max-cpu-loras", e.max_cpu_loras), ("--lora-dtype", e.lora_dtype)) if v]
+        given = [
+            f
+            for f, v in (
+                ("--max-loras", e.max_loras),
+                ("--max-lora-rank", e.max_lora_rank),
+                ("--max-cpu-loras", e.max_cpu_loras),
+                ("--lora-dtype", e.lora_dtype),
+            )
+            if v
+        ]
         if given:
-            raise InputError(f"{given[0]} takes effect only with --enable-lora: add --enable-lora, or remove it")
+            raise InputError(
+                f"{given[0]} takes effect only with --enable-lora: add --enable-lora, or remove it"
+            )
     if rank not in LORA_RANKS:
         raise InputError(f"invalid --max-lora-rank {rank}: vLLM accepts {', '.join(map(str, LORA_RANKS))}")
     if e.max_cpu_loras is not None and e.max_cpu_loras < loras:
@@ -121,7 +131,9 @@ def lora_slots(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Reserv
     )
     if not complete:
         how += "; layers other than attention + dense MLP (experts, MLA, linear attention) not counted"
-    return Reserve("lora_slots", lora_slot_bytes(spec, tp, loras, rank, DTYPE_BYTES[dtype]), how, not complete)
+    return Reserve(
+        "lora_slots", lora_slot_bytes(spec, tp, loras, rank, DTYPE_BYTES[dtype]), how, not complete
+    )
 
 
 def lora_buffers(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Reserve | None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour, utilization
+from gpusize.core.engines.vllm.lora import lora_host_bytes
 from gpusize.core.engines.vllm.overhead import (
     CUDA_GRAPH_POOL,
     activation_bytes,
     cuda_graph_estimate_bytes,
     non_torch_bytes,
 )
-from gpusize.core.engines.vllm.lora import lora_host_bytes
 from gpusize.core.engines.vllm.reserves import RESERVES
 from gpusize.core.engines.vllm.scheduler import SchedulerLimits, scheduler_limits
 from gpusize.core.gpu import GpuSpec
