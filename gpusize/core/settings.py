@@ -358,6 +358,8 @@ def settings_from(values: Mapping[str, Any], default_engine: EngineName = "vllm"
 def _checked(value: Any, s: Setting) -> Any:
     if isinstance(value, bool):
         return value
+    if s.many:
+        return _words(str(value), s)
     if s.choices:
         key = str(value).strip().lower()
         if key not in s.choices:
@@ -371,6 +373,20 @@ def _checked(value: Any, s: Setting) -> Any:
             bracket = "(" if s.low_open else "["
             raise InputError(f"invalid {s.flag} {value}: must be in {bracket}{s.low:g}, {s.high:g}]")
     return value
+
+
+def _words(value: str, s: Setting) -> str:
+    """A `many` value: printable words, none read as an option; InputError names the flag."""
+    words = value.split()
+    if not words:
+        raise InputError(f"invalid {s.flag}: give at least one value")
+    for word in words:
+        if word.startswith("-") or not word.isprintable():
+            raise InputError(
+                f"invalid {s.flag} value {ascii(word)[:60]}: each adapter is a printable NAME=PATH or "
+                "PATH, not an option"
+            )
+    return " ".join(words)
 
 
 def _count(value: int, s: Setting) -> int:

@@ -251,3 +251,13 @@ def test_cli_bad_lora_input_is_one_line_exit_2() -> None:
     r = run_in_process("fit", "Qwen3-8B", "--gpu", "H100", "--max-loras", "4")
     assert r.code == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1
     assert "--enable-lora" in r.stderr
+
+
+@pytest.mark.parametrize("value", ["a=/x --tp-size", "a=/x\x1b[31m", "   "])
+def test_cli_lora_paths_are_printable_words_none_an_option(value: str) -> None:
+    """An adapter word that starts with "-" would become an option of the printed launch command."""
+    r = run_in_process(
+        "serve", "Qwen3-8B", "--gpu", "H100", "--users", "4", "--engine", "sglang", "--lora-paths", value
+    )
+    assert r.code == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1
+    assert "--lora-paths" in r.stderr and "\x1b" not in r.stderr
