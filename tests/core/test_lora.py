@@ -261,3 +261,12 @@ def test_cli_lora_paths_are_printable_words_none_an_option(value: str) -> None:
     )
     assert r.code == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1
     assert "--lora-paths" in r.stderr and "\x1b" not in r.stderr
+
+
+def test_vllm_note_names_the_cpu_cache_and_the_graphs() -> None:
+    from gpusize.core.engines.vllm import model_notes
+
+    spec = catalog_spec("Llama-3.1-8B")
+    notes = model_notes(spec, workload(spec, 8192, enable_lora=True, max_loras=2, max_cpu_loras=8))
+    assert any("up to 8 adapter(s) in pinned CPU memory" in n and "CUDA graphs" in n for n in notes)
+    assert not any("--enable-lora" in n for n in model_notes(spec, workload(spec, 8192)))

@@ -42,6 +42,7 @@ __all__ = [
     "lora_buffers",
     "lora_dtype",
     "lora_host_bytes",
+    "lora_note",
     "lora_slot_bytes",
     "lora_slots",
 ]
@@ -158,3 +159,15 @@ def lora_host_bytes(spec: ModelSpec, tp: int, work: Workload) -> int:
     loras, rank = _settings(work)
     cached = work.engine.max_cpu_loras or loras
     return tp * lora_slot_bytes(spec, 1, cached, rank, DTYPE_BYTES[lora_dtype(spec, work)])
+
+
+def lora_note(work: Workload) -> str | None:
+    """What --enable-lora holds outside the GPU budget, for the answer's notes; None without it."""
+    if not work.engine.enable_lora:
+        return None
+    cached = work.engine.max_cpu_loras or work.engine.max_loras or DEFAULT_MAX_LORAS
+    return (
+        f"--enable-lora: each worker keeps up to {cached} adapter(s) in pinned CPU memory (--max-cpu-loras; "
+        "host_bytes counts them whole at --max-lora-rank, an upper bound); CUDA graphs are captured per "
+        "LoRA count in the same graph pool, which gpusize does not enlarge"
+    )
