@@ -19,6 +19,7 @@ import pytest
 
 from gpusize.core.engines import engine
 from gpusize.core.engines.sglang_lora import sglang_lora_host_bytes, sglang_lora_slot_bytes, sglang_lora_slots
+from gpusize.core.engines.vllm import model_notes
 from gpusize.core.engines.vllm.lora import lora_buffers, lora_host_bytes, lora_slot_bytes, lora_slots
 from gpusize.core.lora import lora_modules
 from gpusize.core.settings import launch_flag
@@ -264,8 +265,6 @@ def test_cli_lora_paths_are_printable_words_none_an_option(value: str) -> None:
 
 
 def test_vllm_note_names_the_cpu_cache_and_the_graphs() -> None:
-    from gpusize.core.engines.vllm import model_notes
-
     spec = catalog_spec("Llama-3.1-8B")
     notes = model_notes(spec, workload(spec, 8192, enable_lora=True, max_loras=2, max_cpu_loras=8))
     assert any("up to 8 adapter(s) in pinned CPU memory" in n and "CUDA graphs" in n for n in notes)
