@@ -6,7 +6,8 @@ tensor parallelism is each engine's (core/engines/vllm/lora.py, core/engines/sgl
 The modules are the four every engine wraps in a Llama-style layer: qkv_proj (column-parallel,
 slices q, k, v), o_proj (row-parallel), gate_up_proj (column-parallel, slices gate, up; up_proj alone
 for an ungated MLP) and down_proj (row-parallel). Layers whose mixer or feed-forward is something else
-(routed experts, MLA, linear attention, Mamba) are not counted, and the answer says so (`complete`).
+(MLA, linear attention, Mamba) are not counted, and the answer says so (`complete`); a MoE layer's
+shared expert is an MLP here, its routed experts are the engine's to count (`moe_layers`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from gpusize.core.spec import LayerSpec, ModelSpec
 
-__all__ = ["LoraModule", "lora_modules"]
+__all__ = ["LoraModule", "lora_modules", "moe_layers"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,8 @@ class LoraModule:
 
 
 def lora_modules(spec: ModelSpec) -> tuple[tuple[LoraModule, ...], bool]:
-    """(every wrapped module of every layer, True when each layer's mixer and MLP are covered)."""
+    """(every wrapped module of every layer, True when each layer's mixer and dense MLP or shared
+    expert are covered; routed experts are left to the engine)."""
     out: list[LoraModule] = []
     complete = spec.mla is None and not spec.attention_output_gate
     for layer in spec.layers:
@@ -42,10 +44,17 @@ def lora_modules(spec: ModelSpec) -> tuple[tuple[LoraModule, ...], bool]:
         elif layer.mixer != "none":
             complete = False
         if layer.ffn == "dense":
-            out += _mlp(spec, layer)
+            out += _mlp(spec, layer.intermediate_size or spec.intermediate_size)
+        elif layer.ffn == "moe" and spec.moe is not None:
+            out += _mlp(spec, spec.moe.shared_intermediate_size)  # routed experts: `moe_layers`
         elif layer.ffn != "none":
             complete = False
     return tuple(out), complete
+
+
+def moe_layers(spec: ModelSpec) -> int:
+    """Layers whose feed-forward is routed experts."""
+    return sum(1 for layer in spec.layers if layer.ffn == "moe") if spec.moe else 0
 
 
 def _attention(spec: ModelSpec, layer: LayerSpec) -> list[LoraModule]:
@@ -58,8 +67,8 @@ def _attention(spec: ModelSpec, layer: LayerSpec) -> list[LoraModule]:
     ]
 
 
-def _mlp(spec: ModelSpec, layer: LayerSpec) -> list[LoraModule]:
-    width = layer.intermediate_size or spec.intermediate_size
+def _mlp(spec: ModelSpec, width: int) -> list[LoraModule]:
+    """A dense MLP (or a MoE layer's shared expert) of `width`; nothing for width 0."""
     if not width:
         return []
     up = (width, width) if spec.gated_mlp else (width,)

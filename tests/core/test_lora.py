@@ -192,10 +192,36 @@ def test_sglang_refuses_lora_settings_without_adapters_and_enable_lora_before_0_
     assert sglang_lora_slots(spec, H100, 1, workload(spec, 8192, engine_name="sglang")) is None
 
 
-def test_moe_experts_are_not_counted_and_the_answer_says_so() -> None:
+def _qwen3_30b_experts(tp: int, ep: bool) -> int:
+    """Qwen3-30B-A3B: 48 MoE layers of 128 experts, hidden 2048, expert intermediate 768."""
+    experts, width = (128 // tp, 768) if ep else (128, 768 // tp)
+    per_expert = 2 * (RANK * 2048 + width * RANK) + RANK * width + 2048 * RANK
+    return 48 * experts * per_expert
+
+
+@pytest.mark.parametrize("tp, ep", [(1, False), (2, False), (2, True)])
+def test_vllm_routed_experts_from_0_11_1(tp: int, ep: bool) -> None:
     spec = catalog_spec("Qwen3-30B-A3B")
-    reserve = lora_slots(spec, H100, 1, workload(spec, 8192, enable_lora=True))
-    assert reserve is not None and reserve.estimate and "not counted" in reserve.how
+    base = lora_slot_bytes(spec, tp, 1, RANK, 2.0)
+    work = workload(spec, 8192, enable_lora=True, enable_expert_parallel=ep)
+    reserve = lora_slots(spec, H100, tp, work)
+    assert reserve is not None and not reserve.estimate and "every routed expert" in reserve.how
+    assert reserve.bytes == base + _qwen3_30b_experts(tp, ep) * 2
+    assert _qwen3_30b_experts(1, False) * 2 == 1_660_944_384  # 1.55 GiB per slot: more than the rest
+
+
+def test_vllm_before_0_11_1_puts_no_lora_on_experts() -> None:
+    spec = catalog_spec("Qwen3-30B-A3B")
+    reserve = lora_slots(spec, H100, 1, workload(spec, 8192, enable_lora=True, version="0.11.0"))
+    assert reserve is not None and "no LoRA on the routed experts" in reserve.how
+    assert reserve.bytes == lora_slot_bytes(spec, 1, 1, RANK, 2.0)
+
+
+def test_sglang_routed_experts_are_not_counted_and_the_answer_says_so() -> None:
+    spec = catalog_spec("Qwen3-30B-A3B")
+    work = workload(spec, 8192, engine_name="sglang", lora_paths="/ad/a", max_lora_rank=RANK)
+    reserve = sglang_lora_slots(spec, H100, 1, work)
+    assert reserve is not None and reserve.estimate and "routed experts" in reserve.how
 
 
 def test_a_flag_newer_than_the_release_stays_off_its_launch_command() -> None:

@@ -18,7 +18,7 @@ LoRAAdapter.initialize_weights), at most the full-rank size of the counted modul
 from __future__ import annotations
 
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.lora import LoraModule, lora_modules
+from gpusize.core.lora import LoraModule, lora_modules, moe_layers
 from gpusize.core.releases import parse_version
 from gpusize.core.reserves import Reserve
 from gpusize.core.spec import ModelSpec
@@ -96,6 +96,7 @@ def sglang_lora_slots(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) ->
     slots = work.engine.max_loras_per_batch or DEFAULT_MAX_LORAS_PER_BATCH
     rank = work.engine.max_lora_rank or ASSUMED_RANK
     _, complete = lora_modules(spec)
+    complete = complete and not moe_layers(spec)
     how = (
         f"{slots} LoRA buffer slot(s) x rank {rank}: A and B of q/k/v, o, gate/up, down per layer, "
         "row-parallel inputs and other outputs split by TP (sglang/srt/lora/mem_pool.py)"
@@ -103,7 +104,7 @@ def sglang_lora_slots(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) ->
     if work.engine.max_lora_rank is None:
         how += f"; rank {ASSUMED_RANK} assumed (SGLang takes the adapters' largest: give --max-lora-rank)"
     if not complete:
-        how += "; layers other than attention + dense MLP not counted"
+        how += "; layers other than attention + dense MLP (routed experts, MLA, ...) not counted"
     held = sglang_lora_slot_bytes(spec, tp, slots, rank, _element_bytes(spec, work))
     return Reserve("lora_slots", held, how, estimate=not complete or work.engine.max_lora_rank is None)
 

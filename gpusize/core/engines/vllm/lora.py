@@ -13,7 +13,10 @@ slot per `--max-loras`, default 1, each of `--max-lora-rank`, default 16, vllm/c
 - embed_tokens and lm_head, which the Llama-style model classes list in `embedding_modules`
   (lora/utils.py get_supported_lora_modules): VocabParallelEmbeddingWithLoRA lora_a
   (max_loras, vocab, rank) + lora_b (max_loras, 1, hidden, rank), and LogitsProcessorWithLoRA lora_a
-  (max_loras, 1, rank, hidden) + lora_b (max_loras, 1, vocab, rank), both whole on every GPU.
+  (max_loras, 1, rank, hidden) + lora_b (max_loras, 1, vocab, rank), both whole on every GPU. The
+  releases that still had LoRA extra vocabulary (lora_extra_vocab_size 256) also kept two
+  (max_loras, 256, hidden) embedding tables and 256 more vocabulary rows: not counted (8 MiB per
+  table for 4 slots of a 4096-wide bf16 model).
 
 They are allocated while the model loads, so they are part of vLLM's "Model loading took" figure and
 leave the KV cache that much less. Host RAM: every TP worker keeps up to `--max-cpu-loras` adapters
@@ -27,7 +30,8 @@ from __future__ import annotations
 from gpusize.core.engines.vllm.behaviour import behaviour
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.lora import LoraModule, lora_modules
+from gpusize.core.lora import LoraModule, lora_modules, moe_layers
+from gpusize.core.releases import parse_version
 from gpusize.core.reserves import Reserve
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import activation_dtype
@@ -43,6 +47,7 @@ __all__ = [
     "lora_dtype",
     "lora_host_bytes",
     "lora_note",
+    "expert_elements",
     "lora_slot_bytes",
     "lora_slots",
 ]
@@ -59,6 +64,10 @@ PUNICA_BYTES_PER_TOKEN = 3 * 8 + 3 * 4
 #: The shrink output buffer of a LoRA layer (column_parallel_linear.py _mcp_apply): float32
 #: (n_slices, tokens, rank), at most three slices (qkv_proj).
 SHRINK_SLICES, SHRINK_BYTES = 3, 4
+
+#: vLLM wraps the routed experts (FusedMoE) from this release: FusedMoEWithLoRA came with
+#: vllm-project/vllm#21229, still in review on 2025-10-05, after 0.11.0 shipped.
+MOE_LORA_SINCE = parse_version("0.11.1")
 
 _LORA_DTYPE_NAMES = {"float16": "fp16", "bfloat16": "bf16"}
 
@@ -110,12 +119,45 @@ def _module_elements(m: LoraModule, rank: int, tp: int) -> int:
     return len(m.output_sizes) * rank * m.input_size + sum(outputs) * rank
 
 
-def lora_slot_bytes(spec: ModelSpec, tp: int, loras: int, rank: int, element_bytes: float) -> int:
-    """Bytes of `loras` adapter slots of `rank` on one of `tp` GPUs (the module docstring's shapes)."""
+def expert_elements(spec: ModelSpec, rank: int, tp: int, ep: bool) -> int:
+    """Elements of one slot of every routed expert on one GPU (vllm/lora/layers/fused_moe.py): w13
+    lora_a (max_loras, experts, rank, hidden) and lora_b (max_loras, experts, intermediate, rank) per
+    slice (gate, up), w2 lora_a (max_loras, experts, rank, intermediate) and lora_b
+    (max_loras, experts, hidden, rank); the local experts and intermediate_size_per_partition as the
+    base layer has them (TP: every expert, intermediate / TP; expert parallel: experts / TP, whole)."""
+    if spec.moe is None:
+        return 0
+    experts = spec.moe.num_experts // tp if ep else spec.moe.num_experts
+    width = spec.moe.moe_intermediate_size if ep else spec.moe.moe_intermediate_size // tp
+    slices = 2 if spec.gated_mlp else 1
+    per_expert = slices * (rank * spec.hidden_size + width * rank) + rank * width + spec.hidden_size * rank
+    return moe_layers(spec) * experts * per_expert
+
+
+def lora_slot_bytes(
+    spec: ModelSpec,
+    tp: int,
+    loras: int,
+    rank: int,
+    element_bytes: float,
+    experts: bool = False,
+    ep: bool = False,
+) -> int:
+    """Bytes of `loras` adapter slots of `rank` on one of `tp` GPUs (the module docstring's shapes),
+    with the routed experts' slots when `experts`."""
     modules, _ = lora_modules(spec)
     elements = sum(_module_elements(m, rank, tp) for m in modules)
     elements += 2 * rank * (spec.vocab_size + spec.hidden_size)  # embed_tokens + lm_head, whole
+    if experts:
+        elements += expert_elements(spec, rank, tp, ep)
     return int(loras * elements * element_bytes)
+
+
+def _experts(spec: ModelSpec, work: Workload) -> tuple[bool, bool]:
+    """(the release wraps the routed experts, expert parallel)."""
+    since = MOE_LORA_SINCE
+    wrapped = spec.moe is not None and since is not None and work.release.version >= since
+    return wrapped, wrapped and work.engine.enable_expert_parallel
 
 
 def lora_slots(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Reserve | None:
@@ -125,16 +167,20 @@ def lora_slots(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Reserv
         return None
     dtype = lora_dtype(spec, work)
     _, complete = lora_modules(spec)
+    experts, ep = _experts(spec, work)
     how = (
         f"{loras} LoRA slot(s) x rank {rank} in {dtype}: A and B of qkv/o/gate_up/down per layer, "
         "B of column-parallel and A of row-parallel layers split by TP, embed_tokens and lm_head whole "
         "(vllm/lora/layers create_lora_weights)"
     )
+    if experts:
+        how += ", and of every routed expert (fused_moe.py)"
+    elif spec.moe is not None:
+        how += f"; vLLM {work.release.version} puts no LoRA on the routed experts"
     if not complete:
-        how += "; layers other than attention + dense MLP (experts, MLA, linear attention) not counted"
-    return Reserve(
-        "lora_slots", lora_slot_bytes(spec, tp, loras, rank, DTYPE_BYTES[dtype]), how, not complete
-    )
+        how += "; layers other than attention, MLP and experts (MLA, linear attention, Mamba) not counted"
+    held = lora_slot_bytes(spec, tp, loras, rank, DTYPE_BYTES[dtype], experts, ep)
+    return Reserve("lora_slots", held, how, not complete or (experts and not spec.gated_mlp))
 
 
 def lora_buffers(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Reserve | None:
@@ -158,7 +204,8 @@ def lora_host_bytes(spec: ModelSpec, tp: int, work: Workload) -> int:
         return 0
     loras, rank = _settings(work)
     cached = work.engine.max_cpu_loras or loras
-    return tp * lora_slot_bytes(spec, 1, cached, rank, DTYPE_BYTES[lora_dtype(spec, work)])
+    experts, _ = _experts(spec, work)
+    return tp * lora_slot_bytes(spec, 1, cached, rank, DTYPE_BYTES[lora_dtype(spec, work)], experts)
 
 
 def lora_note(work: Workload) -> str | None:
