@@ -199,7 +199,7 @@ def _help(name: str, setting: Setting, engines: tuple[EngineName, ...]) -> str:
         return ", ".join(e + _ENGINE_DEFAULTS.get(e, "") for e in engines) + "."
     if name == "version":
         return f"Engine release to model: vLLM {VLLM.span}, SGLang {SGLANG.span} (default the newest)."
-    return f"{ENGINE_LABELS[setting.engines[0]]}: {setting.help}"
+    return f"{' and '.join(ENGINE_LABELS[e] for e in setting.engines)}: {setting.help}"
 
 
 def _option(name: str, setting: Setting, field_type: Any, default: Any, help_text: str) -> inspect.Parameter:

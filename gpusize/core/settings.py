@@ -16,12 +16,14 @@ from dataclasses import Field, dataclass, field, fields
 from typing import Any, NamedTuple
 
 from gpusize.core.registry import ENGINE_LABELS, ENGINE_NAMES, EngineName
+from gpusize.core.releases import parse_version
 from gpusize.errors import InputError
 
 __all__ = [
     "ATTN_IMPLEMENTATIONS",
     "ENGINE_LABELS",
     "ENGINE_NAMES",
+    "LORA_DTYPES",
     "SETTING_FLAGS",
     "SPLIT_MODES",
     "TRANSFORMERS_VERSIONS",
@@ -30,6 +32,7 @@ __all__ = [
     "Setting",
     "declared",
     "launch_flag",
+    "launch_words",
     "settings_from",
     "settings_of",
 ]
@@ -42,6 +45,8 @@ ATTN_IMPLEMENTATIONS = ("sdpa", "flash_attention_2", "eager")
 #: "5": transformers 5.x (and 4.56-4.57): DynamicSlidingWindowLayer, boolean SDPA masks.
 #: "4": 4.53-4.55: masks as in 5, but sliding-window layers cache every token (no sliding layer).
 TRANSFORMERS_VERSIONS = ("5", "4")
+#: vLLM `--lora-dtype` (vllm/config/lora.py LoRADType; auto: the model's dtype).
+LORA_DTYPES = ("auto", "float16", "bfloat16")
 
 
 class Setting(NamedTuple):
@@ -64,6 +69,11 @@ class Setting(NamedTuple):
     low_open: bool = True
     choices: tuple[str, ...] = ()
     launch: str | None = None
+    #: (engine, first release) where the `launch` flag exists later than the engines' first modelled
+    #: release: an older release's command leaves it out.
+    launch_since: tuple[tuple[EngineName, str], ...] = ()
+    #: The value is several space-separated words, each its own argument (argparse nargs="*").
+    many: bool = False
 
 
 def _setting(default: Any, **declaration: Any) -> Any:
@@ -145,6 +155,68 @@ class EngineSettings:
         low=0,
         high=1 << 16,
         launch="--cpu-offload-gb",
+    )
+    #: LoRA serving (core/engines/vllm/lora.py, core/engines/sglang_lora.py): adapter slots on the GPU.
+    enable_lora: bool = _setting(
+        False,
+        flag="--enable-lora",
+        engines=("vllm", "sglang"),
+        help="serve LoRA adapters (SGLang before 0.4.10: give --lora-paths).",
+        launch="--enable-lora",
+        launch_since=(("sglang", "0.4.10"),),
+    )
+    max_loras: int | None = _setting(
+        None,
+        flag="--max-loras",
+        engines=("vllm",),
+        help="LoRA adapters in one batch: GPU slots (default 1).",
+        low=1,
+        high=4096,
+        launch="--max-loras",
+    )
+    max_lora_rank: int | None = _setting(
+        None,
+        flag="--max-lora-rank",
+        engines=("vllm", "sglang"),
+        help="largest LoRA rank served (vLLM default 16; SGLang: the adapters' largest).",
+        low=1,
+        high=4096,
+        launch="--max-lora-rank",
+        launch_since=(("sglang", "0.4.10"),),
+    )
+    max_cpu_loras: int | None = _setting(
+        None,
+        flag="--max-cpu-loras",
+        engines=("vllm",),
+        help="LoRA adapters cached in CPU memory (default --max-loras).",
+        low=1,
+        high=1 << 16,
+        launch="--max-cpu-loras",
+    )
+    lora_dtype: str | None = _setting(
+        None,
+        flag="--lora-dtype",
+        engines=("vllm",),
+        help="dtype of the LoRA slots: auto (the model's), float16 or bfloat16.",
+        choices=LORA_DTYPES,
+        launch="--lora-dtype",
+    )
+    lora_paths: str | None = _setting(
+        None,
+        flag="--lora-paths",
+        engines=("sglang",),
+        help="LoRA adapters loaded at start (NAME=PATH or PATH, space-separated).",
+        launch="--lora-paths",
+        many=True,
+    )
+    max_loras_per_batch: int | None = _setting(
+        None,
+        flag="--max-loras-per-batch",
+        engines=("sglang",),
+        help="LoRA adapters in one batch: GPU slots (default 8).",
+        low=1,
+        high=4096,
+        launch="--max-loras-per-batch",
     )
     mem_fraction_static: float | None = _setting(
         None,
@@ -243,10 +315,25 @@ def settings_of(engine: EngineName) -> frozenset[str]:
     return frozenset(name for name, s in declared()[1:] if engine in s.engines)
 
 
-def launch_flag(name: str) -> str | None:
-    """The flag a launch command carries the setting under, None when the command line has none."""
+def launch_flag(name: str, engine: str | None = None, release: str | None = None) -> str | None:
+    """The flag a launch command carries the setting under, None when the command line has none (or,
+    given the engine and its release, when the flag came later than that release)."""
     setting: Setting = EngineSettings.__dataclass_fields__[name].metadata["setting"]
+    for owner, since in setting.launch_since:
+        if owner == engine and release is not None and _before(release, since):
+            return None
     return setting.launch
+
+
+def launch_words(name: str, value: object) -> list[str]:
+    """The value's words on a command line: several for a `many` setting, else one."""
+    setting: Setting = EngineSettings.__dataclass_fields__[name].metadata["setting"]
+    return str(value).split() if setting.many else [str(value)]
+
+
+def _before(release: str, since: str) -> bool:
+    old, new = parse_version(release), parse_version(since)
+    return old is not None and new is not None and old < new
 
 
 def settings_from(values: Mapping[str, Any], default_engine: EngineName = "vllm") -> EngineSettings:
@@ -265,6 +352,8 @@ def settings_from(values: Mapping[str, Any], default_engine: EngineName = "vllm"
 def _checked(value: Any, s: Setting) -> Any:
     if isinstance(value, bool):
         return value
+    if s.many:
+        return _words(str(value), s)
     if s.choices:
         key = str(value).strip().lower()
         if key not in s.choices:
@@ -278,6 +367,20 @@ def _checked(value: Any, s: Setting) -> Any:
             bracket = "(" if s.low_open else "["
             raise InputError(f"invalid {s.flag} {value}: must be in {bracket}{s.low:g}, {s.high:g}]")
     return value
+
+
+def _words(value: str, s: Setting) -> str:
+    """A `many` value: printable words, none read as an option; InputError names the flag."""
+    words = value.split()
+    if not words:
+        raise InputError(f"invalid {s.flag}: give at least one value")
+    for word in words:
+        if word.startswith("-") or not word.isprintable():
+            raise InputError(
+                f"invalid {s.flag} value {ascii(word)[:60]}: each adapter is a printable NAME=PATH or "
+                "PATH, not an option"
+            )
+    return " ".join(words)
 
 
 def _count(value: int, s: Setting) -> int:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from gpusize.core.engines.llamacpp import cache_type, flash_attention
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import parse_version
-from gpusize.core.settings import launch_flag
+from gpusize.core.settings import launch_flag, launch_words
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
@@ -119,10 +119,11 @@ def _settings_words(work: Workload) -> list[str]:
     `launch` flag): a switch alone, a value after its flag."""
     words: list[str] = []
     for name in work.engine.given():
-        flag, value = launch_flag(name), getattr(work.engine, name)
+        flag = launch_flag(name, work.engine.name, str(work.release.version))
+        value = getattr(work.engine, name)
         if flag is None:
             continue
-        words += [flag] if value is True else [flag, str(value)]
+        words += [flag] if value is True else [flag, *launch_words(name, value)]
     return words
 
 

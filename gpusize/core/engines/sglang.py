@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.base import EngineModel
+from gpusize.core.engines.sglang_lora import sglang_lora_host_bytes, sglang_lora_slots
 from gpusize.core.engines.vllm.pool import THIN_MARGIN
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
@@ -179,7 +180,7 @@ def context_refusal(spec: ModelSpec, work: Workload) -> str | None:
 
 #: What SGLang reserves under its own flags, one term each (core/reserves.py), taken from the static
 #: pool before the KV cache. A new reserve: its function and one entry here.
-SGLANG_RESERVES: tuple[ReserveTerm, ...] = ()
+SGLANG_RESERVES: tuple[ReserveTerm, ...] = (sglang_lora_slots,)
 
 
 def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
@@ -237,6 +238,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         max_context_tokens=min(capacity // max(work.batch, 1), spec.max_context or capacity),
         kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, tp),
         usd_per_hour=gpu.price_for(tp),
+        host_bytes=sglang_lora_host_bytes(spec, tp, work) or None,
     )
 
 

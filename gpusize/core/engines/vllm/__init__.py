@@ -21,6 +21,7 @@ from gpusize.core import kvcache
 from gpusize.core.engines.base import EngineModel
 from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour, context_refusal, utilization
 from gpusize.core.engines.vllm.levers import LEVERS
+from gpusize.core.engines.vllm.lora import lora_note
 from gpusize.core.engines.vllm.overhead import (
     CAPTURE_SIZES,
     CUDA_GRAPH_PER_CAPTURE,
@@ -134,7 +135,8 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
             "--cpu-offload-gb: whole layers' weights wait in pinned CPU memory (host_bytes) and cross PCIe "
             "every step; speed estimates do not count that transfer"
         )
-    return tuple(notes)
+    lora = lora_note(work)
+    return (*notes, lora) if lora else tuple(notes)
 
 
 ENGINE = EngineModel(

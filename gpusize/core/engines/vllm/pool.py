@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour, utilization
+from gpusize.core.engines.vllm.lora import lora_host_bytes
 from gpusize.core.engines.vllm.overhead import (
     CUDA_GRAPH_POOL,
     activation_bytes,
@@ -85,7 +86,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         kv_heads_replicated=not spec.mla and tp > spec.num_key_value_heads,
         warning=headroom_warning(per_gpu) or thin_margin_warning(per_gpu, available),
         usd_per_hour=gpu.price_for(tp),
-        host_bytes=offloaded * tp if offloaded else None,
+        host_bytes=(offloaded * tp + lora_host_bytes(spec, tp, work)) or None,
     )
 
 
