@@ -44,6 +44,7 @@ WORKLOAD = {
     "workload.engine.flash_attn",
     "workload.engine.flashinfer_sampler",
     "workload.engine.cpu_offload_gb",
+    "workload.engine.limit_mm_per_prompt",
     "workload.engine.gpu_memory_utilization",
     "workload.engine.max_num_batched_tokens",
     "workload.engine.max_num_seqs",
