@@ -36,6 +36,8 @@ __all__ = [
     "encoder_profile_bytes",
     "max_item_tokens",
     "mm_limits",
+    "profiled_budget",
+    "text_only",
 ]
 
 #: The modalities a vision-language checkpoint takes in vLLM (`limit_mm_per_prompt` keys).
@@ -57,7 +59,7 @@ PIXEL_BYTES = 4 + 2
 #: the MLP's fc1 and activation. Fitted on the four Qwen3-VL-30B TP=2 start-up logs of
 #: tests/data/engine_records.yaml (vLLM 0.11-0.12, 64 and 256 sequences: the log leaves 2.62-2.66 GiB
 #: beyond gpusize's other terms).
-VISION_ACTIVATION_COPIES = 2.75
+VISION_ACTIVATION_COPIES = 2.80
 
 
 def mm_limits(raw: str | None) -> dict[str, int] | None:
@@ -126,35 +128,50 @@ def encoder_budget(tokens_per_item: int, batched_tokens: int, max_seqs: int, lim
     return EncoderBudget(tokens_per_item, budget, items)
 
 
-def encoder_profile_bytes(v: VisionSpec, text_hidden: int, eb: EncoderBudget) -> int:
+def encoder_profile_bytes(
+    v: VisionSpec, text_hidden: int, eb: EncoderBudget, copies: float = VISION_ACTIVATION_COPIES
+) -> int:
     """The encoder profile peak on one GPU for `eb.items` items of the largest size: patches P =
     items x tokens x merge^2; pixel values P x (channels x t x patch^2) x PIXEL_BYTES; the blocks
-    VISION_ACTIVATION_COPIES x P x (width + MLP width) x 2 B (the tower runs whole on every rank);
+    `copies` x P x (width + MLP width) x 2 B (the tower runs whole on every rank);
     the encoder cache: items x tokens x output width x (1 + deepstack) x 2 B."""
     patches = eb.items * eb.tokens_per_item * v.spatial_merge_size**2
     pixels = patches * v.num_channels * v.temporal_patch_size * v.patch_size**2 * PIXEL_BYTES
-    blocks = VISION_ACTIVATION_COPIES * patches * (v.hidden_size + v.intermediate_size) * 2
+    blocks = copies * patches * (v.hidden_size + v.intermediate_size) * 2
     out = v.out_hidden_size or text_hidden
     cache = eb.items * eb.tokens_per_item * out * (1 + v.deepstack_layers) * 2
     return int(pixels + blocks + cache)
 
 
-def encoder_profile(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Reserve | None:
-    """The encoder profile reserve (None for a text model, or text-only: 0 items of each modality).
-    Towers without processor numbers keep the encoder cache alone: max_num_batched_tokens x text
-    hidden x 2 B."""
-    v = spec.vision
+def text_only(work: Workload) -> bool:
+    """0 items of every modality: vLLM serves the checkpoint text-only and skips the encoder profile."""
     limits = mm_limits(work.engine.limit_mm_per_prompt)
-    if v is None or (limits is not None and not any(limits.get(m, 1) for m in MODALITIES)):
+    return limits is not None and not any(limits.get(m, 1) for m in MODALITIES)
+
+
+def profiled_budget(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> EncoderBudget | None:
+    """The encoder budget and items vLLM profiles for a Qwen-VL tower (None: another tower, none,
+    or text-only). A modality the flag leaves out keeps vLLM's default limit (at least 1)."""
+    v = spec.vision
+    if v is None or v.model_type not in QWEN_VL_TOWERS or text_only(work):
         return None
     sched = scheduler_limits(gpu, work, behaviour(work.release.version, spec))
-    if v.model_type not in QWEN_VL_TOWERS:
+    limit = max((mm_limits(work.engine.limit_mm_per_prompt) or {}).get(m, 1) for m in MODALITIES)
+    tokens = max_item_tokens(v, MAX_PIXELS[v.model_type])
+    return encoder_budget(tokens, sched.max_num_batched_tokens, sched.max_num_seqs, limit)
+
+
+def encoder_profile(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Reserve | None:
+    """The encoder profile reserve (None for a text model, or text-only). Towers without processor
+    numbers keep the encoder cache alone: max_num_batched_tokens x text hidden x 2 B."""
+    v = spec.vision
+    if v is None or text_only(work):
+        return None
+    eb = profiled_budget(spec, gpu, work)
+    if eb is None:
+        sched = scheduler_limits(gpu, work, behaviour(work.release.version, spec))
         held = sched.max_num_batched_tokens * spec.hidden_size * 2
         return Reserve("encoder_profile", held, "estimate: encoder cache of the profile run", True)
-    limit = max((limits or {}).get(m, 1) for m in MODALITIES)
-    eb = encoder_budget(
-        max_item_tokens(v, MAX_PIXELS[v.model_type]), sched.max_num_batched_tokens, sched.max_num_seqs, limit
-    )
     kind = "Qwen2-VL" if v.model_type in QWEN2_VL_TOWERS else "Qwen3-VL"
     how = f"estimate: {kind} encoder on {eb.items} x {eb.tokens_per_item:,} tokens (budget {eb.budget:,})"
     return Reserve("encoder_profile", encoder_profile_bytes(v, spec.hidden_size, eb), how, True)
