@@ -284,3 +284,19 @@ def test_json_names_the_reserve_in_bytes_and_the_launch_carries_the_flag() -> No
         run_in_process(*COMMANDS["serve"], "--limit-mm-per-prompt", TEXT_ONLY, "--json").stdout
     )
     assert f"--limit-mm-per-prompt '{TEXT_ONLY}'" in served["launch"]["vllm"]["command"]
+
+
+@pytest.mark.parametrize("text_type", ["qwen2_vl_text", None])
+def test_qwen2_vl_nested_text_config_parses_alike(text_type: str | None) -> None:
+    """Newer transformers save Qwen2-VL with a nested text_config (model_type qwen2_vl_text, or none:
+    the composite's family) and a vision_config naming its model_type."""
+    text = {k: v for k, v in QWEN2_VL_7B.items() if k not in ("architectures", "model_type", "vision_config")}
+    nested = {
+        "architectures": ["Qwen2VLForConditionalGeneration"],
+        "model_type": "qwen2_vl",
+        "text_config": {**text, **({"model_type": text_type} if text_type else {})},
+        "vision_config": {**QWEN2_VL_7B["vision_config"], "model_type": "qwen2_vl"},
+    }
+    spec = parse_config(nested)
+    assert spec.params.total == 8_291_375_616
+    assert spec.vision is not None and (spec.vision.hidden_size, spec.vision.out_hidden_size) == (1280, 3584)
