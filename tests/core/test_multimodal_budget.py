@@ -19,6 +19,8 @@ from gpusize.core.engines.vllm.multimodal import (
     encoder_profile_bytes,
     max_item_tokens,
     mm_limits,
+    profiled_budget,
+    video_item_tokens,
 )
 from gpusize.core.parse import parse_config
 from gpusize.core.spec import ModelSpec
@@ -300,3 +302,31 @@ def test_qwen2_vl_nested_text_config_parses_alike(text_type: str | None) -> None
     spec = parse_config(nested)
     assert spec.params.total == 8_291_375_616
     assert spec.vision is not None and (spec.vision.hidden_size, spec.vision.out_hidden_size) == (1280, 3584)
+
+
+@pytest.mark.parametrize(
+    ("context", "images", "videos", "tokens"),
+    [
+        (128000, 0, 1, 114688),  # vLLM's log at 128,000 tokens: {'image': 16384, 'video': 114688}
+        (65536, 1, 1, 49152),  # the image's 16,384 first, then three pairs of frames
+        (8192, 999, 999, 16384),  # no room: one pair of frames
+        (131072, 0, 2, 65536),  # two videos share the context
+    ],
+)
+def test_largest_video_fills_the_context(context: int, images: int, videos: int, tokens: int) -> None:
+    assert video_item_tokens(16384, context, images, videos) == tokens
+
+
+def _profiled(ctx: int, limits: str | None) -> EncoderBudget:
+    spec = catalog_spec("Qwen3-VL-8B-Instruct")
+    work = workload(spec, ctx, limit_mm_per_prompt=limits)
+    eb = profiled_budget(spec, find_gpu("H100"), work)
+    assert eb is not None
+    return eb
+
+
+def test_the_modality_with_the_most_tokens_is_profiled() -> None:
+    assert _profiled(65536, None) == EncoderBudget(16384, 16384, 1, "image")  # 999 images: no room
+    assert _profiled(65536, '{"image":1,"video":1}') == EncoderBudget(49152, 49152, 1, "video")
+    assert _profiled(65536, '{"image":0,"video":1}') == EncoderBudget(65536, 65536, 1, "video")
+    assert _profiled(65536, '{"image":2,"video":0}') == EncoderBudget(16384, 16384, 1, "image")

@@ -26,6 +26,7 @@ from gpusize.core.workload import Workload
 from gpusize.errors import InputError
 
 __all__ = [
+    "DEFAULT_LIMIT",
     "MAX_PIXELS",
     "MODALITIES",
     "PIXEL_BYTES",
@@ -38,10 +39,14 @@ __all__ = [
     "mm_limits",
     "profiled_budget",
     "text_only",
+    "video_item_tokens",
 ]
 
-#: The modalities a vision-language checkpoint takes in vLLM (`limit_mm_per_prompt` keys).
+#: The modalities a vision-language checkpoint takes in vLLM (`limit_mm_per_prompt` keys), in the
+#: order vLLM's processors list them.
 MODALITIES = ("image", "video")
+#: Items per prompt of a modality the flag does not name: vLLM V1's default (999; MultiModalConfig).
+DEFAULT_LIMIT = 999
 #: Largest image the processor keeps (pixels), per tower, from the checkpoints' preprocessor_config.json
 #: on the Hub: Qwen2-VL / Qwen2.5-VL "max_pixels": 12845056 (= 3584^2; 16,384 tokens at 14 px patches
 #: merged 2x2), Qwen3-VL "size": {"longest_edge": 16777216} (= 4096^2; 16,384 tokens at 16 px).
@@ -118,14 +123,17 @@ class EncoderBudget:
     tokens_per_item: int
     budget: int
     items: int
+    modality: str = "image"
 
 
-def encoder_budget(tokens_per_item: int, batched_tokens: int, max_seqs: int, limit: int) -> EncoderBudget:
+def encoder_budget(
+    tokens_per_item: int, batched_tokens: int, max_seqs: int, limit: int, modality: str = "image"
+) -> EncoderBudget:
     """The encoder budget and the items vLLM profiles: budget // tokens per item, at most
     max_num_seqs x the per-prompt limit (gpu_model_runner profile_run, MultiModalBudget)."""
     budget = max(batched_tokens, tokens_per_item)
     items = min(max(budget // tokens_per_item, 1), max_seqs * limit)
-    return EncoderBudget(tokens_per_item, budget, items)
+    return EncoderBudget(tokens_per_item, budget, items, modality)
 
 
 def encoder_profile_bytes(
@@ -149,16 +157,30 @@ def text_only(work: Workload) -> bool:
     return limits is not None and not any(limits.get(m, 1) for m in MODALITIES)
 
 
+def video_item_tokens(frame_tokens: int, context: int, images: int, videos: int) -> int:
+    """Tokens of the largest dummy video (qwen2_vl.py get_num_frames_with_most_features): pairs of
+    frames at the largest size (`frame_tokens` each, temporal_patch_size 2) filling what the
+    context leaves after the images, shared by the videos; at least one pair. No frame cap (vLLM
+    caps the frames per video; the larger is the safer)."""
+    room = max(context - frame_tokens * images, 0)
+    return frame_tokens * max(room // frame_tokens // max(videos, 1), 1)
+
+
 def profiled_budget(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> EncoderBudget | None:
     """The encoder budget and items vLLM profiles for a Qwen-VL tower (None: another tower, none,
-    or text-only). A modality the flag leaves out keeps vLLM's default limit (at least 1)."""
+    or text-only): the modality with the most tokens per item (the image on a tie, as vLLM's
+    max() over the modalities in order). A modality the flag leaves out keeps vLLM's default
+    limit (DEFAULT_LIMIT)."""
     v = spec.vision
     if v is None or v.model_type not in QWEN_VL_TOWERS or text_only(work):
         return None
     sched = scheduler_limits(gpu, work, behaviour(work.release.version, spec))
-    limit = max((mm_limits(work.engine.limit_mm_per_prompt) or {}).get(m, 1) for m in MODALITIES)
-    tokens = max_item_tokens(v, MAX_PIXELS[v.model_type])
-    return encoder_budget(tokens, sched.max_num_batched_tokens, sched.max_num_seqs, limit)
+    given = mm_limits(work.engine.limit_mm_per_prompt) or {}
+    images, videos = (given.get(m, DEFAULT_LIMIT) for m in MODALITIES)
+    image = max_item_tokens(v, MAX_PIXELS[v.model_type])
+    video = video_item_tokens(image, work.context_tokens, images, videos) if videos else 0
+    tokens, limit, kind = (image, images, "image") if images and image >= video else (video, videos, "video")
+    return encoder_budget(tokens, sched.max_num_batched_tokens, sched.max_num_seqs, limit, kind)
 
 
 def encoder_profile(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Reserve | None:
@@ -173,5 +195,6 @@ def encoder_profile(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> R
         held = sched.max_num_batched_tokens * spec.hidden_size * 2
         return Reserve("encoder_profile", held, "estimate: encoder cache of the profile run", True)
     kind = "Qwen2-VL" if v.model_type in QWEN2_VL_TOWERS else "Qwen3-VL"
-    how = f"estimate: {kind} encoder on {eb.items} x {eb.tokens_per_item:,} tokens (budget {eb.budget:,})"
+    items = f"{eb.items} {eb.modality} x {eb.tokens_per_item:,} tokens"
+    how = f"estimate: {kind} encoder on {items} (budget {eb.budget:,})"
     return Reserve("encoder_profile", encoder_profile_bytes(v, spec.hidden_size, eb), how, True)
