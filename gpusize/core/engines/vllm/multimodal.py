@@ -61,9 +61,9 @@ MAX_PIXELS: dict[str, int] = {
 PIXEL_BYTES = 4 + 2
 #: Activations of the vision blocks at their peak, in 16-bit copies of (width + MLP width) per patch:
 #: the residual stream, the fused qkv and the rotary q/k (fp32 inside apply_rotary_pos_emb_vision),
-#: the MLP's fc1 and activation. Fitted (bench/calibrate_vllm.py, step 4) on the four Qwen3-VL-30B TP=2 start-up logs of
-#: tests/data/engine_records.yaml (vLLM 0.11-0.12, 64 and 256 sequences: the log leaves 2.65-2.69 GiB
-#: beyond gpusize's other terms).
+#: the MLP's fc1 and activation. Fitted (bench/calibrate_vllm.py, step 4) on the four Qwen3-VL-30B
+#: TP=2 start-up logs of tests/data/engine_records.yaml (vLLM 0.11-0.12, 64 and 256 sequences: the
+#: log leaves 2.65-2.69 GiB beyond gpusize's other terms).
 VISION_ACTIVATION_COPIES = 2.80
 
 
