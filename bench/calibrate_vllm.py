@@ -9,6 +9,8 @@ Fits (each prints the value it finds next to the constant core/engines/vllm/over
    0.11-0.16 NVSwitch non-torch increase: from the `calibration` records of tests/data/engine_records.yaml,
    what the log leaves besides weights and KV (budget - logged weights - logged KV) minus gpusize's other
    terms, per fp32 sampler-logits copy (or in GiB).
+4. Vision encoder profile (core/engines/vllm/multimodal.py): the Qwen-VL `calibration` records, what
+   the log leaves beyond gpusize's other terms, per 16-bit copy of (width + MLP width) per patch.
 Then every record with a known GPU is predicted: mean and worst KV-capacity error per release, and for
 the records no fit reads (`holdout`) on their own.
 
@@ -27,6 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the records and predictor live in tests/
 
 from gpusize.core.engines import vllm  # noqa: E402
+from gpusize.core.engines.vllm import multimodal  # noqa: E402
 from gpusize.core.parse import parse_config  # noqa: E402
 from gpusize.core.releases import parse_version  # noqa: E402
 from gpusize.errors import UnknownNameError  # noqa: E402
@@ -40,6 +43,8 @@ from tests.vllm_records import (  # noqa: E402
     predict,
     predict_v019,
     residual,
+    spec_of,
+    workload_of,
 )
 
 _ESTIMATE = re.compile(r"CUDA graph pool memory: ([\d.]+) GiB \(actual\), ([\d.]+) GiB \(estimated\)")
@@ -131,6 +136,8 @@ def fit_early_releases() -> None:
         tp = rec["tensor_parallel_size"]
         gpu = find_gpu(rec["gpu"])
         target = res.logged - res.rest
+        if spec.vision is not None:  # fitted by fit_vision
+            continue
         if tp == 1 and rec.get("flashinfer_sampler"):
             flashinfer_rows.append(([res.sampler_copy], target))
         elif tp == 1 and beh.sort_sampler and spec.vision is None:
@@ -202,10 +209,31 @@ def table() -> None:
     )
 
 
+def fit_vision() -> None:
+    copies = []
+    for rec in load_records():
+        spec = spec_of(rec) if rec["use"] == "calibration" else None
+        if spec is None or spec.vision is None:
+            continue
+        gpu, work, res = find_gpu(rec["gpu"]), workload_of(rec, spec), residual(rec)
+        eb = multimodal.profiled_budget(spec, gpu, work)
+        assert res is not None and eb is not None, rec["id"]
+        held = multimodal.encoder_profile_bytes(spec.vision, spec.hidden_size, eb) / GIB
+        logged = res.logged - (res.sampler_copies * res.sampler_copy + res.rest - held)
+        bare = multimodal.encoder_profile_bytes(spec.vision, spec.hidden_size, eb, 0) / GIB
+        per_copy = multimodal.encoder_profile_bytes(spec.vision, spec.hidden_size, eb, 1) / GIB - bare
+        copies.append((logged - bare) / per_copy)
+    print(
+        f"4. vision encoder profile, {len(copies)} records: {statistics.mean(copies):.2f} copies "
+        f"(multimodal.py: {multimodal.VISION_ACTIVATION_COPIES})"
+    )
+
+
 def main() -> None:
     fit_activation()
     fit_graphs()
     fit_early_releases()
+    fit_vision()
     table()
 
 

@@ -16,9 +16,11 @@ from typing import Any
 import yaml
 
 from gpusize.core.engines import prepare, vllm
+from gpusize.core.engines.vllm.reserves import RESERVES
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import parse_config
 from gpusize.core.plan import Candidate
+from gpusize.core.reserves import reserves_of, total_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import EngineSettings, Request, Workload
 from gpusize.errors import UnknownNameError
@@ -29,19 +31,8 @@ from tests.helpers import workload
 GIB = 2**30
 RECORDS_FILE = Path(__file__).parent / "data" / "engine_records.yaml"
 
-_QWEN3_VL = (
-    "Qwen3-VL at 64-256 sequences: the log leaves 2.1-2.7 GiB more for the start-up peak than gpusize "
-    "predicts. vLLM profiles the vision tower on its largest dummy image (16,384 tokens, 65,536 patches "
-    "through 27 layers), a peak gpusize does not model; at 1,024 sequences the sampler's larger peak hides "
-    "it (Kimi-VL at 0.19 is within 0.4%)"
-)
 #: Records whose KV capacity the model misses, with the reason (strict: a fix must remove the entry).
 KNOWN_MISSES: dict[str, str] = {
-    "vllm-zzsf-qwen3vl30b-tp1": _QWEN3_VL,
-    "vllm-zzsf-qwen3vl30b-tp2-a": _QWEN3_VL,
-    "vllm-zzsf-qwen3vl30b-tp2-b": _QWEN3_VL,
-    "vllm-zzsf-qwen3vl30b-tp2-c": _QWEN3_VL,
-    "vllm-zzsf-qwen3vl30b-tp2-d": _QWEN3_VL,
     "vllm-dennislee-7b-2gpua10040gb-0.5gram-diff-nodes": "tensor parallel across two nodes (Ray): NCCL's "
     "network buffers count inside the 0.10 budget; gpusize plans one server (+7.4%)",
     "vllm-anton-qwen3-30b-awq-3090": "a 1.9 GiB pool: gpusize's start-up peak for this AWQ MoE (sort "
@@ -93,7 +84,7 @@ class Residual:
     logged: float
     sampler_copy: float  # one fp32 copy of the sampler logits
     sampler_copies: float  # the copies the model uses for this release and sampler
-    rest: float  # everything else gpusize predicts (hidden, MoE, encoder, non-torch, graphs in budget)
+    rest: float  # everything else gpusize predicts (hidden, MoE, non-torch, graphs in budget, reserves)
 
 
 def residual(rec: dict[str, Any]) -> Residual | None:
@@ -120,7 +111,8 @@ def residual(rec: dict[str, Any]) -> Residual | None:
         copies = vllm.SAMPLER_LOGITS_COPIES + (vllm.SORT_SAMPLER_EXTRA_COPIES if beh.sort_sampler else 0)
     graphs = 0 if work.engine.enforce_eager else vllm.cuda_graph_estimate_bytes(spec, limits, tp) / GIB
     overhead = vllm.non_torch_bytes(gpu, tp, beh) / GIB + (graphs if beh.graphs_in_budget else 0)
-    return Residual(logged, copy, copies, acts - copies * copy + overhead)
+    held = total_bytes(reserves_of(RESERVES, spec, gpu, tp, work)) / GIB
+    return Residual(logged, copy, copies, acts - copies * copy + overhead + held)
 
 
 # --------------------------------------------------------------------------- the 0.19 reference records

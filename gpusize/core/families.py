@@ -72,6 +72,12 @@ FAMILIES: dict[str, Family] = {
     "qwen3": Family(qk_norm="head"),
     "qwen3_moe": Family(qk_norm="head"),
     "qwen3_next": Family(qk_norm="head"),
+    # Qwen2-VL / Qwen2.5-VL (Qwen2VLTextConfig, Qwen2_5_VLTextConfig): the Qwen2 decoder (q, k, v
+    # biases, bias-free o_proj), written flat in the composite config by older checkpoints.
+    "qwen2_vl": Family(qkv_bias=Bias(None, True), o_bias=NO_BIAS),
+    "qwen2_5_vl": Family(qkv_bias=Bias(None, True), o_bias=NO_BIAS),
+    "qwen2_vl_text": Family(qkv_bias=Bias(None, True), o_bias=NO_BIAS),
+    "qwen2_5_vl_text": Family(qkv_bias=Bias(None, True), o_bias=NO_BIAS),
     "qwen3_vl_text": Family(qk_norm="head"),
     "qwen3_vl_moe_text": Family(qk_norm="head"),
     "phi3": Family(),
@@ -160,6 +166,8 @@ TEXT_FAMILY_OF: dict[str, str] = {
     "llama4": "llama4_text",
     "mistral3": "mistral",
     "kimi_vl": "deepseek_v3",
+    "qwen2_vl": "qwen2_vl_text",
+    "qwen2_5_vl": "qwen2_5_vl_text",
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
 }

@@ -218,6 +218,16 @@ class EngineSettings:
         high=4096,
         launch="--max-loras-per-batch",
     )
+    #: vLLM: most items of each modality per prompt, as vLLM takes it (JSON '{"image":0,"video":0}', or
+    #: 'image=0,video=0' as older releases wrote it); parsed by `engines.vllm.multimodal`. Every
+    #: modality at 0 serves a multimodal checkpoint text-only: no encoder profile.
+    limit_mm_per_prompt: str | None = _setting(
+        None,
+        flag="--limit-mm-per-prompt",
+        engines=("vllm",),
+        help='items per prompt per modality, e.g. \'{"image":0,"video":0}\' (0 of each: text-only).',
+        launch="--limit-mm-per-prompt",
+    )
     mem_fraction_static: float | None = _setting(
         None,
         flag="--mem-fraction-static",

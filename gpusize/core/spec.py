@@ -111,6 +111,12 @@ class VisionSpec:
     params: int
     #: True when the count follows an exact layer-by-layer formula for this tower type.
     exact: bool
+    #: Qwen-VL towers (dynamic resolution): frames per 3-D patch, patches merged per side into one
+    #: token, the merged output width and the deepstack mergers (len(deepstack_visual_indexes)).
+    temporal_patch_size: int = 1
+    spatial_merge_size: int = 1
+    out_hidden_size: int = 0
+    deepstack_layers: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,10 +9,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["QWEN3_VL_TOWERS", "Tower", "qwen3_vl_vision_params", "tower_params"]
+__all__ = [
+    "QWEN2_VL_TOWERS",
+    "QWEN3_VL_TOWERS",
+    "QWEN_VL_TOWERS",
+    "Tower",
+    "qwen2_5_vl_vision_params",
+    "qwen2_vl_vision_params",
+    "qwen3_vl_vision_params",
+    "tower_params",
+]
 
 #: vision_config model types of the Qwen3-VL encoder (dense and MoE text towers share it).
 QWEN3_VL_TOWERS = ("qwen3_vl", "qwen3_vl_moe")
+#: Qwen2-VL and Qwen2.5-VL encoders (their vision_config may name no model_type: the composite's).
+QWEN2_VL_TOWERS = ("qwen2_vl", "qwen2_5_vl")
+#: The dynamic-resolution Qwen encoders (patches merged 2x2 into tokens), sized by vLLM's processor.
+QWEN_VL_TOWERS = QWEN2_VL_TOWERS + QWEN3_VL_TOWERS
 
 
 @dataclass(frozen=True)
@@ -92,6 +105,32 @@ def qwen3_vl_vision_params(t: Tower) -> int:
     )
 
 
+def _qwen_merger(t: Tower, norm: int) -> int:
+    """PatchMerger: a norm over the vision width (`norm` tensors of it), then Linear(m, m) and
+    Linear(m, out) with biases, m = merge^2 x width."""
+    h, m = t.hidden_size, t.spatial_merge_size**2 * t.hidden_size
+    return norm * h + (m * m + m) + (m * t.out_hidden_size + t.out_hidden_size)
+
+
+def qwen2_vl_vision_params(t: Tower) -> int:
+    """Qwen2VisionTransformerPretrainedModel (transformers modeling_qwen2_vl): bias-free Conv3d patch
+    embedding, rotary positions (no table), pre-norm blocks (two LayerNorms with bias, fused qkv
+    and proj with biases, fc1/fc2 with biases, QuickGELU) and the patch merger (LayerNorm)."""
+    h, i = t.hidden_size, t.intermediate_size
+    embed = t.num_channels * t.temporal_patch_size * t.patch_size**2 * h
+    block = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * i + i) + (i * h + h)
+    return embed + t.num_hidden_layers * block + _qwen_merger(t, 2)
+
+
+def qwen2_5_vl_vision_params(t: Tower) -> int:
+    """Qwen2_5_VisionTransformerPretrainedModel (modeling_qwen2_5_vl): as Qwen2-VL with RMSNorms (no
+    bias) and a gated MLP (gate, up, down with biases); the merger's norm is an RMSNorm too."""
+    h, i = t.hidden_size, t.intermediate_size
+    embed = t.num_channels * t.temporal_patch_size * t.patch_size**2 * h
+    block = 2 * h + (3 * h * h + 3 * h) + (h * h + h) + 2 * (h * i + i) + (i * h + h)
+    return embed + t.num_hidden_layers * block + _qwen_merger(t, 1)
+
+
 def generic_vit_params(t: Tower, text_hidden: int) -> int:
     """Estimate for other towers: ViT encoder + patch embedding + a 2-layer MLP projector."""
     h = t.hidden_size
@@ -106,6 +145,10 @@ def tower_params(t: Tower, composite_type: str, text_hidden: int) -> tuple[int, 
         return siglip_params(t) + gemma3_projector(t, text_hidden), True
     if t.model_type == "llama4_vision_model":
         return llama4_vision_params(t, text_hidden), True
+    if t.model_type == "qwen2_vl" and t.out_hidden_size:
+        return qwen2_vl_vision_params(t), True
+    if t.model_type == "qwen2_5_vl" and t.out_hidden_size:
+        return qwen2_5_vl_vision_params(t), True
     if t.model_type in QWEN3_VL_TOWERS and t.out_hidden_size:
         return qwen3_vl_vision_params(t), True
     return generic_vit_params(t, text_hidden), False

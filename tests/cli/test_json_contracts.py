@@ -51,6 +51,7 @@ WORKLOAD = {
     "workload.engine.lora_dtype",
     "workload.engine.lora_paths",
     "workload.engine.max_loras_per_batch",
+    "workload.engine.limit_mm_per_prompt",
     "workload.engine.gpu_memory_utilization",
     "workload.engine.max_num_batched_tokens",
     "workload.engine.max_num_seqs",

@@ -21,12 +21,21 @@ def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
     vision = top.sub("vision_config")
     if not vision.raw:
         return None
+    composite = top.string("model_type") or ""
+    default_type = composite if composite in vision_towers.QWEN2_VL_TOWERS else "vit"
+    model_type = vision.string("model_type", default=default_type) or default_type
+    hidden = vision.integer("hidden_size", "embed_dim", kind="width")
+    inter = vision.integer("intermediate_size", kind="width", default=0, minimum=0)
+    out = vision.integer("out_hidden_size", kind="width", default=0, minimum=0)
+    if model_type == "qwen2_vl":  # Qwen2VLVisionConfig: embed_dim is the tower, hidden_size its output
+        hidden, out = vision.integer("embed_dim", kind="width"), hidden
+        inter = hidden * vision.integer("mlp_ratio", kind="small", default=4)
     tower = vision_towers.Tower(
-        model_type=vision.string("model_type", default="vit") or "vit",
-        hidden_size=vision.integer("hidden_size", "embed_dim", kind="width"),
-        intermediate_size=vision.integer("intermediate_size", kind="width", default=0, minimum=0),
+        model_type=model_type,
+        hidden_size=hidden,
+        intermediate_size=inter,
         num_hidden_layers=vision.integer("num_hidden_layers", "depth", kind="layers"),
-        num_channels=vision.integer("num_channels", "in_channels", kind="small", default=3),
+        num_channels=vision.integer("num_channels", "in_channels", "in_chans", kind="small", default=3),
         patch_size=vision.integer("patch_size", kind="small", default=14),
         image_size=vision.integer("image_size", kind="positions", default=224),
         projector_input_dim=vision.integer("projector_input_dim", kind="width", default=0, minimum=0),
@@ -36,7 +45,7 @@ def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
         num_position_embeddings=vision.integer(
             "num_position_embeddings", kind="positions", default=0, minimum=0
         ),
-        out_hidden_size=vision.integer("out_hidden_size", kind="width", default=0, minimum=0),
+        out_hidden_size=out,
         spatial_merge_size=vision.integer("spatial_merge_size", kind="small", default=1),
         deepstack_layers=len(vision.int_list("deepstack_visual_indexes", kind="layers") or ()),
     )
@@ -51,6 +60,10 @@ def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
         image_size=tower.image_size,
         params=params,
         exact=exact,
+        temporal_patch_size=tower.temporal_patch_size,
+        spatial_merge_size=tower.spatial_merge_size,
+        out_hidden_size=tower.out_hidden_size,
+        deepstack_layers=tower.deepstack_layers,
     )
 
 

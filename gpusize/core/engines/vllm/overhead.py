@@ -98,8 +98,8 @@ def activation_bytes(
     sampler: copies x rows x vocab x 4 B (logits cast to fp32, top-k/top-p over them; before 0.17 the
     sort path holds SORT_SAMPLER_EXTRA_COPIES more); hidden: copies x tokens x hidden x 2 B; fused MoE
     workspace (vLLM fused_moe caches): tokens x top_k x (3 x expert width / tp + hidden) x 2 B (with
-    expert parallelism a rank runs 1/tp of the routed tokens at full width); multimodal encoder cache:
-    tokens x hidden x 2 B held during the profile (gpu_model_runner.profile_run)."""
+    expert parallelism a rank runs 1/tp of the routed tokens at full width). A vision encoder's
+    profile is the reserve `multimodal.encoder_profile`."""
     tokens = limits.max_num_batched_tokens
     rows = min(limits.max_num_seqs, tokens)
     if flashinfer_sampler and beh and beh.sort_sampler:
@@ -115,8 +115,7 @@ def activation_bytes(
         moe = tokens * m.num_experts_per_tok * (3 * width + spec.hidden_size) * 2
         if expert_parallel:  # 1/tp of the routed tokens at full width: the same product
             moe = tokens * m.num_experts_per_tok / tp * (3 * m.moe_intermediate_size + spec.hidden_size) * 2
-    encoder = tokens * spec.hidden_size * 2 if spec.vision else 0
-    return int(sampler + hidden + moe + encoder)
+    return int(sampler + hidden + moe)
 
 
 #: vLLM's default CUDA-graph capture sizes (vllm/config/compilation.py), ascending.

@@ -4,9 +4,10 @@ before the KV cache. A new reserve: its function in a module of this package and
 from __future__ import annotations
 
 from gpusize.core.engines.vllm.lora import lora_buffers, lora_slots
+from gpusize.core.engines.vllm.multimodal import encoder_profile
 from gpusize.core.reserves import ReserveTerm
 
 __all__ = ["RESERVES"]
 
 #: vLLM's reserve terms, in the order they are shown.
-RESERVES: tuple[ReserveTerm, ...] = (lora_slots, lora_buffers)
+RESERVES: tuple[ReserveTerm, ...] = (lora_slots, lora_buffers, encoder_profile)

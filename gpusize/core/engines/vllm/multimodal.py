@@ -1,0 +1,200 @@
+"""vLLM's multimodal budgets (pure): the items per prompt (`--limit-mm-per-prompt`), the largest item's
+tokens from the processor numbers, the encoder budget, and the encoder profile peak as a Reserve.
+
+vLLM's profile run (vllm/v1/worker/gpu_model_runner.py profile_run) first runs the vision encoder
+on a dummy batch of the modality with the most tokens per item, as many items of the maximum
+feature size as the encoder budget holds (capped by max_num_seqs x the per-prompt limit), keeps
+their outputs in the encoder cache, then runs the decoder's dummy batch. The start-up logs move
+with the decoder's peak on top of the encoder's (Qwen3-VL at 64 and 256 sequences: +0.91 GiB logged,
++0.95 modelled), so the encoder term is a reserve beside the activation peak. With 0 items of every
+modality vLLM skips the encoder profile (the model is served text-only) and the reserve goes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+from gpusize.core.engines.vllm.behaviour import behaviour
+from gpusize.core.engines.vllm.scheduler import scheduler_limits
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.reserves import Reserve
+from gpusize.core.spec import ModelSpec, VisionSpec
+from gpusize.core.vision import QWEN2_VL_TOWERS, QWEN_VL_TOWERS
+from gpusize.core.workload import Workload
+from gpusize.errors import InputError
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_PIXELS",
+    "MODALITIES",
+    "PIXEL_BYTES",
+    "VISION_ACTIVATION_COPIES",
+    "EncoderBudget",
+    "encoder_budget",
+    "encoder_profile",
+    "encoder_profile_bytes",
+    "max_item_tokens",
+    "mm_limits",
+    "profiled_budget",
+    "text_only",
+    "video_item_tokens",
+]
+
+#: The modalities a vision-language checkpoint takes in vLLM (`limit_mm_per_prompt` keys), in the
+#: order vLLM's processors list them.
+MODALITIES = ("image", "video")
+#: Items per prompt of a modality the flag does not name: vLLM V1's default (999; MultiModalConfig).
+DEFAULT_LIMIT = 999
+#: Largest image the processor keeps (pixels), per tower, from the checkpoints' preprocessor_config.json
+#: on the Hub: Qwen2-VL / Qwen2.5-VL "max_pixels": 12845056 (= 3584^2; 16,384 tokens at 14 px patches
+#: merged 2x2), Qwen3-VL "size": {"longest_edge": 16777216} (= 4096^2; 16,384 tokens at 16 px).
+MAX_PIXELS: dict[str, int] = {
+    "qwen2_vl": 12845056,
+    "qwen2_5_vl": 12845056,
+    "qwen3_vl": 16777216,
+    "qwen3_vl_moe": 16777216,
+}
+#: Bytes per pixel-value element held during the encoder profile: the processor's fp32 array on the
+#: GPU plus its copy in the model dtype (`pixel_values.type(self.visual.dtype)` in qwen2_vl.py).
+PIXEL_BYTES = 4 + 2
+#: Activations of the vision blocks at their peak, in 16-bit copies of (width + MLP width) per patch:
+#: the residual stream, the fused qkv and the rotary q/k (fp32 inside apply_rotary_pos_emb_vision),
+#: the MLP's fc1 and activation. Fitted (bench/calibrate_vllm.py, step 4) on the four Qwen3-VL-30B
+#: TP=2 start-up logs of tests/data/engine_records.yaml (vLLM 0.11-0.12, 64 and 256 sequences: the
+#: log leaves 2.65-2.69 GiB beyond gpusize's other terms).
+VISION_ACTIVATION_COPIES = 2.80
+
+
+def mm_limits(raw: str | None) -> dict[str, int] | None:
+    """The items per prompt per modality from `--limit-mm-per-prompt` as vLLM reads it: JSON
+    ('{"image":0,"video":0}'; a modality may be an object with "count", as from 0.11) or the older
+    'image=0,video=0'. None when not given (vLLM's default: the model's own limits)."""
+    if raw is None:
+        return None
+    text = raw.strip()
+    try:
+        pairs = json.loads(text) if text.startswith("{") else dict(_pair(p) for p in text.split(","))
+    except ValueError:
+        pairs = None
+    if not isinstance(pairs, dict):
+        raise _bad(raw)
+    return {str(k): _count(raw, v) for k, v in pairs.items()}
+
+
+def _pair(item: str) -> tuple[str, int]:
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(item)
+    return key.strip(), int(value)
+
+
+def _count(raw: str, value: object) -> int:
+    if isinstance(value, dict):
+        value = value.get("count", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1 << 16:
+        raise _bad(raw)
+    return value
+
+
+def _bad(raw: str) -> InputError:
+    shown = raw.encode("unicode_escape").decode("ascii")[:80]
+    return InputError(
+        f"--limit-mm-per-prompt: expected '{{\"image\":N,\"video\":N}}' or 'image=N,video=N' with "
+        f"counts 0 to 65536, got '{shown}'"
+    )
+
+
+def max_item_tokens(v: VisionSpec, max_pixels: int) -> int:
+    """Tokens of the largest item (vLLM get_image_size_with_most_features): smart_resize of an
+    unbounded square to at most `max_pixels`, in multiples of factor = patch x merge, then
+    (side / factor)^2 tokens. Qwen2-VL: floor(3584 / 28)^2 = 16,384."""
+    factor = v.patch_size * v.spatial_merge_size
+    side = math.floor(math.sqrt(max_pixels) / factor)
+    return side * side
+
+
+@dataclass(frozen=True)
+class EncoderBudget:
+    """vLLM compute_encoder_budget (vllm/v1/core/encoder_cache_manager.py): budget =
+    max(max_num_batched_tokens, tokens of the largest item); items = what the profile runs."""
+
+    tokens_per_item: int
+    budget: int
+    items: int
+    modality: str = "image"
+
+
+def encoder_budget(
+    tokens_per_item: int, batched_tokens: int, max_seqs: int, limit: int, modality: str = "image"
+) -> EncoderBudget:
+    """The encoder budget and the items vLLM profiles: budget // tokens per item, at most
+    max_num_seqs x the per-prompt limit (gpu_model_runner profile_run, MultiModalBudget)."""
+    budget = max(batched_tokens, tokens_per_item)
+    items = min(max(budget // tokens_per_item, 1), max_seqs * limit)
+    return EncoderBudget(tokens_per_item, budget, items, modality)
+
+
+def encoder_profile_bytes(
+    v: VisionSpec, text_hidden: int, eb: EncoderBudget, copies: float = VISION_ACTIVATION_COPIES
+) -> int:
+    """The encoder profile peak on one GPU for `eb.items` items of the largest size: patches P =
+    items x tokens x merge^2; pixel values P x (channels x t x patch^2) x PIXEL_BYTES; the blocks
+    `copies` x P x (width + MLP width) x 2 B (the tower runs whole on every rank);
+    the encoder cache: items x tokens x output width x (1 + deepstack) x 2 B."""
+    patches = eb.items * eb.tokens_per_item * v.spatial_merge_size**2
+    pixels = patches * v.num_channels * v.temporal_patch_size * v.patch_size**2 * PIXEL_BYTES
+    blocks = copies * patches * (v.hidden_size + v.intermediate_size) * 2
+    out = v.out_hidden_size or text_hidden
+    cache = eb.items * eb.tokens_per_item * out * (1 + v.deepstack_layers) * 2
+    return int(pixels + blocks + cache)
+
+
+def text_only(work: Workload) -> bool:
+    """0 items of every modality: vLLM serves the checkpoint text-only and skips the encoder profile."""
+    limits = mm_limits(work.engine.limit_mm_per_prompt)
+    return limits is not None and not any(limits.get(m, 1) for m in MODALITIES)
+
+
+def video_item_tokens(frame_tokens: int, context: int, images: int, videos: int) -> int:
+    """Tokens of the largest dummy video (qwen2_vl.py get_num_frames_with_most_features): pairs of
+    frames at the largest size (`frame_tokens` each, temporal_patch_size 2) filling what the
+    context leaves after the images, shared by the videos; at least one pair. No frame cap (vLLM
+    caps the frames per video; the larger is the safer)."""
+    room = max(context - frame_tokens * images, 0)
+    return frame_tokens * max(room // frame_tokens // max(videos, 1), 1)
+
+
+def profiled_budget(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> EncoderBudget | None:
+    """The encoder budget and items vLLM profiles for a Qwen-VL tower (None: another tower, none,
+    or text-only): the modality with the most tokens per item (the image on a tie, as vLLM's
+    max() over the modalities in order). A modality the flag leaves out keeps vLLM's default
+    limit (DEFAULT_LIMIT)."""
+    v = spec.vision
+    if v is None or v.model_type not in QWEN_VL_TOWERS or text_only(work):
+        return None
+    sched = scheduler_limits(gpu, work, behaviour(work.release.version, spec))
+    given = mm_limits(work.engine.limit_mm_per_prompt) or {}
+    images, videos = (given.get(m, DEFAULT_LIMIT) for m in MODALITIES)
+    image = max_item_tokens(v, MAX_PIXELS[v.model_type])
+    video = video_item_tokens(image, work.context_tokens, images, videos) if videos else 0
+    tokens, limit, kind = (image, images, "image") if images and image >= video else (video, videos, "video")
+    return encoder_budget(tokens, sched.max_num_batched_tokens, sched.max_num_seqs, limit, kind)
+
+
+def encoder_profile(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Reserve | None:
+    """The encoder profile reserve (None for a text model, or text-only). Towers without processor
+    numbers keep the encoder cache alone: max_num_batched_tokens x text hidden x 2 B."""
+    v = spec.vision
+    if v is None or text_only(work):
+        return None
+    eb = profiled_budget(spec, gpu, work)
+    if eb is None:
+        sched = scheduler_limits(gpu, work, behaviour(work.release.version, spec))
+        held = sched.max_num_batched_tokens * spec.hidden_size * 2
+        return Reserve("encoder_profile", held, "estimate: encoder cache of the profile run", True)
+    kind = "Qwen2-VL" if v.model_type in QWEN2_VL_TOWERS else "Qwen3-VL"
+    items = f"{eb.items} {eb.modality} x {eb.tokens_per_item:,} tokens"
+    how = f"estimate: {kind} encoder on {items} (budget {eb.budget:,})"
+    return Reserve("encoder_profile", encoder_profile_bytes(v, spec.hidden_size, eb), how, True)
