@@ -142,11 +142,12 @@ class EngineSettings:
         help="top-k/top-p sampled by FlashInfer (VLLM_USE_FLASHINFER_SAMPLER=1; up to 0.11.0 whenever "
         "FlashInfer is installed, as in the vllm/vllm-openai image): a smaller start-up peak before 0.17.",
     )
-    #: vLLM keeps this many GiB of each GPU's weights in pinned CPU memory, read over PCIe every step.
+    #: vLLM and SGLang keep this many GiB of each GPU's weights in pinned CPU memory, read over PCIe
+    #: every step (the same rule in both: maybe_offload_to_cpu over the decoder layers).
     cpu_offload_gb: float | None = _setting(
         None,
         flag="--cpu-offload-gb",
-        engines=("vllm",),
+        engines=_PAGED,
         help="GiB of weights per GPU kept in CPU memory (whole layers; read over PCIe every step).",
         low=0,
         high=1 << 16,

@@ -122,7 +122,8 @@ def _settings_words(work: Workload) -> list[str]:
         flag, value = launch_flag(name), getattr(work.engine, name)
         if flag is None:
             continue
-        words += [flag] if value is True else [flag, str(value)]
+        whole = isinstance(value, float) and value.is_integer()  # SGLang's --cpu-offload-gb is an int
+        words += [flag] if value is True else [flag, str(int(value)) if whole else str(value)]
     return words
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.base import EngineModel
-from gpusize.core.engines.vllm.pool import THIN_MARGIN
+from gpusize.core.engines.vllm.pool import OFFLOAD_NOTE, THIN_MARGIN, offloaded_bytes
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers
@@ -26,6 +26,7 @@ from gpusize.core.reserves import ReserveTerm, reserves_of, total_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import weights_bytes
 from gpusize.core.workload import Workload
+from gpusize.errors import InputError
 from gpusize.units import GIB
 
 __all__ = [
@@ -182,12 +183,23 @@ def context_refusal(spec: ModelSpec, work: Workload) -> str | None:
 SGLANG_RESERVES: tuple[ReserveTerm, ...] = ()
 
 
+def sglang_offloaded_bytes(spec: ModelSpec, work: Workload, tp: int) -> int:
+    """--cpu-offload-gb: SGLang's OffloaderV1 moves decoder-layer parameters as vLLM does
+    (`offloaded_bytes`); its flag is an int (server_args.py `cpu_offload_gb: int`, argparse type=int),
+    so a fraction is refused as SGLang's parser refuses it."""
+    gib = work.engine.cpu_offload_gb
+    if gib is not None and not float(gib).is_integer():
+        raise InputError(f"invalid --cpu-offload-gb {gib}: SGLang takes a whole number of GiB")
+    return offloaded_bytes(spec, work, tp)
+
+
 def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
     problem = split_problem(spec, tp, None)
     if problem:
         return refused(gpu, tp, problem)
     fraction = mem_fraction(gpu, tp, work, spec)
-    weights = weights_bytes(spec, work.weights, tp, work.include_mtp)
+    offloaded = sglang_offloaded_bytes(spec, work, tp)
+    weights = weights_bytes(spec, work.weights, tp, work.include_mtp) - offloaded
     cell = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, tp)
     context = runtime.CUDA_CONTEXT_TP1 + (DIST_INIT_TPN if tp > 1 else 0)
     free_before = gpu.visible_bytes - context - work.reserved_bytes
@@ -237,7 +249,15 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         max_context_tokens=min(capacity // max(work.batch, 1), spec.max_context or capacity),
         kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, tp),
         usd_per_hour=gpu.price_for(tp),
+        host_bytes=offloaded * tp if offloaded else None,
     )
+
+
+def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
+    """What SGLang does with this model that the answer depends on."""
+    if work.engine.cpu_offload_gb:
+        return (OFFLOAD_NOTE,)
+    return ()
 
 
 def effective_settings(
@@ -274,4 +294,6 @@ ENGINE = EngineModel(
     pages_kv=True,
     serves=True,
     quantizes_on_load=True,
+    notes=model_notes,
+    host_weights=sglang_offloaded_bytes,
 )

@@ -43,7 +43,14 @@ from gpusize.core.engines.vllm.overhead import (
     nvls,
 )
 from gpusize.core.engines.vllm.pipeline import evaluate_nodes, evaluate_pipeline
-from gpusize.core.engines.vllm.pool import THIN_MARGIN, evaluate, headroom_warning, thin_margin_warning
+from gpusize.core.engines.vllm.pool import (
+    OFFLOAD_NOTE,
+    THIN_MARGIN,
+    evaluate,
+    headroom_warning,
+    offloaded_bytes,
+    thin_margin_warning,
+)
 from gpusize.core.engines.vllm.scheduler import (
     HUGE_GPU_BYTES,
     LARGE_GPU_BYTES,
@@ -130,10 +137,7 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
             "request, as vLLM's hybrid KV allocator does"
         )
     if work.engine.cpu_offload_gb:
-        notes.append(
-            "--cpu-offload-gb: whole layers' weights wait in pinned CPU memory (host_bytes) and cross PCIe "
-            "every step; speed estimates do not count that transfer"
-        )
+        notes.append(OFFLOAD_NOTE)
     return tuple(notes)
 
 
@@ -157,4 +161,5 @@ ENGINE = EngineModel(
     quantizes_on_load=True,
     nodes=lambda spec, gpu, nodes, work: evaluate_nodes(spec, gpu, nodes, work),
     notes=model_notes,
+    host_weights=offloaded_bytes,
 )
