@@ -254,25 +254,38 @@ def _llamacpp_step(
 
 
 def prefill_seconds(
-    spec: ModelSpec, work: Workload, gpu: GpuSpec, tp: int, prompt: int, sequences: int = 1
+    spec: ModelSpec,
+    work: Workload,
+    gpu: GpuSpec,
+    tp: int,
+    prompt: int,
+    sequences: int = 1,
+    cached: int = 0,
 ) -> float | None:
     """Estimated compute time to prefill `sequences` prompts of `prompt` tokens together (dense
-    matmuls + causal attention) on `tp` GPUs, plus the all-reduces of their activations."""
+    matmuls + causal attention) on `tp` GPUs, plus the all-reduces of their activations and the copy
+    of offloaded weights (`host_copy_s`). `cached`: the first tokens of each prompt the engine's prefix
+    cache already holds (vLLM's automatic prefix caching, SGLang's radix cache): only the other
+    prompt - cached tokens are computed, each attending to the cached prefix and, causally, to half
+    the new tokens on average."""
     tflops = _tflops(gpu, work)
-    if not tflops or prompt <= 0:
+    new = prompt - min(max(cached, 0), prompt)
+    if not tflops or new <= 0:
         return 0.0 if tflops else None
     speed = calibrated.engine_speed(work.engine.name)
     if speed.prefill_tflops_ceiling:
         tflops = min(tflops * speed.prefill_mfu, speed.prefill_tflops_ceiling) / speed.prefill_mfu
     attn_width = spec.num_attention_heads * spec.head_dim
     attention = 0.0
+    past = prompt - new
     for layer in spec.attention_layers:  # QK^T and PV: 4 x width flops per (query, key) pair
-        keys = min(layer.window, prompt / 2) if layer.window else prompt / 2  # causal: half on average
-        attention += 4 * prompt * keys * attn_width
+        keys = past + new / 2  # causal: the cached prefix, then half the new tokens on average
+        keys = min(layer.window, keys) if layer.window else keys
+        attention += 4 * new * keys * attn_width
     peak = tp * tflops * 1e12
-    dense = sequences * 2 * spec.params.active * prompt / (peak * speed.prefill_mfu)
+    dense = sequences * 2 * spec.params.active * new / (peak * speed.prefill_mfu)
     attend = sequences * attention / (peak * (speed.attention_mfu or speed.prefill_mfu))
-    comm = 2 * len(spec.layers) * allreduce_s(gpu, tp, sequences * prompt * spec.hidden_size * 2)
+    comm = 2 * len(spec.layers) * allreduce_s(gpu, tp, sequences * new * spec.hidden_size * 2)
     return dense + attend + comm + host_copy_s(spec, work, gpu, tp)
 
 

@@ -190,6 +190,7 @@ CONTRACTS: dict[str, set[str]] = {
         "command",
         "demand",
         "demand.output_tokens",
+        "demand.prefix_hit_rate",
         "demand.prompt_tokens",
         "demand.rps",
         "demand.users",
@@ -414,6 +415,7 @@ CONTRACTS: dict[str, set[str]] = {
         "topology_mermaid",
         "topology_text",
         "users",
+        "prefix_hit_rate",
     },
     "curve": WORKLOAD
     | {

@@ -106,6 +106,9 @@ class EngineModel:
     #: Its plan across several servers (--nodes), None when gpusize models none for it.
     nodes: NodesEvaluator | None = None
     notes: ModelNotes = _no_notes
+    #: How the engine reuses a cached prompt prefix, as the assumptions state it (None: it has no
+    #: prefix cache, so a --prefix-hit-rate is refused).
+    prefix_cache: str | None = None
     #: Weight bytes per GPU read from host memory over PCIe every step (the speed estimates add them).
     host_weights: HostWeights = _no_host_weights
 

@@ -296,4 +296,5 @@ ENGINE = EngineModel(
     quantizes_on_load=True,
     notes=model_notes,
     host_weights=sglang_offloaded_bytes,
+    prefix_cache="SGLang's radix cache (on by default; --disable-radix-cache turns it off)",
 )

@@ -162,4 +162,7 @@ ENGINE = EngineModel(
     nodes=lambda spec, gpu, nodes, work: evaluate_nodes(spec, gpu, nodes, work),
     notes=model_notes,
     host_weights=offloaded_bytes,
+    prefix_cache="vLLM's automatic prefix caching (on by default in V1, so in every release modelled: "
+    "vllm/engine/arg_utils.py sets enable_prefix_caching for generative models; "
+    "--no-enable-prefix-caching turns it off)",
 )
