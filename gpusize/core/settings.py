@@ -179,6 +179,25 @@ class EngineSettings:
         high=1 << 20,
         launch="--max-running-requests",
     )
+    #: SGLang data-parallel attention: attention (and the KV cache) split into dp_size groups of
+    #: tp_size // dp_size GPUs, each serving its own requests; the MoE and MLP layers stay on all tp.
+    enable_dp_attention: bool = _setting(
+        False,
+        flag="--enable-dp-attention",
+        engines=("sglang",),
+        help="data-parallel attention (with --dp-size): each group of TP / DP GPUs attends to its own "
+        "requests with its own KV pool; the MoE stays tensor parallel (DeepSeek, MLA models).",
+        launch="--enable-dp-attention",
+    )
+    dp_size: int | None = _setting(
+        None,
+        flag="--dp-size",
+        engines=("sglang",),
+        help="data-parallel attention groups (with --enable-dp-attention; must divide the TP size).",
+        low=1,
+        high=8,
+        launch="--dp-size",
+    )
     n_gpu_layers: int | None = _setting(
         None,
         flag="--n-gpu-layers",

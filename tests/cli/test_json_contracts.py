@@ -44,6 +44,8 @@ WORKLOAD = {
     "workload.engine.flash_attn",
     "workload.engine.flashinfer_sampler",
     "workload.engine.cpu_offload_gb",
+    "workload.engine.enable_dp_attention",
+    "workload.engine.dp_size",
     "workload.engine.gpu_memory_utilization",
     "workload.engine.max_num_batched_tokens",
     "workload.engine.max_num_seqs",
