@@ -57,7 +57,8 @@ class Setting:
     """How one engine setting is taken: `flag` (the engine's own name for it, and gpusize's option),
     the engines that read it (any other refuses it), one line of help, and its bounds: `low`/`high`
     for numbers (an int in [low, high], a float in (low, high] or [low, high] when not `low_open`),
-    `choices` for a word. `launch` is the flag a launch command prints it under when the user gave it
+    `choices` for a word; `off`, a count below `low` the engine takes as "off" (SGLang's
+    --chunked-prefill-size -1). `launch` is the flag a launch command prints it under when the user gave it
     (None: the command prints it another way: a budget with its effective value, llama-server's own
     short flags, an environment switch)."""
 
@@ -69,6 +70,7 @@ class Setting:
     high: float | None = None
     low_open: bool = True
     choices: tuple[str, ...] = ()
+    off: int | None = None
     launch: str | None = None
 
 
@@ -165,9 +167,10 @@ class EngineSettings:
         None,
         flag="--chunked-prefill-size",
         engines=("sglang",),
-        help="tokens per prefill chunk (enters its reserve).",
+        help="tokens per prefill chunk (enters its reserve); -1: no chunking (SGLang's own meaning).",
         low=1,
         high=1 << 24,
+        off=-1,
         launch="--chunked-prefill-size",
     )
     max_running_requests: int | None = _setting(
@@ -308,9 +311,12 @@ def _checked(value: Any, s: Setting) -> Any:
 
 def _count(value: int, s: Setting) -> int:
     assert s.low is not None and s.high is not None
+    if value == s.off:
+        return value
     if value < s.low:
         floor = "greater than zero" if s.low == 1 else f"at least {s.low:g}"
-        raise InputError(f"invalid {s.flag} {value}: must be {floor}")
+        off = f", or {s.off} (off)" if s.off is not None else ""
+        raise InputError(f"invalid {s.flag} {value}: must be {floor}{off}")
     if value > s.high:
         raise InputError(f"invalid {s.flag} {value}: at most {int(s.high):,}")
     return value

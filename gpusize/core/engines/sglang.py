@@ -51,6 +51,9 @@ __all__ = [
 #: the weights" (~0.13 GB in an SGLang TP4 start-up log quoted in the project's issue report); vLLM's
 #: 2.07 GiB CUDA context at TP >= 2 includes its NCCL profile buffers, which SGLang allocates later.
 DIST_INIT_TPN = int(0.13 * GIB)
+#: ServerArgs.max_prefill_tokens default: the prefill batch the 0.5.3+ reserve sizes for when chunked
+#: prefill is off (--chunked-prefill-size -1: "reserved_mem += max(self.max_prefill_tokens, 2048) * 1.5").
+MAX_PREFILL_TOKENS = 16384
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,8 @@ def _fraction(v: Version, mib: int, tp: int, chunk: int, graph: int, mla: bool, 
             else ((12 + tp / 2) * 1024 if gib < 160 else 32 * 1024)
         )
         return round((mib - reserve) / mib, 3)
-    reserved = 512 + max(chunk, 2048) * 1.5 + graph * 2 + tp / 8 * 1024
+    prefill = chunk if chunk > 0 else MAX_PREFILL_TOKENS  # -1: chunked prefill off
+    reserved = 512 + max(prefill, 2048) * 1.5 + graph * 2 + tp / 8 * 1024
     if dp:  # --enable-dp-attention (sglang_dp)
         reserved += dp_graph_reserve_mib(graph, dp)
     if v >= _v("0.5.10"):  # piecewise CUDA graphs on by default
