@@ -163,6 +163,6 @@ ENGINE = EngineModel(
     notes=model_notes,
     host_weights=offloaded_bytes,
     prefix_cache="vLLM's automatic prefix caching (on by default in V1, so in every release modelled: "
-    "vllm/engine/arg_utils.py sets enable_prefix_caching for generative models; "
-    "--no-enable-prefix-caching turns it off)",
+    "tests/engine/test_arg_utils.py test_prefix_caching_from_cli, 'V1 turns on prefix caching by "
+    "default'; --no-enable-prefix-caching turns it off)",
 )
