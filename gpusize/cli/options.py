@@ -34,6 +34,7 @@ __all__ = [
     "Model",
     "ModelsFile",
     "Mtp",
+    "PrefixHitRate",
     "Quantization",
     "Quiet",
     "ReservedMib",
@@ -146,6 +147,14 @@ ReservedMib = Annotated[
     int,
     typer.Option(
         "--reserved-mib", help="Memory other processes hold on each GPU (a desktop, another server), MiB."
+    ),
+]
+PrefixHitRate = Annotated[
+    float,
+    typer.Option(
+        "--prefix-hit-rate",
+        help="Fraction of each prompt's tokens the engine's prefix cache serves (0-1; a workload "
+        "input: shared system prompts, multi-turn chats). Prefill computes the rest; memory unchanged.",
     ),
 ]
 Mtp = Annotated[bool, typer.Option("--mtp", help="Load the checkpoint's MTP layers (speculative decoding).")]

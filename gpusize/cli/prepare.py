@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gpusize.cli.options import EngineValues
 from gpusize.cli.output import warn, write_stderr
+from gpusize.core.engines import engine
 from gpusize.core.engines import prepare as prepare_workload
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
@@ -62,6 +63,18 @@ def number(value: float | None, flag: str, low: float, high: float, low_open: bo
         bracket = "(" if low_open else "["
         raise UsageError(f"invalid {flag} {value}: must be in {bracket}{low:g}, {high:g}]")
     return value
+
+
+def hit_rate(value: float) -> float:
+    """--prefix-hit-rate: a fraction in [0, 1]."""
+    checked = number(value, "--prefix-hit-rate", 0, 1, low_open=False)
+    return checked or 0.0
+
+
+def prefix_cache(engine_name: str, rate: float) -> None:
+    """A prefix hit rate needs an engine with a prefix cache."""
+    if rate and engine(engine_name).prefix_cache is None:
+        raise UsageError(f"--prefix-hit-rate: --engine {engine_name} has no prefix cache")
 
 
 def gpu_count(value: int | None) -> int | None:

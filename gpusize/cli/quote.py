@@ -18,6 +18,7 @@ from gpusize.cli.options import (
     KvDtype,
     Model,
     ModelsFile,
+    PrefixHitRate,
     Quantization,
     Quiet,
     ReservedMib,
@@ -49,6 +50,7 @@ def quote(
     *,
     ctx: Ctx = "8k",
     users: int | None = typer.Option(None, "--users", help="Concurrent users to serve."),
+    prefix_hit_rate: PrefixHitRate = 0.0,
     utilization_hours: float = typer.Option(
         730.0,
         "--utilization-hours",
@@ -101,6 +103,8 @@ def quote(
         raise UsageError(
             f"quote compares vLLM or SGLang servers; --engine {req.engine.name} is sized by 'fit'"
         )
+    hit_rate = prepare.hit_rate(prefix_hit_rate)
+    prepare.prefix_cache(req.engine.name, hit_rate)
     work = prepare.workload(spec, req)
     targets = [prepare.targets(name, cats) for name in gpu or DEFAULT_QUOTE_GPUS]
     gpus = [t.gpus[0] for t in targets]
@@ -113,6 +117,7 @@ def quote(
         parse_count(users, "--users") if users is not None else None,
         hours or 730.0,
         {t.gpus[0].name: t.max_count for t in targets},
+        hit_rate,
     )
     code = 0 if report.fits else 1
     if svg:

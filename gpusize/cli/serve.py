@@ -18,6 +18,7 @@ from gpusize.cli.options import (
     KvDtype,
     Model,
     ModelsFile,
+    PrefixHitRate,
     Quantization,
     Quiet,
     ReservedMib,
@@ -49,6 +50,7 @@ def serve(
     rps: float | None = typer.Option(None, "--rps", help="Requests per second (instead of --users)."),
     prompt: str = typer.Option("1k", "--prompt-tokens", help="Prompt length per request (with --rps, TTFT)."),
     output: str = typer.Option("256", "--output-tokens", help="Output tokens per request (with --rps)."),
+    prefix_hit_rate: PrefixHitRate = 0.0,
     gpu: GpuName = "H100",
     gpus: GpuCount = None,
     dtype: Dtype = "auto",
@@ -83,6 +85,7 @@ def serve(
         rps=prepare.number(rps, "--rps", 0, 1e6),
         prompt_tokens=parse_tokens(prompt, "--prompt-tokens"),
         output_tokens=parse_tokens(output, "--output-tokens"),
+        prefix_hit_rate=prepare.hit_rate(prefix_hit_rate),
     )
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
@@ -100,6 +103,7 @@ def serve(
         raise UsageError(
             f"serve compares vLLM, SGLang or llama.cpp layouts; --engine {req.engine.name} is sized by 'fit'"
         )
+    prepare.prefix_cache(req.engine.name, prefix_hit_rate)
     host = prepare.number(host_bandwidth, "--host-bandwidth", 0, 10_000)
     work = prepare.workload(spec, req)
     where = prepare.targets(gpu, cats, gpus)

@@ -53,7 +53,8 @@ class Setting(NamedTuple):
     """How one engine setting is taken: `flag` (the engine's own name for it, and gpusize's option),
     the engines that read it (any other refuses it), one line of help, and its bounds: `low`/`high`
     for numbers (an int in [low, high], a float in (low, high] or [low, high] when not `low_open`),
-    `choices` for a word. `launch` is the flag a launch command prints it under when the user gave it
+    `choices` for a word; `off`, a count below `low` the engine takes as "off" (SGLang's
+    --chunked-prefill-size -1). `launch` is the flag a launch command prints it under when the user gave it
     (None: the command prints it another way: a budget with its effective value, llama-server's own
     short flags, an environment switch).
 
@@ -68,6 +69,7 @@ class Setting(NamedTuple):
     high: float | None = None
     low_open: bool = True
     choices: tuple[str, ...] = ()
+    off: int | None = None
     launch: str | None = None
     #: (engine, first release) where the `launch` flag exists later than the engines' first modelled
     #: release: an older release's command leaves it out.
@@ -146,11 +148,12 @@ class EngineSettings:
         help="top-k/top-p sampled by FlashInfer (VLLM_USE_FLASHINFER_SAMPLER=1; up to 0.11.0 whenever "
         "FlashInfer is installed, as in the vllm/vllm-openai image): a smaller start-up peak before 0.17.",
     )
-    #: vLLM keeps this many GiB of each GPU's weights in pinned CPU memory, read over PCIe every step.
+    #: vLLM and SGLang keep this many GiB of each GPU's weights in pinned CPU memory, read over PCIe
+    #: every step (the same rule in both: maybe_offload_to_cpu over the decoder layers).
     cpu_offload_gb: float | None = _setting(
         None,
         flag="--cpu-offload-gb",
-        engines=("vllm",),
+        engines=_PAGED,
         help="GiB of weights per GPU kept in CPU memory (whole layers; read over PCIe every step).",
         low=0,
         high=1 << 16,
@@ -240,9 +243,10 @@ class EngineSettings:
         None,
         flag="--chunked-prefill-size",
         engines=("sglang",),
-        help="tokens per prefill chunk (enters its reserve).",
+        help="tokens per prefill chunk (enters its reserve); -1: no chunking (SGLang's own meaning).",
         low=1,
         high=1 << 24,
+        off=-1,
         launch="--chunked-prefill-size",
     )
     max_running_requests: int | None = _setting(
@@ -253,6 +257,25 @@ class EngineSettings:
         low=1,
         high=1 << 20,
         launch="--max-running-requests",
+    )
+    #: SGLang data-parallel attention: attention (and the KV cache) split into dp_size groups of
+    #: tp_size // dp_size GPUs, each serving its own requests; the MoE and MLP layers stay on all tp.
+    enable_dp_attention: bool = _setting(
+        False,
+        flag="--enable-dp-attention",
+        engines=("sglang",),
+        help="data-parallel attention (with --dp-size): each group of TP / DP GPUs attends to its own "
+        "requests with its own KV pool; the MoE stays tensor parallel (DeepSeek, MLA models).",
+        launch="--enable-dp-attention",
+    )
+    dp_size: int | None = _setting(
+        None,
+        flag="--dp-size",
+        engines=("sglang",),
+        help="data-parallel attention groups (with --enable-dp-attention; must divide the TP size).",
+        low=1,
+        high=8,
+        launch="--dp-size",
     )
     n_gpu_layers: int | None = _setting(
         None,
@@ -338,6 +361,8 @@ def launch_flag(name: str, engine: str | None = None, release: str | None = None
 def launch_words(name: str, value: object) -> list[str]:
     """The value's words on a command line: several for a `many` setting, else one."""
     setting: Setting = EngineSettings.__dataclass_fields__[name].metadata["setting"]
+    if isinstance(value, float) and value.is_integer():  # SGLang's --cpu-offload-gb takes an int
+        return [str(int(value))]
     return str(value).split() if setting.many else [str(value)]
 
 
@@ -395,9 +420,12 @@ def _words(value: str, s: Setting) -> str:
 
 def _count(value: int, s: Setting) -> int:
     assert s.low is not None and s.high is not None
+    if value == s.off:
+        return value
     if value < s.low:
         floor = "greater than zero" if s.low == 1 else f"at least {s.low:g}"
-        raise InputError(f"invalid {s.flag} {value}: must be {floor}")
+        off = f", or {s.off} (off)" if s.off is not None else ""
+        raise InputError(f"invalid {s.flag} {value}: must be {floor}{off}")
     if value > s.high:
         raise InputError(f"invalid {s.flag} {value}: at most {int(s.high):,}")
     return value

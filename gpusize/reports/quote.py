@@ -21,7 +21,7 @@ from gpusize.reports.common import (
 )
 from gpusize.reports.fit import model_notes
 from gpusize.serving import economics, throughput
-from gpusize.serving.layouts import Demand
+from gpusize.serving.layouts import Demand, prefix_note
 from gpusize.serving.quote import (
     CurvePoint,
     Option,
@@ -60,6 +60,8 @@ class QuoteReport:
     model: ModelFacts
     workload: Workload
     users: int | None
+    #: Fraction of each prompt's tokens served by the engine's prefix cache (--prefix-hit-rate).
+    prefix_hit_rate: float
     options: tuple[Option, ...]
     recommendation: Option | None
     curve: tuple[CurvePoint, ...]
@@ -76,18 +78,26 @@ def build_quote(
     users: int | None,
     hours: float = economics.HOURS_PER_MONTH,
     max_gpus: dict[str, int] | None = None,
+    prefix_hit_rate: float = 0.0,
 ) -> QuoteReport:
     """`max_gpus`: the most GPUs an option of that GPU name may use (--gpu local: the machine's)."""
     limits = max_gpus or {}
     if users:
         options = rank(
-            [for_load(spec, g, work, users, hours, limits.get(g.name, 8)) for g in gpus], per_user=True
+            [for_load(spec, g, work, users, hours, limits.get(g.name, 8), prefix_hit_rate) for g in gpus],
+            per_user=True,
         )
     else:
         options = rank(
             [
                 with_money(
-                    option_for(spec, g, work, Demand(users=1), max_count=limits.get(g.name, 8)),
+                    option_for(
+                        spec,
+                        g,
+                        work,
+                        Demand(users=1, prefix_hit_rate=prefix_hit_rate),
+                        max_count=limits.get(g.name, 8),
+                    ),
                     g,
                     None,
                     None,
@@ -113,6 +123,7 @@ def build_quote(
         model=model_facts(resolved, spec),
         workload=work,
         users=users,
+        prefix_hit_rate=prefix_hit_rate,
         options=tuple(options),
         recommendation=top,
         curve=tuple(curve),
@@ -135,7 +146,8 @@ def build_quote(
                 else ""
             ),
             throughput=throughput.assumptions(gpus[0], work)
-            + ("; other GPUs alike" if len(gpus) > 1 else ""),
+            + ("; other GPUs alike" if len(gpus) > 1 else "")
+            + prefix_note(work, prefix_hit_rate),
             prices=price_note(gpus) + "; month = 730 h; $/hour, $/month, power and tok/s are per server",
             power="GPU TDP sum + CPUs + platform, PSU with 20% margin",
             utilization_hours=hours,

@@ -27,7 +27,7 @@ from gpusize.serving.launch import (
     half_precision,
     llamacpp_command,
 )
-from gpusize.serving.layouts import Demand, Layout, compare, recommend
+from gpusize.serving.layouts import Demand, Layout, compare, prefix_note, recommend
 
 __all__ = [
     "PowerInfo",
@@ -186,6 +186,7 @@ def build_serve_report(
                     if engine(work.engine.name).splits_layers
                     else ""
                 )
+                + prefix_note(work, demand.prefix_hit_rate)
             ),
             load="spread evenly over replicas; rps converted to sequences in flight by Little's law",
             prices=price_note([gpu]),

@@ -33,6 +33,7 @@ __all__ = [
     "layout_name",
     "layouts_for",
     "mean_context",
+    "prefix_note",
     "recommend",
 ]
 
@@ -75,12 +76,22 @@ EVIDENCE = {
 @dataclass(frozen=True, kw_only=True)
 class Demand:
     """Load to serve: `users` concurrent sequences, or `rps` requests/s of prompt + output tokens.
-    The context per sequence is the workload's."""
+    The context per sequence is the workload's. `prefix_hit_rate`: the fraction of each prompt's
+    tokens the engine's prefix cache serves (a property of the traffic: shared system prompts,
+    multi-turn chats), which prefill does not compute; memory-neutral (cached blocks live in the KV
+    pool the plan already sizes)."""
 
     users: int | None = None
     rps: float | None = None
     prompt_tokens: int = 1024
     output_tokens: int = 256
+    prefix_hit_rate: float = 0.0
+
+    def cached_tokens(self, prompt: int) -> int:
+        """Prompt tokens of a `prompt`-token request served from the prefix cache: never the last one,
+        whose logits the first output token needs (vLLM's KVCacheManager.get_computed_blocks caps a
+        hit at num_tokens - 1; SGLang's Req.init_next_round_input matches at most len - 1 tokens)."""
+        return max(min(int(prompt * self.prefix_hit_rate), prompt - 1), 0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,6 +127,18 @@ class Layout:
     usd_per_million_tokens: float | None = None
     usd_per_million_tokens_low: float | None = None
     usd_per_million_tokens_high: float | None = None
+
+
+def prefix_note(work: Workload, rate: float) -> str:
+    """The prefix-cache assumption, for the throughput line ("" when no hit rate is given)."""
+    cache = engine(work.engine.name).prefix_cache
+    if not rate or cache is None:
+        return ""
+    return (
+        f"; {rate:.0%} of each prompt's tokens served by {cache}: the hit rate is the workload's, as "
+        "given, not measured; prefill computes the rest, attending to the cached prefix; memory "
+        "unchanged (cached blocks share the KV pool)"
+    )
 
 
 def layouts_for(num_gpus: int) -> list[tuple[int, int]]:
@@ -204,7 +227,17 @@ def evaluate_layout(
     for _ in range(12):  # fixed point for a request rate; one pass for a user count
         users = math.ceil(in_flight / replicas)
         point = load.steady(
-            spec, work, gpu, engine_tp, users, prompt, output, per_replica_cap, placement, context
+            spec,
+            work,
+            gpu,
+            engine_tp,
+            users,
+            prompt,
+            output,
+            per_replica_cap,
+            placement,
+            context,
+            demand.cached_tokens(prompt),
         )
         speed = point.per_request_tokens_per_s if point else 1.0
         want = concurrency_for(demand, speed, (point.ttft_s or 0.0) if point else 0.0)

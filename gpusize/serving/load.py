@@ -53,10 +53,12 @@ def steady(
     capacity: int,
     llamacpp: LlamaCppPlacement | None = None,
     context: int | None = None,
+    cached: int = 0,
 ) -> LoadPoint | None:
     """`users` clients each sending their next request when the last one ends, `capacity` sequences
     admitted at once (KV cache, max_num_seqs; the rest queue), each decoding at `context` tokens on
-    average (default: the prompt and half the output).
+    average (default: the prompt and half the output); `cached` prompt tokens per request come from
+    the engine's prefix cache (not prefilled).
 
     time per output token = step(batch) + (batch - 1) / output x prefill(prompt): every other
     sequence's prefill is chunked into the steps of this one's decode;
@@ -66,7 +68,7 @@ def steady(
     step = decode_step(spec, work, gpu, tp, batch, context or prompt + output // 2, llamacpp)
     if step is None:
         return None
-    t_pf = prefill_seconds(spec, work, gpu, tp, prompt)
+    t_pf = prefill_seconds(spec, work, gpu, tp, prompt, cached=cached)
     split = llamacpp.gpus if llamacpp and llamacpp.split_mode == "row" else 1
     prefill = (t_pf or 0.0) / split
     tpot = step.step_s + (batch - 1) / max(output, 1) * prefill
@@ -86,13 +88,14 @@ def burst(
     prompt: int,
     output: int,
     capacity: int,
+    cached: int = 0,
 ) -> LoadPoint | None:
     """`requests` arriving at once, admitted `capacity` at a time (continuous batching refills a
     slot as a sequence ends): total time = every prefill + requests x output / batch steps; mean
     time to first token = request_s + half the first wave's prefills + half the later waves' wait."""
     batch = max(1, min(requests, capacity))
     step = decode_step(spec, work, gpu, tp, batch, prompt + output // 2)
-    t_pf = prefill_seconds(spec, work, gpu, tp, prompt)
+    t_pf = prefill_seconds(spec, work, gpu, tp, prompt, cached=cached)
     if step is None or t_pf is None:
         return None
     out = max(output, 1)
@@ -107,12 +110,19 @@ def burst(
 
 
 def static_batch_seconds(
-    spec: ModelSpec, work: Workload, gpu: GpuSpec, tp: int, batch: int, prompt: int, output: int
+    spec: ModelSpec,
+    work: Workload,
+    gpu: GpuSpec,
+    tp: int,
+    batch: int,
+    prompt: int,
+    output: int,
+    cached: int = 0,
 ) -> float | None:
     """One batch of `batch` prompts prefilled together, then `output` decode steps (vLLM
     benchmark_latency's end-to-end latency)."""
     step = decode_step(spec, work, gpu, tp, batch, prompt + output // 2)
-    t_pf = prefill_seconds(spec, work, gpu, tp, prompt, batch)
+    t_pf = prefill_seconds(spec, work, gpu, tp, prompt, batch, cached)
     if step is None or t_pf is None:
         return None
     return t_pf + output * step.step_s

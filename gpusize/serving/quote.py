@@ -167,17 +167,21 @@ def for_load(
     users: int,
     hours: float = economics.HOURS_PER_MONTH,
     max_count: int = max(TP_SIZES),
+    prefix_hit_rate: float = 0.0,
 ) -> Option:
     """The option of this GPU type for `users` concurrent users: one server when one holds them all,
     else as many servers of the largest size as hold every user at once, each sized and laid out for
     its share of the load (so its speed and $/1M tokens are those of that share); a server has at most
     `max_count` GPUs (--gpu local: the machine's)."""
-    one = option_for(spec, gpu, work, Demand(users=users), max_count=max_count)
+    one = option_for(
+        spec, gpu, work, Demand(users=users, prefix_hit_rate=prefix_hit_rate), max_count=max_count
+    )
     option, servers = one, 1
     if one.fits and not one.serves_all:
         servers = math.ceil(users / max(one.capacity_sequences, 1))
         for _ in range(4):  # each server's share changes its layout and capacity: settle
-            share = option_for(spec, gpu, work, Demand(users=math.ceil(users / servers)), one.num_gpus)
+            demand = Demand(users=math.ceil(users / servers), prefix_hit_rate=prefix_hit_rate)
+            share = option_for(spec, gpu, work, demand, one.num_gpus)
             if not share.fits:
                 break
             option = share

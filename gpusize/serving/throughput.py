@@ -10,7 +10,8 @@ A decode step of `sequences` sequences at `context` tokens on one GPU group:
   all-reduces (two per layer).
 llama.cpp's splits: `-sm layer` runs the GPUs one after another for a token (a pipeline, plus a hop
 per GPU boundary), `-sm row` splits every matrix (each GPU reads its share) and gathers per layer;
-layers left on the CPU (--n-gpu-layers) are read at host memory bandwidth, in series. Not modelled:
+layers left on the CPU (--n-gpu-layers) are read at host memory bandwidth, in series. vLLM's and
+SGLang's --cpu-offload-gb weights cross PCIe every forward pass, in series (`host_copy_s`). Not modelled:
 the speed-up of MTP speculative decoding, and llama.cpp's pipelined prompt processing over a layer
 split (a layer-split prefill is estimated as on one GPU: conservative).
 """
@@ -36,6 +37,7 @@ __all__ = [
     "decode_step",
     "decode_weight_bytes",
     "experts_touched",
+    "host_copy_s",
     "kv_read_bytes",
     "link",
     "memory_class",
@@ -54,7 +56,7 @@ class Speed:
     step_s: float
     per_sequence_tokens_per_s: float
     aggregate_tokens_per_s: float
-    bound: str  # memory | compute
+    bound: str  # memory | compute | host link (--cpu-offload-gb weights over PCIe)
     comm_s: float
     fixed_s: float
 
@@ -194,8 +196,20 @@ def decode_step(
     t_cmp = 2 * spec.params.active * sequences / tp / (tflops * 1e12 * speed.prefill_mfu) if tflops else 0.0
     comm = 2 * len(spec.layers) * allreduce_s(gpu, tp, sequences * spec.hidden_size * 2)
     fixed = _fixed_s(spec, speed, sequences)
-    step = fixed + max(t_mem, t_cmp) + comm
-    return Speed(step, 1 / step, sequences / step, "memory" if t_mem >= t_cmp else "compute", comm, fixed)
+    t_host = host_copy_s(spec, work, gpu, tp)
+    step = fixed + max(t_mem, t_cmp) + comm + t_host
+    bound = "host link" if t_host > max(t_mem, t_cmp) else "memory" if t_mem >= t_cmp else "compute"
+    return Speed(step, 1 / step, sequences / step, bound, comm, fixed)
+
+
+def host_copy_s(spec: ModelSpec, work: Workload, gpu: GpuSpec, tp: int) -> float:
+    """Seconds one forward pass spends moving the weights the engine keeps in host memory
+    (--cpu-offload-gb) to each GPU: their bytes per GPU over PCIe x16 of the GPU's generation
+    (PCIE_GBPS, one direction; gen 4 where the catalog gives none), in series with the rest of the
+    step: each offloaded layer is copied (SGLang, vLLM V0) or read through UVA (vLLM V1) when its turn
+    comes. The link's full rate: a real copy reaches less, so this is a lower bound on the time."""
+    host = engine(work.engine.name).host_weights(spec, work, tp)
+    return host / (PCIE_GBPS.get(gpu.pcie_gen or 4, 32.0) * 1e9) if host else 0.0
 
 
 def _llamacpp_step(
@@ -240,26 +254,39 @@ def _llamacpp_step(
 
 
 def prefill_seconds(
-    spec: ModelSpec, work: Workload, gpu: GpuSpec, tp: int, prompt: int, sequences: int = 1
+    spec: ModelSpec,
+    work: Workload,
+    gpu: GpuSpec,
+    tp: int,
+    prompt: int,
+    sequences: int = 1,
+    cached: int = 0,
 ) -> float | None:
     """Estimated compute time to prefill `sequences` prompts of `prompt` tokens together (dense
-    matmuls + causal attention) on `tp` GPUs, plus the all-reduces of their activations."""
+    matmuls + causal attention) on `tp` GPUs, plus the all-reduces of their activations and the copy
+    of offloaded weights (`host_copy_s`). `cached`: the first tokens of each prompt the engine's prefix
+    cache already holds (vLLM's automatic prefix caching, SGLang's radix cache): only the other
+    prompt - cached tokens are computed, each attending to the cached prefix and, causally, to half
+    the new tokens on average."""
     tflops = _tflops(gpu, work)
-    if not tflops or prompt <= 0:
+    new = prompt - min(max(cached, 0), prompt)
+    if not tflops or new <= 0:
         return 0.0 if tflops else None
     speed = calibrated.engine_speed(work.engine.name)
     if speed.prefill_tflops_ceiling:
         tflops = min(tflops * speed.prefill_mfu, speed.prefill_tflops_ceiling) / speed.prefill_mfu
     attn_width = spec.num_attention_heads * spec.head_dim
     attention = 0.0
+    past = prompt - new
     for layer in spec.attention_layers:  # QK^T and PV: 4 x width flops per (query, key) pair
-        keys = min(layer.window, prompt / 2) if layer.window else prompt / 2  # causal: half on average
-        attention += 4 * prompt * keys * attn_width
+        keys = past + new / 2  # causal: the cached prefix, then half the new tokens on average
+        keys = min(layer.window, keys) if layer.window else keys
+        attention += 4 * new * keys * attn_width
     peak = tp * tflops * 1e12
-    dense = sequences * 2 * spec.params.active * prompt / (peak * speed.prefill_mfu)
+    dense = sequences * 2 * spec.params.active * new / (peak * speed.prefill_mfu)
     attend = sequences * attention / (peak * (speed.attention_mfu or speed.prefill_mfu))
-    comm = 2 * len(spec.layers) * allreduce_s(gpu, tp, sequences * prompt * spec.hidden_size * 2)
-    return dense + attend + comm
+    comm = 2 * len(spec.layers) * allreduce_s(gpu, tp, sequences * new * spec.hidden_size * 2)
+    return dense + attend + comm + host_copy_s(spec, work, gpu, tp)
 
 
 def assumptions(gpu: GpuSpec, work: Workload) -> str:

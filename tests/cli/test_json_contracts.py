@@ -52,6 +52,8 @@ WORKLOAD = {
     "workload.engine.lora_paths",
     "workload.engine.max_loras_per_batch",
     "workload.engine.limit_mm_per_prompt",
+    "workload.engine.enable_dp_attention",
+    "workload.engine.dp_size",
     "workload.engine.gpu_memory_utilization",
     "workload.engine.max_num_batched_tokens",
     "workload.engine.max_num_seqs",
@@ -198,6 +200,7 @@ CONTRACTS: dict[str, set[str]] = {
         "command",
         "demand",
         "demand.output_tokens",
+        "demand.prefix_hit_rate",
         "demand.prompt_tokens",
         "demand.rps",
         "demand.users",
@@ -422,6 +425,7 @@ CONTRACTS: dict[str, set[str]] = {
         "topology_mermaid",
         "topology_text",
         "users",
+        "prefix_hit_rate",
     },
     "curve": WORKLOAD
     | {

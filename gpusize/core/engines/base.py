@@ -19,6 +19,7 @@ __all__ = [
     "ContextRefusal",
     "EffectiveSettings",
     "EngineModel",
+    "HostWeights",
     "ModelNotes",
     "NodesEvaluator",
     "SequenceCap",
@@ -46,6 +47,15 @@ NodesEvaluator = Callable[[ModelSpec, GpuSpec, int, Workload], Candidate]
 
 #: Notes the engine adds about how it holds this model (a rule the answer depends on).
 ModelNotes = Callable[[ModelSpec, Workload], tuple[str, ...]]
+
+
+#: Weight bytes per GPU the engine keeps in host memory for a plan of `tp` GPUs and copies to the GPU
+#: every forward pass (vLLM's and SGLang's --cpu-offload-gb); 0 when it keeps none.
+HostWeights = Callable[[ModelSpec, Workload, int], int]
+
+
+def _no_host_weights(spec: ModelSpec, work: Workload, tp: int) -> int:
+    return 0
 
 
 def _no_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
@@ -96,6 +106,11 @@ class EngineModel:
     #: Its plan across several servers (--nodes), None when gpusize models none for it.
     nodes: NodesEvaluator | None = None
     notes: ModelNotes = _no_notes
+    #: How the engine reuses a cached prompt prefix, as the assumptions state it (None: it has no
+    #: prefix cache, so a --prefix-hit-rate is refused).
+    prefix_cache: str | None = None
+    #: Weight bytes per GPU read from host memory over PCIe every step (the speed estimates add them).
+    host_weights: HostWeights = _no_host_weights
 
     @property
     def label(self) -> str:

@@ -280,4 +280,6 @@ ENGINE = EngineModel(
     serves=True,
     splits_layers=True,
     refuses_context=lambda spec, work: refusal(work),
+    prefix_cache="llama-server's per-slot prompt cache (cache_prompt, on by default: a request reuses "
+    "the prefix it shares with the slot's previous prompt)",
 )

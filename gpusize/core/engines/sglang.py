@@ -16,8 +16,15 @@ from dataclasses import dataclass
 
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.base import EngineModel
+from gpusize.core.engines.sglang_dp import (
+    attention_tp,
+    dp_graph_reserve_mib,
+    dp_problem,
+    dp_size,
+    dp_weight_extra_bytes,
+)
 from gpusize.core.engines.sglang_lora import sglang_lora_host_bytes, sglang_lora_slots
-from gpusize.core.engines.vllm.pool import THIN_MARGIN
+from gpusize.core.engines.vllm.pool import OFFLOAD_NOTE, THIN_MARGIN, offloaded_bytes
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers
@@ -27,6 +34,7 @@ from gpusize.core.reserves import ReserveTerm, reserves_of, total_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import weights_bytes
 from gpusize.core.workload import Workload
+from gpusize.errors import InputError
 from gpusize.units import GIB
 
 __all__ = [
@@ -44,6 +52,9 @@ __all__ = [
 #: the weights" (~0.13 GB in an SGLang TP4 start-up log quoted in the project's issue report); vLLM's
 #: 2.07 GiB CUDA context at TP >= 2 includes its NCCL profile buffers, which SGLang allocates later.
 DIST_INIT_TPN = int(0.13 * GIB)
+#: ServerArgs.max_prefill_tokens default: the prefill batch the 0.5.3+ reserve sizes for when chunked
+#: prefill is off (--chunked-prefill-size -1: "reserved_mem += max(self.max_prefill_tokens, 2048) * 1.5").
+MAX_PREFILL_TOKENS = 16384
 
 
 @dataclass(frozen=True)
@@ -92,7 +103,7 @@ def _pcg_sizes(maximum: int) -> int:
     return sum(1 for s in sizes if s <= maximum)
 
 
-def _fraction(v: Version, mib: int, tp: int, chunk: int, graph: int, mla: bool) -> float:
+def _fraction(v: Version, mib: int, tp: int, chunk: int, graph: int, mla: bool, dp: int = 0) -> float:
     """The default mem_fraction_static of release `v` (server_args.py, era by era)."""
     table = 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
     if v < _v("0.4.5.post3"):
@@ -116,7 +127,10 @@ def _fraction(v: Version, mib: int, tp: int, chunk: int, graph: int, mla: bool) 
             else ((12 + tp / 2) * 1024 if gib < 160 else 32 * 1024)
         )
         return round((mib - reserve) / mib, 3)
-    reserved = 512 + max(chunk, 2048) * 1.5 + graph * 2 + tp / 8 * 1024
+    prefill = chunk if chunk > 0 else MAX_PREFILL_TOKENS  # -1: chunked prefill off
+    reserved = 512 + max(prefill, 2048) * 1.5 + graph * 2 + tp / 8 * 1024
+    if dp:  # --enable-dp-attention (sglang_dp)
+        reserved += dp_graph_reserve_mib(graph, dp)
     if v >= _v("0.5.10"):  # piecewise CUDA graphs on by default
         reserved += 8 * _pcg_sizes(2048 if mla else chunk) + (1536 if mla else 0)
     if mib > 60 * 1024:
@@ -130,12 +144,14 @@ def sglang_defaults(
     version: Version | None = None,
     spec: ModelSpec | None = None,
     chunk: int | None = None,
+    dp: int = 0,
 ) -> SglangDefaults:
-    """The release's defaults on this GPU (a --chunked-prefill-size given enters the reserve)."""
+    """The release's defaults on this GPU (a --chunked-prefill-size given enters the reserve; `dp`:
+    the --dp-size of data-parallel attention, 0 without it)."""
     v = version or SGLANG.newest
     default_chunk, graph = _chunk_and_graph(v, gpu.memory_mib / 1024, tp)
     chunk = chunk or default_chunk
-    fraction = _fraction(v, gpu.memory_mib, tp, chunk, graph, bool(spec and spec.mla))
+    fraction = _fraction(v, gpu.memory_mib, tp, chunk, graph, bool(spec and spec.mla), dp)
     if spec and spec.vision and v >= _v("0.4.9.post3"):  # adjust_mem_fraction_for_vlm
         size = spec.vision.num_hidden_layers * spec.vision.hidden_size**2 / (24 * 1024**2)
         fraction = fraction * 0.95 * min(max(1 - 0.1 * (size - 1), 0.8), 1.05)
@@ -145,8 +161,15 @@ def sglang_defaults(
 def mem_fraction(gpu: GpuSpec, tp: int, work: Workload, spec: ModelSpec | None = None) -> float:
     if work.engine.mem_fraction_static:
         return work.engine.mem_fraction_static
-    defaults = sglang_defaults(gpu, tp, work.release.version, spec, work.engine.chunked_prefill_size)
+    defaults = sglang_defaults(
+        gpu, tp, work.release.version, spec, work.engine.chunked_prefill_size, _dp_reserve(work)
+    )
     return defaults.mem_fraction_static
+
+
+def _dp_reserve(work: Workload) -> int:
+    """The dp_size the default fraction reserves for (0 without data-parallel attention)."""
+    return dp_size(work) if work.engine.enable_dp_attention else 0
 
 
 def default_running_requests(gpu: GpuSpec, work: Workload) -> int:
@@ -183,20 +206,35 @@ def context_refusal(spec: ModelSpec, work: Workload) -> str | None:
 SGLANG_RESERVES: tuple[ReserveTerm, ...] = (sglang_lora_slots,)
 
 
+def sglang_offloaded_bytes(spec: ModelSpec, work: Workload, tp: int) -> int:
+    """--cpu-offload-gb: SGLang's OffloaderV1 moves decoder-layer parameters as vLLM does
+    (`offloaded_bytes`); its flag is an int (server_args.py `cpu_offload_gb: int`, argparse type=int),
+    so a fraction is refused as SGLang's parser refuses it."""
+    gib = work.engine.cpu_offload_gb
+    if gib is not None and not float(gib).is_integer():
+        raise InputError(f"invalid --cpu-offload-gb {gib}: SGLang takes a whole number of GiB")
+    return offloaded_bytes(spec, work, tp)
+
+
 def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
-    problem = split_problem(spec, tp, None)
+    dp = dp_size(work)
+    problem = split_problem(spec, tp, None) or dp_problem(tp, dp)
     if problem:
         return refused(gpu, tp, problem)
+    attn_tp = attention_tp(tp, dp)
     fraction = mem_fraction(gpu, tp, work, spec)
-    weights = weights_bytes(spec, work.weights, tp, work.include_mtp)
-    cell = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, tp)
+    offloaded = sglang_offloaded_bytes(spec, work, tp)
+    weights = weights_bytes(spec, work.weights, tp, work.include_mtp) - offloaded
+    weights += dp_weight_extra_bytes(spec, work.weights, tp, dp)
+    cell = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, attn_tp)
     context = runtime.CUDA_CONTEXT_TP1 + (DIST_INIT_TPN if tp > 1 else 0)
     free_before = gpu.visible_bytes - context - work.reserved_bytes
     budget = int(free_before * fraction)
     held = reserves_of(SGLANG_RESERVES, spec, gpu, tp, work)
     pool = budget - weights - total_bytes(held)
     capacity = max(pool, 0) // cell if cell else 0
-    need = work.batch * work.context_tokens * cell
+    per_group = -(-work.batch // dp)  # each attention group holds its own requests
+    need = per_group * work.context_tokens * cell
     total = weights + need + total_bytes(held)
     per_gpu = PerGpu(
         weights_bytes=weights,
@@ -211,7 +249,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         visible_bytes=gpu.visible_bytes,
         reserves=held,
     )
-    fits = pool > 0 and capacity >= work.batch * work.context_tokens
+    fits = pool > 0 and capacity >= per_group * work.context_tokens
     reason = None
     if pool <= 0:
         reason = (
@@ -220,8 +258,9 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         )
     elif not fits:
         capped = min(work.context_tokens, capacity) - 1
+        groups = f" per attention group ({dp} groups)" if dp > 1 else ""
         reason = (
-            f"SGLang starts, but its KV pool holds {capacity:,} tokens ({fraction} of free memory, "
+            f"SGLang starts, but its KV pool holds {capacity:,} tokens{groups} ({fraction} of free memory, "
             f"{pool / GIB:.1f} GiB): requests are capped at {capped:,} tokens, {work.batch} x "
             f"{work.context_tokens:,} asked"
         )
@@ -233,24 +272,44 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         fits=fits,
         reason=reason,
         per_gpu=per_gpu,
-        kv_cache_capacity_tokens=int(capacity),
-        max_concurrency=round(capacity / work.context_tokens, 2),
-        max_context_tokens=min(capacity // max(work.batch, 1), spec.max_context or capacity),
-        kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, tp),
+        kv_cache_capacity_tokens=int(capacity) * dp,  # the instance: one pool per attention group
+        max_concurrency=round(capacity * dp / work.context_tokens, 2),
+        max_context_tokens=min(capacity // max(per_group, 1), spec.max_context or capacity),
+        kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, attn_tp),
         usd_per_hour=gpu.price_for(tp),
-        host_bytes=sglang_lora_host_bytes(spec, tp, work) or None,
+        host_bytes=(sglang_lora_host_bytes(spec, tp, work) + offloaded * tp) or None,
     )
+
+
+def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
+    """What SGLang does with this model that the answer depends on."""
+    notes: tuple[str, ...] = (OFFLOAD_NOTE,) if work.engine.cpu_offload_gb else ()
+    if work.engine.enable_dp_attention:
+        notes += (
+            "--enable-dp-attention: attention weights sharded over tp / dp GPUs and replicated across "
+            "the dp groups, the input embedding whole on every GPU, MoE and MLP still over all tp; each "
+            "group keeps its own KV pool for its own requests (KV capacity is the instance's, all "
+            "groups); speed estimates treat the instance as tensor parallel",
+        )
+    return notes
 
 
 def effective_settings(
     spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload
 ) -> dict[str, float | int | str]:
-    defaults = sglang_defaults(gpu, tp, work.release.version, spec, work.engine.chunked_prefill_size)
-    return {
+    defaults = sglang_defaults(
+        gpu, tp, work.release.version, spec, work.engine.chunked_prefill_size, _dp_reserve(work)
+    )
+    out: dict[str, float | int | str] = {
         "mem_fraction_static": mem_fraction(gpu, tp, work, spec),
         "chunked_prefill_size": defaults.chunked_prefill,
         "cuda_graph_max_bs": defaults.cuda_graph_max_bs,
     }
+    if work.engine.enable_dp_attention:
+        dp = dp_size(work)
+        out["dp_size"] = dp
+        out["attn_tp_size"] = attention_tp(tp, dp)
+    return out
 
 
 #: Fix-suggestion levers (core/levers.py): SGLang's flag names, FP8 weights quantized while loading, and
@@ -276,4 +335,7 @@ ENGINE = EngineModel(
     pages_kv=True,
     serves=True,
     quantizes_on_load=True,
+    notes=model_notes,
+    host_weights=sglang_offloaded_bytes,
+    prefix_cache="SGLang's radix cache (on by default; --disable-radix-cache turns it off)",
 )

@@ -44,7 +44,14 @@ from gpusize.core.engines.vllm.overhead import (
     nvls,
 )
 from gpusize.core.engines.vllm.pipeline import evaluate_nodes, evaluate_pipeline
-from gpusize.core.engines.vllm.pool import THIN_MARGIN, evaluate, headroom_warning, thin_margin_warning
+from gpusize.core.engines.vllm.pool import (
+    OFFLOAD_NOTE,
+    THIN_MARGIN,
+    evaluate,
+    headroom_warning,
+    offloaded_bytes,
+    thin_margin_warning,
+)
 from gpusize.core.engines.vllm.scheduler import (
     HUGE_GPU_BYTES,
     LARGE_GPU_BYTES,
@@ -131,10 +138,7 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
             "request, as vLLM's hybrid KV allocator does"
         )
     if work.engine.cpu_offload_gb:
-        notes.append(
-            "--cpu-offload-gb: whole layers' weights wait in pinned CPU memory (host_bytes) and cross PCIe "
-            "every step; speed estimates do not count that transfer"
-        )
+        notes.append(OFFLOAD_NOTE)
     lora = lora_note(work)
     return (*notes, lora) if lora else tuple(notes)
 
@@ -159,4 +163,8 @@ ENGINE = EngineModel(
     quantizes_on_load=True,
     nodes=lambda spec, gpu, nodes, work: evaluate_nodes(spec, gpu, nodes, work),
     notes=model_notes,
+    host_weights=offloaded_bytes,
+    prefix_cache="vLLM's automatic prefix caching (on by default in V1, so in every release modelled: "
+    "tests/engine/test_arg_utils.py test_prefix_caching_from_cli, 'V1 turns on prefix caching by "
+    "default'; --no-enable-prefix-caching turns it off)",
 )

@@ -21,7 +21,14 @@ from gpusize.core.weights import estimated_layers, weights_bytes
 from gpusize.core.workload import Workload
 from gpusize.units import GIB
 
-__all__ = ["THIN_MARGIN", "evaluate", "headroom_warning", "offloaded_bytes", "thin_margin_warning"]
+__all__ = [
+    "OFFLOAD_NOTE",
+    "THIN_MARGIN",
+    "evaluate",
+    "headroom_warning",
+    "offloaded_bytes",
+    "thin_margin_warning",
+]
 
 
 def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
@@ -90,19 +97,26 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     )
 
 
+#: How --cpu-offload-gb is modelled, in both engines' notes.
+OFFLOAD_NOTE = (
+    "--cpu-offload-gb: decoder-layer weights wait in pinned CPU memory (host_bytes), parameter by "
+    "parameter up to the budget, and cross PCIe x16 every forward pass: the speed estimates add that "
+    "copy at the link's per-direction rate"
+)
+
+
 def offloaded_bytes(spec: ModelSpec, work: Workload, tp: int) -> int:
-    """Weight bytes per GPU that `--cpu-offload-gb` moves to pinned CPU memory: each worker moves whole
-    decoder layers, one after another in model order, until it has moved at least cpu_offload_gb GiB
-    (vllm/model_executor/models/utils.py: make_layers calls maybe_offload_to_cpu per layer, which
-    stops once the offloaded bytes reach the budget). A layer's share per GPU is its bytes / TP (its
-    norms, replicated, are a few KiB)."""
+    """Weight bytes per GPU that `--cpu-offload-gb` moves to pinned CPU memory, in vLLM and SGLang alike:
+    each worker walks the decoder layers in model order and moves their parameters one by one until
+    the bytes moved reach cpu_offload_gb GiB ("we use per-parameter offloading: one module might have
+    some parameters offloaded and some not": vllm/model_executor/models/utils.py
+    `maybe_offload_to_cpu`, called by `make_layers` per layer; SGLang python/sglang/srt/utils/
+    offloader.py `OffloaderV1.maybe_offload_to_cpu`, the same code). So min(budget, every decoder
+    layer's bytes / TP); the last parameter may pass the budget by up to its size, which this leaves
+    on the GPU (the cautious side). Embeddings and the output head never move."""
     budget = int((work.engine.cpu_offload_gb or 0) * GIB)
-    moved = 0
-    for layer in estimated_layers(spec, work.weights).layer_bytes:
-        if moved >= budget:
-            break
-        moved += layer // tp
-    return moved
+    layers = sum(layer // tp for layer in estimated_layers(spec, work.weights).layer_bytes)
+    return min(budget, layers)
 
 
 def _pool(
