@@ -96,6 +96,7 @@ def quote(
         kv_dtype=kv_dtype,
         quantization=quantization,
         reserved_mib=reserved_mib,
+        cats=cats,
     )
     if not engine(req.engine.name).pages_kv:
         raise UsageError(

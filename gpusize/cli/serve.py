@@ -95,6 +95,7 @@ def serve(
         kv_dtype=kv_dtype,
         quantization=quantization,
         reserved_mib=reserved_mib,
+        cats=cats,
     )
     if not engine(req.engine.name).serves:
         raise UsageError(

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import Field, dataclass, field, fields
 from typing import Any, Literal, get_args
 
+from gpusize.core.releases import Version, parse_version
 from gpusize.errors import InputError
 
 __all__ = [
@@ -30,7 +31,9 @@ __all__ = [
     "declared",
     "launch_flag",
     "settings_from",
+    "setting_of",
     "settings_of",
+    "taken_by",
 ]
 
 EngineName = Literal["vllm", "sglang", "llamacpp", "transformers"]
@@ -59,7 +62,7 @@ class Setting:
     for numbers (an int in [low, high], a float in (low, high] or [low, high] when not `low_open`),
     `choices` for a word. `launch` is the flag a launch command prints it under when the user gave it
     (None: the command prints it another way: a budget with its effective value, llama-server's own
-    short flags, an environment switch)."""
+    short flags, an environment switch). `since`: the first release of the engine that has it."""
 
     flag: str
     engines: tuple[EngineName, ...]
@@ -70,6 +73,9 @@ class Setting:
     low_open: bool = True
     choices: tuple[str, ...] = ()
     launch: str | None = None
+    #: The first release of its engine that takes the flag (None: every release modelled); an older
+    #: release refuses it and its launch command leaves it out.
+    since: str | None = None
 
 
 def _setting(default: Any, **declaration: Any) -> Any:
@@ -77,6 +83,9 @@ def _setting(default: Any, **declaration: Any) -> Any:
 
 
 _PAGED: tuple[EngineName, ...] = ("vllm", "sglang")
+#: SGLang's speculative decoding flags came with EAGLE (sgl-project/sglang#2150, merged 2025-01-02);
+#: 0.4.4 is the first release gpusize models that certainly has them.
+_SGLANG_SPECULATIVE = "0.4.4"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,6 +161,16 @@ class EngineSettings:
         high=1 << 16,
         launch="--cpu-offload-gb",
     )
+    #: vLLM `--speculative-config` JSON (method, model, num_speculative_tokens, ...), parsed and checked
+    #: by core/speculative.py.
+    speculative_config: str | None = _setting(
+        None,
+        flag="--speculative-config",
+        engines=("vllm",),
+        help='speculative decoding as JSON, e.g. \'{"method":"eagle3","model":"DRAFT",'
+        '"num_speculative_tokens":3}\' (eagle, eagle3, draft_model, mtp, ngram).',
+        launch="--speculative-config",
+    )
     mem_fraction_static: float | None = _setting(
         None,
         flag="--mem-fraction-static",
@@ -177,6 +196,53 @@ class EngineSettings:
         low=1,
         high=1 << 20,
         launch="--max-running-requests",
+    )
+    #: SGLang speculative decoding (core/speculative.py): the algorithm, its draft and its tree.
+    speculative_algorithm: str | None = _setting(
+        None,
+        flag="--speculative-algorithm",
+        engines=("sglang",),
+        help="EAGLE, EAGLE3, NEXTN (the model's MTP layers), STANDALONE (a draft model) or NGRAM.",
+        launch="--speculative-algorithm",
+        since=_SGLANG_SPECULATIVE,
+    )
+    speculative_draft_model_path: str | None = _setting(
+        None,
+        flag="--speculative-draft-model-path",
+        engines=("sglang",),
+        help="the draft model (a catalog name, Hub id or local folder).",
+        launch="--speculative-draft-model-path",
+        since=_SGLANG_SPECULATIVE,
+    )
+    speculative_num_steps: int | None = _setting(
+        None,
+        flag="--speculative-num-steps",
+        engines=("sglang",),
+        help="draft steps per decode step.",
+        low=1,
+        high=64,
+        launch="--speculative-num-steps",
+        since=_SGLANG_SPECULATIVE,
+    )
+    speculative_eagle_topk: int | None = _setting(
+        None,
+        flag="--speculative-eagle-topk",
+        engines=("sglang",),
+        help="branches kept per draft step.",
+        low=1,
+        high=64,
+        launch="--speculative-eagle-topk",
+        since=_SGLANG_SPECULATIVE,
+    )
+    speculative_num_draft_tokens: int | None = _setting(
+        None,
+        flag="--speculative-num-draft-tokens",
+        engines=("sglang",),
+        help="draft tokens verified per step.",
+        low=1,
+        high=1024,
+        launch="--speculative-num-draft-tokens",
+        since=_SGLANG_SPECULATIVE,
     )
     n_gpu_layers: int | None = _setting(
         None,
@@ -251,8 +317,20 @@ def settings_of(engine: EngineName) -> frozenset[str]:
 
 def launch_flag(name: str) -> str | None:
     """The flag a launch command carries the setting under, None when the command line has none."""
+    return setting_of(name).launch
+
+
+def taken_by(name: str, version: Version) -> bool:
+    """Whether release `version` of the setting's engine has its flag (its declaration's `since`)."""
+    since = setting_of(name).since
+    first = parse_version(since) if since else None
+    return first is None or version >= first
+
+
+def setting_of(name: str) -> Setting:
+    """The declaration of the setting `name`."""
     setting: Setting = EngineSettings.__dataclass_fields__[name].metadata["setting"]
-    return setting.launch
+    return setting
 
 
 def settings_from(values: Mapping[str, Any], default_engine: EngineName = "vllm") -> EngineSettings:

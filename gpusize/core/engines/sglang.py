@@ -16,13 +16,14 @@ from dataclasses import dataclass
 
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.base import EngineModel
+from gpusize.core.engines.sglang_speculative import draft_reserves, speculative_reserve_mib
 from gpusize.core.engines.vllm.pool import THIN_MARGIN
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers
 from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, yarn_flag
 from gpusize.core.releases import SGLANG, Version, parse_version
-from gpusize.core.reserves import ReserveTerm, reserves_of, total_bytes
+from gpusize.core.reserves import ReserveTerm, outside_bytes, reserves_of, total_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import weights_bytes
 from gpusize.core.workload import Workload
@@ -91,8 +92,9 @@ def _pcg_sizes(maximum: int) -> int:
     return sum(1 for s in sizes if s <= maximum)
 
 
-def _fraction(v: Version, mib: int, tp: int, chunk: int, graph: int, mla: bool) -> float:
-    """The default mem_fraction_static of release `v` (server_args.py, era by era)."""
+def _fraction(v: Version, mib: int, tp: int, chunk: int, graph: int, mla: bool, drafting: int = 0) -> float:
+    """The default mem_fraction_static of release `v` (server_args.py, era by era); `drafting`: MiB
+    kept for a speculative draft from 0.5.3 (sglang_speculative.speculative_reserve_mib)."""
     table = 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
     if v < _v("0.4.5.post3"):
         return table
@@ -120,7 +122,7 @@ def _fraction(v: Version, mib: int, tp: int, chunk: int, graph: int, mla: bool) 
         reserved += 8 * _pcg_sizes(2048 if mla else chunk) + (1536 if mla else 0)
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
-    return round((mib - reserved) / mib, 3)
+    return round((mib - reserved - drafting) / mib, 3)
 
 
 def sglang_defaults(
@@ -129,12 +131,15 @@ def sglang_defaults(
     version: Version | None = None,
     spec: ModelSpec | None = None,
     chunk: int | None = None,
+    algorithm: str | None = None,
 ) -> SglangDefaults:
-    """The release's defaults on this GPU (a --chunked-prefill-size given enters the reserve)."""
+    """The release's defaults on this GPU (a --chunked-prefill-size given enters the reserve, as does
+    a --speculative-algorithm)."""
     v = version or SGLANG.newest
     default_chunk, graph = _chunk_and_graph(v, gpu.memory_mib / 1024, tp)
     chunk = chunk or default_chunk
-    fraction = _fraction(v, gpu.memory_mib, tp, chunk, graph, bool(spec and spec.mla))
+    drafting = speculative_reserve_mib(algorithm)
+    fraction = _fraction(v, gpu.memory_mib, tp, chunk, graph, bool(spec and spec.mla), drafting)
     if spec and spec.vision and v >= _v("0.4.9.post3"):  # adjust_mem_fraction_for_vlm
         size = spec.vision.num_hidden_layers * spec.vision.hidden_size**2 / (24 * 1024**2)
         fraction = fraction * 0.95 * min(max(1 - 0.1 * (size - 1), 0.8), 1.05)
@@ -144,7 +149,14 @@ def sglang_defaults(
 def mem_fraction(gpu: GpuSpec, tp: int, work: Workload, spec: ModelSpec | None = None) -> float:
     if work.engine.mem_fraction_static:
         return work.engine.mem_fraction_static
-    defaults = sglang_defaults(gpu, tp, work.release.version, spec, work.engine.chunked_prefill_size)
+    defaults = sglang_defaults(
+        gpu,
+        tp,
+        work.release.version,
+        spec,
+        work.engine.chunked_prefill_size,
+        work.engine.speculative_algorithm,
+    )
     return defaults.mem_fraction_static
 
 
@@ -195,6 +207,8 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     held = reserves_of(SGLANG_RESERVES, spec, gpu, tp, work)
     pool = budget - weights - total_bytes(held)
     capacity = max(pool, 0) // cell if cell else 0
+    running = work.engine.max_running_requests or default_running_requests(gpu, work)
+    held += draft_reserves(spec, tp, work, int(capacity), running)
     need = work.batch * work.context_tokens * cell
     total = weights + need + total_bytes(held)
     per_gpu = PerGpu(
@@ -205,19 +219,20 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         total_bytes=total,
         usable_bytes=budget,
         headroom_bytes=budget - total,
-        outside_budget_bytes=context,
+        outside_budget_bytes=context + outside_bytes(held),
         outside_budget_limit_bytes=gpu.visible_bytes - budget,
         visible_bytes=gpu.visible_bytes,
         reserves=held,
     )
     fits = pool > 0 and capacity >= work.batch * work.context_tokens
-    reason = None
+    reason = _draft_misfit(per_gpu)
+    fits = fits and reason is None
     if pool <= 0:
         reason = (
             f"SGLang refuses to start: the weights leave no memory for the KV cache under "
             f"--mem-fraction-static={fraction} ({pool / GIB:.1f} GiB)"
         )
-    elif not fits:
+    elif not fits and reason is None:
         capped = min(work.context_tokens, capacity) - 1
         reason = (
             f"SGLang starts, but its KV pool holds {capacity:,} tokens ({fraction} of free memory, "
@@ -240,10 +255,30 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     )
 
 
+def _draft_misfit(g: PerGpu) -> str | None:
+    """The draft worker (sglang_speculative) allocates after the static pool: it runs out of memory
+    at start-up when the memory outside the budget cannot hold it beside the CUDA context."""
+    drafted = outside_bytes(g.reserves)
+    if not drafted or g.outside_budget_bytes <= g.outside_budget_limit_bytes:
+        return None
+    return (
+        f"SGLang runs out of memory loading the draft: its weights and KV pool ({drafted / GIB:.1f} GiB) "
+        f"come after the static pool, and only {g.outside_budget_limit_bytes / GIB:.1f} GiB is left outside "
+        "--mem-fraction-static beside the CUDA context; lower --mem-fraction-static"
+    )
+
+
 def effective_settings(
     spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload
 ) -> dict[str, float | int | str]:
-    defaults = sglang_defaults(gpu, tp, work.release.version, spec, work.engine.chunked_prefill_size)
+    defaults = sglang_defaults(
+        gpu,
+        tp,
+        work.release.version,
+        spec,
+        work.engine.chunked_prefill_size,
+        work.engine.speculative_algorithm,
+    )
     return {
         "mem_fraction_static": mem_fraction(gpu, tp, work, spec),
         "chunked_prefill_size": defaults.chunked_prefill,

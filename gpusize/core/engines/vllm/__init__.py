@@ -51,6 +51,7 @@ from gpusize.core.engines.vllm.scheduler import (
     scheduler_limits,
     scheduler_note,
 )
+from gpusize.core.engines.vllm.speculative import draft_kv_bytes_per_token
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import VLLM
 from gpusize.core.spec import ModelSpec
@@ -133,6 +134,13 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
         notes.append(
             "--cpu-offload-gb: whole layers' weights wait in pinned CPU memory (host_bytes) and cross PCIe "
             "every step; speed estimates do not count that transfer"
+        )
+    drafted = draft_kv_bytes_per_token(spec, work, 1)
+    if drafted:
+        notes.append(
+            f"speculative decoding: the draft's attention layers add {drafted:,} B per token to every KV "
+            "block (vLLM keeps them in the target's blocks): the KV cache and pool count them, the per-token "
+            "figure is the target's"
         )
     return tuple(notes)
 

@@ -3,9 +3,10 @@ before the KV cache. A new reserve: its function in a module of this package and
 
 from __future__ import annotations
 
+from gpusize.core.engines.vllm.speculative import draft_buffers, draft_weights
 from gpusize.core.reserves import ReserveTerm
 
 __all__ = ["RESERVES"]
 
 #: vLLM's reserve terms, in the order they are shown.
-RESERVES: tuple[ReserveTerm, ...] = ()
+RESERVES: tuple[ReserveTerm, ...] = (draft_weights, draft_buffers)

@@ -1,0 +1,101 @@
+"""SGLang speculative decoding (--speculative-algorithm, core/speculative.py): the draft worker.
+
+SGLang builds the target worker first: it loads the target's weights and sizes the KV pool from
+mem_fraction_static as without a draft (model_runner_kv_cache_mixin.py profile_max_num_token). The
+draft worker comes after (speculative/eagle_worker.py, is_draft_worker=True): it loads the draft's
+weights and its own KV pool of `draft_runner_cache_size` tokens (model_runner.py init_memory_pool:
+the target's pool + max_num_reqs x (num_steps x eagle_topk + num_draft_tokens) + 100, the target and
+the draft sharing token indices), one cell per draft layer. Both come from the memory the static
+fraction leaves, which is why the default fraction keeps 2 GiB more for EAGLE drafts and 6 GiB for a
+STANDALONE draft model (server_args.py, `_handle_gpu_memory_settings`; none for NGRAM). They are
+`outside` reserves here: not taken from the pool, checked against the room outside the budget.
+"""
+
+from __future__ import annotations
+
+from gpusize.core import kvcache
+from gpusize.core.reserves import Reserve
+from gpusize.core.spec import ModelSpec
+from gpusize.core.speculative import (
+    Speculation,
+    draft_format,
+    draft_weights_bytes,
+    mtp_weights_bytes,
+    speculation,
+)
+from gpusize.core.workload import Workload
+
+__all__ = [
+    "DRAFT_POOL_BUFFER",
+    "SPECULATIVE_RUNNING_REQUESTS",
+    "draft_pool_tokens",
+    "draft_reserves",
+    "speculative_reserve_mib",
+]
+
+#: Tokens SGLang adds to the draft pool beyond the target's and the in-flight drafts ("buffer").
+DRAFT_POOL_BUFFER = 100
+#: --max-running-requests when not given with EAGLE, EAGLE3, NEXTN or STANDALONE (server_args.py:
+#: "Max running requests is reset to 48 for speculative decoding").
+SPECULATIVE_RUNNING_REQUESTS = 48
+#: MiB the default mem_fraction_static leaves for the draft (server_args.py, from 0.5.3).
+_RESERVE_MIB = {"draft_model": 6 * 1024, "ngram": 0}
+_EAGLE_RESERVE_MIB = 2 * 1024
+
+
+def speculative_reserve_mib(algorithm: str | None) -> int:
+    """MiB SGLang's default static fraction sets aside for speculative decoding: 6 GiB for a
+    STANDALONE draft model, none for NGRAM, 2 GiB for the EAGLE family (EAGLE, EAGLE3, NEXTN)."""
+    if algorithm is None:
+        return 0
+    key = algorithm.strip().upper()
+    method = {"STANDALONE": "draft_model", "NGRAM": "ngram"}.get(key, "eagle")
+    return _RESERVE_MIB.get(method, _EAGLE_RESERVE_MIB)
+
+
+def draft_pool_tokens(s: Speculation, target_tokens: int, running: int) -> int:
+    """The draft worker's KV pool in tokens (model_runner.py draft_runner_cache_size)."""
+    return target_tokens + running * (s.steps * s.topk + s.draft_tokens) + DRAFT_POOL_BUFFER
+
+
+def draft_cell_bytes(spec: ModelSpec, s: Speculation, work: Workload, tp: int) -> int:
+    """One token of the draft's KV on one GPU: the draft's layers, or NEXTN's MTP layers (the draft
+    runner counts num_nextn_predict_layers layers of the target's cell)."""
+    if s.method == "mtp":
+        return spec.num_nextn_predict_layers * kvcache.kv_bytes_per_token_per_layer(spec, work.kv_bytes, tp)
+    assert work.draft is not None
+    return kvcache.kv_cache_bytes_per_token(work.draft.spec, work.kv_bytes, tp)
+
+
+def draft_reserves(
+    spec: ModelSpec, tp: int, work: Workload, target_tokens: int, running: int
+) -> tuple[Reserve, ...]:
+    """The draft worker's weights and KV pool on one GPU, allocated after the target's pool (of
+    `target_tokens`) with `running` requests at most; empty without a draft (or for NGRAM)."""
+    s = speculation(work.engine, spec)
+    if s is None or s.method == "ngram":
+        return ()
+    if work.engine.max_running_requests is None:
+        running = SPECULATIVE_RUNNING_REQUESTS
+    if s.method == "mtp":
+        weights = 0 if work.include_mtp else mtp_weights_bytes(spec, work.weights, tp)
+        what = f"{spec.num_nextn_predict_layers} NEXTN (MTP) layer(s) of the checkpoint"
+    else:
+        assert work.draft is not None
+        fmt = draft_format(spec, work.draft.spec)
+        weights = draft_weights_bytes(spec, work.draft, s.method, fmt, tp)
+        what = f"{s.method} draft {work.draft.reference[:60]} at {fmt.name}"
+    tokens = draft_pool_tokens(s, target_tokens, running)
+    cell = draft_cell_bytes(spec, s, work, tp)
+    after = "allocated after the KV pool, outside mem_fraction_static"
+    out = [
+        Reserve(
+            "draft_weights", weights, f"{what}, {after}", estimate=s.method != "draft_model", outside=True
+        )
+    ]
+    kv_how = (
+        f"draft KV pool: {tokens:,} tokens (pool + {running} x ({s.steps} x {s.topk} + {s.draft_tokens}) + "
+        f"{DRAFT_POOL_BUFFER}) x {cell:,} B, {after}"
+    )
+    out.append(Reserve("draft_kv", tokens * cell, kv_how, outside=True))
+    return tuple(r for r in out if r.bytes)
