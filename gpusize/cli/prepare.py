@@ -173,6 +173,7 @@ def request(
     quantization: str | None = None,
     reserved_mib: int = 0,
     cats: Catalogs | None = None,
+    acceptance_rate: float | None = None,
 ) -> Request:
     key = dtype.strip().lower()
     bpw = key.startswith("bpw")
@@ -188,6 +189,7 @@ def request(
         include_mtp=mtp,
         engine=settings,
         draft=draft_model(settings, cats),
+        acceptance_rate=number(acceptance_rate, "--acceptance-rate", 0, 1, low_open=False),
         checkpoint_bytes=resolved.checkpoint_bytes,
         stored_layers=resolved.stored_layers,
         reserved_bytes=reserved_bytes(reserved_mib),

@@ -75,6 +75,9 @@ class Request:
     #: The draft model speculative decoding names (vLLM --speculative-config "model", SGLang
     #: --speculative-draft-model-path), parsed by the command line; None without one.
     draft: DraftModel | None = None
+    #: Speculative decoding's stated acceptance rate (--acceptance-rate): the chance each proposed
+    #: token is accepted, which the speed estimates take; None: the speed-up is not estimated.
+    acceptance_rate: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,6 +104,8 @@ class Workload:
     load_quantization: str | None = field(default=None, metadata={"json": False})
     #: As in Request: the draft model of speculative decoding, or None.
     draft: DraftModel | None = field(default=None, metadata={"json": False})
+    #: As in Request: the stated acceptance rate of speculative decoding, or None.
+    acceptance_rate: float | None = None
 
     __json_properties__ = ("weight_dtype", "engine_version")
 
@@ -157,6 +162,10 @@ def resolve(spec: ModelSpec, request: Request, uses: frozenset[str], releases: R
     drafting = speculation(request.engine, spec)  # InputError on a value the engine refuses
     if drafting is not None and drafting.needs_draft and request.draft is None:
         raise InputError(f"{drafting.flag}: the draft model {drafting.draft!r} was not read")
+    if request.acceptance_rate is not None and drafting is None:
+        raise InputError(
+            "--acceptance-rate needs speculative decoding (--speculative-config or --speculative-algorithm)"
+        )
     fmt, warning = _weights(spec, request)
     kv_dtype = kv_dtype_for(spec, request.kv_dtype, request.dtype)
     return Workload(
@@ -174,6 +183,7 @@ def resolve(spec: ModelSpec, request: Request, uses: frozenset[str], releases: R
         stored_layers=request.stored_layers,
         load_quantization=request.load_quantization,
         draft=request.draft,
+        acceptance_rate=request.acceptance_rate,
     )
 
 

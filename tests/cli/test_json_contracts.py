@@ -33,6 +33,7 @@ COMMANDS: dict[str, list[str]] = {
 #: The resolved workload, the same in every inference command (fit, serve, quote, curve).
 WORKLOAD = {
     "workload",
+    "workload.acceptance_rate",
     "workload.batch",
     "workload.context_tokens",
     "workload.engine",

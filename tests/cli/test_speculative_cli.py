@@ -105,3 +105,19 @@ def test_the_launch_commands_carry_the_flags_back() -> None:
     words = shlex.split(sglang["launch"]["sglang"]["command"])
     for flag, value in zip(SGLANG[2::2], SGLANG[3::2], strict=True):
         assert words[words.index(flag) + 1] == value
+
+
+def test_serve_takes_a_stated_acceptance_rate() -> None:
+    args = ("serve", "Llama-3.1-8B", "--gpu", "H100", "--users", "8", "--speculative-config", EAGLE3)
+    plain = as_json(*args)["layouts"][0]["per_request_tokens_per_s"]
+    report = as_json(*args, "--acceptance-rate", "0.7")
+    assert report["workload"]["acceptance_rate"] == 0.7
+    assert report["layouts"][0]["per_request_tokens_per_s"] > 1.5 * plain
+    quote = run_in_process(
+        "quote", "Llama-3.1-8B", "--gpu", "H100", "--speculative-config", NGRAM, "--acceptance-rate", "0.5"
+    )
+    assert quote.code in (0, 1), quote.stderr
+    alone = run_in_process(
+        "serve", "Llama-3.1-8B", "--gpu", "H100", "--users", "8", "--acceptance-rate", "0.7"
+    )
+    assert alone.code == 2 and "--acceptance-rate needs speculative decoding" in alone.stderr
