@@ -245,6 +245,8 @@ def test_sglang_draft_pool_worked_example() -> None:
     assert held["draft_weights"].bytes == 849_371_136 and held["draft_weights"].outside
     assert total_bytes(g.reserves) == 0 and outside_bytes(g.reserves) == 849_371_136 + tokens * 4_096
     assert c.fits
+    assert engine("sglang").max_sequences is not None
+    assert engine("sglang").max_sequences(find_gpu("H100"), work) == 48
 
 
 def test_sglang_runs_out_of_memory_when_the_draft_does_not_fit_outside_the_budget() -> None:

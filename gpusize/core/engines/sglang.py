@@ -16,7 +16,12 @@ from dataclasses import dataclass
 
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.base import EngineModel
-from gpusize.core.engines.sglang_speculative import draft_reserves, speculative_reserve_mib
+from gpusize.core.engines.sglang_speculative import (
+    SPECULATIVE_RUNNING_REQUESTS,
+    caps_running_requests,
+    draft_reserves,
+    speculative_reserve_mib,
+)
 from gpusize.core.engines.vllm.pool import THIN_MARGIN
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
@@ -164,7 +169,9 @@ def default_running_requests(gpu: GpuSpec, work: Workload) -> int:
     """The cap on running requests when --max-running-requests is not given: vLLM's per-device
     scheduler default (1024 on large GPUs, 256 below), as gpusize has always applied it to SGLang.
     SGLang's own rule (its req_to_token pool size) is not modelled yet; this keeps the answers as
-    they were."""
+    they were. With an EAGLE-family or STANDALONE draft SGLang caps it at 48 (sglang_speculative)."""
+    if caps_running_requests(work.engine.speculative_algorithm):
+        return SPECULATIVE_RUNNING_REQUESTS
     return scheduler_limits(gpu, work).max_num_seqs
 
 

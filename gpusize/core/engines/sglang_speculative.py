@@ -28,6 +28,7 @@ from gpusize.core.workload import Workload
 __all__ = [
     "DRAFT_POOL_BUFFER",
     "SPECULATIVE_RUNNING_REQUESTS",
+    "caps_running_requests",
     "draft_pool_tokens",
     "draft_reserves",
     "speculative_reserve_mib",
@@ -53,6 +54,12 @@ def speculative_reserve_mib(algorithm: str | None) -> int:
     return _RESERVE_MIB.get(method, _EAGLE_RESERVE_MIB)
 
 
+def caps_running_requests(algorithm: str | None) -> bool:
+    """Whether SGLang sets --max-running-requests to SPECULATIVE_RUNNING_REQUESTS when it is not given:
+    for EAGLE, EAGLE3, NEXTN (read as EAGLE) and STANDALONE, not NGRAM."""
+    return algorithm is not None and algorithm.strip().upper() in ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+
+
 def draft_pool_tokens(s: Speculation, target_tokens: int, running: int) -> int:
     """The draft worker's KV pool in tokens (model_runner.py draft_runner_cache_size)."""
     return target_tokens + running * (s.steps * s.topk + s.draft_tokens) + DRAFT_POOL_BUFFER
@@ -71,12 +78,11 @@ def draft_reserves(
     spec: ModelSpec, tp: int, work: Workload, target_tokens: int, running: int
 ) -> tuple[Reserve, ...]:
     """The draft worker's weights and KV pool on one GPU, allocated after the target's pool (of
-    `target_tokens`) with `running` requests at most; empty without a draft (or for NGRAM)."""
+    `target_tokens`) with `running` requests at most (SPECULATIVE_RUNNING_REQUESTS unless
+    --max-running-requests is given); empty without a draft (or for NGRAM)."""
     s = speculation(work.engine, spec)
     if s is None or s.method == "ngram":
         return ()
-    if work.engine.max_running_requests is None:
-        running = SPECULATIVE_RUNNING_REQUESTS
     if s.method == "mtp":
         weights = 0 if work.include_mtp else mtp_weights_bytes(spec, work.weights, tp)
         what = f"{spec.num_nextn_predict_layers} NEXTN (MTP) layer(s) of the checkpoint"
