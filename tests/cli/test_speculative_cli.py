@@ -59,10 +59,13 @@ def test_fit_json_names_each_reserve_in_bytes() -> None:
     assert any("draft's attention layers add 4,096 B per token" in n for n in report["assumptions"]["notes"])
 
 
-def test_sglang_json_marks_the_draft_outside_the_budget() -> None:
-    report = as_json("fit", "Llama-3.1-8B", "--gpu", "H100", "--ctx", "8k", *SGLANG)
+def test_sglang_json_marks_the_draft_outside_the_budget_before_0_5_14() -> None:
+    args = ("fit", "Llama-3.1-8B", "--gpu", "H100", "--ctx", "8k", *SGLANG)
+    report = as_json(*args, "--engine-version", "0.5.10")
     reserves = {r["name"]: r for r in report["plan"]["per_gpu"]["reserves"]}
     assert reserves["draft_weights"]["outside"] and reserves["draft_kv"]["outside"]
+    newest = as_json(*args)["plan"]["per_gpu"]["reserves"]
+    assert [(r["name"], r["outside"]) for r in newest] == [("draft_weights", False)]
     assert reserves["draft_kv"]["bytes"] % 4_096 == 0
 
 

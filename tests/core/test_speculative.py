@@ -209,8 +209,11 @@ def test_vllm_mtp_adds_the_mtp_layers_kv() -> None:
 
 
 def test_sglang_default_fraction_keeps_2_gib_for_an_eagle_draft() -> None:
-    """server_args.py: reserved_mem += 2 x 1024 MiB for the EAGLE family, 6 x 1024 for STANDALONE."""
-    gpu, v = find_gpu("H100"), SGLANG.newest
+    """server_args.py before 0.5.14: reserved_mem += 2 x 1024 MiB for the EAGLE family, 6 x 1024 for
+    STANDALONE; from 0.5.14 (sgl-project/sglang#23862) no flat reservation: the draft is budgeted."""
+    gpu, v = find_gpu("H100"), SGLANG.resolve("0.5.10").version
+    newest = SGLANG.newest
+    assert sglang_defaults(gpu, 1, newest, algorithm="EAGLE3") == sglang_defaults(gpu, 1, newest)
     plain = sglang_defaults(gpu, 1, v).mem_fraction_static
     eagle = sglang_defaults(gpu, 1, v, algorithm="EAGLE3").mem_fraction_static
     standalone = sglang_defaults(gpu, 1, v, algorithm="STANDALONE").mem_fraction_static
@@ -219,15 +222,43 @@ def test_sglang_default_fraction_keeps_2_gib_for_an_eagle_draft() -> None:
     assert sglang_defaults(gpu, 1, v, algorithm="NGRAM").mem_fraction_static == plain
 
 
+def sglang_eagle3(version: str) -> Workload:
+    return work_for(
+        "Llama-3.1-8B",
+        draft_name="EAGLE3-LLaMA3.1-Instruct-8B",
+        name="sglang",
+        version=version,
+        speculative_algorithm="EAGLE3",
+        speculative_draft_model_path="EAGLE3-LLaMA3.1-Instruct-8B",
+        speculative_num_steps=3,
+        speculative_eagle_topk=1,
+        speculative_num_draft_tokens=4,
+    )
+
+
+def test_sglang_budgets_the_draft_from_0_5_14() -> None:
+    """pool_configurator.py DefaultPoolConfigurator: cell 32 x 4,096 B x (1 + 1 draft layer / 32) =
+    135,168 B per token; the head's 849,371,136 B of weights come out of the budget first (#28855)."""
+    spec = catalog_spec("Llama-3.1-8B")
+    c = engine("sglang").evaluate(spec, find_gpu("H100"), 1, sglang_eagle3("0.5.23"))
+    g = c.per_gpu
+    assert g is not None and c.kv_cache_capacity_tokens is not None
+    assert [(r.name, r.bytes, r.outside) for r in g.reserves] == [("draft_weights", 849_371_136, False)]
+    pool = g.usable_bytes - g.weights_bytes - 849_371_136
+    assert c.kv_cache_capacity_tokens == pool // 135_168
+    assert g.kv_cache_bytes == 8192 * 135_168
+
+
 def test_sglang_draft_pool_worked_example() -> None:
-    """The draft worker's pool (model_runner.py draft_runner_cache_size): the target's pool + 48 requests
-    (SGLang's cap with speculation) x (3 steps x top-1 + 4 draft tokens) + 100, one 4,096 B cell per
-    token (the head's one layer); weights and pool come after the static budget (outside)."""
+    """Before 0.5.14, the draft worker's pool (model_runner.py draft_runner_cache_size): the target's
+    pool + 48 requests (SGLang's cap with speculation) x (3 steps x top-1 + 4 draft tokens) + 100, one
+    4,096 B cell per token (the head's one layer); weights and pool come after the static budget."""
     spec = catalog_spec("Llama-3.1-8B")
     work = work_for(
         "Llama-3.1-8B",
         draft_name="EAGLE3-LLaMA3.1-Instruct-8B",
         name="sglang",
+        version="0.5.10",
         speculative_algorithm="EAGLE3",
         speculative_draft_model_path="EAGLE3-LLaMA3.1-Instruct-8B",
         speculative_num_steps=3,
@@ -250,13 +281,14 @@ def test_sglang_draft_pool_worked_example() -> None:
 
 
 def test_sglang_runs_out_of_memory_when_the_draft_does_not_fit_outside_the_budget() -> None:
-    """A whole draft model (STANDALONE) beside --mem-fraction-static 0.95 on an 80 GB card: the draft's
-    pool, as large as the target's, cannot come from the 5% left."""
+    """Before 0.5.14, a whole draft model (STANDALONE) beside --mem-fraction-static 0.95 on an 80 GB
+    card: the draft's pool, as large as the target's, cannot come from the 5% left."""
     spec = catalog_spec("Llama-3.1-8B")
     work = work_for(
         "Llama-3.1-8B",
         draft_name="EAGLE-LLaMA3-Instruct-8B",
         name="sglang",
+        version="0.5.10",
         mem_fraction_static=0.95,
         speculative_algorithm="STANDALONE",
         speculative_draft_model_path="EAGLE-LLaMA3-Instruct-8B",

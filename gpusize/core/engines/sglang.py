@@ -18,8 +18,10 @@ from gpusize.core import kvcache, runtime
 from gpusize.core.engines.base import EngineModel
 from gpusize.core.engines.sglang_speculative import (
     SPECULATIVE_RUNNING_REQUESTS,
+    budgeted_cell,
     caps_running_requests,
     draft_reserves,
+    draft_weights_in_budget,
     speculative_reserve_mib,
 )
 from gpusize.core.engines.vllm.pool import THIN_MARGIN
@@ -143,7 +145,7 @@ def sglang_defaults(
     v = version or SGLANG.newest
     default_chunk, graph = _chunk_and_graph(v, gpu.memory_mib / 1024, tp)
     chunk = chunk or default_chunk
-    drafting = speculative_reserve_mib(algorithm)
+    drafting = speculative_reserve_mib(algorithm, v)
     fraction = _fraction(v, gpu.memory_mib, tp, chunk, graph, bool(spec and spec.mla), drafting)
     if spec and spec.vision and v >= _v("0.4.9.post3"):  # adjust_mem_fraction_for_vlm
         size = spec.vision.num_hidden_layers * spec.vision.hidden_size**2 / (24 * 1024**2)
@@ -198,7 +200,7 @@ def context_refusal(spec: ModelSpec, work: Workload) -> str | None:
 
 #: What SGLang reserves under its own flags, one term each (core/reserves.py), taken from the static
 #: pool before the KV cache. A new reserve: its function and one entry here.
-SGLANG_RESERVES: tuple[ReserveTerm, ...] = ()
+SGLANG_RESERVES: tuple[ReserveTerm, ...] = (draft_weights_in_budget,)
 
 
 def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
@@ -212,10 +214,11 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     free_before = gpu.visible_bytes - context - work.reserved_bytes
     budget = int(free_before * fraction)
     held = reserves_of(SGLANG_RESERVES, spec, gpu, tp, work)
+    cell = budgeted_cell(spec, work, cell)  # from 0.5.14 the draft's KV shares each token's cell
     pool = budget - weights - total_bytes(held)
     capacity = max(pool, 0) // cell if cell else 0
     running = work.engine.max_running_requests or default_running_requests(gpu, work)
-    held += draft_reserves(spec, tp, work, int(capacity), running)
+    held += draft_reserves(spec, tp, work, int(capacity), running)  # before 0.5.14: outside the budget
     need = work.batch * work.context_tokens * cell
     total = weights + need + total_bytes(held)
     per_gpu = PerGpu(
