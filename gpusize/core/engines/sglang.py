@@ -20,6 +20,7 @@ from gpusize.core.engines.sglang_speculative import (
     SPECULATIVE_RUNNING_REQUESTS,
     budgeted_cell,
     caps_running_requests,
+    draft_notes,
     draft_reserves,
     draft_weights_in_budget,
     speculative_reserve_mib,
@@ -319,4 +320,5 @@ ENGINE = EngineModel(
     pages_kv=True,
     serves=True,
     quantizes_on_load=True,
+    notes=draft_notes,
 )

@@ -40,6 +40,7 @@ __all__ = [
     "caps_running_requests",
     "budgeted_cell",
     "draft_layers",
+    "draft_notes",
     "draft_pool_tokens",
     "draft_reserves",
     "draft_weights_in_budget",
@@ -109,6 +110,22 @@ def budgeted_cell(spec: ModelSpec, work: Workload, cell: int) -> int:
     if s is None or s.method == "ngram" or not in_budget(work.release.version) or not spec.attention_layers:
         return cell
     return int(cell * (1 + draft_layers(spec, s, work) / len(spec.attention_layers)))
+
+
+def draft_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
+    """What the answer assumes of SGLang's draft (the engine's notes)."""
+    s = speculation(work.engine, spec)
+    if s is None or s.method == "ngram":
+        return ()
+    if in_budget(work.release.version):
+        layers = draft_layers(spec, s, work)
+        return (
+            f"speculative decoding: each KV pool token also holds the draft's {layers} layer(s) (SGLang's "
+            "cell x (1 + draft layers / target layers)): the KV cache counts them, the per-token figure is "
+            "the target's",
+        )
+    return ("speculative decoding: SGLang allocates the draft's weights and KV pool after its static pool, "
+            "from the memory outside --mem-fraction-static",)  # fmt: skip
 
 
 def draft_layers(spec: ModelSpec, s: Speculation, work: Workload) -> int:
