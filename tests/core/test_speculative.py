@@ -2,9 +2,9 @@
 example from the engine's code (core/speculative.py, core/engines/vllm/speculative.py,
 core/engines/sglang_speculative.py).
 
-Drafts: tests/data/drafts/*/config.json are the config.json files of yuhuili/EAGLE-LLaMA3-Instruct-8B
-(EAGLE-1) and yuhuili/EAGLE3-LLaMA3.1-Instruct-8B (EAGLE-3: one Llama layer, draft_vocab_size 32000)
-as published on the Hub. Target: Llama-3.1-8B (hidden 4096, 32 heads, 8 KV heads, head_dim 128, MLP
+Drafts: tests/data/drafts/*/config.json follow the config.json files of yuhuili/EAGLE-LLaMA3-Instruct-8B
+(EAGLE-1) and yuhuili/EAGLE3-LLaMA3.1-Instruct-8B (EAGLE-3: one Llama layer, draft_vocab_size 32000),
+written from their published shape (the Hub could not be reached to copy them byte for byte). Target: Llama-3.1-8B (hidden 4096, 32 heads, 8 KV heads, head_dim 128, MLP
 14336, vocab 128256) in bf16.
 """
 
