@@ -73,6 +73,7 @@ def curve(
             kv_dtype=kv_dtype,
             quantization=quantization,
             reserved_mib=reserved_mib,
+            cats=cats,
         ),
     )
     where = prepare.targets(gpu, cats, count)

@@ -87,6 +87,7 @@ def fit(
             mtp=mtp,
             quantization=quantization,
             reserved_mib=reserved_mib,
+            cats=cats,
         ),
     )
     where = prepare.targets(gpu, cats, gpus)

@@ -21,6 +21,7 @@ from gpusize.errors import GpusizeError
 from gpusize.sources.catalog import Catalogs
 
 __all__ = [
+    "AcceptanceRate",
     "Batch",
     "BestEffort",
     "Ctx",
@@ -155,6 +156,15 @@ PrefixHitRate = Annotated[
         "--prefix-hit-rate",
         help="Fraction of each prompt's tokens the engine's prefix cache serves (0-1; a workload "
         "input: shared system prompts, multi-turn chats). Prefill computes the rest; memory unchanged.",
+    ),
+]
+AcceptanceRate = Annotated[
+    float | None,
+    typer.Option(
+        "--acceptance-rate",
+        help="Speculative decoding: the chance each proposed token is accepted (0-1, a stated input; "
+        "e.g. 0.7 for an EAGLE-3 head on chat): speed estimates take (1 - a^(k+1)) / (1 - a) tokens "
+        "per step.",
     ),
 ]
 Mtp = Annotated[bool, typer.Option("--mtp", help="Load the checkpoint's MTP layers (speculative decoding).")]

@@ -22,8 +22,9 @@ from gpusize.core.parse import parse_config, with_rope_scaling
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.settings import EngineName, EngineSettings, settings_from
 from gpusize.core.spec import ModelSpec
+from gpusize.core.speculative import DraftModel, draft_reference
 from gpusize.core.workload import DTYPES, KV_DTYPES, Request, Workload
-from gpusize.errors import CatalogError, InputError, UsageError
+from gpusize.errors import CatalogError, InputError, UnknownNameError, UsageError
 from gpusize.render.text import safe
 from gpusize.sources.catalog import Catalogs
 from gpusize.sources.resolve import resolve_model
@@ -33,6 +34,7 @@ __all__ = [
     "Targets",
     "catalogs",
     "choice",
+    "draft_model",
     "engine_settings",
     "gpu_count",
     "load_model",
@@ -183,24 +185,46 @@ def request(
     mtp: bool = False,
     quantization: str | None = None,
     reserved_mib: int = 0,
+    cats: Catalogs | None = None,
+    acceptance_rate: float | None = None,
 ) -> Request:
     key = dtype.strip().lower()
     bpw = key.startswith("bpw")
     weight = key if bpw else choice(dtype, DTYPES, "--dtype")
     if not bpw:
         weight = quantized_dtype(spec, quantization, weight if weight == "auto" else canonical_dtype(weight))
+    settings = engine_settings(engine_values, "llamacpp" if resolved.source == "gguf" else "vllm")
     return Request(
         context_tokens=parse_tokens(ctx),
         batch=parse_count(batch, "--batch", 1 << 16),
         dtype=weight,
         kv_dtype=choice(kv_dtype, KV_DTYPES, "--kv-dtype"),
         include_mtp=mtp,
-        engine=engine_settings(engine_values, "llamacpp" if resolved.source == "gguf" else "vllm"),
+        engine=settings,
+        draft=draft_model(settings, cats),
+        acceptance_rate=number(acceptance_rate, "--acceptance-rate", 0, 1, low_open=False),
         checkpoint_bytes=resolved.checkpoint_bytes,
         stored_layers=resolved.stored_layers,
         reserved_bytes=reserved_bytes(reserved_mib),
         load_quantization=load_quantization(spec, quantization, weight),
     )
+
+
+def draft_model(settings: EngineSettings, cats: Catalogs | None) -> DraftModel | None:
+    """The draft model speculative decoding names (vLLM --speculative-config "model", SGLang
+    --speculative-draft-model-path), read as any model is (a folder, a catalog name, a Hub id); its
+    lm_head has EAGLE-3's draft_vocab_size rows where the config gives one."""
+    reference = draft_reference(settings)
+    if reference is None:
+        return None
+    if cats is None:
+        raise UsageError("this command does not read a draft model")
+    try:
+        resolved, spec = load_model(reference, None, False, cats)
+    except UnknownNameError as exc:
+        raise InputError(f"draft model: {exc}") from None
+    rows = resolved.config.get("draft_vocab_size") if isinstance(resolved.config, dict) else None
+    return DraftModel(reference, spec, rows if isinstance(rows, int) and rows > 0 else spec.vocab_size)
 
 
 def load_quantization(spec: ModelSpec, quantization: str | None, weight: str) -> str | None:

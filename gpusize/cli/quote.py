@@ -10,6 +10,7 @@ from gpusize.cli import prepare
 from gpusize.cli.app import app, finish
 from gpusize.cli.emit import output_format
 from gpusize.cli.options import (
+    AcceptanceRate,
     Ctx,
     Dtype,
     EngineValues,
@@ -68,6 +69,7 @@ def quote(
     engine_values: EngineValues,
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
+    acceptance_rate: AcceptanceRate = None,
     fmt: str | None = typer.Option(
         None,
         "--format",
@@ -98,6 +100,8 @@ def quote(
         kv_dtype=kv_dtype,
         quantization=quantization,
         reserved_mib=reserved_mib,
+        cats=cats,
+        acceptance_rate=acceptance_rate,
     )
     if not engine(req.engine.name).pages_kv:
         raise UsageError(

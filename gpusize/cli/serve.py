@@ -8,6 +8,7 @@ from gpusize.cli import prepare
 from gpusize.cli.app import app
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
+    AcceptanceRate,
     Ctx,
     Dtype,
     EngineValues,
@@ -59,6 +60,7 @@ def serve(
     engine_values: EngineValues,
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
+    acceptance_rate: AcceptanceRate = None,
     host_bandwidth: float | None = typer.Option(
         None,
         "--host-bandwidth",
@@ -98,6 +100,8 @@ def serve(
         kv_dtype=kv_dtype,
         quantization=quantization,
         reserved_mib=reserved_mib,
+        cats=cats,
+        acceptance_rate=acceptance_rate,
     )
     if not engine(req.engine.name).serves:
         raise UsageError(

@@ -70,12 +70,14 @@ def which(
     cats = prepare.catalogs(models_file, gpus_file)
     where = prepare.targets(gpu, cats, count)
     weight = prepare.choice(dtype, DTYPES, "--dtype")
+    settings = prepare.engine_settings(engine_values)
     req = Request(
         context_tokens=parse_tokens(ctx),
         dtype=weight if weight == "auto" else canonical_dtype(weight),
         kv_dtype=prepare.choice(kv_dtype, KV_DTYPES, "--kv-dtype"),
-        engine=prepare.engine_settings(engine_values),
+        engine=settings,
         reserved_bytes=prepare.reserved_bytes(reserved_mib),
+        draft=prepare.draft_model(settings, cats),
     )
     order = cast("Sort", prepare.choice(sort, SORTS, "--sort"))
     report = build_which(cats.models(), where.gpus[0], count, req, order)

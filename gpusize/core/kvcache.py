@@ -128,11 +128,14 @@ class KvLayout:
     block_size: int
     group_size: int
     groups: tuple[KvGroup, ...]
+    #: Bytes a speculative-decoding draft's layers add to every block (vLLM keeps EAGLE, MTP and draft
+    #: model layers in the target's blocks; core/engines/vllm/speculative.py); 0 without a draft.
+    draft_page_bytes: int = 0
 
     @property
     def bytes_per_block(self) -> int:
-        """Bytes one block id costs across the group_size tensors that share it."""
-        return self.page_bytes * self.group_size
+        """Bytes one block id costs across the group_size tensors that share it (and the draft's)."""
+        return self.page_bytes * self.group_size + self.draft_page_bytes
 
 
 def kv_layout(

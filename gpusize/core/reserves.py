@@ -16,18 +16,21 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
-__all__ = ["Reserve", "ReserveTerm", "reserves_of", "total_bytes"]
+__all__ = ["Reserve", "ReserveTerm", "outside_bytes", "reserves_of", "total_bytes"]
 
 
 class Reserve(NamedTuple):
     """One reserve on one GPU: `name` is its JSON key stem (e.g. "lora_slots"), `bytes` what it holds,
-    `how` one line saying what it is and where the rule comes from, `estimate` when it is not exact.
-    A NamedTuple for start-up (core/settings.Setting); serialized as an object of its fields."""
+    `how` one line saying what it is and where the rule comes from, `estimate` when it is not exact,
+    `outside` when the engine allocates it after its budget is spent, from the memory left outside
+    the budget (SGLang's draft model and draft KV pool), not from the KV pool. A NamedTuple for
+    start-up (core/settings.Setting); serialized as an object of its fields."""
 
     name: str
     bytes: int
     how: str
     estimate: bool = False
+    outside: bool = False
 
 
 #: (spec, GPU, tensor parallel size, workload) -> the reserve on one GPU, or None when not asked for.
@@ -43,4 +46,10 @@ def reserves_of(
 
 
 def total_bytes(reserves: Iterable[Reserve]) -> int:
-    return sum(r.bytes for r in reserves)
+    """Bytes the reserves take inside the engine's budget (those `outside` it left out)."""
+    return sum(r.bytes for r in reserves if not r.outside)
+
+
+def outside_bytes(reserves: Iterable[Reserve]) -> int:
+    """Bytes the reserves take outside the engine's budget."""
+    return sum(r.bytes for r in reserves if r.outside)

@@ -16,7 +16,7 @@ from dataclasses import Field, dataclass, field, fields
 from typing import Any, NamedTuple
 
 from gpusize.core.registry import ENGINE_LABELS, ENGINE_NAMES, EngineName
-from gpusize.core.releases import parse_version
+from gpusize.core.releases import Version, parse_version
 from gpusize.errors import InputError
 
 __all__ = [
@@ -34,7 +34,9 @@ __all__ = [
     "launch_flag",
     "launch_words",
     "settings_from",
+    "setting_of",
     "settings_of",
+    "taken_by",
 ]
 
 #: llama.cpp's ways to spread one model over several GPUs (`-sm`): whole layers per GPU, run one GPU
@@ -56,7 +58,7 @@ class Setting(NamedTuple):
     `choices` for a word; `off`, a count below `low` the engine takes as "off" (SGLang's
     --chunked-prefill-size -1). `launch` is the flag a launch command prints it under when the user gave it
     (None: the command prints it another way: a budget with its effective value, llama-server's own
-    short flags, an environment switch).
+    short flags, an environment switch). `since`: the first release of the engine that has it.
 
     A NamedTuple, not a frozen dataclass: it is built on every start and a NamedTuple class is made
     about ten times faster (bench: 0.3 vs 3.4 ms per class under load); it is never serialized."""
@@ -76,6 +78,9 @@ class Setting(NamedTuple):
     launch_since: tuple[tuple[EngineName, str], ...] = ()
     #: The value is several space-separated words, each its own argument (argparse nargs="*").
     many: bool = False
+    #: The first release of its engine that takes the flag (None: every release modelled); an older
+    #: release refuses it and its launch command leaves it out.
+    since: str | None = None
 
 
 def _setting(default: Any, **declaration: Any) -> Any:
@@ -83,6 +88,9 @@ def _setting(default: Any, **declaration: Any) -> Any:
 
 
 _PAGED: tuple[EngineName, ...] = ("vllm", "sglang")
+#: SGLang's speculative decoding flags came with EAGLE (sgl-project/sglang#2150, merged 2025-01-02);
+#: 0.4.4 is the first release gpusize models that certainly has them.
+_SGLANG_SPECULATIVE = "0.4.4"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,6 +239,16 @@ class EngineSettings:
         help='items per prompt per modality, e.g. \'{"image":0,"video":0}\' (0 of each: text-only).',
         launch="--limit-mm-per-prompt",
     )
+    #: vLLM `--speculative-config` JSON (method, model, num_speculative_tokens, ...), parsed and checked
+    #: by core/speculative.py.
+    speculative_config: str | None = _setting(
+        None,
+        flag="--speculative-config",
+        engines=("vllm",),
+        help='speculative decoding as JSON, e.g. \'{"method":"eagle3","model":"DRAFT",'
+        '"num_speculative_tokens":3}\' (eagle, eagle3, draft_model, mtp, ngram).',
+        launch="--speculative-config",
+    )
     mem_fraction_static: float | None = _setting(
         None,
         flag="--mem-fraction-static",
@@ -276,6 +294,53 @@ class EngineSettings:
         low=1,
         high=8,
         launch="--dp-size",
+    )
+    #: SGLang speculative decoding (core/speculative.py): the algorithm, its draft and its tree.
+    speculative_algorithm: str | None = _setting(
+        None,
+        flag="--speculative-algorithm",
+        engines=("sglang",),
+        help="EAGLE, EAGLE3, NEXTN (the model's MTP layers), STANDALONE (a draft model) or NGRAM.",
+        launch="--speculative-algorithm",
+        since=_SGLANG_SPECULATIVE,
+    )
+    speculative_draft_model_path: str | None = _setting(
+        None,
+        flag="--speculative-draft-model-path",
+        engines=("sglang",),
+        help="the draft model (a catalog name, Hub id or local folder).",
+        launch="--speculative-draft-model-path",
+        since=_SGLANG_SPECULATIVE,
+    )
+    speculative_num_steps: int | None = _setting(
+        None,
+        flag="--speculative-num-steps",
+        engines=("sglang",),
+        help="draft steps per decode step.",
+        low=1,
+        high=64,
+        launch="--speculative-num-steps",
+        since=_SGLANG_SPECULATIVE,
+    )
+    speculative_eagle_topk: int | None = _setting(
+        None,
+        flag="--speculative-eagle-topk",
+        engines=("sglang",),
+        help="branches kept per draft step.",
+        low=1,
+        high=64,
+        launch="--speculative-eagle-topk",
+        since=_SGLANG_SPECULATIVE,
+    )
+    speculative_num_draft_tokens: int | None = _setting(
+        None,
+        flag="--speculative-num-draft-tokens",
+        engines=("sglang",),
+        help="draft tokens verified per step.",
+        low=1,
+        high=1024,
+        launch="--speculative-num-draft-tokens",
+        since=_SGLANG_SPECULATIVE,
     )
     n_gpu_layers: int | None = _setting(
         None,
@@ -351,11 +416,24 @@ def settings_of(engine: EngineName) -> frozenset[str]:
 def launch_flag(name: str, engine: str | None = None, release: str | None = None) -> str | None:
     """The flag a launch command carries the setting under, None when the command line has none (or,
     given the engine and its release, when the flag came later than that release)."""
-    setting: Setting = EngineSettings.__dataclass_fields__[name].metadata["setting"]
+    setting = setting_of(name)
     for owner, since in setting.launch_since:
         if owner == engine and release is not None and _before(release, since):
             return None
     return setting.launch
+
+
+def taken_by(name: str, version: Version) -> bool:
+    """Whether release `version` of the setting's engine has its flag (its declaration's `since`)."""
+    since = setting_of(name).since
+    first = parse_version(since) if since else None
+    return first is None or version >= first
+
+
+def setting_of(name: str) -> Setting:
+    """The declaration of the setting `name`."""
+    setting: Setting = EngineSettings.__dataclass_fields__[name].metadata["setting"]
+    return setting
 
 
 def launch_words(name: str, value: object) -> list[str]:

@@ -19,8 +19,10 @@ from gpusize.core.settings import (
     TRANSFORMERS_VERSIONS,
     EngineName,
     EngineSettings,
+    taken_by,
 )
 from gpusize.core.spec import ModelSpec
+from gpusize.core.speculative import DraftModel, speculation
 from gpusize.core.weights import (
     StoredLayers,
     WeightFormat,
@@ -70,6 +72,12 @@ class Request:
     #: The method the engine quantizes a 16-bit checkpoint with while loading (`--quantization
     #: bitsandbytes`: 4-bit), when that is how the weight dtype is reached; None otherwise.
     load_quantization: str | None = None
+    #: The draft model speculative decoding names (vLLM --speculative-config "model", SGLang
+    #: --speculative-draft-model-path), parsed by the command line; None without one.
+    draft: DraftModel | None = None
+    #: Speculative decoding's stated acceptance rate (--acceptance-rate): the chance each proposed
+    #: token is accepted, which the speed estimates take; None: the speed-up is not estimated.
+    acceptance_rate: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,6 +102,10 @@ class Workload:
     stored_layers: StoredLayers | None = field(default=None, metadata={"json": False})
     #: As in Request: the engine quantizes while loading with this method (bitsandbytes), or None.
     load_quantization: str | None = field(default=None, metadata={"json": False})
+    #: As in Request: the draft model of speculative decoding, or None.
+    draft: DraftModel | None = field(default=None, metadata={"json": False})
+    #: As in Request: the stated acceptance rate of speculative decoding, or None.
+    acceptance_rate: float | None = None
 
     __json_properties__ = ("weight_dtype", "engine_version")
 
@@ -142,6 +154,18 @@ def resolve(spec: ModelSpec, request: Request, uses: frozenset[str], releases: R
         )
     if request.kv_dtype not in KV_DTYPES:
         raise InputError(f"unknown --kv-dtype '{request.kv_dtype}'; use one of {', '.join(KV_DTYPES)}")
+    release = releases.resolve(request.engine.version)
+    missing = [s for s in request.engine.given() if not taken_by(s, release.version)]
+    if missing:
+        flag, _ = SETTING_FLAGS[missing[0]]
+        raise InputError(f"{flag} does not exist in {release.label}: pass a later --engine-version")
+    drafting = speculation(request.engine, spec)  # InputError on a value the engine refuses
+    if drafting is not None and drafting.needs_draft and request.draft is None:
+        raise InputError(f"{drafting.flag}: the draft model {drafting.draft!r} was not read")
+    if request.acceptance_rate is not None and drafting is None:
+        raise InputError(
+            "--acceptance-rate needs speculative decoding (--speculative-config or --speculative-algorithm)"
+        )
     fmt, warning = _weights(spec, request)
     kv_dtype = kv_dtype_for(spec, request.kv_dtype, request.dtype)
     return Workload(
@@ -153,11 +177,13 @@ def resolve(spec: ModelSpec, request: Request, uses: frozenset[str], releases: R
         kv_bytes=DTYPE_BYTES[kv_dtype],
         include_mtp=request.include_mtp,
         engine=request.engine,
-        release=releases.resolve(request.engine.version),
+        release=release,
         reserved_bytes=request.reserved_bytes,
         checkpoint_warning=warning,
         stored_layers=request.stored_layers,
         load_quantization=request.load_quantization,
+        draft=request.draft,
+        acceptance_rate=request.acceptance_rate,
     )
 
 

@@ -125,12 +125,15 @@ def memory_table(report: FitReport, width: int, style: Style) -> str:
         [term, fmt_gib(value), *([fmt_gib(each[i])] if each else []), how[i]]
         for i, (term, value) in enumerate(zip(_TERMS, whole, strict=True))
     ]
-    rows[-1:-1] = _reserve_rows(m.reserves, per.reserves if per else None)
+    held = tuple(r for r in m.reserves if not r.outside)
+    rows[-1:-1] = _reserve_rows(held, per.reserves if per else None)
     if m.outside_budget_bytes:
         extra = [fmt_gib(per.outside_budget_bytes)] if per else []
         rows.append(
             ["+ outside", fmt_gib(m.outside_budget_bytes), *extra, f"{outside_how}, outside the budget"]
         )
+        # reserves the engine allocates outside its budget (SGLang's draft): part of "+ outside"
+        rows += _reserve_rows(tuple(r for r in m.reserves if r.outside), per.reserves if per else None)
     columns = [Column("term", keep=True), Column("1 GPU, TP=1", "right", keep=True, short="TP=1")]
     title = f"Memory in GiB: the whole model on one {gpu} (TP=1)"
     if split:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from gpusize.core.engines.llamacpp import cache_type, flash_attention
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import parse_version
-from gpusize.core.settings import launch_flag, launch_words
+from gpusize.core.settings import launch_flag, launch_words, taken_by
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
@@ -121,7 +121,7 @@ def _settings_words(work: Workload) -> list[str]:
     for name in work.engine.given():
         flag = launch_flag(name, work.engine.name, str(work.release.version))
         value = getattr(work.engine, name)
-        if flag is None:
+        if flag is None or not taken_by(name, work.release.version):
             continue
         words += [flag] if value is True else [flag, *launch_words(name, value)]
     return words

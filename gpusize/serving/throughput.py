@@ -11,9 +11,11 @@ A decode step of `sequences` sequences at `context` tokens on one GPU group:
 llama.cpp's splits: `-sm layer` runs the GPUs one after another for a token (a pipeline, plus a hop
 per GPU boundary), `-sm row` splits every matrix (each GPU reads its share) and gathers per layer;
 layers left on the CPU (--n-gpu-layers) are read at host memory bandwidth, in series. vLLM's and
-SGLang's --cpu-offload-gb weights cross PCIe every forward pass, in series (`host_copy_s`). Not modelled:
-the speed-up of MTP speculative decoding, and llama.cpp's pipelined prompt processing over a layer
-split (a layer-split prefill is estimated as on one GPU: conservative).
+SGLang's --cpu-offload-gb weights cross PCIe every forward pass, in series (`host_copy_s`).
+Speculative decoding with a stated --acceptance-rate: a step verifies k + 1 tokens per sequence,
+runs k draft steps and yields (1 - a^(k+1)) / (1 - a) tokens (`_speculative`). Not modelled:
+llama.cpp's pipelined prompt processing over a layer split (a layer-split prefill is estimated as
+on one GPU: conservative).
 """
 
 from __future__ import annotations
@@ -24,6 +26,13 @@ from gpusize.core import kvcache
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.spec import ModelSpec
+from gpusize.core.speculative import (
+    draft_format,
+    draft_weights_bytes,
+    expected_tokens_per_step,
+    mtp_weights_bytes,
+    speculation,
+)
 from gpusize.core.weights import StoredLayers, estimated_layers, rope_cache_bytes, weights_bytes
 from gpusize.core.workload import Workload
 from gpusize.serving import calibrated
@@ -51,7 +60,9 @@ PCIE_GBPS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 
 @dataclass(frozen=True)
 class Speed:
-    """One decode step: its time, the tokens per second it gives, and where the time goes."""
+    """One decode step: its time, the tokens per second it gives, and where the time goes. Under
+    speculative decoding (a stated acceptance rate) `step_s` is the verification step's time over
+    the tokens it yields per sequence: the time per generated token."""
 
     step_s: float
     per_sequence_tokens_per_s: float
@@ -193,11 +204,15 @@ def decode_step(
     read = decode_weight_bytes(spec, work, tp, sequences) + sequences * kv_read_bytes(spec, work, tp, context)
     t_mem = read / bandwidth
     tflops = _tflops(gpu, work)
-    t_cmp = 2 * spec.params.active * sequences / tp / (tflops * 1e12 * speed.prefill_mfu) if tflops else 0.0
-    comm = 2 * len(spec.layers) * allreduce_s(gpu, tp, sequences * spec.hidden_size * 2)
+    accepted, verified, draft_s = _speculative(spec, work, tp, bandwidth, speed)
+    tokens = sequences * verified
+    t_cmp = 2 * spec.params.active * tokens / tp / (tflops * 1e12 * speed.prefill_mfu) if tflops else 0.0
+    comm = 2 * len(spec.layers) * allreduce_s(gpu, tp, tokens * spec.hidden_size * 2)
     fixed = _fixed_s(spec, speed, sequences)
     t_host = host_copy_s(spec, work, gpu, tp)
-    step = fixed + max(t_mem, t_cmp) + comm + t_host
+    # under speculative decoding one verification step yields `accepted` tokens per sequence: the
+    # time per generated token, what every caller reads as the step, is the step over them
+    step = (fixed + max(t_mem, t_cmp) + comm + t_host + draft_s) / accepted
     bound = "host link" if t_host > max(t_mem, t_cmp) else "memory" if t_mem >= t_cmp else "compute"
     return Speed(step, 1 / step, sequences / step, bound, comm, fixed)
 
@@ -210,6 +225,31 @@ def host_copy_s(spec: ModelSpec, work: Workload, gpu: GpuSpec, tp: int) -> float
     comes. The link's full rate: a real copy reaches less, so this is a lower bound on the time."""
     host = engine(work.engine.name).host_weights(spec, work, tp)
     return host / (PCIE_GBPS.get(gpu.pcie_gen or 4, 32.0) * 1e9) if host else 0.0
+
+
+def _speculative(
+    spec: ModelSpec, work: Workload, tp: int, bandwidth: float, speed: calibrated.EngineSpeed
+) -> tuple[float, int, float]:
+    """(tokens each sequence gains per step, tokens each sequence verifies per step, seconds the draft
+    adds) under speculative decoding with a stated --acceptance-rate; (1, 1, 0) without. The target
+    verifies k + 1 tokens per sequence in one step (its weights read once, its compute k + 1 times);
+    the draft runs k steps, each reading its weights and paying the fitted per-step and per-layer
+    costs; the step yields (1 - a^(k+1)) / (1 - a) tokens (`expected_tokens_per_step`)."""
+    drafting = speculation(work.engine, spec)
+    if drafting is None or work.acceptance_rate is None:
+        return 1.0, 1, 0.0
+    k = drafting.tokens
+    accepted = expected_tokens_per_step(work.acceptance_rate, k)
+    if drafting.method == "ngram":
+        return accepted, k + 1, 0.0
+    if drafting.method == "mtp" or work.draft is None:
+        read, layers = mtp_weights_bytes(spec, work.weights, tp), max(spec.num_nextn_predict_layers, 1)
+    else:
+        fmt = draft_format(spec, work.draft.spec)
+        read = draft_weights_bytes(spec, work.draft, drafting.method, fmt, tp)
+        layers = len(work.draft.spec.layers)
+    per_draft_step = read / bandwidth + speed.step_s + speed.layer_s * layers
+    return accepted, k + 1, k * per_draft_step
 
 
 def _llamacpp_step(

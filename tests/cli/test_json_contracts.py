@@ -33,6 +33,7 @@ COMMANDS: dict[str, list[str]] = {
 #: The resolved workload, the same in every inference command (fit, serve, quote, curve).
 WORKLOAD = {
     "workload",
+    "workload.acceptance_rate",
     "workload.batch",
     "workload.context_tokens",
     "workload.engine",
@@ -54,6 +55,12 @@ WORKLOAD = {
     "workload.engine.limit_mm_per_prompt",
     "workload.engine.enable_dp_attention",
     "workload.engine.dp_size",
+    "workload.engine.speculative_config",
+    "workload.engine.speculative_algorithm",
+    "workload.engine.speculative_draft_model_path",
+    "workload.engine.speculative_num_steps",
+    "workload.engine.speculative_eagle_topk",
+    "workload.engine.speculative_num_draft_tokens",
     "workload.engine.gpu_memory_utilization",
     "workload.engine.max_num_batched_tokens",
     "workload.engine.max_num_seqs",

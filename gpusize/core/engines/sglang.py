@@ -24,13 +24,22 @@ from gpusize.core.engines.sglang_dp import (
     dp_weight_extra_bytes,
 )
 from gpusize.core.engines.sglang_lora import sglang_lora_host_bytes, sglang_lora_slots
+from gpusize.core.engines.sglang_speculative import (
+    SPECULATIVE_RUNNING_REQUESTS,
+    budgeted_cell,
+    caps_running_requests,
+    draft_notes,
+    draft_reserves,
+    draft_weights_in_budget,
+    speculative_reserve_mib,
+)
 from gpusize.core.engines.vllm.pool import OFFLOAD_NOTE, THIN_MARGIN, offloaded_bytes
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers
 from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, yarn_flag
 from gpusize.core.releases import SGLANG, Version, parse_version
-from gpusize.core.reserves import ReserveTerm, reserves_of, total_bytes
+from gpusize.core.reserves import ReserveTerm, outside_bytes, reserves_of, total_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import weights_bytes
 from gpusize.core.workload import Workload
@@ -103,8 +112,12 @@ def _pcg_sizes(maximum: int) -> int:
     return sum(1 for s in sizes if s <= maximum)
 
 
-def _fraction(v: Version, mib: int, tp: int, chunk: int, graph: int, mla: bool, dp: int = 0) -> float:
-    """The default mem_fraction_static of release `v` (server_args.py, era by era)."""
+def _fraction(
+    v: Version, mib: int, tp: int, chunk: int, graph: int, mla: bool, dp: int = 0, drafting: int = 0
+) -> float:
+    """The default mem_fraction_static of release `v` (server_args.py, era by era); `dp`: the
+    --dp-size of data-parallel attention (0 without); `drafting`: MiB kept for a speculative draft
+    from 0.5.3 (sglang_speculative.speculative_reserve_mib)."""
     table = 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
     if v < _v("0.4.5.post3"):
         return table
@@ -135,7 +148,7 @@ def _fraction(v: Version, mib: int, tp: int, chunk: int, graph: int, mla: bool, 
         reserved += 8 * _pcg_sizes(2048 if mla else chunk) + (1536 if mla else 0)
     if mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
-    return round((mib - reserved) / mib, 3)
+    return round((mib - reserved - drafting) / mib, 3)
 
 
 def sglang_defaults(
@@ -145,13 +158,15 @@ def sglang_defaults(
     spec: ModelSpec | None = None,
     chunk: int | None = None,
     dp: int = 0,
+    algorithm: str | None = None,
 ) -> SglangDefaults:
-    """The release's defaults on this GPU (a --chunked-prefill-size given enters the reserve; `dp`:
-    the --dp-size of data-parallel attention, 0 without it)."""
+    """The release's defaults on this GPU (a --chunked-prefill-size given enters the reserve, as do
+    the --dp-size of data-parallel attention and a --speculative-algorithm)."""
     v = version or SGLANG.newest
     default_chunk, graph = _chunk_and_graph(v, gpu.memory_mib / 1024, tp)
     chunk = chunk or default_chunk
-    fraction = _fraction(v, gpu.memory_mib, tp, chunk, graph, bool(spec and spec.mla), dp)
+    drafting = speculative_reserve_mib(algorithm, v)
+    fraction = _fraction(v, gpu.memory_mib, tp, chunk, graph, bool(spec and spec.mla), dp, drafting)
     if spec and spec.vision and v >= _v("0.4.9.post3"):  # adjust_mem_fraction_for_vlm
         size = spec.vision.num_hidden_layers * spec.vision.hidden_size**2 / (24 * 1024**2)
         fraction = fraction * 0.95 * min(max(1 - 0.1 * (size - 1), 0.8), 1.05)
@@ -162,7 +177,13 @@ def mem_fraction(gpu: GpuSpec, tp: int, work: Workload, spec: ModelSpec | None =
     if work.engine.mem_fraction_static:
         return work.engine.mem_fraction_static
     defaults = sglang_defaults(
-        gpu, tp, work.release.version, spec, work.engine.chunked_prefill_size, _dp_reserve(work)
+        gpu,
+        tp,
+        work.release.version,
+        spec,
+        work.engine.chunked_prefill_size,
+        _dp_reserve(work),
+        work.engine.speculative_algorithm,
     )
     return defaults.mem_fraction_static
 
@@ -176,7 +197,9 @@ def default_running_requests(gpu: GpuSpec, work: Workload) -> int:
     """The cap on running requests when --max-running-requests is not given: vLLM's per-device
     scheduler default (1024 on large GPUs, 256 below), as gpusize has always applied it to SGLang.
     SGLang's own rule (its req_to_token pool size) is not modelled yet; this keeps the answers as
-    they were."""
+    they were. With an EAGLE-family or STANDALONE draft SGLang caps it at 48 (sglang_speculative)."""
+    if caps_running_requests(work.engine.speculative_algorithm):
+        return SPECULATIVE_RUNNING_REQUESTS
     return scheduler_limits(gpu, work).max_num_seqs
 
 
@@ -203,7 +226,7 @@ def context_refusal(spec: ModelSpec, work: Workload) -> str | None:
 
 #: What SGLang reserves under its own flags, one term each (core/reserves.py), taken from the static
 #: pool before the KV cache. A new reserve: its function and one entry here.
-SGLANG_RESERVES: tuple[ReserveTerm, ...] = (sglang_lora_slots,)
+SGLANG_RESERVES: tuple[ReserveTerm, ...] = (sglang_lora_slots, draft_weights_in_budget)
 
 
 def sglang_offloaded_bytes(spec: ModelSpec, work: Workload, tp: int) -> int:
@@ -231,9 +254,12 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     free_before = gpu.visible_bytes - context - work.reserved_bytes
     budget = int(free_before * fraction)
     held = reserves_of(SGLANG_RESERVES, spec, gpu, tp, work)
+    cell = budgeted_cell(spec, work, cell)  # from 0.5.14 the draft's KV shares each token's cell
     pool = budget - weights - total_bytes(held)
     capacity = max(pool, 0) // cell if cell else 0
     per_group = -(-work.batch // dp)  # each attention group holds its own requests
+    running = work.engine.max_running_requests or default_running_requests(gpu, work)
+    held += draft_reserves(spec, tp, work, int(capacity), running)  # before 0.5.14: outside the budget
     need = per_group * work.context_tokens * cell
     total = weights + need + total_bytes(held)
     per_gpu = PerGpu(
@@ -244,19 +270,20 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         total_bytes=total,
         usable_bytes=budget,
         headroom_bytes=budget - total,
-        outside_budget_bytes=context,
+        outside_budget_bytes=context + outside_bytes(held),
         outside_budget_limit_bytes=gpu.visible_bytes - budget,
         visible_bytes=gpu.visible_bytes,
         reserves=held,
     )
     fits = pool > 0 and capacity >= per_group * work.context_tokens
-    reason = None
+    reason = _draft_misfit(per_gpu)
+    fits = fits and reason is None
     if pool <= 0:
         reason = (
             f"SGLang refuses to start: the weights leave no memory for the KV cache under "
             f"--mem-fraction-static={fraction} ({pool / GIB:.1f} GiB)"
         )
-    elif not fits:
+    elif not fits and reason is None:
         capped = min(work.context_tokens, capacity) - 1
         groups = f" per attention group ({dp} groups)" if dp > 1 else ""
         reason = (
@@ -291,14 +318,33 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
             "group keeps its own KV pool for its own requests (KV capacity is the instance's, all "
             "groups); speed estimates treat the instance as tensor parallel",
         )
-    return notes
+    return notes + draft_notes(spec, work)
+
+
+def _draft_misfit(g: PerGpu) -> str | None:
+    """The draft worker (sglang_speculative) allocates after the static pool: it runs out of memory
+    at start-up when the memory outside the budget cannot hold it beside the CUDA context."""
+    drafted = outside_bytes(g.reserves)
+    if not drafted or g.outside_budget_bytes <= g.outside_budget_limit_bytes:
+        return None
+    return (
+        f"SGLang runs out of memory loading the draft: its weights and KV pool ({drafted / GIB:.1f} GiB) "
+        f"come after the static pool, and only {g.outside_budget_limit_bytes / GIB:.1f} GiB is left outside "
+        "--mem-fraction-static beside the CUDA context; lower --mem-fraction-static"
+    )
 
 
 def effective_settings(
     spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload
 ) -> dict[str, float | int | str]:
     defaults = sglang_defaults(
-        gpu, tp, work.release.version, spec, work.engine.chunked_prefill_size, _dp_reserve(work)
+        gpu,
+        tp,
+        work.release.version,
+        spec,
+        work.engine.chunked_prefill_size,
+        _dp_reserve(work),
+        work.engine.speculative_algorithm,
     )
     out: dict[str, float | int | str] = {
         "mem_fraction_static": mem_fraction(gpu, tp, work, spec),

@@ -59,6 +59,7 @@ from gpusize.core.engines.vllm.scheduler import (
     scheduler_limits,
     scheduler_note,
 )
+from gpusize.core.engines.vllm.speculative import draft_kv_bytes_per_token
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import VLLM
 from gpusize.core.spec import ModelSpec
@@ -139,6 +140,13 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
         )
     if work.engine.cpu_offload_gb:
         notes.append(OFFLOAD_NOTE)
+    drafted = draft_kv_bytes_per_token(spec, work, 1)
+    if drafted:
+        notes.append(
+            f"speculative decoding: the draft's attention layers add {drafted:,} B per token to every KV "
+            "block (vLLM keeps them in the target's blocks): the KV cache and pool count them, the per-token "
+            "figure is the target's"
+        )
     lora = lora_note(work)
     return (*notes, lora) if lora else tuple(notes)
 

@@ -13,6 +13,7 @@ from gpusize.core.engines.vllm.overhead import (
 )
 from gpusize.core.engines.vllm.reserves import RESERVES
 from gpusize.core.engines.vllm.scheduler import SchedulerLimits, scheduler_limits
+from gpusize.core.engines.vllm.speculative import draft_layout
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import Candidate, PerGpu, refused, split_problem
 from gpusize.core.reserves import reserves_of, total_bytes
@@ -56,6 +57,8 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     held = reserves_of(RESERVES, spec, gpu, tp, work)
     available = usable - weights - acts - overhead - state - total_bytes(held)
     layout = kvcache.kv_layout(spec, work.kv_bytes, tp, beh.hybrid_group_ratio)
+    if layout is not None:
+        layout = draft_layout(layout, spec, work, tp)
     kv_need, capacity, concurrency, max_ctx = 0, None, None, None
     if layout is not None:
         kv_need, capacity, concurrency, max_ctx = _pool(spec, layout, max(available, 0), work, limits, beh)
