@@ -12,15 +12,14 @@ shared expert is an MLP here, its routed experts are the engine's to count (`moe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpusize.core.spec import LayerSpec, ModelSpec
 
 __all__ = ["LoraModule", "lora_modules", "moe_layers"]
 
 
-@dataclass(frozen=True)
-class LoraModule:
+class LoraModule(NamedTuple):  # a NamedTuple for start-up (core/settings.Setting)
     """One wrapped linear module of one layer: its input width, its packed output slices (full
     widths) and whether the engine splits it by rows (row-parallel: the input is sharded)."""
 

@@ -18,7 +18,7 @@ shared), mtp (the checkpoint's own MTP layers, `--mtp`), ngram (prompt lookup: n
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpusize.core.params import layer_params
 from gpusize.core.settings import EngineSettings
@@ -72,8 +72,7 @@ SGLANG_TREE_MLA = (3, 1, 4)
 SGLANG_TREE_DEFAULT = (5, 4, 8)
 
 
-@dataclass(frozen=True)
-class DraftModel:
+class DraftModel(NamedTuple):  # a NamedTuple for start-up (core/settings.Setting)
     """A draft model as the command line resolved it: its reference, its parsed config, and the rows
     of its own lm_head (EAGLE-3's draft_vocab_size, else the vocabulary)."""
 
@@ -82,8 +81,7 @@ class DraftModel:
     lm_head_rows: int
 
 
-@dataclass(frozen=True)
-class Speculation:
+class Speculation(NamedTuple):  # a NamedTuple for start-up (core/settings.Setting)
     """Speculative decoding as asked: `method` (one of METHODS), the draft's reference (None: the
     target itself or no draft), `tokens` proposed per step, the draft's tensor-parallel size (None:
     the target's), the flag messages name, and SGLang's tree (steps, top-k, draft tokens; 0 in vLLM)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpusize.core.engines.vllm.behaviour import behaviour
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
@@ -115,8 +115,7 @@ def max_item_tokens(v: VisionSpec, max_pixels: int) -> int:
     return side * side
 
 
-@dataclass(frozen=True)
-class EncoderBudget:
+class EncoderBudget(NamedTuple):  # a NamedTuple for start-up (core/settings.Setting)
     """vLLM compute_encoder_budget (vllm/v1/core/encoder_cache_manager.py): budget =
     max(max_num_batched_tokens, tokens of the largest item); items = what the profile runs."""
 
