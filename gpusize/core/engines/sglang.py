@@ -176,7 +176,13 @@ def sglang_defaults(
 def mem_fraction(gpu: GpuSpec, tp: int, work: Workload, spec: ModelSpec | None = None) -> float:
     if work.engine.mem_fraction_static:
         return work.engine.mem_fraction_static
-    defaults = sglang_defaults(
+    return workload_defaults(gpu, tp, work, spec).mem_fraction_static
+
+
+def workload_defaults(gpu: GpuSpec, tp: int, work: Workload, spec: ModelSpec | None) -> SglangDefaults:
+    """The release's defaults for this workload: its chunked prefill, DP attention and draft enter
+    the reserve."""
+    return sglang_defaults(
         gpu,
         tp,
         work.release.version,
@@ -185,7 +191,6 @@ def mem_fraction(gpu: GpuSpec, tp: int, work: Workload, spec: ModelSpec | None =
         _dp_reserve(work),
         work.engine.speculative_algorithm,
     )
-    return defaults.mem_fraction_static
 
 
 def _dp_reserve(work: Workload) -> int:
@@ -337,15 +342,7 @@ def _draft_misfit(g: PerGpu) -> str | None:
 def effective_settings(
     spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload
 ) -> dict[str, float | int | str]:
-    defaults = sglang_defaults(
-        gpu,
-        tp,
-        work.release.version,
-        spec,
-        work.engine.chunked_prefill_size,
-        _dp_reserve(work),
-        work.engine.speculative_algorithm,
-    )
+    defaults = workload_defaults(gpu, tp, work, spec)
     out: dict[str, float | int | str] = {
         "mem_fraction_static": mem_fraction(gpu, tp, work, spec),
         "chunked_prefill_size": defaults.chunked_prefill,
