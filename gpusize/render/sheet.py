@@ -1,5 +1,6 @@
-"""Tables as Markdown (pastes into a ticket) and CSV (spreadsheets): the same columns and cells as the
-terminal table of a command (`quote`, `serve`, `which`), every column shown. Rendering only.
+"""Tables as Markdown (pastes into a ticket: the same columns and cells as the terminal table of a
+command, `quote`, `serve`, `which`, every column shown) and CSV (spreadsheets: the command's plain
+values, `value_csv`). Rendering only.
 
 Every value is escaped for its format: in Markdown every character Markdown acts on inline gets a
 backslash (so `<img onerror=...>` in a model id is text, not a tag, and `|` does not split a table
@@ -21,7 +22,7 @@ from typing import Any, TypeAlias, TypeVar
 from gpusize.render.table import Column
 from gpusize.render.text import safe
 
-__all__ = ["Value", "ValueColumn", "assumption_items", "md", "sheet_csv", "sheet_markdown", "value_csv"]
+__all__ = ["Value", "ValueColumn", "assumption_items", "md", "sheet_markdown", "value_csv"]
 
 Row = TypeVar("Row")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -87,16 +88,6 @@ def sheet_markdown(
     lines += extra or []
     lines += ["", "### Assumptions", ""] + [f"- {md(k)}: {md(v)}" for k, v in assumptions if v]
     return "\n".join(lines) + "\n"
-
-
-def sheet_csv(table: Sequence[tuple[Column, Callable[[Row], str]]], rows: Sequence[Row]) -> str:
-    """The table as CSV (every column; header row first)."""
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow([col.header for col, _ in table])
-    for row in rows:
-        writer.writerow([_csv_cell(cell(row)) for _, cell in table])
-    return out.getvalue()
 
 
 def _value_cell(value: Value, digits: int) -> str:

@@ -98,6 +98,36 @@ def test_quote_csv_says_what_it_quotes(rows: list[dict[str, str]]) -> None:
     assert bought and all(float(r["break-even (months)"]) > 0 for r in bought)
 
 
+#: (command, the text columns of its CSV, a column that holds the question's context).
+SHEETS = [
+    (
+        ["serve", "Llama-3.3-70B", "--users", "64", "--gpu", "H100", "--gpus", "4"],
+        {"model", "engine", "GPU", "layout", "fits", "holds every user at once", "if one GPU fails"},
+    ),
+    (
+        ["which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k", "--all"],
+        {"GPU", "model", "Hub id", "weights dtype", "fits", "why not"},
+    ),
+]
+
+
+@pytest.mark.parametrize("args, text", SHEETS, ids=["serve", "which"])
+def test_serve_and_which_csv_cells_are_plain_numbers(args: list[str], text: set[str]) -> None:
+    """`serve` put ranges in one cell ("25 (20-31)") and `which` suffixes ("56.3B", "26.9x") and
+    thousands separators; every numeric cell now reads with float()."""
+    rows = list(csv.DictReader(io.StringIO(run(*args, "--format", "csv").stdout)))
+    assert rows and all(row["context (tokens)"] == rows[0]["context (tokens)"] != "" for row in rows)
+    numeric = [h for h in rows[0] if h not in text]
+    assert set(text) <= set(rows[0]) and len(numeric) >= 8
+    filled = 0
+    for row in rows:
+        for header in numeric:
+            if row[header]:
+                float(row[header])
+                filled += 1
+    assert filled > len(rows) * 4
+
+
 def test_markdown_has_no_html_entities_and_no_empty_bullet() -> None:
     """`&#96;serve&#96;` and `GPUs&#x27;` leaked into the Markdown, and `- notes:` was an empty
     bullet."""
