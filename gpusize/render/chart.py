@@ -1,6 +1,6 @@
 """Charts as SVG text (no plotting dependency): the quote's chart a slide can carry (memory per GPU,
 $/1M tokens and tok/s per user for every option, the question in its title) and the concurrency
-curve of the HTML page. Rendering only; every text is escaped (`html.escape` after `safe`).
+curve (the HTML page's, `curve --svg`). Rendering only; every text is escaped (`html.escape` after `safe`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import math
 from gpusize.render.format import human_tokens
 from gpusize.render.text import safe
 from gpusize.reports.quote import QuoteReport
-from gpusize.serving.quote import Option, memory_parts
+from gpusize.serving.quote import CurvePoint, Option, memory_parts
 from gpusize.units import GIB
 
-__all__ = ["MEMORY_COLORS", "curve_svg", "nice_ticks", "quote_chart_svg"]
+__all__ = ["MEMORY_COLORS", "concurrency_svg", "curve_svg", "nice_ticks", "quote_chart_svg"]
 
 #: One colour per memory part, shared by every chart (bars and legend).
 MEMORY_COLORS = {
@@ -176,16 +176,41 @@ def _x_at(context: int, first: int, step: float, x0: float) -> float:
 
 
 def curve_svg(report: QuoteReport, width: int = 640, height: int = 260) -> str:
-    """Maximum concurrent sequences per replica against context (log-2 x axis) for the recommended
-    option, the y axis with round ticks; the quoted context (a vertical line) and, with --users, the
-    users each replica holds (a horizontal line) marked."""
-    points = [p for p in report.curve if p.max_concurrency > 0]
+    """The quote's concurrency chart for the recommended option: the quoted context and, with
+    --users, the users each replica holds marked."""
     rec = report.recommendation
-    if not points or rec is None:
+    if rec is None:
         return ""
     share = math.ceil(report.users / ((rec.servers or 1) * rec.replicas)) if report.users else None
+    users = (share, f"{report.users:,} users: {share:,} per replica") if report.users and share else None
+    return concurrency_svg(report.curve, report.workload.context_tokens, users, width, height)
+
+
+def concurrency_svg(
+    curve: tuple[CurvePoint, ...],
+    context: int | None,
+    users: tuple[int, str] | None = None,
+    width: int = 640,
+    height: int = 260,
+    heading: str | None = None,
+) -> str:
+    """Maximum concurrent sequences per replica against context (log-2 x axis), the y axis with round
+    ticks; `context` (a vertical line) and `users` (sequences per replica and its label, a horizontal
+    line) marked when given; `heading` a title above the chart (a standalone file)."""
+    points = [p for p in curve if p.max_concurrency > 0]
+    if not points:
+        return (
+            ""
+            if heading is None
+            else f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="60" role="img">'
+            f'<title>{_h(heading)}</title><rect width="100%" height="100%" fill="#fff"/><text x="10" '
+            f'y="22" font-size="14" font-weight="bold">{_h(heading)}</text><text x="10" y="44" '
+            'font-size="12">does not fit at any context</text></svg>\n'
+        )
+    share = users[0] if users else None
     ticks = nice_ticks(max(max(p.max_concurrency for p in points), share or 0))
-    top, x0, bottom, y_top = ticks[-1] or 1, 60.0, height - 50, 20
+    y_top = 44 if heading else 20
+    top, x0, bottom = ticks[-1] or 1, 60.0, height - 50
     step = (width - 90) / max(len(points) - 1, 1)
 
     def y_of(value: float) -> float:
@@ -195,7 +220,16 @@ def curve_svg(report: QuoteReport, width: int = 640, height: int = 260) -> str:
     path = " ".join(f"{'M' if i == 0 else 'L'}{x:.1f},{y:.1f}" for i, (x, y) in enumerate(xy))
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="Concurrency against context">',
+        f'aria-label="Concurrency against context" font-family="sans-serif">',
+        *(
+            [
+                f"<title>{_h(heading)}</title>",
+                '<rect width="100%" height="100%" fill="#fff"/>',
+                f'<text class="title" x="10" y="22" font-size="14" font-weight="bold">{_h(heading)}</text>',
+            ]
+            if heading
+            else []
+        ),
         f'<line x1="{x0}" y1="{bottom}" x2="{width - 20}" y2="{bottom}" stroke="#444"/>',
         f'<line x1="{x0}" y1="{y_top}" x2="{x0}" y2="{bottom}" stroke="#444"/>',
     ]
@@ -213,17 +247,15 @@ def curve_svg(report: QuoteReport, width: int = 640, height: int = 260) -> str:
             f'<text x="{x:.1f}" y="{bottom + 14}" font-size="10" text-anchor="middle">'
             f"{human_tokens(p.context_tokens)}</text>"
         )
-    context = report.workload.context_tokens
-    if points[0].context_tokens <= context <= points[-1].context_tokens:
+    if context and points[0].context_tokens <= context <= points[-1].context_tokens:
         x = _x_at(context, points[0].context_tokens, step, x0)
         parts.append(
             f'<line class="quoted-context" x1="{x:.1f}" y1="{y_top}" x2="{x:.1f}" y2="{bottom}" '
             f'stroke="#c0504d" stroke-dasharray="4 3"/><text x="{x + 4:.1f}" y="{y_top + 10}" '
             f'font-size="10" fill="#c0504d">quoted context {human_tokens(context)}</text>'
         )
-    if share:
-        y = y_of(share)
-        per = f"{report.users:,} users: {share:,} per replica"
+    if users:
+        y, per = y_of(users[0]), users[1]
         parts.append(
             f'<line class="quoted-users" x1="{x0}" y1="{y:.1f}" x2="{width - 20}" y2="{y:.1f}" '
             f'stroke="#2e8b57" stroke-dasharray="4 3"/><text x="{width - 22}" y="{y - 4:.1f}" '
@@ -233,4 +265,4 @@ def curve_svg(report: QuoteReport, width: int = 640, height: int = 260) -> str:
         f'<text x="{width / 2:.0f}" y="{height - 12}" font-size="11" text-anchor="middle">'
         "context per sequence (tokens, log scale) against concurrent sequences per replica</text></svg>"
     )
-    return "".join(parts)
+    return "".join(parts) + ("\n" if heading else "")

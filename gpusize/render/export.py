@@ -22,7 +22,7 @@ from gpusize.reports.quote import QuoteReport
 from gpusize.serving.quote import Option
 from gpusize.units import GIB
 
-__all__ = ["memory_bar_svg", "quote_csv_columns", "text_svg", "to_csv", "to_html", "to_markdown"]
+__all__ = ["memory_bar_svg", "quote_csv_columns", "to_csv", "to_html", "to_markdown"]
 
 COLORS = MEMORY_COLORS
 
@@ -130,22 +130,6 @@ def quote_csv_columns(report: QuoteReport) -> list[ValueColumn]:
 def to_csv(report: QuoteReport) -> str:
     """Plain numbers a spreadsheet reads as numbers (`quote_csv_columns`)."""
     return value_csv(quote_csv_columns(report), report.options)
-
-
-def text_svg(text: str, heading: str) -> str:
-    """A text rendering as an SVG picture (monospace, one <text> per line), for attaching to mail."""
-    lines = text.rstrip("\n").split("\n")
-    width = 9 * max((len(line) for line in lines), default=1) + 20
-    height = 18 * len(lines) + 40
-    body = "".join(
-        f'<text x="10" y="{30 + 18 * i}" xml:space="preserve">{_h(line)}</text>'
-        for i, line in enumerate(lines)
-    )
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="monospace" '
-        f'font-size="14"><title>{_h(heading)}</title><rect width="100%" height="100%" fill="#fff"/>'
-        f"{body}</svg>\n"
-    )
 
 
 # --------------------------------------------------------------------------- HTML + SVG

@@ -184,6 +184,17 @@ def test_svg_escapes_the_model_id(tmp_path: Path) -> None:
     assert "<img src=x onerror=alert(1)>&" in (root.findtext(f"{SVG}title") or "")
 
 
+def test_curve_svg_is_a_chart(tmp_path: Path) -> None:
+    """`curve --svg` was the terminal text as monospace lines: now a line chart with round y ticks."""
+    path = tmp_path / "curve.svg"
+    r = run("curve", "Qwen3-32B", "--gpu", "H100", "--gpus", "2", "--svg", str(path), "--quiet")
+    assert r.code == 0 and r.stdout == ""
+    root = ET.fromstring(path.read_text())
+    assert "Qwen3-32B on 2x" in (root.findtext(f"{SVG}title") or "")
+    assert len(list(root.iter(f"{SVG}path"))) == 1 and len(list(root.iter(f"{SVG}circle"))) >= 5
+    assert len([e for e in root.iter(f"{SVG}line") if e.get("class") == "ytick"]) > 2
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium not installed (.ci/run installs it)")
 def test_svg_renders_in_headless_chromium(tmp_path: Path) -> None:
     """The chart's bars are drawn: each panel's colour is on the screenshot."""
