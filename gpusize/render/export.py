@@ -24,8 +24,6 @@ from gpusize.units import GIB
 
 __all__ = ["memory_bar_svg", "quote_csv_columns", "to_csv", "to_html", "to_markdown"]
 
-COLORS = MEMORY_COLORS
-
 
 def _h(text: str) -> str:
     """HTML-escaped, control characters shown as escapes."""
@@ -106,8 +104,6 @@ def quote_csv_columns(report: QuoteReport) -> list[ValueColumn]:
         ("tok/s per server low", lambda o: o.aggregate_tokens_per_s_low, 2),
         ("tok/s per server best", lambda o: o.aggregate_tokens_per_s, 2),
         ("tok/s per server high", lambda o: o.aggregate_tokens_per_s_high, 2),
-    ]
-    option += [
         ("price ($/h per server)", lambda o: o.usd_per_hour, 4),
         ("price ($/month per server)", lambda o: o.usd_per_month, 2),
         ("price low ($/1M tokens)", lambda o: o.usd_per_million_tokens_low, 4),
@@ -158,12 +154,12 @@ def memory_bar_svg(options: tuple[Option, ...], width: int = 640) -> str:
         for name, value in segments:
             w = (value or 0) * scale
             parts.append(
-                f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="20" fill="{COLORS[name]}">'
+                f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="20" fill="{MEMORY_COLORS[name]}">'
                 f"<title>{name}: {(value or 0) / GIB:.1f} GiB</title></rect>"
             )
             x += w
     legend_y = height - 10
-    for j, (name, color) in enumerate(COLORS.items()):
+    for j, (name, color) in enumerate(MEMORY_COLORS.items()):
         parts.append(
             f'<rect x="{150 + j * 95}" y="{legend_y - 10}" width="10" height="10" fill="{color}"/>'
             f'<text x="{164 + j * 95}" y="{legend_y}" font-size="11">{name}</text>'
