@@ -26,9 +26,7 @@ from gpusize.cli.options import (
     engine_options,
 )
 from gpusize.cli.output import write_file
-from gpusize.render.curve import render_curve
-from gpusize.render.export import text_svg
-from gpusize.render.text import Style
+from gpusize.render.curve import curve_chart_svg, render_curve
 from gpusize.reports.curve import build_curve
 
 __all__ = ["curve"]
@@ -79,7 +77,7 @@ def curve(
     where = prepare.targets(gpu, cats, count)
     report = build_curve(resolved, spec, where.gpus[0], count, work)
     if svg:
-        write_file(svg, text_svg(render_curve(report, 100, Style()), "gpusize curve"))
+        write_file(svg, curve_chart_svg(report))
     answer(
         report,
         0 if report.fits else 1,

@@ -31,7 +31,8 @@ from gpusize.cli.options import (
 from gpusize.cli.output import distinct_outputs, write_file
 from gpusize.core.engines import engine
 from gpusize.errors import UsageError
-from gpusize.render.export import text_svg, to_csv, to_html, to_markdown
+from gpusize.render.chart import quote_chart_svg
+from gpusize.render.export import to_csv, to_html, to_markdown
 from gpusize.render.quote import render_quote
 from gpusize.render.text import Style, terminal_width
 from gpusize.reports.quote import build_quote
@@ -76,7 +77,11 @@ def quote(
         help="Output: table (the default), json (the same as --json), markdown, csv or html.",
     ),
     output: str | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
-    svg: str | None = typer.Option(None, "--svg", help="Also save the table rendering as an SVG file."),
+    svg: str | None = typer.Option(
+        None,
+        "--svg",
+        help="Also save a chart of the options (memory per GPU, $/1M tokens, tok/s per user) as SVG.",
+    ),
     revision: Revision = None,
     models_file: ModelsFile = None,
     gpus_file: GpusFile = None,
@@ -125,7 +130,7 @@ def quote(
     )
     code = 0 if report.fits else 1
     if svg:
-        write_file(svg, text_svg(render_quote(report, 160, Style()), "gpusize quote"))
+        write_file(svg, quote_chart_svg(report))
     width, style = terminal_width(sys.stdout), Style.for_stream(sys.stdout)
     text = {
         "table": lambda: render_quote(report, width, style if output is None else Style()),

@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+from gpusize.render.chart import concurrency_svg
 from gpusize.render.fit import settings_text
 from gpusize.render.quote import curve_lines
 from gpusize.render.text import Style, paragraph
 from gpusize.reports.curve import CurveReport
 
-__all__ = ["render_curve"]
+__all__ = ["curve_chart_svg", "render_curve"]
+
+
+def _head(report: CurveReport) -> str:
+    return (
+        f"{report.model.name} on {report.num_gpus}x {report.gpu_full_name}: concurrent sequences by context "
+        f"({report.assumptions.engine} KV pool)"
+    )
+
+
+def curve_chart_svg(report: CurveReport) -> str:
+    """The curve as an SVG chart (`curve --svg`), the question in its title."""
+    return concurrency_svg(report.points, None, width=760, height=320, heading=_head(report))
 
 
 def render_curve(report: CurveReport, width: int, style: Style) -> str:
     a = report.assumptions
-    head = (
-        f"{report.model.name} on {report.num_gpus}x {report.gpu_full_name}: concurrent sequences by context "
-        f"({a.engine} KV pool)"
-    )
+    head = _head(report)
     lines = [style(paragraph(head, width), "bold"), *curve_lines(report.points, width)]
     lines.append(
         style(

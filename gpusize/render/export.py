@@ -1,6 +1,7 @@
-"""Quote exports: Markdown (pastes into a ticket), CSV (spreadsheets), one self-contained HTML file
-(inline styles and SVG charts, no network) and an SVG of any text rendering. Rendering only; the
-Markdown and CSV tables are `render.sheet`'s, as `serve`'s and `which`'s are.
+"""Quote exports: Markdown (pastes into a ticket), CSV of plain values (spreadsheets: numbers without
+separators or suffixes, units in the headers, the question on every row), one self-contained HTML file
+(inline styles and SVG charts from `render.chart`, no network) and an SVG of any text rendering (`curve
+--svg`). Rendering only; the Markdown table is `render.sheet`'s, as `serve`'s and `which`'s are.
 
 Every value is escaped for its format: HTML-escaped in HTML and SVG, and as `render.sheet` says in
 Markdown and CSV. Control characters (an ESC sequence from a config, a folder name or a
@@ -12,23 +13,16 @@ from __future__ import annotations
 
 import html
 
-from gpusize.render.format import fmt_float, human_tokens
+from gpusize.render.chart import MEMORY_COLORS, curve_svg
+from gpusize.render.format import fmt_float
 from gpusize.render.quote import QUOTE_COLUMNS, buy_lines, load_lines, title
-from gpusize.render.sheet import assumption_items, md, sheet_csv, sheet_markdown
+from gpusize.render.sheet import ValueColumn, md, sheet_markdown, value_csv
 from gpusize.render.text import safe
 from gpusize.reports.quote import QuoteReport
 from gpusize.serving.quote import Option
 from gpusize.units import GIB
 
-__all__ = ["memory_bar_svg", "text_svg", "to_csv", "to_html", "to_markdown"]
-
-COLORS = {
-    "weights": "#3b6ea5",
-    "KV cache": "#e0913a",
-    "activations": "#8e6bb0",
-    "overhead": "#9a9a9a",
-    "free": "#d9ead3",
-}
+__all__ = ["memory_bar_svg", "quote_csv_columns", "to_csv", "to_html", "to_markdown"]
 
 
 def _h(text: str) -> str:
@@ -65,29 +59,73 @@ def to_markdown(report: QuoteReport) -> str:
         lead,
         QUOTE_COLUMNS,
         report.options,
-        assumption_items(report),
+        plain_assumptions(report),
         sections + topology,
     )
 
 
+def _gib(n_bytes: int | None) -> float | None:
+    return None if n_bytes is None else n_bytes / GIB
+
+
+def quote_csv_columns(report: QuoteReport) -> list[ValueColumn]:
+    """The quote as plain values: the question on every row (so a row pasted elsewhere still says what
+    it quotes), then one column per figure of the option, each header with its unit; estimates as
+    low, best and high columns. Money and speed are per server unless the header says fleet."""
+    w, a = report.workload, report.assumptions
+    question: list[ValueColumn] = [
+        ("model", lambda o: report.model.id, 0),
+        ("context (tokens)", lambda o: w.context_tokens, 0),
+        ("users at once", lambda o: report.users, 0),
+        ("engine", lambda o: a.engine, 0),
+        ("weights dtype", lambda o: w.weight_dtype, 0),
+        ("KV cache dtype", lambda o: w.kv_cache_dtype, 0),
+        ("rented (h/month)", lambda o: a.utilization_hours, 0),
+    ]
+    option: list[ValueColumn] = [
+        ("GPU", lambda o: o.gpu, 0),
+        ("GPU name", lambda o: o.gpu_full_name, 0),
+        ("GPUs per server", lambda o: o.num_gpus, 0),
+        ("replicas per server", lambda o: o.replicas, 0),
+        ("tensor parallel", lambda o: o.tensor_parallel, 0),
+        ("fits", lambda o: o.fits, 0),
+        ("holds every user at once", lambda o: o.serves_all if o.fits else None, 0),
+        ("weights (GiB/GPU)", lambda o: _gib(o.weights_bytes), 3),
+        ("KV cache (GiB/GPU)", lambda o: _gib(o.kv_cache_bytes), 3),
+        ("activations (GiB/GPU)", lambda o: _gib(o.activations_bytes), 3),
+        ("overhead (GiB/GPU)", lambda o: _gib(o.overhead_bytes), 3),
+        ("usable (GiB/GPU)", lambda o: _gib(o.usable_bytes), 3),
+        ("headroom (GiB/GPU)", lambda o: _gib(o.headroom_bytes), 3),
+        ("KV cache (tokens/replica)", lambda o: o.kv_cache_capacity_tokens, 0),
+        ("holds (sequences/server)", lambda o: o.capacity_sequences if o.fits else None, 0),
+        ("tok/s per request low", lambda o: o.per_request_tokens_per_s_low, 2),
+        ("tok/s per request best", lambda o: o.per_request_tokens_per_s, 2),
+        ("tok/s per request high", lambda o: o.per_request_tokens_per_s_high, 2),
+        ("tok/s per server low", lambda o: o.aggregate_tokens_per_s_low, 2),
+        ("tok/s per server best", lambda o: o.aggregate_tokens_per_s, 2),
+        ("tok/s per server high", lambda o: o.aggregate_tokens_per_s_high, 2),
+        ("price ($/h per server)", lambda o: o.usd_per_hour, 4),
+        ("price ($/month per server)", lambda o: o.usd_per_month, 2),
+        ("price low ($/1M tokens)", lambda o: o.usd_per_million_tokens_low, 4),
+        ("price best ($/1M tokens)", lambda o: o.usd_per_million_tokens, 4),
+        ("price high ($/1M tokens)", lambda o: o.usd_per_million_tokens_high, 4),
+        ("servers for the users", lambda o: o.servers, 0),
+        ("fleet price ($/h)", lambda o: o.fleet_usd_per_hour, 4),
+        ("price ($/user-hour)", lambda o: o.usd_per_user_hour, 6),
+        ("buy price of the GPUs ($ per server)", lambda o: o.purchase_usd, 2),
+        ("buy price dated", lambda o: o.purchase_price_date, 0),
+        ("break-even (months)", lambda o: o.break_even_months if o.fits else None, 2),
+        ("power (W per server)", lambda o: o.power_w, 0),
+        ("PSU", lambda o: o.psu, 0),
+        ("interconnect", lambda o: o.interconnect, 0),
+        ("caveats", lambda o: "; ".join(o.caveats) or o.reason, 0),
+    ]
+    return question + option
+
+
 def to_csv(report: QuoteReport) -> str:
-    return sheet_csv(QUOTE_COLUMNS, report.options)
-
-
-def text_svg(text: str, heading: str) -> str:
-    """A text rendering as an SVG picture (monospace, one <text> per line), for attaching to mail."""
-    lines = text.rstrip("\n").split("\n")
-    width = 9 * max((len(line) for line in lines), default=1) + 20
-    height = 18 * len(lines) + 40
-    body = "".join(
-        f'<text x="10" y="{30 + 18 * i}" xml:space="preserve">{_h(line)}</text>'
-        for i, line in enumerate(lines)
-    )
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="monospace" '
-        f'font-size="14"><title>{_h(heading)}</title><rect width="100%" height="100%" fill="#fff"/>'
-        f"{body}</svg>\n"
-    )
+    """Plain numbers a spreadsheet reads as numbers (`quote_csv_columns`)."""
+    return value_csv(quote_csv_columns(report), report.options)
 
 
 # --------------------------------------------------------------------------- HTML + SVG
@@ -116,53 +154,17 @@ def memory_bar_svg(options: tuple[Option, ...], width: int = 640) -> str:
         for name, value in segments:
             w = (value or 0) * scale
             parts.append(
-                f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="20" fill="{COLORS[name]}">'
+                f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="20" fill="{MEMORY_COLORS[name]}">'
                 f"<title>{name}: {(value or 0) / GIB:.1f} GiB</title></rect>"
             )
             x += w
     legend_y = height - 10
-    for j, (name, color) in enumerate(COLORS.items()):
+    for j, (name, color) in enumerate(MEMORY_COLORS.items()):
         parts.append(
             f'<rect x="{150 + j * 95}" y="{legend_y - 10}" width="10" height="10" fill="{color}"/>'
             f'<text x="{164 + j * 95}" y="{legend_y}" font-size="11">{name}</text>'
         )
     parts.append("</svg>")
-    return "".join(parts)
-
-
-def curve_svg(report: QuoteReport, width: int = 640, height: int = 240) -> str:
-    """Maximum concurrency against context (log-2 x axis) for the recommended option."""
-    points = [p for p in report.curve if p.max_concurrency > 0]
-    if not points:
-        return ""
-    top = max(p.max_concurrency for p in points)
-    step = (width - 80) / max(len(points) - 1, 1)
-    xy = [
-        (60 + i * step, height - 40 - (p.max_concurrency / top) * (height - 70)) for i, p in enumerate(points)
-    ]
-    path = " ".join(f"{'M' if i == 0 else 'L'}{x:.1f},{y:.1f}" for i, (x, y) in enumerate(xy))
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="Concurrency against context">',
-        f'<line x1="60" y1="{height - 40}" x2="{width - 10}" y2="{height - 40}" stroke="#444"/>',
-        f'<line x1="60" y1="20" x2="60" y2="{height - 40}" stroke="#444"/>',
-        f'<path d="{path}" fill="none" stroke="#3b6ea5" stroke-width="2"/>',
-    ]
-    for (x, y), p in zip(xy, points, strict=False):
-        parts.append(
-            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="#3b6ea5"><title>{p.context_tokens:,} tokens: '
-            f"{p.max_concurrency:.1f} sequences</title></circle>"
-        )
-        parts.append(
-            f'<text x="{x:.1f}" y="{height - 24}" font-size="10" text-anchor="middle">'
-            f"{human_tokens(p.context_tokens)}</text>"
-        )
-    parts.append(
-        f'<text x="8" y="24" font-size="10">{top:,.0f}</text>'
-        f'<text x="8" y="{height - 42}" font-size="10">0</text>'
-        f'<text x="{width / 2:.0f}" y="{height - 6}" font-size="11" text-anchor="middle">'
-        f"context per sequence (tokens) vs concurrent sequences</text></svg>"
-    )
     return "".join(parts)
 
 
@@ -174,6 +176,31 @@ def _html_sections(report: QuoteReport) -> str:
             items = "".join(f"<li>{html.escape(line.removeprefix('- '))}</li>" for line in section[1:])
             out += f"<h2>{html.escape(section[0].rstrip(':'))}</h2><ul>{items}</ul>"
     return out
+
+
+def plain_assumptions(report: QuoteReport) -> list[tuple[str, str]]:
+    """What a buyer reading the page needs to know, in plain words; the modelling details (fitted
+    constants, the benchmark sources) stay in the JSON output, which names where they are."""
+    a = report.assumptions
+    items = [
+        ("Engine", a.engine),
+        ("How options are ranked", a.ranking),
+        ("Server sizes", a.layout),
+        (
+            "Speed",
+            "estimated from a model fitted to published benchmark results, not measured on this "
+            "hardware; a range (low to high) is where 8 in 10 of that model's errors on benchmarks it "
+            "was not fitted to fell",
+        ),
+        ("Prices", a.prices),
+        ("Power", a.power),
+        ("Buying against renting", a.buy_vs_rent),
+    ]
+    details = (
+        "the fitted speed constants and the benchmarks they come from are in the JSON output "
+        "(`--format json`, assumptions.throughput)"
+    )
+    return [*items, *(("Note", note) for note in a.notes), ("Details", details)]
 
 
 def to_html(report: QuoteReport) -> str:
@@ -200,7 +227,7 @@ def to_html(report: QuoteReport) -> str:
         if report.topology_text
         else ""
     )
-    assumptions = "".join(f"<li><b>{_h(k)}</b>: {_h(str(v))}</li>" for k, v in assumption_items(report))
+    assumptions = "".join(f"<li><b>{_h(k)}</b>: {_h(v)}</li>" for k, v in plain_assumptions(report))
     style = (
         "body{font-family:system-ui,sans-serif;margin:24px;color:#222}table{border-collapse:collapse;"
         "font-size:13px}th,td{border:1px solid #ccc;padding:4px 6px;text-align:left}th{background:#eef}"

@@ -6,17 +6,19 @@ from collections.abc import Callable
 
 from gpusize.render.fit import VERDICT_STYLES
 from gpusize.render.format import fmt_float, fmt_range, human_tokens
-from gpusize.render.sheet import assumption_items, md, sheet_csv, sheet_markdown
+from gpusize.render.sheet import ValueColumn, assumption_items, md, sheet_markdown, value_csv
 from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, block, paragraph, shell_command
 from gpusize.reports.serve import ServeReport
 from gpusize.serving.layouts import Layout, layout_name
+from gpusize.units import GIB
 
 __all__ = [
     "SERVE_COLUMNS",
     "TABLE_TITLE",
     "render_serve",
     "serve_csv",
+    "serve_csv_columns",
     "serve_markdown",
     "title",
     "verdict",
@@ -133,5 +135,48 @@ def serve_markdown(report: ServeReport) -> str:
     return sheet_markdown(title(report), lead, SERVE_COLUMNS, report.layouts, assumption_items(report))
 
 
+def serve_csv_columns(report: ServeReport) -> list[ValueColumn]:
+    """The layouts as plain values (numbers without separators, units in the headers, each estimate as
+    low, best and high columns), the question on every row."""
+    w, d = report.workload, report.demand
+
+    def gib(n: int | None) -> float | None:
+        return None if n is None else n / GIB
+
+    return [
+        ("model", lambda x: report.model.id, 0),
+        ("context (tokens)", lambda x: w.context_tokens, 0),
+        ("users at once", lambda x: d.users, 0),
+        ("requests (per s)", lambda x: d.rps, 3),
+        ("engine", lambda x: report.assumptions.engine, 0),
+        ("GPU", lambda x: report.gpu, 0),
+        ("GPUs", lambda x: report.num_gpus, 0),
+        ("layout", layout_name, 0),
+        ("replicas", lambda x: x.replicas, 0),
+        ("GPUs per replica", lambda x: x.gpus_per_replica, 0),
+        ("fits", lambda x: x.fits, 0),
+        ("holds every user at once", lambda x: x.serves_all if x.fits else None, 0),
+        ("holds (sequences)", lambda x: x.capacity_sequences if x.fits else None, 0),
+        ("in flight (sequences)", lambda x: x.concurrent_sequences if x.fits else None, 0),
+        ("KV cache (tokens/replica)", lambda x: x.kv_cache_capacity_tokens, 0),
+        ("headroom (GiB/GPU)", lambda x: gib(x.headroom_bytes), 3),
+        ("tok/s per request low", lambda x: x.per_request_tokens_per_s_low, 2),
+        ("tok/s per request best", lambda x: x.per_request_tokens_per_s, 2),
+        ("tok/s per request high", lambda x: x.per_request_tokens_per_s_high, 2),
+        ("tok/s total low", lambda x: x.aggregate_tokens_per_s_low, 2),
+        ("tok/s total best", lambda x: x.aggregate_tokens_per_s, 2),
+        ("tok/s total high", lambda x: x.aggregate_tokens_per_s_high, 2),
+        ("TTFT low (s)", lambda x: x.ttft_s_low, 3),
+        ("TTFT best (s)", lambda x: x.ttft_s, 3),
+        ("TTFT high (s)", lambda x: x.ttft_s_high, 3),
+        ("price ($/h)", lambda x: x.usd_per_hour, 4),
+        ("price ($/month)", lambda x: x.usd_per_month, 2),
+        ("price low ($/1M tokens)", lambda x: x.usd_per_million_tokens_low, 4),
+        ("price best ($/1M tokens)", lambda x: x.usd_per_million_tokens, 4),
+        ("price high ($/1M tokens)", lambda x: x.usd_per_million_tokens_high, 4),
+        ("if one GPU fails", lambda x: x.one_gpu_failure if x.fits else x.reason, 0),
+    ]
+
+
 def serve_csv(report: ServeReport) -> str:
-    return sheet_csv(SERVE_COLUMNS, report.layouts)
+    return value_csv(serve_csv_columns(report), report.layouts)

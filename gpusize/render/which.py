@@ -8,13 +8,14 @@ from collections.abc import Callable
 
 from gpusize.render.fit import VERDICT_STYLES
 from gpusize.render.format import fmt_gib, fmt_int, human_tokens
-from gpusize.render.sheet import assumption_items, sheet_csv, sheet_markdown
+from gpusize.render.sheet import ValueColumn, assumption_items, sheet_markdown, value_csv
 from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, paragraph
 from gpusize.reports.which import WhichReport
 from gpusize.serving.which import ModelFit
+from gpusize.units import GIB
 
-__all__ = ["WHICH_COLUMNS", "render_which", "title", "which_csv", "which_markdown"]
+__all__ = ["WHICH_COLUMNS", "render_which", "title", "which_csv", "which_csv_columns", "which_markdown"]
 
 #: Nearest misses named below the table when --all is not given.
 NEAREST_MISSES = 5
@@ -106,5 +107,32 @@ def which_markdown(report: WhichReport) -> str:
     return sheet_markdown(title(report), [], WHICH_COLUMNS, report.models, assumption_items(report))
 
 
+def which_csv_columns(report: WhichReport) -> list[ValueColumn]:
+    """Every model as plain values (parameters as a count, concurrency as a number, units in the
+    headers), the question on every row."""
+
+    def gib(n: int | None) -> float | None:
+        return None if n is None else n / GIB
+
+    return [
+        ("GPU", lambda r: report.gpu, 0),
+        ("GPUs", lambda r: report.num_gpus, 0),
+        ("context (tokens)", lambda r: report.context_tokens, 0),
+        ("model", lambda r: r.name, 0),
+        ("Hub id", lambda r: r.hf_id, 0),
+        ("weights dtype", lambda r: r.weight_dtype, 0),
+        ("fits", lambda r: r.fits, 0),
+        ("parameters", lambda r: r.params_total or None, 0),
+        ("active parameters", lambda r: r.params_active or None, 0),
+        ("tensor parallel", lambda r: r.tensor_parallel, 0),
+        ("replicas", lambda r: r.replicas, 0),
+        ("headroom (GiB/GPU)", lambda r: gib(r.headroom_bytes), 3),
+        ("KV cache (tokens)", lambda r: r.kv_cache_capacity_tokens, 0),
+        ("concurrency (sequences)", lambda r: r.max_concurrency, 2),
+        ("speed (tok/s)", lambda r: r.tokens_per_s, 2),
+        ("why not", lambda r: r.reason, 0),
+    ]
+
+
 def which_csv(report: WhichReport) -> str:
-    return sheet_csv(WHICH_COLUMNS, report.models)
+    return value_csv(which_csv_columns(report), report.models)

@@ -113,7 +113,7 @@ def test_output_file_is_replaced_atomically(tmp_path: Path) -> None:
     out = tmp_path / "quote.csv"
     out.write_text("old")
     r = in_process("quote", "Qwen3-8B", "--format", "csv", "-o", str(out))
-    assert r.code == 0 and out.read_text().startswith("GPU,")
+    assert r.code == 0 and out.read_text().startswith("model,")
     assert [p.name for p in tmp_path.iterdir()] == ["quote.csv"]
 
 
@@ -351,4 +351,4 @@ def test_output_to_a_device_is_written_in_place() -> None:
     """-o /dev/stdout is a device: written through, never replaced by a rename."""
     r = gpusize("quote", "Qwen3-8B", "--format", "csv", "-o", "/dev/stdout")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("GPU,") and Path("/dev/stdout").exists()
+    assert r.stdout.startswith("model,") and Path("/dev/stdout").exists()
