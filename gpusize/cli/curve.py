@@ -30,6 +30,7 @@ from gpusize.render.curve import render_curve
 from gpusize.render.export import text_svg
 from gpusize.render.text import Style
 from gpusize.reports.curve import build_curve
+from gpusize.units import parse_count
 
 __all__ = ["curve"]
 
@@ -41,6 +42,9 @@ def curve(
     *,
     gpu: GpuName = "H100",
     gpus: GpuCount = 1,
+    users: int | None = typer.Option(
+        None, "--users", help="Concurrent sequences each context is tested with (default 1)."
+    ),
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
     quantization: Quantization = None,
@@ -76,7 +80,8 @@ def curve(
         ),
     )
     where = prepare.targets(gpu, cats, count)
-    report = build_curve(resolved, spec, where.gpus[0], count, work)
+    load = parse_count(users, "--users") if users is not None else 1
+    report = build_curve(resolved, spec, where.gpus[0], count, work, load)
     if svg:
         write_file(svg, text_svg(render_curve(report, 100, Style()), "gpusize curve"))
     answer(

@@ -14,7 +14,7 @@ def render_curve(report: CurveReport, width: int, style: Style) -> str:
     a = report.assumptions
     head = (
         f"{report.model.name} on {report.num_gpus}x {report.gpu_full_name}: concurrent sequences by context "
-        f"({a.engine} KV pool)"
+        f"({a.engine} KV pool)" + (f", tested with {report.users:,} users" if report.users > 1 else "")
     )
     lines = [style(paragraph(head, width), "bold"), *curve_lines(report.points, width)]
     lines.append(

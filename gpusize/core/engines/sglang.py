@@ -28,7 +28,7 @@ from gpusize.core.engines.vllm.pool import OFFLOAD_NOTE, THIN_MARGIN, offloaded_
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers
-from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, yarn_flag
+from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, thin_margin, yarn_flag
 from gpusize.core.releases import SGLANG, Version, parse_version
 from gpusize.core.reserves import ReserveTerm, reserves_of, total_bytes
 from gpusize.core.spec import ModelSpec
@@ -274,6 +274,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         per_gpu=per_gpu,
         kv_cache_capacity_tokens=int(capacity) * dp,  # the instance: one pool per attention group
         max_concurrency=round(capacity * dp / work.context_tokens, 2),
+        thin_margin=fits and thin_margin(capacity * dp / work.context_tokens, work.batch, THIN_MARGIN),
         max_context_tokens=min(capacity // max(per_group, 1), spec.max_context or capacity),
         kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, attn_tp),
         usd_per_hour=gpu.price_for(tp),
