@@ -132,3 +132,13 @@ def test_each_purchase_price_says_its_kind_and_date(quote: Any, quote_text: CliR
     for gpu in ("A100-80GB", "L40S"):
         assert _option(quote, gpu)["purchase_usd"] is None
         assert any(x.startswith(f"- 8x {gpu}: no purchase price in the catalog") for x in lines)
+
+
+def test_sglang_applies_the_same_rule_and_warns() -> None:
+    sglang = ("--gpu", "B200", "--gpus", "4", "--engine", "sglang")
+    fit = run_json("fit", *LOAD, "--batch", "185", *sglang)  # 189.68 sequences held
+    serve = run_json("serve", *LOAD, "--users", "185", *sglang)
+    assert fit["fits"] and fit["plan"]["thin_margin"] is True
+    assert "within gpusize's 3% error" in fit["plan"]["warning"]
+    assert serve["recommendation"]["thin_margin"] is True
+    assert run_json("fit", *LOAD, "--batch", "180", *sglang)["plan"]["thin_margin"] is False

@@ -264,6 +264,8 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
             f"{pool / GIB:.1f} GiB): requests are capped at {capped:,} tokens, {work.batch} x "
             f"{work.context_tokens:,} asked"
         )
+    seqs = capacity * dp / work.context_tokens
+    thin = fits and thin_margin(seqs, work.batch, THIN_MARGIN)
     return Candidate(
         gpu=gpu.name,
         gpu_full_name=gpu.full_name,
@@ -274,7 +276,14 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         per_gpu=per_gpu,
         kv_cache_capacity_tokens=int(capacity) * dp,  # the instance: one pool per attention group
         max_concurrency=round(capacity * dp / work.context_tokens, 2),
-        thin_margin=fits and thin_margin(capacity * dp / work.context_tokens, work.batch, THIN_MARGIN),
+        thin_margin=thin,
+        warning=(
+            f"holds {seqs:.2f} sequences of this context for {work.batch}, within gpusize's "
+            f"{THIN_MARGIN:.0%} error on public start-up logs: the next size up is the safe choice, or "
+            "lower --max-running-requests"
+        )
+        if thin
+        else None,
         max_context_tokens=min(capacity // max(per_group, 1), spec.max_context or capacity),
         kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, attn_tp),
         usd_per_hour=gpu.price_for(tp),
