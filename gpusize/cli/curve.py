@@ -28,6 +28,7 @@ from gpusize.cli.options import (
 from gpusize.cli.output import write_file
 from gpusize.render.curve import curve_chart_svg, render_curve
 from gpusize.reports.curve import build_curve
+from gpusize.units import parse_count
 
 __all__ = ["curve"]
 
@@ -39,6 +40,9 @@ def curve(
     *,
     gpu: GpuName = "H100",
     gpus: GpuCount = 1,
+    users: int | None = typer.Option(
+        None, "--users", help="Concurrent sequences each context is tested with (default 1)."
+    ),
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
     quantization: Quantization = None,
@@ -75,7 +79,8 @@ def curve(
         ),
     )
     where = prepare.targets(gpu, cats, count)
-    report = build_curve(resolved, spec, where.gpus[0], count, work)
+    load = parse_count(users, "--users") if users is not None else 1
+    report = build_curve(resolved, spec, where.gpus[0], count, work, load)
     if svg:
         write_file(svg, curve_chart_svg(report))
     answer(

@@ -37,7 +37,7 @@ from gpusize.render.quote import render_quote
 from gpusize.render.text import Style, terminal_width
 from gpusize.reports.quote import build_quote
 from gpusize.reports.serialize import to_json
-from gpusize.serving.quote import DEFAULT_QUOTE_GPUS
+from gpusize.serving.quote import DEFAULT_QUOTE_GPUS, READING_TOKENS_PER_S, Targets
 from gpusize.units import parse_count
 
 __all__ = ["quote"]
@@ -57,6 +57,15 @@ def quote(
         730.0,
         "--utilization-hours",
         help="Hours a month the servers would be rented, for buy versus rent (730 = every hour).",
+    ),
+    min_speed: float = typer.Option(
+        READING_TOKENS_PER_S,
+        "--min-tokens-per-s-per-user",
+        help="Each user's decode speed floor, tok/s; options meeting it rank first (default: about twice "
+        "reading speed).",
+    ),
+    max_ttft_s: float | None = typer.Option(
+        None, "--max-ttft-s", help="Longest time to first token; options meeting it rank first."
     ),
     gpu: list[str] | None = typer.Option(
         None,
@@ -118,6 +127,13 @@ def quote(
     targets = [prepare.targets(name, cats) for name in gpu or DEFAULT_QUOTE_GPUS]
     gpus = [t.gpus[0] for t in targets]
     hours = prepare.number(utilization_hours, "--utilization-hours", 0, 744)
+    aim = Targets(
+        min_tokens_per_s_per_user=prepare.number(
+            min_speed, "--min-tokens-per-s-per-user", 0, 1e6, low_open=False
+        )
+        or 0.0,
+        max_ttft_s=prepare.number(max_ttft_s, "--max-ttft-s", 0, 1e6),
+    )
     report = build_quote(
         resolved,
         spec,
@@ -127,6 +143,7 @@ def quote(
         hours or 730.0,
         {t.gpus[0].name: t.max_count for t in targets},
         hit_rate,
+        aim,
     )
     code = 0 if report.fits else 1
     if svg:

@@ -25,6 +25,7 @@ __all__ = [
     "recommend",
     "smallest_fit",
     "split_problem",
+    "thin_margin",
     "yarn_flag",
 ]
 
@@ -75,10 +76,22 @@ class Candidate:
     kv_heads_per_gpu: int | None = None
     kv_heads_replicated: bool = False
     warning: str | None = None
+    #: The plan holds the requests by less than the engine's error on public start-up logs
+    #: (`thin_margin` below): the verdict stands, the next size up is the safe choice.
+    thin_margin: bool = False
     #: System RAM the engine needs beside the GPUs (llama.cpp layers and KV left on the CPU).
     host_bytes: int | None = None
     #: Indicative USD per hour for all `num_gpus` GPUs (None when the GPU is unpriced).
     usd_per_hour: float | None = None
+
+
+def thin_margin(max_concurrency: float | None, sequences: int, margin: float | None) -> bool:
+    """The one margin rule of every command that says yes to a load (fit --batch, serve, quote, curve):
+    a pool that holds `sequences` by less than `margin` (the engine's error on public start-up logs,
+    `Levers.thin_margin`; None: no such margin) is a thin yes: max_concurrency < sequences x (1 + margin)."""
+    if margin is None or max_concurrency is None or sequences < 1 or max_concurrency < sequences:
+        return False
+    return max_concurrency < sequences * (1 + margin)
 
 
 def refused(gpu: GpuSpec, n: int, reason: str, tp: int | None = None) -> Candidate:

@@ -15,6 +15,7 @@ def _head(report: CurveReport) -> str:
     return (
         f"{report.model.name} on {report.num_gpus}x {report.gpu_full_name}: concurrent sequences by context "
         f"({report.assumptions.engine} KV pool)"
+        + (f", tested with {report.users:,} users" if report.users > 1 else "")
     )
 
 

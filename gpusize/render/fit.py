@@ -27,6 +27,7 @@ __all__ = [
 
 VERDICT_STYLES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("yes", ("green",)),
+    ("yes, thin margin", ("yellow",)),
     ("yes, queues", ("yellow",)),
     ("NO", ("red", "bold")),
 )

@@ -10,6 +10,7 @@ from gpusize.render.format import fmt_float, fmt_gib, fmt_int, human_tokens
 from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, block, paragraph, safe, said_once
 from gpusize.reports.quote import QuoteReport
+from gpusize.serving.layouts import THIN_MARGIN_NOTE
 from gpusize.serving.quote import CurvePoint, Option, memory_parts
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "QUOTE_COLUMNS",
     "buy_lines",
     "curve_lines",
+    "fits_cell",
     "load_lines",
     "memory_bar",
     "render_quote",
@@ -31,11 +33,19 @@ QUOTE_COLUMNS: list[tuple[Column, Callable[[Option], str]]] = [
         Column(
             "fits",
             keep=True,
-            styles=(("yes", ("green",)), ("yes, queues", ("yellow",)), ("no", ("red", "bold"))),
+            styles=(
+                ("yes", ("green",)),
+                ("yes, thin margin", ("yellow",)),
+                ("yes, queues", ("yellow",)),
+                ("no", ("red", "bold")),
+            ),
         ),
-        lambda o: ("yes" if o.serves_all else "yes, queues") if o.fits else "no",
+        lambda o: fits_cell(o),
     ),
-    (Column("headroom GiB/GPU", "right", priority=5, short="headroom"), lambda o: fmt_gib(o.headroom_bytes)),
+    (
+        Column("headroom GiB/GPU at load", "right", priority=5, short="headroom"),
+        lambda o: fmt_gib(o.headroom_bytes),
+    ),
     (
         Column("KV tokens/replica", "right", priority=6, short="KV tokens"),
         lambda o: fmt_int(o.kv_cache_capacity_tokens),
@@ -64,6 +74,15 @@ _TEXT_COLUMNS = [(c, cell) for c, cell in QUOTE_COLUMNS if c.header not in ("PSU
 BAR_LETTERS = {"weights": "W", "KV cache": "K", "activations": "A", "overhead": "O", "free": "."}
 
 
+def fits_cell(o: Option) -> str:
+    """'yes', 'yes, thin margin' (within gpusize's error: core/plan.thin_margin), 'yes, queues' or 'no'."""
+    if not o.fits:
+        return "no"
+    if not o.serves_all:
+        return "yes, queues"
+    return "yes, thin margin" if o.thin_margin else "yes"
+
+
 def title(report: QuoteReport) -> str:
     users = f", {report.users} concurrent users" if report.users else ""
     return f"{report.model.id}: {human_tokens(report.workload.context_tokens)} context{users}"
@@ -78,13 +97,19 @@ def memory_bar(parts: list[tuple[str, int]], width: int = 40) -> str:
 def curve_lines(points: tuple[CurvePoint, ...] | list[CurvePoint], width: int = 80) -> list[str]:
     """One bar per context length, each line at most `width` characters (the bar at most 40)."""
     top = max((p.max_concurrency for p in points), default=0) or 1
-    tails = [f"{p.max_concurrency:,.1f}" + ("" if p.fits else " (does not fit)") for p in points]
+    tails = [f"{p.max_concurrency:,.1f}" + _point_note(p) for p in points]
     bar_width = max(10, min(40, width - 7 - max((len(t) for t in tails), default=0)))
     lines = []
     for p, tail in zip(points, tails, strict=True):
         bar = "#" * max(1, round(p.max_concurrency / top * bar_width)) if p.max_concurrency else ""
         lines.append(f"{human_tokens(p.context_tokens):>5} {bar:<{bar_width}} {tail}")
     return lines
+
+
+def _point_note(p: CurvePoint) -> str:
+    if not p.fits:
+        return " (does not fit)"
+    return " (thin margin)" if p.thin_margin else ""
 
 
 def render_quote(report: QuoteReport, width: int, style: Style) -> str:
@@ -122,6 +147,7 @@ def render_quote(report: QuoteReport, width: int, style: Style) -> str:
     reasons = [(f"{o.num_gpus}x {o.gpu}", o.reason) for o in report.options if o.reason and not o.caveats]
     lines += [paragraph(line, width) for line in said_once(caveats) + said_once(reasons, ranges=False)]
     lines += [paragraph(f"Note: {n}", width) for n in report.assumptions.notes]
+    lines.append(style(paragraph(f"Ranking: {report.assumptions.ranking}.", width), "dim"))
     lines.append(style(paragraph(f"Prices: {report.assumptions.prices}.", width), "dim"))
     return "\n".join(lines) + "\n"
 
@@ -130,9 +156,7 @@ def load_lines(report: QuoteReport) -> list[str]:
     """With --users: how many servers of each option hold every user at once, and the price per user."""
     if not report.users:
         return []
-    lines = [
-        f"Serving {report.users:,} users at once, cheapest per user first (servers each hold their share):"
-    ]
+    lines = [f"Serving {report.users:,} users at once, in ranking order (servers each hold their share):"]
     for o in report.options:
         if not o.fits or not o.servers:
             continue
@@ -141,25 +165,37 @@ def load_lines(report: QuoteReport) -> list[str]:
         per_m = f", ${o.usd_per_million_tokens:.2f}/1M tokens" if o.usd_per_million_tokens else ""
         count = "one server" if o.servers == 1 else f"{o.servers:,} servers"
         one = f"{count}, no queueing" if o.serves_all else f"{count}, requests still queue"
+        if o.thin_margin:
+            one += f" on a thin margin ({THIN_MARGIN_NOTE})"
         layout = f"{o.replicas} x TP={o.tensor_parallel}"
+        target = "meets" if o.meets_targets else "misses"
         lines.append(
             f"- {o.num_gpus}x {o.gpu} ({layout}): {one}, {fleet}{per_user}{per_m}; "
-            f"{fmt_float(o.per_request_tokens_per_s)} tok/s per request (estimate)"
+            f"{fmt_float(o.per_request_tokens_per_s)} tok/s per user (estimate), {target} the targets"
         )
     return lines
 
 
 def buy_lines(report: QuoteReport) -> list[str]:
     """Buying each option's GPUs against renting them, where the catalog has both prices."""
-    priced = [o for o in report.options if o.break_even_months is not None and o.purchase_usd]
-    if not priced:
+    fitting = [o for o in report.options if o.fits]
+    if not fitting:
         return []
     a = report.assumptions
     lines = [f"Buy versus rent ({a.utilization_hours:,.0f} h a month; GPUs only, per server):"]
-    for o in priced:
-        months = o.break_even_months or 0.0
+    for o in fitting:
+        where = f"- {o.num_gpus}x {o.gpu}"
+        if not o.purchase_usd:
+            lines.append(f"{where}: no purchase price in the catalog")
+            continue
+        price = (
+            f"buy ${o.purchase_usd:,.0f} ({o.purchase_price_kind or 'price'}, dated {o.purchase_price_date})"
+        )
+        if o.break_even_months is None or o.rent_usd_per_month is None:
+            lines.append(f"{where}: {price}; no rental price in the catalog")
+            continue
         lines.append(
-            f"- {o.num_gpus}x {o.gpu}: buy ${o.purchase_usd:,.0f} (price dated {o.purchase_price_date}) vs "
-            f"rent ${fmt_float(o.usd_per_month, 0)}/month: break-even in month {math.ceil(months)}"
+            f"{where}: {price} vs rent ${fmt_float(o.rent_usd_per_month, 0)}/month at "
+            f"{a.utilization_hours:,.0f} h: break-even in month {math.ceil(o.break_even_months)}"
         )
     return lines

@@ -10,7 +10,7 @@ from gpusize.render.sheet import ValueColumn, assumption_items, md, sheet_markdo
 from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, block, paragraph, shell_command
 from gpusize.reports.serve import ServeReport
-from gpusize.serving.layouts import Layout, layout_name
+from gpusize.serving.layouts import THIN_MARGIN_NOTE, Layout, layout_name
 from gpusize.units import GIB
 
 __all__ = [
@@ -26,9 +26,14 @@ __all__ = [
 
 
 def verdict(x: Layout) -> str:
-    """'yes' when the layout runs the model and holds the whole load at once, 'yes, queues' when it runs
-    but requests wait for a slot, 'NO' when the model does not fit."""
-    return ("yes" if x.serves_all else "yes, queues") if x.fits else "NO"
+    """'yes' when the layout runs the model and holds the whole load at once ('yes, thin margin' when by
+    less than gpusize's error: core/plan.thin_margin), 'yes, queues' when it runs but requests wait for
+    a slot, 'NO' when the model does not fit."""
+    if not x.fits:
+        return "NO"
+    if not x.serves_all:
+        return "yes, queues"
+    return "yes, thin margin" if x.thin_margin else "yes"
 
 
 #: (column, its text cell): the terminal table and the Markdown / CSV exports show the same cells.
@@ -84,6 +89,8 @@ def title(report: ServeReport) -> str:
         else f"{pick.replicas} replica(s) x {layout_name(pick).split(' x ', 1)[1]}"
     )
     queues = "" if pick.serves_all else " (requests queue: no layout holds the whole load)"
+    if pick.serves_all and pick.thin_margin:
+        queues = f" (thin margin: {THIN_MARGIN_NOTE})"
     return (
         f"{report.model.name} on {where}, {human_tokens(w.context_tokens)} context, {load}: {layout}{queues}"
     )

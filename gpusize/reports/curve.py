@@ -38,15 +38,17 @@ class CurveReport:
     gpu: str
     gpu_full_name: str
     num_gpus: int
+    #: Concurrent sequences each point is tested with (--users; 1 when not given).
+    users: int
     points: tuple[CurvePoint, ...]
     assumptions: CurveAssumptions
 
 
 def build_curve(
-    resolved: ResolvedModel, spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload
+    resolved: ResolvedModel, spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload, users: int = 1
 ) -> CurveReport:
     model = engine(work.engine.name)
-    points = concurrency_curve(spec, gpu, num_gpus, work, points=12)
+    points = concurrency_curve(spec, gpu, num_gpus, work, points=12, users=users)
     return CurveReport(
         gpusize_version=__version__,
         command="curve",
@@ -56,6 +58,7 @@ def build_curve(
         gpu=gpu.name,
         gpu_full_name=gpu.full_name,
         num_gpus=num_gpus,
+        users=users,
         points=tuple(points),
         assumptions=CurveAssumptions(
             engine=engine_label(work.engine),

@@ -23,8 +23,10 @@ from gpusize.reports.fit import model_notes
 from gpusize.serving import economics, throughput
 from gpusize.serving.layouts import Demand, prefix_note
 from gpusize.serving.quote import (
+    RANKING,
     CurvePoint,
     Option,
+    Targets,
     concurrency_curve,
     for_load,
     option_for,
@@ -40,6 +42,9 @@ __all__ = ["QuoteAssumptions", "QuoteReport", "build_quote"]
 class QuoteAssumptions:
     engine: str
     ranking: str
+    #: Each user's decode speed floor (tokens/s) and longest time to first token (s; None: any).
+    min_tokens_per_s_per_user: float
+    max_ttft_s: float | None
     layout: str
     throughput: str
     prices: str
@@ -79,12 +84,17 @@ def build_quote(
     hours: float = economics.HOURS_PER_MONTH,
     max_gpus: dict[str, int] | None = None,
     prefix_hit_rate: float = 0.0,
+    targets: Targets | None = None,
 ) -> QuoteReport:
     """`max_gpus`: the most GPUs an option of that GPU name may use (--gpu local: the machine's)."""
     limits = max_gpus or {}
+    aim = targets or Targets()
     if users:
         options = rank(
-            [for_load(spec, g, work, users, hours, limits.get(g.name, 8), prefix_hit_rate) for g in gpus],
+            [
+                for_load(spec, g, work, users, hours, limits.get(g.name, 8), prefix_hit_rate, aim)
+                for g in gpus
+            ],
             per_user=True,
         )
     else:
@@ -97,6 +107,7 @@ def build_quote(
                         work,
                         Demand(users=1, prefix_hit_rate=prefix_hit_rate),
                         max_count=limits.get(g.name, 8),
+                        targets=aim,
                     ),
                     g,
                     None,
@@ -131,13 +142,9 @@ def build_quote(
         topology_mermaid=topology_mermaid(top) if top else None,
         assumptions=QuoteAssumptions(
             engine=engine_label(work.engine),
-            ranking=(
-                f"lowest indicative price per user served, with as many servers as hold all {users:,} users "
-                "at once; unpriced options, then misfits, last"
-                if users
-                else "options holding every user at once first, then those that fit but queue; within each, "
-                "lowest indicative price per hour, then fewest GPUs"
-            ),
+            ranking=_ranking(users, aim),
+            min_tokens_per_s_per_user=aim.min_tokens_per_s_per_user,
+            max_ttft_s=aim.max_ttft_s,
             layout="each option is the smallest server of its GPU type (1, 2, 4 or 8 GPUs) that holds every "
             "user at once, else 8 GPUs, laid out as `serve` recommends"
             + (
@@ -151,10 +158,24 @@ def build_quote(
             prices=price_note(gpus) + "; month = 730 h; $/hour, $/month, power and tok/s are per server",
             power="GPU TDP sum + CPUs + platform, PSU with 20% margin",
             utilization_hours=hours,
-            buy_vs_rent=f"the GPUs' purchase price (catalog, dated and sourced per GPU; host, power and "
-            f"operations not included) against renting {hours:,.0f} h a month ({share}): break-even in "
-            "months",
+            buy_vs_rent=f"the GPUs' purchase price (catalog, its kind and date per GPU; host, power and "
+            f"operations not included) against renting {hours:,.0f} h a month ({share}), the rent shown "
+            "for the same hours: break-even in months, for options that fit",
             gpu_files=gpu_files(gpus),
             notes=tuple(model_notes(resolved, spec, work) + gpu_file_notes(gpus)),
         ),
     )
+
+
+def _ranking(users: int | None, aim: Targets) -> str:
+    """The ranking rule, as the footer and the JSON state it."""
+    ttft = f" and a first token within {aim.max_ttft_s:g} s" if aim.max_ttft_s is not None else ""
+    targets = f"per-user targets: at least {aim.min_tokens_per_s_per_user:g} tok/s each{ttft}; "
+    if users:
+        money = (
+            f"lowest indicative price per user served, with as many servers as hold all {users:,} users at "
+            "once"
+        )
+    else:
+        money = "options holding every user at once, then those that queue; lowest indicative price per hour"
+    return f"{targets}{RANKING}; within each, {money}; unpriced options, then misfits, last"

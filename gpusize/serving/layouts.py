@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.plan import TP_SIZES, Candidate
+from gpusize.core.plan import TP_SIZES, Candidate, PerGpu, thin_margin
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.serving import calibrated, economics, load
@@ -24,6 +24,7 @@ from gpusize.serving.throughput import LlamaCppPlacement
 __all__ = [
     "EVIDENCE",
     "MAX_LLAMACPP_SLOTS",
+    "THIN_MARGIN_NOTE",
     "TIE_FRACTION",
     "Demand",
     "Layout",
@@ -40,6 +41,11 @@ __all__ = [
 #: Layouts whose aggregate throughput is within this fraction of the best count as a tie; ties go
 #: to more replicas (a GPU failure then takes out a smaller share of capacity).
 TIE_FRACTION = 0.05
+#: What a thin margin means, in serve's and quote's text (fit's warning says it with the GiB).
+THIN_MARGIN_NOTE = (
+    "the KV cache holds the load by less than gpusize's error on public start-up logs; the next size "
+    "up is the safe choice"
+)
 #: Most parallel slots (-np) a llama.cpp replica is sized for.
 MAX_LLAMACPP_SLOTS = 64
 
@@ -109,6 +115,9 @@ class Layout:
     capacity_sequences: int = 0  # whole server
     concurrent_sequences: int = 0  # what the demand puts in flight (capped by capacity)
     serves_all: bool = False
+    #: The replica holds its share of the load by less than the engine's error on public start-up logs
+    #: (core/plan.thin_margin, the rule `fit --batch` warns by): a yes, with the next size up the safe one.
+    thin_margin: bool = False
     # Estimates, each with its range (10th-90th percentile of the calibration residuals).
     per_request_tokens_per_s: float | None = None
     per_request_tokens_per_s_low: float | None = None
@@ -120,7 +129,10 @@ class Layout:
     ttft_s_low: float | None = None
     ttft_s_high: float | None = None
     bound: str | None = None
-    headroom_bytes: int | None = None  # per GPU, beyond the requested KV
+    #: Per GPU at the load (each replica holding its share of the sequences in flight): the KV cache
+    #: they take and the memory left beyond it.
+    kv_cache_bytes: int | None = None
+    headroom_bytes: int | None = None
     one_gpu_failure: str = ""
     usd_per_hour: float | None = None
     usd_per_month: float | None = None
@@ -245,6 +257,11 @@ def evaluate_layout(
             break
         in_flight = want
     active = min(in_flight, capacity)
+    share = min(math.ceil(active / replicas), per_replica_cap)
+    at_load = _at_load(spec, gpu, tp, work, share) or candidate.per_gpu
+    thin = in_flight <= capacity and thin_margin(
+        candidate.max_concurrency, share, engine(work.engine.name).levers.thin_margin
+    )
     per_request = point.per_request_tokens_per_s if point else None
     # every replica runs the same load; with fewer sequences than replicas some stand idle
     aggregate = point.aggregate_tokens_per_s * min(replicas, in_flight) if point else None
@@ -263,6 +280,7 @@ def evaluate_layout(
         capacity_sequences=capacity,
         concurrent_sequences=active,
         serves_all=in_flight <= capacity,
+        thin_margin=thin,
         per_request_tokens_per_s=per_request,
         per_request_tokens_per_s_low=_ranged(per_request, work.engine.name, per_kind)[0],
         per_request_tokens_per_s_high=_ranged(per_request, work.engine.name, per_kind)[1],
@@ -273,7 +291,8 @@ def evaluate_layout(
         ttft_s_low=_ranged(ttft, work.engine.name, "ttft")[0],
         ttft_s_high=_ranged(ttft, work.engine.name, "ttft")[1],
         bound=point.step.bound if point else None,
-        headroom_bytes=candidate.per_gpu.headroom_bytes,
+        kv_cache_bytes=at_load.kv_cache_bytes,
+        headroom_bytes=at_load.headroom_bytes,
         one_gpu_failure=failure,
         usd_per_hour=price,
         usd_per_month=price * economics.HOURS_PER_MONTH if price else None,
@@ -285,6 +304,14 @@ def evaluate_layout(
         if price and agg_low
         else None,
     )
+
+
+def _at_load(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload, sequences: int) -> PerGpu | None:
+    """Memory per GPU of one replica holding `sequences` of the requested context (None: it does not)."""
+    c = engine(work.engine.name).evaluate(
+        spec, gpu, tp, work.with_context(work.context_tokens, batch=sequences)
+    )
+    return c.per_gpu if c.fits else None
 
 
 def _failure_impact(replicas: int, tp: int) -> str:
@@ -314,12 +341,14 @@ def layout_name(x: Layout) -> str:
 
 
 def recommend(layouts: list[Layout]) -> tuple[Layout | None, str]:
-    """Among layouts that hold the whole load, the highest aggregate throughput (ties within 5% go
-    to more replicas); if none holds it, the one holding the most sequences."""
+    """Among layouts that hold the whole load (on a safe margin before a thin one), the highest
+    aggregate throughput (ties within 5% go to more replicas); if none holds it, the one holding the
+    most sequences."""
     fitting = [x for x in layouts if x.fits]
     if not fitting:
         return None, "no layout fits: the model does not fit on these GPUs at this context"
-    full = [x for x in fitting if x.serves_all] or fitting
+    holding = [x for x in fitting if x.serves_all]
+    full = [x for x in holding if not x.thin_margin] or holding or fitting
     best_rate = max(x.aggregate_tokens_per_s or 0 for x in full)
     near = [x for x in full if (x.aggregate_tokens_per_s or 0) >= best_rate * (1 - TIE_FRACTION)]
     pick = max(near, key=lambda x: (x.replicas, x.capacity_sequences))

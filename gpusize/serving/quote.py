@@ -6,6 +6,7 @@ figures in all three commands.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from gpusize.core.engines import engine
@@ -18,10 +19,13 @@ from gpusize.serving.layouts import Demand, compare, recommend
 
 __all__ = [
     "DEFAULT_QUOTE_GPUS",
+    "READING_TOKENS_PER_S",
+    "Targets",
     "CurvePoint",
     "Option",
     "concurrency_curve",
     "for_load",
+    "RANKING",
     "memory_parts",
     "option_for",
     "rank",
@@ -31,6 +35,28 @@ __all__ = [
 #: GPUs a quote compares when none are named: the datacenter and workstation staples buyers ask
 #: about, one per class.
 DEFAULT_QUOTE_GPUS = ("H200", "H100", "B200", "A100-80GB", "L40S", "RTX-PRO-6000", "RTX4090", "RTX5090")
+
+
+#: The default per-user speed floor, tokens/s: about twice silent reading speed, so a reader is never
+#: kept waiting by the stream. Adults read English non-fiction silently at 238 words per minute on
+#: average (Brysbaert, "How many words do we read per minute? A review and meta-analysis of reading
+#: rate", Journal of Memory and Language 109, 2019), about 5.3 tokens/s at 0.75 words per token
+#: (OpenAI's tokenizer rule of thumb, help.openai.com "What are tokens and how to count them?").
+READING_TOKENS_PER_S = 10.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Targets:
+    """What each user must get for an option to meet the quote: a decode speed floor and, where given,
+    a longest time to first token."""
+
+    min_tokens_per_s_per_user: float = READING_TOKENS_PER_S
+    max_ttft_s: float | None = None
+
+    def met_by(self, tokens_per_s: float | None, ttft_s: float | None) -> bool:
+        if tokens_per_s is None or tokens_per_s < self.min_tokens_per_s_per_user:
+            return False
+        return self.max_ttft_s is None or (ttft_s is not None and ttft_s <= self.max_ttft_s)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,12 +80,17 @@ class Option:
     max_concurrency: float | None  # per replica
     capacity_sequences: int
     serves_all: bool
+    #: Holds the load by less than the engine's error on public start-up logs (core/plan.thin_margin).
+    thin_margin: bool
     per_request_tokens_per_s: float | None  # estimates, with their ranges
     per_request_tokens_per_s_low: float | None
     per_request_tokens_per_s_high: float | None
     aggregate_tokens_per_s: float | None
     aggregate_tokens_per_s_low: float | None
     aggregate_tokens_per_s_high: float | None
+    ttft_s: float | None
+    #: Each user gets the quote's Targets (speed floor, TTFT) on this option.
+    meets_targets: bool
     usd_per_hour: float | None  # the whole server
     usd_per_month: float | None
     usd_per_million_tokens: float | None
@@ -78,6 +109,11 @@ class Option:
     #: not included) against renting them for `hours` a month: the month renting has cost as much.
     purchase_usd: float | None = None
     purchase_price_date: str | None = None
+    #: What the purchase price is (launch MSRP, street, used), from the catalog.
+    purchase_price_kind: str | None = None
+    #: Renting this server `hours` a month (the figure the break-even compares with the purchase).
+    rent_usd_per_month: float | None = None
+    #: None when the option does not fit or either price is missing.
     break_even_months: float | None = None
 
 
@@ -103,6 +139,7 @@ def option_for(
     demand: Demand,
     count: int | None = None,
     max_count: int = max(TP_SIZES),
+    targets: Targets | None = None,
 ) -> Option:
     """The smallest server of this GPU type that holds the whole demand (or, when none of 1/2/4/8
     does, the largest that runs the model), laid out as `serve` recommends; never more than
@@ -123,6 +160,7 @@ def option_for(
         n, layouts, pick = bigger, more, more_pick
     layout = pick or next((x for x in layouts if x.gpus_per_replica == n), layouts[-1])
     g = best.per_gpu if best.fits else None
+    fits = best.fits and pick is not None
     power = economics.power_plan(gpu.tdp_w, n) if gpu.tdp_w else None
     return Option(
         gpu=gpu.name,
@@ -130,10 +168,10 @@ def option_for(
         num_gpus=n,
         replicas=layout.replicas,
         tensor_parallel=layout.tensor_parallel,
-        fits=best.fits and pick is not None,
+        fits=fits,
         reason=best.reason or (None if pick else "no layout fits"),
         weights_bytes=g.weights_bytes if g else None,
-        kv_cache_bytes=g.kv_cache_bytes if g else None,
+        kv_cache_bytes=layout.kv_cache_bytes if g else None,
         activations_bytes=g.activations_bytes if g else None,
         overhead_bytes=g.overhead_bytes if g else None,
         usable_bytes=g.usable_bytes if g else None,
@@ -142,12 +180,15 @@ def option_for(
         max_concurrency=layout.max_concurrency,
         capacity_sequences=layout.capacity_sequences,
         serves_all=layout.serves_all,
+        thin_margin=fits and layout.thin_margin,
         per_request_tokens_per_s=layout.per_request_tokens_per_s,
         per_request_tokens_per_s_low=layout.per_request_tokens_per_s_low,
         per_request_tokens_per_s_high=layout.per_request_tokens_per_s_high,
         aggregate_tokens_per_s=layout.aggregate_tokens_per_s,
         aggregate_tokens_per_s_low=layout.aggregate_tokens_per_s_low,
         aggregate_tokens_per_s_high=layout.aggregate_tokens_per_s_high,
+        ttft_s=layout.ttft_s,
+        meets_targets=fits and (targets or Targets()).met_by(layout.per_request_tokens_per_s, layout.ttft_s),
         usd_per_hour=layout.usd_per_hour,
         usd_per_month=layout.usd_per_month,
         usd_per_million_tokens=layout.usd_per_million_tokens,
@@ -168,27 +209,72 @@ def for_load(
     hours: float = economics.HOURS_PER_MONTH,
     max_count: int = max(TP_SIZES),
     prefix_hit_rate: float = 0.0,
+    targets: Targets | None = None,
 ) -> Option:
     """The option of this GPU type for `users` concurrent users: one server when one holds them all,
     else as many servers of the largest size as hold every user at once, each sized and laid out for
     its share of the load (so its speed and $/1M tokens are those of that share); a server has at most
     `max_count` GPUs (--gpu local: the machine's)."""
     one = option_for(
-        spec, gpu, work, Demand(users=users, prefix_hit_rate=prefix_hit_rate), max_count=max_count
+        spec,
+        gpu,
+        work,
+        Demand(users=users, prefix_hit_rate=prefix_hit_rate),
+        max_count=max_count,
+        targets=targets,
     )
     option, servers = one, 1
     if one.fits and not one.serves_all:
-        servers = math.ceil(users / max(one.capacity_sequences, 1))
-        for _ in range(4):  # each server's share changes its layout and capacity: settle
-            demand = Demand(users=math.ceil(users / servers), prefix_hit_rate=prefix_hit_rate)
-            share = option_for(spec, gpu, work, demand, one.num_gpus)
-            if not share.fits:
-                break
-            option = share
-            if share.serves_all:
-                break
-            servers = math.ceil(users / max(share.capacity_sequences, 1))
+        option, servers = _fleet(
+            one, users, lambda n: _share(spec, gpu, work, users, n, one, targets, prefix_hit_rate)
+        )
     return with_money(option, gpu, servers if option.fits else None, users, hours)
+
+
+def _share(
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    work: Workload,
+    users: int,
+    servers: int,
+    one: Option,
+    targets: Targets | None,
+    prefix_hit_rate: float,
+) -> Option:
+    """One server of a fleet of `servers`, sized and laid out for its share of `users`."""
+    demand = Demand(users=math.ceil(users / servers), prefix_hit_rate=prefix_hit_rate)
+    return option_for(spec, gpu, work, demand, one.num_gpus, targets=targets)
+
+
+def _fleet(one: Option, users: int, share_of: Callable[[int], Option]) -> tuple[Option, int]:
+    """The fewest servers whose share each server holds at once: each share changes the server's
+    layout and capacity (a safe layout may hold more than a thin one), so settle, trying fewer
+    servers while a share is held and more while it queues; a fleet held on a thin margin gets one
+    more server when that one holds the load safely."""
+    option, servers = one, math.ceil(users / max(one.capacity_sequences, 1))
+    held: tuple[Option, int] | None = None
+    tried: set[int] = set()
+    for _ in range(6):
+        if servers in tried:
+            break
+        tried.add(servers)
+        share = share_of(servers)
+        if not share.fits:
+            break
+        option = share
+        if share.serves_all:
+            held = share, servers
+        fewer = math.ceil(users / max(share.capacity_sequences, 1))
+        if share.serves_all and fewer >= servers:
+            break
+        servers = fewer if share.serves_all else max(fewer, servers + 1)
+        if held and servers >= held[1]:
+            break
+    if held and held[0].thin_margin:  # the next size up of a fleet is one more server
+        more = share_of(held[1] + 1)
+        if more.fits and more.serves_all and not more.thin_margin:
+            held = more, held[1] + 1
+    return held or (option, servers)
 
 
 def with_money(option: Option, gpu: GpuSpec, servers: int | None, users: int | None, hours: float) -> Option:
@@ -204,24 +290,38 @@ def with_money(option: Option, gpu: GpuSpec, servers: int | None, users: int | N
         usd_per_user_hour=fleet / users if fleet and users else None,
         purchase_usd=purchase,
         purchase_price_date=gpu.purchase_price_date if purchase else None,
-        break_even_months=economics.break_even_months(purchase, price, hours) if purchase and price else None,
+        purchase_price_kind=gpu.purchase_price_kind if purchase else None,
+        rent_usd_per_month=price * hours if price else None,
+        break_even_months=economics.break_even_months(purchase, price, hours)
+        if purchase and price and option.fits
+        else None,
     )
 
 
-def rank(options: list[Option], per_user: bool = False) -> list[Option]:
-    """Options that fit first, misfits last. For a stated load (`per_user`), the lowest price per user
-    served at once (every option then holds the load, with as many servers as it takes); otherwise
-    those holding the whole load on one server first, then those that queue, each cheapest per hour.
-    Unpriced options last within a tier, then the fewest GPUs."""
+#: The ranking rule, stated in every quote (terminal footer and JSON assumptions).
+RANKING = (
+    "options meeting the per-user targets on a safe memory margin first, then those meeting them on a "
+    "thin margin (within gpusize's error on public start-up logs), then those missing them"
+)
 
-    def key(o: Option) -> tuple[int, float, int, str]:
+
+def rank(options: list[Option], per_user: bool = False) -> list[Option]:
+    """Options that fit first, misfits last; among those that fit, the ones meeting the targets
+    (`Option.meets_targets`) before those that miss them, and a safe margin before a thin one. For a
+    stated load (`per_user`), then the lowest price per user served at once (every option then holds
+    the load, with as many servers as it takes); otherwise those holding the whole load on one server
+    first, then those that queue, each cheapest per hour. Unpriced options last within a tier, then
+    the fewest GPUs."""
+
+    def key(o: Option) -> tuple[int, int, float, int, str]:
         if per_user:
             tier = 0 if o.fits else 2
             money = o.usd_per_user_hour
         else:
             tier = 0 if o.fits and o.serves_all else 1 if o.fits else 2
             money = o.usd_per_hour
-        return (tier, money if money else float("inf"), o.num_gpus * (o.servers or 1), o.gpu)
+        grade = (0 if o.meets_targets else 2) + (1 if o.thin_margin else 0) if o.fits else 0
+        return (tier, grade, money if money else float("inf"), o.num_gpus * (o.servers or 1), o.gpu)
 
     return sorted(options, key=key)
 
@@ -233,21 +333,24 @@ def rank(options: list[Option], per_user: bool = False) -> list[Option]:
 class CurvePoint:
     context_tokens: int
     max_concurrency: float
+    #: The plan holds `users` sequences of this context, and whether by a thin margin
+    #: (core/plan.thin_margin, the rule of every command).
     fits: bool
+    thin_margin: bool = False
 
 
 def concurrency_curve(
-    spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload, points: int = 10
+    spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload, points: int = 10, users: int = 1
 ) -> list[CurvePoint]:
     """Maximum concurrent sequences against context, doubling from 1k up to the model's maximum; the
-    workload is the one sized (same weights, KV dtype and engine settings), one sequence at a time."""
+    workload is the one sized (same weights, KV dtype and engine settings), with `users` sequences."""
     limit = spec.max_context or 131072
     evaluate = engine(work.engine.name).evaluate
     out: list[CurvePoint] = []
     ctx = 1024
     while ctx <= limit and len(out) < points:
-        c = evaluate(spec, gpu, tp, work.with_context(ctx, batch=1))
-        out.append(CurvePoint(ctx, c.max_concurrency or 0.0, c.fits))
+        c = evaluate(spec, gpu, tp, work.with_context(ctx, batch=users))
+        out.append(CurvePoint(ctx, c.max_concurrency or 0.0, c.fits, c.thin_margin))
         ctx *= 2
     return out
 

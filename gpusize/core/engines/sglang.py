@@ -37,7 +37,7 @@ from gpusize.core.engines.vllm.pool import OFFLOAD_NOTE, THIN_MARGIN, offloaded_
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers
-from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, yarn_flag
+from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, thin_margin, yarn_flag
 from gpusize.core.releases import SGLANG, Version, parse_version
 from gpusize.core.reserves import ReserveTerm, outside_bytes, reserves_of, total_bytes
 from gpusize.core.spec import ModelSpec
@@ -296,6 +296,8 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
             f"{pool / GIB:.1f} GiB): requests are capped at {capped:,} tokens, {work.batch} x "
             f"{work.context_tokens:,} asked"
         )
+    seqs = capacity * dp / work.context_tokens
+    thin = fits and thin_margin(seqs, work.batch, THIN_MARGIN)
     return Candidate(
         gpu=gpu.name,
         gpu_full_name=gpu.full_name,
@@ -306,6 +308,14 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         per_gpu=per_gpu,
         kv_cache_capacity_tokens=int(capacity) * dp,  # the instance: one pool per attention group
         max_concurrency=round(capacity * dp / work.context_tokens, 2),
+        thin_margin=thin,
+        warning=(
+            f"holds {seqs:.2f} sequences of this context for {work.batch}, within gpusize's "
+            f"{THIN_MARGIN:.0%} error on public start-up logs: the next size up is the safe choice, or "
+            "lower --max-running-requests"
+        )
+        if thin
+        else None,
         max_context_tokens=min(capacity // max(per_group, 1), spec.max_context or capacity),
         kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, attn_tp),
         usd_per_hour=gpu.price_for(tp),

@@ -15,7 +15,7 @@ from gpusize.core.engines.vllm.reserves import RESERVES
 from gpusize.core.engines.vllm.scheduler import SchedulerLimits, scheduler_limits
 from gpusize.core.engines.vllm.speculative import draft_layout
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.plan import Candidate, PerGpu, refused, split_problem
+from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, thin_margin
 from gpusize.core.reserves import reserves_of, total_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import estimated_layers, weights_bytes
@@ -81,6 +81,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         or _not_free(gpu, usable, work.reserved_bytes, tp, beh)
         or _no_context_room(per_gpu)
     )
+    thin = reason is None and thin_margin(concurrency, work.batch, THIN_MARGIN)
     return Candidate(
         gpu=gpu.name,
         gpu_full_name=gpu.full_name,
@@ -94,7 +95,8 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         max_context_tokens=max_ctx,
         kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, tp),
         kv_heads_replicated=not spec.mla and tp > spec.num_key_value_heads,
-        warning=headroom_warning(per_gpu) or thin_margin_warning(per_gpu, available),
+        warning=headroom_warning(per_gpu) or (thin_margin_warning(per_gpu, available) if thin else None),
+        thin_margin=thin,
         usd_per_hour=gpu.price_for(tp),
         host_bytes=(offloaded * tp + lora_host_bytes(spec, tp, work)) or None,
     )
@@ -196,10 +198,9 @@ THIN_MARGIN = 0.03
 
 
 def thin_margin_warning(g: PerGpu, available: int) -> str | None:
-    """Warn when the KV pool exceeds what the requests need by less than the model's error."""
+    """The warning of a thin margin (core/plan.thin_margin: the pool holds the requests by less than
+    the model's error): by how much the KV pool exceeds what the requests need."""
     need = g.kv_cache_bytes
-    if need <= 0 or available < need or available >= need * (1 + THIN_MARGIN):
-        return None
     return (
         f"fits by {(available - need) / GIB:.2f} GiB of KV cache, within gpusize's {THIN_MARGIN:.0%} error "
         "on public start-up logs: the next size up is the safe choice, or lower --max-num-seqs"
