@@ -237,11 +237,22 @@ def footer_lines(report: FitReport) -> list[str]:
     return lines
 
 
-def suggestion_lines(suggestions: tuple[Suggestion, ...], fits: bool) -> list[str]:
+def one_gpu_lines(report: FitReport) -> list[str]:
+    """What one GPU of the asked type can do, when the plan takes several."""
+    p = report.plan
+    if p is None:
+        return []
+    if not report.one_gpu:
+        return [f"On one {p.gpu_full_name}: nothing evaluated fits (no single change is enough)."]
+    head = f"On one {p.gpu_full_name} (each evaluated with the same engine model):"
+    return suggestion_lines(report.one_gpu, True, head)
+
+
+def suggestion_lines(suggestions: tuple[Suggestion, ...], fits: bool, head: str | None = None) -> list[str]:
     """The configurations that fit with a change, cheapest first, each with the flags to pass."""
     if not suggestions:
         return []
-    head = (
+    head = head or (
         "Fewer GPUs with a setting (each evaluated, cheapest first):"
         if fits
         else "Would fit (each evaluated with the same engine model, cheapest first):"
@@ -256,6 +267,20 @@ def suggestion_lines(suggestions: tuple[Suggestion, ...], fits: bool) -> list[st
         said.add(s.note)
         lines.append(f"- {s.summary}: {flags} ({', '.join(facts)}){note}")
     return lines
+
+
+def _several(report: FitReport) -> bool:
+    """The plan takes several GPUs of the one type asked for, with no --gpus: say what one can do."""
+    p = report.plan
+    types = {c.gpu for c in report.candidates}
+    return bool(
+        report.fits
+        and p
+        and p.num_gpus > 1
+        and len(types) == 1
+        and report.min_gpus == p.num_gpus
+        and report.candidates[0].num_gpus == 1
+    )
 
 
 def render_fit(report: FitReport, width: int, style: Style, show_all: bool = False) -> str:
@@ -286,5 +311,6 @@ def render_fit(report: FitReport, width: int, style: Style, show_all: bool = Fal
         *[paragraph(line, width) for line in reasons + warnings],
         *[style(paragraph(line, width), "dim") for line in footer_lines(report)],
         *[paragraph(line, width) for line in suggestion_lines(report.suggestions, report.fits)],
+        *[paragraph(line, width) for line in (one_gpu_lines(report) if _several(report) else [])],
     ]
     return "\n".join(parts) + "\n"

@@ -186,6 +186,7 @@ CONTRACTS: dict[str, set[str]] = {
         "plan.tensor_parallel",
         "plan.warning",
         "suggestions",
+        "one_gpu",
     },
     "serve": WORKLOAD
     | {
