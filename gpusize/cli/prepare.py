@@ -22,7 +22,7 @@ from gpusize.core.parse import parse_config, with_rope_scaling
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.settings import EngineName, EngineSettings, settings_from
 from gpusize.core.spec import ModelSpec
-from gpusize.core.workload import DTYPES, KV_DTYPES, Request, Workload
+from gpusize.core.workload import DTYPES, Request, Workload
 from gpusize.errors import CatalogError, InputError, UsageError
 from gpusize.render.text import safe
 from gpusize.sources.catalog import Catalogs
@@ -193,7 +193,7 @@ def request(
         context_tokens=parse_tokens(ctx),
         batch=parse_count(batch, "--batch", 1 << 16),
         dtype=weight,
-        kv_dtype=choice(kv_dtype, KV_DTYPES, "--kv-dtype"),
+        kv_dtype=kv_dtype.strip().lower(),  # the engine checks it (llama.cpp has its own names)
         include_mtp=mtp,
         engine=engine_settings(engine_values, "llamacpp" if resolved.source == "gguf" else "vllm"),
         checkpoint_bytes=resolved.checkpoint_bytes,

@@ -142,12 +142,13 @@ def one_card(
 def _offload_on(spec: ModelSpec, work: Workload, other: EngineModel, gpu: GpuSpec) -> Suggestion | None:
     """`work` under another engine (its defaults: llama.cpp's f16 KV cache), its offload lever on one
     GPU, evaluated by that engine's model."""
+    kv = other.kv_default or "fp16"
     there = replace(
         work,
         engine=EngineSettings(name=other.name),
         release=other.releases.resolve(None),
-        kv_cache_dtype="fp16",
-        kv_bytes=DTYPE_BYTES["fp16"],
+        kv_cache_dtype=kv,
+        kv_bytes=other.kv_cache_types.get(kv, DTYPE_BYTES.get(kv, 2.0)),
     )
     if other.levers.offload is None:
         return None
@@ -239,11 +240,15 @@ def _variants(spec: ModelSpec, work: Workload, model: EngineModel, gpu: GpuSpec)
             out.append(
                 one("int4", "--dtype", "int4", "int4 weights", note, _with_weights(spec, work, "int4"))
             )
-    if work.kv_cache_dtype != "fp8" and work.kv_bytes > 1:
-        kv_note = model.levers.kv_note
-        fp8_kv = replace(work, kv_cache_dtype="fp8", kv_bytes=DTYPE_BYTES["fp8"])
-        if model.refuses_context(spec, fp8_kv) is None:  # llama.cpp: a q8_0 V cache needs -fa on
-            out.append(one("kv", "--kv-cache-dtype", "fp8", "FP8 KV cache", kv_note, fp8_kv))
+    for kind in model.levers.kv_types:
+        size = model.kv_cache_types.get(kind, DTYPE_BYTES.get(kind, 0.0))
+        if work.kv_cache_dtype == kind or not 0 < size < work.kv_bytes:
+            continue
+        quantized = replace(work, kv_cache_dtype=kind, kv_bytes=size)
+        if model.refuses_context(spec, quantized) is None:  # llama.cpp: a q8_0 V cache needs -fa on
+            how = model.levers.kv_note.format(kind=kind) if model.levers.kv_note else None
+            label = "FP8" if kind == "fp8" else kind
+            out.append(one("kv", "--kv-cache-dtype", kind, f"{label} KV cache", how, quantized))
     return out
 
 
