@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpusize.render.fit import VERDICT_STYLES
+from gpusize.render.fit import VERDICT_STYLES, suggestion_lines
 from gpusize.render.format import fmt_float, fmt_range, human_tokens
 from gpusize.render.sheet import assumption_items, md, sheet_csv, sheet_markdown
 from gpusize.render.table import Column, render_table
@@ -97,6 +97,7 @@ def render_serve(report: ServeReport, width: int, style: Style) -> str:
         "If one GPU fails:" if report.recommendation else "Why not:",
         *[block(f"  {layout_name(x)}: {failure(x)}", width) for x in report.layouts],
         paragraph(f"Why: {report.why}", width),
+        *[paragraph(line, width) for line in suggestion_lines(report.suggestions, False)],
     ]
     for engine_name, launch in report.launch.items():
         if launch.command:
