@@ -131,10 +131,15 @@ def memory_table(report: FitReport, width: int, style: Style) -> str:
         rows.append(
             ["+ outside", fmt_gib(m.outside_budget_bytes), *extra, f"{outside_how}, outside the budget"]
         )
-    columns = [Column("term", keep=True), Column("1 GPU, TP=1", "right", keep=True, short="TP=1")]
-    title = f"Memory in GiB: the whole model on one {gpu} (TP=1)"
+    layers = engine_model(w.engine.name).splits_layers  # llama.cpp splits layers: no TP to name
+    one_label = "1 GPU" if layers else "1 GPU, TP=1"
+    columns = [
+        Column("term", keep=True),
+        Column(one_label, "right", keep=True, short="1 GPU" if layers else "TP=1"),
+    ]
+    title = f"Memory in GiB: the whole model on one {gpu}" + ("" if layers else " (TP=1)")
     if split:
-        label = _split_label(split)
+        label = f"{split.num_gpus} GPUs, layer split" if layers else _split_label(split)
         columns.append(Column(f"per GPU, {label}", "right", keep=True, short=label))
         title += f", and per GPU on {split.num_gpus}x {split.gpu} ({label})"
     columns.append(Column("how", prose=True))
@@ -159,7 +164,10 @@ def _reserve_rows(whole: tuple[Reserve, ...], per: tuple[Reserve, ...] | None) -
 NEAREST = 3
 
 
-def candidates_table(rows: list[Candidate], title: str, width: int, style: Style) -> str:
+def candidates_table(
+    rows: list[Candidate], title: str, width: int, style: Style, layers: bool = False
+) -> str:
+    """One row per split tried; `layers`: the engine splits layers (llama.cpp), so no TP is named."""
     columns = [
         Column("GPU", keep=True),
         Column("GPUs", "right", keep=True),
@@ -173,8 +181,11 @@ def candidates_table(rows: list[Candidate], title: str, width: int, style: Style
     cells = []
     for c in rows:
         g = c.per_gpu
-        split = f"{c.num_gpus} (TP={c.tensor_parallel}" + (
-            f"xPP={c.pipeline_parallel})" if c.pipeline_parallel > 1 else ")"
+        split = (
+            str(c.num_gpus)
+            if layers
+            else f"{c.num_gpus} (TP={c.tensor_parallel}"
+            + (f"xPP={c.pipeline_parallel})" if c.pipeline_parallel > 1 else ")")
         )
         cells.append(
             [
@@ -306,7 +317,7 @@ def render_fit(report: FitReport, width: int, style: Style, show_all: bool = Fal
     parts = [
         style(paragraph(headline(report), width), "bold"),
         memory_table(report, width, style),
-        candidates_table(rows, title, width, style),
+        candidates_table(rows, title, width, style, engine_model(report.workload.engine.name).splits_layers),
         *([style(paragraph(f"({more})", width), "dim")] if more else []),
         *[paragraph(line, width) for line in reasons + warnings],
         *[style(paragraph(line, width), "dim") for line in footer_lines(report)],

@@ -234,7 +234,7 @@ def split_candidate(
     reason = context_problem(spec, work.context_tokens)
     if reason is None and total > capacity:
         reason = (
-            f"{split.gpu_layers} offloaded layers need {total / GIB:.1f} GiB per GPU, "
+            f"{split.gpu_layers} layers in GPU memory (offloaded) need {total / GIB:.1f} GiB per GPU, "
             f"{capacity / GIB:.1f} GiB available; lower --n-gpu-layers (rest in system RAM) or the context"
         )
     candidate = Candidate(
