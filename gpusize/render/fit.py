@@ -103,7 +103,8 @@ def memory_table(report: FitReport, width: int, style: Style) -> str:
     # Where CUDA-graph memory is counted follows the release (vLLM 0.20+: inside the budget).
     graphs = report.assumptions.settings.get("cuda_graphs", "outside the budget")
     inside = graphs == "inside the budget"
-    overhead_how = "non-torch + CUDA graphs inside the budget" if inside else "non-torch"
+    held = "memory outside PyTorch (non-torch)"
+    overhead_how = f"{held} + CUDA graphs inside the budget" if inside else held
     outside_how = "CUDA context + graphs" if graphs == "outside the budget" else "CUDA context"
     gpu = p.gpu if p else report.candidates[0].gpu if report.candidates else "one GPU"
     split = p if p and p.per_gpu and p.num_gpus > 1 else None
@@ -119,7 +120,7 @@ def memory_table(report: FitReport, width: int, style: Style) -> str:
         f"{w.batch} x {w.context_tokens:,} tokens x {m.kv_cache_bytes_per_token:,} B ({w.kv_cache_dtype})",
         "estimate: the engine's profile peak",
         f"estimate: {overhead_how}",
-        "the engine's budget: 'need' below",
+        "what the engine reserves (its budget): 'need' below",
     ]
     rows = [
         [term, fmt_gib(value), *([fmt_gib(each[i])] if each else []), how[i]]
@@ -129,7 +130,7 @@ def memory_table(report: FitReport, width: int, style: Style) -> str:
     if m.outside_budget_bytes:
         extra = [fmt_gib(per.outside_budget_bytes)] if per else []
         rows.append(
-            ["+ outside", fmt_gib(m.outside_budget_bytes), *extra, f"{outside_how}, outside the budget"]
+            ["+ not in budget", fmt_gib(m.outside_budget_bytes), *extra, f"{outside_how}, outside the budget"]
         )
     layers = engine_model(w.engine.name).splits_layers  # llama.cpp splits layers: no TP to name
     one_label = "1 GPU" if layers else "1 GPU, TP=1"
@@ -174,7 +175,7 @@ def candidates_table(
         Column("fits", keep=True, styles=VERDICT_STYLES),
         Column("need GiB/GPU", "right", priority=8, short="need"),
         Column("usable", "right", priority=6),
-        Column("KV pool tokens", "right", priority=5, short="KV tokens"),
+        Column("KV cache room, tokens", "right", priority=5, short="KV tokens"),
         Column("concurrency", "right", priority=4, short="conc."),
         Column("$/h", "right", priority=3),
     ]
@@ -239,9 +240,8 @@ def footer_lines(report: FitReport) -> list[str]:
     if p and p.per_gpu and p.kv_cache_capacity_tokens is not None:
         largest = f"{p.max_context_tokens:,} tokens" if p.max_context_tokens else "none"
         lines.append(
-            f"Plan: KV pool {p.kv_cache_capacity_tokens:,} tokens, {p.max_concurrency}x concurrent "
-            "requests of "
-            f"this context; largest context that fits {largest}."
+            f"Plan: room for {p.kv_cache_capacity_tokens:,} tokens in the KV cache (KV pool), "
+            f"{p.max_concurrency}x concurrent requests of this context; largest context that fits {largest}."
         )
     lines += [f"Note: {n}" for n in a.notes]
     lines.append(f"Prices: {a.prices}.")
@@ -273,7 +273,7 @@ def suggestion_lines(suggestions: tuple[Suggestion, ...], fits: bool, head: str 
         flags = " ".join(f"{c.flag} {c.value}" for c in s.changes)
         facts = [f"${s.usd_per_hour:.2f}/h" if s.usd_per_hour else "unpriced"]
         if s.kv_cache_capacity_tokens is not None:
-            facts.append(f"KV pool {s.kv_cache_capacity_tokens:,} tokens")
+            facts.append(f"KV cache room {s.kv_cache_capacity_tokens:,} tokens")
         note = f"; {s.note}" if s.note and s.note not in said else ""  # a repeated caveat once
         said.add(s.note)
         lines.append(f"- {s.summary}: {flags} ({', '.join(facts)}){note}")

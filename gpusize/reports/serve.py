@@ -225,7 +225,8 @@ def build_serve_report(
                 )
                 + prefix_note(work, demand.prefix_hit_rate)
             ),
-            load="spread evenly over replicas; rps converted to sequences in flight by Little's law",
+            load="spread evenly over replicas; with --rps, sequences in flight = requests per second x "
+            "seconds per request (Little's law)",
             prices=price_note([gpu]),
             month_hours=economics.HOURS_PER_MONTH,
             gpu_files=gpu_files([gpu]),

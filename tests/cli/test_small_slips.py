@@ -40,3 +40,26 @@ def test_llamacpp_tables_do_not_name_a_tensor_parallel(tmp_path: Path) -> None:
 def test_did_you_mean_puts_the_model_typed_first() -> None:
     r = run("fit", "llama3.3")
     assert r.code == 2 and "did you mean Llama-3.3-70B " in r.stderr, r.stderr
+
+
+#: Engine jargon the default fit/serve output said bare; each now in plain words (the term in
+#: parentheses where it helps).
+BARE = (
+    "Plan: KV pool",
+    "KV pool tokens",
+    "the engine's budget",
+    "+ outside",
+    "offloaded layers",
+    "by Little's law",
+)
+
+
+def test_default_output_says_engine_terms_in_plain_words() -> None:
+    seen = [
+        run("fit", "Qwen3-32B", "--ctx", "32k", "--gpu", "H100").stdout,
+        run("fit", "Qwen3-32B", "--engine", "llamacpp", "--gpu", "RTX4090", "--gpus", "1").stdout,
+        run("serve", "Qwen3-8B", "--gpu", "H100", "--users", "8").stdout,
+    ]
+    text = " ".join(" ".join(out.split()) for out in seen)
+    assert [w for w in BARE if w in text] == []
+    assert "KV cache (KV pool)" in text and "(non-torch)" in text and "(Little's law)" in text
