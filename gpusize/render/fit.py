@@ -264,7 +264,7 @@ def suggestion_lines(suggestions: tuple[Suggestion, ...], fits: bool, head: str 
     if not suggestions:
         return []
     head = head or (
-        "Fewer GPUs with a setting (each evaluated, cheapest first):"
+        "Fewer GPUs with a setting, on the GPU type named (each evaluated, cheapest first):"
         if fits
         else "Would fit (each evaluated with the same engine model, cheapest first):"
     )

@@ -3,7 +3,7 @@ the numbers assume. One object drives the table and `--json`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpusize import __version__
 from gpusize.core import kvcache
@@ -13,7 +13,7 @@ from gpusize.core.model import ResolvedModel
 from gpusize.core.plan import TP_SIZES, Candidate, recommend, smallest_fit
 from gpusize.core.reserves import Reserve
 from gpusize.core.spec import ModelSpec
-from gpusize.core.suggest import Scope, Suggestion, fewer_gpus, fixes, one_card
+from gpusize.core.suggest import Change, Scope, Suggestion, fewer_gpus, fixes, one_card
 from gpusize.core.weights import weights_bytes
 from gpusize.core.workload import Workload
 from gpusize.reports.common import (
@@ -159,6 +159,8 @@ def _savings(
     for gpu, c in zip(gpus, best, strict=True):
         if c.fits and c.num_gpus > 1 and c.pipeline_parallel == 1:
             saving = fewer_gpus(spec, work, model, gpu, c.num_gpus)
+            if saving and len(gpus) > 1:  # several types shown: the flags name the type they are for
+                saving = replace(saving, changes=(Change("--gpu", gpu.name), *saving.changes))
             if saving:
                 found.append(saving)
     return tuple(sorted(found, key=lambda s: (s.usd_per_hour is None, s.usd_per_hour or 0.0)))
