@@ -43,3 +43,11 @@ def test_no_mig_note_for_a_model_that_needs_several_gpus() -> None:
     _, small = _json("serve", "Qwen3-8B", "--users", "4", "--gpu", "H200", "--gpus", "2")
     assert not any("MIG" in n for n in big["power"]["notes"])
     assert any("MIG" in n for n in small["power"]["notes"])
+
+
+def test_the_failure_section_speaks_only_of_layouts_that_run() -> None:
+    out = run("serve", "Qwen3-32B", "--users", "8", "--gpu", "RTX4090", "--gpus", "4").stdout
+    failing = out.split("If one GPU fails:\n", 1)[1].split("\nDoes not fit:", 1)[0]
+    assert "1 x TP=4: service down" in failing
+    assert "4 x TP=1" not in failing and "no room for KV" not in failing
+    assert "Does not fit:\n  4 x TP=1: weights" in out
