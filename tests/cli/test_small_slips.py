@@ -63,3 +63,11 @@ def test_default_output_says_engine_terms_in_plain_words() -> None:
     text = " ".join(" ".join(out.split()) for out in seen)
     assert [w for w in BARE if w in text] == []
     assert "KV cache (KV pool)" in text and "(non-torch)" in text and "(Little's law)" in text
+
+
+def test_a_yarn_factor_beyond_the_model_cards_is_said() -> None:
+    far = run("fit", "Qwen3-32B", "--ctx", "1m")
+    assert far.code == 2 and "yarn:32:32768" in far.stderr
+    assert "beyond the factor 4 model cards state (131,072 tokens)" in far.stderr
+    near = run("fit", "Qwen3-32B", "--ctx", "128k")
+    assert near.code == 2 and "yarn:4:32768" in near.stderr and "beyond the factor" not in near.stderr
