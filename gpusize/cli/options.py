@@ -114,7 +114,13 @@ Dtype = Annotated[
     ),
 ]
 KvDtype = Annotated[
-    str, typer.Option("--kv-dtype", "--kv-cache-dtype", help=f"KV cache: {', '.join(KV_DTYPES)}.")
+    str,
+    typer.Option(
+        "--kv-dtype",
+        "--kv-cache-dtype",
+        help=f"KV cache: {', '.join(KV_DTYPES)}; with --engine llamacpp also its own cache types "
+        "(f16, q8_0, q4_0, ...).",
+    ),
 ]
 GpuName = Annotated[
     str | None,

@@ -23,7 +23,7 @@ from gpusize.core.plan import TP_SIZES
 from gpusize.core.settings import EngineName, EngineSettings, settings_from
 from gpusize.core.spec import ModelSpec
 from gpusize.core.speculative import DraftModel, draft_reference
-from gpusize.core.workload import DTYPES, KV_DTYPES, Request, Workload
+from gpusize.core.workload import DTYPES, Request, Workload
 from gpusize.errors import CatalogError, InputError, UnknownNameError, UsageError
 from gpusize.render.text import safe
 from gpusize.sources.catalog import Catalogs
@@ -198,7 +198,7 @@ def request(
         context_tokens=parse_tokens(ctx),
         batch=parse_count(batch, "--batch", 1 << 16),
         dtype=weight,
-        kv_dtype=choice(kv_dtype, KV_DTYPES, "--kv-dtype"),
+        kv_dtype=kv_dtype.strip().lower(),  # the engine checks it (llama.cpp has its own names)
         include_mtp=mtp,
         engine=settings,
         draft=draft_model(settings, cats),

@@ -29,16 +29,14 @@ from gpusize.cli.options import (
     engine_options,
 )
 from gpusize.core.engines import engine
+from gpusize.core.suggest import Scope
 from gpusize.errors import UsageError
 from gpusize.render.serve import render_serve, serve_csv, serve_markdown
-from gpusize.reports.serve import build_serve_report
+from gpusize.reports.serve import build_serve_report, sized_serve_report
 from gpusize.serving.layouts import Demand
 from gpusize.units import parse_count, parse_tokens
 
-__all__ = ["DEFAULT_SERVER_GPUS", "serve"]
-
-#: GPUs in the server `serve` lays out when --gpus is not given: a common 4-GPU node.
-DEFAULT_SERVER_GPUS = 4
+__all__ = ["serve"]
 
 
 @app.command(short_help="Replicas vs tensor parallel on one server for a load.")
@@ -111,9 +109,12 @@ def serve(
     host = prepare.number(host_bandwidth, "--host-bandwidth", 0, 10_000)
     work = prepare.workload(spec, req)
     where = prepare.targets(gpu, cats, gpus)
-    # a server of 4 unless told; --gpu local: at most the GPUs this machine has
-    count = gpus or min(DEFAULT_SERVER_GPUS, where.max_count)
-    report = build_serve_report(resolved, spec, where.gpus[0], count, work, demand, host)
+    others = cats.gpus() if where.local_count is None else ()  # this machine's GPUs: no other type
+    scope = Scope(gpus=(where.gpus[0],), others=others, count=gpus, max_count=where.max_count)
+    if gpus:
+        report = build_serve_report(resolved, spec, where.gpus[0], gpus, work, demand, host, scope)
+    else:  # as fit sizes: the smallest server of 1/2/4/8 that holds the load (--gpu local: its GPUs)
+        report = sized_serve_report(resolved, spec, work, demand, scope, host)
     answer(
         report,
         0 if report.serves_load else 1,

@@ -61,7 +61,10 @@ class Levers(NamedTuple):
     #: The flag of the GPU count and of the context, under the engine's name (gpusize takes both).
     count_flag: str = "--gpus"
     context_flag: str = "--ctx"
-    #: How the engine spells an FP8-class KV cache, where its flag differs (llama.cpp's q8_0).
+    #: The quantized KV cache types a suggestion tries, best quality first (a lighter one is kept only
+    #: where it needs fewer GPUs): the shared fp8, or the engine's own names (llama.cpp's q8_0, q4_0).
+    kv_types: tuple[str, ...] = ("fp8",)
+    #: How the engine's own launch spells that cache ("{kind}" is the type), where it differs.
     kv_note: str | None = None
     #: A paged KV pool within this fraction of what the requests need is no suggestion (the model's
     #: error on public start-up logs); None: no such margin.

@@ -52,7 +52,8 @@ class ResolvedModel:
     #: Per-layer bytes of a GGUF file (what llama.cpp offloads), and its file type.
     stored_layers: StoredLayers | None = None
     file_type: str | None = None
-    #: The catalog entry's short name, when the model came from a catalog.
+    #: The catalog entry's short name, when the model came from a catalog; for a local config.json
+    #: (whose file name says nothing), its folder's name.
     catalog_name: str | None = None
     #: What an engine loads for a local model (sources.resolve.engine_path); None for catalog and Hub
     #: models.

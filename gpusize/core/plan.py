@@ -26,6 +26,7 @@ __all__ = [
     "smallest_fit",
     "split_problem",
     "thin_margin",
+    "yarn_caveat",
     "yarn_flag",
 ]
 
@@ -163,6 +164,25 @@ def yarn_flag(spec: ModelSpec, context: int) -> str | None:
     if factor < 2 or factor > 64:
         return None
     return f"--rope-scaling yarn:{factor}:{original}"
+
+
+#: The YaRN factor the model cards that enable it state (Qwen/Qwen3-32B and Qwen2.5 READMEs:
+#: "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}).
+YARN_CARD_FACTOR = 4
+
+
+def yarn_caveat(spec: ModelSpec, context: int) -> str:
+    """A warning to follow `yarn_flag` when its factor is beyond what model cards state ("" if not)."""
+    flag = yarn_flag(spec, context)
+    if not flag:
+        return ""
+    factor, original = (int(x) for x in flag.rsplit(" ", 1)[1].split(":")[1:])
+    if factor <= YARN_CARD_FACTOR:
+        return ""
+    return (
+        f"; a factor of {factor} is beyond the factor {YARN_CARD_FACTOR} model cards state "
+        f"({YARN_CARD_FACTOR * original:,} tokens): quality there is untested"
+    )
 
 
 def smallest_fit(

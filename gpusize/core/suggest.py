@@ -22,7 +22,7 @@ from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.search import Ranking, first_fit, undominated
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import linear_bytes_per_gpu, weight_format
-from gpusize.core.workload import Workload
+from gpusize.core.workload import EngineSettings, Workload
 from gpusize.units import DTYPE_BYTES
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "Suggestion",
     "fewer_gpus",
     "fixes",
+    "one_card",
 ]
 
 #: Most suggestions returned (cheapest first).
@@ -108,6 +109,57 @@ def fewer_gpus(
             if made:
                 return made
     return None
+
+
+def one_card(
+    spec: ModelSpec,
+    work: Workload,
+    model: EngineModel,
+    gpu: GpuSpec,
+    offloaders: tuple[EngineModel, ...] = (),
+) -> tuple[Suggestion, ...]:
+    """What ONE GPU of this type can do when the plan takes several (a person who owns one card): each
+    lever on one GPU (quantized weights, a quantized KV cache, the largest context, fewer sequences,
+    the engine's settings and offload), then, for an engine without an offload lever, the first of
+    `offloaders` (llama.cpp) with layers left in system RAM; every one evaluated, cheapest first."""
+    found = list(fixes(spec, work, model, Scope(gpus=(gpu,), count=1, max_count=1)))
+    for variant in _variants(spec, work, model, gpu):  # a lever that fits one GPU at a shorter context
+        c = model.evaluate(spec, gpu, 1, variant.work)
+        shorter = None if c.fits else _shorter_context(spec, variant.work, model, gpu, c, 1)
+        if shorter:
+            summary = f"{variant.summary}, {shorter.summary}"
+            changes = (*variant.changes, *shorter.changes)
+            found.append(replace(shorter, changes=changes, summary=summary, note=variant.note))
+    if model.levers.offload is None:
+        for other in offloaders:
+            made = _offload_on(spec, work, other, gpu)
+            if made:
+                found.append(made)
+                break
+    return tuple(found[:MAX_SUGGESTIONS])
+
+
+def _offload_on(spec: ModelSpec, work: Workload, other: EngineModel, gpu: GpuSpec) -> Suggestion | None:
+    """`work` under another engine (its defaults: llama.cpp's f16 KV cache), its offload lever on one
+    GPU, evaluated by that engine's model."""
+    kv = other.kv_default or "fp16"
+    there = replace(
+        work,
+        engine=EngineSettings(name=other.name),
+        release=other.releases.resolve(None),
+        kv_cache_dtype=kv,
+        kv_bytes=other.kv_cache_types.get(kv, DTYPE_BYTES.get(kv, 2.0)),
+    )
+    if other.levers.offload is None:
+        return None
+    variant = other.levers.offload(spec, there, gpu, 1)
+    if variant is None or other.refuses_context(spec, there):
+        return None
+    note = f"needs a GGUF file of the model; {variant.note}" if variant.note else None
+    engine_flag = Change("--engine", other.name)
+    summary = f"{other.label}, {variant.summary} in GPU memory"
+    moved = variant._replace(changes=(engine_flag, *variant.changes), summary=summary, note=note)
+    return _evaluated(spec, gpu, 1, moved, other, 1)
 
 
 # --------------------------------------------------------------------------- the levers
@@ -188,11 +240,15 @@ def _variants(spec: ModelSpec, work: Workload, model: EngineModel, gpu: GpuSpec)
             out.append(
                 one("int4", "--dtype", "int4", "int4 weights", note, _with_weights(spec, work, "int4"))
             )
-    if work.kv_cache_dtype != "fp8" and work.kv_bytes > 1:
-        kv_note = model.levers.kv_note
-        fp8_kv = replace(work, kv_cache_dtype="fp8", kv_bytes=DTYPE_BYTES["fp8"])
-        if model.refuses_context(spec, fp8_kv) is None:  # llama.cpp: a q8_0 V cache needs -fa on
-            out.append(one("kv", "--kv-cache-dtype", "fp8", "FP8 KV cache", kv_note, fp8_kv))
+    for kind in model.levers.kv_types:
+        size = model.kv_cache_types.get(kind, DTYPE_BYTES.get(kind, 0.0))
+        if work.kv_cache_dtype == kind or not 0 < size < work.kv_bytes:
+            continue
+        quantized = replace(work, kv_cache_dtype=kind, kv_bytes=size)
+        if model.refuses_context(spec, quantized) is None:  # llama.cpp: a q8_0 V cache needs -fa on
+            how = model.levers.kv_note.format(kind=kind) if model.levers.kv_note else None
+            label = "FP8" if kind == "fp8" else kind
+            out.append(one("kv", "--kv-cache-dtype", kind, f"{label} KV cache", how, quantized))
     return out
 
 

@@ -8,6 +8,7 @@ rejects a setting it does not use (InputError, exit 2) instead of echoing it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from gpusize.core.releases import Release, Releases
@@ -138,9 +139,18 @@ def kv_dtype_for(spec: ModelSpec, requested: str, weight_dtype: str) -> str:
     return activation_dtype(spec)
 
 
-def resolve(spec: ModelSpec, request: Request, uses: frozenset[str], releases: Releases) -> Workload:
+def resolve(
+    spec: ModelSpec,
+    request: Request,
+    uses: frozenset[str],
+    releases: Releases,
+    own_kv: Mapping[str, float] | None = None,
+    kv_default: str | None = None,
+) -> Workload:
     """Resolve `request` for `spec` under an engine that reads the settings named in `uses` and whose
-    modelled releases are `releases`."""
+    modelled releases are `releases`; `own_kv` are the engine's own KV cache type names (llama.cpp's
+    q8_0, q4_0, ...) with their bytes per element, `kv_default` the type it uses when none is asked."""
+    own = own_kv or {}
     unused = [s for s in request.engine.given() if s not in uses]
     if unused:
         flag, owner = SETTING_FLAGS[unused[0]]
@@ -152,8 +162,9 @@ def resolve(spec: ModelSpec, request: Request, uses: frozenset[str], releases: R
         raise InputError(
             f"unknown --dtype '{request.dtype}'; use one of {', '.join(DTYPES)} or bpwN (e.g. bpw2.5)"
         )
-    if request.kv_dtype not in KV_DTYPES:
-        raise InputError(f"unknown --kv-dtype '{request.kv_dtype}'; use one of {', '.join(KV_DTYPES)}")
+    if request.kv_dtype not in KV_DTYPES and request.kv_dtype not in own:
+        names = ", ".join((*KV_DTYPES, *(k for k in own if k not in KV_DTYPES)))
+        raise InputError(f"unknown --kv-dtype '{request.kv_dtype[:40]}'; use one of {names}")
     release = releases.resolve(request.engine.version)
     missing = [s for s in request.engine.given() if not taken_by(s, release.version)]
     if missing:
@@ -167,14 +178,15 @@ def resolve(spec: ModelSpec, request: Request, uses: frozenset[str], releases: R
             "--acceptance-rate needs speculative decoding (--speculative-config or --speculative-algorithm)"
         )
     fmt, warning = _weights(spec, request)
-    kv_dtype = kv_dtype_for(spec, request.kv_dtype, request.dtype)
+    asked = kv_default if request.kv_dtype == "auto" and kv_default else request.kv_dtype
+    kv_dtype = asked if asked in own else kv_dtype_for(spec, asked, request.dtype)
     return Workload(
         context_tokens=request.context_tokens,
         batch=request.batch,
         requested_dtype=request.dtype,
         weights=fmt,
         kv_cache_dtype=kv_dtype,
-        kv_bytes=DTYPE_BYTES[kv_dtype],
+        kv_bytes=own[kv_dtype] if kv_dtype in own else DTYPE_BYTES[kv_dtype],
         include_mtp=request.include_mtp,
         engine=request.engine,
         release=release,

@@ -104,7 +104,8 @@ def memory_table(report: FitReport, width: int, style: Style) -> str:
     # Where CUDA-graph memory is counted follows the release (vLLM 0.20+: inside the budget).
     graphs = report.assumptions.settings.get("cuda_graphs", "outside the budget")
     inside = graphs == "inside the budget"
-    overhead_how = "non-torch + CUDA graphs inside the budget" if inside else "non-torch"
+    outside_torch = "memory outside PyTorch (non-torch)"
+    overhead_how = f"{outside_torch} + CUDA graphs inside the budget" if inside else outside_torch
     outside_how = "CUDA context + graphs" if graphs == "outside the budget" else "CUDA context"
     gpu = p.gpu if p else report.candidates[0].gpu if report.candidates else "one GPU"
     split = p if p and p.per_gpu and p.num_gpus > 1 else None
@@ -120,7 +121,7 @@ def memory_table(report: FitReport, width: int, style: Style) -> str:
         f"{w.batch} x {w.context_tokens:,} tokens x {m.kv_cache_bytes_per_token:,} B ({w.kv_cache_dtype})",
         "estimate: the engine's profile peak",
         f"estimate: {overhead_how}",
-        "the engine's budget: 'need' below",
+        "what the engine reserves (its budget): 'need' below",
     ]
     rows = [
         [term, fmt_gib(value), *([fmt_gib(each[i])] if each else []), how[i]]
@@ -131,14 +132,19 @@ def memory_table(report: FitReport, width: int, style: Style) -> str:
     if m.outside_budget_bytes:
         extra = [fmt_gib(per.outside_budget_bytes)] if per else []
         rows.append(
-            ["+ outside", fmt_gib(m.outside_budget_bytes), *extra, f"{outside_how}, outside the budget"]
+            ["+ not in budget", fmt_gib(m.outside_budget_bytes), *extra, f"{outside_how}, outside the budget"]
         )
         # reserves the engine allocates outside its budget (SGLang's draft): part of "+ outside"
         rows += _reserve_rows(tuple(r for r in m.reserves if r.outside), per.reserves if per else None)
-    columns = [Column("term", keep=True), Column("1 GPU, TP=1", "right", keep=True, short="TP=1")]
-    title = f"Memory in GiB: the whole model on one {gpu} (TP=1)"
+    layers = engine_model(w.engine.name).splits_layers  # llama.cpp splits layers: no TP to name
+    one_label = "1 GPU" if layers else "1 GPU, TP=1"
+    columns = [
+        Column("term", keep=True),
+        Column(one_label, "right", keep=True, short="1 GPU" if layers else "TP=1"),
+    ]
+    title = f"Memory in GiB: the whole model on one {gpu}" + ("" if layers else " (TP=1)")
     if split:
-        label = _split_label(split)
+        label = f"{split.num_gpus} GPUs, layer split" if layers else _split_label(split)
         columns.append(Column(f"per GPU, {label}", "right", keep=True, short=label))
         title += f", and per GPU on {split.num_gpus}x {split.gpu} ({label})"
     columns.append(Column("how", prose=True))
@@ -163,22 +169,28 @@ def _reserve_rows(whole: tuple[Reserve, ...], per: tuple[Reserve, ...] | None) -
 NEAREST = 3
 
 
-def candidates_table(rows: list[Candidate], title: str, width: int, style: Style) -> str:
+def candidates_table(
+    rows: list[Candidate], title: str, width: int, style: Style, layers: bool = False
+) -> str:
+    """One row per split tried; `layers`: the engine splits layers (llama.cpp), so no TP is named."""
     columns = [
         Column("GPU", keep=True),
         Column("GPUs", "right", keep=True),
         Column("fits", keep=True, styles=VERDICT_STYLES),
         Column("need GiB/GPU", "right", priority=8, short="need"),
         Column("usable", "right", priority=6),
-        Column("KV pool tokens", "right", priority=5, short="KV tokens"),
+        Column("KV cache room, tokens", "right", priority=5, short="KV tokens"),
         Column("concurrency", "right", priority=4, short="conc."),
         Column("$/h", "right", priority=3),
     ]
     cells = []
     for c in rows:
         g = c.per_gpu
-        split = f"{c.num_gpus} (TP={c.tensor_parallel}" + (
-            f"xPP={c.pipeline_parallel})" if c.pipeline_parallel > 1 else ")"
+        split = (
+            str(c.num_gpus)
+            if layers
+            else f"{c.num_gpus} (TP={c.tensor_parallel}"
+            + (f"xPP={c.pipeline_parallel})" if c.pipeline_parallel > 1 else ")")
         )
         cells.append(
             [
@@ -232,21 +244,31 @@ def footer_lines(report: FitReport) -> list[str]:
     if p and p.per_gpu and p.kv_cache_capacity_tokens is not None:
         largest = f"{p.max_context_tokens:,} tokens" if p.max_context_tokens else "none"
         lines.append(
-            f"Plan: KV pool {p.kv_cache_capacity_tokens:,} tokens, {p.max_concurrency}x concurrent "
-            "requests of "
-            f"this context; largest context that fits {largest}."
+            f"Plan: room for {p.kv_cache_capacity_tokens:,} tokens in the KV cache (KV pool), "
+            f"{p.max_concurrency}x concurrent requests of this context; largest context that fits {largest}."
         )
     lines += [f"Note: {n}" for n in a.notes]
     lines.append(f"Prices: {a.prices}.")
     return lines
 
 
-def suggestion_lines(suggestions: tuple[Suggestion, ...], fits: bool) -> list[str]:
+def one_gpu_lines(report: FitReport) -> list[str]:
+    """What one GPU of the asked type can do, when the plan takes several."""
+    p = report.plan
+    if p is None:
+        return []
+    if not report.one_gpu:
+        return [f"On one {p.gpu_full_name}: nothing evaluated fits (no single change is enough)."]
+    head = f"On one {p.gpu_full_name} (each evaluated with the same engine model):"
+    return suggestion_lines(report.one_gpu, True, head)
+
+
+def suggestion_lines(suggestions: tuple[Suggestion, ...], fits: bool, head: str | None = None) -> list[str]:
     """The configurations that fit with a change, cheapest first, each with the flags to pass."""
     if not suggestions:
         return []
-    head = (
-        "Fewer GPUs with a setting (each evaluated, cheapest first):"
+    head = head or (
+        "Fewer GPUs with a setting, on the GPU type named (each evaluated, cheapest first):"
         if fits
         else "Would fit (each evaluated with the same engine model, cheapest first):"
     )
@@ -255,11 +277,25 @@ def suggestion_lines(suggestions: tuple[Suggestion, ...], fits: bool) -> list[st
         flags = " ".join(f"{c.flag} {c.value}" for c in s.changes)
         facts = [f"${s.usd_per_hour:.2f}/h" if s.usd_per_hour else "unpriced"]
         if s.kv_cache_capacity_tokens is not None:
-            facts.append(f"KV pool {s.kv_cache_capacity_tokens:,} tokens")
+            facts.append(f"KV cache room {s.kv_cache_capacity_tokens:,} tokens")
         note = f"; {s.note}" if s.note and s.note not in said else ""  # a repeated caveat once
         said.add(s.note)
         lines.append(f"- {s.summary}: {flags} ({', '.join(facts)}){note}")
     return lines
+
+
+def _several(report: FitReport) -> bool:
+    """The plan takes several GPUs of the one type asked for, with no --gpus: say what one can do."""
+    p = report.plan
+    types = {c.gpu for c in report.candidates}
+    return bool(
+        report.fits
+        and p
+        and p.num_gpus > 1
+        and len(types) == 1
+        and report.min_gpus == p.num_gpus
+        and report.candidates[0].num_gpus == 1
+    )
 
 
 def render_fit(report: FitReport, width: int, style: Style, show_all: bool = False) -> str:
@@ -285,10 +321,11 @@ def render_fit(report: FitReport, width: int, style: Style, show_all: bool = Fal
     parts = [
         style(paragraph(headline(report), width), "bold"),
         memory_table(report, width, style),
-        candidates_table(rows, title, width, style),
+        candidates_table(rows, title, width, style, engine_model(report.workload.engine.name).splits_layers),
         *([style(paragraph(f"({more})", width), "dim")] if more else []),
         *[paragraph(line, width) for line in reasons + warnings],
         *[style(paragraph(line, width), "dim") for line in footer_lines(report)],
         *[paragraph(line, width) for line in suggestion_lines(report.suggestions, report.fits)],
+        *[paragraph(line, width) for line in (one_gpu_lines(report) if _several(report) else [])],
     ]
     return "\n".join(parts) + "\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpusize.render.fit import VERDICT_STYLES
+from gpusize.render.fit import VERDICT_STYLES, suggestion_lines
 from gpusize.render.format import fmt_float, fmt_range, human_tokens
 from gpusize.render.sheet import ValueColumn, assumption_items, md, sheet_markdown, value_csv
 from gpusize.render.table import Column, render_table
@@ -96,16 +96,27 @@ def title(report: ServeReport) -> str:
     )
 
 
+def _failure_lines(report: ServeReport, width: int) -> list[str]:
+    """What one GPU's failure does to each layout that runs; why the others do not run, apart."""
+    runs = [x for x in report.layouts if x.fits]
+    misses = [x for x in report.layouts if not x.fits]
+    lines = ["If one GPU fails:"] if runs else []
+    lines += [block(f"  {layout_name(x)}: {x.one_gpu_failure}", width) for x in runs]
+    if misses:
+        lines.append("Does not fit:" if runs else "Why not:")
+        lines += [block(f"  {layout_name(x)}: {x.reason or ''}", width) for x in misses]
+    return lines
+
+
 def render_serve(report: ServeReport, width: int, style: Style) -> str:
     columns = [c for c, _ in SERVE_COLUMNS[:-1]]
     rows = [[cell(x) for _, cell in SERVE_COLUMNS[:-1]] for x in report.layouts]
-    failure = SERVE_COLUMNS[-1][1]
     lines = [
         style(paragraph(title(report), width), "bold"),
         render_table(TABLE_TITLE, columns, rows, width, style),
-        "If one GPU fails:" if report.recommendation else "Why not:",
-        *[block(f"  {layout_name(x)}: {failure(x)}", width) for x in report.layouts],
+        *_failure_lines(report, width),
         paragraph(f"Why: {report.why}", width),
+        *[paragraph(line, width) for line in suggestion_lines(report.suggestions, False)],
     ]
     for engine_name, launch in report.launch.items():
         if launch.command:

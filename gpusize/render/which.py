@@ -43,7 +43,7 @@ WHICH_COLUMNS: list[tuple[Column, Callable[[ModelFit], str]]] = [
     (Column("TP", "right", priority=9), _split),
     (Column("headroom GiB", "right", priority=5, short="headroom"), lambda r: fmt_gib(r.headroom_bytes)),
     (
-        Column("KV pool tokens", "right", priority=4, short="KV tokens"),
+        Column("KV cache room, tokens", "right", priority=4, short="KV tokens"),
         lambda r: fmt_int(r.kv_cache_capacity_tokens),
     ),
     (

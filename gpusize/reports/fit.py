@@ -3,17 +3,17 @@ the numbers assume. One object drives the table and `--json`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpusize import __version__
 from gpusize.core import kvcache
-from gpusize.core.engines import EngineModel, engine, engine_label
+from gpusize.core.engines import ENGINE_MODULES, EngineModel, engine, engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
 from gpusize.core.plan import TP_SIZES, Candidate, recommend, smallest_fit
 from gpusize.core.reserves import Reserve
 from gpusize.core.spec import ModelSpec
-from gpusize.core.suggest import Scope, Suggestion, fewer_gpus, fixes
+from gpusize.core.suggest import Change, Scope, Suggestion, fewer_gpus, fixes, one_card
 from gpusize.core.weights import weights_bytes
 from gpusize.core.workload import Workload
 from gpusize.reports.common import (
@@ -83,6 +83,9 @@ class FitReport:
     #: Configurations that fit, each evaluated by the same engine model, cheapest first: the nearest
     #: fixes when nothing fits; settings that save GPUs when it fits.
     suggestions: tuple[Suggestion, ...]
+    #: When one GPU type was asked for (no --gpus) and the plan takes several: what ONE of them can
+    #: do (quantized weights or KV cache, the largest context, llama.cpp offload), each evaluated.
+    one_gpu: tuple[Suggestion, ...]
     assumptions: FitAssumptions
 
 
@@ -118,6 +121,9 @@ def build_fit_report(
     else:
         suggestions = _savings(spec, work, model, gpus, best) if not fixed_count else ()
     fewest = chosen.num_gpus if chosen else None
+    alone: tuple[Suggestion, ...] = ()
+    if chosen and len(gpus) == 1 and not fixed_count and chosen.num_gpus > 1:
+        alone = one_card(spec, work, model, plan_gpu, _offloaders(model))
     if chosen and fixed_count and fixed_count > 1:
         smaller = smallest_fit(spec, plan_gpu, work, model.evaluate, [n for n in TP_SIZES if n < fixed_count])
         fewest = next((c.num_gpus for c in smaller if c.fits), fixed_count)
@@ -132,8 +138,15 @@ def build_fit_report(
         min_gpus=fewest,
         candidates=tuple(rows),
         suggestions=suggestions,
+        one_gpu=alone,
         assumptions=_assumptions(resolved, spec, work, model, gpus, plan_gpu, plan),
     )
+
+
+def _offloaders(model: EngineModel) -> tuple[EngineModel, ...]:
+    """The other serving engines that can leave layers in system RAM (llama.cpp)."""
+    others = (engine(name) for name in ENGINE_MODULES if name != model.name)
+    return tuple(m for m in others if m.serves and m.levers.offload is not None)
 
 
 def _savings(
@@ -146,6 +159,8 @@ def _savings(
     for gpu, c in zip(gpus, best, strict=True):
         if c.fits and c.num_gpus > 1 and c.pipeline_parallel == 1:
             saving = fewer_gpus(spec, work, model, gpu, c.num_gpus)
+            if saving and len(gpus) > 1:  # several types shown: the flags name the type they are for
+                saving = replace(saving, changes=(Change("--gpu", gpu.name), *saving.changes))
             if saving:
                 found.append(saving)
     return tuple(sorted(found, key=lambda s: (s.usd_per_hour is None, s.usd_per_hour or 0.0)))

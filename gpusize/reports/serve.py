@@ -8,7 +8,9 @@ from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
+from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
+from gpusize.core.suggest import Scope, Suggestion, fixes
 from gpusize.core.workload import Workload
 from gpusize.reports.common import (
     NOT_IN_SHEETS,
@@ -36,6 +38,7 @@ __all__ = [
     "build_serve_report",
     "launch_commands",
     "power_info",
+    "sized_serve_report",
 ]
 
 
@@ -83,10 +86,13 @@ class ServeReport:
     why: str
     launch: dict[str, LaunchCommand]
     power: PowerInfo | None
+    #: When no layout runs the model: configurations that do (core/suggest.py), each evaluated by the
+    #: same engine model, cheapest first; empty otherwise.
+    suggestions: tuple[Suggestion, ...]
     assumptions: ServeAssumptions
 
 
-def power_info(gpu: GpuSpec, n: int, tp_max: int) -> PowerInfo | None:
+def power_info(gpu: GpuSpec, n: int, tp_max: int, one_gpu_fits: bool = True) -> PowerInfo | None:
     if not gpu.tdp_w:
         return None
     p = economics.power_plan(gpu.tdp_w, n)
@@ -98,7 +104,7 @@ def power_info(gpu: GpuSpec, n: int, tp_max: int) -> PowerInfo | None:
         )
     if gpu.interconnect == "bridge-pairs" and n > 2:
         notes.append("NVLink bridges join pairs only: TP across more than 2 GPUs uses PCIe")
-    if gpu.mig_instances:
+    if gpu.mig_instances and one_gpu_fits:  # MIG slices one GPU: moot for a model that needs several
         notes.append(f"MIG: up to {gpu.mig_instances} isolated instances per GPU for small models")
     return PowerInfo(
         gpu_tdp_w=p.gpu_w,
@@ -110,6 +116,31 @@ def power_info(gpu: GpuSpec, n: int, tp_max: int) -> PowerInfo | None:
         interconnect=gpu.interconnect,
         notes=tuple(notes),
     )
+
+
+def sized_serve_report(
+    resolved: ResolvedModel,
+    spec: ModelSpec,
+    work: Workload,
+    demand: Demand,
+    scope: Scope,
+    host_gbps: float | None = None,
+) -> ServeReport:
+    """`serve` without --gpus, as `fit` sizes: the smallest server of 1/2/4/8 GPUs (up to
+    `scope.max_count`) that holds the whole load at once, else the largest that runs the model (the
+    most capacity; the load queues), else the largest tried with the configurations that fit."""
+    gpu = scope.gpus[0]
+    counts = [n for n in TP_SIZES if n <= scope.max_count]
+    runs: list[ServeReport] = []
+    for n in counts:
+        report = build_serve_report(resolved, spec, gpu, n, work, demand, host_gbps)
+        if report.serves_load:
+            return report
+        if report.fits:
+            runs.append(report)
+    if runs:
+        return runs[-1]
+    return build_serve_report(resolved, spec, gpu, counts[-1], work, demand, host_gbps, scope)
 
 
 def launch_commands(
@@ -156,10 +187,15 @@ def build_serve_report(
     work: Workload,
     demand: Demand,
     host_gbps: float | None = None,
+    scope: Scope | None = None,
 ) -> ServeReport:
+    """The layouts of `num_gpus` GPUs for the demand; when none runs the model and `scope` says where
+    to look, the configurations that do."""
     work = half_precision(work, gpu)  # T4 and other GPUs without bf16 run 16-bit models in fp16
     layouts = compare(spec, gpu, num_gpus, work, demand)
     pick, why = recommend(layouts)
+    found = fixes(spec, work, engine(work.engine.name), scope) if pick is None and scope else ()
+    one_gpu_fits = any(x.fits and x.gpus_per_replica == 1 for x in layouts)
     return ServeReport(
         gpusize_version=__version__,
         command="serve",
@@ -175,7 +211,8 @@ def build_serve_report(
         recommendation=pick,
         why=why,
         launch=launch_commands(resolved, spec, gpu, work, pick) if pick else {},
-        power=power_info(gpu, num_gpus, max(x.tensor_parallel for x in layouts)),
+        power=power_info(gpu, num_gpus, max(x.tensor_parallel for x in layouts), one_gpu_fits),
+        suggestions=found,
         assumptions=ServeAssumptions(
             engine=engine_label(work.engine),
             throughput=(
@@ -188,7 +225,8 @@ def build_serve_report(
                 )
                 + prefix_note(work, demand.prefix_hit_rate)
             ),
-            load="spread evenly over replicas; rps converted to sequences in flight by Little's law",
+            load="spread evenly over replicas; with --rps, sequences in flight = requests per second x "
+            "seconds per request (Little's law)",
             prices=price_note([gpu]),
             month_hours=economics.HOURS_PER_MONTH,
             gpu_files=gpu_files([gpu]),

@@ -280,6 +280,20 @@ def _env_files(kind: str) -> list[Path]:
     return files
 
 
+def _compact(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def _close_names(name: str, names: list[str]) -> list[str]:
+    """Up to 3 names for "did you mean": those that begin with what was typed, punctuation and case
+    aside (`llama3.3` -> Llama-3.3-70B), shortest first, then difflib's closest ignoring case."""
+    compact = _compact(name)
+    prefixed = sorted((n for n in names if compact and _compact(n).startswith(compact)), key=len)
+    by_case = {n.lower(): n for n in names}
+    fuzzy = difflib.get_close_matches(name.lower(), list(by_case), n=3, cutoff=0.5)
+    return list(dict.fromkeys([*prefixed, *(by_case[m] for m in fuzzy)]))[:3]
+
+
 def _lookup(kind: str, name: str, entries: tuple[Any, ...], keys_of: Any) -> Any:
     wanted = normalize(name)
     for entry in entries:
@@ -287,7 +301,7 @@ def _lookup(kind: str, name: str, entries: tuple[Any, ...], keys_of: Any) -> Any
         if wanted in keys or wanted.replace("-", "") in {k.replace("-", "") for k in keys}:
             return entry
     names = sorted({e.name for e in entries} | {a for e in entries for a in e.aliases})
-    close = difflib.get_close_matches(name[:100], names, n=3, cutoff=0.5)
+    close = _close_names(name[:100], names)
     if not close:
         close = [n for n in names if wanted.split("-")[0] and wanted.split("-")[0] in n.lower()][:3]
     raise UnknownNameError(kind, name[:100], close)

@@ -107,6 +107,7 @@ def read_gguf(path: Path) -> GgufModel:
     if not vocab:
         raise ConfigError(f"{where}: no vocabulary (tokenizer.ggml.tokens or token_embd.weight)")
     config.update(vocab_size=vocab, tie_word_embeddings=sums.output == 0)
+    config["torch_dtype"] = _float_dtype(sums.by_type)
     layers = list(sums.layers)
     while layers and layers[-1] == 0:  # blocks without tensors of their own at the end (MTP stubs)
         layers.pop()
@@ -171,6 +172,18 @@ def _token_count(meta: dict[str, Any], where: str) -> int:
     if isinstance(tokens, Unread) and tokens.what.startswith("array"):
         return tokens.count
     raise ConfigError(f"{where}: 'tokenizer.ggml.tokens' must be a list of strings, got {echo(tokens)}")
+
+
+#: GGUF float tensor types -> the Transformers dtype name a config.json would carry.
+_GGUF_FLOATS = {"F16": "float16", "BF16": "bfloat16", "F32": "float32"}
+
+
+def _float_dtype(by_type: dict[str, int]) -> str:
+    """The file's 16/32-bit float type, by bytes (an F16 GGUF is float16, not bfloat16); the f32 norms
+    of a quantized file do not count; bfloat16 when no float type holds weights."""
+    quantized = any(kind not in _GGUF_FLOATS for kind in by_type)
+    floats = {k: v for k, v in by_type.items() if k in _GGUF_FLOATS and not (quantized and k == "F32")}
+    return _GGUF_FLOATS[max(floats, key=lambda k: floats[k])] if floats else "bfloat16"
 
 
 def _file_type(meta: dict[str, Any]) -> str:

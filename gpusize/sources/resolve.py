@@ -119,9 +119,14 @@ def _local(path: Path) -> ResolvedModel:
         )
     config = load_config(path)
     folder = path if path.is_dir() else path.parent
+    name = folder.resolve().name or None  # `fit mymodel/config.json` (or `fit .`) is "mymodel"
     if not safetensors.weight_files(folder):
         return ResolvedModel(
-            str(path), "local", config, notes=("no local safetensors: weights from config arithmetic",)
+            str(path),
+            "local",
+            config,
+            notes=("no local safetensors: weights from config arithmetic",),
+            catalog_name=name,
         )
     dtypes = safetensors.read_dtype_elements(folder)
     return ResolvedModel(
@@ -131,6 +136,7 @@ def _local(path: Path) -> ResolvedModel:
         checkpoint_bytes=safetensors.weight_bytes_from_dtype_elements(dtypes),
         checkpoint_dtypes=dtypes,
         notes=("weights from the local safetensors headers",),
+        catalog_name=name,
     )
 
 

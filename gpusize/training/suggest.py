@@ -19,7 +19,7 @@ from gpusize.core.search import Ranking, first_fit, undominated
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import OTHER_GPU_TYPES
 from gpusize.training.plan import TrainCandidate, evaluate, fits
-from gpusize.training.setup import TrainSetup
+from gpusize.training.setup import UNSLOTH, TrainSetup
 
 __all__ = ["MAX_TRAIN_SUGGESTIONS", "TrainSuggestion", "train_fixes"]
 
@@ -27,7 +27,19 @@ __all__ = ["MAX_TRAIN_SUGGESTIONS", "TrainSuggestion", "train_fixes"]
 MAX_TRAIN_SUGGESTIONS = 8
 #: Levers from least to most intrusive (ties of price and GPU count), ranked as `fit`'s (core/search.py).
 _RANKING = Ranking(
-    ("grad_ckpt", "batch", "precision", "optimizer", "offload", "gpus", "lora", "qlora", "seq", "gpu")
+    (
+        "grad_ckpt",
+        "batch",
+        "precision",
+        "optimizer",
+        "framework",
+        "offload",
+        "gpus",
+        "lora",
+        "qlora",
+        "seq",
+        "gpu",
+    )
 )
 
 
@@ -104,7 +116,8 @@ def _on_gpu(
     for variant in _variants(setup):
         if variant.lever == "batch" and not batch_seq:
             continue
-        counts = [low] if variant.setup.sharding == "none" else _counts(setup, low, max_count)
+        one_gpu = variant.setup.sharding == "none" or variant.lever == "framework"  # Unsloth: one GPU
+        counts = [low] if one_gpu else _counts(setup, low, max_count)
         out += _first_fit(spec, gpu, counts, variant, count)
     widest = evaluate(spec, setup, gpu, low) if batch_seq else None
     if widest and 0 < widest.max_seq_tokens < setup.seq_tokens:
@@ -125,7 +138,7 @@ def _all_levers(
     """When no single lever fits: levers added one at a time (QLoRA, micro-batch 1, checkpointing,
     optimizer offload, 8-bit AdamW) until the job fits, on the GPU types asked about and the others;
     with every one pulled, the sequence cut to what fits."""
-    order = ("qlora", "batch", "grad_ckpt", "offload", "optimizer")
+    order = ("qlora", "batch", "grad_ckpt", "offload", "optimizer")  # Unsloth: alone, on one GPU
     levers = sorted((v for v in _variants(setup) if v.lever in order), key=lambda v: order.index(v.lever))
     steps: list[_Variant] = []
     job, changes = (setup, ()) if setup.sharding not in ("none", "ddp") else _fsdp(setup)
@@ -216,6 +229,10 @@ def _variants(setup: TrainSetup) -> list[_Variant]:
     if setup.method in ("full", "lora"):
         note = "4-bit NF4 base (bitsandbytes), adapters trained"
         add("qlora", (Change("--method", "qlora"),), "QLoRA", note, replace(setup, method="qlora"))
+    if setup.method in ("lora", "qlora") and setup.kernels is not UNSLOTH:
+        note = "Unsloth's fused kernels, activation checkpoints in host RAM; one GPU"
+        job = replace(setup, kernels=UNSLOTH)
+        add("framework", (Change("--framework", "unsloth"),), "Unsloth", note, job)
     return out
 
 

@@ -79,12 +79,16 @@ def test_h100_needing_two_where_an_a100_fits_one_is_explained() -> None:
     assert code == 0
     h100 = [s for s in data["suggestions"] if s["gpu"] == "H100-SXM"]
     assert h100 and h100[0]["num_gpus"] == 1
-    assert h100[0]["changes"][0]["flag"] == "--max-num-seqs"
+    assert [c["flag"] for c in h100[0]["changes"]] == ["--gpu", "--max-num-seqs"]  # names its type
     assert "1024 sequences" in h100[0]["note"] and "A100" in h100[0]["note"]
-    r = run(*args, "--gpu", "H100", *flags(h100[0]), "--quiet")
+    r = run(*args, *flags(h100[0]), "--quiet")
     assert r.code == 0
     text = run(*args).stdout.replace("\n  ", " ")
-    assert "Fewer GPUs with a setting" in text and "--max-num-seqs" in text and "scheduler defaults" in text
+    assert (
+        "Fewer GPUs with a setting, on the GPU type named" in text
+        and "--max-num-seqs" in text
+        and "scheduler defaults" in text
+    )
 
 
 def test_context_above_the_maximum_names_the_yarn_flag() -> None:

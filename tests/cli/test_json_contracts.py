@@ -195,6 +195,7 @@ CONTRACTS: dict[str, set[str]] = {
         "plan.warning",
         "plan.thin_margin",
         "suggestions",
+        "one_gpu",
     },
     "serve": WORKLOAD
     | {
@@ -281,6 +282,7 @@ CONTRACTS: dict[str, set[str]] = {
         "power.psu_layout",
         "power.total_w_high",
         "power.total_w_low",
+        "suggestions",
         "recommendation",
         "recommendation.aggregate_tokens_per_s",
         "recommendation.aggregate_tokens_per_s_high",

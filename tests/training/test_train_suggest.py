@@ -26,6 +26,8 @@ def replay(name: str, job: ts.TrainSetup, gpu: str, n: int, s: TrainSuggestion) 
             job = replace(job, grad_ckpt=True)
         elif c.flag == "--seq":
             job = replace(job, seq_tokens=int(c.value))
+        elif c.flag == "--framework":
+            job = replace(job, kernels=ts.FRAMEWORKS[c.value])
         elif c.flag in ("--batch", "--grad-accum"):
             job = replace(job, **{c.flag[2:].replace("-", "_"): int(c.value)})
         else:

@@ -11,7 +11,7 @@ import importlib
 from gpusize.core.engines.base import UNVERSIONED, EngineModel
 from gpusize.core.registry import ENGINE_MODULES
 from gpusize.core.spec import ModelSpec
-from gpusize.core.workload import EngineSettings, Request, Workload, resolve
+from gpusize.core.workload import KV_DTYPES, EngineSettings, Request, Workload, resolve
 from gpusize.errors import InputError
 
 __all__ = ["ENGINE_MODULES", "EngineModel", "engine", "engine_label", "prepare"]
@@ -29,11 +29,26 @@ def prepare(spec: ModelSpec, request: Request) -> Workload:
     """The request resolved for its engine (settings, release), refused (InputError) where the engine
     itself would refuse to start: a context above the model's maximum for vLLM and SGLang."""
     model = engine(request.engine.name)
-    work = resolve(spec, request, model.settings, model.releases)
+    _refuse_foreign_kv(request, model)
+    work = resolve(spec, request, model.settings, model.releases, model.kv_cache_types, model.kv_default)
     refusal = model.refuses_context(spec, work)
     if refusal:
         raise InputError(refusal)
     return work
+
+
+def _refuse_foreign_kv(request: Request, model: EngineModel) -> None:
+    """A KV cache type that is another engine's own name (llama.cpp's q8_0 under vLLM): one line that
+    names the engine that has it."""
+    kind = request.kv_dtype
+    if kind in KV_DTYPES or kind in model.kv_cache_types:
+        return
+    for name in ENGINE_MODULES:
+        if name != model.name and kind in engine(name).kv_cache_types:
+            raise InputError(
+                f"--kv-dtype {kind} is a KV cache type of --engine {name}, not of --engine "
+                f"{model.name}: pass --engine {name}, or use one of {', '.join(KV_DTYPES)}"
+            )
 
 
 def engine_label(settings: EngineSettings) -> str:

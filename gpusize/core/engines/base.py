@@ -3,8 +3,8 @@ reads (any other is refused), and its fit test."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import NO_LEVERS, Levers
@@ -89,6 +89,12 @@ class EngineModel:
     refuses_context: ContextRefusal = _accepts
     #: What a fix suggestion may change on this engine (core/levers.py), declared by its module.
     levers: Levers = NO_LEVERS
+    #: KV cache types under the engine's own names (llama.cpp's f16, q8_0, q4_0, ...) -> bytes per
+    #: element, accepted by --kv-dtype beside the shared names; empty: the shared names only.
+    kv_cache_types: Mapping[str, float] = field(default_factory=dict)
+    #: The KV cache type the engine uses when none is asked (llama.cpp: f16); None: the activation
+    #: dtype, as vLLM and SGLang do.
+    kv_default: str | None = None
     #: Its budget fraction of each GPU (None: it takes what the model needs, no fraction).
     budget: Budget | None = None
     #: Its scheduler's cap on sequences at once (None: the KV cache alone bounds them).

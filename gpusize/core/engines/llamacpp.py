@@ -46,8 +46,22 @@ VERSION = "0c1e57098 (Nov 2025)"
 LLAMACPP_CTX_PAD = 256
 #: Defaults of llama-server: n_ubatch 512 tokens per micro-batch.
 LLAMACPP_UBATCH = 512
-#: Bytes per element of llama.cpp KV cache types (ggml-common.h block sizes).
-LLAMACPP_KV_BYTES = {"f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32, "f32": 4.0}
+#: Bytes per element of llama.cpp KV cache types (`-ctk/-ctv`, common/arg.cpp kv_cache_types), from
+#: ggml-common.h block sizes: q8_0 = fp16 scale + 32 int8 per 32; q4_0 = scale + 16 B; q4_1 = scale,
+#: min + 16 B; q5_0 = scale + 4 B high bits + 16 B; q5_1 = scale, min + 4 + 16 B; iq4_nl = scale + 16 B.
+LLAMACPP_KV_BYTES = {
+    "f32": 4.0,
+    "f16": 2.0,
+    "bf16": 2.0,
+    "q8_0": 34 / 32,
+    "q4_0": 18 / 32,
+    "q4_1": 20 / 32,
+    "iq4_nl": 18 / 32,
+    "q5_0": 22 / 32,
+    "q5_1": 24 / 32,
+}
+#: llama-server's cache type when -ctk/-ctv are not given (common/common.h cache_type_k = F16).
+LLAMACPP_KV_DEFAULT = "f16"
 #: Flash attention when the user sets neither --flash-attn nor --no-flash-attn: the modelled release
 #: defaults `-fa` to auto (common/common.h `flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO`, since
 #: ggml-org/llama.cpp#15434, Aug 2025), which llama_context turns on when the device supports flash
@@ -55,7 +69,7 @@ LLAMACPP_KV_BYTES = {"f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32, 
 LLAMACPP_FLASH_ATTN_DEFAULT = True
 #: KV cache types that are quantized: llama.cpp refuses such a V cache without flash attention
 #: (llama-context.cpp: "V cache quantization requires flash_attn").
-LLAMACPP_QUANTIZED_KV = frozenset({"q8_0", "q4_0"})
+LLAMACPP_QUANTIZED_KV = frozenset(k for k in LLAMACPP_KV_BYTES if k not in ("f32", "f16", "bf16"))
 
 
 def _pad(n: int, to: int) -> int:
@@ -163,13 +177,18 @@ def refusal(work: Workload) -> str | None:
         return (
             f"--kv-dtype {work.kv_cache_dtype} is a {kind} cache in llama.cpp, and llama.cpp refuses a "
             "quantized V cache without flash attention: drop --no-flash-attn or the --kv-dtype"
+            if kind != work.kv_cache_dtype
+            else f"--kv-dtype {kind} is a quantized cache, and llama.cpp refuses a quantized V cache "
+            "without flash attention: drop --no-flash-attn or the --kv-dtype"
         )
     return None
 
 
 def cache_type(work: Workload) -> str:
-    """llama.cpp's cache type for the KV dtype asked for (fp8 -> q8_0, the nearest it has)."""
-    return {"fp8": "q8_0", "fp32": "f32"}.get(work.kv_cache_dtype, "f16")
+    """llama.cpp's cache type: its own name as asked, else the nearest it has (fp8 -> q8_0)."""
+    if work.kv_cache_dtype in LLAMACPP_KV_BYTES:
+        return work.kv_cache_dtype
+    return {"fp8": "q8_0", "fp32": "f32"}.get(work.kv_cache_dtype, LLAMACPP_KV_DEFAULT)
 
 
 def evaluate(spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload) -> Candidate:
@@ -215,7 +234,7 @@ def split_candidate(
     reason = context_problem(spec, work.context_tokens)
     if reason is None and total > capacity:
         reason = (
-            f"{split.gpu_layers} offloaded layers need {total / GIB:.1f} GiB per GPU, "
+            f"{split.gpu_layers} layers in GPU memory (offloaded) need {total / GIB:.1f} GiB per GPU, "
             f"{capacity / GIB:.1f} GiB available; lower --n-gpu-layers (rest in system RAM) or the context"
         )
     candidate = Candidate(
@@ -266,8 +285,12 @@ def offload_variant(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> Va
     return one("offload", "--n-gpu-layers", str(lo), f"{lo} of {layers} layers", note, fewer)
 
 
-#: Fix-suggestion levers (core/levers.py): layers left in system RAM; an FP8-class KV cache is q8_0.
-LEVERS = Levers(kv_note="llama.cpp: -ctk q8_0 -ctv q8_0", offload=offload_variant)
+#: Fix-suggestion levers (core/levers.py): layers left in system RAM; a q8_0 or q4_0 KV cache.
+LEVERS = Levers(
+    kv_types=("q8_0", "q4_0"),
+    kv_note="llama-server -ctk {kind} -ctv {kind} (a quantized V cache needs flash attention, on by default)",
+    offload=offload_variant,
+)
 
 ENGINE = EngineModel(
     name="llamacpp",
@@ -277,6 +300,8 @@ ENGINE = EngineModel(
     evaluate=evaluate,
     effective_settings=effective_settings,
     levers=LEVERS,
+    kv_cache_types=LLAMACPP_KV_BYTES,
+    kv_default=LLAMACPP_KV_DEFAULT,
     serves=True,
     splits_layers=True,
     refuses_context=lambda spec, work: refusal(work),

@@ -37,7 +37,15 @@ from gpusize.core.engines.vllm.pool import OFFLOAD_NOTE, THIN_MARGIN, offloaded_
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers
-from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, thin_margin, yarn_flag
+from gpusize.core.plan import (
+    Candidate,
+    PerGpu,
+    refused,
+    split_problem,
+    thin_margin,
+    yarn_caveat,
+    yarn_flag,
+)
 from gpusize.core.releases import SGLANG, Version, parse_version
 from gpusize.core.reserves import ReserveTerm, outside_bytes, reserves_of, total_bytes
 from gpusize.core.spec import ModelSpec
@@ -226,6 +234,7 @@ def context_refusal(spec: ModelSpec, work: Workload) -> str | None:
         f"the derived context_length ({derived}). To allow overriding this maximum, set the env var "
         "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
         + (f"; or extend it with YaRN: {yarn}" if (yarn := yarn_flag(spec, work.context_tokens)) else "")
+        + yarn_caveat(spec, work.context_tokens)
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from gpusize.core.plan import yarn_flag
+from gpusize.core.plan import yarn_caveat, yarn_flag
 from gpusize.core.releases import Version, parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
@@ -97,7 +97,7 @@ def context_refusal(spec: ModelSpec, context: int, beh: Behaviour) -> str | None
     elif yarn:
         advice = (
             f"or extend it with YaRN where the model card allows it: {yarn} (static YaRN may lower "
-            f"quality on short texts), or --max-model-len {limit}"
+            f"quality on short texts){yarn_caveat(spec, context)}; or --max-model-len {limit}"
         )
     else:
         advice = f"or --max-model-len {limit}; a RoPE model extends with --rope-scaling yarn:FACTOR"
