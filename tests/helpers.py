@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,3 +140,26 @@ def negative_numbers(data: Any, path: str = "") -> list[str]:
     if isinstance(data, (int, float)) and not isinstance(data, bool) and data < 0:
         return [f"{path}={data}"]
     return []
+
+
+def screenshot(chromium: str, page: Path, shot: Path, size: str) -> None:
+    """A headless Chromium screenshot of `page` (a file) into `shot`, in a throwaway profile."""
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={shot.parent / 'profile'}",
+            f"--screenshot={shot}",
+            f"--window-size={size}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )

@@ -8,13 +8,12 @@ import io
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REFERENCE
-from tests.helpers import CliResult, run_in_process
+from tests.helpers import CliResult, run_in_process, screenshot
 
 
 def run(*args: str) -> CliResult:
@@ -106,25 +105,7 @@ def test_html_renders_in_headless_chromium(tmp_path: Path) -> None:
     page, shot = tmp_path / "quote.html", tmp_path / "shot.png"
     assert run("quote", "Llama-3.3-70B", "--ctx", "32k", "--format", "html", "-o", str(page)).code == 0
     assert CHROMIUM is not None
-    subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            f"--screenshot={shot}",
-            "--window-size=1200,900",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
+    screenshot(CHROMIUM, page, shot, "1200,900")
     image = Image.open(shot).convert("L")
     low, high = image.getextrema()
     assert high - low > 100  # text and bars on a white page, not a blank screenshot

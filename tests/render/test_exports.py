@@ -9,14 +9,13 @@ import io
 import json
 import re
 import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
 from gpusize.sources.catalog import find_model
-from tests.helpers import CliResult, run_in_process
+from tests.helpers import CliResult, run_in_process, screenshot
 
 LOAD = (
     "Llama-3.3-70B",
@@ -203,25 +202,7 @@ def test_svg_renders_in_headless_chromium(tmp_path: Path) -> None:
     path, _ = _svg(tmp_path, *LOAD)
     shot = tmp_path / "shot.png"
     assert CHROMIUM is not None
-    subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            f"--screenshot={shot}",
-            "--window-size=900,900",
-            path.as_uri(),
-        ],
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
+    screenshot(CHROMIUM, path, shot, "900,900")
     image = Image.open(shot).convert("RGB")
     colours = {colour for _, colour in image.getcolors(maxcolors=1 << 20) or []}
     for hex_colour in ("#3b6ea5", "#2e8b57", "#c0504d"):  # weights, $/1M tokens, tok/s per user
