@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
+
+from tests.helpers import run_in_process
 
 OPAQUE = {"checkpoint_dtypes", "settings", "launch", "scaling_per_doubling"}
 ENV = {**os.environ, "NO_COLOR": "1"}
@@ -827,23 +827,15 @@ def key_paths(value: Any, prefix: str = "") -> set[str]:
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_json_contract_is_exact(command: str) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "gpusize", *COMMANDS[command]],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=120,
-    )
-    assert proc.returncode in (0, 1), proc.stderr
+    proc = run_in_process(*COMMANDS[command], env={"NO_COLOR": "1"})
+    assert proc.code in (0, 1), proc.stderr
     data = json.loads(proc.stdout)
     assert key_paths(data) == CONTRACTS[command]
     assert data["gpusize_version"] and data["command"] == command.split()[0]
 
 
 def test_every_size_is_an_integer_number_of_bytes() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "gpusize", *COMMANDS["fit"]], capture_output=True, text=True, env=ENV
-    )
+    proc = run_in_process(*COMMANDS["fit"], env={"NO_COLOR": "1"})
     data = json.loads(proc.stdout)
 
     def sizes(value: Any) -> list[Any]:
