@@ -18,7 +18,7 @@ from gpusize.core.engines.base import NodesEvaluator
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Change, one
 from gpusize.core.levers import Variant as _Variant
-from gpusize.core.plan import TP_SIZES, Candidate
+from gpusize.core.plan import TP_SIZES, Candidate, thin_margin
 from gpusize.core.search import Ranking, first_fit, undominated
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import linear_bytes_per_gpu, weight_format
@@ -354,10 +354,7 @@ def _evaluated(
 def _thin(c: Candidate, work: Workload, model: EngineModel) -> bool:
     """A paged-KV plan that holds the requests by less than the model's error on public start-up logs
     (the engine's thin margin): the plan itself keeps it with a warning, a suggestion does not."""
-    margin = model.levers.thin_margin
-    if margin is None or c.max_concurrency is None:
-        return False
-    return c.max_concurrency < work.batch * (1 + margin)
+    return thin_margin(c.max_concurrency, work.batch, model.levers.thin_margin)
 
 
 def _weights_alone_too_big(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> bool:
