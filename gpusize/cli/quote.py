@@ -29,7 +29,7 @@ from gpusize.cli.options import (
     engine_options,
 )
 from gpusize.cli.output import distinct_outputs, write_file
-from gpusize.core.engines import engine
+from gpusize.core.engines import engine, engines_that
 from gpusize.errors import UsageError
 from gpusize.render.chart import quote_chart_svg
 from gpusize.render.export import to_csv, to_html, to_markdown
@@ -119,7 +119,8 @@ def quote(
     )
     if not engine(req.engine.name).pages_kv:
         raise UsageError(
-            f"quote compares vLLM or SGLang servers; --engine {req.engine.name} is sized by 'fit'"
+            f"quote compares {engines_that(lambda m: m.pages_kv)} servers; "
+            f"--engine {req.engine.name} is sized by 'fit'"
         )
     hit_rate = prepare.hit_rate(prefix_hit_rate)
     prepare.prefix_cache(req.engine.name, hit_rate)

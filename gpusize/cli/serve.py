@@ -28,7 +28,7 @@ from gpusize.cli.options import (
     SheetFormat,
     engine_options,
 )
-from gpusize.core.engines import engine
+from gpusize.core.engines import engine, engines_that
 from gpusize.core.suggest import Scope
 from gpusize.errors import UsageError
 from gpusize.render.serve import render_serve, serve_csv, serve_markdown
@@ -103,7 +103,8 @@ def serve(
     )
     if not engine(req.engine.name).serves:
         raise UsageError(
-            f"serve compares vLLM, SGLang or llama.cpp layouts; --engine {req.engine.name} is sized by 'fit'"
+            f"serve compares {engines_that(lambda m: m.serves)} layouts; "
+            f"--engine {req.engine.name} is sized by 'fit'"
         )
     prepare.prefix_cache(req.engine.name, prefix_hit_rate)
     host = prepare.number(host_bandwidth, "--host-bandwidth", 0, 10_000)

@@ -7,6 +7,7 @@ returns a `core.plan.Candidate`, so plans and reports treat engines alike.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 
 from gpusize.core.engines.base import UNVERSIONED, EngineModel
 from gpusize.core.registry import ENGINE_MODULES
@@ -14,7 +15,7 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import KV_DTYPES, EngineSettings, Request, Workload, resolve
 from gpusize.errors import InputError
 
-__all__ = ["ENGINE_MODULES", "EngineModel", "engine", "engine_label", "prepare"]
+__all__ = ["engines_that", "ENGINE_MODULES", "EngineModel", "engine", "engine_label", "prepare"]
 
 # Each engine's module (core/registry.py) is imported on first use: a vLLM answer then never loads the
 # transformers engine's allocator replay or llama.cpp's GGUF placement (start-up, bench/bench_cli.py).
@@ -55,3 +56,10 @@ def engine_label(settings: EngineSettings) -> str:
     """The engine and release a plan follows, as printed ('vLLM 0.19.0')."""
     model = engine(settings.name)
     return model.version if model.releases is UNVERSIONED else model.releases.resolve(settings.version).label
+
+
+def engines_that(can: Callable[[EngineModel], bool]) -> str:
+    """The engines with a capability, as a message names them ('vLLM, SGLang or llama.cpp'); loads
+    every engine, so for messages (a refusal), not the sizing path."""
+    labels = [m.label for m in map(engine, ENGINE_MODULES) if can(m)]
+    return " or ".join(labels) if len(labels) < 3 else f"{', '.join(labels[:-1])} or {labels[-1]}"
