@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpusize.core.kinds import mixer_kind, state_elements
 from gpusize.core.spec import LayerSpec, ModelSpec
 
 __all__ = [
@@ -47,13 +48,13 @@ def kv_heads_per_gpu(num_kv_heads: int, tp: int) -> int:
     return max(1, num_kv_heads // tp)
 
 
-def kv_width(spec: ModelSpec, kv_heads: int) -> int:
+def kv_width(spec: ModelSpec, kv_heads: int, layer: LayerSpec | None = None) -> int:
     """Elements one token's K and V take in one attention layer holding `kv_heads` KV heads, as vLLM,
-    SGLang and llama.cpp cache them: 2 x kv_heads x head_dim (llama.cpp's n_embd_k_gqa + n_embd_v_gqa);
-    MLA caches the latent, kv_lora_rank + qk_rope_head_dim, whatever the heads."""
-    if spec.mla:
-        return spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim
-    return 2 * kv_heads * spec.head_dim
+    SGLang and llama.cpp cache them; each layer kind owns its width (`core.kinds`): 2 x kv_heads x
+    head_dim for GQA (llama.cpp's n_embd_k_gqa + n_embd_v_gqa), the latent kv_lora_rank +
+    qk_rope_head_dim for MLA whatever the heads."""
+    layer = layer or spec.attention_layers[0]
+    return mixer_kind(spec, layer).kv_width(spec, layer, kv_heads)
 
 
 def expanded_kv_width(spec: ModelSpec, layer: LayerSpec) -> int:
@@ -63,11 +64,11 @@ def expanded_kv_width(spec: ModelSpec, layer: LayerSpec) -> int:
     if spec.mla:
         m = spec.mla
         return layer.num_attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
-    return kv_width(spec, layer.num_key_value_heads)
+    return kv_width(spec, layer.num_key_value_heads, layer)
 
 
 def kv_bytes_per_token_per_layer(
-    spec: ModelSpec, kv_bytes: float, tp: int = 1, kv_heads: int | None = None
+    spec: ModelSpec, kv_bytes: float, tp: int = 1, kv_heads: int | None = None, layer: LayerSpec | None = None
 ) -> int:
     """K and V for one token in one attention layer on one GPU.
 
@@ -75,35 +76,21 @@ def kv_bytes_per_token_per_layer(
     MLA: (kv_lora_rank + qk_rope_head_dim) x bytes, no factor 2 and not divided by tp: every
     rank holds the whole latent (vLLM; Kimi-VL logs 31,104 B/token at TP=1 and TP=2)."""
     heads = spec.num_key_value_heads if kv_heads is None else kv_heads
-    return int(kv_width(spec, kv_heads_per_gpu(heads, tp)) * kv_bytes)
+    return int(kv_width(spec, kv_heads_per_gpu(heads, tp), layer) * kv_bytes)
 
 
 def kv_cache_bytes_per_token(spec: ModelSpec, kv_bytes: float, tp: int = 1) -> int:
     """Bytes per token summed over every attention layer on one GPU (Llama-3-8B bf16: 131,072)."""
     return sum(
-        kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads)
+        kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads, layer)
         for layer in spec.attention_layers
     )
 
 
 def recurrent_state_bytes(spec: ModelSpec, state_bytes: float, tp: int = 1) -> int:
-    """Constant per-sequence state of linear-attention and Mamba layers on one GPU.
-
-    Gated DeltaNet: value heads x key_dim x value_dim recurrent state + the causal-conv window
-    of (2 x key_dim + value_dim) channels x (kernel - 1). Mamba-2: heads x head_dim x state_size
-    SSM state + conv window of (inner + 2 x groups x state) channels x (kernel - 1)."""
-    total = 0.0
-    if spec.linear_attention:
-        la = spec.linear_attention
-        channels = 2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim
-        per_layer = la.num_value_heads * la.key_head_dim * la.value_head_dim + channels * (la.conv_kernel - 1)
-        total += per_layer * sum(layer.mixer == "linear_attention" for layer in spec.layers)
-    if spec.mamba:
-        mb = spec.mamba
-        channels = mb.num_heads * mb.head_dim + 2 * mb.n_groups * mb.state_size
-        per_layer = mb.num_heads * mb.head_dim * mb.state_size + channels * (mb.conv_kernel - 1)
-        total += per_layer * sum(layer.mixer == "mamba" for layer in spec.layers)
-    return int(total * state_bytes / tp)
+    """Constant per-sequence state of the recurrent layers (linear attention, Mamba) on one GPU: each
+    kind's conv window and recurrent state (`core.kinds`), sharded over TP with the heads."""
+    return int(state_elements(spec) * state_bytes / tp)
 
 
 # --------------------------------------------------------------------------- the paged pool

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gpusize.core.kinds import mixer_kind
 from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 
 __all__ = ["count_params", "layer_params"]
@@ -39,7 +40,7 @@ def count_params(spec: ModelSpec) -> ParamCounts:
 
 
 def layer_params(spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
-    mixer = _mixer_params(spec, layer)
+    mixer = mixer_kind(spec, layer).params(spec, layer)
     ffn = _ffn_params(spec, layer)
     present = (layer.mixer != "none") + (layer.ffn != "none")
     norms = _norm_size(spec) * spec.norms_per_layer * present // 2
@@ -48,73 +49,6 @@ def layer_params(spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
 
 def _norm_size(spec: ModelSpec) -> int:
     return 2 * spec.hidden_size if spec.norm == "layer" else spec.hidden_size
-
-
-# --------------------------------------------------------------------------- mixers
-
-
-def _mixer_params(spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
-    if layer.mixer == "attention":
-        return _mla_params(spec) if spec.mla else _attention_params(spec, layer)
-    if layer.mixer == "linear_attention":
-        return _gated_deltanet_params(spec)
-    if layer.mixer == "mamba":
-        return _mamba2_params(spec)
-    return ParamCounts()
-
-
-def _attention_params(spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
-    h, d = spec.hidden_size, spec.head_dim
-    q, kv = layer.num_attention_heads * d, layer.num_key_value_heads * d
-    q_out = 2 * q if spec.attention_output_gate else q
-    weights = h * (q_out + 2 * kv) + q * h
-    small = (q_out + 2 * kv) * spec.qkv_bias + h * spec.o_bias
-    small += {"none": 0, "head": 2 * d, "full": q + kv, "per_head_full": q + kv}[spec.qk_norm]
-    small += layer.num_attention_heads * spec.attention_sinks
-    return ParamCounts(attention=weights, small=small)
-
-
-def _mla_params(spec: ModelSpec) -> ParamCounts:
-    """DeepSeek MLA: low-rank q (optional) and a shared latent for k/v (deepseek_v3 modeling)."""
-    assert spec.mla is not None
-    m, h, heads = spec.mla, spec.hidden_size, spec.num_attention_heads
-    qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim
-    if m.q_lora_rank:
-        q_down, q_up, q_norm = h * m.q_lora_rank, m.q_lora_rank * heads * qk_head, m.q_lora_rank
-    else:
-        q_down, q_up, q_norm = 0, h * heads * qk_head, 0
-    kv_down = h * (m.kv_lora_rank + m.qk_rope_head_dim)
-    kv_up = m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)
-    out = heads * m.v_head_dim * h
-    return ParamCounts(
-        attention=q_down + q_up + kv_down + kv_up + out,
-        small=q_norm + m.kv_lora_rank,
-        replicated_attention=q_down + kv_down,
-    )
-
-
-def _gated_deltanet_params(spec: ModelSpec) -> ParamCounts:
-    """Qwen3-Next Gated DeltaNet: fused qkvz and (beta, alpha) projections, causal conv, out proj."""
-    assert spec.linear_attention is not None
-    la, h = spec.linear_attention, spec.hidden_size
-    key_dim, value_dim = la.num_key_heads * la.key_head_dim, la.num_value_heads * la.value_head_dim
-    weights = h * (2 * key_dim + 2 * value_dim) + h * 2 * la.num_value_heads + value_dim * h
-    conv = (2 * key_dim + value_dim) * la.conv_kernel
-    small = conv + 2 * la.num_value_heads + la.value_head_dim  # conv, dt_bias + A_log, gated norm
-    return ParamCounts(attention=weights, small=small)
-
-
-def _mamba2_params(spec: ModelSpec) -> ParamCounts:
-    """Mamba-2 mixer (Nemotron-H): in_proj -> (z, x, B, C, dt), conv1d, SSM vectors, out_proj."""
-    assert spec.mamba is not None
-    mb, h = spec.mamba, spec.hidden_size
-    inner = mb.num_heads * mb.head_dim
-    conv_dim = inner + 2 * mb.n_groups * mb.state_size
-    in_out = inner + conv_dim + mb.num_heads
-    weights = h * in_out + inner * h
-    small = conv_dim * mb.conv_kernel + conv_dim * mb.conv_bias + 3 * mb.num_heads + inner
-    small += (in_out + h) * mb.proj_bias
-    return ParamCounts(attention=weights, small=small)
 
 
 # --------------------------------------------------------------------------- feed-forward

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from gpusize.core import kinds
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.reserves import Reserve
 from gpusize.core.spec import ModelSpec
@@ -116,16 +117,9 @@ def split_problem(
 ) -> str | None:
     """Why tensor-parallel size `tp` is not a valid split of this model, or None. With expert
     parallelism the experts are not sliced, so only their full width meets the FP8 blocks."""
-    if spec.num_attention_heads % tp:
-        return f"TP={tp} does not divide the {spec.num_attention_heads} attention heads"
-    kv = spec.num_key_value_heads
-    if not spec.mla and kv % tp and tp % kv:
-        return f"TP={tp} and the {kv} KV heads do not divide one another"
-    la = spec.linear_attention
-    if la and (la.num_value_heads % tp or la.num_key_heads % tp):
-        return f"TP={tp} does not divide the linear-attention heads"
-    if spec.mamba and spec.mamba.num_heads % tp:
-        return f"TP={tp} does not divide the {spec.mamba.num_heads} Mamba heads"
+    problem = kinds.tp_problem(spec, tp)
+    if problem:
+        return problem
     if spec.moe and expert_parallel and tp > spec.moe.num_experts:
         experts = spec.moe.num_experts
         return f"expert parallel over {tp} GPUs needs at least {tp} experts; the model has {experts}"

@@ -13,6 +13,7 @@ from operator import attrgetter
 from typing import Literal
 
 __all__ = [
+    "KV_MIXERS",
     "Ffn",
     "LayerSpec",
     "LinearAttentionSpec",
@@ -28,6 +29,10 @@ __all__ = [
 ]
 
 Mixer = Literal["attention", "linear_attention", "mamba", "none"]
+#: The mixer kinds that keep K/V per token in the engine's paged cache (every other kind keeps a
+#: constant state or nothing). Each kind answers for itself in `core.kinds`; tests/core/test_kinds.py
+#: checks this set against the kinds' own `per_token_kv`.
+KV_MIXERS: frozenset[str] = frozenset({"attention"})
 Ffn = Literal["dense", "moe", "none"]
 
 
@@ -261,7 +266,7 @@ class ModelSpec:
 
     @cached_property
     def attention_layers(self) -> tuple[LayerSpec, ...]:
-        return tuple(layer for layer in self.layers if layer.mixer == "attention")
+        return tuple(layer for layer in self.layers if layer.mixer in KV_MIXERS)
 
     @cached_property
     def attention_kinds(self) -> tuple[tuple[tuple[str, int | None], int], ...]:

@@ -93,7 +93,7 @@ def llamacpp_kv_bytes(
     per_seq = n_ctx if unified else n_ctx // n_seq
     full = swa = 0.0
     for layer in spec.attention_layers:
-        width = kv_width(spec, layer.num_key_value_heads)
+        width = kv_width(spec, layer.num_key_value_heads, layer)
         if layer.window is None:
             full += n_ctx * width * size
         else:

@@ -1,0 +1,72 @@
+"""Layer kinds: what each kind of token mixer owns, in one place.
+
+A decoder layer is a composition of a mixer kind and an FFN kind (`core.spec.LayerSpec`). Each mixer
+kind is one module of this package that answers, for one layer of a parsed model:
+
+- `params(spec, layer)`: its weight tensors by role (`ParamCounts`), as the Transformers modeling
+  class creates them;
+- `kv_width(spec, layer, kv_heads)`: elements one token keeps in this layer's KV cache when the layer
+  holds `kv_heads` KV heads on one GPU (0 for a recurrent kind), as vLLM, SGLang and llama.cpp cache it;
+- `state_elements(spec, layer)`: elements of the constant per-sequence state (conv window and
+  recurrent state) of the whole layer, before any tensor-parallel split (0 for attention kinds);
+- `tp_problem(spec, layer, tp)`: why tensor-parallel size `tp` cannot split this kind, or None.
+
+A new architecture made of known kinds needs a parse rule (`core.parse`), nothing here; a new kind
+is a module here registered in `MIXERS`. Callers never branch on a kind's name: they ask its kind.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from gpusize.core.kinds import attention, gated_deltanet, mamba2, mla, none
+from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
+
+__all__ = ["MIXERS", "MixerKind", "mixer_kind", "state_elements", "tp_problem"]
+
+
+class MixerKind(Protocol):
+    @property
+    def per_token_kv(self) -> bool:
+        """True when the kind keeps K/V per token (the engine's paged KV cache holds it)."""
+        ...
+
+    def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts: ...
+
+    def kv_width(self, spec: ModelSpec, layer: LayerSpec, kv_heads: int) -> int: ...
+
+    def state_elements(self, spec: ModelSpec, layer: LayerSpec) -> int: ...
+
+    def tp_problem(self, spec: ModelSpec, layer: LayerSpec, tp: int) -> str | None: ...
+
+
+#: Every mixer kind by the name a LayerSpec carries. `attention` layers of a model with an MLA spec
+#: are MLA layers (DeepSeek, Kimi-K2: every attention layer of the model has the latent form).
+MIXERS: dict[str, MixerKind] = {
+    "attention": attention.KIND,
+    "mla": mla.KIND,
+    "linear_attention": gated_deltanet.KIND,
+    "mamba": mamba2.KIND,
+    "none": none.KIND,
+}
+
+
+def mixer_kind(spec: ModelSpec, layer: LayerSpec) -> MixerKind:
+    """The kind that answers for this layer's mixer."""
+    if layer.mixer == "attention" and spec.mla is not None:
+        return MIXERS["mla"]
+    return MIXERS[layer.mixer]
+
+
+def state_elements(spec: ModelSpec) -> int:
+    """Constant per-sequence state elements of every recurrent layer, before any TP split."""
+    return sum(mixer_kind(spec, layer).state_elements(spec, layer) for layer in spec.layers)
+
+
+def tp_problem(spec: ModelSpec, tp: int) -> str | None:
+    """The first reason a layer kind of this model refuses tensor-parallel size `tp`, or None."""
+    for layer in dict.fromkeys(spec.layers):  # each distinct layer once, in model order
+        problem = mixer_kind(spec, layer).tp_problem(spec, layer, tp)
+        if problem:
+            return problem
+    return None

@@ -1,0 +1,49 @@
+"""Mamba-2 selective state-space mixer (Nemotron-H, Granite-4 hybrids, Falcon-H1).
+
+Parameters: in_proj -> (z, x, B, C, dt), the depthwise conv1d over x, B and C, A_log / D / dt_bias
+per head, the gated norm over the inner width, out_proj (transformers NemotronHMamba2Mixer).
+State per sequence: heads x head_dim x state_size SSM state + the conv window of
+(inner + 2 x groups x state) channels x (kernel - 1) (vLLM mamba_utils mamba2_state_shape). vLLM
+shards the heads over TP (and the groups, replicated when TP does not divide them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
+
+__all__ = ["KIND"]
+
+
+@dataclass(frozen=True)
+class _Mamba2:
+    per_token_kv: bool = False
+
+    def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
+        assert spec.mamba is not None
+        mb, h = spec.mamba, spec.hidden_size
+        inner = mb.num_heads * mb.head_dim
+        conv_dim = inner + 2 * mb.n_groups * mb.state_size
+        in_out = inner + conv_dim + mb.num_heads
+        weights = h * in_out + inner * h
+        small = conv_dim * mb.conv_kernel + conv_dim * mb.conv_bias + 3 * mb.num_heads + inner
+        small += (in_out + h) * mb.proj_bias
+        return ParamCounts(attention=weights, small=small)
+
+    def kv_width(self, spec: ModelSpec, layer: LayerSpec, kv_heads: int) -> int:
+        return 0
+
+    def state_elements(self, spec: ModelSpec, layer: LayerSpec) -> int:
+        assert spec.mamba is not None
+        mb = spec.mamba
+        channels = mb.num_heads * mb.head_dim + 2 * mb.n_groups * mb.state_size
+        return mb.num_heads * mb.head_dim * mb.state_size + channels * (mb.conv_kernel - 1)
+
+    def tp_problem(self, spec: ModelSpec, layer: LayerSpec, tp: int) -> str | None:
+        if spec.mamba and spec.mamba.num_heads % tp:
+            return f"TP={tp} does not divide the {spec.mamba.num_heads} Mamba heads"
+        return None
+
+
+KIND = _Mamba2()

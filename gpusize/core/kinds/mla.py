@@ -1,0 +1,54 @@
+"""DeepSeek multi-head latent attention (V2, V3, R1, Kimi-K2): a low-rank q (optional) and one
+shared latent for K and V.
+
+Parameters: deepseek_v3 modeling (q_a/q_b or q_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj, the
+two latent norms); the down-projections are replicated on every TP rank by vLLM. KV per token: the
+latent, kv_lora_rank + qk_rope_head_dim, whatever the heads and the TP size: every rank holds the
+whole latent (vLLM MLAAttentionSpec; Kimi-VL logs 31,104 B/token at TP=1 and TP=2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
+
+__all__ = ["KIND"]
+
+
+@dataclass(frozen=True)
+class _MLA:
+    per_token_kv: bool = True
+
+    def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
+        assert spec.mla is not None
+        m, h, heads = spec.mla, spec.hidden_size, layer.num_attention_heads
+        qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim
+        if m.q_lora_rank:
+            q_down, q_up, q_norm = h * m.q_lora_rank, m.q_lora_rank * heads * qk_head, m.q_lora_rank
+        else:
+            q_down, q_up, q_norm = 0, h * heads * qk_head, 0
+        kv_down = h * (m.kv_lora_rank + m.qk_rope_head_dim)
+        kv_up = m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)
+        out = heads * m.v_head_dim * h
+        return ParamCounts(
+            attention=q_down + q_up + kv_down + kv_up + out,
+            small=q_norm + m.kv_lora_rank,
+            replicated_attention=q_down + kv_down,
+        )
+
+    def kv_width(self, spec: ModelSpec, layer: LayerSpec, kv_heads: int) -> int:
+        assert spec.mla is not None
+        return spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim
+
+    def state_elements(self, spec: ModelSpec, layer: LayerSpec) -> int:
+        return 0
+
+    def tp_problem(self, spec: ModelSpec, layer: LayerSpec, tp: int) -> str | None:
+        """Query heads are sharded; the latent is replicated, so only the heads must divide."""
+        if layer.num_attention_heads % tp:
+            return f"TP={tp} does not divide the {layer.num_attention_heads} attention heads"
+        return None
+
+
+KIND = _MLA()

@@ -1,0 +1,29 @@
+"""A layer without a token mixer (DeciLM no-op attention, Nemotron-H MLP-only blocks)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
+
+__all__ = ["KIND"]
+
+
+@dataclass(frozen=True)
+class _NoMixer:
+    per_token_kv: bool = False
+
+    def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
+        return ParamCounts()
+
+    def kv_width(self, spec: ModelSpec, layer: LayerSpec, kv_heads: int) -> int:
+        return 0
+
+    def state_elements(self, spec: ModelSpec, layer: LayerSpec) -> int:
+        return 0
+
+    def tp_problem(self, spec: ModelSpec, layer: LayerSpec, tp: int) -> str | None:
+        return None
+
+
+KIND = _NoMixer()
