@@ -72,6 +72,13 @@ FAMILIES: dict[str, Family] = {
     "qwen3": Family(qk_norm="head"),
     "qwen3_moe": Family(qk_norm="head"),
     "qwen3_next": Family(qk_norm="head"),
+    # Qwen3.5 / Qwen3.6 (Qwen3_5TextConfig, Qwen3_5MoeTextConfig): the Qwen3-Next layers (gated full
+    # attention with q/k norms + Gated DeltaNet), dense or MoE, written under a composite config.
+    "qwen3_5_text": Family(qk_norm="head"),
+    "qwen3_5_moe_text": Family(qk_norm="head"),
+    # KimiLinearConfig (vllm/model_executor/models/kimi_linear.py): MLA + Kimi Delta Attention layers,
+    # DeepSeek-style MoE with a score-correction bias; two pre-norms per layer.
+    "kimi_linear": Family(),
     # Qwen2-VL / Qwen2.5-VL (Qwen2VLTextConfig, Qwen2_5_VLTextConfig): the Qwen2 decoder (q, k, v
     # biases, bias-free o_proj), written flat in the composite config by older checkpoints.
     "qwen2_vl": Family(qkv_bias=Bias(None, True), o_bias=NO_BIAS),
@@ -170,6 +177,8 @@ TEXT_FAMILY_OF: dict[str, str] = {
     "qwen2_5_vl": "qwen2_5_vl_text",
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
+    "qwen3_5": "qwen3_5_text",
+    "qwen3_5_moe": "qwen3_5_moe_text",
 }
 
 

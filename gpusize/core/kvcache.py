@@ -105,7 +105,7 @@ GROUP_SIZE_RATIO = 1.5
 
 @dataclass(frozen=True)
 class KvGroup:
-    kind: str  # full | sliding | chunked
+    kind: str  # full | sliding | chunked | state (recurrent layers, core/engines/vllm/hybrid.py)
     window: int | None
 
 
@@ -166,7 +166,9 @@ def blocks_per_request(layout: KvLayout, context: int, max_num_batched_tokens: i
     """Blocks one request of `context` tokens reserves across all groups."""
     bs, total = layout.block_size, 0
     for group in layout.groups:
-        if group.kind == "full" or group.window is None:
+        if group.kind == "state":  # a recurrent layer's state: one block per request (vLLM MambaSpec)
+            total += 1
+        elif group.kind == "full" or group.window is None:
             total += -(-context // bs)
         elif group.kind == "sliding":
             total += -(-min(group.window - 1 + max_num_batched_tokens, context) // bs) + 1

@@ -70,11 +70,15 @@ def _ffn_params(spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         return ParamCounts()
     assert spec.moe is not None
     moe, h = spec.moe, spec.hidden_size
-    per_expert = 3 * h * moe.moe_intermediate_size
+    mats = 3 if moe.gated else 2  # gate, up, down; Nemotron-H's relu2 experts have no gate
+    width_in = moe.latent_size or h  # latent MoE: experts read and write the latent space
+    per_expert = mats * width_in * moe.moe_intermediate_size
     expert_bias = (2 * moe.moe_intermediate_size + h) * moe.expert_bias
     router = h * moe.num_experts + moe.num_experts * (moe.router_bias + moe.score_correction_bias)
     router += h * moe.shared_expert_gate
-    shared = 3 * h * moe.shared_intermediate_size
+    # The shared expert works on the hidden state; the latent projections (fc1/fc2_latent_proj,
+    # vLLM ReplicatedLinear) are always on, counted with it.
+    shared = mats * h * moe.shared_intermediate_size + 2 * h * moe.latent_size
     return ParamCounts(
         experts=moe.num_experts * per_expert,
         experts_active=moe.num_experts_per_tok * per_expert,

@@ -15,6 +15,7 @@ from typing import Literal
 __all__ = [
     "KV_MIXERS",
     "Ffn",
+    "KimiDeltaSpec",
     "LayerSpec",
     "LinearAttentionSpec",
     "MLASpec",
@@ -28,7 +29,7 @@ __all__ = [
     "astuple_counts",
 ]
 
-Mixer = Literal["attention", "linear_attention", "mamba", "none"]
+Mixer = Literal["attention", "linear_attention", "mamba", "kimi_delta", "none"]
 #: The mixer kinds that keep K/V per token in the engine's paged cache (every other kind keeps a
 #: constant state or nothing). Each kind answers for itself in `core.kinds`; tests/core/test_kinds.py
 #: checks this set against the kinds' own `per_token_kv`.
@@ -76,6 +77,11 @@ class MoESpec:
     score_correction_bias: bool = False
     #: gpt-oss experts carry biases on gate_up and down.
     expert_bias: bool = False
+    #: False for Nemotron-H's relu2 experts (up and down only, no gate; the shared expert too).
+    gated: bool = True
+    #: Nemotron-3 latent MoE: routed experts work in a `moe_latent_size` space, entered and left by
+    #: two replicated projections (fc1/fc2_latent_proj, hidden <-> latent); 0 = the hidden size.
+    latent_size: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,6 +92,15 @@ class LinearAttentionSpec:
     num_value_heads: int
     key_head_dim: int
     value_head_dim: int
+    conv_kernel: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class KimiDeltaSpec:
+    """Kimi Delta Attention layers (Kimi-Linear `linear_attn_config`): heads of one width for q, k, v."""
+
+    num_heads: int
+    head_dim: int
     conv_kernel: int
 
 
@@ -236,6 +251,10 @@ class ModelSpec:
     moe: MoESpec | None = None
     linear_attention: LinearAttentionSpec | None = None
     mamba: MambaSpec | None = None
+    kimi_delta: KimiDeltaSpec | None = None
+    #: The recurrent-state dtype the config declares (Qwen3.5 `mamba_ssm_dtype`, Nemotron-H
+    #: `mamba_ssm_cache_dtype`), as a gpusize dtype name; None when it declares none.
+    ssm_state_dtype: str | None = None
     vision: VisionSpec | None = None
     quantization: QuantSpec | None = None
     #: Multi-token-prediction layers stored in the checkpoint (DeepSeek-V3, GLM-4.5, Qwen3-Next).

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "QWEN2_VL_TOWERS",
+    "QWEN3_5_TOWERS",
     "QWEN3_VL_TOWERS",
     "QWEN_VL_TOWERS",
     "Tower",
@@ -22,6 +23,8 @@ __all__ = [
 
 #: vision_config model types of the Qwen3-VL encoder (dense and MoE text towers share it).
 QWEN3_VL_TOWERS = ("qwen3_vl", "qwen3_vl_moe")
+#: Qwen3.5 / Qwen3.6 encoders (transformers Qwen3_5VisionModel: the Qwen3-VL encoder, no deepstack).
+QWEN3_5_TOWERS = ("qwen3_5", "qwen3_5_moe")
 #: Qwen2-VL and Qwen2.5-VL encoders (their vision_config may name no model_type: the composite's).
 QWEN2_VL_TOWERS = ("qwen2_vl", "qwen2_5_vl")
 #: The dynamic-resolution Qwen encoders (patches merged 2x2 into tokens), sized by vLLM's processor.
@@ -149,6 +152,6 @@ def tower_params(t: Tower, composite_type: str, text_hidden: int) -> tuple[int, 
         return qwen2_vl_vision_params(t), True
     if t.model_type == "qwen2_5_vl" and t.out_hidden_size:
         return qwen2_5_vl_vision_params(t), True
-    if t.model_type in QWEN3_VL_TOWERS and t.out_hidden_size:
+    if t.model_type in QWEN3_VL_TOWERS + QWEN3_5_TOWERS and t.out_hidden_size:
         return qwen3_vl_vision_params(t), True
     return generic_vit_params(t, text_hidden), False

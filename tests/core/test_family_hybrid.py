@@ -31,4 +31,6 @@ def test_hybrid_kv_grows_only_with_attention_layers(ctx: int, extra: int) -> Non
     assert a.per_gpu is not None and b.per_gpu is not None
     per_token = 12 * 2 * 2 * 256 * 2
     growth = b.per_gpu.kv_cache_bytes - a.per_gpu.kv_cache_bytes
-    assert 0 <= growth <= (extra + 16) * per_token
+    # vLLM raises the attention block to 544 tokens so that a page holds a Gated DeltaNet state
+    # (core/engines/vllm/hybrid.py): the KV grows by whole 544-token blocks.
+    assert 0 <= growth <= (extra + 544) * per_token

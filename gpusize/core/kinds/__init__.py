@@ -9,7 +9,10 @@ kind is one module of this package that answers, for one layer of a parsed model
   holds `kv_heads` KV heads on one GPU (0 for a recurrent kind), as vLLM, SGLang and llama.cpp cache it;
 - `state_elements(spec, layer)`: elements of the constant per-sequence state (conv window and
   recurrent state) of the whole layer, before any tensor-parallel split (0 for attention kinds);
-- `tp_problem(spec, layer, tp)`: why tensor-parallel size `tp` cannot split this kind, or None.
+- `tp_problem(spec, layer, tp)`: why tensor-parallel size `tp` cannot split this kind, or None;
+- `state_bytes(spec, layer, tp, conv_bytes, ssm_bytes)`: bytes of that state on one GPU of a
+  `tp`-way split, as vLLM shapes it (mamba_utils `MambaStateShapeCalculator`): the conv window in
+  `conv_bytes` per element and the recurrent state in `ssm_bytes` (or the kind's own fixed dtype).
 
 A new architecture made of known kinds needs a parse rule (`core.parse`), nothing here; a new kind
 is a module here registered in `MIXERS`. Callers never branch on a kind's name: they ask its kind.
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from gpusize.core.kinds import attention, gated_deltanet, mamba2, mla, none
+from gpusize.core.kinds import attention, gated_deltanet, kimi_delta, mamba2, mla, none
 from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 
 __all__ = ["MIXERS", "MixerKind", "mixer_kind", "state_elements", "tp_problem"]
@@ -39,6 +42,10 @@ class MixerKind(Protocol):
 
     def tp_problem(self, spec: ModelSpec, layer: LayerSpec, tp: int) -> str | None: ...
 
+    def state_bytes(
+        self, spec: ModelSpec, layer: LayerSpec, tp: int, conv_bytes: float, ssm_bytes: float
+    ) -> int: ...
+
 
 #: Every mixer kind by the name a LayerSpec carries. `attention` layers of a model with an MLA spec
 #: are MLA layers (DeepSeek, Kimi-K2: every attention layer of the model has the latent form).
@@ -47,6 +54,7 @@ MIXERS: dict[str, MixerKind] = {
     "mla": mla.KIND,
     "linear_attention": gated_deltanet.KIND,
     "mamba": mamba2.KIND,
+    "kimi_delta": kimi_delta.KIND,
     "none": none.KIND,
 }
 

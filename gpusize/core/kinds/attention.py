@@ -47,5 +47,10 @@ class _Attention:
             return f"TP={tp} and the {kv} KV heads do not divide one another"
         return None
 
+    def state_bytes(
+        self, spec: ModelSpec, layer: LayerSpec, tp: int, conv_bytes: float, ssm_bytes: float
+    ) -> int:
+        return 0
+
 
 KIND = _Attention()

@@ -45,5 +45,17 @@ class _GatedDeltaNet:
             return f"TP={tp} does not divide the linear-attention heads"
         return None
 
+    def state_bytes(
+        self, spec: ModelSpec, layer: LayerSpec, tp: int, conv_bytes: float, ssm_bytes: float
+    ) -> int:
+        """vLLM `gated_delta_net_state_shape`: conv (kernel - 1, (2 x key_dim + value_dim) / tp) and
+        the recurrent state (value heads / tp, value_head_dim, key_head_dim)."""
+        assert spec.linear_attention is not None
+        la = spec.linear_attention
+        channels = 2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim
+        conv = (la.conv_kernel - 1) * (channels // tp)
+        recurrent = la.num_value_heads // tp * la.value_head_dim * la.key_head_dim
+        return int(conv * conv_bytes + recurrent * ssm_bytes)
+
 
 KIND = _GatedDeltaNet()

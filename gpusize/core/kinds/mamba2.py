@@ -45,5 +45,18 @@ class _Mamba2:
             return f"TP={tp} does not divide the {spec.mamba.num_heads} Mamba heads"
         return None
 
+    def state_bytes(
+        self, spec: ModelSpec, layer: LayerSpec, tp: int, conv_bytes: float, ssm_bytes: float
+    ) -> int:
+        """vLLM `mamba2_state_shape`: groups that tp does not divide are replicated up to tp
+        (`extra_groups_for_head_shards`), the conv state is (kernel - 1, (inner + 2 x groups x
+        state) / tp) and the SSM state (heads / tp, head_dim, state_size)."""
+        assert spec.mamba is not None
+        mb = spec.mamba
+        groups = mb.n_groups + (0 if mb.n_groups % tp == 0 else tp - mb.n_groups)
+        conv = (mb.conv_kernel - 1) * ((mb.num_heads * mb.head_dim + 2 * groups * mb.state_size) // tp)
+        ssm = mb.num_heads // tp * mb.head_dim * mb.state_size
+        return int(conv * conv_bytes + ssm * ssm_bytes)
+
 
 KIND = _Mamba2()

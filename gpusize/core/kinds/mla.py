@@ -50,5 +50,10 @@ class _MLA:
             return f"TP={tp} does not divide the {layer.num_attention_heads} attention heads"
         return None
 
+    def state_bytes(
+        self, spec: ModelSpec, layer: LayerSpec, tp: int, conv_bytes: float, ssm_bytes: float
+    ) -> int:
+        return 0
+
 
 KIND = _MLA()

@@ -25,5 +25,10 @@ class _NoMixer:
     def tp_problem(self, spec: ModelSpec, layer: LayerSpec, tp: int) -> str | None:
         return None
 
+    def state_bytes(
+        self, spec: ModelSpec, layer: LayerSpec, tp: int, conv_bytes: float, ssm_bytes: float
+    ) -> int:
+        return 0
+
 
 KIND = _NoMixer()

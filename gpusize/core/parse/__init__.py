@@ -27,11 +27,12 @@ from gpusize.core.parse.basics import (
     _rope,
     _torch_dtype,
 )
-from gpusize.core.parse.layout import _check_mixers, _layers
-from gpusize.core.parse.mixers import _linear_attention, _mamba, _mla, _moe
+from gpusize.core.parse.layout import _check_mixers, _layers, nemotron_blocks
+from gpusize.core.parse.mixers import _kimi_delta, _linear_attention, _mamba, _mla, _moe
 from gpusize.core.parse.vision_quant import _quant, _vision
 from gpusize.core.spec import ModelSpec
 from gpusize.errors import ConfigError
+from gpusize.units import DTYPE_ALIASES
 
 __all__ = ["parse_config", "text_config", "with_rope_scaling"]
 
@@ -87,7 +88,10 @@ def parse_config(config: Any, best_effort: bool = False, where: str = "config.js
 
 def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, rules: Family) -> ModelSpec:
     hidden = f.integer("hidden_size", "n_embd", "d_model", kind="width")
-    layers_n = f.integer("num_hidden_layers", "n_layer", "num_layers", kind="layers")
+    blocks = nemotron_blocks(f) if family == "nemotron_h" else None  # Nemotron-3 Ultra: no layer count
+    layers_n = f.integer(
+        "num_hidden_layers", "n_layer", "num_layers", kind="layers", default=len(blocks) if blocks else None
+    )
     heads = f.integer("num_attention_heads", "n_head", kind="heads")
     kv_heads = _kv_heads(f, heads)
     head_dim = f.optional_integer("head_dim", "attention_head_dim", "kv_channels", kind="width")
@@ -117,6 +121,7 @@ def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, 
     layers = _layers(f, family, layers_n, heads, kv_heads, intermediate, moe)
     linear, mamba = _linear_attention(f), _mamba(f)
     _check_mixers(f, layers, linear, mamba)
+    _refuse_unmodelled(f)
     positions = f.optional_integer(*_POSITIONS, kind="positions")
     top = Fields(config, f.where)
     return ModelSpec(
@@ -138,13 +143,44 @@ def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, 
         moe=moe,
         linear_attention=linear,
         mamba=mamba,
+        kimi_delta=_kimi_delta(f),
+        ssm_state_dtype=_ssm_state_dtype(f),
         vision=_vision(top, hidden),
         quantization=_quant(config, text, f.where),
-        num_nextn_predict_layers=f.integer("num_nextn_predict_layers", kind="small", default=0, minimum=0),
+        num_nextn_predict_layers=f.integer(
+            "num_nextn_predict_layers", "mtp_num_hidden_layers", kind="small", default=0, minimum=0
+        ),
         max_context=_max_context(f, positions),
         rope_scaling=_rope(f),
         **_anatomy(f, rules, family, positions),
     )
+
+
+#: Config keys of architectures whose tensors gpusize does not count yet: sizing the config without
+#: them would be silently wrong, so it is refused naming the key (Kimi-K3's latent routed experts,
+#: gated MLA output and attention residual blocks).
+_UNMODELLED = ("routed_expert_hidden_size", "attn_res_block_size", "mla_use_output_gate")
+
+
+def _refuse_unmodelled(f: Fields) -> None:
+    key = next((k for k in _UNMODELLED if f.raw.get(k) not in (None, False)), None)
+    if key is not None:
+        raise ConfigError(
+            f"{f.where}: {key!r} ({echo(f.raw[key])}) describes tensors gpusize does not count yet; "
+            "the model cannot be sized exactly"
+        )
+
+
+def _ssm_state_dtype(f: Fields) -> str | None:
+    raw = f.string("mamba_ssm_dtype", "mamba_ssm_cache_dtype")
+    if raw is None:
+        return None
+    name = DTYPE_ALIASES.get(raw.lower().removeprefix("torch."))
+    if name not in ("fp32", "bf16", "fp16"):
+        raise ConfigError(
+            f"{f.where}: 'mamba_ssm_dtype' must be float32, bfloat16 or float16, got {echo(raw)}"
+        )
+    return name
 
 
 def with_rope_scaling(spec: ModelSpec, kind: str, factor: float, original: int | None) -> ModelSpec:

@@ -109,7 +109,7 @@ def _anatomy(f: Fields, rules: Family, family: str, positions: int | None) -> di
         "qk_norm": qk_norm,
         "learned_position_embeddings": (positions or 0) if rules.learned_positions else 0,
         "attention_sinks": rules.attention_sinks,
-        "attention_output_gate": family == "qwen3_next",
+        "attention_output_gate": family == "qwen3_next" or f.boolean("attn_output_gate", default=False),
     }
 
 

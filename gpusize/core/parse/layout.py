@@ -17,7 +17,7 @@ from gpusize.core.spec import (
 )
 from gpusize.errors import ConfigError
 
-__all__ = ["_check_mixers", "_layers"]
+__all__ = ["_check_mixers", "_layers", "nemotron_blocks"]
 
 
 def _check_mixers(
@@ -32,14 +32,21 @@ def _check_mixers(
         )
     if "mamba" in mixers and mamba is None:
         raise ConfigError(f"{f.where}: the layers use Mamba blocks but 'mamba_num_heads' is missing")
+    if "kimi_delta" in mixers and not f.sub("linear_attn_config").has("num_heads"):
+        raise ConfigError(
+            f"{f.where}: the layers use Kimi Delta Attention but 'linear_attn_config.num_heads' is missing"
+        )
 
 
 def _layers(
     f: Fields, family: str, n: int, heads: int, kv_heads: int, intermediate: int, moe: MoESpec | None
 ) -> tuple[LayerSpec, ...]:
     """One LayerSpec per decoder layer, from the config's own layout fields."""
-    if f.has("hybrid_override_pattern"):
-        return _pattern_layers(f, n, heads, kv_heads, intermediate)
+    pattern = nemotron_blocks(f) if family == "nemotron_h" or f.has("hybrid_override_pattern") else None
+    if pattern is not None:
+        return _pattern_layers(f, pattern, n, heads, kv_heads, intermediate, moe)
+    if f.has("linear_attn_config"):
+        return _kimi_layers(f, n, heads, kv_heads, intermediate, moe)
     if f.has("block_configs"):
         return _block_config_layers(f, n, heads)
     types = _layer_types(f, n)
@@ -135,24 +142,80 @@ def _ffns(f: Fields, n: int, moe: MoESpec | None) -> list[str]:
     ]
 
 
-def _pattern_layers(f: Fields, n: int, heads: int, kv_heads: int, intermediate: int) -> tuple[LayerSpec, ...]:
-    """Nemotron-H: one block per character; M = Mamba-2, * = attention, - = MLP."""
-    pattern = f.string("hybrid_override_pattern") or ""
-    kinds = {"M": ("mamba", "none"), "*": ("attention", "none"), "-": ("none", "dense")}
-    bad = next((c for c in pattern if c not in kinds), None)
-    if bad is not None:
-        raise ConfigError(f"{f.where}: unknown block {echo(bad)} in hybrid_override_pattern (use M, * or -)")
+#: Nemotron-H blocks: the `hybrid_override_pattern` character and the `layers_block_type` name of
+#: each, with its (mixer, ffn) (vLLM nemotron_h.py ALL_DECODER_LAYER_TYPES: M Mamba-2, * attention,
+#: - MLP, E MoE; transformers 5 NemotronHConfig writes the names instead of the characters).
+_NEMOTRON_BLOCKS = {
+    "M": ("mamba", "none"),
+    "*": ("attention", "none"),
+    "-": ("none", "dense"),
+    "E": ("none", "moe"),
+}
+_NEMOTRON_NAMES = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+
+
+def nemotron_blocks(f: Fields) -> str | None:
+    """Nemotron-H's block pattern, one character per layer, from `hybrid_override_pattern` or the
+    `layers_block_type` list (Nemotron-3 Ultra and 3.5); None when the config has neither."""
+    if f.has("hybrid_override_pattern"):
+        pattern = f.string("hybrid_override_pattern") or ""
+        bad = next((c for c in pattern if c not in _NEMOTRON_BLOCKS), None)
+        if bad is not None:
+            raise ConfigError(
+                f"{f.where}: unknown block {echo(bad)} in hybrid_override_pattern (use M, *, - or E)"
+            )
+        return pattern
+    key, names = f.first("layers_block_type")
+    if names is None:
+        return None
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise f.fail(key, "must be a list of block names (mamba, attention, mlp, moe)", names)
+    bad_name = next((n for n in names if n not in _NEMOTRON_NAMES), None)
+    if bad_name is not None:
+        raise f.fail(key, "names an unknown block (use mamba, attention, mlp or moe)", bad_name)
+    return "".join(_NEMOTRON_NAMES[n] for n in names)
+
+
+def _pattern_layers(
+    f: Fields, pattern: str, n: int, heads: int, kv_heads: int, intermediate: int, moe: MoESpec | None
+) -> tuple[LayerSpec, ...]:
+    """Nemotron-H: one block per layer; M = Mamba-2, * = attention, - = MLP, E = MoE."""
     if len(pattern) != n:
-        raise ConfigError(f"{f.where}: hybrid_override_pattern has {len(pattern)} blocks for {n} layers")
+        raise ConfigError(f"{f.where}: the block pattern has {len(pattern)} blocks for {n} layers")
+    if "E" in pattern and moe is None:
+        raise ConfigError(
+            f"{f.where}: the block pattern has MoE blocks (E) but 'n_routed_experts' is missing"
+        )
+    widths = {"dense": intermediate, "moe": moe.moe_intermediate_size if moe else 0, "none": 0}
     return tuple(
         LayerSpec(
-            mixer=cast(Mixer, kinds[c][0]),
+            mixer=cast(Mixer, _NEMOTRON_BLOCKS[c][0]),
             num_attention_heads=heads,
             num_key_value_heads=kv_heads,
-            ffn=cast(Ffn, kinds[c][1]),
-            intermediate_size=intermediate if kinds[c][1] == "dense" else 0,
+            ffn=cast(Ffn, _NEMOTRON_BLOCKS[c][1]),
+            intermediate_size=widths[_NEMOTRON_BLOCKS[c][1]],
         )
         for c in pattern
+    )
+
+
+def _kimi_layers(
+    f: Fields, n: int, heads: int, kv_heads: int, intermediate: int, moe: MoESpec | None
+) -> tuple[LayerSpec, ...]:
+    """Kimi-Linear: `linear_attn_config.kda_layers` (1-based, vLLM `is_kda_layer`) are Kimi Delta
+    Attention, the others MLA; the FFN follows first_k_dense_replace / moe_layer_freq."""
+    la = f.sub("linear_attn_config")
+    kda = set(la.int_list("kda_layers", kind="layers") or [])
+    ffns = _ffns(f, n, moe)
+    return tuple(
+        LayerSpec(
+            mixer="kimi_delta" if i + 1 in kda else "attention",
+            num_attention_heads=heads,
+            num_key_value_heads=kv_heads,
+            ffn=cast(Ffn, ffns[i]),
+            intermediate_size=moe.moe_intermediate_size if ffns[i] == "moe" and moe else intermediate,
+        )
+        for i in range(n)
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from gpusize.core.fields import Fields
 from gpusize.core.spec import (
+    KimiDeltaSpec,
     LinearAttentionSpec,
     MambaSpec,
     MLASpec,
@@ -13,7 +14,7 @@ from gpusize.core.spec import (
 )
 from gpusize.errors import ConfigError
 
-__all__ = ["_moe", "_mla", "_linear_attention", "_mamba"]
+__all__ = ["_moe", "_mla", "_linear_attention", "_mamba", "_kimi_delta"]
 
 
 def _moe(f: Fields, model_type: str) -> MoESpec | None:
@@ -22,13 +23,25 @@ def _moe(f: Fields, model_type: str) -> MoESpec | None:
     )
     if not experts:
         return None
-    top_k = f.integer("num_experts_per_tok", "experts_per_token", "moe_top_k", "top_k", kind="experts")
+    top_k = f.integer(
+        "num_experts_per_tok",
+        "num_experts_per_token",
+        "experts_per_token",
+        "moe_top_k",
+        "top_k",
+        kind="experts",
+    )
     if top_k > experts:
         raise ConfigError(f"{f.where}: num_experts_per_tok ({top_k}) exceeds the {experts} experts")
     width = f.integer("moe_intermediate_size", "intermediate_size", kind="width")
-    shared_n = f.integer("n_shared_experts", kind="experts", default=0, minimum=0)
+    shared_n = f.integer("n_shared_experts", "num_shared_experts", kind="experts", default=0, minimum=0)
     shared_width = f.integer("shared_expert_intermediate_size", kind="width", default=0, minimum=0)
-    if shared_n:
+    nemotron = model_type == "nemotron_h"
+    if nemotron:  # NemotronHMoE: one MLP of moe_shared_expert_intermediate_size x n_shared_experts
+        shared = shared_n * f.integer(
+            "moe_shared_expert_intermediate_size", kind="width", default=0, minimum=0
+        )
+    elif shared_n:
         shared = shared_n * width
     elif shared_width:
         shared = shared_width
@@ -42,9 +55,11 @@ def _moe(f: Fields, model_type: str) -> MoESpec | None:
         shared_expert_gate=bool(shared_width),
         router_bias=model_type == "gpt_oss",
         score_correction_bias=f.string("topk_method") == "noaux_tc"
-        or model_type == "glm4_moe"
+        or model_type in ("glm4_moe", "nemotron_h", "kimi_linear")
         or (model_type == "minimax_m2" and f.boolean("use_routing_bias", default=True)),
         expert_bias=model_type == "gpt_oss",
+        gated=not nemotron,
+        latent_size=f.integer("moe_latent_size", kind="width", default=0, minimum=0) if nemotron else 0,
     )
 
 
@@ -83,4 +98,16 @@ def _mamba(f: Fields) -> MambaSpec | None:
         conv_kernel=f.integer("conv_kernel", kind="small", default=4),
         proj_bias=f.boolean("mamba_proj_bias", default=False),
         conv_bias=f.boolean("use_conv_bias", default=True),
+    )
+
+
+def _kimi_delta(f: Fields) -> KimiDeltaSpec | None:
+    """Kimi-Linear `linear_attn_config` (num_heads, head_dim, short_conv_kernel_size)."""
+    la = f.sub("linear_attn_config")
+    if not la.raw or not la.has("kda_layers"):
+        return None
+    return KimiDeltaSpec(
+        num_heads=la.integer("num_heads", kind="heads"),
+        head_dim=la.integer("head_dim", kind="width"),
+        conv_kernel=la.integer("short_conv_kernel_size", kind="small", default=4),
     )

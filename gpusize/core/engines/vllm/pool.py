@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour, utilization
+from gpusize.core.engines.vllm.hybrid import holds_state, with_state_pages
 from gpusize.core.engines.vllm.lora import lora_host_bytes
 from gpusize.core.engines.vllm.overhead import (
     CUDA_GRAPH_POOL,
@@ -53,10 +54,12 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     outside = runtime.cuda_context_bytes(tp, gpu.interconnect) + (
         0 if beh.graphs_in_budget or not graphs else CUDA_GRAPH_POOL
     )
-    state = kvcache.recurrent_state_bytes(spec, work.kv_bytes, tp) * work.batch
+    layout = kvcache.kv_layout(spec, work.kv_bytes, tp, beh.hybrid_group_ratio)
+    layout = with_state_pages(spec, layout, work, tp, beh.hybrid_group_ratio)
+    # The recurrent state lives in the pool's pages when the model has attention layers (hybrid.py).
+    state = 0 if holds_state(layout) else kvcache.recurrent_state_bytes(spec, work.kv_bytes, tp) * work.batch
     held = reserves_of(RESERVES, spec, gpu, tp, work)
     available = usable - weights - acts - overhead - state - total_bytes(held)
-    layout = kvcache.kv_layout(spec, work.kv_bytes, tp, beh.hybrid_group_ratio)
     if layout is not None:
         layout = draft_layout(layout, spec, work, tp)
     kv_need, capacity, concurrency, max_ctx = 0, None, None, None

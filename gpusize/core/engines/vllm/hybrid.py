@@ -1,0 +1,103 @@
+"""vLLM's hybrid KV-cache manager for models with recurrent layers (Gated DeltaNet, Mamba-2, Kimi
+Delta Attention) beside attention layers, as vLLM 0.19.0 allocates it.
+
+Every recurrent layer keeps its state in one page of the same KV pool as the attention layers
+(vllm/v1/kv_cache_interface.py `MambaSpec`, one block per running request):
+
+1. mamba page = the state of one recurrent layer on one GPU: its conv window in the model dtype
+   (`--mamba-cache-dtype auto`) + its recurrent state in the SSM dtype
+   (vllm/model_executor/layers/mamba/mamba_utils.py `MambaStateShapeCalculator`,
+   `MambaStateDtypeCalculator`);
+2. the attention block size is raised to the smallest multiple of the kernel alignment (16 tokens;
+   64 for MLA) whose attention page holds a mamba page, and the mamba page is padded up to that
+   attention page (vllm/model_executor/models/config.py `HybridAttentionMambaModelConfig.
+   verify_and_update_config`, `mamba_cache_mode` "none": prefix caching is off by default for
+   hybrid models, `ModelConfig.is_prefix_caching_supported`);
+3. the layers are grouped by type with the group-size rule of vllm/v1/core/kv_cache_utils.py
+   `_get_kv_cache_groups_uniform_page_size` (the state layers are one more type), the pool holds
+   available // (page x group_size) blocks, a request takes cdiv(context, block) blocks in each
+   attention group and one block in each state group (`MambaSpec.max_memory_usage_bytes`), and
+   the logged "GPU KV cache size" is num_blocks // num_groups x block_size.
+
+The SSM dtype with `--mamba-ssm-cache-dtype auto`: the config's `mamba_ssm_dtype` for Qwen3.5
+(`Qwen3_5ForConditionalGenerationConfig`), the config's `mamba_ssm_cache_dtype` or float16 for
+Nemotron-H (`NemotronHForCausalLMConfig`), the conv dtype otherwise; Kimi Delta Attention keeps its
+recurrent state in fp32 whatever the flag (`kda_state_dtype`).
+"""
+
+from __future__ import annotations
+
+from gpusize.core.kinds import mixer_kind
+from gpusize.core.kvcache import GROUP_SIZE_RATIO, KvGroup, KvLayout
+from gpusize.core.spec import ModelSpec
+from gpusize.core.weights import activation_dtype
+from gpusize.core.workload import Workload
+from gpusize.units import DTYPE_BYTES
+
+__all__ = ["STATE_GROUP", "holds_state", "mamba_page_bytes", "ssm_dtype", "state_dtypes", "with_state_pages"]
+
+#: The group kind of recurrent-state layers in a KvLayout: one block per request.
+STATE_GROUP = "state"
+#: Nemotron-H's SSM state dtype when the config names none (NemotronHForCausalLMConfig).
+NEMOTRON_SSM_DEFAULT = "fp16"
+
+
+def ssm_dtype(spec: ModelSpec, conv_dtype: str) -> str:
+    """The recurrent-state dtype vLLM 0.19 uses under `--mamba-ssm-cache-dtype auto`."""
+    if spec.family in ("qwen3_5_text", "qwen3_5_moe_text") and spec.ssm_state_dtype:
+        return spec.ssm_state_dtype
+    if spec.family == "nemotron_h":
+        return spec.ssm_state_dtype or NEMOTRON_SSM_DEFAULT
+    return conv_dtype
+
+
+def state_dtypes(spec: ModelSpec, work: Workload) -> tuple[str, str]:
+    """(conv dtype, SSM dtype): the conv window follows the model dtype (`--dtype`), not the KV dtype."""
+    conv = (
+        work.requested_dtype if work.requested_dtype in ("fp32", "bf16", "fp16") else activation_dtype(spec)
+    )
+    return conv, ssm_dtype(spec, conv)
+
+
+def mamba_page_bytes(spec: ModelSpec, tp: int, conv_dtype: str, ssm: str) -> int:
+    """Bytes of one recurrent layer's state on one GPU (the unpadded mamba page); 0 without one.
+
+    vLLM builds one MambaSpec per layer and requires one page size: every recurrent layer of the
+    model has the same shape, so the largest is that page."""
+    conv_bytes, ssm_bytes = DTYPE_BYTES[conv_dtype], DTYPE_BYTES[ssm]
+    return max(
+        (
+            mixer_kind(spec, layer).state_bytes(spec, layer, tp, conv_bytes, ssm_bytes)
+            for layer in dict.fromkeys(spec.layers)
+        ),
+        default=0,
+    )
+
+
+def with_state_pages(
+    spec: ModelSpec, layout: KvLayout | None, work: Workload, tp: int, group_ratio: float = GROUP_SIZE_RATIO
+) -> KvLayout | None:
+    """The attention layout with the recurrent layers' pages added (steps 2 and 3 above); the layout
+    unchanged for a model without recurrent layers or without attention layers."""
+    conv, ssm = state_dtypes(spec, work)
+    page = mamba_page_bytes(spec, tp, conv, ssm)
+    if layout is None or not page:
+        return layout
+    per_token = layout.page_bytes // layout.block_size
+    align = layout.block_size  # the kernel alignment: 16 (FlashAttention), 64 (MLA backends)
+    block = max(layout.block_size, align * -(-page // (align * per_token)))
+    counts = dict(spec.attention_kinds)
+    counts[(STATE_GROUP, None)] = sum(
+        1 for layer in spec.layers if mixer_kind(spec, layer).state_elements(spec, layer) > 0
+    )
+    smallest, largest = min(counts.values()), max(counts.values())
+    size = largest if largest < group_ratio * smallest else smallest
+    groups = tuple(
+        KvGroup(kind, window) for (kind, window), n in counts.items() for _ in range(-(-n // size))
+    )
+    return KvLayout(block * per_token, block, size, groups, layout.draft_page_bytes)
+
+
+def holds_state(layout: KvLayout | None) -> bool:
+    """True when the pool's pages hold the recurrent state (so it is not counted a second time)."""
+    return layout is not None and any(group.kind == STATE_GROUP for group in layout.groups)

@@ -1,0 +1,68 @@
+"""Kimi Delta Attention (Kimi-Linear): gated delta-rule linear attention, a constant state per sequence.
+
+Parameters (vLLM vllm/model_executor/layers/kda.py `KimiDeltaAttention`, v0.19.0; the same tensors as
+the Hugging Face checkpoint): q, k and v projections hidden -> P (P = heads x head_dim); the
+low-rank forget gate f_a (hidden -> head_dim, replicated) and f_b (head_dim -> P) with a dt_bias of P;
+b_proj hidden -> heads; three depthwise short convolutions over q, k and v (P x kernel each, no bias,
+fp32); A_log per head; the output gate g_a (hidden -> head_dim, replicated) and g_b (head_dim -> P);
+the gated RMSNorm o_norm over one head; o_proj P -> hidden.
+
+State per sequence (vLLM mamba_utils `kda_state_shape` / `kda_state_dtype`): three conv windows of
+(kernel - 1) x P / tp in the model dtype (`--mamba-cache-dtype`), and a recurrent state of
+heads / tp x head_dim x head_dim kept in fp32 whatever the flags. vLLM shards the heads over TP
+(`assert num_heads % tp_size == 0`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
+
+__all__ = ["KIND", "RECURRENT_BYTES"]
+
+#: vLLM keeps the KDA recurrent state in torch.float32 (`kda_state_dtype` returns it fixed).
+RECURRENT_BYTES = 4
+
+
+@dataclass(frozen=True)
+class _KimiDelta:
+    per_token_kv: bool = False
+
+    def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
+        assert spec.kimi_delta is not None
+        kd, h = spec.kimi_delta, spec.hidden_size
+        d, heads = kd.head_dim, kd.num_heads
+        p = heads * d
+        low_rank = 2 * (h * d + d * p)  # f_a + f_b, g_a + g_b
+        weights = 3 * h * p + low_rank + h * heads + p * h
+        small = p + 3 * p * kd.conv_kernel + heads + d  # dt_bias, convs, A_log, o_norm
+        return ParamCounts(attention=weights, small=small, replicated_attention=2 * h * d)
+
+    def kv_width(self, spec: ModelSpec, layer: LayerSpec, kv_heads: int) -> int:
+        return 0
+
+    def state_elements(self, spec: ModelSpec, layer: LayerSpec) -> int:
+        assert spec.kimi_delta is not None
+        kd = spec.kimi_delta
+        p = kd.num_heads * kd.head_dim
+        return 3 * p * (kd.conv_kernel - 1) + kd.num_heads * kd.head_dim * kd.head_dim
+
+    def tp_problem(self, spec: ModelSpec, layer: LayerSpec, tp: int) -> str | None:
+        if spec.kimi_delta and spec.kimi_delta.num_heads % tp:
+            return f"TP={tp} does not divide the {spec.kimi_delta.num_heads} Kimi Delta Attention heads"
+        return None
+
+    def state_bytes(
+        self, spec: ModelSpec, layer: LayerSpec, tp: int, conv_bytes: float, ssm_bytes: float
+    ) -> int:
+        """Three conv windows (kernel - 1, P / tp) in `conv_bytes`, the recurrent state
+        (heads / tp, head_dim, head_dim) in fp32 (`ssm_bytes` does not apply)."""
+        assert spec.kimi_delta is not None
+        kd = spec.kimi_delta
+        conv = 3 * (kd.conv_kernel - 1) * (kd.num_heads * kd.head_dim // tp)
+        recurrent = kd.num_heads // tp * kd.head_dim * kd.head_dim
+        return int(conv * conv_bytes + recurrent * RECURRENT_BYTES)
+
+
+KIND = _KimiDelta()
