@@ -78,6 +78,7 @@ def parse_config(config: Any, best_effort: bool = False, where: str = "config.js
         model_type = text.get("model_type") or config.get("model_type")
         if not best_effort or not isinstance(model_type, str):
             raise
+        _refuse_recurrent_guess(text, where)
         unknown, family = model_type[:80], "llama"
     rules = family_for(family)
     f = Fields({**rules.defaults, **{k: v for k, v in text.items() if v is not None}}, where)
@@ -168,6 +169,37 @@ def _refuse_unmodelled(f: Fields) -> None:
         raise ConfigError(
             f"{f.where}: {key!r} ({echo(f.raw[key])}) describes tensors gpusize does not count yet; "
             "the model cannot be sized exactly"
+        )
+
+
+#: Fields of recurrent (state-space, linear-attention) layers: a config that has one is a hybrid, and
+#: reading it as a Llama-style decoder would put every layer's KV in and the state out.
+_RECURRENT_FIELDS = (
+    "hybrid_override_pattern",
+    "layers_block_type",
+    "linear_attn_config",
+    "linear_num_value_heads",
+    "mamba_num_heads",
+    "mamba_n_heads",
+    "mamba_d_state",
+    "mamba_d_ssm",
+    "ssm_state_size",
+    "attn_layer_indices",
+)
+
+
+def _refuse_recurrent_guess(text: dict[str, Any], where: str) -> None:
+    """--best-effort never reads a hybrid as a Llama decoder: name the recurrent field instead."""
+    key = next((k for k in _RECURRENT_FIELDS if text.get(k) is not None), None)
+    types = text.get("layer_types")
+    if key is None and isinstance(types, list):
+        key = next(
+            (f"layer_types ({echo(t)})" for t in types if "linear" in str(t) or "mamba" in str(t)), None
+        )
+    if key is not None:
+        raise ConfigError(
+            f"{where}: --best-effort cannot read {echo(text.get('model_type'))} as a Llama-style decoder: "
+            f"it has recurrent layers ({key}) whose state gpusize cannot size for this model_type"
         )
 
 
