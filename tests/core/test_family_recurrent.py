@@ -264,3 +264,11 @@ def test_vllm_pool_holds_the_state_once_per_running_request() -> None:
     got = vllm.evaluate(spec, find_gpu("H100"), 4, work)
     assert got.per_gpu is not None
     assert got.per_gpu.kv_cache_bytes == 45 * 16 * 802_816
+
+
+def test_effective_block_size_is_the_raised_one() -> None:
+    """The settings vLLM runs with name the 784-token block of Qwen3.5-27B at TP=4, not 16."""
+    spec = _spec("Qwen__Qwen3.5-27B")
+    work = workload(spec, 32768, version="0.19.0")
+    assert vllm.effective_settings(spec, find_gpu("H100"), 4, work)["block_size"] == 784
+    assert any("raises the attention block size" in note for note in vllm.model_notes(spec, work))

@@ -20,6 +20,7 @@ from __future__ import annotations
 from gpusize.core import kvcache
 from gpusize.core.engines.base import EngineModel
 from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour, context_refusal, utilization
+from gpusize.core.engines.vllm.hybrid import with_state_pages
 from gpusize.core.engines.vllm.levers import LEVERS
 from gpusize.core.engines.vllm.lora import lora_note
 from gpusize.core.engines.vllm.overhead import (
@@ -61,6 +62,7 @@ from gpusize.core.engines.vllm.scheduler import (
 )
 from gpusize.core.engines.vllm.speculative import draft_kv_bytes_per_token
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.kinds import mixer_kind
 from gpusize.core.releases import VLLM
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
@@ -120,7 +122,7 @@ def effective_settings(
         "gpu_memory_utilization": utilization(work),
         "max_num_seqs": limits.max_num_seqs,
         "max_num_batched_tokens": limits.max_num_batched_tokens,
-        "block_size": kvcache.MLA_BLOCK_SIZE if spec.mla else kvcache.BLOCK_SIZE,
+        "block_size": _block_size(spec, tp, work, beh),
         "cuda_graphs": graphs,
     }
     if work.engine.enable_expert_parallel:
@@ -128,6 +130,24 @@ def effective_settings(
     if work.engine.flashinfer_sampler:
         out["sampler"] = "FlashInfer"
     return out
+
+
+#: How vLLM keeps a hybrid's recurrent state (core/engines/vllm/hybrid.py), in the model notes.
+HYBRID_NOTE = (
+    "recurrent layers keep their state in the KV pool: vLLM raises the attention block size until one "
+    "block's page holds one layer's state, pads the state page to it and gives each running request one "
+    "block per state layer (the conv state in the model dtype, the recurrent state in the dtype the "
+    "model fixes); prefix caching stays off for hybrids by default"
+)
+
+
+def _block_size(spec: ModelSpec, tp: int, work: Workload, beh: Behaviour) -> int:
+    """The attention block size vLLM runs with: 16 (64 for MLA), raised for a hybrid (hybrid.py)."""
+    layout = kvcache.kv_layout(spec, work.kv_bytes, tp, beh.hybrid_group_ratio)
+    layout = with_state_pages(spec, layout, work, tp, beh.hybrid_group_ratio)
+    if layout is None:
+        return kvcache.MLA_BLOCK_SIZE if spec.mla else kvcache.BLOCK_SIZE
+    return layout.block_size
 
 
 def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
@@ -138,6 +158,10 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
             "sliding-window layers reserve min(window - 1 + max_num_batched_tokens, context) tokens per "
             "request, as vLLM's hybrid KV allocator does"
         )
+    if spec.attention_layers and any(
+        mixer_kind(spec, layer).state_elements(spec, layer) for layer in spec.layers
+    ):
+        notes.append(HYBRID_NOTE)
     if work.engine.cpu_offload_gb:
         notes.append(OFFLOAD_NOTE)
     drafted = draft_kv_bytes_per_token(spec, work, 1)
