@@ -1,4 +1,5 @@
-"""Mutation run over the rules of core/kvcache.py, core/plan.py and core/weights.py.
+"""Mutation run over the rules of core/kvcache.py, core/plan.py, core/weights.py and the layer kinds
+(core/kinds/).
 
 Each mutant is a hand-written edit (file, original snippet, replacement, what it breaks), applied one
 at a time to a copy of the repository in a temporary directory (the worktree is never edited); the
@@ -45,6 +46,8 @@ COPIED = ("gpusize", "tests", "data", "pyproject.toml", "README.md")
 TIMEOUT_S = 600
 
 KV, PLAN, WEIGHTS = "gpusize/core/kvcache.py", "gpusize/core/plan.py", "gpusize/core/weights.py"
+#: The layer kinds the KV, state and split rules moved into (core/kinds/: each kind owns its rules).
+ATTN, MLA, DELTANET, MAMBA = (f"gpusize/core/kinds/{name}.py" for name in ("attention", "mla", "gated_deltanet", "mamba2"))
 
 
 @dataclass(frozen=True)
@@ -61,57 +64,57 @@ MUTANTS = [
     # ------------------------------------------------------------------ core/kvcache.py
     Mutant(KV, "return max(1, num_kv_heads // tp)", "return num_kv_heads // tp", "KV heads not replicated"),
     Mutant(
-        KV,
+        MLA,
         "return spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim",
         "return spec.mla.kv_lora_rank",
         "MLA latent without the rope part",
     ),
     Mutant(
         KV,
-        "return int(kv_width(spec, kv_heads_per_gpu(heads, tp)) * kv_bytes)",
-        "return int(kv_width(spec, kv_heads_per_gpu(heads, tp)) * kv_bytes / (tp if spec.mla else 1))",
+        "return int(kv_width(spec, kv_heads_per_gpu(heads, tp), layer) * kv_bytes)",
+        "return int(kv_width(spec, kv_heads_per_gpu(heads, tp), layer) * kv_bytes / (tp if spec.mla else 1))",
         "MLA latent divided by TP",
     ),
     Mutant(
-        KV,
+        ATTN,
         "return 2 * kv_heads * spec.head_dim",
         "return kv_heads * spec.head_dim",
         "K only, no V",
     ),
     Mutant(
         KV,
-        "kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads)\n        for layer",
-        "kv_bytes_per_token_per_layer(spec, kv_bytes, tp)\n        for layer",
+        "kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads, layer)\n        for layer",
+        "kv_bytes_per_token_per_layer(spec, kv_bytes, tp, None, layer)\n        for layer",
         "per-layer KV heads ignored (DeciLM)",
     ),
     Mutant(
         KV,
-        "return int(total * state_bytes / tp)",
-        "return int(total * state_bytes)",
+        "return int(state_elements(spec) * state_bytes / tp)",
+        "return int(state_elements(spec) * state_bytes)",
         "state not divided by TP",
     ),
     Mutant(
-        KV,
+        DELTANET,
         "channels = 2 * la.num_key_heads * la.key_head_dim + la.num_value_heads",
         "channels = la.num_key_heads * la.key_head_dim + la.num_value_heads",
         "DeltaNet conv window without the second key block",
     ),
     Mutant(
-        KV,
+        DELTANET,
         "+ channels * (la.conv_kernel - 1)",
         "+ channels * la.conv_kernel",
         "DeltaNet conv window of kernel, not kernel - 1",
     ),
     Mutant(
-        KV,
+        MAMBA,
         "channels = mb.num_heads * mb.head_dim + 2 * mb.n_groups * mb.state_size",
         "channels = mb.num_heads * mb.head_dim + mb.n_groups * mb.state_size",
         "Mamba conv channels with one B/C block",
     ),
     Mutant(
-        KV,
-        "per_layer = mb.num_heads * mb.head_dim * mb.state_size + channels * (mb.conv_kernel - 1)",
-        "per_layer = mb.num_heads * mb.head_dim * mb.state_size",
+        MAMBA,
+        "return mb.num_heads * mb.head_dim * mb.state_size + channels * (mb.conv_kernel - 1)",
+        "return mb.num_heads * mb.head_dim * mb.state_size",
         "Mamba conv state dropped",
     ),
     Mutant(
@@ -207,37 +210,37 @@ MUTANTS = [
     ),
     # ------------------------------------------------------------------ core/plan.py
     Mutant(
-        PLAN,
-        "    if spec.num_attention_heads % tp:\n",
-        "    if False:\n",
+        ATTN,
+        "        if heads % tp:\n",
+        "        if False:\n",
         "attention-heads divisibility rule deleted",
     ),
     Mutant(
-        PLAN,
-        "if not spec.mla and kv % tp and tp % kv:",
-        "if not spec.mla and kv % tp:",
+        ATTN,
+        "if kv and kv % tp and tp % kv:",
+        "if kv and kv % tp:",
         "KV heads never replicated (tp > kv refused)",
     ),
     Mutant(
-        PLAN,
-        "if not spec.mla and kv % tp and tp % kv:",
-        "if not spec.mla and (kv % tp or tp % kv):",
+        ATTN,
+        "if kv and kv % tp and tp % kv:",
+        "if kv and (kv % tp or tp % kv):",
         "KV rule needs both directions",
     ),
     Mutant(
-        PLAN,
-        "if not spec.mla and kv % tp and tp % kv:",
-        "if kv % tp and tp % kv:",
+        MLA,
+        "        if layer.num_attention_heads % tp:\n",
+        "        if layer.num_attention_heads % tp or (layer.num_key_value_heads % tp and tp % layer.num_key_value_heads):\n",
         "KV rule applied to MLA",
     ),
     Mutant(
-        PLAN,
+        DELTANET,
         "if la and (la.num_value_heads % tp or la.num_key_heads % tp):",
         "if la and la.num_value_heads % tp:",
         "linear-attention key heads not checked",
     ),
     Mutant(
-        PLAN,
+        MAMBA,
         "if spec.mamba and spec.mamba.num_heads % tp:",
         "if False:",
         "Mamba heads rule deleted",
