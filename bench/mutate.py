@@ -47,7 +47,9 @@ TIMEOUT_S = 600
 
 KV, PLAN, WEIGHTS = "gpusize/core/kvcache.py", "gpusize/core/plan.py", "gpusize/core/weights.py"
 #: The layer kinds the KV, state and split rules moved into (core/kinds/: each kind owns its rules).
-ATTN, MLA, DELTANET, MAMBA = (f"gpusize/core/kinds/{name}.py" for name in ("attention", "mla", "gated_deltanet", "mamba2"))
+ATTN, MLA, DELTANET, MAMBA = (
+    f"gpusize/core/kinds/{name}.py" for name in ("attention", "mla", "gated_deltanet", "mamba2")
+)
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,8 @@ MUTANTS = [
     ),
     Mutant(
         KV,
-        "kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads, layer)\n        for layer",
+        "kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads, layer)\n"
+        "        for layer",
         "kv_bytes_per_token_per_layer(spec, kv_bytes, tp, None, layer)\n        for layer",
         "per-layer KV heads ignored (DeciLM)",
     ),
@@ -230,7 +233,9 @@ MUTANTS = [
     Mutant(
         MLA,
         "        if layer.num_attention_heads % tp:\n",
-        "        if layer.num_attention_heads % tp or (layer.num_key_value_heads % tp and tp % layer.num_key_value_heads):\n",
+        "        if layer.num_attention_heads % tp or (\n"
+        "            layer.num_key_value_heads % tp and tp % layer.num_key_value_heads\n"
+        "        ):\n",
         "KV rule applied to MLA",
     ),
     Mutant(

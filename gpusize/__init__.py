@@ -10,6 +10,11 @@ Library use::
     spec = parse_config(find_model("Qwen3-32B").config)
     best = fit(spec, find_gpu("H100"), context_tokens=32768, batch=4)[-1]
     assert best.fits and best.num_gpus == 2  # vLLM, newest modelled release
+
+Every command is a function returning the report behind its `--json` (see `gpusize.api`)::
+
+    report = gpusize.fit("Qwen3-32B", ctx="32k", gpu="H100")
+    assert report.fits and report.plan.num_gpus == 1
 """
 
 from __future__ import annotations
@@ -31,6 +36,14 @@ _LAZY = {
     "EngineSettings": "gpusize.core.workload",
     "resolve": "gpusize.core.workload",
     "fit": "gpusize.api",
+    "plan": "gpusize.api",
+    "run": "gpusize.api",
+    "serve": "gpusize.api",
+    "quote": "gpusize.api",
+    "train": "gpusize.api",
+    "curve": "gpusize.api",
+    "which": "gpusize.api",
+    "batch": "gpusize.api",
     "Catalogs": "gpusize.sources.catalog",
     "find_gpu": "gpusize.sources.catalog",
     "find_model": "gpusize.sources.catalog",

@@ -25,6 +25,7 @@ COMMANDS = {
     "train": "gpusize.cli.train",
     "models": "gpusize.cli.catalogs",
     "gpus": "gpusize.cli.catalogs",
+    "batch": "gpusize.cli.batch",
 }
 
 

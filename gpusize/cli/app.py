@@ -10,15 +10,18 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from collections.abc import Callable
+from typing import Any
 
 import typer
 
 from gpusize import __version__
+from gpusize.cli.capture import current
 from gpusize.cli.output import silence_stdout, write_stderr, write_stdout
 from gpusize.errors import GpusizeError
 from gpusize.render.text import safe
 
-__all__ = ["app", "fail", "finish", "main", "run_command"]
+__all__ = ["app", "click_errors", "fail", "finish", "main", "run_command"]
 
 app = typer.Typer(
     add_completion=True,
@@ -58,11 +61,15 @@ def finish(text: str | None, code: int) -> None:
 def fail(message: str, hint: str | None = None, code: int = 2) -> int:
     """One line on stderr (lost, not fatal, when stderr is closed); returns the exit code."""
     tail = f" ({hint})" if hint else ""
+    captured = current()
+    if captured is not None:  # batch keeps the error as the row's answer
+        captured.error = safe(message, limit=1000) + safe(tail, limit=500)
+        return code
     write_stderr(f"gpusize: error: {safe(message, limit=1000)}{safe(tail, limit=500)}\n")
     return code
 
 
-def _click_errors() -> tuple[type[BaseException], ...]:
+def click_errors() -> tuple[type[BaseException], ...]:
     """Click's usage errors, from typer's vendored copy and/or click itself."""
     found: list[type[BaseException]] = []
     for module in ("typer._click.exceptions", "click.exceptions"):
@@ -88,9 +95,11 @@ def _reader_went_away() -> bool:
     return True
 
 
-def run_command(argv: list[str] | None) -> int:
+def run_command(argv: list[str] | None, command: Callable[..., Any] | None = None) -> int:
+    """Run one command line; `command`: the click command built from `app` once (batch rows reuse it,
+    as building it is most of a small command's cost), else `app` builds it for this call."""
     try:
-        result = app(args=argv, standalone_mode=False)
+        result = (command or app)(args=argv, standalone_mode=False)
     except GpusizeError as exc:
         return fail(str(exc), exc.hint)
     except typer.Exit as exc:
@@ -108,7 +117,7 @@ def run_command(argv: list[str] | None) -> int:
             return 0
         raise
     except Exception as exc:  # noqa: BLE001 - the CLI boundary: nothing may read as "does not fit"
-        if isinstance(exc, _click_errors()):
+        if isinstance(exc, click_errors()):
             return fail(exc.format_message().splitlines()[0])  # type: ignore[attr-defined]
         if os.environ.get("GPUSIZE_DEBUG") == "1":
             write_stderr("".join(traceback.format_exc()))

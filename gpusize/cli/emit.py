@@ -8,12 +8,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from gpusize.cli.app import finish
+from gpusize.cli.capture import current
 from gpusize.cli.prepare import choice
 from gpusize.errors import UsageError
 from gpusize.render.text import Style, terminal_width
 from gpusize.reports.serialize import to_json
 
-__all__ = ["answer", "output_format"]
+__all__ = ["answer", "output_format", "taken"]
 
 
 def output_format(fmt: str | None, as_json: bool, formats: tuple[str, ...]) -> str:
@@ -24,6 +25,15 @@ def output_format(fmt: str | None, as_json: bool, formats: tuple[str, ...]) -> s
     if as_json and chosen != "json":
         raise UsageError(f"--json and --format {chosen} ask for two formats; give one")
     return chosen
+
+
+def taken(report: Any, code: int, text: Callable[[int, Style], str]) -> None:
+    """Under `capture()` (batch rows, the library API) the answer is kept as a value and the command
+    ends here, printing nothing; otherwise nothing happens."""
+    captured = current()
+    if captured is not None:
+        captured.report, captured.code, captured.text = report, code, text
+        finish(None, code)
 
 
 def answer(
@@ -38,6 +48,7 @@ def answer(
     """Print the report as asked and end with `code` (the verdict)."""
     exports = exports or {}
     form = output_format(fmt, as_json, ("table", "json", *exports))
+    taken(report, code, text)
     if quiet:
         finish(None, code)
     if form == "json":

@@ -21,6 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from gpusize.cli.capture import current
 from gpusize.errors import OutputError
 from gpusize.render.text import safe
 
@@ -66,7 +67,12 @@ def write_stderr(line: str) -> None:
 
 
 def warn(message: str) -> None:
-    """One line on stderr; a closed stderr only loses the line."""
+    """One line on stderr; a closed stderr only loses the line. Under `capture()` (batch, the library
+    API) the warning is kept with the answer instead."""
+    captured = current()
+    if captured is not None:
+        captured.warnings.append(safe(message, limit=2000))
+        return
     write_stderr(f"gpusize: warning: {safe(message, limit=2000)}\n")
 
 

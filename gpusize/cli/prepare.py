@@ -9,8 +9,10 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Any, TypeVar
 
 from gpusize.cli.options import EngineValues
 from gpusize.cli.output import warn, write_stderr
@@ -30,6 +32,8 @@ from gpusize.sources.catalog import Catalogs
 from gpusize.sources.resolve import resolve_model
 from gpusize.units import canonical_dtype, parse_count, parse_tokens
 
+_T = TypeVar("_T")
+
 __all__ = [
     "Targets",
     "catalogs",
@@ -43,6 +47,7 @@ __all__ = [
     "quantized_dtype",
     "request",
     "reserved_bytes",
+    "reuse",
     "rope_scaled",
     "targets",
     "workload",
@@ -85,7 +90,37 @@ def gpu_count(value: int | None) -> int | None:
     return value
 
 
+#: Catalogs and parsed models kept for the rows of one batch (`reuse()`); None outside a batch.
+_REUSED: ContextVar[dict[tuple[object, ...], Any] | None] = ContextVar("gpusize_reused", default=None)
+
+
+@contextlib.contextmanager
+def reuse() -> Iterator[None]:
+    """Within the block, each catalog set is read and each model resolved and parsed once: a batch of
+    10,000 rows over a few models pays for the few (the values are frozen, so sharing is safe)."""
+    token = _REUSED.set({})
+    try:
+        yield
+    finally:
+        _REUSED.reset(token)
+
+
+def _reused(key: tuple[object, ...], make: Callable[[], _T]) -> _T:
+    memo = _REUSED.get()
+    if memo is None:
+        return make()
+    if key not in memo:
+        memo[key] = make()
+    value: _T = memo[key]
+    return value
+
+
 def catalogs(models_files: list[str] | None, gpus_files: list[str] | None) -> Catalogs:
+    key = ("catalogs", tuple(models_files or ()), tuple(gpus_files or ()))
+    return _reused(key, lambda: _read_catalogs(models_files, gpus_files))
+
+
+def _read_catalogs(models_files: list[str] | None, gpus_files: list[str] | None) -> Catalogs:
     for path in [*(models_files or []), *(gpus_files or [])]:
         if not Path(path).is_file():
             raise CatalogError(f"{safe(path[:200])}: no such catalog file")
@@ -111,6 +146,13 @@ def progress(message: str) -> Iterator[None]:
 
 def load_model(
     reference: str, revision: str | None, best_effort: bool, cats: Catalogs, rope_scaling: str | None = None
+) -> tuple[ResolvedModel, ModelSpec]:
+    key = ("model", reference, revision, best_effort, id(cats), rope_scaling)
+    return _reused(key, lambda: _load_model(reference, revision, best_effort, cats, rope_scaling))
+
+
+def _load_model(
+    reference: str, revision: str | None, best_effort: bool, cats: Catalogs, rope_scaling: str | None
 ) -> tuple[ResolvedModel, ModelSpec]:
     resolved = resolve_model(reference, revision, cats, progress)
     where = "config.json" if resolved.source != "gguf" else "GGUF metadata"

@@ -8,7 +8,7 @@ import typer
 
 from gpusize.cli import prepare
 from gpusize.cli.app import app, finish
-from gpusize.cli.emit import output_format
+from gpusize.cli.emit import output_format, taken
 from gpusize.cli.options import (
     AcceptanceRate,
     Ctx,
@@ -149,6 +149,7 @@ def quote(
     code = 0 if report.fits else 1
     if svg:
         write_file(svg, quote_chart_svg(report))
+    taken(report, code, lambda width, style: render_quote(report, width, style))
     width, style = terminal_width(sys.stdout), Style.for_stream(sys.stdout)
     text = {
         "table": lambda: render_quote(report, width, style if output is None else Style()),

@@ -288,6 +288,15 @@ class ModelSpec:
         return tuple(layer for layer in self.layers if layer.mixer in KV_MIXERS)
 
     @cached_property
+    def layer_counts(self) -> tuple[tuple[LayerSpec, int], ...]:
+        """Each distinct layer once, in model order, with how many layers of the model are that one
+        (the parser makes one object per layer kind; sums over layers run over these)."""
+        counts: dict[LayerSpec, int] = {}
+        for layer in self.layers:
+            counts[layer] = counts.get(layer, 0) + 1
+        return tuple(counts.items())
+
+    @cached_property
     def attention_kinds(self) -> tuple[tuple[tuple[str, int | None], int], ...]:
         """((kind, window), layer count) of the attention layers, in first-seen order: kind is full,
         sliding or chunked (the KV groups an engine forms; computed once per model)."""

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from gpusize.core.params import layer_params
-from gpusize.core.spec import ModelSpec
+from gpusize.core.spec import LayerSpec, ModelSpec
 from gpusize.units import DTYPE_BYTES, GIB
 
 __all__ = [
@@ -293,10 +293,11 @@ class StoredLayers:
 
 def estimated_layers(spec: ModelSpec, fmt: WeightFormat) -> StoredLayers:
     """Per-block, embedding and output bytes from config arithmetic (for non-GGUF sources)."""
-    layers = []
-    for layer in spec.layers:
+    sizes: dict[LayerSpec, int] = {}  # identical layers (one object per kind) counted once
+    for layer, _ in spec.layer_counts:
         counts = layer_params(spec, layer)
-        layers.append(int(counts.linear * fmt.linear_bytes + counts.small * fmt.other_bytes))
+        sizes[layer] = int(counts.linear * fmt.linear_bytes + counts.small * fmt.other_bytes)
+    layers = [sizes[layer] for layer in spec.layers]
     embd = int(spec.params.embedding * fmt.other_bytes)
     output = int(spec.params.lm_head * fmt.other_bytes) or embd
     return StoredLayers(tuple(layers), embd, output)

@@ -14,6 +14,7 @@ from gpusize.serving.layouts import THIN_MARGIN_NOTE
 from gpusize.serving.quote import CurvePoint, Option, memory_parts
 
 __all__ = [
+    "quote_headline",
     "BAR_LETTERS",
     "QUOTE_COLUMNS",
     "buy_lines",
@@ -199,3 +200,16 @@ def buy_lines(report: QuoteReport) -> list[str]:
             f"{a.utilization_hours:,.0f} h: break-even in month {math.ceil(o.break_even_months)}"
         )
     return lines
+
+
+def quote_headline(report: QuoteReport) -> str:
+    """One line: the recommended option and its price, or that none fits (a batch row's answer)."""
+    what = f"{report.model.name} at {human_tokens(report.workload.context_tokens)} context"
+    load = f" for {report.users} users" if report.users else ""
+    best = report.recommendation
+    if best is None or not best.fits:
+        return f"{what}{load}: no option fits"
+    layout = f"{best.replicas} x TP={best.tensor_parallel}"
+    price = f", ${best.usd_per_hour:,.2f}/hour" if best.usd_per_hour is not None else ", unpriced"
+    servers = f" x {best.servers} servers" if best.servers and best.servers > 1 else ""
+    return f"{what}{load}: best {best.num_gpus}x {best.gpu} ({layout}){servers}{price}"

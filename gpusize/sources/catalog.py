@@ -53,8 +53,10 @@ MAX_CATALOG_BYTES = 32 * 1024 * 1024
 ENV_VARS = {"models": "GPUSIZE_MODELS", "gpus": "GPUSIZE_GPUS"}
 
 
+@functools.cache
 def data_dir() -> Path:
-    """gpusize/data inside an installed wheel, else the checkout's top-level data/."""
+    """gpusize/data inside an installed wheel, else the checkout's top-level data/ (where the package
+    lives does not change while it runs: looked up once)."""
     packaged = Path(__file__).resolve().parent.parent / "data"
     if (packaged / "gpus.yaml").is_file():
         return packaged

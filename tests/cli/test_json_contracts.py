@@ -16,7 +16,7 @@ import pytest
 
 from tests.helpers import run_in_process
 
-OPAQUE = {"checkpoint_dtypes", "settings", "launch", "scaling_per_doubling"}
+OPAQUE = {"checkpoint_dtypes", "settings", "launch", "scaling_per_doubling", "result"}
 ENV = {**os.environ, "NO_COLOR": "1"}
 
 COMMANDS: dict[str, list[str]] = {
@@ -28,6 +28,7 @@ COMMANDS: dict[str, list[str]] = {
     "train": ["train", "Llama-3.1-8B", "--method", "lora", "--gpu", "H100", "--tokens", "1B", "--json"],
     "models": ["models", "qwen3", "--json"],
     "gpus": ["gpus", "--json"],
+    "batch": ["batch", "examples/batch.csv", "--json"],
 }
 
 #: The resolved workload, the same in every inference command (fit, serve, quote, curve).
@@ -780,6 +781,26 @@ SUGGESTION_KEYS = {
     "suggestions[].num_gpus",
     "suggestions[].usd_per_hour",
     "suggestions[].summary",
+}
+#: A batch: its rows, each holding its command's own object as `result` (pinned by that command).
+CONTRACTS["batch"] = {
+    "gpusize_version",
+    "assumptions",
+    "assumptions.order",
+    "assumptions.reuse",
+    "assumptions.exit_code",
+    "command",
+    "exit_code",
+    "counts",
+    "counts.yes",
+    "counts.no",
+    "counts.error",
+    "counts.internal",
+    "rows",
+    *(
+        f"rows[].{key}"
+        for key in ("line", "command", "model", "argv", "exit_code", "answer", "error", "warnings", "result")
+    ),
 }
 COMMANDS["fit (does not fit)"] = ["fit", "Llama-3.3-70B", "--gpu", "RTX3090", "--gpus", "2", "--json"]
 CONTRACTS["fit (does not fit)"] = (

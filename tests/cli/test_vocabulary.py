@@ -25,6 +25,7 @@ CALLS: dict[str, list[str]] = {
     "train": ["train", "Qwen3-8B", "--method", "lora", "--gpu", "H100", "--tokens", "1B"],
     "models": ["models", "qwen3"],
     "gpus": ["gpus"],
+    "batch": ["batch", "examples/batch.csv"],
 }
 
 

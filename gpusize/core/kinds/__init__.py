@@ -68,12 +68,12 @@ def mixer_kind(spec: ModelSpec, layer: LayerSpec) -> MixerKind:
 
 def state_elements(spec: ModelSpec) -> int:
     """Constant per-sequence state elements of every recurrent layer, before any TP split."""
-    return sum(mixer_kind(spec, layer).state_elements(spec, layer) for layer in spec.layers)
+    return sum(mixer_kind(spec, layer).state_elements(spec, layer) * n for layer, n in spec.layer_counts)
 
 
 def tp_problem(spec: ModelSpec, tp: int) -> str | None:
     """The first reason a layer kind of this model refuses tensor-parallel size `tp`, or None."""
-    for layer in dict.fromkeys(spec.layers):  # each distinct layer once, in model order
+    for layer, _ in spec.layer_counts:
         problem = mixer_kind(spec, layer).tp_problem(spec, layer, tp)
         if problem:
             return problem

@@ -123,6 +123,8 @@ def offloaded_bytes(spec: ModelSpec, work: Workload, tp: int) -> int:
     layer's bytes / TP); the last parameter may pass the budget by up to its size, which this leaves
     on the GPU (the cautious side). Embeddings and the output head never move."""
     budget = int((work.engine.cpu_offload_gb or 0) * GIB)
+    if not budget:  # the default: nothing moves, and the layer walk below is the costly part of a plan
+        return 0
     layers = sum(layer // tp for layer in estimated_layers(spec, work.weights).layer_bytes)
     return min(budget, layers)
 

@@ -1,0 +1,93 @@
+"""One command run in process, its answer taken as a value: the rows of `gpusize batch` and the
+library API (`gpusize.api`). A row or a call is turned into the command line a user would type, so
+it goes through the very same option parsing, checks and planning as that command line does.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import typer
+
+from gpusize.cli import COMMANDS, register
+from gpusize.cli.app import app, click_errors, run_command
+from gpusize.cli.capture import Captured, capture
+from gpusize.errors import UsageError
+from gpusize.render.text import safe
+
+__all__ = ["argv_for", "option_flag", "report_of", "run_captured"]
+
+#: The values a boolean option takes in a CSV cell (a JSON row gives true/false itself).
+TRUE_WORDS = frozenset({"true", "yes", "1", "on"})
+FALSE_WORDS = frozenset({"false", "no", "0", "off", ""})
+
+
+def option_flag(key: str) -> str:
+    """`engine_version` -> `--engine-version`: a row's key is the long flag without its dashes."""
+    name = key.strip().lower().replace("_", "-")
+    if not name or name.startswith("-") or not all(c.isalnum() or c == "-" for c in name):
+        raise UsageError(f"unknown option '{safe(key[:60])}': use a long flag name without dashes")
+    return f"--{name}"
+
+
+def argv_for(command: str, model: str | None, options: Mapping[str, object]) -> list[str]:
+    """The command line of one configuration: the command, the model (for the commands that take one)
+    and one `--flag value` per option; a boolean option is its bare flag when true and left out when
+    false; a list repeats the flag (`--models-file a --models-file b`); None or "" leaves it out."""
+    if command not in COMMANDS:
+        raise UsageError(f"unknown command '{safe(command[:40])}'; use one of {', '.join(COMMANDS)}")
+    argv = [command] + ([model] if model else [])
+    for key, value in options.items():
+        argv += _words(option_flag(key), value)
+    return argv
+
+
+def _words(flag: str, value: object) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, bool):
+        return [flag] if value else []
+    if isinstance(value, (list, tuple)):
+        return [word for item in value for word in _words(flag, item)]
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UsageError(f"invalid {flag} {value}: not a finite number")
+    if isinstance(value, (int, float)):
+        return [flag, repr(value) if isinstance(value, float) else str(value)]
+    if isinstance(value, str):
+        return [] if value == "" else [flag, value]
+    raise UsageError(f"invalid {flag}: expected a string, number or boolean, got {type(value).__name__}")
+
+
+def run_captured(argv: list[str]) -> Captured:
+    """Run one command line in this process and return its answer as a value (nothing printed): the
+    report, the exit code the command would end with, and its error line when it could not answer."""
+    with capture() as got:
+        got.code = run_command(argv, _click_app())
+    return got
+
+
+@functools.cache
+def _click_app() -> Callable[..., Any]:
+    """The click command of the whole app with every command registered, built once per process."""
+    register([])
+    command: Callable[..., Any] = typer.main.get_command(app)
+    return command
+
+
+def report_of(argv: list[str]) -> Any:
+    """The report of one command line, for the library: a GpusizeError (the very error the command
+    line would print) is raised, not turned into an exit code; a usage error of the option parser
+    (an unknown option, a bad number) is raised as UsageError."""
+    with capture() as got:
+        try:
+            _click_app()(args=argv, standalone_mode=False)
+        except typer.Exit:
+            pass
+        except click_errors() as exc:
+            raise UsageError(exc.format_message().splitlines()[0]) from None  # type: ignore[attr-defined]
+    if got.report is None:
+        raise UsageError(got.error or f"'{safe(' '.join(argv)[:80])}' gives no report")
+    return got.report

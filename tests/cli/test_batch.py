@@ -1,0 +1,172 @@
+"""`gpusize batch` and the library API: one configuration a row, answered exactly as the single
+command answers it; errors are data and the batch goes on; the exit status is the worst row's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import gpusize
+from gpusize.cli.invoke import argv_for
+from gpusize.errors import InputError, UnknownNameError, UsageError
+from gpusize.reports.batch import batch_exit_code
+from gpusize.sources.batch_file import read_batch
+from tests.helpers import cli
+
+#: A sample of single-command configurations a batch row must answer identically.
+SAMPLE = [
+    ("fit", "Qwen3-32B", {"ctx": "32k", "gpu": "H100"}),
+    ("fit", "Llama-3.3-70B", {"ctx": "8k", "gpu": "RTX4090", "gpus": "2"}),
+    ("fit", "Qwen3-8B", {"engine": "sglang", "gpu": "L40S"}),
+    ("serve", "Qwen3-8B", {"users": "64", "gpu": "L40S", "gpus": "4"}),
+    ("quote", "Qwen3-8B", {"gpu": "L4"}),
+    ("train", "Llama-3.1-8B", {"method": "lora", "gpu": "H100", "tokens": "1B"}),
+    ("curve", "Qwen3-8B", {"gpu": "H100"}),
+]
+
+
+def _csv(tmp_path: Path, text: str, name: str = "rows.csv") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_each_row_answers_as_its_single_command(tmp_path: Path) -> None:
+    lines = ["command,model,ctx,gpu,gpus,engine,users,method,tokens"]
+    keys = ["ctx", "gpu", "gpus", "engine", "users", "method", "tokens"]
+    lines += [",".join([c, m, *(o.get(k, "") for k in keys)]) for c, m, o in SAMPLE]
+    out = cli("batch", _csv(tmp_path, "\n".join(lines) + "\n"), "--format", "jsonl")
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(rows) == len(SAMPLE)
+    for row, (command, model, options) in zip(rows, SAMPLE, strict=True):
+        alone = cli(*argv_for(command, model, options), "--json")
+        assert row["exit_code"] == alone.code
+        assert row["result"] == json.loads(alone.stdout), (command, model)
+        assert sorted(row["argv"]) == sorted(argv_for(command, model, options))
+
+
+def test_a_row_that_fails_is_data_and_the_batch_goes_on(tmp_path: Path) -> None:
+    text = "model,gpu,ctx\nQwen3-8B,H100,8k\nNo-Such-Model,H100,8k\nQwen3-8B,H100,9q\nQwen3-8B,L4,8k\n"
+    out = cli("batch", _csv(tmp_path, text), "--json")
+    data = json.loads(out.stdout)
+    codes = [row["exit_code"] for row in data["rows"]]
+    assert codes == [0, 2, 2, 0]
+    assert data["rows"][1]["error"].startswith("unknown model 'No-Such-Model'")
+    assert "invalid context '9q'" in data["rows"][2]["error"]
+    assert data["rows"][1]["result"] is None
+    assert [row["line"] for row in data["rows"]] == [2, 3, 4, 5]
+    assert out.code == data["exit_code"] == 2
+    assert data["counts"] == {"yes": 2, "no": 0, "error": 2, "internal": 0}
+    assert out.stderr == ""  # the errors are in the answer, not on stderr
+
+
+def test_the_exit_status_is_zero_only_when_every_row_is_yes() -> None:
+    """0 all yes; else the most severe row: 3 internal > 2 could not answer > 1 does not fit."""
+    assert batch_exit_code([0, 0]) == 0
+    assert batch_exit_code([0, 1, 0]) == 1
+    assert batch_exit_code([1, 2, 0]) == 2
+    assert batch_exit_code([2, 3, 1]) == 3
+
+
+def test_json_lines_input_takes_numbers_booleans_and_lists(tmp_path: Path) -> None:
+    rows = [
+        {"model": "Qwen3-8B", "gpu": "H100", "ctx": 32768, "enforce_eager": True},
+        {"command": "which", "gpu": "L4", "gpus": 1},
+        [1, 2],
+    ]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    data = json.loads(cli("batch", str(path), "--json").stdout)
+    first, second, third = data["rows"]
+    assert first["argv"] == ["fit", "Qwen3-8B", "--gpu", "H100", "--ctx", "32768", "--enforce-eager"]
+    assert first["exit_code"] == 0
+    assert second["command"] == "which" and second["exit_code"] == 0
+    assert third["exit_code"] == 2 and "must be a JSON object" in third["error"]
+
+
+def test_an_unknown_column_or_command_is_that_row_s_error(tmp_path: Path) -> None:
+    text = "command,model,gpu,colour\nfit,Qwen3-8B,H100,red\nfly,Qwen3-8B,H100,\nbatch,x.csv,,\n"
+    data = json.loads(cli("batch", _csv(tmp_path, text), "--json").stdout)
+    first, second, third = data["rows"]
+    assert first["exit_code"] == 2 and "--colour" in first["error"]
+    assert second["exit_code"] == 2 and "unknown command 'fly'" in second["error"]
+    assert third["exit_code"] == 2 and "cannot run another batch" in third["error"]
+
+
+def test_repeated_rows_are_answered_once_and_keep_their_own_line(tmp_path: Path) -> None:
+    text = "model,gpu\n" + "Qwen3-8B,H100\n" * 3
+    data = json.loads(cli("batch", _csv(tmp_path, text), "--json").stdout)
+    assert [row["line"] for row in data["rows"]] == [2, 3, 4]
+    assert data["rows"][0]["result"] == data["rows"][2]["result"]
+
+
+def test_table_and_csv_answer_one_line_per_row(tmp_path: Path) -> None:
+    path = _csv(tmp_path, "model,gpu,ctx\nQwen3-32B,H100,32k\nNope-1B,H100,8k\n")
+    table = cli("batch", path)
+    assert "2 rows: 1 yes, 1 error" in table.stdout
+    assert "Qwen3-32B at 32k context needs 1x NVIDIA H100" in table.stdout
+    sheet = cli("batch", path, "--format", "csv").stdout.splitlines()
+    assert sheet[0] == "line,command,model,exit_code,answer,warnings"
+    assert sheet[1].startswith("2,fit,Qwen3-32B,0,Qwen3-32B at 32k context needs 1x")
+    assert sheet[2].startswith("3,fit,Nope-1B,2,unknown model")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "empty batch file"),
+        ("model,model\nx,y\n", "name each column once"),
+        ("model,gpu\n", "no rows"),
+        (b"model\n\xff\n", "not UTF-8"),
+    ],
+)
+def test_a_file_that_cannot_be_read_is_one_line_and_exit_2(
+    tmp_path: Path, content: str | bytes, message: str
+) -> None:
+    path = tmp_path / "bad.csv"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    out = cli("batch", str(path))
+    assert out.code == 2 and out.stdout == ""
+    assert message in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_a_missing_file_is_exit_2() -> None:
+    out = cli("batch", "/nonexistent/rows.csv")
+    assert out.code == 2 and "cannot read" in out.stderr
+
+
+def test_a_csv_row_with_more_cells_than_the_header_is_an_error_row(tmp_path: Path) -> None:
+    rows = read_batch(_csv(tmp_path, "model,gpu\nQwen3-8B,H100,extra\nQwen3-8B,H100\n"))
+    assert rows[0].problem == "line 2: 3 cells for 2 columns"
+    assert rows[1].values == {"model": "Qwen3-8B", "gpu": "H100"}
+
+
+def test_the_library_returns_each_command_s_report() -> None:
+    report = gpusize.fit("Qwen3-32B", ctx="32k", gpu="H100")
+    assert type(report).__name__ == "FitReport" and report.fits and report.plan.num_gpus == 1
+    assert type(gpusize.serve("Qwen3-8B", users=64, gpu="L40S", gpus=4)).__name__ == "ServeReport"
+    assert type(gpusize.quote("Qwen3-8B", gpu="L4")).__name__ == "QuoteReport"
+    assert type(gpusize.train("Llama-3.1-8B", method="lora", gpu="H100")).__name__ == "TrainReport"
+    assert type(gpusize.which(gpu="L4")).__name__ == "WhichReport"
+    assert type(gpusize.curve("Qwen3-8B", gpu="H100")).__name__ == "CurveReport"
+
+
+def test_the_library_raises_the_error_the_command_prints() -> None:
+    with pytest.raises(InputError, match="invalid context '9q'"):
+        gpusize.fit("Qwen3-32B", ctx="9q")
+    with pytest.raises(UnknownNameError, match="unknown model"):
+        gpusize.fit("No-Such-Model")
+    with pytest.raises(UsageError, match="No such option: --colour"):
+        gpusize.fit("Qwen3-8B", colour="red")
+    with pytest.raises(UsageError, match="not a finite number"):
+        gpusize.fit("Qwen3-8B", gpu_memory_utilization=float("nan"))
+
+
+def test_the_library_batch(tmp_path: Path) -> None:
+    report = gpusize.batch(_csv(tmp_path, "model,gpu\nQwen3-8B,H100\n"))
+    assert report.exit_code == 0 and report.rows[0].result.fits is True
