@@ -1,0 +1,86 @@
+"""One suggestion evaluated: a lever's workload on n GPUs, by the engine's own model, kept only when it
+fits on a safe margin; and the order of the counts tried."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from gpusize.core.engines import EngineModel
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.levers import Change
+from gpusize.core.levers import Variant as _Variant
+from gpusize.core.plan import Candidate, thin_margin
+from gpusize.core.search import first_fit
+from gpusize.core.spec import ModelSpec
+from gpusize.core.suggest.values import Suggestion
+from gpusize.core.weights import linear_bytes_per_gpu, weight_format
+from gpusize.core.workload import Workload
+
+__all__ = ["evaluated", "first_fit_of", "suggestion", "thin", "weights_alone_too_big", "with_weights"]
+
+
+def first_fit_of(
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    counts: Iterable[int],
+    variant: _Variant,
+    model: EngineModel,
+    asked: int | None,
+) -> list[Suggestion]:
+    return first_fit(counts, lambda n: evaluated(spec, gpu, n, variant, model, asked))
+
+
+def evaluated(
+    spec: ModelSpec, gpu: GpuSpec, n: int, variant: _Variant, model: EngineModel, asked: int | None
+) -> Suggestion | None:
+    if weights_alone_too_big(spec, variant.work, gpu, n):
+        return None
+    c = model.evaluate(spec, gpu, n, variant.work)
+    if not c.fits or thin(c, variant.work, model):
+        return None
+    changes = variant.changes
+    if (asked is None and n > 1) or (asked is not None and n != asked):
+        changes += (Change(model.levers.count_flag, str(n)),)
+    return suggestion(c, variant._replace(changes=changes), gpu)
+
+
+def thin(c: Candidate, work: Workload, model: EngineModel) -> bool:
+    """A paged-KV plan that holds the requests by less than the model's error on public start-up logs
+    (the engine's thin margin): the plan itself keeps it with a warning, a suggestion does not."""
+    return thin_margin(c.max_concurrency, work.batch, model.levers.thin_margin)
+
+
+def weights_alone_too_big(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> bool:
+    """A cheap lower bound: the linear weights alone, split n ways, above the GPU's whole memory
+    (llama.cpp with layers left in system RAM excepted)."""
+    if work.engine.n_gpu_layers is not None:
+        return False
+    return linear_bytes_per_gpu(spec, work.weights, n) > gpu.visible_bytes
+
+
+def suggestion(c: Candidate, variant: _Variant, gpu: GpuSpec) -> Suggestion:
+    where = f"{c.num_gpus}x {gpu.name}"
+    summary = {"nodes": variant.summary, "gpu": f"{where} instead", "gpus": where}.get(
+        variant.lever, f"{variant.summary} on {where}"
+    )
+    return Suggestion(
+        changes=variant.changes,
+        summary=summary,
+        note=variant.note,
+        gpu=c.gpu,
+        gpu_full_name=c.gpu_full_name,
+        num_gpus=c.num_gpus,
+        tensor_parallel=c.tensor_parallel,
+        pipeline_parallel=c.pipeline_parallel,
+        fits=c.fits,
+        kv_cache_capacity_tokens=c.kv_cache_capacity_tokens,
+        max_context_tokens=c.max_context_tokens,
+        usd_per_hour=c.usd_per_hour,
+        lever=variant.lever,
+        memory_bytes=gpu.visible_bytes * c.num_gpus,
+    )
+
+
+def with_weights(spec: ModelSpec, work: Workload, dtype: str) -> Workload:
+    return replace(work, requested_dtype=dtype, weights=weight_format(spec, dtype), checkpoint_warning=None)
