@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from gpusize.core.engines import llamacpp, sglang
+from gpusize.core.engines.sglang_defaults import sglang_defaults
 from gpusize.core.parse import parse_config
 from gpusize.core.releases import parse_version
 from gpusize.sources.catalog import find_gpu
@@ -41,9 +42,9 @@ def test_sglang_qwen3_235b_fp8_on_4_h100() -> None:
 def test_sglang_default_fraction_matches_source_formula() -> None:
     """SGLang 0.5.6 _handle_gpu_memory_settings on an H100 (81559 MiB): 0.835 at TP=1, 0.824 at TP=4."""
     v056 = parse_version("0.5.6")
-    assert sglang.sglang_defaults(find_gpu("H100"), 1, v056).mem_fraction_static == 0.835
-    assert sglang.sglang_defaults(find_gpu("H100"), 4, v056).mem_fraction_static == 0.824
-    assert sglang.sglang_defaults(find_gpu("H200"), 1, v056).mem_fraction_static == 0.907
+    assert sglang_defaults(find_gpu("H100"), 1, v056).mem_fraction_static == 0.835
+    assert sglang_defaults(find_gpu("H100"), 4, v056).mem_fraction_static == 0.824
+    assert sglang_defaults(find_gpu("H200"), 1, v056).mem_fraction_static == 0.907
 
 
 def test_llamacpp_llama31_8b_q4_k_m_record(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import json
 import pytest
 
 from gpusize.core.engines import engine
-from gpusize.core.engines.sglang import MAX_PREFILL_TOKENS
+from gpusize.core.engines.sglang_defaults import MAX_PREFILL_TOKENS
 from gpusize.core.settings import settings_from
 from gpusize.errors import InputError
 from gpusize.sources.catalog import find_gpu

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from gpusize.core.engines import engine, prepare
-from gpusize.core.engines.sglang import sglang_defaults
+from gpusize.core.engines.sglang_defaults import sglang_defaults
 from gpusize.core.engines.sglang_speculative import draft_pool_tokens
 from gpusize.core.engines.vllm.speculative import draft_kv_bytes_per_token
 from gpusize.core.parse import parse_config

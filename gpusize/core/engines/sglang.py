@@ -12,29 +12,29 @@ than the context: it starts and caps the request length.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.base import EngineModel
+from gpusize.core.engines.sglang_defaults import (
+    DIST_INIT_TPN,
+    default_running_requests,
+    mem_fraction,
+    release_version,
+    workload_defaults,
+)
 from gpusize.core.engines.sglang_dp import (
     attention_tp,
-    dp_graph_reserve_mib,
     dp_problem,
     dp_size,
     dp_weight_extra_bytes,
 )
 from gpusize.core.engines.sglang_lora import sglang_lora_host_bytes, sglang_lora_slots
 from gpusize.core.engines.sglang_speculative import (
-    SPECULATIVE_RUNNING_REQUESTS,
     budgeted_cell,
-    caps_running_requests,
     draft_notes,
     draft_reserves,
     draft_weights_in_budget,
-    speculative_reserve_mib,
 )
 from gpusize.core.engines.vllm.pool import OFFLOAD_NOTE, THIN_MARGIN, offloaded_bytes
-from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers
 from gpusize.core.plan import (
@@ -46,7 +46,7 @@ from gpusize.core.plan import (
     yarn_caveat,
     yarn_flag,
 )
-from gpusize.core.releases import SGLANG, Version, parse_version
+from gpusize.core.releases import SGLANG
 from gpusize.core.reserves import ReserveTerm, outside_bytes, reserves_of, total_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import weights_bytes
@@ -54,166 +54,7 @@ from gpusize.core.workload import Workload
 from gpusize.errors import InputError
 from gpusize.units import GIB
 
-__all__ = [
-    "DIST_INIT_TPN",
-    "ENGINE",
-    "LEVERS",
-    "SglangDefaults",
-    "context_refusal",
-    "evaluate",
-    "mem_fraction",
-    "sglang_defaults",
-]
-
-#: Memory SGLang's own distributed init takes on each GPU at TP >= 2 before it reads "free memory before
-#: the weights" (~0.13 GB in an SGLang TP4 start-up log quoted in the project's issue report); vLLM's
-#: 2.07 GiB CUDA context at TP >= 2 includes its NCCL profile buffers, which SGLang allocates later.
-DIST_INIT_TPN = int(0.13 * GIB)
-#: ServerArgs.max_prefill_tokens default: the prefill batch the 0.5.3+ reserve sizes for when chunked
-#: prefill is off (--chunked-prefill-size -1: "reserved_mem += max(self.max_prefill_tokens, 2048) * 1.5").
-MAX_PREFILL_TOKENS = 16384
-
-
-@dataclass(frozen=True)
-class SglangDefaults:
-    chunked_prefill: int
-    cuda_graph_max_bs: int
-    mem_fraction_static: float
-
-
-def _v(text: str) -> Version:
-    version = parse_version(text)
-    assert version is not None
-    return version
-
-
-def _chunk_and_graph(v: Version, gib: float, tp: int) -> tuple[int, int]:
-    """server_args.py defaults of chunked_prefill_size and cuda_graph_max_bs by nvidia-smi total (GiB)."""
-    small = tp < 4
-    if v < _v("0.4.7.post1"):
-        big = gib * 1024 > 180000 and v >= _v("0.4.7")
-        chunk = 16384 if big else 2048 if gib * 1024 < 25000 else 8192
-        graph = (8 if small else 80) if gib * 1024 < 25000 else 512 if big else 160
-        return chunk, graph
-    if v < _v("0.5.3"):
-        chunk = 2048 if gib < 35 else 8192 if gib < 160 else 16384
-        graph = (8 if small else 80) if gib < 35 else 512 if gib * 1024 > 160000 else 256 if gib > 90 else 160
-        return chunk, graph
-    tiers = (
-        (20, 2048, 8, 8),
-        (35, 4096 if v >= _v("0.5.20") else 2048, *((48, 160) if v >= _v("0.5.20") else
-                                                   (24, 80) if v >= _v("0.5.4.post1") else (16, 80))),
-        (60, 4096, 32, 160),
-        (160, 8192, 256, 512),
-    )  # fmt: skip
-    for limit, chunk, graph_small, graph_large in tiers:
-        if gib < limit:
-            return chunk, graph_small if small else graph_large
-    return 16384, 512
-
-
-def _pcg_sizes(maximum: int) -> int:
-    """Piecewise CUDA-graph capture sizes (0.5.10+): 4..32 by 4, 48..256 by 16, 288..512 by 32,
-    576..1024 by 64, 1280..4096 by 256, then by 512 up to the chunked prefill size."""
-    sizes = [*range(4, 33, 4), *range(48, 257, 16), *range(288, 513, 32), *range(576, 1025, 64)]
-    sizes += [*range(1280, 4097, 256), *range(4608, 1 << 20, 512)]
-    return sum(1 for s in sizes if s <= maximum)
-
-
-def _fraction(
-    v: Version, mib: int, tp: int, chunk: int, graph: int, mla: bool, dp: int = 0, drafting: int = 0
-) -> float:
-    """The default mem_fraction_static of release `v` (server_args.py, era by era); `dp`: the
-    --dp-size of data-parallel attention (0 without); `drafting`: MiB kept for a speculative draft
-    from 0.5.3 (sglang_speculative.speculative_reserve_mib)."""
-    table = 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
-    if v < _v("0.4.5.post3"):
-        return table
-    if v < _v("0.4.6.post2"):
-        return table if mib <= 81920 else (mib - 13 * 1024) / mib
-    if v < _v("0.4.7.post1"):
-        if v >= _v("0.4.7") and mib > 180000:
-            return 0.79
-        f = table if mib <= 81920 else 0.88
-        if mib > 96 * 1024:
-            f = min(f + 48 * 1024 * (1 - f) / mib, (mib - 18 * 1024) / mib)
-        return f
-    if v < _v("0.5.3"):
-        gib = mib / 1024
-        reserve = (
-            (2.8 + tp / 10) * 1024
-            if gib < 35
-            else (9.5 + tp / 2) * 1024
-            if gib < 90
-            else ((12 + tp / 2) * 1024 if gib < 160 else 32 * 1024)
-        )
-        return round((mib - reserve) / mib, 3)
-    prefill = chunk if chunk > 0 else MAX_PREFILL_TOKENS  # -1: chunked prefill off
-    reserved = 512 + max(prefill, 2048) * 1.5 + graph * 2 + tp / 8 * 1024
-    if dp:  # --enable-dp-attention (sglang_dp)
-        reserved += dp_graph_reserve_mib(graph, dp)
-    if v >= _v("0.5.10"):  # piecewise CUDA graphs on by default
-        reserved += 8 * _pcg_sizes(2048 if mla else chunk) + (1536 if mla else 0)
-    if mib > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
-    return round((mib - reserved - drafting) / mib, 3)
-
-
-def sglang_defaults(
-    gpu: GpuSpec,
-    tp: int,
-    version: Version | None = None,
-    spec: ModelSpec | None = None,
-    chunk: int | None = None,
-    dp: int = 0,
-    algorithm: str | None = None,
-) -> SglangDefaults:
-    """The release's defaults on this GPU (a --chunked-prefill-size given enters the reserve, as do
-    the --dp-size of data-parallel attention and a --speculative-algorithm)."""
-    v = version or SGLANG.newest
-    default_chunk, graph = _chunk_and_graph(v, gpu.memory_mib / 1024, tp)
-    chunk = chunk or default_chunk
-    drafting = speculative_reserve_mib(algorithm, v)
-    fraction = _fraction(v, gpu.memory_mib, tp, chunk, graph, bool(spec and spec.mla), dp, drafting)
-    if spec and spec.vision and v >= _v("0.4.9.post3"):  # adjust_mem_fraction_for_vlm
-        size = spec.vision.num_hidden_layers * spec.vision.hidden_size**2 / (24 * 1024**2)
-        fraction = fraction * 0.95 * min(max(1 - 0.1 * (size - 1), 0.8), 1.05)
-    return SglangDefaults(chunk, graph, round(fraction, 4))
-
-
-def mem_fraction(gpu: GpuSpec, tp: int, work: Workload, spec: ModelSpec | None = None) -> float:
-    if work.engine.mem_fraction_static:
-        return work.engine.mem_fraction_static
-    return workload_defaults(gpu, tp, work, spec).mem_fraction_static
-
-
-def workload_defaults(gpu: GpuSpec, tp: int, work: Workload, spec: ModelSpec | None) -> SglangDefaults:
-    """The release's defaults for this workload: its chunked prefill, DP attention and draft enter
-    the reserve."""
-    return sglang_defaults(
-        gpu,
-        tp,
-        work.release.version,
-        spec,
-        work.engine.chunked_prefill_size,
-        _dp_reserve(work),
-        work.engine.speculative_algorithm,
-    )
-
-
-def _dp_reserve(work: Workload) -> int:
-    """The dp_size the default fraction reserves for (0 without data-parallel attention)."""
-    return dp_size(work) if work.engine.enable_dp_attention else 0
-
-
-def default_running_requests(gpu: GpuSpec, work: Workload) -> int:
-    """The cap on running requests when --max-running-requests is not given: vLLM's per-device
-    scheduler default (1024 on large GPUs, 256 below), as gpusize has always applied it to SGLang.
-    SGLang's own rule (its req_to_token pool size) is not modelled yet; this keeps the answers as
-    they were. With an EAGLE-family or STANDALONE draft SGLang caps it at 48 (sglang_speculative)."""
-    if caps_running_requests(work.engine.speculative_algorithm):
-        return SPECULATIVE_RUNNING_REQUESTS
-    return scheduler_limits(gpu, work).max_num_seqs
+__all__ = ["ENGINE", "LEVERS", "context_refusal", "evaluate"]
 
 
 def context_refusal(spec: ModelSpec, work: Workload) -> str | None:
@@ -221,7 +62,7 @@ def context_refusal(spec: ModelSpec, work: Workload) -> str | None:
     factor, x1 when the config gives original_max_position_embeddings), except 0.4.4-0.4.10.post2 where
     the override defaulted on (a warning only)."""
     v = work.release.version
-    if _v("0.4.4") <= v <= _v("0.4.10.post2") or not spec.max_position_embeddings:
+    if release_version("0.4.4") <= v <= release_version("0.4.10.post2") or not spec.max_position_embeddings:
         return None
     factor = 1.0
     if spec.rope_scaling and not spec.rope_scaling[2] and spec.rope_scaling[0] != "llama3":
