@@ -21,7 +21,9 @@ from gpusize.core.engines import engine
 from gpusize.core.engines.sglang_lora import sglang_lora_host_bytes, sglang_lora_slot_bytes, sglang_lora_slots
 from gpusize.core.engines.vllm import model_notes
 from gpusize.core.engines.vllm.lora import lora_buffers, lora_host_bytes, lora_slot_bytes, lora_slots
+from gpusize.core.engines.vllm.pipeline import evaluate_pipeline
 from gpusize.core.lora import lora_modules
+from gpusize.core.reserves import total_bytes
 from gpusize.core.settings import launch_flag
 from gpusize.errors import InputError
 from gpusize.sources.catalog import find_gpu
@@ -295,3 +297,18 @@ def test_vllm_note_names_the_cpu_cache_and_the_graphs() -> None:
     notes = model_notes(spec, workload(spec, 8192, enable_lora=True, max_loras=2, max_cpu_loras=8))
     assert any("up to 8 adapter(s) in pinned CPU memory" in n and "CUDA graphs" in n for n in notes)
     assert not any("--enable-lora" in n for n in model_notes(spec, workload(spec, 8192)))
+
+
+def test_a_pipeline_over_servers_keeps_the_engine_s_reserves() -> None:
+    """--nodes: each pipeline stage holds the LoRA slots vLLM reserves (cautious: whole on every stage),
+    so the per-GPU total carries them and the pool shrinks by them (issue 20)."""
+    spec = catalog_spec("Llama-3.1-70B")
+    gpu = find_gpu("H100")
+    plain = evaluate_pipeline(spec, gpu, 8, 2, workload(spec, 8192))
+    lora = evaluate_pipeline(spec, gpu, 8, 2, workload(spec, 8192, enable_lora=True, max_lora_rank=64))
+    assert plain.per_gpu is not None and lora.per_gpu is not None
+    held = total_bytes(lora.per_gpu.reserves)
+    assert held > 0
+    assert lora.per_gpu.total_bytes - plain.per_gpu.total_bytes == held
+    assert lora.kv_cache_capacity_tokens is not None and plain.kv_cache_capacity_tokens is not None
+    assert lora.kv_cache_capacity_tokens < plain.kv_cache_capacity_tokens

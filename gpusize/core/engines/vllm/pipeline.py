@@ -10,6 +10,7 @@ from gpusize.core.engines.vllm.overhead import NON_TORCH_PP, non_torch_bytes
 from gpusize.core.engines.vllm.pool import evaluate
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import Candidate
+from gpusize.core.reserves import total_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import rope_cache_bytes
 from gpusize.core.workload import Workload
@@ -33,12 +34,16 @@ def evaluate_pipeline(
     weights = (g.weights_bytes - rope) // pp + rope
     graphs = g.overhead_bytes - non_torch_bytes(gpu, tp, beh)
     overhead = (non_torch_bytes(gpu, tp, beh) if tp > 1 else 0) + NON_TORCH_PP + graphs
-    available = g.usable_bytes - weights - g.activations_bytes - overhead
+    # What the engine reserves under its own flags (LoRA slots, a draft, the encoder budget) stays
+    # whole on every stage: the cautious side (a stage holds only its layers' adapters, and the draft
+    # lives on the last stage), stated as an estimate like the rest of this model.
+    held = total_bytes(g.reserves)
+    available = g.usable_bytes - weights - g.activations_bytes - overhead - held
     layers = len(spec.attention_layers)
     per_token = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, tp) * -(-layers // pp) // max(layers, 1)
     capacity = max(available, 0) // per_token // kvcache.BLOCK_SIZE * kvcache.BLOCK_SIZE if per_token else 0
     need = work.batch * work.context_tokens * per_token
-    total = weights + need + g.activations_bytes + overhead
+    total = weights + need + g.activations_bytes + overhead + held
     per_gpu = replace(
         g,
         weights_bytes=weights,
