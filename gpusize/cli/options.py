@@ -18,6 +18,7 @@ from gpusize.core.releases import SGLANG, VLLM
 from gpusize.core.settings import ENGINE_LABELS, EngineName, EngineSettings, Setting, declared
 from gpusize.core.workload import DTYPES, KV_DTYPES
 from gpusize.errors import GpusizeError
+from gpusize.serving.targets import READING_TOKENS_PER_S
 from gpusize.sources.catalog import Catalogs
 
 __all__ = [
@@ -31,6 +32,8 @@ __all__ = [
     "GpuName",
     "GpusFile",
     "Json",
+    "MaxTtft",
+    "MinTokensPerUser",
     "KvDtype",
     "Model",
     "ModelsFile",
@@ -162,6 +165,20 @@ PrefixHitRate = Annotated[
         "--prefix-hit-rate",
         help="Fraction of each prompt's tokens the engine's prefix cache serves (0-1; a workload "
         "input: shared system prompts, multi-turn chats). Prefill computes the rest; memory unchanged.",
+    ),
+]
+MinTokensPerUser = Annotated[
+    float,
+    typer.Option(
+        "--min-tokens-per-s-per-user",
+        help="Each user's decode speed floor, tok/s; layouts and options meeting it come first (default "
+        f"{READING_TOKENS_PER_S:g}: about twice reading speed).",
+    ),
+]
+MaxTtft = Annotated[
+    float | None,
+    typer.Option(
+        "--max-ttft-s", help="Longest time to first token, s; layouts and options meeting it come first."
     ),
 ]
 AcceptanceRate = Annotated[

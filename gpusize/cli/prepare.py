@@ -28,6 +28,7 @@ from gpusize.core.speculative import DraftModel, draft_reference
 from gpusize.core.workload import DTYPES, Request, Workload
 from gpusize.errors import CatalogError, InputError, UnknownNameError, UsageError
 from gpusize.render.text import safe
+from gpusize.serving.targets import Targets as UserTargets
 from gpusize.sources.catalog import Catalogs
 from gpusize.sources.resolve import resolve_model
 from gpusize.units import canonical_dtype, parse_count, parse_tokens
@@ -49,6 +50,7 @@ __all__ = [
     "reserved_bytes",
     "reuse",
     "rope_scaled",
+    "speed_targets",
     "targets",
     "workload",
 ]
@@ -70,6 +72,12 @@ def number(value: float | None, flag: str, low: float, high: float, low_open: bo
         bracket = "(" if low_open else "["
         raise UsageError(f"invalid {flag} {value}: must be in {bracket}{low:g}, {high:g}]")
     return value
+
+
+def speed_targets(min_speed: float, max_ttft_s: float | None) -> UserTargets:
+    """--min-tokens-per-s-per-user (0 = no floor) and --max-ttft-s, checked."""
+    floor = number(min_speed, "--min-tokens-per-s-per-user", 0, 1e6, low_open=False) or 0.0
+    return UserTargets(min_tokens_per_s_per_user=floor, max_ttft_s=number(max_ttft_s, "--max-ttft-s", 0, 1e6))
 
 
 def hit_rate(value: float) -> float:

@@ -17,6 +17,8 @@ from gpusize.cli.options import (
     GpusFile,
     Json,
     KvDtype,
+    MaxTtft,
+    MinTokensPerUser,
     Model,
     ModelsFile,
     PrefixHitRate,
@@ -37,7 +39,8 @@ from gpusize.render.quote import render_quote
 from gpusize.render.text import Style, terminal_width
 from gpusize.reports.quote import build_quote
 from gpusize.reports.serialize import to_json
-from gpusize.serving.quote import DEFAULT_QUOTE_GPUS, READING_TOKENS_PER_S, Targets
+from gpusize.serving.quote import DEFAULT_QUOTE_GPUS
+from gpusize.serving.targets import READING_TOKENS_PER_S
 from gpusize.units import parse_count
 
 __all__ = ["quote"]
@@ -58,15 +61,8 @@ def quote(
         "--utilization-hours",
         help="Hours a month the servers would be rented, for buy versus rent (730 = every hour).",
     ),
-    min_speed: float = typer.Option(
-        READING_TOKENS_PER_S,
-        "--min-tokens-per-s-per-user",
-        help="Each user's decode speed floor, tok/s; options meeting it rank first (default: about twice "
-        "reading speed).",
-    ),
-    max_ttft_s: float | None = typer.Option(
-        None, "--max-ttft-s", help="Longest time to first token; options meeting it rank first."
-    ),
+    min_speed: MinTokensPerUser = READING_TOKENS_PER_S,
+    max_ttft_s: MaxTtft = None,
     gpu: list[str] | None = typer.Option(
         None,
         "--gpu",
@@ -128,13 +124,7 @@ def quote(
     targets = [prepare.targets(name, cats) for name in gpu or DEFAULT_QUOTE_GPUS]
     gpus = [t.gpus[0] for t in targets]
     hours = prepare.number(utilization_hours, "--utilization-hours", 0, 744)
-    aim = Targets(
-        min_tokens_per_s_per_user=prepare.number(
-            min_speed, "--min-tokens-per-s-per-user", 0, 1e6, low_open=False
-        )
-        or 0.0,
-        max_ttft_s=prepare.number(max_ttft_s, "--max-ttft-s", 0, 1e6),
-    )
+    aim = prepare.speed_targets(min_speed, max_ttft_s)
     report = build_quote(
         resolved,
         spec,

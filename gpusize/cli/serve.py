@@ -17,6 +17,8 @@ from gpusize.cli.options import (
     GpusFile,
     Json,
     KvDtype,
+    MaxTtft,
+    MinTokensPerUser,
     Model,
     ModelsFile,
     PrefixHitRate,
@@ -34,6 +36,7 @@ from gpusize.errors import UsageError
 from gpusize.render.serve import render_serve, serve_csv, serve_markdown
 from gpusize.reports.serve import build_serve_report, sized_serve_report
 from gpusize.serving.layouts import Demand
+from gpusize.serving.targets import READING_TOKENS_PER_S
 from gpusize.units import parse_count, parse_tokens
 
 __all__ = ["serve"]
@@ -50,6 +53,8 @@ def serve(
     prompt: str = typer.Option("1k", "--prompt-tokens", help="Prompt length per request (with --rps, TTFT)."),
     output: str = typer.Option("256", "--output-tokens", help="Output tokens per request (with --rps)."),
     prefix_hit_rate: PrefixHitRate = 0.0,
+    min_speed: MinTokensPerUser = READING_TOKENS_PER_S,
+    max_ttft_s: MaxTtft = None,
     gpu: GpuName = "H100",
     gpus: GpuCount = None,
     dtype: Dtype = "auto",
@@ -87,6 +92,7 @@ def serve(
         output_tokens=parse_tokens(output, "--output-tokens"),
         prefix_hit_rate=prepare.hit_rate(prefix_hit_rate),
     )
+    aim = prepare.speed_targets(min_speed, max_ttft_s)
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
     req = prepare.request(
@@ -113,9 +119,9 @@ def serve(
     others = cats.gpus() if where.local_count is None else ()  # this machine's GPUs: no other type
     scope = Scope(gpus=(where.gpus[0],), others=others, count=gpus, max_count=where.max_count)
     if gpus:
-        report = build_serve_report(resolved, spec, where.gpus[0], gpus, work, demand, host, scope)
+        report = build_serve_report(resolved, spec, where.gpus[0], gpus, work, demand, host, scope, aim)
     else:  # as fit sizes: the smallest server of 1/2/4/8 that holds the load (--gpu local: its GPUs)
-        report = sized_serve_report(resolved, spec, work, demand, scope, host)
+        report = sized_serve_report(resolved, spec, work, demand, scope, host, aim)
     answer(
         report,
         0 if report.serves_load else 1,

@@ -14,6 +14,7 @@ from gpusize.serving.layouts import THIN_MARGIN_NOTE, Layout, layout_name
 from gpusize.units import GIB
 
 __all__ = [
+    "targets_line",
     "SERVE_COLUMNS",
     "TABLE_TITLE",
     "render_serve",
@@ -115,6 +116,7 @@ def render_serve(report: ServeReport, width: int, style: Style) -> str:
         style(paragraph(title(report), width), "bold"),
         render_table(TABLE_TITLE, columns, rows, width, style),
         *_failure_lines(report, width),
+        paragraph(targets_line(report), width),
         paragraph(f"Why: {report.why}", width),
         *[paragraph(line, width) for line in suggestion_lines(report.suggestions, False)],
     ]
@@ -144,7 +146,7 @@ def render_serve(report: ServeReport, width: int, style: Style) -> str:
 
 def serve_markdown(report: ServeReport) -> str:
     """The comparison as Markdown: why, the launch commands, every layout and the assumptions."""
-    lead = [f"**Why:** {md(report.why)}"]
+    lead = [md(targets_line(report)), f"**Why:** {md(report.why)}"]
     lead += [
         f"**Launch ({md(name)}):** `{launch.command.replace('`', '')}`"
         for name, launch in report.launch.items()
@@ -198,3 +200,10 @@ def serve_csv_columns(report: ServeReport) -> list[ValueColumn]:
 
 def serve_csv(report: ServeReport) -> str:
     return value_csv(serve_csv_columns(report), report.layouts)
+
+
+def targets_line(report: ServeReport) -> str:
+    """Which layouts give each user the targets (the recommendation is chosen among them first)."""
+    met = [layout_name(x) for x in report.layouts if x.meets_targets]
+    who = f"met by {', '.join(met)}" if met else "no layout meets them"
+    return f"Targets per user: {report.targets.words()} (--min-tokens-per-s-per-user, --max-ttft-s): {who}"

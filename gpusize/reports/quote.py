@@ -169,8 +169,7 @@ def build_quote(
 
 def _ranking(users: int | None, aim: Targets) -> str:
     """The ranking rule, as the footer and the JSON state it."""
-    ttft = f" and a first token within {aim.max_ttft_s:g} s" if aim.max_ttft_s is not None else ""
-    targets = f"per-user targets: at least {aim.min_tokens_per_s_per_user:g} tok/s each{ttft}; "
+    targets = f"per-user targets: {aim.words()}; "
     if users:
         money = (
             f"lowest indicative price per user served, with as many servers as hold all {users:,} users at "

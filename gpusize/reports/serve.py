@@ -30,6 +30,7 @@ from gpusize.serving.launch import (
     llamacpp_command,
 )
 from gpusize.serving.layouts import Demand, Layout, compare, prefix_note, recommend
+from gpusize.serving.targets import Targets
 
 __all__ = [
     "PowerInfo",
@@ -81,6 +82,9 @@ class ServeReport:
     gpu: str
     gpu_full_name: str
     num_gpus: int
+    #: What each user must get (--min-tokens-per-s-per-user, --max-ttft-s): the recommendation is the
+    #: best layout that gives it, and says when none does.
+    targets: Targets
     layouts: tuple[Layout, ...]
     recommendation: Layout | None
     why: str
@@ -125,22 +129,27 @@ def sized_serve_report(
     demand: Demand,
     scope: Scope,
     host_gbps: float | None = None,
+    targets: Targets | None = None,
 ) -> ServeReport:
     """`serve` without --gpus, as `fit` sizes: the smallest server of 1/2/4/8 GPUs (up to
-    `scope.max_count`) that holds the whole load at once, else the largest that runs the model (the
-    most capacity; the load queues), else the largest tried with the configurations that fit."""
+    `scope.max_count`) that holds the whole load at once with its users getting the targets, else the
+    smallest that holds the load, else the largest that runs the model (the most capacity; the load
+    queues), else the largest tried with the configurations that fit."""
     gpu = scope.gpus[0]
     counts = [n for n in TP_SIZES if n <= scope.max_count]
     runs: list[ServeReport] = []
     for n in counts:
-        report = build_serve_report(resolved, spec, gpu, n, work, demand, host_gbps)
-        if report.serves_load:
+        report = build_serve_report(resolved, spec, gpu, n, work, demand, host_gbps, None, targets)
+        if report.serves_load and report.recommendation and report.recommendation.meets_targets:
             return report
         if report.fits:
             runs.append(report)
+    holding = [r for r in runs if r.serves_load]
+    if holding:
+        return holding[0]
     if runs:
         return runs[-1]
-    return build_serve_report(resolved, spec, gpu, counts[-1], work, demand, host_gbps, scope)
+    return build_serve_report(resolved, spec, gpu, counts[-1], work, demand, host_gbps, scope, targets)
 
 
 def launch_commands(
@@ -188,12 +197,15 @@ def build_serve_report(
     demand: Demand,
     host_gbps: float | None = None,
     scope: Scope | None = None,
+    targets: Targets | None = None,
 ) -> ServeReport:
     """The layouts of `num_gpus` GPUs for the demand; when none runs the model and `scope` says where
-    to look, the configurations that do."""
+    to look, the configurations that do. `targets`: what each user must get (default the reading
+    floor), by which the recommendation is chosen."""
     work = half_precision(work, gpu)  # T4 and other GPUs without bf16 run 16-bit models in fp16
-    layouts = compare(spec, gpu, num_gpus, work, demand)
-    pick, why = recommend(layouts)
+    aim = targets or Targets()
+    layouts = compare(spec, gpu, num_gpus, work, demand, targets=aim)
+    pick, why = recommend(layouts, aim)
     found = fixes(spec, work, engine(work.engine.name), scope) if pick is None and scope else ()
     one_gpu_fits = any(x.fits and x.gpus_per_replica == 1 for x in layouts)
     return ServeReport(
@@ -207,6 +219,7 @@ def build_serve_report(
         gpu=gpu.name,
         gpu_full_name=gpu.full_name,
         num_gpus=num_gpus,
+        targets=aim,
         layouts=tuple(layouts),
         recommendation=pick,
         why=why,

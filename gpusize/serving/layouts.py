@@ -11,7 +11,7 @@ requested context (llama.cpp: the parallel slots that fit); load is spread evenl
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
@@ -19,6 +19,7 @@ from gpusize.core.plan import TP_SIZES, Candidate, PerGpu, thin_margin
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.serving import calibrated, economics, load
+from gpusize.serving.targets import Targets
 from gpusize.serving.throughput import LlamaCppPlacement
 
 __all__ = [
@@ -118,6 +119,8 @@ class Layout:
     #: The replica holds its share of the load by less than the engine's error on public start-up logs
     #: (core/plan.thin_margin, the rule `fit --batch` warns by): a yes, with the next size up the safe one.
     thin_margin: bool = False
+    #: Each user in flight gets the targets (the decode speed floor, the TTFT limit): serving/targets.py.
+    meets_targets: bool = False
     # Estimates, each with its range (10th-90th percentile of the calibration residuals).
     per_request_tokens_per_s: float | None = None
     per_request_tokens_per_s_low: float | None = None
@@ -328,8 +331,14 @@ def compare(
     work: Workload,
     demand: Demand,
     host_gbps: float | None = None,
+    targets: Targets | None = None,
 ) -> list[Layout]:
-    return [evaluate_layout(spec, gpu, r, tp, work, demand, host_gbps) for r, tp in layouts_for(num_gpus)]
+    """Every layout of `num_gpus` GPUs for the demand, each marked by whether its users get the targets."""
+    aim = targets or Targets()
+    layouts = [evaluate_layout(spec, gpu, r, tp, work, demand, host_gbps) for r, tp in layouts_for(num_gpus)]
+    return [
+        replace(x, meets_targets=x.fits and aim.met_by(x.per_request_tokens_per_s, x.ttft_s)) for x in layouts
+    ]
 
 
 def layout_name(x: Layout) -> str:
@@ -340,19 +349,30 @@ def layout_name(x: Layout) -> str:
     return f"{x.replicas} x {gpus}"
 
 
-def recommend(layouts: list[Layout]) -> tuple[Layout | None, str]:
-    """Among layouts that hold the whole load (on a safe margin before a thin one), the highest
-    aggregate throughput (ties within 5% go to more replicas); if none holds it, the one holding the
-    most sequences."""
+def recommend(layouts: list[Layout], targets: Targets | None = None) -> tuple[Layout | None, str]:
+    """Among layouts that hold the whole load, those whose users get the targets on a safe memory
+    margin, then on a thin one, then those missing the targets (safe, then thin), as `quote` ranks its
+    options; within the first such group the highest aggregate throughput (ties within 5% go to more
+    replicas); if none holds the load, the same order over every layout that fits."""
     fitting = [x for x in layouts if x.fits]
     if not fitting:
         return None, "no layout fits: the model does not fit on these GPUs at this context"
-    holding = [x for x in fitting if x.serves_all]
-    full = [x for x in holding if not x.thin_margin] or holding or fitting
+    holding = [x for x in fitting if x.serves_all] or fitting
+    tiers = (
+        [x for x in holding if x.meets_targets and not x.thin_margin],
+        [x for x in holding if x.meets_targets],
+        [x for x in holding if not x.thin_margin],
+        holding,
+    )
+    full = next(tier for tier in tiers if tier)
     best_rate = max(x.aggregate_tokens_per_s or 0 for x in full)
     near = [x for x in full if (x.aggregate_tokens_per_s or 0) >= best_rate * (1 - TIE_FRACTION)]
     pick = max(near, key=lambda x: (x.replicas, x.capacity_sequences))
-    return pick, _why(pick, fitting, serves_all=any(x.serves_all for x in fitting))
+    why = _why(pick, fitting, serves_all=any(x.serves_all for x in fitting))
+    aim = targets or Targets()
+    if not pick.meets_targets:
+        why += f"; no layout that holds the load meets the per-user targets ({aim.words()})"
+    return pick, why
 
 
 def _evidence(pick: Layout, fitting: list[Layout]) -> str:

@@ -16,6 +16,7 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.serving import economics
 from gpusize.serving.layouts import Demand, compare, recommend
+from gpusize.serving.targets import READING_TOKENS_PER_S, Targets
 
 __all__ = [
     "DEFAULT_QUOTE_GPUS",
@@ -35,28 +36,6 @@ __all__ = [
 #: GPUs a quote compares when none are named: the datacenter and workstation staples buyers ask
 #: about, one per class.
 DEFAULT_QUOTE_GPUS = ("H200", "H100", "B200", "A100-80GB", "L40S", "RTX-PRO-6000", "RTX4090", "RTX5090")
-
-
-#: The default per-user speed floor, tokens/s: about twice silent reading speed, so a reader is never
-#: kept waiting by the stream. Adults read English non-fiction silently at 238 words per minute on
-#: average (Brysbaert, "How many words do we read per minute? A review and meta-analysis of reading
-#: rate", Journal of Memory and Language 109, 2019), about 5.3 tokens/s at 0.75 words per token
-#: (OpenAI's tokenizer rule of thumb, help.openai.com "What are tokens and how to count them?").
-READING_TOKENS_PER_S = 10.0
-
-
-@dataclass(frozen=True, kw_only=True)
-class Targets:
-    """What each user must get for an option to meet the quote: a decode speed floor and, where given,
-    a longest time to first token."""
-
-    min_tokens_per_s_per_user: float = READING_TOKENS_PER_S
-    max_ttft_s: float | None = None
-
-    def met_by(self, tokens_per_s: float | None, ttft_s: float | None) -> bool:
-        if tokens_per_s is None or tokens_per_s < self.min_tokens_per_s_per_user:
-            return False
-        return self.max_ttft_s is None or (ttft_s is not None and ttft_s <= self.max_ttft_s)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,11 +128,12 @@ def option_for(
     tried = smallest_fit(spec, gpu, work, model.evaluate, sizes)
     best = tried[-1]
     n = best.num_gpus
-    layouts = compare(spec, gpu, n, work, demand)
-    pick, _ = recommend(layouts)
+    aim = targets or Targets()
+    layouts = compare(spec, gpu, n, work, demand, targets=aim)
+    pick, _ = recommend(layouts, aim)
     for bigger in (s for s in sizes if s > n and best.fits and not (pick and pick.serves_all)):
-        more = compare(spec, gpu, bigger, work, demand)
-        more_pick, _ = recommend(more)
+        more = compare(spec, gpu, bigger, work, demand, targets=aim)
+        more_pick, _ = recommend(more, aim)
         if more_pick is None:
             continue
         best = model.evaluate(spec, gpu, more_pick.gpus_per_replica, work)
@@ -188,7 +168,7 @@ def option_for(
         aggregate_tokens_per_s_low=layout.aggregate_tokens_per_s_low,
         aggregate_tokens_per_s_high=layout.aggregate_tokens_per_s_high,
         ttft_s=layout.ttft_s,
-        meets_targets=fits and (targets or Targets()).met_by(layout.per_request_tokens_per_s, layout.ttft_s),
+        meets_targets=fits and layout.meets_targets,
         usd_per_hour=layout.usd_per_hour,
         usd_per_month=layout.usd_per_month,
         usd_per_million_tokens=layout.usd_per_million_tokens,
