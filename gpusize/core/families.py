@@ -142,6 +142,10 @@ FAMILIES: dict[str, Family] = {
     "deepseek_v2": Family(),
     "deepseek_v3": Family(),
     "kimi_k2": Family(),
+    # DeepseekV32Config and GlmMoeDsaConfig (GLM-5): the DeepSeek-V3 decoder (MLA, noaux_tc MoE) with
+    # the sparse-attention indexer's index_* fields (`core.kinds.mla_indexer`).
+    "deepseek_v32": Family(),
+    "glm_moe_dsa": Family(),
     "gpt_oss": Family(qkv_bias=Bias(None, True), o_bias=Bias(None, True), attention_sinks=True),
     "llama4_text": Family(),
     "nemotron_h": Family(mlp_bias=Bias("mlp_bias", False), gated_mlp=False),

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpusize.core.kinds import mixer_kind, state_elements
+from gpusize.core.kinds import kv_bytes_per_token, mixer_kind, state_elements
 from gpusize.core.spec import LayerSpec, ModelSpec
 
 __all__ = [
@@ -74,9 +74,11 @@ def kv_bytes_per_token_per_layer(
 
     Standard: 2 x (kv_heads / tp, at least 1) x head_dim x bytes.
     MLA: (kv_lora_rank + qk_rope_head_dim) x bytes, no factor 2 and not divided by tp: every
-    rank holds the whole latent (vLLM; Kimi-VL logs 31,104 B/token at TP=1 and TP=2)."""
+    rank holds the whole latent (vLLM; Kimi-VL logs 31,104 B/token at TP=1 and TP=2).
+    A packed kind answers in bytes itself (DeepSeek Sparse Attention: `core.kinds.mla_indexer`)."""
     heads = spec.num_key_value_heads if kv_heads is None else kv_heads
-    return int(kv_width(spec, kv_heads_per_gpu(heads, tp), layer) * kv_bytes)
+    layer = layer or spec.attention_layers[0]
+    return kv_bytes_per_token(spec, layer, kv_heads_per_gpu(heads, tp), kv_bytes)
 
 
 def kv_cache_bytes_per_token(spec: ModelSpec, kv_bytes: float, tp: int = 1) -> int:

@@ -17,6 +17,7 @@ __all__ = [
     "Ffn",
     "LayerSpec",
     "LinearAttentionSpec",
+    "IndexerSpec",
     "MLASpec",
     "MambaSpec",
     "Mixer",
@@ -52,14 +53,26 @@ class LayerSpec:
 
 
 @dataclass(frozen=True, kw_only=True)
+class IndexerSpec:
+    """The DeepSeek Sparse Attention lightning indexer (DeepSeek-V3.2, GLM-5): its own query heads
+    over the q latent and one shared key per token, cached per layer (`core.kinds.mla_indexer`)."""
+
+    n_heads: int
+    head_dim: int
+    topk: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class MLASpec:
-    """DeepSeek multi-head latent attention (V2/V3/R1, Kimi-K2)."""
+    """DeepSeek multi-head latent attention (V2/V3/R1, Kimi-K2); with a sparse-attention `indexer`
+    for DeepSeek-V3.2 and GLM-5 (`index_n_heads`, `index_head_dim`, `index_topk`)."""
 
     q_lora_rank: int | None
     kv_lora_rank: int
     qk_nope_head_dim: int
     qk_rope_head_dim: int
     v_head_dim: int
+    indexer: IndexerSpec | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

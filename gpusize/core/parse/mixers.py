@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from gpusize.core.fields import Fields
 from gpusize.core.spec import (
+    IndexerSpec,
     LinearAttentionSpec,
     MambaSpec,
     MLASpec,
@@ -57,6 +58,18 @@ def _mla(f: Fields) -> MLASpec | None:
         qk_nope_head_dim=f.integer("qk_nope_head_dim", kind="width"),
         qk_rope_head_dim=f.integer("qk_rope_head_dim", kind="width"),
         v_head_dim=f.integer("v_head_dim", kind="width"),
+        indexer=_indexer(f),
+    )
+
+
+def _indexer(f: Fields) -> IndexerSpec | None:
+    """DeepSeek Sparse Attention's indexer (DeepseekV32Config / GlmMoeDsaConfig index_* fields)."""
+    if not f.has("index_n_heads"):
+        return None
+    return IndexerSpec(
+        n_heads=f.integer("index_n_heads", kind="heads"),
+        head_dim=f.integer("index_head_dim", kind="width"),
+        topk=f.integer("index_topk", kind="positions"),
     )
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 from gpusize.core import kvcache
 from gpusize.core.engines.base import EngineModel
 from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour, context_refusal, utilization
+from gpusize.core.engines.vllm.families import family_refusal, kv_default
 from gpusize.core.engines.vllm.levers import LEVERS
 from gpusize.core.engines.vllm.lora import lora_note
 from gpusize.core.engines.vllm.overhead import (
@@ -61,6 +62,7 @@ from gpusize.core.engines.vllm.scheduler import (
 )
 from gpusize.core.engines.vllm.speculative import draft_kv_bytes_per_token
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.kinds.mla_indexer import indexer_key_bytes, latent_bytes
 from gpusize.core.releases import VLLM
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
@@ -138,6 +140,13 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
             "sliding-window layers reserve min(window - 1 + max_num_batched_tokens, context) tokens per "
             "request, as vLLM's hybrid KV allocator does"
         )
+    if spec.mla is not None and spec.mla.indexer is not None:
+        notes.append(
+            f"DeepSeek sparse attention: every layer caches the MLA latent (vLLM's fp8_ds_mla format, "
+            f"{latent_bytes(spec, 1):,} B, when the KV dtype is fp8: the default in 0.11.0, --kv-cache-dtype "
+            f"fp8 in later releases) and the indexer's fp8 key ({indexer_key_bytes(spec.mla.indexer)} B), "
+            "whole on every TP rank"
+        )
     if work.engine.cpu_offload_gb:
         notes.append(OFFLOAD_NOTE)
     drafted = draft_kv_bytes_per_token(spec, work, 1)
@@ -160,9 +169,11 @@ ENGINE = EngineModel(
     evaluate=evaluate,
     effective_settings=effective_settings,
     releases=VLLM,
-    refuses_context=lambda spec, work: context_refusal(
-        spec, work.context_tokens, behaviour(work.release.version)
+    refuses_context=lambda spec, work: (
+        family_refusal(spec, work.release.version)
+        or context_refusal(spec, work.context_tokens, behaviour(work.release.version))
     ),
+    model_kv_default=kv_default,
     levers=LEVERS,
     budget=lambda spec, gpu, tp, work: utilization(work),
     max_sequences=lambda gpu, work: scheduler_limits(gpu, work).max_num_seqs,

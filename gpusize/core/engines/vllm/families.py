@@ -1,0 +1,54 @@
+"""Which vLLM release first serves a model family, and the KV cache dtype a release picks for it when
+`--kv-cache-dtype auto` is asked (pure).
+
+First releases (the model class registered in vllm/model_executor/models/registry.py):
+- `deepseek_v32` (DeepSeek-V3.2, DeepseekV32ForCausalLM): PR #25896 "[New Model] DeepSeek-V3.2",
+  merged 2025-09-29, first in 0.11.0;
+- `glm_moe_dsa` (GLM-5, 5.1, 5.2: GlmMoeDsaForCausalLM mapped onto deepseek_v2.py): PR #34124,
+  merged February 2026; the first release cut after it is 0.16.0 (release date order, not read from
+  the wheel).
+
+Default KV dtype of DeepSeek Sparse Attention models (vllm/model_executor/models/config.py
+`DeepseekV32ForCausalLM.verify_and_update_config`): in 0.11.0 `auto` (and any fp8) became vLLM's
+`fp8_ds_mla` format (PR #25988, "we use a custom fp8 format as default (i.e. auto)", code read at
+vllm-project/vllm commit 0144dd5b); from 0.11.1 only an fp8 request does, and `auto` keeps the
+bf16 latent (the rule reads `if cache_config.cache_dtype.startswith("fp8")`, commit 1936cf38, and
+FLASHMLA_SPARSE lists "auto" and "bfloat16" among its cache dtypes, commit 008a0c31).
+"""
+
+from __future__ import annotations
+
+from gpusize.core.releases import Version, parse_version
+from gpusize.core.spec import ModelSpec
+
+__all__ = ["FIRST_RELEASE", "family_refusal", "kv_default"]
+
+#: The first vLLM release that serves each family whose support came after 0.10.0.
+FIRST_RELEASE: dict[str, str] = {"deepseek_v32": "0.11.0", "glm_moe_dsa": "0.16.0"}
+
+#: The releases in which `auto` means fp8_ds_mla for a DeepSeek Sparse Attention model.
+_FP8_DEFAULT = ("0.11.0", "0.11.0")
+
+
+def _version(text: str) -> Version:
+    parsed = parse_version(text)
+    assert parsed is not None
+    return parsed
+
+
+def family_refusal(spec: ModelSpec, version: Version) -> str | None:
+    """vLLM's refusal of a family it does not know yet, naming the first release that does."""
+    first = FIRST_RELEASE.get(spec.family)
+    if first is None or version >= _version(first):
+        return None
+    return (
+        f"vLLM {version} does not support {spec.architecture} (model_type {spec.family}): "
+        f"the first release that does is {first}; pass --engine-version {first} or later"
+    )
+
+
+def kv_default(spec: ModelSpec, version: Version) -> str | None:
+    """The KV dtype `auto` resolves to for this model in this release, or None (the activation dtype)."""
+    sparse = spec.mla is not None and spec.mla.indexer is not None
+    low, high = (_version(v) for v in _FP8_DEFAULT)
+    return "fp8" if sparse and low <= version <= high else None
