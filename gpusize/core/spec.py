@@ -14,6 +14,7 @@ from typing import Literal
 
 __all__ = [
     "KV_MIXERS",
+    "CompressedAttentionSpec",
     "Ffn",
     "LayerSpec",
     "LinearAttentionSpec",
@@ -50,6 +51,9 @@ class LayerSpec:
     num_key_value_heads: int = 0
     ffn: Ffn = "dense"
     intermediate_size: int = 0
+    #: DeepSeek-V4: tokens merged into one compressed KV entry (4 with an indexer, 128), or 0 for a
+    #: layer that keeps its sliding window only (`compress_ratios`).
+    compress_ratio: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,6 +77,24 @@ class MLASpec:
     qk_rope_head_dim: int
     v_head_dim: int
     indexer: IndexerSpec | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompressedAttentionSpec:
+    """DeepSeek-V4 attention (`core.kinds.compressed_mla`): one shared KV head of `head_dim` (rope
+    part `rope_head_dim`), a low-rank q, a grouped low-rank output, a sliding window on every layer,
+    per-layer compression (LayerSpec.compress_ratio) with an indexer on ratio-4 layers, and
+    hyper-connections (`hc_mult` residual streams)."""
+
+    head_dim: int
+    rope_head_dim: int
+    q_lora_rank: int
+    o_lora_rank: int
+    o_groups: int
+    window: int
+    index_n_heads: int
+    index_head_dim: int
+    hc_mult: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,6 +170,9 @@ class QuantSpec:
     block_size: tuple[int, int] | None = None
     #: Module name patterns kept in the activation dtype (from modules_to_not_convert / ignore).
     not_converted: tuple[str, ...] = ()
+    #: The routed experts' own storage when the config says so beside the quantization_config
+    #: (DeepSeek-V4 `expert_dtype: fp4`), else None.
+    expert_format: str | None = None
 
 
 @dataclass(frozen=True)
@@ -249,6 +274,7 @@ class ModelSpec:
     moe: MoESpec | None = None
     linear_attention: LinearAttentionSpec | None = None
     mamba: MambaSpec | None = None
+    compressed: CompressedAttentionSpec | None = None
     vision: VisionSpec | None = None
     quantization: QuantSpec | None = None
     #: Multi-token-prediction layers stored in the checkpoint (DeepSeek-V3, GLM-4.5, Qwen3-Next).

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from gpusize.core.kinds import attention, gated_deltanet, mamba2, mla, mla_indexer, none
+from gpusize.core.kinds import attention, compressed_mla, gated_deltanet, mamba2, mla, mla_indexer, none
 from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 
 __all__ = [
@@ -58,11 +58,13 @@ class PackedKV(Protocol):
 
 #: Every mixer kind by the name a LayerSpec carries. `attention` layers of a model with an MLA spec
 #: are MLA layers (DeepSeek, Kimi-K2: every attention layer of the model has the latent form), and
-#: MLA layers of a model with a sparse-attention indexer are `mla_indexer` layers (DeepSeek-V3.2, GLM-5).
+#: MLA layers of a model with a sparse-attention indexer are `mla_indexer` layers (DeepSeek-V3.2, GLM-5);
+#: attention layers of a model with a `compressed` spec are DeepSeek-V4's `compressed_mla` layers.
 MIXERS: dict[str, MixerKind] = {
     "attention": attention.KIND,
     "mla": mla.KIND,
     "mla_indexer": mla_indexer.KIND,
+    "compressed_mla": compressed_mla.KIND,
     "linear_attention": gated_deltanet.KIND,
     "mamba": mamba2.KIND,
     "none": none.KIND,
@@ -71,6 +73,8 @@ MIXERS: dict[str, MixerKind] = {
 
 def mixer_kind(spec: ModelSpec, layer: LayerSpec) -> MixerKind:
     """The kind that answers for this layer's mixer."""
+    if layer.mixer == "attention" and spec.compressed is not None:
+        return MIXERS["compressed_mla"]
     if layer.mixer == "attention" and spec.mla is not None:
         return MIXERS["mla" if spec.mla.indexer is None else "mla_indexer"]
     return MIXERS[layer.mixer]

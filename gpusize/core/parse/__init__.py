@@ -28,7 +28,7 @@ from gpusize.core.parse.basics import (
     _torch_dtype,
 )
 from gpusize.core.parse.layout import _check_mixers, _layers
-from gpusize.core.parse.mixers import _linear_attention, _mamba, _mla, _moe
+from gpusize.core.parse.mixers import _compressed, _linear_attention, _mamba, _mla, _moe
 from gpusize.core.parse.vision_quant import _quant, _vision
 from gpusize.core.spec import ModelSpec
 from gpusize.errors import ConfigError
@@ -138,6 +138,7 @@ def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, 
         moe=moe,
         linear_attention=linear,
         mamba=mamba,
+        compressed=_compressed(f),
         vision=_vision(top, hidden),
         quantization=_quant(config, text, f.where),
         num_nextn_predict_layers=f.integer("num_nextn_predict_layers", kind="small", default=0, minimum=0),

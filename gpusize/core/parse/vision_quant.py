@@ -94,12 +94,14 @@ def _quant(config: dict[str, Any], text: dict[str, Any], where: str) -> QuantSpe
         if block is not None and len(block) != 2:
             raise q.fail("weight_block_size", "must be [rows, columns]", block)
         label = f"FP8 {block[0]}x{block[1]} blocks" if block else "FP8 per-tensor"
+        experts = text.get("expert_dtype") or config.get("expert_dtype")
         return QuantSpec(
             method="fp8",
             weight_bits=8,
             label=label,
             not_converted=skip,
             block_size=(block[0], block[1]) if block else None,
+            expert_format="fp4" if experts == "fp4" else None,
         )
     if method == "mxfp4":
         return QuantSpec(

@@ -122,7 +122,7 @@ def effective_settings(
         "gpu_memory_utilization": utilization(work),
         "max_num_seqs": limits.max_num_seqs,
         "max_num_batched_tokens": limits.max_num_batched_tokens,
-        "block_size": kvcache.MLA_BLOCK_SIZE if spec.mla else kvcache.BLOCK_SIZE,
+        "block_size": kvcache.block_size(spec),
         "cuda_graphs": graphs,
     }
     if work.engine.enable_expert_parallel:
@@ -146,6 +146,13 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
             f"{latent_bytes(spec, 1):,} B, when the KV dtype is fp8: the default in 0.11.0, --kv-cache-dtype "
             f"fp8 in later releases) and the indexer's fp8 key ({indexer_key_bytes(spec.mla.indexer)} B), "
             "whole on every TP rank"
+        )
+    if spec.compressed is not None:
+        notes.append(
+            "DeepSeek-V4: KV per token is an estimate from vLLM's code (each layer's compressed entry, "
+            "584 B in fp8_ds_mla, over its compress ratio, + the ratio-4 layers' indexer keys); the "
+            "sliding window and compressor state are a per-sequence reserve; auto KV is fp8 (FlashMLA, "
+            "Hopper): Blackwell's FlashInfer path keeps bf16 rows (--kv-dtype bf16)"
         )
     if work.engine.cpu_offload_gb:
         notes.append(OFFLOAD_NOTE)

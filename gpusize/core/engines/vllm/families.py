@@ -14,6 +14,12 @@ Default KV dtype of DeepSeek Sparse Attention models (vllm/model_executor/models
 vllm-project/vllm commit 0144dd5b); from 0.11.1 only an fp8 request does, and `auto` keeps the
 bf16 latent (the rule reads `if cache_config.cache_dtype.startswith("fp8")`, commit 1936cf38, and
 FLASHMLA_SPARSE lists "auto" and "bfloat16" among its cache dtypes, commit 008a0c31).
+
+DeepSeek-V4 (vllm/models/deepseek_v4/attention.py `_resolve_dsv4_kv_cache_dtype`): the FlashMLA
+layout (Hopper) stores fp8_ds_mla only, and `auto` resolves to it (PR #45091, June 2026: "treat auto
+as fp8"); FlashInfer's plain-row path (Blackwell SM100) keeps `auto` as bf16 rows. gpusize models
+the fp8 default; pass --kv-dtype bf16 for a Blackwell plain-row run. The first vLLM release serving
+DeepSeek-V4 was not read from a wheel, so no release is refused for it.
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ def family_refusal(spec: ModelSpec, version: Version) -> str | None:
 
 def kv_default(spec: ModelSpec, version: Version) -> str | None:
     """The KV dtype `auto` resolves to for this model in this release, or None (the activation dtype)."""
+    if spec.compressed is not None:
+        return "fp8"
     sparse = spec.mla is not None and spec.mla.indexer is not None
     low, high = (_version(v) for v in _FP8_DEFAULT)
     return "fp8" if sparse and low <= version <= high else None
