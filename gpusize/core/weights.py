@@ -21,6 +21,7 @@ __all__ = [
     "FP8_CHANNEL_SCALE_BYTES",
     "INT4_GROUP_SIZE",
     "MXFP4_EXPERT_PAD",
+    "NVFP4_GROUP",
     "StoredLayers",
     "WeightFormat",
     "activation_dtype",
@@ -66,6 +67,9 @@ class WeightFormat:
 #: DeepSeek's FP4 experts (`expert_dtype: fp4`): e2m1 values, two per byte, and one ue8m0 scale per
 #: 32 (the MXFP4 layout vLLM loads them into).
 FP4_EXPERT_BYTES = 0.5 + 1 / 32
+#: NVFP4's group: one fp8 (e4m3) scale per 16 e2m1 values (NVIDIA ModelOpt; the per-tensor fp32
+#: scale is negligible).
+NVFP4_GROUP = 16
 #: fp8 per-channel weight scale: one fp32 per output row; the row length is ~hidden_size.
 FP8_CHANNEL_SCALE_BYTES = 4
 #: Group size of int4 weight-only formats (GPTQ/AWQ/compressed-tensors w4a16): one fp16 scale per 128.
@@ -184,6 +188,17 @@ def _checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
             MXFP4_EXPERT_PAD,
             note="MXFP4 experts (4-bit values + one e8m0 scale per 32); "
             "attention, router, embeddings and lm_head in bf16",
+        )
+    if q.method == "nvfp4":
+        group = q.group_size or NVFP4_GROUP
+        per = 0.5 + 1 / group
+        return WeightFormat(
+            "nvfp4",
+            per,
+            other,
+            skip,
+            note=f"{q.label}: 4-bit values + one fp8 scale per {group} ({per:.4f} bytes per weight); "
+            "the ignored modules, embeddings and lm_head in bf16",
         )
     # 8-bit with a group size (GPTQ/compressed-tensors int8 g128) keeps one fp16 scale per group, below.
     if q.weight_bits == 8 and q.group_size is None:

@@ -16,7 +16,7 @@ import json
 from gpusize.core.parse import parse_config
 from gpusize.core.vision import MOONVIT3D
 from tests.conftest import REFERENCE, load_reference
-from tests.helpers import catalog_spec, cli
+from tests.helpers import catalog_spec, cli, workload
 
 TOWER, PROJECTOR = 416_866_032, 54_277_888
 
@@ -49,3 +49,27 @@ def test_fit_answers_at_32k() -> None:
     result = cli("fit", "Kimi-K2.5", "--ctx", "32k", "--json")
     assert result.code in (0, 1), result.stderr
     assert json.loads(result.stdout)["memory"]["kv_cache_bytes_per_token"] == 61 * 576 * 2
+
+
+def test_modelopt_nvfp4_builds_parse_with_their_scales() -> None:
+    """nvidia's Kimi-K2.5/2.6/2.7 NVFP4 configs (quant_method modelopt). Before: 'unsupported
+    quant_method modelopt' (exit 2). NVFP4: 4-bit values + one fp8 scale per 16 = 0.5625 B per weight;
+    the ignored self_attn and shared_experts modules stay bf16."""
+    for name in ("Kimi-K2.5-NVFP4", "Kimi-K2.6-NVFP4", "Kimi-K2.7-Code-NVFP4"):
+        spec = catalog_spec(name)
+        assert spec.quantization is not None and spec.quantization.method == "nvfp4"
+        work = workload(spec, 32768)
+        assert work.weights.linear_bytes == 0.5 + 1 / 16
+        assert "attention" in work.weights.unquantized
+        assert cli("fit", name, "--ctx", "32k").code in (0, 1)
+
+
+def test_modelopt_other_than_nvfp4_is_refused_naming_the_field() -> None:
+    config = load_reference(REFERENCE / "configs" / "moonshotai__Kimi-K2.5.json")["config"]
+    quant = {"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"}
+    try:
+        parse_config({**config, "quantization_config": quant})
+    except ValueError as exc:
+        assert "quant_algo" in str(exc)
+    else:
+        raise AssertionError("W4A8_AWQ was accepted")

@@ -115,6 +115,8 @@ def _quant(config: dict[str, Any], text: dict[str, Any], where: str) -> QuantSpe
         return _gptq_awq(q, method, skip)
     if method == "compressed-tensors":
         return _compressed_tensors(q, skip)
+    if method == "modelopt":
+        return _modelopt(q, skip)
     if method == "bitsandbytes":
         four, eight = q.boolean("load_in_4bit", default=False), q.boolean("load_in_8bit", default=False)
         if four and eight:  # transformers' BitsAndBytesConfig.post_init refuses the pair the same way
@@ -132,7 +134,7 @@ def _quant(config: dict[str, Any], text: dict[str, Any], where: str) -> QuantSpe
         )
     raise ConfigError(
         f"{where}: unsupported quant_method {echo(method)}",
-        hint="supported: fp8, mxfp4, gptq, awq, compressed-tensors, bitsandbytes",
+        hint="supported: fp8, mxfp4, gptq, awq, compressed-tensors, bitsandbytes, modelopt (NVFP4)",
     )
 
 
@@ -143,6 +145,28 @@ def _skip_list(q: Fields, *keys: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise q.fail(key, "must be a list of module names", value)
     return tuple(v[:200] for v in value[:100_000])
+
+
+def _modelopt(q: Fields, skip: tuple[str, ...]) -> QuantSpec:
+    """NVIDIA ModelOpt checkpoints (quant_method modelopt): NVFP4 = e2m1 weights with one fp8 scale
+    per 16 (quant_algo NVFP4, group_size 16), the `ignore` modules left in the activation dtype."""
+    algo = (q.string("quant_algo", default="") or "").upper()
+    if algo != "NVFP4":
+        raise q.fail("quant_algo", "is not a ModelOpt format gpusize sizes (NVFP4)", algo)
+    group = 16
+    for g in (q.mapping("config_groups") or {}).values():
+        weights = g.get("weights") if isinstance(g, dict) else None
+        if isinstance(weights, dict):
+            group = Fields(weights, f"{q.where}: config_groups weights").integer(
+                "group_size", kind="width", default=16
+            )
+    return QuantSpec(
+        method="nvfp4",
+        weight_bits=4,
+        group_size=group,
+        not_converted=skip,
+        label=f"NVFP4 (ModelOpt, g{group})",
+    )
 
 
 def _gptq_awq(q: Fields, method: str, skip: tuple[str, ...]) -> QuantSpec:
