@@ -54,6 +54,9 @@ class LayerSpec:
     #: DeepSeek-V4: tokens merged into one compressed KV entry (4 with an indexer, 128), or 0 for a
     #: layer that keeps its sliding window only (`compress_ratios`).
     compress_ratio: int = 0
+    #: GLM-5.2 IndexCache (`indexer_types` "shared"): the layer reuses the previous full layer's
+    #: top-k and owns no indexer weights or indexer key cache.
+    shares_indexer: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

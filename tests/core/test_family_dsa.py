@@ -21,6 +21,8 @@ from gpusize.core import kvcache
 from gpusize.core.engines import engine
 from gpusize.core.kinds import mixer_kind
 from gpusize.core.params import layer_params
+from gpusize.core.parse import parse_config
+from gpusize.errors import ConfigError
 from gpusize.sources.catalog import find_gpu
 from tests.conftest import REFERENCE, load_reference
 from tests.helpers import catalog_spec, cli, workload
@@ -67,12 +69,51 @@ def test_indexer_weights_are_replicated_on_every_rank() -> None:
 
 
 def test_glm5_variants_parse_to_the_same_model() -> None:
-    """GLM-5.1 and 5.2 change rope and context (5.2 adds indexer_types, mlp_layer_types), not sizes."""
+    """GLM-5.1 and the FP8 build change rope and context, not sizes."""
     base = catalog_spec(GLM5)
-    for name in ("GLM-5.1", "GLM-5.2", "GLM-5-FP8"):
+    for name in ("GLM-5.1", "GLM-5-FP8"):
         spec = catalog_spec(name)
         assert spec.params.total == base.params.total
         assert mixer_kind(spec, spec.layers[5]) is mixer_kind(base, base.layers[5])
+
+
+GLM5_INDEXER = 2048 * 32 * 128 + 6144 * 128 + 6144 * 32 + 2 * 128  # wq_b, wk, weights_proj, k_norm
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4, 8])
+def test_glm52_shared_indexer_layers_keep_no_indexer(tp: int) -> None:
+    """GLM-5.2's indexer_types: 21 full layers (0, 1, 2, then every 4th from 6), 57 shared ones that
+    reuse the previous full layer's top-k and own no indexer (IndexShare; the MTP layer owns one):
+    KV = 78 x 656 + 21 x 132 = 53,940 B in fp8, and 57 indexers fewer than GLM-5."""
+    spec, base = catalog_spec("GLM-5.2"), catalog_spec(GLM5)
+    full = [i for i, layer in enumerate(spec.layers) if not layer.shares_indexer]
+    assert full == [0, 1, 2, *range(6, 78, 4)] and len(full) == 21
+    assert kvcache.kv_cache_bytes_per_token(spec, 1.0, tp) == 78 * 656 + 21 * 132 == 53_940
+    assert kvcache.kv_cache_bytes_per_token(spec, 2.0, tp) == 78 * 1152 + 21 * 132
+    assert GLM5_INDEXER == 9_371_904
+    assert base.params.total - spec.params.total == 57 * GLM5_INDEXER
+    assert spec.params.mtp == base.params.mtp
+
+
+def test_glm52_needs_vllm_with_index_cache() -> None:
+    refused = cli("fit", "GLM-5.2", "--gpu", "H200", "--ctx", "32k", "--engine-version", "0.22.1")
+    assert refused.code == 2 and "the first release that does is 0.23.0" in refused.stderr
+    assert cli("fit", "GLM-5", "--gpu", "H200", "--ctx", "32k", "--engine-version", "0.22.1").code in (0, 1)
+
+
+@pytest.mark.parametrize(
+    ("types", "words"),
+    [
+        (["full"] * 77, "must list 78"),
+        (["shared"] + ["full"] * 77, "must start with a full"),
+        (["full"] * 77 + ["half"], "each full or shared"),
+    ],
+    ids=["short", "shared-first", "unknown"],
+)
+def test_bad_indexer_types_name_the_field(types: list[str], words: str) -> None:
+    config = load_reference(REFERENCE / "configs" / "zai-org__GLM-5.json")["config"]
+    with pytest.raises(ConfigError, match=f"indexer_types.*{words}"):
+        parse_config({**config, "indexer_types": types})
 
 
 @pytest.mark.parametrize(("name", "first", "before"), [(V32, "0.11.0", "0.10.2"), (GLM5, "0.16.0", "0.15.1")])
@@ -107,7 +148,7 @@ def test_fit_answers_at_32k(name: str) -> None:
     result = cli("fit", name, "--ctx", "32k", "--json")
     assert result.code in (0, 1), result.stderr
     data = json.loads(result.stdout)
-    assert data["memory"]["kv_cache_bytes_per_token"] in (48_068, 78_324, 61_464, 100_152)
+    assert data["memory"]["kv_cache_bytes_per_token"] in (48_068, 78_324, 61_464, 100_152, 53_940, 92_628)
 
 
 def test_eight_h200_hold_v32_at_32k() -> None:

@@ -17,6 +17,8 @@ KV per token and layer, in bytes (vLLM `packed_kv_bytes`, not elements x dtype):
 - the indexer key: DeepseekV32IndexerCache(head_dim = index_head_dim + index_head_dim //
   quant_block_size * 4, dtype uint8), quant_block_size 128: 128 + 4 = 132 B, whatever the KV dtype.
 DeepSeek-V3.2 at fp8: 61 layers x (656 + 132) = 48,068 B per token; at bf16 61 x 1,284 = 78,324 B.
+GLM-5.2's IndexCache layers (`indexer_types` "shared", LayerSpec.shares_indexer) reuse the previous
+full layer's top-k: no indexer weights and no indexer key there (the MTP layer owns one).
 Both caches are MLAAttentionSpec layers of one KV group (one block spans every layer's pages), kept
 whole on every TP rank like the MLA latent.
 """
@@ -64,6 +66,8 @@ class _MLAIndexer:
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         assert spec.mla is not None and spec.mla.indexer is not None
+        if layer.shares_indexer:
+            return mla.KIND.params(spec, layer)
         m, ix, h = spec.mla, spec.mla.indexer, spec.hidden_size
         weights = (m.q_lora_rank or h) * ix.n_heads * ix.head_dim + h * ix.head_dim + h * ix.n_heads
         return mla.KIND.params(spec, layer) + ParamCounts(
@@ -76,7 +80,8 @@ class _MLAIndexer:
 
     def packed_kv_bytes(self, spec: ModelSpec, layer: LayerSpec, kv_heads: int, kv_bytes: float) -> int:
         assert spec.mla is not None and spec.mla.indexer is not None
-        return latent_bytes(spec, kv_bytes) + indexer_key_bytes(spec.mla.indexer)
+        key = 0 if layer.shares_indexer else indexer_key_bytes(spec.mla.indexer)
+        return latent_bytes(spec, kv_bytes) + key
 
     def state_elements(self, spec: ModelSpec, layer: LayerSpec) -> int:
         return 0

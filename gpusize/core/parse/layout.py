@@ -50,10 +50,11 @@ def _layers(
     dense_width = f.integer("intermediate_size_mlp", "intermediate_size", kind="width", default=intermediate)
     ffns = _ffns(f, n, moe)
     ratios = _compress_ratios(f, n)
-    made: dict[tuple[str, int | None, bool, str, int], LayerSpec] = {}  # one object per distinct kind
+    shared = _shared_indexers(f, n)
+    made: dict[tuple[str, int | None, bool, str, int, bool], LayerSpec] = {}  # one per distinct kind
 
     def layer(i: int) -> LayerSpec:
-        key = (mixers[i], windows[i][0], windows[i][1], ffns[i], ratios[i])
+        key = (mixers[i], windows[i][0], windows[i][1], ffns[i], ratios[i], shared[i])
         if key not in made:
             made[key] = LayerSpec(
                 mixer=cast(Mixer, mixers[i]),
@@ -64,6 +65,7 @@ def _layers(
                 ffn=cast(Ffn, ffns[i]),
                 intermediate_size=moe.moe_intermediate_size if ffns[i] == "moe" and moe else dense_width,
                 compress_ratio=ratios[i],
+                shares_indexer=shared[i],
             )
         return made[key]
 
@@ -81,6 +83,20 @@ def _compress_ratios(f: Fields, n: int) -> list[int]:
     if bad is not None:
         raise f.fail("compress_ratios", "holds a ratio vLLM does not run (0, 4 or 128)", bad)
     return [r if r > 1 else 0 for r in ratios[:n]]
+
+
+def _shared_indexers(f: Fields, n: int) -> list[bool]:
+    """GLM-5.2's IndexCache: `indexer_types` names each layer's indexer "full" or "shared"."""
+    key, value = f.first("indexer_types")
+    if value is None:
+        return [False] * n
+    if not isinstance(value, list) or len(value) != n or any(v not in ("full", "shared") for v in value):
+        raise f.fail(key, f"must list {n} entries (num_hidden_layers), each full or shared", value)
+    if value[0] != "full":
+        raise f.fail(
+            key, "must start with a full layer (a shared one reuses the previous full one)", value[0]
+        )
+    return [v == "shared" for v in value]
 
 
 def _layer_types(f: Fields, n: int) -> list[str] | None:

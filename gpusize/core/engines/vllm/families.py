@@ -31,6 +31,10 @@ __all__ = ["FIRST_RELEASE", "family_refusal", "kv_default"]
 
 #: The first vLLM release that serves each family whose support came after 0.10.0.
 FIRST_RELEASE: dict[str, str] = {"deepseek_v32": "0.11.0", "glm_moe_dsa": "0.16.0"}
+#: GLM-5.2's shared indexers (IndexCache) run natively from 0.23.0 (vllm-project/vllm-ascend issue
+#: #10583: "IndexCache原生支持需要更新VLLM版本到0.23.0"; earlier releases build an indexer in every
+#: layer, which the checkpoint does not hold for its shared layers).
+INDEX_CACHE_RELEASE = "0.23.0"
 
 #: The releases in which `auto` means fp8_ds_mla for a DeepSeek Sparse Attention model.
 _FP8_DEFAULT = ("0.11.0", "0.11.0")
@@ -45,6 +49,8 @@ def _version(text: str) -> Version:
 def family_refusal(spec: ModelSpec, version: Version) -> str | None:
     """vLLM's refusal of a family it does not know yet, naming the first release that does."""
     first = FIRST_RELEASE.get(spec.family)
+    if first is not None and any(layer.shares_indexer for layer in spec.layers):
+        first = INDEX_CACHE_RELEASE
     if first is None or version >= _version(first):
         return None
     return (
