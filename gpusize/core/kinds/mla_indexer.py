@@ -20,7 +20,9 @@ DeepSeek-V3.2 at fp8: 61 layers x (656 + 132) = 48,068 B per token; at bf16 61 x
 GLM-5.2's IndexCache layers (`indexer_types` "shared", LayerSpec.shares_indexer) reuse the previous
 full layer's top-k: no indexer weights and no indexer key there (the MTP layer owns one).
 Both caches are MLAAttentionSpec layers of one KV group (one block spans every layer's pages), kept
-whole on every TP rank like the MLA latent.
+whole on every TP rank like the MLA latent. SGLang's NSATokenToKVPool keeps the same per-token bytes
+(index_k_with_scale_buffer: page_size x index_head_dim + page_size x 4; kv_cache_dim 656 when the
+NSA cache is stored in fp8).
 """
 
 from __future__ import annotations
