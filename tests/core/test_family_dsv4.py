@@ -107,3 +107,15 @@ def test_bad_compress_ratios_name_the_field(ratios: list[int], words: str) -> No
     config = load_reference(REFERENCE / "configs" / "deepseek-ai__DeepSeek-V4-Flash.json")["config"]
     with pytest.raises(ConfigError, match=f"compress_ratios.*{words}"):
         parse_config({**config, "num_hidden_layers": 3, "compress_ratios": ratios})
+
+
+def test_releases_before_deepseek_v4_are_refused() -> None:
+    refused = cli("fit", FLASH, "--gpu", "H200", "--ctx", "32k", "--engine-version", "0.19.1")
+    assert refused.code == 2 and "the first release that does is 0.20.0" in refused.stderr
+    assert cli("fit", FLASH, "--gpu", "H200", "--ctx", "32k", "--engine-version", "0.20.0").code == 0
+
+
+def test_launch_line_names_the_fp8_cache() -> None:
+    """Before PR #45091 vLLM's FlashMLA path refused `auto`: the printed command passes fp8."""
+    result = cli("serve", FLASH, "--gpu", "H200", "--ctx", "32k", "--users", "10")
+    assert result.code == 0 and "--kv-cache-dtype fp8" in result.stdout

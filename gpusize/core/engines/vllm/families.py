@@ -6,7 +6,10 @@ First releases (the model class registered in vllm/model_executor/models/registr
   merged 2025-09-29, first in 0.11.0;
 - `glm_moe_dsa` (GLM-5, 5.1, 5.2: GlmMoeDsaForCausalLM mapped onto deepseek_v2.py): PR #34124,
   merged February 2026; the first release cut after it is 0.16.0 (release date order, not read from
-  the wheel).
+  the wheel);
+- `deepseek_v4` (DeepseekV4ForCausalLM, vllm/models/deepseek_v4): PR #40760, opened on release day
+  2026-04-24; 0.20.0 (vllm-project/vllm-gaudi issue #1722: "DeepSeek-V4-Flash-0731 requires vLLM
+  0.20.0+"; not read from the wheel).
 
 Default KV dtype of DeepSeek Sparse Attention models (vllm/model_executor/models/config.py
 `DeepseekV32ForCausalLM.verify_and_update_config`): in 0.11.0 `auto` (and any fp8) became vLLM's
@@ -17,9 +20,9 @@ FLASHMLA_SPARSE lists "auto" and "bfloat16" among its cache dtypes, commit 008a0
 
 DeepSeek-V4 (vllm/models/deepseek_v4/attention.py `_resolve_dsv4_kv_cache_dtype`): the FlashMLA
 layout (Hopper) stores fp8_ds_mla only, and `auto` resolves to it (PR #45091, June 2026: "treat auto
-as fp8"); FlashInfer's plain-row path (Blackwell SM100) keeps `auto` as bf16 rows. gpusize models
-the fp8 default; pass --kv-dtype bf16 for a Blackwell plain-row run. The first vLLM release serving
-DeepSeek-V4 was not read from a wheel, so no release is refused for it.
+as fp8"; before it `auto` failed an assert, so the launch line names --kv-cache-dtype fp8);
+FlashInfer's plain-row path (Blackwell SM100) keeps `auto` as bf16 rows. gpusize models the fp8
+default; pass --kv-dtype bf16 for a Blackwell plain-row run.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from gpusize.core.spec import ModelSpec
 __all__ = ["FIRST_RELEASE", "family_refusal", "kv_default"]
 
 #: The first vLLM release that serves each family whose support came after 0.10.0.
-FIRST_RELEASE: dict[str, str] = {"deepseek_v32": "0.11.0", "glm_moe_dsa": "0.16.0"}
+FIRST_RELEASE: dict[str, str] = {"deepseek_v32": "0.11.0", "glm_moe_dsa": "0.16.0", "deepseek_v4": "0.20.0"}
 #: GLM-5.2's shared indexers (IndexCache) run natively from 0.23.0 (vllm-project/vllm-ascend issue
 #: #10583: "IndexCache原生支持需要更新VLLM版本到0.23.0"; earlier releases build an indexer in every
 #: layer, which the checkpoint does not hold for its shared layers).
