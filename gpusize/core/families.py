@@ -149,6 +149,13 @@ FAMILIES: dict[str, Family] = {
     "deepseek_v2": Family(),
     "deepseek_v3": Family(),
     "kimi_k2": Family(),
+    # DeepseekV32Config and GlmMoeDsaConfig (GLM-5): the DeepSeek-V3 decoder (MLA, noaux_tc MoE) with
+    # the sparse-attention indexer's index_* fields (`core.kinds.mla_indexer`).
+    "deepseek_v32": Family(),
+    "glm_moe_dsa": Family(),
+    # DeepseekV4Config (DeepSeek-V4 Flash, Pro): compressed attention with hyper-connections
+    # (`core.kinds.compressed_mla`), DeepSeekMoE routers with noaux_tc bias.
+    "deepseek_v4": Family(),
     "gpt_oss": Family(qkv_bias=Bias(None, True), o_bias=Bias(None, True), attention_sinks=True),
     "llama4_text": Family(),
     "nemotron_h": Family(mlp_bias=Bias("mlp_bias", False), gated_mlp=False),
@@ -173,6 +180,8 @@ TEXT_FAMILY_OF: dict[str, str] = {
     "llama4": "llama4_text",
     "mistral3": "mistral",
     "kimi_vl": "deepseek_v3",
+    # sgl-project's FP8 DeepSeek-V4 checkpoints write model_type deepseek_ref over the V4 fields.
+    "deepseek_ref": "deepseek_v4",
     "qwen2_vl": "qwen2_vl_text",
     "qwen2_5_vl": "qwen2_5_vl_text",
     "qwen3_vl": "qwen3_vl_text",

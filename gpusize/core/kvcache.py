@@ -19,15 +19,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpusize.core.kinds import mixer_kind, state_elements
+from gpusize.core.kinds import kv_bytes_per_token, mixer_kind, state_elements
 from gpusize.core.spec import LayerSpec, ModelSpec
 
 __all__ = [
     "BLOCK_SIZE",
+    "COMPRESSED_BLOCK_SIZE",
     "GROUP_SIZE_RATIO",
     "MLA_BLOCK_SIZE",
     "KvGroup",
     "KvLayout",
+    "block_size",
     "blocks_per_request",
     "capacity_tokens",
     "expanded_kv_width",
@@ -74,9 +76,11 @@ def kv_bytes_per_token_per_layer(
 
     Standard: 2 x (kv_heads / tp, at least 1) x head_dim x bytes.
     MLA: (kv_lora_rank + qk_rope_head_dim) x bytes, no factor 2 and not divided by tp: every
-    rank holds the whole latent (vLLM; Kimi-VL logs 31,104 B/token at TP=1 and TP=2)."""
+    rank holds the whole latent (vLLM; Kimi-VL logs 31,104 B/token at TP=1 and TP=2).
+    A packed kind answers in bytes itself (DeepSeek Sparse Attention: `core.kinds.mla_indexer`)."""
     heads = spec.num_key_value_heads if kv_heads is None else kv_heads
-    return int(kv_width(spec, kv_heads_per_gpu(heads, tp), layer) * kv_bytes)
+    layer = layer or spec.attention_layers[0]
+    return kv_bytes_per_token(spec, layer, kv_heads_per_gpu(heads, tp), kv_bytes)
 
 
 def kv_cache_bytes_per_token(spec: ModelSpec, kv_bytes: float, tp: int = 1) -> int:
@@ -99,6 +103,9 @@ def recurrent_state_bytes(spec: ModelSpec, state_bytes: float, tp: int = 1) -> i
 BLOCK_SIZE = 16
 #: FlashMLA, vLLM's MLA backend on Hopper, prefers 64-token blocks.
 MLA_BLOCK_SIZE = 64
+#: DeepSeek-V4's KV block in vLLM: 256 tokens (vllm/models/deepseek_v4/compressor.py: "The KV block
+#: shape [256//4, head_dim] = [64, 584]").
+COMPRESSED_BLOCK_SIZE = 256
 #: vLLM's group-size rule: use the largest type's layer count when it is < 1.5 x the smallest.
 GROUP_SIZE_RATIO = 1.5
 
@@ -132,14 +139,17 @@ def kv_layout(
     layers = spec.attention_layers
     if not layers:
         return None
-    block = MLA_BLOCK_SIZE if spec.mla else BLOCK_SIZE
-    if not spec.uniform_kv_heads and not spec.mla:
-        # Per-layer KV widths (DeciLM block_configs): vLLM's UniformTypeKVCacheSpecs, one block
-        # id spans every layer, num_blocks = available // sum of the layers' page sizes.
-        page = block * sum(
-            kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads) for layer in layers
-        )
-        return KvLayout(page, block, 1, (KvGroup("full", None),))
+    block = block_size(spec)
+    per_layer = [
+        kv_bytes_per_token_per_layer(spec, kv_bytes, tp, la.num_key_value_heads, la) for la in layers
+    ]
+    if (not spec.uniform_kv_heads and not spec.mla) or (
+        len(set(per_layer)) > 1 and len(spec.attention_kinds) == 1
+    ):
+        # Per-layer KV widths (DeciLM block_configs, DeepSeek-V4's compression ratios): vLLM's
+        # UniformTypeKVCacheSpecs, one block id spans every layer, num_blocks = available // sum of
+        # the layers' page sizes.
+        return KvLayout(block * sum(per_layer), block, 1, (KvGroup("full", None),))
     page = block * kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layers[0].num_key_value_heads)
     kinds = dict(spec.attention_kinds)
     if len(kinds) == 1:
@@ -151,6 +161,13 @@ def kv_layout(
         KvGroup(kind, window) for (kind, window), count in kinds.items() for _ in range(-(-count // size))
     )
     return KvLayout(page, block, size, groups)
+
+
+def block_size(spec: ModelSpec) -> int:
+    """Tokens per KV block vLLM uses for this model: 256 for DeepSeek-V4, 64 for MLA, else 16."""
+    if spec.compressed is not None:
+        return COMPRESSED_BLOCK_SIZE
+    return MLA_BLOCK_SIZE if spec.mla else BLOCK_SIZE
 
 
 def pool_blocks(layout: KvLayout, available_bytes: int) -> int:

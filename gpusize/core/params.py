@@ -12,6 +12,7 @@ tests/data/reference/configs (tests/core/test_params.py).
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 from gpusize.core.kinds import mixer_kind
 from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
@@ -91,8 +92,9 @@ def _ffn_params(spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
 
 
 def _mtp_params(spec: ModelSpec) -> int:
-    """One DeepSeek-style MTP module: a decoder layer like the last one, two norms, the
-    2h -> h projection and its output norm (embeddings and head are shared with the model)."""
+    """One DeepSeek-style MTP module: a decoder layer like the last one (with its own indexer where
+    the model has one), two norms, the 2h -> h projection and its output norm (embeddings and head
+    are shared with the model)."""
     h = spec.hidden_size
-    last = layer_params(spec, spec.layers[-1])
+    last = layer_params(spec, replace(spec.layers[-1], shares_indexer=False))  # MTP owns its indexer
     return last.total + last.mtp + 3 * _norm_size(spec) + 2 * h * h

@@ -14,10 +14,12 @@ from typing import Literal
 
 __all__ = [
     "KV_MIXERS",
+    "CompressedAttentionSpec",
     "Ffn",
     "KimiDeltaSpec",
     "LayerSpec",
     "LinearAttentionSpec",
+    "IndexerSpec",
     "MLASpec",
     "MambaSpec",
     "Mixer",
@@ -50,17 +52,53 @@ class LayerSpec:
     num_key_value_heads: int = 0
     ffn: Ffn = "dense"
     intermediate_size: int = 0
+    #: DeepSeek-V4: tokens merged into one compressed KV entry (4 with an indexer, 128), or 0 for a
+    #: layer that keeps its sliding window only (`compress_ratios`).
+    compress_ratio: int = 0
+    #: GLM-5.2 IndexCache (`indexer_types` "shared"): the layer reuses the previous full layer's
+    #: top-k and owns no indexer weights or indexer key cache.
+    shares_indexer: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexerSpec:
+    """The DeepSeek Sparse Attention lightning indexer (DeepSeek-V3.2, GLM-5): its own query heads
+    over the q latent and one shared key per token, cached per layer (`core.kinds.mla_indexer`)."""
+
+    n_heads: int
+    head_dim: int
+    topk: int
 
 
 @dataclass(frozen=True, kw_only=True)
 class MLASpec:
-    """DeepSeek multi-head latent attention (V2/V3/R1, Kimi-K2)."""
+    """DeepSeek multi-head latent attention (V2/V3/R1, Kimi-K2); with a sparse-attention `indexer`
+    for DeepSeek-V3.2 and GLM-5 (`index_n_heads`, `index_head_dim`, `index_topk`)."""
 
     q_lora_rank: int | None
     kv_lora_rank: int
     qk_nope_head_dim: int
     qk_rope_head_dim: int
     v_head_dim: int
+    indexer: IndexerSpec | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompressedAttentionSpec:
+    """DeepSeek-V4 attention (`core.kinds.compressed_mla`): one shared KV head of `head_dim` (rope
+    part `rope_head_dim`), a low-rank q, a grouped low-rank output, a sliding window on every layer,
+    per-layer compression (LayerSpec.compress_ratio) with an indexer on ratio-4 layers, and
+    hyper-connections (`hc_mult` residual streams)."""
+
+    head_dim: int
+    rope_head_dim: int
+    q_lora_rank: int
+    o_lora_rank: int
+    o_groups: int
+    window: int
+    index_n_heads: int
+    index_head_dim: int
+    hc_mult: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,6 +188,9 @@ class QuantSpec:
     block_size: tuple[int, int] | None = None
     #: Module name patterns kept in the activation dtype (from modules_to_not_convert / ignore).
     not_converted: tuple[str, ...] = ()
+    #: The routed experts' own storage when the config says so beside the quantization_config
+    #: (DeepSeek-V4 `expert_dtype: fp4`), else None.
+    expert_format: str | None = None
 
 
 @dataclass(frozen=True)
@@ -255,6 +296,7 @@ class ModelSpec:
     #: The recurrent-state dtype the config declares (Qwen3.5 `mamba_ssm_dtype`, Nemotron-H
     #: `mamba_ssm_cache_dtype`), as a gpusize dtype name; None when it declares none.
     ssm_state_dtype: str | None = None
+    compressed: CompressedAttentionSpec | None = None
     vision: VisionSpec | None = None
     quantization: QuantSpec | None = None
     #: Multi-token-prediction layers stored in the checkpoint (DeepSeek-V3, GLM-4.5, Qwen3-Next).

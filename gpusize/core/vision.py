@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "DEFAULT_TOWER_OF",
+    "MOONVIT3D",
     "QWEN2_VL_TOWERS",
     "QWEN3_5_TOWERS",
     "QWEN3_VL_TOWERS",
@@ -29,6 +31,10 @@ QWEN3_5_TOWERS = ("qwen3_5", "qwen3_5_moe")
 QWEN2_VL_TOWERS = ("qwen2_vl", "qwen2_5_vl")
 #: The dynamic-resolution Qwen encoders (patches merged 2x2 into tokens), sized by vLLM's processor.
 QWEN_VL_TOWERS = QWEN2_VL_TOWERS + QWEN3_VL_TOWERS
+#: Kimi-K2.5's MoonViT-3D encoder (its vision_config names no model_type).
+MOONVIT3D = "moonvit3d"
+#: The tower a composite model type implies when its vision_config names none.
+DEFAULT_TOWER_OF: dict[str, str] = {**{t: t for t in QWEN2_VL_TOWERS}, "kimi_k25": MOONVIT3D}
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,20 @@ def qwen2_5_vl_vision_params(t: Tower) -> int:
     return embed + t.num_hidden_layers * block + _qwen_merger(t, 1)
 
 
+def moonvit3d_params(t: Tower) -> int:
+    """MoonViT3dPretrainedModel + KimiK25MultiModalProjector (vllm/model_executor/models/kimi_k25_vit.py,
+    read at vllm-project/vllm commit 055e47c2): Conv2d patch embedding with bias, a learned position
+    grid (init_pos_emb_height x init_pos_emb_width x width; the temporal sin-cos table is a buffer),
+    pre-norm blocks (two LayerNorms, fused wqkv and wo with biases, fc0/fc1 with biases), a final
+    LayerNorm; the patchmerger projector: LayerNorm over the width, then Linear(m, m) and
+    Linear(m, text width) with biases, m = merge^2 x width."""
+    h, i, m = t.hidden_size, t.intermediate_size, t.spatial_merge_size**2 * t.hidden_size
+    embed = t.num_channels * t.patch_size**2 * h + h + t.num_position_embeddings * h
+    block = 2 * (2 * h) + (3 * h * h + 3 * h) + (h * h + h) + (h * i + i) + (i * h + h)
+    projector = 2 * h + (m * m + m) + (m * t.out_hidden_size + t.out_hidden_size)
+    return embed + t.num_hidden_layers * block + 2 * h + projector
+
+
 def generic_vit_params(t: Tower, text_hidden: int) -> int:
     """Estimate for other towers: ViT encoder + patch embedding + a 2-layer MLP projector."""
     h = t.hidden_size
@@ -154,4 +174,6 @@ def tower_params(t: Tower, composite_type: str, text_hidden: int) -> tuple[int, 
         return qwen2_5_vl_vision_params(t), True
     if t.model_type in QWEN3_VL_TOWERS + QWEN3_5_TOWERS and t.out_hidden_size:
         return qwen3_vl_vision_params(t), True
+    if t.model_type == MOONVIT3D and t.out_hidden_size:
+        return moonvit3d_params(t), True
     return generic_vit_params(t, text_hidden), False

@@ -17,9 +17,11 @@ from gpusize.units import DTYPE_BYTES, GIB
 __all__ = [
     "BPW_RANGE",
     "CHECKPOINT_TOLERANCE",
+    "FP4_EXPERT_BYTES",
     "FP8_CHANNEL_SCALE_BYTES",
     "INT4_GROUP_SIZE",
     "MXFP4_EXPERT_PAD",
+    "NVFP4_GROUP",
     "StoredLayers",
     "WeightFormat",
     "activation_dtype",
@@ -49,8 +51,25 @@ class WeightFormat:
     #: Stored bytes / config-arithmetic bytes, when a checkpoint's own tensors disagree with its
     #: config by more than CHECKPOINT_TOLERANCE (e.g. FP8 tensors under a bf16 torch_dtype).
     checkpoint_scale: float = 1.0
+    #: Bytes per routed-expert weight where the checkpoint stores experts in another format than
+    #: its other linear layers (DeepSeek-V4: FP4 experts under an FP8 quantization_config).
+    expert_bytes: float | None = None
+
+    def role_bytes(self, role: str) -> float:
+        """Bytes per weight of one linear role (attention, mlp, experts, shared_experts)."""
+        if role in self.unquantized:
+            return self.other_bytes
+        if role == "experts" and self.expert_bytes is not None:
+            return self.expert_bytes
+        return self.linear_bytes
 
 
+#: DeepSeek's FP4 experts (`expert_dtype: fp4`): e2m1 values, two per byte, and one ue8m0 scale per
+#: 32 (the MXFP4 layout vLLM loads them into).
+FP4_EXPERT_BYTES = 0.5 + 1 / 32
+#: NVFP4's group: one fp8 (e4m3) scale per 16 e2m1 values (NVIDIA ModelOpt; the per-tensor fp32
+#: scale is negligible).
+NVFP4_GROUP = 16
 #: fp8 per-channel weight scale: one fp32 per output row; the row length is ~hidden_size.
 FP8_CHANNEL_SCALE_BYTES = 4
 #: Group size of int4 weight-only formats (GPTQ/AWQ/compressed-tensors w4a16): one fp16 scale per 128.
@@ -170,6 +189,17 @@ def _checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
             note="MXFP4 experts (4-bit values + one e8m0 scale per 32); "
             "attention, router, embeddings and lm_head in bf16",
         )
+    if q.method == "nvfp4":
+        group = q.group_size or NVFP4_GROUP
+        per = 0.5 + 1 / group
+        return WeightFormat(
+            "nvfp4",
+            per,
+            other,
+            skip,
+            note=f"{q.label}: 4-bit values + one fp8 scale per {group} ({per:.4f} bytes per weight); "
+            "the ignored modules, embeddings and lm_head in bf16",
+        )
     # 8-bit with a group size (GPTQ/compressed-tensors int8 g128) keeps one fp16 scale per group, below.
     if q.weight_bits == 8 and q.group_size is None:
         scale = (
@@ -177,6 +207,16 @@ def _checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
             if q.block_size
             else (FP8_CHANNEL_SCALE_BYTES / spec.hidden_size)
         )
+        if q.expert_format == "fp4":
+            return WeightFormat(
+                "fp8",
+                1 + scale,
+                other,
+                skip,
+                note=f"{q.label}, routed experts FP4 (4-bit + ue8m0 scale per 32); embeddings and "
+                "lm_head in bf16",
+                expert_bytes=FP4_EXPERT_BYTES,
+            )
         return WeightFormat("fp8", 1 + scale, other, skip, note=f"{q.label}; embeddings and lm_head in bf16")
     # GPTQ/AWQ without grouping (group_size -1) keep one fp16 scale per output channel, whose rows are
     # about hidden_size long; other methods without a stated group use the common 128.
@@ -227,10 +267,7 @@ def weights_bytes(
     experts at full width, the fullest rank ceil(experts / tp) of them (vLLM determine_expert_map).
     """
     counts = spec.params
-    quant = {
-        role: fmt.other_bytes if role in fmt.unquantized else fmt.linear_bytes
-        for role in ("attention", "mlp", "experts", "shared_experts")
-    }
+    quant = {role: fmt.role_bytes(role) for role in ("attention", "mlp", "experts", "shared_experts")}
     sliced = 1 if expert_parallel else tp
     experts = counts.experts * _expert_padding(spec, fmt, sliced) * quant["experts"]
     if expert_parallel and spec.moe:

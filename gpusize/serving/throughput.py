@@ -155,7 +155,7 @@ def decode_weight_bytes(spec: ModelSpec, work: Workload, tp: int, sequences: int
     scale = fmt.checkpoint_scale
     full = weights_bytes(spec, fmt, tp) - rope_cache_bytes(spec, fmt)
     unread = (counts.lookup_only + counts.vision) * fmt.other_bytes * scale / tp
-    experts_bytes = fmt.other_bytes if "experts" in fmt.unquantized else fmt.linear_bytes
+    experts_bytes = fmt.role_bytes("experts")
     idle = counts.experts * experts_bytes * scale / tp * (1 - experts_touched(spec, sequences))
     return full - unread - idle
 

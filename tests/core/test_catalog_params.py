@@ -44,6 +44,9 @@ GAPS: dict[str, tuple[str, Callable[[ModelSpec, ParamCounts], int]]] = {
     "DeepSeek-V3": ("MTP", lambda _s, c: c.mtp + _DEEPSEEK_FP8_SCALES),
     "DeepSeek-R1": ("MTP", lambda _s, c: c.mtp + _DEEPSEEK_FP8_SCALES),
     "DeepSeek-V3.1": ("MTP", lambda _s, c: c.mtp + _DEEPSEEK_FP8_SCALES),
+    # + the F32 scales of the indexers' FP8 wq_b and wk: 62 layers x (12 x 64 + 56 x 1)
+    "DeepSeek-V3.2": ("MTP", lambda _s, c: c.mtp + _DEEPSEEK_FP8_SCALES + 62 * (12 * 64 + 56)),
+    "GLM-5": ("MTP", lambda _s, c: c.mtp),  # bf16 checkpoint: the MTP layer alone
     "GLM-4.5-Air": ("MTP", _mtp_and_copies),
     "GLM-4.5": ("MTP", _mtp_and_copies),
     "GLM-4.7": ("MTP", _mtp_and_copies),

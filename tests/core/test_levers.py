@@ -1,5 +1,5 @@
 """Each engine declares its fix-suggestion levers (EngineModel.levers, core/levers.py); the search in
-core/suggest.py never compares an engine's name (STYLE.md: "An engine answers for itself")."""
+core/suggest/ never compares an engine's name (STYLE.md: "An engine answers for itself")."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tests.conftest import ROOT
 
 
 def test_the_search_does_not_test_engine_names() -> None:
-    source = (ROOT / "gpusize" / "core" / "suggest.py").read_text()
+    source = "".join(p.read_text() for p in sorted((ROOT / "gpusize" / "core" / "suggest").glob("*.py")))
     assert "model.name" not in source
     names = "|".join(ENGINE_MODULES)
     assert not re.findall(f'"(?:{names})"', source)

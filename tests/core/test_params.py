@@ -19,6 +19,9 @@ CONFIG_DERIVED = {
     "Qwen__Qwen3-Next-80B-A3B-Instruct.json": 79_674_391_296,  # MTP excluded
     "deepseek-ai__DeepSeek-V3.json": 671_026_419_200,  # MTP + FP8 scales excluded
     "deepseek-ai__DeepSeek-R1.json": 671_026_419_200,
+    # DeepSeek-V3 + 61 layers x 13,959,424 indexer parameters; MTP + FP8 scales excluded
+    "deepseek-ai__DeepSeek-V3.2.json": 671_877_944_064,
+    "zai-org__GLM-5.json": 743_911_218_432,  # MTP layer excluded (the Hub total minus 9,952,920,576)
     "moonshotai__Kimi-K2-Instruct.json": 1_026_408_232_448,  # FP8 scales excluded
     "zai-org__GLM-4.5-Air.json": 106_852_251_264,  # MTP layer and its copies excluded
 }

@@ -31,7 +31,11 @@ def prepare(spec: ModelSpec, request: Request) -> Workload:
     itself would refuse to start: a context above the model's maximum for vLLM and SGLang."""
     model = engine(request.engine.name)
     _refuse_foreign_kv(request, model)
-    work = resolve(spec, request, model.settings, model.releases, model.kv_cache_types, model.kv_default)
+    kv_default = model.kv_default
+    if model.model_kv_default is not None and request.kv_dtype == "auto":
+        release = model.releases.resolve(request.engine.version).version
+        kv_default = model.model_kv_default(spec, release) or kv_default
+    work = resolve(spec, request, model.settings, model.releases, model.kv_cache_types, kv_default)
     refusal = model.refuses_context(spec, work)
     if refusal:
         raise InputError(refusal)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import NO_LEVERS, Levers
 from gpusize.core.plan import Candidate, Evaluator
-from gpusize.core.releases import Releases
+from gpusize.core.releases import Releases, Version
 from gpusize.core.settings import ENGINE_LABELS, EngineName, settings_of
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
@@ -95,6 +95,9 @@ class EngineModel:
     #: The KV cache type the engine uses when none is asked (llama.cpp: f16); None: the activation
     #: dtype, as vLLM and SGLang do.
     kv_default: str | None = None
+    #: The KV cache type `auto` means for one model in one release, where it is not `kv_default`
+    #: (vLLM 0.11.0: fp8_ds_mla for DeepSeek-V3.2); None: `kv_default` for every model.
+    model_kv_default: Callable[[ModelSpec, Version], str | None] | None = None
     #: Its budget fraction of each GPU (None: it takes what the model needs, no fraction).
     budget: Budget | None = None
     #: Its scheduler's cap on sequences at once (None: the KV cache alone bounds them).

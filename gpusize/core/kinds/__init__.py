@@ -20,12 +20,29 @@ is a module here registered in `MIXERS`. Callers never branch on a kind's name: 
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from gpusize.core.kinds import attention, gated_deltanet, kimi_delta, mamba2, mla, none
+from gpusize.core.kinds import (
+    attention,
+    compressed_mla,
+    gated_deltanet,
+    kimi_delta,
+    mamba2,
+    mla,
+    mla_indexer,
+    none,
+)
 from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 
-__all__ = ["MIXERS", "MixerKind", "mixer_kind", "state_elements", "tp_problem"]
+__all__ = [
+    "MIXERS",
+    "MixerKind",
+    "PackedKV",
+    "kv_bytes_per_token",
+    "mixer_kind",
+    "state_elements",
+    "tp_problem",
+]
 
 
 class MixerKind(Protocol):
@@ -47,11 +64,23 @@ class MixerKind(Protocol):
     ) -> int: ...
 
 
+@runtime_checkable
+class PackedKV(Protocol):
+    """A kind whose cache is a packed byte format, not elements x dtype bytes (DeepSeek Sparse
+    Attention's fp8_ds_mla latent + fp8 indexer key)."""
+
+    def packed_kv_bytes(self, spec: ModelSpec, layer: LayerSpec, kv_heads: int, kv_bytes: float) -> int: ...
+
+
 #: Every mixer kind by the name a LayerSpec carries. `attention` layers of a model with an MLA spec
-#: are MLA layers (DeepSeek, Kimi-K2: every attention layer of the model has the latent form).
+#: are MLA layers (DeepSeek, Kimi-K2: every attention layer of the model has the latent form), and
+#: MLA layers of a model with a sparse-attention indexer are `mla_indexer` layers (DeepSeek-V3.2, GLM-5);
+#: attention layers of a model with a `compressed` spec are DeepSeek-V4's `compressed_mla` layers.
 MIXERS: dict[str, MixerKind] = {
     "attention": attention.KIND,
     "mla": mla.KIND,
+    "mla_indexer": mla_indexer.KIND,
+    "compressed_mla": compressed_mla.KIND,
     "linear_attention": gated_deltanet.KIND,
     "mamba": mamba2.KIND,
     "kimi_delta": kimi_delta.KIND,
@@ -61,9 +90,20 @@ MIXERS: dict[str, MixerKind] = {
 
 def mixer_kind(spec: ModelSpec, layer: LayerSpec) -> MixerKind:
     """The kind that answers for this layer's mixer."""
+    if layer.mixer == "attention" and spec.compressed is not None:
+        return MIXERS["compressed_mla"]
     if layer.mixer == "attention" and spec.mla is not None:
-        return MIXERS["mla"]
+        return MIXERS["mla" if spec.mla.indexer is None else "mla_indexer"]
     return MIXERS[layer.mixer]
+
+
+def kv_bytes_per_token(spec: ModelSpec, layer: LayerSpec, kv_heads: int, kv_bytes: float) -> int:
+    """Bytes one token keeps in this layer's cache on a GPU holding `kv_heads` KV heads, at
+    `kv_bytes` per element: the kind's packed format where it has one, else width x bytes."""
+    kind = mixer_kind(spec, layer)
+    if isinstance(kind, PackedKV):
+        return kind.packed_kv_bytes(spec, layer, kv_heads, kv_bytes)
+    return int(kind.kv_width(spec, layer, kv_heads) * kv_bytes)
 
 
 def state_elements(spec: ModelSpec) -> int:

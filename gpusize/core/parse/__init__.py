@@ -28,7 +28,7 @@ from gpusize.core.parse.basics import (
     _torch_dtype,
 )
 from gpusize.core.parse.layout import _check_mixers, _layers, nemotron_blocks
-from gpusize.core.parse.mixers import _kimi_delta, _linear_attention, _mamba, _mla, _moe
+from gpusize.core.parse.mixers import _compressed, _kimi_delta, _linear_attention, _mamba, _mla, _moe
 from gpusize.core.parse.vision_quant import _quant, _vision
 from gpusize.core.spec import ModelSpec
 from gpusize.errors import ConfigError
@@ -146,6 +146,7 @@ def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, 
         mamba=mamba,
         kimi_delta=_kimi_delta(f),
         ssm_state_dtype=_ssm_state_dtype(f),
+        compressed=_compressed(f),
         vision=_vision(top, hidden),
         quantization=_quant(config, text, f.where),
         num_nextn_predict_layers=f.integer(

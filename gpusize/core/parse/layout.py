@@ -51,13 +51,17 @@ def _layers(
         return _block_config_layers(f, n, heads)
     types = _layer_types(f, n)
     mixers = _mixers(f, n, types)
-    windows = _windows(f, family, n, types)
+    # DeepSeek-V4's sliding window belongs to its compressed attention kind, not to the engine's
+    # window groups (`core.kinds.compressed_mla`).
+    windows = [(None, False)] * n if f.has("compress_ratios") else _windows(f, family, n, types)
     dense_width = f.integer("intermediate_size_mlp", "intermediate_size", kind="width", default=intermediate)
     ffns = _ffns(f, n, moe)
-    made: dict[tuple[str, int | None, bool, str], LayerSpec] = {}  # one object per distinct layer kind
+    ratios = _compress_ratios(f, n)
+    shared = _shared_indexers(f, n)
+    made: dict[tuple[str, int | None, bool, str, int, bool], LayerSpec] = {}  # one per distinct kind
 
     def layer(i: int) -> LayerSpec:
-        key = (mixers[i], windows[i][0], windows[i][1], ffns[i])
+        key = (mixers[i], windows[i][0], windows[i][1], ffns[i], ratios[i], shared[i])
         if key not in made:
             made[key] = LayerSpec(
                 mixer=cast(Mixer, mixers[i]),
@@ -67,10 +71,39 @@ def _layers(
                 num_key_value_heads=kv_heads,
                 ffn=cast(Ffn, ffns[i]),
                 intermediate_size=moe.moe_intermediate_size if ffns[i] == "moe" and moe else dense_width,
+                compress_ratio=ratios[i],
+                shares_indexer=shared[i],
             )
         return made[key]
 
     return tuple(layer(i) for i in range(n))
+
+
+def _compress_ratios(f: Fields, n: int) -> list[int]:
+    """DeepSeek-V4's per-layer compression (0, 4 or 128); the list may go on for the MTP layers."""
+    ratios = f.int_list("compress_ratios", kind="positions", minimum=0)
+    if ratios is None:
+        return [0] * n
+    if len(ratios) < n:
+        raise f.fail("compress_ratios", f"must list at least {n} ratios (num_hidden_layers)", ratios)
+    bad = next((r for r in ratios[:n] if r not in (0, 1, 4, 128)), None)
+    if bad is not None:
+        raise f.fail("compress_ratios", "holds a ratio vLLM does not run (0, 4 or 128)", bad)
+    return [r if r > 1 else 0 for r in ratios[:n]]
+
+
+def _shared_indexers(f: Fields, n: int) -> list[bool]:
+    """GLM-5.2's IndexCache: `indexer_types` names each layer's indexer "full" or "shared"."""
+    key, value = f.first("indexer_types")
+    if value is None:
+        return [False] * n
+    if not isinstance(value, list) or len(value) != n or any(v not in ("full", "shared") for v in value):
+        raise f.fail(key, f"must list {n} entries (num_hidden_layers), each full or shared", value)
+    if value[0] != "full":
+        raise f.fail(
+            key, "must start with a full layer (a shared one reuses the previous full one)", value[0]
+        )
+    return [v == "shared" for v in value]
 
 
 def _layer_types(f: Fields, n: int) -> list[str] | None:

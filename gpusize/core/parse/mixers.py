@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from gpusize.core.fields import Fields
 from gpusize.core.spec import (
+    CompressedAttentionSpec,
+    IndexerSpec,
     KimiDeltaSpec,
     LinearAttentionSpec,
     MambaSpec,
@@ -14,7 +16,7 @@ from gpusize.core.spec import (
 )
 from gpusize.errors import ConfigError
 
-__all__ = ["_moe", "_mla", "_linear_attention", "_mamba", "_kimi_delta"]
+__all__ = ["_moe", "_mla", "_compressed", "_linear_attention", "_mamba", "_kimi_delta"]
 
 
 def _moe(f: Fields, model_type: str) -> MoESpec | None:
@@ -72,6 +74,35 @@ def _mla(f: Fields) -> MLASpec | None:
         qk_nope_head_dim=f.integer("qk_nope_head_dim", kind="width"),
         qk_rope_head_dim=f.integer("qk_rope_head_dim", kind="width"),
         v_head_dim=f.integer("v_head_dim", kind="width"),
+        indexer=_indexer(f),
+    )
+
+
+def _indexer(f: Fields) -> IndexerSpec | None:
+    """DeepSeek Sparse Attention's indexer (DeepseekV32Config / GlmMoeDsaConfig index_* fields)."""
+    if not f.has("index_n_heads"):
+        return None
+    return IndexerSpec(
+        n_heads=f.integer("index_n_heads", kind="heads"),
+        head_dim=f.integer("index_head_dim", kind="width"),
+        topk=f.integer("index_topk", kind="positions"),
+    )
+
+
+def _compressed(f: Fields) -> CompressedAttentionSpec | None:
+    """DeepSeek-V4 attention (DeepseekV4Config): `compress_ratios` names it."""
+    if not f.has("compress_ratios"):
+        return None
+    return CompressedAttentionSpec(
+        head_dim=f.integer("head_dim", kind="width"),
+        rope_head_dim=f.integer("qk_rope_head_dim", kind="width"),
+        q_lora_rank=f.integer("q_lora_rank", kind="width"),
+        o_lora_rank=f.integer("o_lora_rank", kind="width"),
+        o_groups=f.integer("o_groups", kind="heads"),
+        window=f.integer("sliding_window", kind="positions"),
+        index_n_heads=f.integer("index_n_heads", kind="heads"),
+        index_head_dim=f.integer("index_head_dim", kind="width"),
+        hc_mult=f.integer("hc_mult", kind="small", default=1),
     )
 
 

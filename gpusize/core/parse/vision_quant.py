@@ -22,19 +22,23 @@ def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
     if not vision.raw:
         return None
     composite = top.string("model_type") or ""
-    default_type = composite if composite in vision_towers.QWEN2_VL_TOWERS else "vit"
+    default_type = vision_towers.DEFAULT_TOWER_OF.get(composite, "vit")
     model_type = vision.string("model_type", default=default_type) or default_type
-    hidden = vision.integer("hidden_size", "embed_dim", kind="width")
-    inter = vision.integer("intermediate_size", kind="width", default=0, minimum=0)
-    out = vision.integer("out_hidden_size", kind="width", default=0, minimum=0)
+    hidden = vision.integer("hidden_size", "embed_dim", "vt_hidden_size", kind="width")
+    inter = vision.integer("intermediate_size", "vt_intermediate_size", kind="width", default=0, minimum=0)
+    out = vision.integer("out_hidden_size", "text_hidden_size", kind="width", default=0, minimum=0)
     if model_type == "qwen2_vl":  # Qwen2VLVisionConfig: embed_dim is the tower, hidden_size its output
         hidden, out = vision.integer("embed_dim", kind="width"), hidden
         inter = hidden * vision.integer("mlp_ratio", kind="small", default=4)
+    positions = vision.integer("num_position_embeddings", kind="positions", default=0, minimum=0)
+    merge = vision.integer("spatial_merge_size", kind="small", default=1)
+    if model_type == vision_towers.MOONVIT3D:
+        positions, merge = _moonvit_grid(vision)
     tower = vision_towers.Tower(
         model_type=model_type,
         hidden_size=hidden,
         intermediate_size=inter,
-        num_hidden_layers=vision.integer("num_hidden_layers", "depth", kind="layers"),
+        num_hidden_layers=vision.integer("num_hidden_layers", "depth", "vt_num_hidden_layers", kind="layers"),
         num_channels=vision.integer("num_channels", "in_channels", "in_chans", kind="small", default=3),
         patch_size=vision.integer("patch_size", kind="small", default=14),
         image_size=vision.integer("image_size", kind="positions", default=224),
@@ -42,11 +46,9 @@ def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
         projector_output_dim=vision.integer("projector_output_dim", kind="width", default=0, minimum=0),
         vision_output_dim=vision.integer("vision_output_dim", kind="width", default=0, minimum=0),
         temporal_patch_size=vision.integer("temporal_patch_size", kind="small", default=1),
-        num_position_embeddings=vision.integer(
-            "num_position_embeddings", kind="positions", default=0, minimum=0
-        ),
+        num_position_embeddings=positions,
         out_hidden_size=out,
-        spatial_merge_size=vision.integer("spatial_merge_size", kind="small", default=1),
+        spatial_merge_size=merge,
         deepstack_layers=len(vision.int_list("deepstack_visual_indexes", kind="layers") or ()),
     )
     params, exact = vision_towers.tower_params(tower, top.string("model_type") or "", text_hidden)
@@ -67,6 +69,17 @@ def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
     )
 
 
+def _moonvit_grid(vision: Fields) -> tuple[int, int]:
+    """MoonViT-3D (Kimi-K2.5): the learned position grid (init_pos_emb_height x _width) and the square
+    merge kernel (merge_kernel_size [2, 2]) as (positions, merge per side)."""
+    rows = vision.integer("init_pos_emb_height", kind="positions")
+    cols = vision.integer("init_pos_emb_width", kind="positions")
+    kernel = vision.int_list("merge_kernel_size", kind="small") or [1, 1]
+    if len(kernel) != 2 or kernel[0] != kernel[1]:
+        raise vision.fail("merge_kernel_size", "must be a square [k, k] kernel", kernel)
+    return rows * cols, kernel[0]
+
+
 def _quant(config: dict[str, Any], text: dict[str, Any], where: str) -> QuantSpec | None:
     raw = config.get("quantization_config") or text.get("quantization_config")
     if raw is None:
@@ -81,12 +94,14 @@ def _quant(config: dict[str, Any], text: dict[str, Any], where: str) -> QuantSpe
         if block is not None and len(block) != 2:
             raise q.fail("weight_block_size", "must be [rows, columns]", block)
         label = f"FP8 {block[0]}x{block[1]} blocks" if block else "FP8 per-tensor"
+        experts = text.get("expert_dtype") or config.get("expert_dtype")
         return QuantSpec(
             method="fp8",
             weight_bits=8,
             label=label,
             not_converted=skip,
             block_size=(block[0], block[1]) if block else None,
+            expert_format="fp4" if experts == "fp4" else None,
         )
     if method == "mxfp4":
         return QuantSpec(
@@ -100,6 +115,8 @@ def _quant(config: dict[str, Any], text: dict[str, Any], where: str) -> QuantSpe
         return _gptq_awq(q, method, skip)
     if method == "compressed-tensors":
         return _compressed_tensors(q, skip)
+    if method == "modelopt":
+        return _modelopt(q, skip)
     if method == "bitsandbytes":
         four, eight = q.boolean("load_in_4bit", default=False), q.boolean("load_in_8bit", default=False)
         if four and eight:  # transformers' BitsAndBytesConfig.post_init refuses the pair the same way
@@ -117,7 +134,7 @@ def _quant(config: dict[str, Any], text: dict[str, Any], where: str) -> QuantSpe
         )
     raise ConfigError(
         f"{where}: unsupported quant_method {echo(method)}",
-        hint="supported: fp8, mxfp4, gptq, awq, compressed-tensors, bitsandbytes",
+        hint="supported: fp8, mxfp4, gptq, awq, compressed-tensors, bitsandbytes, modelopt (NVFP4)",
     )
 
 
@@ -128,6 +145,28 @@ def _skip_list(q: Fields, *keys: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise q.fail(key, "must be a list of module names", value)
     return tuple(v[:200] for v in value[:100_000])
+
+
+def _modelopt(q: Fields, skip: tuple[str, ...]) -> QuantSpec:
+    """NVIDIA ModelOpt checkpoints (quant_method modelopt): NVFP4 = e2m1 weights with one fp8 scale
+    per 16 (quant_algo NVFP4, group_size 16), the `ignore` modules left in the activation dtype."""
+    algo = (q.string("quant_algo", default="") or "").upper()
+    if algo != "NVFP4":
+        raise q.fail("quant_algo", "is not a ModelOpt format gpusize sizes (NVFP4)", algo)
+    group = 16
+    for g in (q.mapping("config_groups") or {}).values():
+        weights = g.get("weights") if isinstance(g, dict) else None
+        if isinstance(weights, dict):
+            group = Fields(weights, f"{q.where}: config_groups weights").integer(
+                "group_size", kind="width", default=16
+            )
+    return QuantSpec(
+        method="nvfp4",
+        weight_bits=4,
+        group_size=group,
+        not_converted=skip,
+        label=f"NVFP4 (ModelOpt, g{group})",
+    )
 
 
 def _gptq_awq(q: Fields, method: str, skip: tuple[str, ...]) -> QuantSpec:

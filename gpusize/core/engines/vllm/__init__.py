@@ -20,6 +20,7 @@ from __future__ import annotations
 from gpusize.core import kvcache
 from gpusize.core.engines.base import EngineModel
 from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour, context_refusal, utilization
+from gpusize.core.engines.vllm.families import family_refusal, kv_default
 from gpusize.core.engines.vllm.hybrid import with_state_pages
 from gpusize.core.engines.vllm.levers import LEVERS
 from gpusize.core.engines.vllm.lora import lora_note
@@ -63,6 +64,7 @@ from gpusize.core.engines.vllm.scheduler import (
 from gpusize.core.engines.vllm.speculative import draft_kv_bytes_per_token
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.kinds import mixer_kind
+from gpusize.core.kinds.mla_indexer import indexer_key_bytes, latent_bytes
 from gpusize.core.releases import VLLM
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
@@ -146,7 +148,7 @@ def _block_size(spec: ModelSpec, tp: int, work: Workload, beh: Behaviour) -> int
     layout = kvcache.kv_layout(spec, work.kv_bytes, tp, beh.hybrid_group_ratio)
     layout = with_state_pages(spec, layout, work, tp, beh.hybrid_group_ratio)
     if layout is None:
-        return kvcache.MLA_BLOCK_SIZE if spec.mla else kvcache.BLOCK_SIZE
+        return kvcache.block_size(spec)
     return layout.block_size
 
 
@@ -162,6 +164,20 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
         mixer_kind(spec, layer).state_elements(spec, layer) for layer in spec.layers
     ):
         notes.append(HYBRID_NOTE)
+    if spec.mla is not None and spec.mla.indexer is not None:
+        notes.append(
+            f"DeepSeek sparse attention: every layer caches the MLA latent (vLLM's fp8_ds_mla format, "
+            f"{latent_bytes(spec, 1):,} B, when the KV dtype is fp8: the default in 0.11.0, --kv-cache-dtype "
+            f"fp8 in later releases) and the indexer's fp8 key ({indexer_key_bytes(spec.mla.indexer)} B), "
+            "whole on every TP rank"
+        )
+    if spec.compressed is not None:
+        notes.append(
+            "DeepSeek-V4: KV per token is an estimate from vLLM's code (each layer's compressed entry, "
+            "584 B in fp8_ds_mla, over its compress ratio, + the ratio-4 layers' indexer keys); the "
+            "sliding window and compressor state are a per-sequence reserve; auto KV is fp8 (FlashMLA, "
+            "Hopper): Blackwell's FlashInfer path keeps bf16 rows (--kv-dtype bf16)"
+        )
     if work.engine.cpu_offload_gb:
         notes.append(OFFLOAD_NOTE)
     drafted = draft_kv_bytes_per_token(spec, work, 1)
@@ -184,9 +200,11 @@ ENGINE = EngineModel(
     evaluate=evaluate,
     effective_settings=effective_settings,
     releases=VLLM,
-    refuses_context=lambda spec, work: context_refusal(
-        spec, work.context_tokens, behaviour(work.release.version)
+    refuses_context=lambda spec, work: (
+        family_refusal(spec, work.release.version)
+        or context_refusal(spec, work.context_tokens, behaviour(work.release.version))
     ),
+    model_kv_default=kv_default,
     levers=LEVERS,
     budget=lambda spec, gpu, tp, work: utilization(work),
     max_sequences=lambda gpu, work: scheduler_limits(gpu, work).max_num_seqs,

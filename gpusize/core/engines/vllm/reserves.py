@@ -3,6 +3,7 @@ before the KV cache. A new reserve: its function in a module of this package and
 
 from __future__ import annotations
 
+from gpusize.core.engines.vllm.deepseek_v4 import window_state
 from gpusize.core.engines.vllm.lora import lora_buffers, lora_slots
 from gpusize.core.engines.vllm.multimodal import encoder_profile
 from gpusize.core.engines.vllm.speculative import draft_buffers, draft_weights
@@ -11,4 +12,11 @@ from gpusize.core.reserves import ReserveTerm
 __all__ = ["RESERVES"]
 
 #: vLLM's reserve terms, in the order they are shown.
-RESERVES: tuple[ReserveTerm, ...] = (lora_slots, lora_buffers, encoder_profile, draft_weights, draft_buffers)
+RESERVES: tuple[ReserveTerm, ...] = (
+    lora_slots,
+    lora_buffers,
+    encoder_profile,
+    draft_weights,
+    draft_buffers,
+    window_state,
+)
