@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from gpusize.core.kinds import mixer_kind, state_elements
 from gpusize.core.spec import LayerSpec, ModelSpec
+from gpusize.errors import ConfigError
 
 __all__ = [
     "BLOCK_SIZE",
@@ -107,6 +108,8 @@ GROUP_SIZE_RATIO = 1.5
 class KvGroup:
     kind: str  # full | sliding | chunked
     window: int | None
+    #: Tokens per block of this group when vLLM raised it to unify page sizes (0 = the layout's).
+    block_size: int = 0
 
 
 @dataclass(frozen=True)
@@ -133,12 +136,15 @@ def kv_layout(
     if not layers:
         return None
     block = MLA_BLOCK_SIZE if spec.mla else BLOCK_SIZE
-    if not spec.uniform_kv_heads and not spec.mla:
-        # Per-layer KV widths (DeciLM block_configs): vLLM's UniformTypeKVCacheSpecs, one block
-        # id spans every layer, num_blocks = available // sum of the layers' page sizes.
-        page = block * sum(
-            kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads) for layer in layers
-        )
+    mixed = _mixed_page_layout(spec, kv_bytes, tp, block, group_ratio)
+    if mixed is not None:
+        return mixed
+    widths = [kv_bytes_per_token_per_layer(spec, kv_bytes, tp, x.num_key_value_heads, x) for x in layers]
+    if len(set(widths)) > 1 and not spec.mla:
+        # Per-layer KV widths of one attention type (DeciLM block_configs; MiniMax-M3's index key on
+        # its sparse layers): vLLM's UniformTypeKVCacheSpecs, one block id spans every layer,
+        # num_blocks = available // sum of the layers' page sizes.
+        page = block * sum(widths)
         return KvLayout(page, block, 1, (KvGroup("full", None),))
     page = block * kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layers[0].num_key_value_heads)
     kinds = dict(spec.attention_kinds)
@@ -149,6 +155,53 @@ def kv_layout(
     size = largest if largest < group_ratio * smallest else smallest
     groups = tuple(
         KvGroup(kind, window) for (kind, window), count in kinds.items() for _ in range(-(-count // size))
+    )
+    return KvLayout(page, block, size, groups)
+
+
+def _mixed_page_layout(
+    spec: ModelSpec, kv_bytes: float, tp: int, block: int, group_ratio: float
+) -> KvLayout | None:
+    """The groups of a model with two or more attention types, whose layers may differ in bytes per
+    token (Gemma 4: sliding layers of 8 KV heads x 256, global layers of 2 x 512; MiMo-V2-Flash: 8 vs
+    4 KV heads of K 192 + V 128); None for one attention type or MLA.
+
+    vLLM (vllm/v1/core/kv_cache_utils.py get_kv_cache_groups, vllm-project/vllm commit
+    001cabc1be16a59a70d720ed61a13b678c060a18): the specs are neither uniform nor one type, so
+    `unify_kv_cache_spec_page_size` raises the block size of each smaller-page spec by
+    max_page // its page (NotImplementedError when that does not divide) so that every page has the
+    largest page's bytes; `_get_kv_cache_groups_uniform_page_size` then groups the layers of each
+    spec as for equal widths (group size = the smallest spec's layer count, the largest below 1.5x).
+    The logged token capacity uses the smallest block size (`_report_kv_cache_config`).
+
+    Worked example, Gemma-4-31B bf16 at TP=1: sliding 2 x 16 x 256 x 2 B = 16,384 B/token, page
+    262,144 B; global 2 x 4 x 512 x 2 B = 8,192 B/token, page 131,072 B -> global blocks of 32
+    tokens; 50 sliding + 10 global layers -> group size 10, 5 sliding groups + 1 global group, one
+    block id costs 10 x 262,144 B = 2,621,440 B. At TP=8 the ratio flips (sliding 2 heads -> 2,048
+    B/token, global 1 head -> 2,048 B/token: equal pages, block 16 everywhere)."""
+    layers = spec.attention_layers
+    if spec.mla or len(spec.attention_kinds) < 2:
+        return None
+    counts: dict[tuple[str, int | None, int], int] = {}
+    for layer in layers:
+        kind = "full" if layer.window is None else ("chunked" if layer.chunked else "sliding")
+        width = kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads, layer)
+        key = (kind, layer.window, width)
+        counts[key] = counts.get(key, 0) + 1
+    widths = {width for _, _, width in counts}
+    page = block * max(widths)
+    for width in widths:
+        if page % (block * width):
+            raise ConfigError(
+                f"vLLM cannot unify this model's KV page sizes ({block * width:,} B does not divide "
+                f"{page:,} B; kv_cache_utils.unify_kv_cache_spec_page_size raises NotImplementedError)"
+            )
+    smallest, largest = min(counts.values()), max(counts.values())
+    size = largest if largest < group_ratio * smallest else smallest
+    groups = tuple(
+        KvGroup(kind, window, 0 if page == block * width else page // width)
+        for (kind, window, width), count in counts.items()
+        for _ in range(-(-count // size))
     )
     return KvLayout(page, block, size, groups)
 
@@ -164,8 +217,9 @@ def capacity_tokens(layout: KvLayout, num_blocks: int) -> int:
 
 def blocks_per_request(layout: KvLayout, context: int, max_num_batched_tokens: int) -> int:
     """Blocks one request of `context` tokens reserves across all groups."""
-    bs, total = layout.block_size, 0
+    total = 0
     for group in layout.groups:
+        bs = group.block_size or layout.block_size
         if group.kind == "full" or group.window is None:
             total += -(-context // bs)
         elif group.kind == "sliding":

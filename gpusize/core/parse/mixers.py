@@ -22,7 +22,9 @@ def _moe(f: Fields, model_type: str) -> MoESpec | None:
     )
     if not experts:
         return None
-    top_k = f.integer("num_experts_per_tok", "experts_per_token", "moe_top_k", "top_k", kind="experts")
+    top_k = f.integer(
+        "num_experts_per_tok", "experts_per_token", "moe_top_k", "top_k", "top_k_experts", kind="experts"
+    )
     if top_k > experts:
         raise ConfigError(f"{f.where}: num_experts_per_tok ({top_k}) exceeds the {experts} experts")
     width = f.integer("moe_intermediate_size", "intermediate_size", kind="width")
@@ -32,6 +34,8 @@ def _moe(f: Fields, model_type: str) -> MoESpec | None:
         shared = shared_n * width
     elif shared_width:
         shared = shared_width
+    elif model_type == "gemma4_text":  # Gemma 4: the dense MLP runs beside the routed experts
+        shared = f.integer("intermediate_size", kind="width")
     else:
         shared = width if model_type == "llama4_text" else 0  # Llama-4: one shared expert per MoE layer
     return MoESpec(
@@ -40,10 +44,12 @@ def _moe(f: Fields, model_type: str) -> MoESpec | None:
         moe_intermediate_size=width,
         shared_intermediate_size=shared,
         shared_expert_gate=bool(shared_width),
-        router_bias=model_type == "gpt_oss",
+        # gpt-oss: a router bias; Gemma 4: Gemma4MoE.per_expert_scale, one value per expert.
+        router_bias=model_type in ("gpt_oss", "gemma4_text"),
         score_correction_bias=f.string("topk_method") == "noaux_tc"
+        or f.boolean("use_moe_router_bias", default=False)  # Step-3.x router_bias per expert
         or model_type == "glm4_moe"
-        or (model_type == "minimax_m2" and f.boolean("use_routing_bias", default=True)),
+        or (model_type in ("minimax_m2", "minimax_m3") and f.boolean("use_routing_bias", default=True)),
         expert_bias=model_type == "gpt_oss",
     )
 
