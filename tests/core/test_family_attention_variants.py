@@ -233,3 +233,13 @@ def test_vllm_release_before_the_family_is_refused(name: str, release: str, firs
         f"first vLLM release that does is {first}" in refused.stderr and len(refused.stderr.splitlines()) == 1
     )
     assert cli("fit", name, "--ctx", "32k", "--engine-version", first).code in (0, 1)
+
+
+def test_gemma4_vision_tower_counted_exactly() -> None:
+    """Gemma4VisionModel (27 layers, h 1152, MLP 4304, heads of 72, 2 x 10,240 position rows) +
+    embed_vision: patch 3 x 16 x 16 x 1152 = 884,736; positions 2 x 10,240 x 1152 = 23,592,960; per
+    layer 4 x 1152^2 + 2 x 72 + 3 x 1152 x 4304 + 4 x 1152 = 20,187,792 (x27 = 545,070,384);
+    standardization 2 x 1152; projector 1152 x 2816 = 3,244,032: 572,794,416."""
+    vision = catalog_spec("gemma-4-26b-a4b").vision
+    assert vision is not None and vision.exact
+    assert vision.params == 884_736 + 23_592_960 + 545_070_384 + 2_304 + 3_244_032

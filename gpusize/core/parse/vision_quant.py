@@ -43,11 +43,13 @@ def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
         vision_output_dim=vision.integer("vision_output_dim", kind="width", default=0, minimum=0),
         temporal_patch_size=vision.integer("temporal_patch_size", kind="small", default=1),
         num_position_embeddings=vision.integer(
-            "num_position_embeddings", kind="positions", default=0, minimum=0
+            "num_position_embeddings", "position_embedding_size", kind="positions", default=0, minimum=0
         ),
         out_hidden_size=out,
         spatial_merge_size=vision.integer("spatial_merge_size", kind="small", default=1),
         deepstack_layers=len(vision.int_list("deepstack_visual_indexes", kind="layers") or ()),
+        head_dim=vision.integer("head_dim", kind="width", default=0, minimum=0),
+        standardize=vision.boolean("standardize", default=False),
     )
     params, exact = vision_towers.tower_params(tower, top.string("model_type") or "", text_hidden)
     return VisionSpec(
