@@ -66,6 +66,9 @@ FAMILIES: dict[str, Family] = {
     "llama": Family(),
     "mistral": Family(),
     "mixtral": Family(),
+    # Ministral3Config (Ministral 3 3B/8B/14B text towers, Devstral 2 as Ministral3ForCausalLM,
+    # 2025-12): the Mistral decoder with YaRN rope_parameters and llama_4_scaling_beta (no tensor).
+    "ministral3": Family(),
     "yi": Family(),
     "qwen2": Family(qkv_bias=Bias(None, True), o_bias=NO_BIAS),
     "qwen2_moe": Family(qkv_bias=Bias(None, True), o_bias=NO_BIAS),

@@ -243,3 +243,26 @@ def test_gemma4_vision_tower_counted_exactly() -> None:
     vision = catalog_spec("gemma-4-26b-a4b").vision
     assert vision is not None and vision.exact
     assert vision.params == 884_736 + 23_592_960 + 545_070_384 + 2_304 + 3_244_032
+
+
+def test_ministral3_reads_as_the_mistral_decoder() -> None:
+    """Devstral 2 declares model_type ministral3 at the top level (Ministral3ForCausalLM): the
+    Mistral decoder, so the same tensors as the config written as mistral."""
+    config = {
+        "architectures": ["Ministral3ForCausalLM"],
+        "model_type": "ministral3",
+        "head_dim": 128,
+        "hidden_size": 5120,
+        "intermediate_size": 32768,
+        "max_position_embeddings": 262144,
+        "num_attention_heads": 32,
+        "num_hidden_layers": 40,
+        "num_key_value_heads": 8,
+        "rope_parameters": {"rope_type": "yarn", "factor": 48.0, "original_max_position_embeddings": 8192},
+        "sliding_window": None,
+        "tie_word_embeddings": False,
+        "vocab_size": 131072,
+    }
+    spec = parse_config(config)
+    assert spec.family == "ministral3"
+    assert spec.params == parse_config({**config, "model_type": "mistral"}).params
