@@ -266,3 +266,26 @@ def test_ministral3_reads_as_the_mistral_decoder() -> None:
     spec = parse_config(config)
     assert spec.family == "ministral3"
     assert spec.params == parse_config({**config, "model_type": "mistral"}).params
+
+
+@pytest.mark.parametrize(
+    ("name", "change", "field"),
+    [
+        ("XiaomiMiMo__MiMo-V2-Flash", {"hybrid_layer_pattern": [0, 1]}, "hybrid_layer_pattern"),
+        ("XiaomiMiMo__MiMo-V2-Flash", {"moe_layer_freq": [1] * 47}, "moe_layer_freq"),
+        (
+            "MiniMaxAI__MiniMax-M3",
+            {"sparse_attention_config": {"use_sparse_attention": True}},
+            "sparse_num_index_heads",
+        ),
+        ("google__gemma-4-26B-A4B", {"layer_types": ["chunky_attention"] * 30}, "layer_types"),
+    ],
+)
+def test_bad_variant_fields_name_the_field(name: str, change: dict[str, Any], field: str) -> None:
+    config = _reference(name)
+    if "text_config" in config:
+        config = {**config, "text_config": {**config["text_config"], **change}}
+    else:
+        config = {**config, **change}
+    with pytest.raises(ConfigError, match=field):
+        parse_config(config)
