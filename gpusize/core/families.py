@@ -109,6 +109,7 @@ FAMILIES: dict[str, Family] = {
     "mimo": Family(qkv_bias=Bias("attention_bias", True), o_bias=NO_BIAS),
     # Step-3.5 / Step-3.7 Flash (vLLM step3p5.py Step3p5Attention): q_norm and k_norm over one head,
     # bias-free projections; sliding/full from layer_types, MoE with a shared expert and a router bias.
+    "step3p5": Family(qk_norm="head"),
     "step3p7": Family(qk_norm="head"),
     "olmo2": Family(qk_norm="full"),
     "stablelm": Family(

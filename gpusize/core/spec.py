@@ -60,6 +60,8 @@ class LayerSpec:
     #: One learned attention-sink logit per head in this layer (gpt-oss every layer; MiMo-V2-Flash
     #: its sliding layers only); the model's `attention_sinks` also applies to every layer.
     sinks: bool = False
+    #: Step-3.x `use_head_wise_attn_gate`: a g_proj of hidden x heads gates each head's output.
+    head_gate: bool = False
     #: Block-sparse attention's indexer (MiniMax-M3 `sparse_attention_config`): query heads and head
     #: width of the index projection; the layer also projects one index key of `index_head_dim` per
     #: token, which the engine caches beside K and V (0 = no indexer).

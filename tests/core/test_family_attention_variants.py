@@ -289,3 +289,37 @@ def test_bad_variant_fields_name_the_field(name: str, change: dict[str, Any], fi
         config = {**config, **change}
     with pytest.raises(ConfigError, match=field):
         parse_config(config)
+
+
+def test_step_fields_as_vllm_reads_them() -> None:
+    """Step3p5DecoderLayer's own spellings: num_attention_groups (KV heads), the sliding layers' heads
+    from attention_other_setting, use_head_wise_attn_gate (g_proj 4,096 x heads per layer),
+    moe_layers_enum, moe_num_experts / moe_top_k / share_expert_dim. Same KV (8 groups of 128) as
+    the aiconfigurator copy; 33 sliding layers of 96 heads add 33 x 32 x 128 x 4,096 x 2 (q and o)."""
+    base = _reference("stepfun-ai__Step-3.7-Flash")
+    renamed = {
+        k: v
+        for k, v in base.items()
+        if k not in ("num_key_value_heads", "num_experts", "num_experts_per_tok")
+    }
+    config = {
+        **renamed,
+        "model_type": "step3p5",
+        "num_attention_groups": 8,
+        "moe_num_experts": 288,
+        "moe_top_k": 8,
+        "moe_layers_enum": ",".join(str(i) for i in range(3, 45)),
+        "attention_other_setting": {
+            "attention_type": "sliding_attention",
+            "num_attention_heads": 96,
+            "num_attention_groups": 8,
+            "head_dim": 128,
+        },
+        "use_head_wise_attn_gate": True,
+    }
+    spec, plain = parse_config(config), catalog_spec("Step-3.7-Flash")
+    assert _per_token(spec) == _per_token(plain)
+    assert {la.num_attention_heads for la in spec.layers if la.window} == {96}
+    gate = 4096 * (12 * 64 + 33 * 96)
+    wider = 33 * 32 * 128 * 4096 * 2  # q_proj and o_proj of the 32 extra heads
+    assert spec.params.total - plain.params.total == gate + wider

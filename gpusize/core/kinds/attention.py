@@ -55,6 +55,7 @@ class _Attention:
         v = 0 if layer.k_eq_v else layer.num_key_value_heads * dv
         q_out = 2 * q if spec.attention_output_gate else q
         weights = h * (q_out + k + v) + layer.num_attention_heads * dv * h
+        weights += h * layer.num_attention_heads * layer.head_gate  # Step-3.x head-wise gate (g_proj)
         small = (q_out + k + v) * spec.qkv_bias + h * spec.o_bias
         small += {"none": 0, "head": 2 * d, "full": q + k, "per_head_full": q + k}[spec.qk_norm]
         small += layer.num_attention_heads * (spec.attention_sinks or layer.sinks)

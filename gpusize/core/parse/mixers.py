@@ -30,7 +30,10 @@ def _moe(f: Fields, model_type: str) -> MoESpec | None:
     width = f.integer("moe_intermediate_size", "intermediate_size", kind="width")
     shared_n = f.integer("n_shared_experts", kind="experts", default=0, minimum=0)
     shared_width = f.integer("shared_expert_intermediate_size", kind="width", default=0, minimum=0)
-    if shared_n:
+    step_shared = f.integer("share_expert_dim", kind="width", default=0, minimum=0)  # Step-3.x, ungated
+    if step_shared:
+        shared_width, shared = 0, step_shared
+    elif shared_n:
         shared = shared_n * width
     elif shared_width:
         shared = shared_width

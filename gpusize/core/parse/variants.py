@@ -11,6 +11,11 @@ returns None for every other family, which the generic layout reads.
   read as an always-on shared expert of `intermediate_size`), plus three more norms and the router's
   scale vector. Per-layer embeddings (`hidden_size_per_layer_input`) and KV-shared layers
   (`num_kv_shared_layers`, Gemma 4 E2B/E4B) are refused by name: not modelled.
+- Step-3.5 / Step-3.7 Flash (`step3p5`, `step3p7`; vLLM step3p5.py Step3p5DecoderLayer): sliding
+  or full by `layer_types`; the layers of `attention_other_setting.attention_type` take its heads,
+  `num_attention_groups` (KV heads) and `head_dim`; `use_head_wise_attn_gate` adds a g_proj per
+  layer; MoE layers are `moe_layers_enum` ("3,4,..."), else after `first_k_dense_replace`, else every
+  layer but the first (vLLM's default).
 - MiniMax-M3 (`minimax_m3`): the generic layout (dense `dense_intermediate_size` layers, then MoE
   layers by `moe_layer_freq`) with an indexer on the layers `sparse_attention_config` marks
   (`with_indexer`).
@@ -44,6 +49,8 @@ def variant_layers(
         return _gemma4(f, n, heads, kv_heads, moe)
     if family == "mimo_v2_flash":
         return _mimo_v2(f, n, heads, kv_heads, moe)
+    if family in ("step3p5", "step3p7"):
+        return _step(f, n, heads, kv_heads, moe)
     return None
 
 
@@ -144,3 +151,42 @@ def with_indexer(f: Fields, layers: tuple[LayerSpec, ...]) -> tuple[LayerSpec, .
     return tuple(
         indexed(layer) if marks[i] and layer.mixer == "attention" else layer for i, layer in enumerate(layers)
     )
+
+
+def _step(f: Fields, n: int, heads: int, kv_heads: int, moe: MoESpec | None) -> tuple[LayerSpec, ...]:
+    types = _types(f, n)
+    window = f.integer("sliding_window", kind="positions")
+    other = f.sub("attention_other_setting")
+    other_type = other.string("attention_type") if other.raw else None
+    gate = f.boolean("use_head_wise_attn_gate", default=False)
+    routed = _step_moe_layers(f, n)
+    dense_width = f.integer("intermediate_size", kind="width")
+    made: dict[tuple[str, bool], LayerSpec] = {}
+
+    def layer(kind: str, is_moe: bool) -> LayerSpec:
+        if (kind, is_moe) not in made:
+            own = kind == other_type
+            made[(kind, is_moe)] = LayerSpec(
+                mixer="attention",
+                window=window if kind == "sliding_attention" else None,
+                num_attention_heads=other.integer("num_attention_heads", kind="heads") if own else heads,
+                num_key_value_heads=other.integer("num_attention_groups", kind="heads") if own else kv_heads,
+                head_dim=other.integer("head_dim", kind="width", default=0, minimum=0) if own else 0,
+                head_gate=gate,
+                ffn="moe" if is_moe and moe else "dense",
+                intermediate_size=moe.moe_intermediate_size if is_moe and moe else dense_width,
+            )
+        return made[(kind, is_moe)]
+
+    return tuple(layer(types[i], i in routed) for i in range(n))
+
+
+def _step_moe_layers(f: Fields, n: int) -> set[int]:
+    key, listed = f.first("moe_layers_enum")
+    if listed is not None:
+        try:
+            return {int(i) for i in str(listed).split(",") if i.strip()}
+        except ValueError:
+            raise f.fail(key, "must list layer numbers separated by commas", listed) from None
+    first = f.integer("first_k_dense_replace", kind="layers", default=1, minimum=0)
+    return set(range(first, n))
