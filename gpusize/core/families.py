@@ -184,6 +184,8 @@ FAMILIES: dict[str, Family] = {
 TEXT_FAMILY_OF: dict[str, str] = {
     "gemma3": "gemma3_text",
     "gemma4": "gemma4_text",
+    # MiniMaxM3VLConfig: the multimodal wrapper of MiniMax-M3 (its LLM fields under text_config).
+    "minimax_m3_vl": "minimax_m3",
     "llama4": "llama4_text",
     "mistral3": "mistral",
     "kimi_vl": "deepseek_v3",

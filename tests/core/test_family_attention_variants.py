@@ -323,3 +323,26 @@ def test_step_fields_as_vllm_reads_them() -> None:
     gate = 4096 * (12 * 64 + 33 * 96)
     wider = 33 * 32 * 128 * 4096 * 2  # q_proj and o_proj of the 32 extra heads
     assert spec.params.total - plain.params.total == gate + wider
+
+
+def test_minimax_m3_vl_wrapper_reads_its_text_config() -> None:
+    """MiniMaxM3VLConfig keeps the LLM fields under text_config: the same text tower as the flat
+    config; its CLIP-style tower is a generic estimate, labelled as such."""
+    text = _reference("MiniMaxAI__MiniMax-M3")
+    composite = {
+        "architectures": ["MiniMaxM3SparseForConditionalGeneration"],
+        "model_type": "minimax_m3_vl",
+        "text_config": {**text, "model_type": "minimax_m3_vl_text"},
+        "vision_config": {
+            "model_type": "clip_vision_model",
+            "hidden_size": 1024,
+            "intermediate_size": 4096,
+            "num_hidden_layers": 24,
+            "patch_size": 14,
+            "image_size": 336,
+        },
+    }
+    spec = parse_config(composite)
+    assert spec.family == "minimax_m3" and spec.vision is not None and not spec.vision.exact
+    assert spec.params.total - spec.params.vision == catalog_spec("MiniMax-M3").params.total
+    assert _per_token(spec) == _per_token(catalog_spec("MiniMax-M3"))
