@@ -11,6 +11,12 @@ attention with an indexer key cache). Each KV figure is a worked example of the 
   smallest type's layer count (the largest when below 1.5x);
 - one attention type with per-layer widths (MiniMax-M3's index-key layers): UniformTypeKVCacheSpecs,
   one block id across all layers, page = the sum of the layers' pages.
+
+The per-model KV heads and widths come from vLLM's model files: gemma4.py Gemma4DecoderLayer
+(global_head_dim, num_global_key_value_heads under attention_k_eq_v; commit 001cabc1), mimo_v2_flash.py
+MiMoV2FlashDecoderLayer (swa_* fields, head_size_v; commit 01ed47b4), step3p5.py Step3p5DecoderLayer
+(commit 01b50b9e), layers/attention/attention.py get_kv_cache_spec (head_size_v on the sliding spec
+too; commit 0014ca6b), and baidu/vLLM-Kunlun minimax_m3.py (commit 2d92d40f) for MiniMax-M3.
 """
 
 from __future__ import annotations
