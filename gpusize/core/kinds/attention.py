@@ -10,7 +10,9 @@ KV per token: K and V of every KV head this GPU holds, kv_heads x (head_dim + v_
 2 x kv_heads x head_dim when they are equal. This is vLLM's page (vllm/v1/kv_cache_interface.py
 FullAttentionSpec.real_page_size_bytes = block x kv_heads x (head_size + head_size_v) x dtype, and
 vllm/model_executor/layers/attention/attention.py get_kv_cache_spec passes head_size_v to the
-sliding-window spec too; vllm-project/vllm commit 0014ca6b9929614f1b72c4bb11e5238de49cba89),
+sliding-window spec too; vllm-project/vllm commit 0014ca6b9929614f1b72c4bb11e5238de49cba89; a
+vLLM whose SlidingWindowSpec has no head_size_v, as at commit 001cabc1, sizes a sliding page at
+2 x head_size: 20% more on MiMo-V2-Flash's sliding layers, not modelled per release),
 SGLang's MHATokenToKVPool (separate k and v buffers, v_head_dim) and llama.cpp's n_embd_k_gqa +
 n_embd_v_gqa. K-equals-V layers still cache both: vLLM's Gemma4Attention loads the K weights into
 the V slot of qkv_proj and writes K and V (vllm/model_executor/models/gemma4.py, commit
