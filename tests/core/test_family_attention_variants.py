@@ -26,12 +26,15 @@ from typing import Any
 import pytest
 
 from gpusize.core import kvcache
+from gpusize.core.engines.vllm.value_slots import value_slots
 from gpusize.core.kvcache import KvGroup
 from gpusize.core.parse import parse_config
 from gpusize.core.spec import ModelSpec
+from gpusize.core.weights import rope_cache_bytes, weight_format, weights_bytes
 from gpusize.errors import ConfigError
+from gpusize.sources.catalog import find_gpu
 from tests.conftest import REFERENCE, load_reference
-from tests.helpers import catalog_spec, cli
+from tests.helpers import catalog_spec, cli, workload
 
 TPS = (1, 2, 4, 8)
 
@@ -352,3 +355,30 @@ def test_minimax_m3_vl_wrapper_reads_its_text_config() -> None:
     assert spec.family == "minimax_m3" and spec.vision is not None and not spec.vision.exact
     assert spec.params.total - spec.params.vision == catalog_spec("MiniMax-M3").params.total
     assert _per_token(spec) == _per_token(catalog_spec("MiniMax-M3"))
+
+
+def test_gemma4_global_kv_projections_replicated_beyond_their_heads() -> None:
+    """TP=8 on Gemma-4-31B: the sliding layers' 16 KV heads split, but each global layer's 4 KV heads
+    (K only: K-equals-V) are replicated, one whole head per rank: 10 x 5,376 x 512 x (1 - 4/8) =
+    13,762,560 weights per GPU beyond the even split (bf16: 27,525,120 B)."""
+    spec = catalog_spec("gemma-4-31b")
+    fmt, c = weight_format(spec, "bf16"), spec.params
+    sharded = c.total - c.small - c.router - c.replicated_attention
+    even = 2 * sharded / 8 + 2 * (c.small + c.router + c.replicated_attention) + rope_cache_bytes(spec, fmt)
+    assert weights_bytes(spec, fmt, 8) - even == pytest.approx(27_525_120, abs=8)
+
+
+def test_vllm_holds_a_value_slot_for_k_eq_v_layers() -> None:
+    """Gemma4Attention's qkv_proj has a V slot the checkpoint lacks (K loaded into both): 10 global
+    layers x 5,376 x 4 KV heads x 512 = 110,100,480 weights, bf16 220,200,960 B at TP=1; at TP=8 one
+    head per rank: 27,525,120 x 2 B = 55,050,240 B."""
+    spec = catalog_spec("gemma-4-31b")
+    work = workload(spec, ctx=32_768)
+    gpu = find_gpu("H100-SXM")
+    one, eight = value_slots(spec, gpu, 1, work), value_slots(spec, gpu, 8, work)
+    assert one is not None and eight is not None
+    assert (one.bytes, eight.bytes) == (220_200_960, 55_050_240)
+    assert (
+        value_slots(catalog_spec("MiMo-V2-Flash"), gpu, 1, workload(catalog_spec("MiMo-V2-Flash"), ctx=4096))
+        is None
+    )

@@ -6,9 +6,17 @@ from __future__ import annotations
 from gpusize.core.engines.vllm.lora import lora_buffers, lora_slots
 from gpusize.core.engines.vllm.multimodal import encoder_profile
 from gpusize.core.engines.vllm.speculative import draft_buffers, draft_weights
+from gpusize.core.engines.vllm.value_slots import value_slots
 from gpusize.core.reserves import ReserveTerm
 
 __all__ = ["RESERVES"]
 
 #: vLLM's reserve terms, in the order they are shown.
-RESERVES: tuple[ReserveTerm, ...] = (lora_slots, lora_buffers, encoder_profile, draft_weights, draft_buffers)
+RESERVES: tuple[ReserveTerm, ...] = (
+    lora_slots,
+    lora_buffers,
+    encoder_profile,
+    draft_weights,
+    draft_buffers,
+    value_slots,
+)
