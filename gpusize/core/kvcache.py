@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from gpusize.core.kinds import mixer_kind, state_elements
 from gpusize.core.spec import LayerSpec, ModelSpec
 from gpusize.errors import ConfigError
+from gpusize.units import DTYPE_BYTES
 
 __all__ = [
     "BLOCK_SIZE",
@@ -75,9 +76,17 @@ def kv_bytes_per_token_per_layer(
 
     Standard: 2 x (kv_heads / tp, at least 1) x head_dim x bytes.
     MLA: (kv_lora_rank + qk_rope_head_dim) x bytes, no factor 2 and not divided by tp: every
-    rank holds the whole latent (vLLM; Kimi-VL logs 31,104 B/token at TP=1 and TP=2)."""
+    rank holds the whole latent (vLLM; Kimi-VL logs 31,104 B/token at TP=1 and TP=2).
+    A block-sparse layer's index key (MiniMax-M3) stays in the model dtype under an fp8 KV cache."""
     heads = spec.num_key_value_heads if kv_heads is None else kv_heads
-    return int(kv_width(spec, kv_heads_per_gpu(heads, tp), layer) * kv_bytes)
+    width = kv_width(spec, kv_heads_per_gpu(heads, tp), layer)
+    index = (layer or spec.attention_layers[0]).index_head_dim
+    if not index:
+        return int(width * kv_bytes)
+    # MiniMaxM3IndexerCache keeps the index keys in the model dtype under a quantized KV cache
+    # (index_cache_torch_dtype = model dtype if is_quantized_kv_cache else the KV dtype).
+    index_bytes = max(kv_bytes, DTYPE_BYTES.get(spec.torch_dtype, kv_bytes))
+    return int((width - index) * kv_bytes + index * index_bytes)
 
 
 def kv_cache_bytes_per_token(spec: ModelSpec, kv_bytes: float, tp: int = 1) -> int:

@@ -382,3 +382,9 @@ def test_vllm_holds_a_value_slot_for_k_eq_v_layers() -> None:
         value_slots(catalog_spec("MiMo-V2-Flash"), gpu, 1, workload(catalog_spec("MiMo-V2-Flash"), ctx=4096))
         is None
     )
+
+
+def test_minimax_m3_index_keys_stay_bf16_under_fp8_kv() -> None:
+    """MiniMaxM3SparseAttention: index_cache_torch_dtype = the model dtype when the KV cache is
+    quantized. fp8 at TP=1: 60 x 2 x 4 x 128 x 1 B + 57 x 128 x 2 B = 61,440 + 14,592 = 76,032."""
+    assert kvcache.kv_cache_bytes_per_token(catalog_spec("MiniMax-M3"), 1.0, 1) == 76_032
