@@ -9,6 +9,9 @@ The pool models vLLM 0.19's v1 KV-cache manager (vllm/v1/core/kv_cache_utils.py)
   chunked) layers are split into groups of `group_size` = the smallest type's layer count, or the
   largest when that is < 1.5 x the smallest; the pool holds `available // page // group_size`
   blocks, and the logged "GPU KV cache size" is `num_blocks // num_groups * block_size`;
+- attention types whose layers differ in bytes per token (Gemma 4, MiMo-V2-Flash) get one page
+  size: the smaller pages take proportionally more tokens per block (`_mixed_page_layout`); one
+  type with per-layer widths (DeciLM, MiniMax-M3's index keys) is one group whose page sums them;
 - per request, a full-attention group needs cdiv(max_model_len, block) blocks, a sliding-window
   group cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), block) + 1, a chunked-local
   group cdiv(min(chunk + max_num_batched_tokens, max_model_len), block);
