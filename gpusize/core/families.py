@@ -66,6 +66,9 @@ FAMILIES: dict[str, Family] = {
     "llama": Family(),
     "mistral": Family(),
     "mixtral": Family(),
+    # Ministral3Config (Ministral 3 3B/8B/14B text towers, Devstral 2 as Ministral3ForCausalLM,
+    # 2025-12): the Mistral decoder with YaRN rope_parameters and llama_4_scaling_beta (no tensor).
+    "ministral3": Family(),
     "yi": Family(),
     "qwen2": Family(qkv_bias=Bias(None, True), o_bias=NO_BIAS),
     "qwen2_moe": Family(qkv_bias=Bias(None, True), o_bias=NO_BIAS),
@@ -102,6 +105,19 @@ FAMILIES: dict[str, Family] = {
             **_GEMMA_DEFAULTS,
         },
     ),
+    # Gemma4TextConfig / vLLM gemma4.py: four norms per layer, q_norm and k_norm over one head (the
+    # v_norm has no weight), tied embeddings; per-layer head widths are read in core.parse.variants.
+    "gemma4_text": Family(norms_per_layer=4, tie_default=True, qk_norm="head", defaults=_GEMMA_DEFAULTS),
+    # MiMo-V2-Flash (vLLM mimo_v2_flash.py): bias-free attention without q/k norms; sinks, K/V widths
+    # and the sliding/full pattern are per layer (core.parse.variants).
+    "mimo_v2_flash": Family(),
+    # MiMo-7B (MiMoForCausalLM, vLLM mimo.py): the Qwen2 decoder (q, k, v biases, bias-free o_proj)
+    # plus num_nextn_predict_layers MTP layers.
+    "mimo": Family(qkv_bias=Bias("attention_bias", True), o_bias=NO_BIAS),
+    # Step-3.5 / Step-3.7 Flash (vLLM step3p5.py Step3p5Attention): q_norm and k_norm over one head,
+    # bias-free projections; sliding/full from layer_types, MoE with a shared expert and a router bias.
+    "step3p5": Family(qk_norm="head"),
+    "step3p7": Family(qk_norm="head"),
     "olmo2": Family(qk_norm="full"),
     "stablelm": Family(
         norm="layer",
@@ -171,12 +187,19 @@ FAMILIES: dict[str, Family] = {
     # width), one RMSNorm over all q heads and one over all k heads (qk_norm_type per_layer), and a
     # routing bias per expert (use_routing_bias).
     "minimax_m2": Family(qk_norm="full"),
+    # MiniMax-M3 (MiniMaxM3ForCausalLM; baidu/vLLM-Kunlun minimax_m3.py): per-head q/k norms
+    # (qk_norm_type per_head), dense layers of dense_intermediate_size, experts and one shared expert
+    # of intermediate_size, a routing bias per expert, block-sparse attention with an indexer.
+    "minimax_m3": Family(qk_norm="head"),
 }
 
 #: Composite (multimodal) model types whose text tower uses another family when the nested
 #: text_config does not name its own model_type.
 TEXT_FAMILY_OF: dict[str, str] = {
     "gemma3": "gemma3_text",
+    "gemma4": "gemma4_text",
+    # MiniMaxM3VLConfig: the multimodal wrapper of MiniMax-M3 (its LLM fields under text_config).
+    "minimax_m3_vl": "minimax_m3",
     "llama4": "llama4_text",
     "mistral3": "mistral",
     "kimi_vl": "deepseek_v3",

@@ -9,6 +9,9 @@ The pool models vLLM 0.19's v1 KV-cache manager (vllm/v1/core/kv_cache_utils.py)
   chunked) layers are split into groups of `group_size` = the smallest type's layer count, or the
   largest when that is < 1.5 x the smallest; the pool holds `available // page // group_size`
   blocks, and the logged "GPU KV cache size" is `num_blocks // num_groups * block_size`;
+- attention types whose layers differ in bytes per token (Gemma 4, MiMo-V2-Flash) get one page
+  size: the smaller pages take proportionally more tokens per block (`_mixed_page_layout`); one
+  type with per-layer widths (DeciLM, MiniMax-M3's index keys) is one group whose page sums them;
 - per request, a full-attention group needs cdiv(max_model_len, block) blocks, a sliding-window
   group cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), block) + 1, a chunked-local
   group cdiv(min(chunk + max_num_batched_tokens, max_model_len), block);
@@ -21,6 +24,8 @@ from dataclasses import dataclass
 
 from gpusize.core.kinds import kv_bytes_per_token, mixer_kind, state_elements
 from gpusize.core.spec import LayerSpec, ModelSpec
+from gpusize.errors import ConfigError
+from gpusize.units import DTYPE_BYTES
 
 __all__ = [
     "BLOCK_SIZE",
@@ -77,10 +82,18 @@ def kv_bytes_per_token_per_layer(
     Standard: 2 x (kv_heads / tp, at least 1) x head_dim x bytes.
     MLA: (kv_lora_rank + qk_rope_head_dim) x bytes, no factor 2 and not divided by tp: every
     rank holds the whole latent (vLLM; Kimi-VL logs 31,104 B/token at TP=1 and TP=2).
-    A packed kind answers in bytes itself (DeepSeek Sparse Attention: `core.kinds.mla_indexer`)."""
+    A packed kind answers in bytes itself (DeepSeek Sparse Attention: `core.kinds.mla_indexer`); a
+    block-sparse layer's index key (MiniMax-M3) stays in the model dtype under an fp8 KV cache."""
     heads = spec.num_key_value_heads if kv_heads is None else kv_heads
     layer = layer or spec.attention_layers[0]
-    return kv_bytes_per_token(spec, layer, kv_heads_per_gpu(heads, tp), kv_bytes)
+    on_gpu = kv_heads_per_gpu(heads, tp)
+    index = layer.index_head_dim
+    if not index:
+        return kv_bytes_per_token(spec, layer, on_gpu, kv_bytes)
+    # MiniMaxM3IndexerCache keeps the index keys in the model dtype under a quantized KV cache
+    # (index_cache_torch_dtype = model dtype if is_quantized_kv_cache else the KV dtype).
+    index_bytes = max(kv_bytes, DTYPE_BYTES.get(spec.torch_dtype, kv_bytes))
+    return int((kv_width(spec, on_gpu, layer) - index) * kv_bytes + index * index_bytes)
 
 
 def kv_cache_bytes_per_token(spec: ModelSpec, kv_bytes: float, tp: int = 1) -> int:
@@ -114,6 +127,8 @@ GROUP_SIZE_RATIO = 1.5
 class KvGroup:
     kind: str  # full | sliding | chunked | state (recurrent layers, core/engines/vllm/hybrid.py)
     window: int | None
+    #: Tokens per block of this group when vLLM raised it to unify page sizes (0 = the layout's).
+    block_size: int = 0
 
 
 @dataclass(frozen=True)
@@ -140,15 +155,18 @@ def kv_layout(
     if not layers:
         return None
     block = block_size(spec)
+    mixed = _mixed_page_layout(spec, kv_bytes, tp, block, group_ratio)
+    if mixed is not None:
+        return mixed
     per_layer = [
         kv_bytes_per_token_per_layer(spec, kv_bytes, tp, la.num_key_value_heads, la) for la in layers
     ]
     if (not spec.uniform_kv_heads and not spec.mla) or (
         len(set(per_layer)) > 1 and len(spec.attention_kinds) == 1
     ):
-        # Per-layer KV widths (DeciLM block_configs, DeepSeek-V4's compression ratios): vLLM's
-        # UniformTypeKVCacheSpecs, one block id spans every layer, num_blocks = available // sum of
-        # the layers' page sizes.
+        # Per-layer KV widths of one attention type (DeciLM block_configs, DeepSeek-V4's compression
+        # ratios, MiniMax-M3's index key on its sparse layers): vLLM's UniformTypeKVCacheSpecs, one
+        # block id spans every layer, num_blocks = available // sum of the layers' page sizes.
         return KvLayout(block * sum(per_layer), block, 1, (KvGroup("full", None),))
     page = block * kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layers[0].num_key_value_heads)
     kinds = dict(spec.attention_kinds)
@@ -170,6 +188,53 @@ def block_size(spec: ModelSpec) -> int:
     return MLA_BLOCK_SIZE if spec.mla else BLOCK_SIZE
 
 
+def _mixed_page_layout(
+    spec: ModelSpec, kv_bytes: float, tp: int, block: int, group_ratio: float
+) -> KvLayout | None:
+    """The groups of a model with two or more attention types, whose layers may differ in bytes per
+    token (Gemma 4: sliding layers of 8 KV heads x 256, global layers of 2 x 512; MiMo-V2-Flash: 8 vs
+    4 KV heads of K 192 + V 128); None for one attention type or MLA.
+
+    vLLM (vllm/v1/core/kv_cache_utils.py get_kv_cache_groups, vllm-project/vllm commit
+    001cabc1be16a59a70d720ed61a13b678c060a18): the specs are neither uniform nor one type, so
+    `unify_kv_cache_spec_page_size` raises the block size of each smaller-page spec by
+    max_page // its page (NotImplementedError when that does not divide) so that every page has the
+    largest page's bytes; `_get_kv_cache_groups_uniform_page_size` then groups the layers of each
+    spec as for equal widths (group size = the smallest spec's layer count, the largest below 1.5x).
+    The logged token capacity uses the smallest block size (`_report_kv_cache_config`).
+
+    Worked example, Gemma-4-31B bf16 at TP=1: sliding 2 x 16 x 256 x 2 B = 16,384 B/token, page
+    262,144 B; global 2 x 4 x 512 x 2 B = 8,192 B/token, page 131,072 B -> global blocks of 32
+    tokens; 50 sliding + 10 global layers -> group size 10, 5 sliding groups + 1 global group, one
+    block id costs 10 x 262,144 B = 2,621,440 B. At TP=8 the ratio flips (sliding 2 heads -> 2,048
+    B/token, global 1 head -> 2,048 B/token: equal pages, block 16 everywhere)."""
+    layers = spec.attention_layers
+    if spec.mla or len(spec.attention_kinds) < 2:
+        return None
+    counts: dict[tuple[str, int | None, int], int] = {}
+    for layer in layers:
+        kind = "full" if layer.window is None else ("chunked" if layer.chunked else "sliding")
+        width = kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads, layer)
+        key = (kind, layer.window, width)
+        counts[key] = counts.get(key, 0) + 1
+    widths = {width for _, _, width in counts}
+    page = block * max(widths)
+    for width in widths:
+        if page % (block * width):
+            raise ConfigError(
+                f"vLLM cannot unify this model's KV page sizes ({block * width:,} B does not divide "
+                f"{page:,} B; kv_cache_utils.unify_kv_cache_spec_page_size raises NotImplementedError)"
+            )
+    smallest, largest = min(counts.values()), max(counts.values())
+    size = largest if largest < group_ratio * smallest else smallest
+    groups = tuple(
+        KvGroup(kind, window, 0 if page == block * width else page // width)
+        for (kind, window, width), count in counts.items()
+        for _ in range(-(-count // size))
+    )
+    return KvLayout(page, block, size, groups)
+
+
 def pool_blocks(layout: KvLayout, available_bytes: int) -> int:
     return max(0, available_bytes // layout.bytes_per_block)
 
@@ -181,8 +246,9 @@ def capacity_tokens(layout: KvLayout, num_blocks: int) -> int:
 
 def blocks_per_request(layout: KvLayout, context: int, max_num_batched_tokens: int) -> int:
     """Blocks one request of `context` tokens reserves across all groups."""
-    bs, total = layout.block_size, 0
+    total = 0
     for group in layout.groups:
+        bs = group.block_size or layout.block_size
         if group.kind == "state":  # a recurrent layer's state: one block per request (vLLM MambaSpec)
             total += 1
         elif group.kind == "full" or group.window is None:

@@ -44,7 +44,7 @@ def layer_params(spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
     mixer = mixer_kind(spec, layer).params(spec, layer)
     ffn = _ffn_params(spec, layer)
     present = (layer.mixer != "none") + (layer.ffn != "none")
-    norms = _norm_size(spec) * spec.norms_per_layer * present // 2
+    norms = _norm_size(spec) * spec.norms_per_layer * present // 2 + spec.hidden_size * layer.extra_vectors
     return mixer + ffn + ParamCounts(small=norms)
 
 

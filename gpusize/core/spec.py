@@ -58,6 +58,27 @@ class LayerSpec:
     #: GLM-5.2 IndexCache (`indexer_types` "shared"): the layer reuses the previous full layer's
     #: top-k and owns no indexer weights or indexer key cache.
     shares_indexer: bool = False
+    #: Width of one query/key head in this layer; 0 = the model's `head_dim` (Gemma 4's global
+    #: layers use `global_head_dim`, MiMo-V2-Flash's sliding layers `swa_head_dim`).
+    head_dim: int = 0
+    #: Width of one value head; 0 = the layer's key width (MiMo-V2-Flash: K 192, V 128).
+    v_head_dim: int = 0
+    #: Gemma 4 `attention_k_eq_v`: the layer has no v_proj and uses its keys as values; vLLM still
+    #: caches both K and V (the K weights are loaded into both slots of qkv_proj).
+    k_eq_v: bool = False
+    #: One learned attention-sink logit per head in this layer (gpt-oss every layer; MiMo-V2-Flash
+    #: its sliding layers only); the model's `attention_sinks` also applies to every layer.
+    sinks: bool = False
+    #: Step-3.x `use_head_wise_attn_gate`: a g_proj of hidden x heads gates each head's output.
+    head_gate: bool = False
+    #: Block-sparse attention's indexer (MiniMax-M3 `sparse_attention_config`): query heads and head
+    #: width of the index projection; the layer also projects one index key of `index_head_dim` per
+    #: token, which the engine caches beside K and V (0 = no indexer).
+    index_heads: int = 0
+    index_head_dim: int = 0
+    #: Extra weight vectors of hidden_size in this layer beyond the model's norms (Gemma 4's MoE
+    #: block: three more norms and the router's scale).
+    extra_vectors: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)

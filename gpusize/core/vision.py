@@ -1,8 +1,8 @@
 """Vision-tower and projector parameter counts for multimodal configs (pure).
 
 Exact formulas for the towers whose modeling code is known layer by layer (SigLIP in Gemma 3,
-the Llama-4 vision encoder, the Qwen3-VL encoder with its mergers); any other ViT-style tower gets
-the generic ViT formula, flagged as an estimate (`exact=False`) so the output can say so.
+the Llama-4 vision encoder, the Gemma 4 encoder, the Qwen3-VL encoder with its mergers); any other
+ViT-style tower gets the generic ViT formula, flagged as an estimate (`exact=False`) so the output can say so.
 """
 
 from __future__ import annotations
@@ -58,6 +58,10 @@ class Tower:
     out_hidden_size: int = 0
     spatial_merge_size: int = 1
     deepstack_layers: int = 0
+    #: Gemma 4: width of one attention head (its q/k norms) and the learned (x, y) mean/scale
+    #: standardization after pooling (`standardize`).
+    head_dim: int = 0
+    standardize: bool = False
 
 
 def _vit_encoder(hidden: int, inter: int, layers: int, bias: bool = True) -> int:
@@ -154,6 +158,19 @@ def moonvit3d_params(t: Tower) -> int:
     return embed + t.num_hidden_layers * block + 2 * h + projector
 
 
+def gemma4_vision_params(t: Tower, text_hidden: int) -> int:
+    """Gemma4VisionModel + embed_vision (transformers modeling_gemma4; vLLM gemma4_mm.py
+    Gemma4MultimodalEmbedder): a bias-free patch projection (3 x patch^2 -> h) and a learned table of
+    2 x position_embedding_size x h (x and y); per layer bias-free q, k, v, o of h x h (16 heads of 72
+    = 1152), q and k norms over one head (the v norm has no weight), a gated MLP (gate, up, down) and
+    four RMSNorms; no final norm; std_bias and std_scale (h each) when `standardize`; the projector is
+    one bias-free h -> text hidden linear after a weightless RMSNorm (Gemma 4 26B-A4B: 572,794,416)."""
+    h, i = t.hidden_size, t.intermediate_size
+    embed = t.num_channels * t.patch_size**2 * h + 2 * t.num_position_embeddings * h
+    block = 4 * h * h + 2 * t.head_dim + 3 * h * i + 4 * h
+    return embed + t.num_hidden_layers * block + 2 * h * t.standardize + h * text_hidden
+
+
 def generic_vit_params(t: Tower, text_hidden: int) -> int:
     """Estimate for other towers: ViT encoder + patch embedding + a 2-layer MLP projector."""
     h = t.hidden_size
@@ -168,6 +185,8 @@ def tower_params(t: Tower, composite_type: str, text_hidden: int) -> tuple[int, 
         return siglip_params(t) + gemma3_projector(t, text_hidden), True
     if t.model_type == "llama4_vision_model":
         return llama4_vision_params(t, text_hidden), True
+    if t.model_type == "gemma4_vision" and t.head_dim and t.num_position_embeddings:
+        return gemma4_vision_params(t, text_hidden), True
     if t.model_type == "qwen2_vl" and t.out_hidden_size:
         return qwen2_vl_vision_params(t), True
     if t.model_type == "qwen2_5_vl" and t.out_hidden_size:

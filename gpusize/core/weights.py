@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpusize.core.kinds.attention import head_width, value_width
 from gpusize.core.params import layer_params
 from gpusize.core.spec import LayerSpec, ModelSpec
 from gpusize.units import DTYPE_BYTES, GIB
@@ -301,15 +302,18 @@ def _expert_padding(spec: ModelSpec, fmt: WeightFormat, tp: int) -> float:
 
 
 def _replicated_kv_weights(spec: ModelSpec, tp: int) -> float:
-    """Extra k/v projection weights per GPU when tp > KV heads: each rank holds a whole head."""
-    if spec.mla or tp <= spec.num_key_value_heads:
+    """Extra k/v projection weights per GPU where tp exceeds a layer's KV heads: each rank holds a
+    whole head. Per layer, with the layer's own KV heads and widths (Gemma 4's global layers have 4
+    KV heads of 512 beside sliding layers of 16 x 256; a K-equals-V layer has no v_proj)."""
+    if spec.mla:
         return 0.0
-    per_head = 2 * spec.hidden_size * spec.head_dim
-    return sum(
-        per_head * (1 - layer.num_key_value_heads / tp)
-        for layer in spec.attention_layers
-        if layer.num_key_value_heads
-    )
+    extra = 0.0
+    for layer in spec.attention_layers:
+        kv = layer.num_key_value_heads
+        if kv and tp > kv:
+            width = head_width(spec, layer) + (0 if layer.k_eq_v else value_width(spec, layer))
+            extra += spec.hidden_size * width * (1 - kv / tp)
+    return extra
 
 
 def linear_bytes_per_gpu(spec: ModelSpec, fmt: WeightFormat, n: int) -> float:

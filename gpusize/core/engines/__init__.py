@@ -10,6 +10,7 @@ import importlib
 from collections.abc import Callable
 
 from gpusize.core.engines.base import UNVERSIONED, EngineModel
+from gpusize.core.engines.family_support import family_refusal
 from gpusize.core.registry import ENGINE_MODULES
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import KV_DTYPES, EngineSettings, Request, Workload, resolve
@@ -36,7 +37,7 @@ def prepare(spec: ModelSpec, request: Request) -> Workload:
         release = model.releases.resolve(request.engine.version).version
         kv_default = model.model_kv_default(spec, release) or kv_default
     work = resolve(spec, request, model.settings, model.releases, model.kv_cache_types, kv_default)
-    refusal = model.refuses_context(spec, work)
+    refusal = family_refusal(model.name, model.label, spec, work) or model.refuses_context(spec, work)
     if refusal:
         raise InputError(refusal)
     return work

@@ -117,8 +117,7 @@ def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, 
         default=rules.default_mlp_ratio * hidden,
     )
     vocab = f.integer("vocab_size", "padded_vocab_size", kind="vocab")
-    model_type = f.string("model_type") or family
-    moe = _moe(f, model_type)
+    moe = _moe(f, family)  # family rules by the resolved family (a composite's text type may differ)
     layers = _layers(f, family, layers_n, heads, kv_heads, intermediate, moe)
     linear, mamba = _linear_attention(f), _mamba(f)
     _check_mixers(f, layers, linear, mamba)

@@ -61,6 +61,7 @@ def _kv_heads(f: Fields, heads: int) -> int:
         "num_kv_heads",
         "n_head_kv",
         "multi_query_group_num",
+        "num_attention_groups",  # Step-3.x
         kind="heads",
         default=heads,
     )

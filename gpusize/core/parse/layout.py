@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from gpusize.core.fields import Fields, echo
+from gpusize.core.parse.variants import variant_layers, with_indexer
 from gpusize.core.spec import (
     Ffn,
     LayerSpec,
@@ -42,6 +43,9 @@ def _layers(
     f: Fields, family: str, n: int, heads: int, kv_heads: int, intermediate: int, moe: MoESpec | None
 ) -> tuple[LayerSpec, ...]:
     """One LayerSpec per decoder layer, from the config's own layout fields."""
+    variant = variant_layers(f, family, n, heads, kv_heads, moe)
+    if variant is not None:
+        return variant
     pattern = nemotron_blocks(f) if family == "nemotron_h" or f.has("hybrid_override_pattern") else None
     if pattern is not None:
         return _pattern_layers(f, pattern, n, heads, kv_heads, intermediate, moe)
@@ -54,7 +58,13 @@ def _layers(
     # DeepSeek-V4's sliding window belongs to its compressed attention kind, not to the engine's
     # window groups (`core.kinds.compressed_mla`).
     windows = [(None, False)] * n if f.has("compress_ratios") else _windows(f, family, n, types)
-    dense_width = f.integer("intermediate_size_mlp", "intermediate_size", kind="width", default=intermediate)
+    dense_width = f.integer(
+        "intermediate_size_mlp",
+        "dense_intermediate_size",
+        "intermediate_size",
+        kind="width",
+        default=intermediate,
+    )
     ffns = _ffns(f, n, moe)
     ratios = _compress_ratios(f, n)
     shared = _shared_indexers(f, n)
@@ -76,7 +86,7 @@ def _layers(
             )
         return made[key]
 
-    return tuple(layer(i) for i in range(n))
+    return with_indexer(f, tuple(layer(i) for i in range(n)))
 
 
 def _compress_ratios(f: Fields, n: int) -> list[int]:
@@ -167,6 +177,11 @@ def _ffns(f: Fields, n: int, moe: MoESpec | None) -> list[str]:
         return ["dense"] * n
     first_dense = f.integer("first_k_dense_replace", kind="layers", default=0, minimum=0)
     dense_layers = set(f.int_list("mlp_only_layers", kind="layers") or [])
+    if isinstance(f.first("moe_layer_freq")[1], list):  # one 0/1 flag per layer (MiniMax-M3, MiMo-V2)
+        flags = f.int_list("moe_layer_freq", kind="small", length=n) or []
+        return [
+            "moe" if flags[i] and i >= first_dense and i not in dense_layers else "dense" for i in range(n)
+        ]
     step = f.integer(
         "interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq", kind="layers", default=1
     )

@@ -31,6 +31,7 @@ def _moe(f: Fields, model_type: str) -> MoESpec | None:
         "experts_per_token",
         "moe_top_k",
         "top_k",
+        "top_k_experts",
         kind="experts",
     )
     if top_k > experts:
@@ -39,14 +40,19 @@ def _moe(f: Fields, model_type: str) -> MoESpec | None:
     shared_n = f.integer("n_shared_experts", "num_shared_experts", kind="experts", default=0, minimum=0)
     shared_width = f.integer("shared_expert_intermediate_size", kind="width", default=0, minimum=0)
     nemotron = model_type == "nemotron_h"
+    step_shared = f.integer("share_expert_dim", kind="width", default=0, minimum=0)  # Step-3.x, ungated
     if nemotron:  # NemotronHMoE: one MLP of moe_shared_expert_intermediate_size x n_shared_experts
         shared = shared_n * f.integer(
             "moe_shared_expert_intermediate_size", kind="width", default=0, minimum=0
         )
+    elif step_shared:
+        shared_width, shared = 0, step_shared
     elif shared_n:
         shared = shared_n * width
     elif shared_width:
         shared = shared_width
+    elif model_type == "gemma4_text":  # Gemma 4: the dense MLP runs beside the routed experts
+        shared = f.integer("intermediate_size", kind="width")
     else:
         shared = width if model_type == "llama4_text" else 0  # Llama-4: one shared expert per MoE layer
     return MoESpec(
@@ -55,10 +61,12 @@ def _moe(f: Fields, model_type: str) -> MoESpec | None:
         moe_intermediate_size=width,
         shared_intermediate_size=shared,
         shared_expert_gate=bool(shared_width),
-        router_bias=model_type == "gpt_oss",
+        # gpt-oss: a router bias; Gemma 4: Gemma4MoE.per_expert_scale, one value per expert.
+        router_bias=model_type in ("gpt_oss", "gemma4_text"),
         score_correction_bias=f.string("topk_method") == "noaux_tc"
+        or f.boolean("use_moe_router_bias", default=False)  # Step-3.x router_bias per expert
         or model_type in ("glm4_moe", "nemotron_h", "kimi_linear")
-        or (model_type == "minimax_m2" and f.boolean("use_routing_bias", default=True)),
+        or (model_type in ("minimax_m2", "minimax_m3") and f.boolean("use_routing_bias", default=True)),
         expert_bias=model_type == "gpt_oss",
         gated=not nemotron,
         latent_size=f.integer("moe_latent_size", kind="width", default=0, minimum=0) if nemotron else 0,

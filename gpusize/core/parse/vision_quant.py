@@ -30,7 +30,9 @@ def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
     if model_type == "qwen2_vl":  # Qwen2VLVisionConfig: embed_dim is the tower, hidden_size its output
         hidden, out = vision.integer("embed_dim", kind="width"), hidden
         inter = hidden * vision.integer("mlp_ratio", kind="small", default=4)
-    positions = vision.integer("num_position_embeddings", kind="positions", default=0, minimum=0)
+    positions = vision.integer(
+        "num_position_embeddings", "position_embedding_size", kind="positions", default=0, minimum=0
+    )
     merge = vision.integer("spatial_merge_size", kind="small", default=1)
     if model_type == vision_towers.MOONVIT3D:
         positions, merge = _moonvit_grid(vision)
@@ -50,6 +52,8 @@ def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
         out_hidden_size=out,
         spatial_merge_size=merge,
         deepstack_layers=len(vision.int_list("deepstack_visual_indexes", kind="layers") or ()),
+        head_dim=vision.integer("head_dim", kind="width", default=0, minimum=0),
+        standardize=vision.boolean("standardize", default=False),
     )
     params, exact = vision_towers.tower_params(tower, top.string("model_type") or "", text_hidden)
     return VisionSpec(

@@ -7,6 +7,7 @@ from gpusize.core.engines.vllm.deepseek_v4 import window_state
 from gpusize.core.engines.vllm.lora import lora_buffers, lora_slots
 from gpusize.core.engines.vllm.multimodal import encoder_profile
 from gpusize.core.engines.vllm.speculative import draft_buffers, draft_weights
+from gpusize.core.engines.vllm.value_slots import value_slots
 from gpusize.core.reserves import ReserveTerm
 
 __all__ = ["RESERVES"]
@@ -19,4 +20,5 @@ RESERVES: tuple[ReserveTerm, ...] = (
     draft_weights,
     draft_buffers,
     window_state,
+    value_slots,
 )
