@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from gpusize.core.engines.llamacpp import cache_type, flash_attention
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import parse_version
-from gpusize.core.settings import launch_flag, launch_words, taken_by
+from gpusize.core.settings import launch_env, launch_flag, launch_words, taken_by
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
@@ -154,7 +154,7 @@ def vllm_command(
         return LaunchCommand(None, note)
     # The FlashInfer sampler is an environment switch, not a flag.
     env = ["VLLM_USE_FLASHINFER_SAMPLER=1"] if work.engine.flashinfer_sampler else []
-    words = [*env, "vllm", "serve", model]
+    words = [*env, *launch_env(work.engine), "vllm", "serve", model]
     if revision:
         words += ["--revision", revision]
     words += [

@@ -19,7 +19,14 @@ from __future__ import annotations
 
 from gpusize.core import kvcache
 from gpusize.core.engines.base import EngineModel
-from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour, context_refusal, utilization
+from gpusize.core.engines.vllm.behaviour import (
+    Behaviour,
+    behaviour,
+    behaviour_of,
+    context_refusal,
+    engine_refusal,
+    utilization,
+)
 from gpusize.core.engines.vllm.levers import LEVERS
 from gpusize.core.engines.vllm.lora import lora_note
 from gpusize.core.engines.vllm.overhead import (
@@ -61,7 +68,7 @@ from gpusize.core.engines.vllm.scheduler import (
 )
 from gpusize.core.engines.vllm.speculative import draft_kv_bytes_per_token
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.releases import VLLM
+from gpusize.core.releases import VLLM, parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
@@ -89,7 +96,9 @@ __all__ = [
     "SchedulerLimits",
     "activation_bytes",
     "behaviour",
+    "behaviour_of",
     "context_refusal",
+    "engine_refusal",
     "capture_sizes",
     "cuda_graph_estimate_bytes",
     "evaluate",
@@ -109,8 +118,8 @@ __all__ = [
 def effective_settings(
     spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload
 ) -> dict[str, float | int | str]:
-    beh = behaviour(work.release.version, spec)
-    limits = scheduler_limits(gpu, work, beh)
+    beh = behaviour_of(work, spec)
+    limits = scheduler_limits(gpu, work, beh, spec.vision is not None)
     graphs = (
         "off (--enforce-eager)"
         if work.engine.enforce_eager
@@ -123,11 +132,19 @@ def effective_settings(
         "block_size": kvcache.MLA_BLOCK_SIZE if spec.mla else kvcache.BLOCK_SIZE,
         "cuda_graphs": graphs,
     }
+    if not _at_least_0_11(work):  # a release with both engines says which one runs
+        out["engine"] = "V1 (VLLM_USE_V1=1)" if beh.v1 else "V0 (VLLM_USE_V1=0)"
     if work.engine.enable_expert_parallel:
         out["enable_expert_parallel"] = "on"
     if work.engine.flashinfer_sampler:
         out["sampler"] = "FlashInfer"
     return out
+
+
+def _at_least_0_11(work: Workload) -> bool:
+    first_without_v0 = parse_version("0.11.0")
+    assert first_without_v0 is not None
+    return work.release.version >= first_without_v0
 
 
 def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
@@ -160,8 +177,8 @@ ENGINE = EngineModel(
     evaluate=evaluate,
     effective_settings=effective_settings,
     releases=VLLM,
-    refuses_context=lambda spec, work: context_refusal(
-        spec, work.context_tokens, behaviour(work.release.version)
+    refuses_context=lambda spec, work: (
+        engine_refusal(work) or context_refusal(spec, work.context_tokens, behaviour(work.release.version))
     ),
     levers=LEVERS,
     budget=lambda spec, gpu, tp, work: utilization(work),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpusize.core import kvcache, runtime
-from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour, utilization
+from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour_of, utilization
 from gpusize.core.engines.vllm.lora import lora_host_bytes
 from gpusize.core.engines.vllm.overhead import (
     CUDA_GRAPH_POOL,
@@ -34,24 +34,28 @@ __all__ = [
 
 def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
     """Fit test of one model on `tp` GPUs of one type."""
-    beh = behaviour(work.release.version, spec)
+    beh = behaviour_of(work, spec)
     ep = work.engine.enable_expert_parallel and spec.moe is not None
     block = spec.quantization.block_size if (spec.quantization and work.uses_checkpoint_blocks) else None
     problem = split_problem(spec, tp, block, ep)
     if problem:
         return refused(gpu, tp, problem)
-    limits = scheduler_limits(gpu, work, beh)
+    limits = scheduler_limits(gpu, work, beh, spec.vision is not None)
     offloaded = offloaded_bytes(spec, work, tp)
     weights = weights_bytes(spec, work.weights, tp, work.include_mtp, ep) - offloaded
     acts = activation_bytes(
         spec, limits, tp, work.weights.name != "mxfp4", beh, ep, work.engine.flashinfer_sampler
     )
     graphs = 0 if work.engine.enforce_eager else cuda_graph_estimate_bytes(spec, limits, tp)
-    overhead = non_torch_bytes(gpu, tp, beh) + (graphs if beh.graphs_in_budget else 0)
+    # V1 up to 0.9.0.1 counts the CUDA context inside the budget (Behaviour.context_in_budget).
+    context = runtime.CUDA_CONTEXT_TP1 if beh.context_in_budget else 0
+    overhead = non_torch_bytes(gpu, tp, beh) + (graphs if beh.graphs_in_budget else 0) + context
     visible = gpu.visible_bytes
     usable = int(utilization(work) * visible)
-    outside = runtime.cuda_context_bytes(tp, gpu.interconnect) + (
-        0 if beh.graphs_in_budget or not graphs else CUDA_GRAPH_POOL
+    outside = (
+        runtime.cuda_context_bytes(tp, gpu.interconnect)
+        - context
+        + (0 if beh.graphs_in_budget or not graphs else CUDA_GRAPH_POOL)
     )
     state = kvcache.recurrent_state_bytes(spec, work.kv_bytes, tp) * work.batch
     held = reserves_of(RESERVES, spec, gpu, tp, work)
