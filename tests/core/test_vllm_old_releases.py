@@ -134,3 +134,26 @@ def test_flags_older_releases_lack_are_refused() -> None:
     with pytest.raises(InputError, match="--enable-expert-parallel does not exist in vLLM 0.7.3"):
         workload(QWEN, 8192, version="0.7.3", enable_expert_parallel=True)
     workload(QWEN, 8192, version="0.8.0", enable_expert_parallel=True)
+
+
+@pytest.mark.parametrize(
+    "release, v1, hybrid", [("0.9.0", True, False), ("0.9.1", True, True), ("0.10.2", False, False)]
+)
+def test_sliding_layers_keep_the_context_without_the_hybrid_allocator(
+    release: str, v1: bool, hybrid: bool
+) -> None:
+    """V1 from 0.9.1 groups sliding and full layers (kv_cache_utils.py, uniform page size); before it
+    and in V0 unify_hybrid_kv_cache_specs makes every layer full."""
+    from gpusize.core import kvcache
+
+    spec = catalog_spec("gemma-2-9b-it")
+    gpu = find_gpu("H100-SXM")
+    work = workload(spec, 8192, version=release, vllm_use_v1=v1, max_num_batched_tokens=1024)
+    got = vllm.evaluate(spec, gpu, 1, work)
+    per_gpu = got.per_gpu
+    assert per_gpu is not None and got.kv_cache_capacity_tokens is not None
+    per_token_all_full = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, 1)
+    full_request = 8192 * per_token_all_full
+    assert (per_gpu.kv_cache_bytes < full_request) is hybrid
+    notes = " ".join(vllm.model_notes(spec, work))
+    assert ("no hybrid KV allocator" in notes) is not hybrid

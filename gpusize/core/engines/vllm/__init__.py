@@ -150,7 +150,13 @@ def _at_least_0_11(work: Workload) -> bool:
 def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
     """What vLLM does with this model that the answer depends on."""
     notes = []
-    if any(layer.window for layer in spec.attention_layers):
+    windows = any(layer.window for layer in spec.attention_layers)
+    if windows and not behaviour_of(work, spec).hybrid_kv:
+        notes.append(
+            f"vLLM {work.release.version} on {'V1' if behaviour_of(work, spec).v1 else 'V0'} has no hybrid KV "
+            "allocator: sliding-window layers keep the whole context, as the full layers do"
+        )
+    elif windows:
         notes.append(
             "sliding-window layers reserve min(window - 1 + max_num_batched_tokens, context) tokens per "
             "request, as vLLM's hybrid KV allocator does"

@@ -77,6 +77,11 @@ class Behaviour:
     #: V1 scheduler defaults (engine/arg_utils.py): "h100" 8192 tokens on a device whose name holds
     #: H100/H200, else 2048 (0.7.0-0.8.4; 1024 sequences everywhere up to 0.8.3, 1024/256 in 0.8.4);
     #: "memory" >= 70 GiB (0.8.5); "memory-not-a100" >= 70 GiB and not an A100 (0.9.0 on).
+    #: The hybrid KV allocator (one group per layer type, sliding layers keep their window): V1 from
+    #: 0.9.1 (kv_cache_utils.py _get_kv_cache_config_uniform_page_size). Before it, and in V0, a model
+    #: mixing sliding and full layers keeps every layer full (unify_hybrid_kv_cache_specs: "Hybrid KV
+    #: cache manager is disabled for this hybrid model").
+    hybrid_kv: bool = True
     batch_tier: str = "memory-not-a100"
     seqs_1024_everywhere: bool = False
 
@@ -119,6 +124,7 @@ def _behaviour(v: Version, dense: bool, v1: bool = True) -> Behaviour:
         v1=v1,
         context_in_budget=v1 and not _at_least(v, "0.9.1"),
         logits_every_token=v1 and not _at_least(v, "0.8.0"),
+        hybrid_kv=v1 and _at_least(v, "0.9.1"),
         batch_tier="memory-not-a100"
         if _at_least(v, "0.9.0")
         else "memory"

@@ -61,6 +61,8 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     held = reserves_of(RESERVES, spec, gpu, tp, work)
     available = usable - weights - acts - overhead - state - total_bytes(held)
     layout = kvcache.kv_layout(spec, work.kv_bytes, tp, beh.hybrid_group_ratio)
+    if layout is not None and not beh.hybrid_kv:
+        layout = _unified(layout, spec)
     if layout is not None:
         layout = draft_layout(layout, spec, work, tp)
     kv_need, capacity, concurrency, max_ctx = 0, None, None, None
@@ -149,6 +151,15 @@ def _pool(
     else:
         tokens = kvcache.capacity_tokens(layout, blocks)
     return need, tokens, round(concurrency, 2), largest
+
+
+def _unified(layout: kvcache.KvLayout, spec: ModelSpec) -> kvcache.KvLayout:
+    """Sliding and full layers as one full-attention group, as a release without the hybrid allocator
+    keeps them (Behaviour.hybrid_kv); a model of one layer type as it is."""
+    if len(layout.groups) <= 1 or len({group.kind for group in layout.groups}) <= 1:
+        return layout
+    layers = len(spec.attention_layers)
+    return kvcache.KvLayout(layout.page_bytes, layout.block_size, layers, (kvcache.KvGroup("full", None),))
 
 
 def _misfit(g: PerGpu, available: int, work: Workload, max_ctx: int | None) -> str | None:
