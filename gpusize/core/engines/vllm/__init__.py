@@ -151,10 +151,11 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
     """What vLLM does with this model that the answer depends on."""
     notes = []
     windows = any(layer.window for layer in spec.attention_layers)
-    if windows and not behaviour_of(work, spec).hybrid_kv:
+    beh = behaviour_of(work, spec)
+    if windows and not beh.hybrid_kv:
         notes.append(
-            f"vLLM {work.release.version} on {'V1' if behaviour_of(work, spec).v1 else 'V0'} has no hybrid KV "
-            "allocator: sliding-window layers keep the whole context, as the full layers do"
+            f"vLLM {work.release.version} on {'V1' if beh.v1 else 'V0'} has no hybrid KV allocator: "
+            "sliding-window layers keep the whole context, as the full layers do"
         )
     elif windows:
         notes.append(
