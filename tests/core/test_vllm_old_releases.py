@@ -157,3 +157,27 @@ def test_sliding_layers_keep_the_context_without_the_hybrid_allocator(
     assert (per_gpu.kv_cache_bytes < full_request) is hybrid
     notes = " ".join(vllm.model_notes(spec, work))
     assert ("no hybrid KV allocator" in notes) is not hybrid
+
+
+def _with_reserved(release: str, v1: bool | None, reserved_gib: float) -> object:
+    from dataclasses import replace
+
+    work = workload(QWEN, 8192, version=release, vllm_use_v1=v1)
+    return vllm.evaluate(
+        QWEN, find_gpu("H100-SXM"), 1, replace(work, reserved_bytes=int(reserved_gib * 2**30))
+    )
+
+
+def test_other_processes_memory_by_release() -> None:
+    """V1 from 0.9.1 refuses to start below utilization x total free; V1 before it counts the other
+    processes' memory inside the budget (a smaller pool, it starts); V0 sizes the pool for the whole
+    budget and runs out of memory allocating it (gpu_worker.py / worker.py of each wheel)."""
+    refuses = _with_reserved("0.9.1", True, 20)
+    assert not refuses.fits and "refuses to start: free memory" in (refuses.reason or "")  # type: ignore[attr-defined]
+    smaller, alone = _with_reserved("0.9.0", True, 20), _with_reserved("0.9.0", True, 0)
+    assert smaller.fits  # type: ignore[attr-defined]
+    lost = alone.kv_cache_capacity_tokens - smaller.kv_cache_capacity_tokens  # type: ignore[attr-defined]
+    per_token = 2 * QWEN.num_hidden_layers * QWEN.num_key_value_heads * QWEN.head_dim * 2
+    assert abs(lost * per_token - 20 * 2**30) <= 16 * per_token
+    v0 = _with_reserved("0.7.2", None, 20)
+    assert not v0.fits and "runs out of memory allocating it" in (v0.reason or "")  # type: ignore[attr-defined]

@@ -71,6 +71,11 @@ class Behaviour:
     #: (total - free - torch allocated: the CUDA context, NCCL, cuBLAS workspaces) from the budget;
     #: memory_profiling (the increase since the start-up snapshot) from 0.9.1, and in V0 throughout.
     context_in_budget: bool = False
+    #: Refuses to start when the free memory at start-up is below utilization x total (V1 from 0.9.1:
+    #: gpu_worker.py init_device "... is less than desired GPU memory utilization"). V1 before it counts
+    #: other processes' memory inside the budget (a smaller pool, no refusal); V0 sizes the pool for
+    #: the budget and runs out of memory allocating it.
+    checks_free_memory: bool = True
     #: V1 0.7.x: the profile run computes 16-bit logits for every dummy token and no sampler
     #: (gpu_model_runner.py profile_run: "TODO(woosuk): Consider the memory usage of the sampler").
     logits_every_token: bool = False
@@ -123,6 +128,7 @@ def _behaviour(v: Version, dense: bool, v1: bool = True) -> Behaviour:
         clamp_seqs_to_tokens=_at_least(v, "0.10.1"),
         v1=v1,
         context_in_budget=v1 and not _at_least(v, "0.9.1"),
+        checks_free_memory=v1 and _at_least(v, "0.9.1"),
         logits_every_token=v1 and not _at_least(v, "0.8.0"),
         hybrid_kv=v1 and _at_least(v, "0.9.1"),
         batch_tier="memory-not-a100"

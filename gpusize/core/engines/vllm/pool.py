@@ -47,9 +47,11 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         spec, limits, tp, work.weights.name != "mxfp4", beh, ep, work.engine.flashinfer_sampler
     )
     graphs = 0 if work.engine.enforce_eager else cuda_graph_estimate_bytes(spec, limits, tp)
-    # V1 up to 0.9.0.1 counts the CUDA context inside the budget (Behaviour.context_in_budget).
+    # V1 up to 0.9.0.1 counts the CUDA context, and what other processes hold, inside the budget
+    # (Behaviour.context_in_budget).
     context = runtime.CUDA_CONTEXT_TP1 if beh.context_in_budget else 0
-    overhead = non_torch_bytes(gpu, tp, beh) + (graphs if beh.graphs_in_budget else 0) + context
+    others = _others_bytes(gpu, work.reserved_bytes) if beh.context_in_budget else 0
+    overhead = non_torch_bytes(gpu, tp, beh) + (graphs if beh.graphs_in_budget else 0) + context + others
     visible = gpu.visible_bytes
     usable = int(utilization(work) * visible)
     outside = (
@@ -78,13 +80,13 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         usable_bytes=usable,
         headroom_bytes=usable - total,
         outside_budget_bytes=outside,
-        outside_budget_limit_bytes=visible - usable - work.reserved_bytes,
+        outside_budget_limit_bytes=visible - usable - (0 if beh.context_in_budget else work.reserved_bytes),
         visible_bytes=visible,
         reserves=held,
     )
     reason = (
         _misfit(per_gpu, available, work, max_ctx)
-        or _not_free(gpu, usable, work.reserved_bytes, tp, beh)
+        or (None if beh.context_in_budget else _not_free(gpu, usable, work.reserved_bytes, tp, beh))
         or _no_context_room(per_gpu)
     )
     thin = reason is None and thin_margin(concurrency, work.batch, THIN_MARGIN)
@@ -197,14 +199,25 @@ def _not_free(gpu: GpuSpec, usable: int, reserved: int, tp: int, beh: Behaviour)
         if beh.nccl_init_in_budget
         else runtime.cuda_context_bytes(tp, gpu.interconnect)
     )
-    base = gpu.visible_bytes if gpu.free_mib is None else gpu.free_mib * (1 << 20)
-    free = base - reserved - taken
+    free = gpu.visible_bytes - _others_bytes(gpu, reserved) - taken
     if free >= usable:
         return None
+    if not beh.checks_free_memory:  # V0: no check; the KV cache is sized for the budget, then allocated
+        return (
+            f"vLLM {beh.version} (V0) sizes the KV cache for the whole utilization budget "
+            f"({usable / GIB:.2f} GiB) but only {free / GIB:.2f} GiB is free: it runs out of memory "
+            "allocating it; lower --gpu-memory-utilization or free memory"
+        )
     return (
         f"vLLM refuses to start: free memory on startup ({free / GIB:.2f} GiB) is less than the "
         f"utilization budget ({usable / GIB:.2f} GiB); lower --gpu-memory-utilization or free memory"
     )
+
+
+def _others_bytes(gpu: GpuSpec, reserved: int) -> int:
+    """What other processes hold on the device: the memory not free on a local GPU, plus --reserved."""
+    held = 0 if gpu.free_mib is None else gpu.visible_bytes - gpu.free_mib * (1 << 20)
+    return max(held, 0) + reserved
 
 
 #: A pool within this fraction of what the requests need is inside the model's error on public logs
