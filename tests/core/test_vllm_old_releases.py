@@ -181,3 +181,16 @@ def test_other_processes_memory_by_release() -> None:
     assert abs(lost * per_token - 20 * 2**30) <= 16 * per_token
     v0 = _with_reserved("0.7.2", None, 20)
     assert not v0.fits and "runs out of memory allocating it" in (v0.reason or "")  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("release, both", [("0.7.0", True), ("0.8.1", True), ("0.8.2", False)])
+def test_bitsandbytes_needs_the_load_format_before_0_8_2(release: str, both: bool) -> None:
+    """Up to 0.8.1 EngineArgs refuses --quantization bitsandbytes without --load-format bitsandbytes
+    ("BitsAndBytes quantization and QLoRA adapter only support 'bitsandbytes' load format"); from
+    0.8.2 it sets the load format itself."""
+    from dataclasses import replace
+
+    work = replace(workload(QWEN, 8192, dtype="int4", version=release), load_quantization="bitsandbytes")
+    command = vllm_command("Qwen/Qwen2.5-14B", None, 1, work, 0.9, QWEN, find_gpu("H100-SXM")).command
+    assert command is not None and "--quantization bitsandbytes" in command
+    assert ("--load-format bitsandbytes" in command) is both

@@ -200,7 +200,8 @@ ENGINE = EngineModel(
     nodes=lambda spec, gpu, nodes, work: evaluate_nodes(spec, gpu, nodes, work),
     notes=model_notes,
     host_weights=offloaded_bytes,
-    prefix_cache="vLLM's automatic prefix caching (on by default in V1, so in every release modelled: "
+    prefix_cache="vLLM's automatic prefix caching (on by default in V1, the default engine from 0.8.0: "
     "tests/engine/test_arg_utils.py test_prefix_caching_from_cli, 'V1 turns on prefix caching by "
-    "default'; --no-enable-prefix-caching turns it off)",
+    "default'; --no-enable-prefix-caching turns it off; V0, VLLM_USE_V1=0, needs --enable-prefix-caching: "
+    "engine/arg_utils.py leaves enable_prefix_caching off there)",
 )
