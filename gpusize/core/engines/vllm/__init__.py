@@ -4,7 +4,8 @@ Per GPU, the budget (gpu_memory_utilization x CUDA-visible total) must hold weig
 + non-torch memory (+ the CUDA-graph estimate from 0.20.0) + the KV blocks the requests need; the CUDA
 context and whatever else the release keeps outside the budget must fit in the rest of the device.
 The KV pool is what the budget leaves after the non-KV terms
-(vllm/v1/worker/gpu_worker.py determine_available_memory). What changes between releases is read
+(vllm/v1/worker/gpu_worker.py determine_available_memory; the V0 engine of 0.7.0-0.10.2,
+VLLM_USE_V1=0, vllm/worker/worker.py determine_num_available_blocks). What changes between releases is read
 from each release's source (`Behaviour`, with the release ranges in `behaviour`); the few constants
 no source fixes are fitted to public start-up logs by bench/calibrate_vllm.py, and those logs stay
 as conformance tests (tests/core/test_conformance.py, tests/core/test_vllm_releases.py).
