@@ -90,9 +90,22 @@ def test_v0_batch_defaults(ctx: int, tokens: int) -> None:
 
 
 def test_v0_multimodal_batches_at_least_5120_tokens() -> None:
-    work = workload(QWEN, 4096, version="0.7.2")
-    limits = vllm.scheduler_limits(find_gpu("H100-SXM"), work, multimodal=True)
-    assert limits.max_num_batched_tokens == 5120
+    spec = catalog_spec("gemma-3-4b-it")
+    assert spec.vision is not None
+    work = workload(spec, 4096, version="0.7.2")
+    assert vllm.scheduler_limits(find_gpu("H100-SXM"), work, spec=spec).max_num_batched_tokens == 5120
+
+
+def test_v0_keeps_long_prompts_whole_for_sliding_windows_and_lora() -> None:
+    """Above 32K of context V0 chunks prefill (2048 tokens) unless the model has sliding windows or
+    the server LoRA or speculative decoding: then max_model_len tokens per step."""
+    gpu = find_gpu("H100-SXM")
+    plain = workload(QWEN, 65536, version="0.7.2")
+    assert vllm.scheduler_limits(gpu, plain, spec=QWEN).max_num_batched_tokens == 2048
+    lora = workload(QWEN, 65536, version="0.7.2", enable_lora=True)
+    assert vllm.scheduler_limits(gpu, lora, spec=QWEN).max_num_batched_tokens == 65536
+    windowed = catalog_spec("gemma-2-9b-it")
+    assert vllm.scheduler_limits(gpu, plain, spec=windowed).max_num_batched_tokens == 65536
 
 
 def test_v0_peak_is_the_larger_of_forward_and_sampler() -> None:

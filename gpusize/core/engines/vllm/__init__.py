@@ -124,7 +124,7 @@ def effective_settings(
     spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload
 ) -> dict[str, float | int | str]:
     beh = behaviour_of(work, spec)
-    limits = scheduler_limits(gpu, work, beh, spec.vision is not None)
+    limits = scheduler_limits(gpu, work, beh, spec)
     graphs = (
         "off (--enforce-eager)"
         if work.engine.enforce_eager

@@ -79,14 +79,14 @@ class Behaviour:
     #: V1 0.7.x: the profile run computes 16-bit logits for every dummy token and no sampler
     #: (gpu_model_runner.py profile_run: "TODO(woosuk): Consider the memory usage of the sampler").
     logits_every_token: bool = False
-    #: V1 scheduler defaults (engine/arg_utils.py): "h100" 8192 tokens on a device whose name holds
-    #: H100/H200, else 2048 (0.7.0-0.8.4; 1024 sequences everywhere up to 0.8.3, 1024/256 in 0.8.4);
-    #: "memory" >= 70 GiB (0.8.5); "memory-not-a100" >= 70 GiB and not an A100 (0.9.0 on).
     #: The hybrid KV allocator (one group per layer type, sliding layers keep their window): V1 from
     #: 0.9.1 (kv_cache_utils.py _get_kv_cache_config_uniform_page_size). Before it, and in V0, a model
     #: mixing sliding and full layers keeps every layer full (unify_hybrid_kv_cache_specs: "Hybrid KV
     #: cache manager is disabled for this hybrid model").
     hybrid_kv: bool = True
+    #: V1 scheduler defaults (engine/arg_utils.py): "h100" 8192 tokens on a device whose name holds
+    #: H100/H200, else 2048 (0.7.0-0.8.4; 1024 sequences everywhere up to 0.8.3, 1024/256 in 0.8.4);
+    #: "memory" >= 70 GiB (0.8.5); "memory-not-a100" >= 70 GiB and not an A100 (0.9.0 on).
     batch_tier: str = "memory-not-a100"
     seqs_1024_everywhere: bool = False
 

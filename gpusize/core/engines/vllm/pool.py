@@ -40,7 +40,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     problem = split_problem(spec, tp, block, ep)
     if problem:
         return refused(gpu, tp, problem)
-    limits = scheduler_limits(gpu, work, beh, spec.vision is not None)
+    limits = scheduler_limits(gpu, work, beh, spec)
     offloaded = offloaded_bytes(spec, work, tp)
     weights = weights_bytes(spec, work.weights, tp, work.include_mtp, ep) - offloaded
     acts = activation_bytes(

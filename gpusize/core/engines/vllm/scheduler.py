@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour, behaviour_of
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import parse_version
+from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.units import GIB
 
@@ -29,8 +30,9 @@ __all__ = [
 LARGE_GPU_BYTES = 70 * GIB
 HUGE_GPU_BYTES = 160 * GIB
 #: V0 defaults (engine/arg_utils.py _set_default_args_v0, config.py SchedulerConfig): 256 sequences;
-#: chunked prefill on by default above 32K tokens of context for a text model without sliding windows
-#: (2048 batched tokens: _DEFAULT_MAX_NUM_BATCHED_TOKENS), else max(max_model_len, 2048) batched tokens;
+#: chunked prefill on by default above 32K tokens of context for a text model without MLA, sliding
+#: windows, speculative decoding or LoRA (2048 batched tokens: _DEFAULT_MAX_NUM_BATCHED_TOKENS), else
+#: max(max_model_len, 2048) batched tokens;
 #: a multimodal model at least 5120 (_MULTIMODAL_MODEL_MAX_NUM_BATCHED_TOKENS) and never chunked.
 V0_MAX_NUM_SEQS = 256
 V0_MIN_BATCHED_TOKENS = 2048
@@ -45,13 +47,13 @@ class SchedulerLimits:
 
 
 def scheduler_limits(
-    gpu: GpuSpec, work: Workload, beh: Behaviour | None = None, multimodal: bool = False
+    gpu: GpuSpec, work: Workload, beh: Behaviour | None = None, spec: ModelSpec | None = None
 ) -> SchedulerLimits:
     """The scheduler limits vLLM runs with: the user's, else the release's per-device defaults, clamped
-    as the release clamps defaulted values (engine/arg_utils.py); `multimodal`: a model with a vision
-    encoder (V0's larger batched-token floor)."""
+    as the release clamps defaulted values (engine/arg_utils.py); `spec` the model (V0's defaults
+    depend on it: a vision encoder, MLA, sliding windows)."""
     beh = beh or _own_behaviour(work)
-    seqs, tokens = _v1_defaults(gpu, beh) if beh.v1 else _v0_defaults(work, multimodal)
+    seqs, tokens = _v1_defaults(gpu, beh) if beh.v1 else _v0_defaults(work, spec)
     given_seqs, given_tokens = work.engine.max_num_seqs, work.engine.max_num_batched_tokens
     seqs, tokens = given_seqs or seqs, given_tokens or tokens
     if beh.clamp_tokens_to_len and given_tokens is None:
@@ -89,13 +91,23 @@ def _v1_defaults(gpu: GpuSpec, beh: Behaviour) -> tuple[int, int]:
     return seqs, tokens
 
 
-def _v0_defaults(work: Workload, multimodal: bool) -> tuple[int, int]:
+def _v0_defaults(work: Workload, spec: ModelSpec | None) -> tuple[int, int]:
     """V0's (max_num_seqs, max_num_batched_tokens): see V0_MAX_NUM_SEQS."""
-    if multimodal:
+    if spec is not None and spec.vision is not None:
         return V0_MAX_NUM_SEQS, max(work.context_tokens, V0_MULTIMODAL_BATCHED_TOKENS)
-    if work.context_tokens > V0_LONG_CONTEXT:
+    if work.context_tokens > V0_LONG_CONTEXT and _v0_chunks(work, spec):
         return V0_MAX_NUM_SEQS, V0_MIN_BATCHED_TOKENS
     return V0_MAX_NUM_SEQS, max(work.context_tokens, V0_MIN_BATCHED_TOKENS)
+
+
+def _v0_chunks(work: Workload, spec: ModelSpec | None) -> bool:
+    """V0 turns chunked prefill on for a long context only without MLA, sliding windows, speculative
+    decoding or LoRA (engine/arg_utils.py _set_default_args_v0)."""
+    if work.engine.enable_lora or work.engine.speculative_config:
+        return False
+    if spec is None:
+        return True
+    return not spec.mla and not any(layer.window for layer in spec.attention_layers)
 
 
 def scheduler_note(gpu: GpuSpec, work: Workload) -> str | None:
