@@ -11,6 +11,10 @@ Fits (each prints the value it finds next to the constant core/engines/vllm/over
    terms, per fp32 sampler-logits copy (or in GiB).
 4. Vision encoder profile (core/engines/vllm/multimodal.py): the Qwen-VL `calibration` records, what
    the log leaves beyond gpusize's other terms, per 16-bit copy of (width + MLP width) per patch.
+5. V0 forward pass (0.7-0.10 V0, core/engines/vllm/overhead.py V0_FORWARD_MLP_COPIES): the two
+   Llama-3.1-8B RTX 3090 logs of the reference set at 20,000 and 29,000 tokens (vllm-10517-a/-b; a
+   0.6.4 log, whose profile run is the eager forward 0.7-0.10 V0 keeps), the 16-bit values per token
+   per (MLP width + hidden) their peak above the weights implies.
 Then every record with a known GPU is predicted: mean and worst KV-capacity error per release, and for
 the records no fit reads (`holdout`) on their own.
 
@@ -229,11 +233,28 @@ def fit_vision() -> None:
     )
 
 
+def fit_v0_forward() -> None:
+    copies = []
+    for rec in engine_records():
+        if not str(rec.get("id", "")).startswith("vllm-10517-"):
+            continue
+        spec = parse_config(find_model(str(rec["model"])).config)
+        measured = rec["measured"]
+        peak = (measured["peak_torch_memory_gib_incl_weights"] - measured["weights_gib"]) * GIB
+        per_token = (spec.intermediate_size + spec.hidden_size) * 2
+        copies.append(peak / (rec["max_model_len"] * per_token))
+    print(
+        f"5. V0 forward, {len(copies)} records: {statistics.mean(copies):.2f} copies per token of "
+        f"(MLP width + hidden) (overhead.py: {vllm.V0_FORWARD_MLP_COPIES}, {vllm.V0_FORWARD_HIDDEN_COPIES})"
+    )
+
+
 def main() -> None:
     fit_activation()
     fit_graphs()
     fit_early_releases()
     fit_vision()
+    fit_v0_forward()
     table()
 
 

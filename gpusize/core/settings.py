@@ -31,6 +31,7 @@ __all__ = [
     "EngineSettings",
     "Setting",
     "declared",
+    "launch_env",
     "launch_flag",
     "launch_words",
     "settings_from",
@@ -81,6 +82,9 @@ class Setting(NamedTuple):
     #: The first release of its engine that takes the flag (None: every release modelled); an older
     #: release refuses it and its launch command leaves it out.
     since: str | None = None
+    #: The environment variable a launch command sets before the program when the user gave the
+    #: setting (a boolean as 1 / 0), where the engine reads it from the environment, not a flag.
+    env: str | None = None
 
 
 def _setting(default: Any, **declaration: Any) -> Any:
@@ -146,6 +150,7 @@ class EngineSettings:
         engines=("vllm",),
         help="whole experts per GPU instead of slicing each by TP.",
         launch="--enable-expert-parallel",
+        since="0.8.0",  # the first vLLM wheel whose arg_utils.py declares it
     )
     #: vLLM samples top-k/top-p with FlashInfer (VLLM_USE_FLASHINFER_SAMPLER=1; up to 0.11.0 whenever
     #: FlashInfer is installed, as in the vllm/vllm-openai image) instead of PyTorch.
@@ -155,6 +160,16 @@ class EngineSettings:
         engines=("vllm",),
         help="top-k/top-p sampled by FlashInfer (VLLM_USE_FLASHINFER_SAMPLER=1; up to 0.11.0 whenever "
         "FlashInfer is installed, as in the vllm/vllm-openai image): a smaller start-up peak before 0.17.",
+    )
+    #: vLLM's engine: V1 (True) or V0 (False), VLLM_USE_V1 (vllm/envs.py; default V0 up to 0.7.3, V1
+    #: from 0.8.0; V0 removed in 0.11.0). None: the release's default.
+    vllm_use_v1: bool | None = _setting(
+        None,
+        flag="--vllm-use-v1",
+        engines=("vllm",),
+        help="the V1 engine (VLLM_USE_V1=1, default from 0.8.0) or, with --no-vllm-use-v1, V0 "
+        "(VLLM_USE_V1=0, default up to 0.7.3, removed in 0.11.0).",
+        env="VLLM_USE_V1",
     )
     #: vLLM and SGLang keep this many GiB of each GPU's weights in pinned CPU memory, read over PCIe
     #: every step (the same rule in both: maybe_offload_to_cpu over the decoder layers).
@@ -248,6 +263,7 @@ class EngineSettings:
         help='speculative decoding as JSON, e.g. \'{"method":"eagle3","model":"DRAFT",'
         '"num_speculative_tokens":3}\' (eagle, eagle3, draft_model, mtp, ngram).',
         launch="--speculative-config",
+        since="0.8.2",  # the first vLLM wheel whose arg_utils.py declares it
     )
     mem_fraction_static: float | None = _setting(
         None,
@@ -434,6 +450,18 @@ def setting_of(name: str) -> Setting:
     """The declaration of the setting `name`."""
     setting: Setting = EngineSettings.__dataclass_fields__[name].metadata["setting"]
     return setting
+
+
+def launch_env(settings: EngineSettings) -> list[str]:
+    """The environment assignments a launch command starts with: each given setting declared with
+    `env`, a boolean as 1 / 0 (VLLM_USE_V1=0)."""
+    out = []
+    for name in settings.given():
+        env = setting_of(name).env
+        value = getattr(settings, name)
+        if env:
+            out.append(f"{env}={int(value) if isinstance(value, bool) else value}")
+    return out
 
 
 def launch_words(name: str, value: object) -> list[str]:

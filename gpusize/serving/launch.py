@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 
 from gpusize.core.engines.llamacpp import cache_type, flash_attention
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.releases import parse_version
-from gpusize.core.settings import launch_flag, launch_words, taken_by
+from gpusize.core.releases import Version, parse_version
+from gpusize.core.settings import launch_env, launch_flag, launch_words, taken_by
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
@@ -84,9 +84,12 @@ _HALF_NOTE = "fp16: this GPU has no bf16 (compute capability below 8.0), so vLLM
 SGLANG_FP8_E4M3_KV_SINCE = parse_version("0.4.2")
 
 #: Flags that make each engine quantize a 16-bit checkpoint to 4 bits with bitsandbytes while loading:
-#: vLLM sets load_format itself for --quantization bitsandbytes in every release gpusize models
-#: (engine/arg_utils.py create_load_config); SGLang picks its BitsAndBytesModelLoader from
-#: --load-format only (model_loader/loader.py get_model_loader).
+#: vLLM sets load_format itself for --quantization bitsandbytes from 0.8.2 (engine/arg_utils.py
+#: create_load_config; before it EngineArgs refuses "BitsAndBytes quantization and QLoRA adapter only
+#: support 'bitsandbytes' load format" unless --load-format bitsandbytes is given too, read in the
+#: 0.7.0-0.8.1 wheels); SGLang picks its BitsAndBytesModelLoader from --load-format only
+#: (model_loader/loader.py get_model_loader).
+VLLM_BNB_LOAD_FORMAT_IMPLIED = Version((0, 8, 2, 0), 0, "0.8.2")
 _BITSANDBYTES_FLAGS = {
     "vLLM": ["--quantization", "bitsandbytes"],
     "SGLang": ["--quantization", "bitsandbytes", "--load-format", "bitsandbytes"],
@@ -106,7 +109,10 @@ def _weights_flags(work: Workload, engine: str, gpu: GpuSpec | None) -> tuple[li
     if dtype == "fp8":
         return ["--quantization", "fp8", *half_flags], None
     if dtype == "int4" and work.load_quantization == "bitsandbytes":
-        return [*_BITSANDBYTES_FLAGS[engine], *half_flags], None
+        flags = _BITSANDBYTES_FLAGS[engine]
+        if engine == "vLLM" and work.release.version < VLLM_BNB_LOAD_FORMAT_IMPLIED:
+            flags = _BITSANDBYTES_FLAGS["SGLang"]  # both flags, as SGLang always needs
+        return [*flags, *half_flags], None
     return [], (
         f"sized with {dtype} weights: {engine} does not quantize a 16-bit checkpoint to {dtype} while "
         f"loading; serve a pre-quantized {dtype} checkpoint of this model (GPTQ/AWQ or "
@@ -154,7 +160,7 @@ def vllm_command(
         return LaunchCommand(None, note)
     # The FlashInfer sampler is an environment switch, not a flag.
     env = ["VLLM_USE_FLASHINFER_SAMPLER=1"] if work.engine.flashinfer_sampler else []
-    words = [*env, "vllm", "serve", model]
+    words = [*env, *launch_env(work.engine), "vllm", "serve", model]
     if revision:
         words += ["--revision", revision]
     words += [

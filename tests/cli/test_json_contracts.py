@@ -72,6 +72,7 @@ WORKLOAD = {
     "workload.engine.split_mode",
     "workload.engine.transformers_version",
     "workload.engine.version",
+    "workload.engine.vllm_use_v1",
     "workload.engine_version",
     "workload.include_mtp",
     "workload.kv_cache_dtype",

@@ -61,6 +61,8 @@ def test_every_record_says_how_it_is_used() -> None:
 def test_releases_covered() -> None:
     releases = {r["engine_version"] for r in KV_RECORDS}
     assert {
+        "0.7.1",
+        "0.7.2",
         "0.10.0",
         "0.10.1.1",
         "0.10.2",

@@ -236,3 +236,6 @@ def test_the_check_finds_a_flag_a_release_lacks() -> None:
     assert problems("vllm", "vllm serve -x --tensor-parallel-size 1", parse_version("0.19.1"))
     assert problems("llamacpp", "llama-server -m m.gguf -fa", None)
     assert problems("vllm", "vllm serve m --quantization int4", parse_version("0.19.1"))
+    assert problems("vllm", "VLLM_USE_V1=0 vllm serve m", parse_version("0.11.0"))  # V0 removed
+    assert not problems("vllm", "VLLM_USE_V1=0 vllm serve m", parse_version("0.10.2"))
+    assert problems("vllm", "vllm serve m --enable-expert-parallel", parse_version("0.7.3"))

@@ -4,7 +4,8 @@ Per GPU, the budget (gpu_memory_utilization x CUDA-visible total) must hold weig
 + non-torch memory (+ the CUDA-graph estimate from 0.20.0) + the KV blocks the requests need; the CUDA
 context and whatever else the release keeps outside the budget must fit in the rest of the device.
 The KV pool is what the budget leaves after the non-KV terms
-(vllm/v1/worker/gpu_worker.py determine_available_memory). What changes between releases is read
+(vllm/v1/worker/gpu_worker.py determine_available_memory; the V0 engine of 0.7.0-0.10.2,
+VLLM_USE_V1=0, vllm/worker/worker.py determine_num_available_blocks). What changes between releases is read
 from each release's source (`Behaviour`, with the release ranges in `behaviour`); the few constants
 no source fixes are fitted to public start-up logs by bench/calibrate_vllm.py, and those logs stay
 as conformance tests (tests/core/test_conformance.py, tests/core/test_vllm_releases.py).
@@ -19,7 +20,14 @@ from __future__ import annotations
 
 from gpusize.core import kvcache
 from gpusize.core.engines.base import EngineModel
-from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour, context_refusal, utilization
+from gpusize.core.engines.vllm.behaviour import (
+    Behaviour,
+    behaviour,
+    behaviour_of,
+    context_refusal,
+    engine_refusal,
+    utilization,
+)
 from gpusize.core.engines.vllm.families import family_refusal, kv_default
 from gpusize.core.engines.vllm.hybrid import with_state_pages
 from gpusize.core.engines.vllm.levers import LEVERS
@@ -39,6 +47,8 @@ from gpusize.core.engines.vllm.overhead import (
     NON_TORCH_TPN_0_11,
     SAMPLER_LOGITS_COPIES,
     SORT_SAMPLER_EXTRA_COPIES,
+    V0_FORWARD_HIDDEN_COPIES,
+    V0_FORWARD_MLP_COPIES,
     activation_bytes,
     capture_sizes,
     cuda_graph_estimate_bytes,
@@ -65,7 +75,7 @@ from gpusize.core.engines.vllm.speculative import draft_kv_bytes_per_token
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.kinds import mixer_kind
 from gpusize.core.kinds.mla_indexer import indexer_key_bytes, latent_bytes
-from gpusize.core.releases import VLLM
+from gpusize.core.releases import VLLM, parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
@@ -89,11 +99,15 @@ __all__ = [
     "SAMPLER_LOGITS_COPIES",
     "SORT_SAMPLER_EXTRA_COPIES",
     "THIN_MARGIN",
+    "V0_FORWARD_HIDDEN_COPIES",
+    "V0_FORWARD_MLP_COPIES",
     "Behaviour",
     "SchedulerLimits",
     "activation_bytes",
     "behaviour",
+    "behaviour_of",
     "context_refusal",
+    "engine_refusal",
     "capture_sizes",
     "cuda_graph_estimate_bytes",
     "evaluate",
@@ -113,8 +127,8 @@ __all__ = [
 def effective_settings(
     spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload
 ) -> dict[str, float | int | str]:
-    beh = behaviour(work.release.version, spec)
-    limits = scheduler_limits(gpu, work, beh)
+    beh = behaviour_of(work, spec)
+    limits = scheduler_limits(gpu, work, beh, spec)
     graphs = (
         "off (--enforce-eager)"
         if work.engine.enforce_eager
@@ -127,6 +141,8 @@ def effective_settings(
         "block_size": _block_size(spec, tp, work, beh),
         "cuda_graphs": graphs,
     }
+    if not _at_least_0_11(work):  # a release with both engines says which one runs
+        out["engine"] = "V1 (VLLM_USE_V1=1)" if beh.v1 else "V0 (VLLM_USE_V1=0)"
     if work.engine.enable_expert_parallel:
         out["enable_expert_parallel"] = "on"
     if work.engine.flashinfer_sampler:
@@ -152,10 +168,23 @@ def _block_size(spec: ModelSpec, tp: int, work: Workload, beh: Behaviour) -> int
     return layout.block_size
 
 
+def _at_least_0_11(work: Workload) -> bool:
+    first_without_v0 = parse_version("0.11.0")
+    assert first_without_v0 is not None
+    return work.release.version >= first_without_v0
+
+
 def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
     """What vLLM does with this model that the answer depends on."""
     notes = []
-    if any(layer.window for layer in spec.attention_layers):
+    windows = any(layer.window for layer in spec.attention_layers)
+    beh = behaviour_of(work, spec)
+    if windows and not beh.hybrid_kv:
+        notes.append(
+            f"vLLM {work.release.version} on {'V1' if beh.v1 else 'V0'} has no hybrid KV allocator: "
+            "sliding-window layers keep the whole context, as the full layers do"
+        )
+    elif windows:
         notes.append(
             "sliding-window layers reserve min(window - 1 + max_num_batched_tokens, context) tokens per "
             "request, as vLLM's hybrid KV allocator does"
@@ -202,6 +231,7 @@ ENGINE = EngineModel(
     releases=VLLM,
     refuses_context=lambda spec, work: (
         family_refusal(spec, work.release.version)
+        or engine_refusal(work)
         or context_refusal(spec, work.context_tokens, behaviour(work.release.version))
     ),
     model_kv_default=kv_default,
@@ -214,7 +244,8 @@ ENGINE = EngineModel(
     nodes=lambda spec, gpu, nodes, work: evaluate_nodes(spec, gpu, nodes, work),
     notes=model_notes,
     host_weights=offloaded_bytes,
-    prefix_cache="vLLM's automatic prefix caching (on by default in V1, so in every release modelled: "
+    prefix_cache="vLLM's automatic prefix caching (on by default in V1, the default engine from 0.8.0: "
     "tests/engine/test_arg_utils.py test_prefix_caching_from_cli, 'V1 turns on prefix caching by "
-    "default'; --no-enable-prefix-caching turns it off)",
+    "default'; --no-enable-prefix-caching turns it off; V0, VLLM_USE_V1=0, needs --enable-prefix-caching: "
+    "engine/arg_utils.py leaves enable_prefix_caching off there)",
 )

@@ -1,5 +1,10 @@
 """What changes between vLLM releases, read from each release's source (`Behaviour`), and what
-follows from it alone: the default utilization and the refusal of a context above the config's."""
+follows from it alone: the default utilization, the engine (V0 or V1) a release runs, and the refusals
+of a context above the config's and of a V0 engine the release no longer has.
+
+The V0 engine (vllm/worker/, VLLM_USE_V1=0) is the default up to 0.7.3 (vllm/envs.py: VLLM_USE_V1
+defaults to "0"), V1 from 0.8.0 (default "1"); V0 stays selectable up to 0.10.2 and is gone in 0.11.0
+(vllm/worker/worker.py removed). Read from the 0.7.0-0.9.2, 0.10.2 and 0.11.0 wheels on PyPI."""
 
 from __future__ import annotations
 
@@ -11,7 +16,21 @@ from gpusize.core.releases import Version, parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
-__all__ = ["Behaviour", "behaviour", "context_refusal", "utilization"]
+__all__ = [
+    "LAST_V0",
+    "V1_DEFAULT_SINCE",
+    "Behaviour",
+    "behaviour",
+    "behaviour_of",
+    "context_refusal",
+    "engine_refusal",
+    "utilization",
+]
+
+#: VLLM_USE_V1 defaults to "1" from 0.8.0 (vllm/envs.py; "0" up to 0.7.3).
+V1_DEFAULT_SINCE = "0.8.0"
+#: The last release with the V0 engine (0.11.0 has no vllm/worker/worker.py).
+LAST_V0 = "0.10.2"
 
 
 @dataclass(frozen=True)
@@ -44,6 +63,32 @@ class Behaviour:
     #: and max_num_seqs <= max_num_batched_tokens (0.10.1 on).
     clamp_tokens_to_len: bool
     clamp_seqs_to_tokens: bool
+    #: The engine: V1 (vllm/v1/worker/gpu_worker.py) or V0 (vllm/worker/worker.py
+    #: determine_num_available_blocks: the same memory_profiling rule as 0.10 V1, CUDA graphs captured
+    #: after the KV cache, outside the budget; 256 sequences; only the driver rank samples).
+    v1: bool = True
+    #: V1 up to 0.9.0.1 takes what the device holds outside PyTorch's allocations after the profile run
+    #: (total - free - torch allocated: the CUDA context, NCCL, cuBLAS workspaces) from the budget;
+    #: memory_profiling (the increase since the start-up snapshot) from 0.9.1, and in V0 throughout.
+    context_in_budget: bool = False
+    #: Refuses to start when the free memory at start-up is below utilization x total (V1 from 0.9.1:
+    #: gpu_worker.py init_device "... is less than desired GPU memory utilization"). V1 before it counts
+    #: other processes' memory inside the budget (a smaller pool, no refusal); V0 sizes the pool for
+    #: the budget and runs out of memory allocating it.
+    checks_free_memory: bool = True
+    #: V1 0.7.x: the profile run computes 16-bit logits for every dummy token and no sampler
+    #: (gpu_model_runner.py profile_run: "TODO(woosuk): Consider the memory usage of the sampler").
+    logits_every_token: bool = False
+    #: The hybrid KV allocator (one group per layer type, sliding layers keep their window): V1 from
+    #: 0.9.1 (kv_cache_utils.py _get_kv_cache_config_uniform_page_size). Before it, and in V0, a model
+    #: mixing sliding and full layers keeps every layer full (unify_hybrid_kv_cache_specs: "Hybrid KV
+    #: cache manager is disabled for this hybrid model").
+    hybrid_kv: bool = True
+    #: V1 scheduler defaults (engine/arg_utils.py): "h100" 8192 tokens on a device whose name holds
+    #: H100/H200, else 2048 (0.7.0-0.8.4; 1024 sequences everywhere up to 0.8.3, 1024/256 in 0.8.4);
+    #: "memory" >= 70 GiB (0.8.5); "memory-not-a100" >= 70 GiB and not an A100 (0.9.0 on).
+    batch_tier: str = "memory-not-a100"
+    seqs_1024_everywhere: bool = False
 
 
 def _at_least(version: Version, text: str) -> bool:
@@ -52,13 +97,19 @@ def _at_least(version: Version, text: str) -> bool:
     return version >= floor
 
 
-def behaviour(version: Version, spec: ModelSpec | None = None) -> Behaviour:
+def behaviour(version: Version, spec: ModelSpec | None = None, v1: bool | None = None) -> Behaviour:
+    """The release's behaviour; `v1` the engine asked for (None: the release's default)."""
     dense = spec is not None and spec.moe is None and spec.linear_attention is None and spec.mamba is None
-    return _behaviour(version, dense)
+    return _behaviour(version, dense, _at_least(version, V1_DEFAULT_SINCE) if v1 is None else v1)
+
+
+def behaviour_of(work: Workload, spec: ModelSpec | None = None) -> Behaviour:
+    """The behaviour of the release and engine (VLLM_USE_V1) the workload names."""
+    return behaviour(work.release.version, spec, work.engine.vllm_use_v1)
 
 
 @functools.lru_cache(maxsize=128)
-def _behaviour(v: Version, dense: bool) -> Behaviour:
+def _behaviour(v: Version, dense: bool, v1: bool = True) -> Behaviour:
     """The release's behaviour for a dense non-hybrid model (`dense`) or any other; cached, as every
     evaluation asks for it."""
     v2_runner_without_estimate = dense and _at_least(v, "0.25.0") and not _at_least(v, "0.29.0")
@@ -75,11 +126,32 @@ def _behaviour(v: Version, dense: bool) -> Behaviour:
         huge_tier=_at_least(v, "0.28.0"),
         clamp_tokens_to_len=_at_least(v, "0.12.0"),
         clamp_seqs_to_tokens=_at_least(v, "0.10.1"),
+        v1=v1,
+        context_in_budget=v1 and not _at_least(v, "0.9.1"),
+        checks_free_memory=v1 and _at_least(v, "0.9.1"),
+        logits_every_token=v1 and not _at_least(v, "0.8.0"),
+        hybrid_kv=v1 and _at_least(v, "0.9.1"),
+        batch_tier="memory-not-a100"
+        if _at_least(v, "0.9.0")
+        else "memory"
+        if _at_least(v, "0.8.5")
+        else "h100",
+        seqs_1024_everywhere=not _at_least(v, "0.8.4"),
     )
 
 
 def utilization(work: Workload) -> float:
     return work.engine.gpu_memory_utilization or behaviour(work.release.version).default_utilization
+
+
+def engine_refusal(work: Workload) -> str | None:
+    """VLLM_USE_V1=0 on a release without the V0 engine; None otherwise."""
+    if work.engine.vllm_use_v1 is not False or not _at_least(work.release.version, "0.11.0"):
+        return None
+    return (
+        f"vLLM {work.release.version} has no V0 engine (VLLM_USE_V1=0): it was removed in 0.11.0; "
+        f"pass --engine-version {LAST_V0} or earlier, or leave --vllm-use-v1 at its default"
+    )
 
 
 def context_refusal(spec: ModelSpec, context: int, beh: Behaviour) -> str | None:

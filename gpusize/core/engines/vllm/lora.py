@@ -27,7 +27,7 @@ get_captured_lora_counts) in one graph pool; gpusize keeps its graph estimate as
 
 from __future__ import annotations
 
-from gpusize.core.engines.vllm.behaviour import behaviour
+from gpusize.core.engines.vllm.behaviour import behaviour_of
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.lora import LoraModule, lora_modules, moe_layers
@@ -188,7 +188,7 @@ def lora_buffers(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Rese
     _, rank = _settings(work)
     if not work.engine.enable_lora:
         return None
-    tokens = scheduler_limits(gpu, work, behaviour(work.release.version, spec)).max_num_batched_tokens
+    tokens = scheduler_limits(gpu, work, behaviour_of(work, spec)).max_num_batched_tokens
     held = tokens * (PUNICA_BYTES_PER_TOKEN + SHRINK_SLICES * rank * SHRINK_BYTES)
     how = (
         f"Punica token maps and the float32 shrink buffer (3 x {tokens:,} tokens x rank {rank}) "

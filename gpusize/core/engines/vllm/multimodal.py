@@ -16,7 +16,7 @@ import json
 import math
 from typing import NamedTuple
 
-from gpusize.core.engines.vllm.behaviour import behaviour
+from gpusize.core.engines.vllm.behaviour import behaviour_of
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.reserves import Reserve
@@ -173,7 +173,7 @@ def profiled_budget(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> EncoderBud
     v = spec.vision
     if v is None or v.model_type not in QWEN_VL_TOWERS or text_only(work):
         return None
-    sched = scheduler_limits(gpu, work, behaviour(work.release.version, spec))
+    sched = scheduler_limits(gpu, work, behaviour_of(work, spec))
     given = mm_limits(work.engine.limit_mm_per_prompt) or {}
     images, videos = (given.get(m, DEFAULT_LIMIT) for m in MODALITIES)
     image = max_item_tokens(v, MAX_PIXELS[v.model_type])
@@ -190,7 +190,7 @@ def encoder_profile(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> R
         return None
     eb = profiled_budget(spec, gpu, work)
     if eb is None:
-        sched = scheduler_limits(gpu, work, behaviour(work.release.version, spec))
+        sched = scheduler_limits(gpu, work, behaviour_of(work, spec))
         held = sched.max_num_batched_tokens * spec.hidden_size * 2
         return Reserve("encoder_profile", held, "estimate: encoder cache of the profile run", True)
     kind = "Qwen2-VL" if v.model_type in QWEN2_VL_TOWERS else "Qwen3-VL"

@@ -27,6 +27,9 @@ __all__ = [
     "NON_TORCH_TPN_0_11",
     "SAMPLER_LOGITS_COPIES",
     "SORT_SAMPLER_EXTRA_COPIES",
+    "V0_FORWARD_HIDDEN_COPIES",
+    "V0_FORWARD_MLP_COPIES",
+    "V1_0_7_LOGITS_BYTES",
     "activation_bytes",
     "capture_sizes",
     "cuda_graph_estimate_bytes",
@@ -96,17 +99,22 @@ def activation_bytes(
     """Estimate of the activation peak on one GPU (vLLM's 'torch peak increase').
 
     sampler: copies x rows x vocab x 4 B (logits cast to fp32, top-k/top-p over them; before 0.17 the
-    sort path holds SORT_SAMPLER_EXTRA_COPIES more); hidden: copies x tokens x hidden x 2 B; fused MoE
+    sort path holds SORT_SAMPLER_EXTRA_COPIES more; V1 0.7.x: the 16-bit logits of every dummy token,
+    no sampler; V0: `_v0_activation_bytes`); hidden: copies x tokens x hidden x 2 B; fused MoE
     workspace (vLLM fused_moe caches): tokens x top_k x (3 x expert width / tp + hidden) x 2 B (with
     expert parallelism a rank runs 1/tp of the routed tokens at full width). A vision encoder's
     profile is the reserve `multimodal.encoder_profile`."""
     tokens = limits.max_num_batched_tokens
     rows = min(limits.max_num_seqs, tokens)
+    if beh is not None and not beh.v1:
+        return _v0_activation_bytes(spec, limits, tp, flashinfer_sampler)
     if flashinfer_sampler and beh and beh.sort_sampler:
         copies = FLASHINFER_SAMPLER_COPIES
     else:
         copies = SAMPLER_LOGITS_COPIES + (SORT_SAMPLER_EXTRA_COPIES if beh and beh.sort_sampler else 0)
     sampler = copies * rows * spec.vocab_size * 4
+    if beh is not None and beh.logits_every_token:
+        sampler = tokens * spec.vocab_size * V1_0_7_LOGITS_BYTES
     hidden = HIDDEN_STATE_COPIES * tokens * spec.hidden_size * 2
     moe = 0.0
     if spec.moe and fused_moe:
@@ -116,6 +124,37 @@ def activation_bytes(
         if expert_parallel:  # 1/tp of the routed tokens at full width: the same product
             moe = tokens * m.num_experts_per_tok / tp * (3 * m.moe_intermediate_size + spec.hidden_size) * 2
     return int(sampler + hidden + moe)
+
+
+#: V0's profile run (worker/model_runner.py profile_run) is one eager forward pass over
+#: max_num_batched_tokens dummy tokens (no torch.compile, no chunking below 32K of context), then the
+#: driver rank samples max_num_seqs rows: the peak is the larger of the two, not their sum. The
+#: forward's peak per token: V0_FORWARD_MLP_COPIES 16-bit values of the MLP width / TP (gate_up output
+#: and the activation's) + V0_FORWARD_HIDDEN_COPIES of the hidden size; fitted on vllm-10517-a/-b
+#: (Llama-3.1-8B on an RTX 3090 at 20,000 and 29,000 tokens: 2.07 and 2.99 GiB above the weights,
+#: tests/data/reference/engine-logs.yaml). The sampler (sampler.py _apply_top_k_top_p: fp32 logits, a
+#: sort with int64 indices, softmax, cumsum, scatter) is the same PyTorch sort path as V1's before 0.17:
+#: SAMPLER_LOGITS_COPIES + SORT_SAMPLER_EXTRA_COPIES fp32 copies (vllm-15815, Qwen2.5-32B on L40S TP=2,
+#: logs the same 1.26 GiB peak on the driver and the other rank: the sampler's 1.27 GiB is not above it).
+V0_FORWARD_MLP_COPIES = 3
+V0_FORWARD_HIDDEN_COPIES = 3
+#: V1 0.7.x profile_run: `logits = self.model.compute_logits(hidden_states, None)` over all
+#: max_num_batched_tokens dummy tokens, in the model's 16-bit dtype, and no sampler ("TODO(woosuk):
+#: Consider the memory usage of the sampler"). From the source only: no public 0.7 V1 log checks it.
+V1_0_7_LOGITS_BYTES = 2
+
+
+def _v0_activation_bytes(spec: ModelSpec, limits: SchedulerLimits, tp: int, flashinfer: bool) -> int:
+    """The V0 profile peak: max(forward, sampler) (see V0_FORWARD_MLP_COPIES); a MoE layer's MLP width
+    is top_k x the expert width (the fused-MoE intermediate of the routed tokens)."""
+    tokens = limits.max_num_batched_tokens
+    width = (
+        spec.moe.moe_intermediate_size * spec.moe.num_experts_per_tok if spec.moe else spec.intermediate_size
+    )
+    forward = tokens * (V0_FORWARD_MLP_COPIES * width / tp + V0_FORWARD_HIDDEN_COPIES * spec.hidden_size) * 2
+    copies = FLASHINFER_SAMPLER_COPIES if flashinfer else SAMPLER_LOGITS_COPIES + SORT_SAMPLER_EXTRA_COPIES
+    sampler = copies * min(limits.max_num_seqs, tokens) * spec.vocab_size * 4
+    return int(max(forward, sampler))
 
 
 #: vLLM's default CUDA-graph capture sizes (vllm/config/compilation.py), ascending.

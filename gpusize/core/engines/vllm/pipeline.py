@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpusize.core import kvcache
-from gpusize.core.engines.vllm.behaviour import behaviour
+from gpusize.core.engines.vllm.behaviour import behaviour_of
 from gpusize.core.engines.vllm.overhead import NON_TORCH_PP, non_torch_bytes
 from gpusize.core.engines.vllm.pool import evaluate
 from gpusize.core.gpu import GpuSpec
@@ -28,7 +28,7 @@ def evaluate_pipeline(
     single = evaluate(spec, gpu, tp, work)
     if single.per_gpu is None:
         return replace(single, num_gpus=tp * pp, pipeline_parallel=pp, usd_per_hour=gpu.price_for(tp * pp))
-    beh = behaviour(work.release.version, spec)
+    beh = behaviour_of(work, spec)
     g = single.per_gpu
     rope = rope_cache_bytes(spec, work.weights)
     weights = (g.weights_bytes - rope) // pp + rope

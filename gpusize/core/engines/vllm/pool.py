@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpusize.core import kvcache, runtime
-from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour, utilization
+from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour_of, utilization
 from gpusize.core.engines.vllm.hybrid import holds_state, with_state_pages
 from gpusize.core.engines.vllm.lora import lora_host_bytes
 from gpusize.core.engines.vllm.overhead import (
@@ -35,27 +35,36 @@ __all__ = [
 
 def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
     """Fit test of one model on `tp` GPUs of one type."""
-    beh = behaviour(work.release.version, spec)
+    beh = behaviour_of(work, spec)
     ep = work.engine.enable_expert_parallel and spec.moe is not None
     block = spec.quantization.block_size if (spec.quantization and work.uses_checkpoint_blocks) else None
     problem = split_problem(spec, tp, block, ep)
     if problem:
         return refused(gpu, tp, problem)
-    limits = scheduler_limits(gpu, work, beh)
+    limits = scheduler_limits(gpu, work, beh, spec)
     offloaded = offloaded_bytes(spec, work, tp)
     weights = weights_bytes(spec, work.weights, tp, work.include_mtp, ep) - offloaded
     acts = activation_bytes(
         spec, limits, tp, work.weights.name != "mxfp4", beh, ep, work.engine.flashinfer_sampler
     )
     graphs = 0 if work.engine.enforce_eager else cuda_graph_estimate_bytes(spec, limits, tp)
-    overhead = non_torch_bytes(gpu, tp, beh) + (graphs if beh.graphs_in_budget else 0)
+    # V1 up to 0.9.0.1 counts the CUDA context, and what other processes hold, inside the budget
+    # (Behaviour.context_in_budget).
+    context = runtime.CUDA_CONTEXT_TP1 if beh.context_in_budget else 0
+    others = _others_bytes(gpu, work.reserved_bytes) if beh.context_in_budget else 0
+    overhead = non_torch_bytes(gpu, tp, beh) + (graphs if beh.graphs_in_budget else 0) + context + others
     visible = gpu.visible_bytes
     usable = int(utilization(work) * visible)
-    outside = runtime.cuda_context_bytes(tp, gpu.interconnect) + (
-        0 if beh.graphs_in_budget or not graphs else CUDA_GRAPH_POOL
+    outside = (
+        runtime.cuda_context_bytes(tp, gpu.interconnect)
+        - context
+        + (0 if beh.graphs_in_budget or not graphs else CUDA_GRAPH_POOL)
     )
     layout = kvcache.kv_layout(spec, work.kv_bytes, tp, beh.hybrid_group_ratio)
-    layout = with_state_pages(spec, layout, work, tp, beh.hybrid_group_ratio)
+    if layout is not None and not beh.hybrid_kv:  # V0 and V1 before 0.9.1: one group, whole context
+        layout = _unified(layout, spec)
+    else:
+        layout = with_state_pages(spec, layout, work, tp, beh.hybrid_group_ratio)
     # The recurrent state lives in the pool's pages when the model has attention layers (hybrid.py).
     state = 0 if holds_state(layout) else kvcache.recurrent_state_bytes(spec, work.kv_bytes, tp) * work.batch
     held = reserves_of(RESERVES, spec, gpu, tp, work)
@@ -75,13 +84,13 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         usable_bytes=usable,
         headroom_bytes=usable - total,
         outside_budget_bytes=outside,
-        outside_budget_limit_bytes=visible - usable - work.reserved_bytes,
+        outside_budget_limit_bytes=visible - usable - (0 if beh.context_in_budget else work.reserved_bytes),
         visible_bytes=visible,
         reserves=held,
     )
     reason = (
         _misfit(per_gpu, available, work, max_ctx)
-        or _not_free(gpu, usable, work.reserved_bytes, tp, beh)
+        or (None if beh.context_in_budget else _not_free(gpu, usable, work.reserved_bytes, tp, beh))
         or _no_context_room(per_gpu)
     )
     thin = reason is None and thin_margin(concurrency, work.batch, THIN_MARGIN)
@@ -152,6 +161,15 @@ def _pool(
     return need, tokens, round(concurrency, 2), largest
 
 
+def _unified(layout: kvcache.KvLayout, spec: ModelSpec) -> kvcache.KvLayout:
+    """Sliding and full layers as one full-attention group, as a release without the hybrid allocator
+    keeps them (Behaviour.hybrid_kv); a model of one layer type as it is."""
+    if len(layout.groups) <= 1 or len({group.kind for group in layout.groups}) <= 1:
+        return layout
+    layers = len(spec.attention_layers)
+    return kvcache.KvLayout(layout.page_bytes, layout.block_size, layers, (kvcache.KvGroup("full", None),))
+
+
 def _misfit(g: PerGpu, available: int, work: Workload, max_ctx: int | None) -> str | None:
     if available <= 0:
         return (
@@ -187,14 +205,25 @@ def _not_free(gpu: GpuSpec, usable: int, reserved: int, tp: int, beh: Behaviour)
         if beh.nccl_init_in_budget
         else runtime.cuda_context_bytes(tp, gpu.interconnect)
     )
-    base = gpu.visible_bytes if gpu.free_mib is None else gpu.free_mib * (1 << 20)
-    free = base - reserved - taken
+    free = gpu.visible_bytes - _others_bytes(gpu, reserved) - taken
     if free >= usable:
         return None
+    if not beh.checks_free_memory:  # V0: no check; the KV cache is sized for the budget, then allocated
+        return (
+            f"vLLM {beh.version} (V0) sizes the KV cache for the whole utilization budget "
+            f"({usable / GIB:.2f} GiB) but only {free / GIB:.2f} GiB is free: it runs out of memory "
+            "allocating it; lower --gpu-memory-utilization or free memory"
+        )
     return (
         f"vLLM refuses to start: free memory on startup ({free / GIB:.2f} GiB) is less than the "
         f"utilization budget ({usable / GIB:.2f} GiB); lower --gpu-memory-utilization or free memory"
     )
+
+
+def _others_bytes(gpu: GpuSpec, reserved: int) -> int:
+    """What other processes hold on the device: the memory not free on a local GPU, plus --reserved."""
+    held = 0 if gpu.free_mib is None else gpu.visible_bytes - gpu.free_mib * (1 << 20)
+    return max(held, 0) + reserved
 
 
 #: A pool within this fraction of what the requests need is inside the model's error on public logs

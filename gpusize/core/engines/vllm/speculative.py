@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpusize.core import kvcache
-from gpusize.core.engines.vllm.behaviour import behaviour
+from gpusize.core.engines.vllm.behaviour import behaviour_of
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.reserves import Reserve
@@ -71,7 +71,7 @@ def draft_buffers(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Res
     s = speculation(work.engine, spec)
     if s is None or s.method == "ngram":
         return None
-    tokens = scheduler_limits(gpu, work, behaviour(work.release.version, spec)).max_num_batched_tokens
+    tokens = scheduler_limits(gpu, work, behaviour_of(work, spec)).max_num_batched_tokens
     hidden = work.draft.spec.hidden_size if work.draft is not None else spec.hidden_size
     act = DTYPE_BYTES[activation_dtype(spec)]
     held = int(tokens * (2 * hidden * act + _INDEX_BYTES_PER_TOKEN))
