@@ -23,12 +23,12 @@ from gpusize.core.plan import TP_SIZES
 from gpusize.core.settings import EngineName, EngineSettings, settings_from
 from gpusize.core.spec import ModelSpec
 from gpusize.core.speculative import DraftModel, draft_reference
-from gpusize.core.workload import DTYPES, Request, Workload
+from gpusize.core.workload import DTYPES, Request, Workload, weight_dtype
 from gpusize.errors import CatalogError, InputError, UnknownNameError, UsageError
 from gpusize.render.text import safe
 from gpusize.sources.catalog import Catalogs
 from gpusize.sources.resolve import resolve_model
-from gpusize.units import canonical_dtype, parse_count, parse_tokens
+from gpusize.units import parse_count, parse_tokens
 
 __all__ = [
     "Targets",
@@ -188,11 +188,9 @@ def request(
     cats: Catalogs | None = None,
     acceptance_rate: float | None = None,
 ) -> Request:
-    key = dtype.strip().lower()
-    bpw = key.startswith("bpw")
-    weight = key if bpw else choice(dtype, DTYPES, "--dtype")
-    if not bpw:
-        weight = quantized_dtype(spec, quantization, weight if weight == "auto" else canonical_dtype(weight))
+    weight = weight_dtype(dtype)
+    if weight in DTYPES:
+        weight = quantized_dtype(spec, quantization, weight)
     settings = engine_settings(engine_values, "llamacpp" if resolved.source == "gguf" else "vllm")
     return Request(
         context_tokens=parse_tokens(ctx),
