@@ -189,9 +189,12 @@ def request(
     acceptance_rate: float | None = None,
 ) -> Request:
     weight = weight_dtype(dtype)
+    if weight == "auto" and resolved.ollama_tag and resolved.file_type:
+        weight = weight_dtype(resolved.file_type)  # the quantization the Ollama tag ships
     if weight in DTYPES:
         weight = quantized_dtype(spec, quantization, weight)
-    settings = engine_settings(engine_values, "llamacpp" if resolved.source == "gguf" else "vllm")
+    default = "ollama" if resolved.ollama_tag else "llamacpp" if resolved.source == "gguf" else "vllm"
+    settings = engine_settings(engine_values, default)
     return Request(
         context_tokens=parse_tokens(ctx),
         batch=parse_count(batch, "--batch", 1 << 16),

@@ -151,6 +151,10 @@ def launch_commands(
     tp = pick.tensor_parallel
     model = engine(work.engine.name)
     out: dict[str, LaunchCommand] = {}
+    own = SERVER_COMMANDS.get(model.name)
+    if own is not None and model.budget is None:  # Ollama: its own command, no budget fraction
+        out[model.name] = own(resolved.ollama_tag or resolved.engine_target, None, tp, work, 1.0, spec, gpu)
+        return out
     if model.splits_layers or resolved.source == "gguf":
         ngl = len(spec.layers) + 1 if work.engine.n_gpu_layers is None else work.engine.n_gpu_layers
         slots = max(
