@@ -24,6 +24,7 @@ from gpusize.core.spec import LayerSpec, ModelSpec
 __all__ = [
     "FTYPES",
     "GGML_TYPES",
+    "LLAMA_QUANTIZE_FTYPES",
     "GgufTensor",
     "bits_of",
     "ftype_name",
@@ -96,7 +97,12 @@ FTYPES: dict[str, str] = {
     "TQ1_0": "TQ1_0",
     "TQ2_0": "TQ2_0",
     "MXFP4": "MXFP4",
+    #: Not a llama-quantize type: Ollama's own gpt-oss conversion (ollama/ollama convert/convert_gptoss.go)
+    #: writes the experts MXFP4 and every other tensor as the checkpoint stores it (BF16).
+    "MXFP4_BF16": "MXFP4",
 }
+#: The FTYPES entries llama-quantize itself makes.
+LLAMA_QUANTIZE_FTYPES = tuple(name for name in FTYPES if name != "MXFP4_BF16")
 #: Spellings accepted beside the names above (Ollama tags write q4_K_M; llama.cpp's own MXFP4_MOE).
 _ALIASES = {"MXFP4_MOE": "MXFP4"}
 
@@ -161,6 +167,8 @@ def tensor_type(ftype: str, category: str, i: int, m: _Model, ncols: int, expert
 
 
 def _mixture(ftype: str, new: str, cat: str, i: int, m: _Model, ncols: int, experts: bool) -> str:
+    if ftype == "MXFP4_BF16":
+        return "MXFP4" if experts else "BF16"
     if cat == "output" or (cat == "token_embd" and m.tied):
         if ftype == "MXFP4" or ncols % GGML_TYPES[new][0]:
             return "Q8_0"

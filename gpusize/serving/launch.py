@@ -310,7 +310,19 @@ def ollama_command(
     params = f"PARAMETER num_ctx {work.context_tokens}"
     if work.engine.num_gpu is not None:
         params += f", PARAMETER num_gpu {work.engine.num_gpu}"
-    note = f"then: ollama run {shlex.quote(model)} (or a Modelfile FROM {model} with {params})"
+    if model.endswith(".gguf"):
+        note = (
+            f"then a Modelfile of FROM {model} and {params}: ollama create NAME -f Modelfile, ollama run NAME"
+        )
+    elif ":" in model and "/" not in model:  # an Ollama tag
+        note = f"then: ollama run {shlex.quote(model)} (or a Modelfile FROM {model} with {params})"
+    else:
+        return LaunchCommand(
+            None,
+            f"{model} has no Ollama tag in gpusize's table (data/ollama_tags.yaml): size its tag "
+            "(e.g. qwen3:32b) or a .gguf file; ollama also pulls hf.co/ORG/REPO-GGUF:TYPE",
+            model_of.version,
+        )
     return LaunchCommand(_join(words), note, model_of.version)
 
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from gpusize.core.gguf_quant import (
-    FTYPES,
     GGML_TYPES,
+    LLAMA_QUANTIZE_FTYPES,
     _facts,
     bits_of,
     ftype_name,
@@ -33,7 +33,7 @@ def test_block_sizes_are_ggml_s() -> None:
 
 def test_every_ftype_is_llama_quantize_s() -> None:
     gguf = pytest.importorskip("gguf")
-    for name in FTYPES:
+    for name in LLAMA_QUANTIZE_FTYPES:
         key = "MOSTLY_MXFP4_MOE" if name == "MXFP4" else f"MOSTLY_{name}"
         assert key in gguf.LlamaFileType.__members__, name
 
@@ -145,3 +145,18 @@ def test_unknown_gguf_like_dtype_exits_2() -> None:
     result = cli("fit", "Llama-3.1-8B", "--gpu", "RTX4090", "--dtype", "Q4_K_Q")
     assert result.code == 2 and not result.stdout
     assert "GGUF type (Q4_K_M" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_ollama_gpt_oss_keeps_non_experts_bf16() -> None:
+    """Ollama's gpt-oss:20b (convert_gptoss.go): MXFP4 experts, BF16 elsewhere, 1.7 GB above the
+    llama.cpp MXFP4_MOE file (Q8_0 elsewhere: 12.1 GB, the size of ggml-org's gpt-oss-20b-mxfp4.gguf)."""
+    spec = catalog_spec("gpt-oss-20b")
+    m = _facts(spec)
+    assert tensor_type("MXFP4_BF16", "attn_q", 0, m, 2880) == "BF16"
+    assert tensor_type("MXFP4_BF16", "ffn_down", 0, m, 2880, experts=True) == "MXFP4"
+    ollama = sum(
+        sum(part) if isinstance(part, tuple) else part for part in gguf_layer_bytes(spec, "MXFP4_BF16")
+    )
+    llamacpp = sum(sum(part) if isinstance(part, tuple) else part for part in gguf_layer_bytes(spec, "MXFP4"))
+    assert llamacpp / 1e9 == pytest.approx(12.1, abs=0.05)
+    assert 1.4e9 < ollama - llamacpp < 2.0e9

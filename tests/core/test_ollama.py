@@ -44,7 +44,7 @@ def test_tag_file_rows_name_catalog_models_and_types() -> None:
     for row in load_tags().values():
         assert row.source.startswith("https://ollama.com/library/")
         catalog_spec(row.model)
-    assert find_tag("qwen3:32b").dtype == "Q4_K_M" and find_tag("gpt-oss:20b").dtype == "MXFP4"
+    assert find_tag("qwen3:32b").dtype == "Q4_K_M" and find_tag("gpt-oss:20b").dtype == "MXFP4_BF16"
 
 
 def test_variant_takes_the_suffix_type() -> None:
@@ -117,3 +117,15 @@ def test_logged_figures_print_as_ollama_logs_them() -> None:
         "512 B",
         "2.0 KiB",
     ]
+
+
+def test_launch_line_for_a_file_and_for_a_model_without_a_tag() -> None:
+    spec = catalog_spec("Qwen3-32B")
+    work = workload(spec, 4096, 1, "Q4_K_M", engine_name="ollama")
+    gpu = find_gpu("RTX4090")
+    file = ollama_command("./Qwen3-32B-Q4_K_M.gguf", None, 1, work, 1.0, spec, gpu)
+    assert (
+        file.note is not None and "FROM ./Qwen3-32B-Q4_K_M.gguf" in file.note and "ollama create" in file.note
+    )
+    hub = ollama_command("Qwen/Qwen3-32B", None, 1, work, 1.0, spec, gpu)
+    assert hub.command is None and hub.note is not None and "no Ollama tag" in hub.note
