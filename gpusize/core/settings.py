@@ -358,7 +358,8 @@ class EngineSettings:
         None,
         flag="--flash-attn",
         engines=("llamacpp", "ollama"),
-        help="flash attention on or off (-fa on|off; default the release's auto: on for CUDA).",
+        help="flash attention on or off (llama.cpp -fa on|off, default auto: on for CUDA; Ollama "
+        "OLLAMA_FLASH_ATTENTION, default off but for gpt-oss).",
     )
     #: llama.cpp `--split-mode` (one of SPLIT_MODES); None means its default, layer.
     split_mode: str | None = _setting(
