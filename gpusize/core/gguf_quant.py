@@ -28,6 +28,7 @@ __all__ = [
     "GgufTensor",
     "bits_of",
     "ftype_name",
+    "gguf_file_bytes",
     "gguf_layer_bytes",
     "gguf_tensors",
     "tensor_type",
@@ -368,3 +369,12 @@ def gguf_layer_bytes(spec: ModelSpec, ftype: str) -> tuple[tuple[int, ...], int,
     head = embd_bytes if m.tied else _bytes(tensor_type(ftype, "output", 0, m, h), embd)
     norm = (2 * h if spec.norm == "layer" else h) * GGML_TYPES[SMALL_TYPE][1]
     return tuple(blocks), embd_bytes, head + norm
+
+
+def gguf_file_bytes(spec: ModelSpec, ftype: str) -> int:
+    """Tensor bytes of a `ftype` file of this model: the blocks, the token embedding once, the output
+    head when untied, output_norm, and a vision tower in F16 (as Ollama's gemma3 files hold it)."""
+    blocks, embd, output = gguf_layer_bytes(spec, ftype)
+    head = output - embd if spec.tie_word_embeddings else output
+    vision = spec.vision.params * GGML_TYPES["F16"][1] if spec.vision else 0
+    return sum(blocks) + embd + head + vision

@@ -28,6 +28,8 @@ class OllamaTag:
     model: str
     dtype: str
     source: str
+    #: The download size ollama.com lists for the tag (decimal GB), None for a suffix variant.
+    size_gb: float | None = None
 
 
 def is_tag(reference: str) -> bool:
@@ -46,7 +48,10 @@ def load_tags() -> dict[str, OllamaTag]:
             isinstance(row.get(k), str) for k in ("tag", "model", "dtype", "source")
         ):
             raise CatalogError(f"{path.name}: [{i}]: needs tag, model, dtype and source strings")
-        out[row["tag"].lower()] = OllamaTag(row["tag"], row["model"], row["dtype"], row["source"])
+        size = row.get("size_gb")
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int | float) or size <= 0):
+            raise CatalogError(f"{path.name}: [{i}].size_gb: must be a positive number")
+        out[row["tag"].lower()] = OllamaTag(row["tag"], row["model"], row["dtype"], row["source"], size)
     return out
 
 

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from gpusize.core.engines.ollama import default_num_ctx, estimate, ps_processor
-from gpusize.core.engines.ollama_estimate import human_bytes, projector_bytes
+from gpusize.core.engines.ollama_estimate import OLLAMA_MINIMUM_MEMORY, human_bytes, projector_bytes
+from gpusize.core.gguf_quant import gguf_file_bytes
 from gpusize.errors import UnknownNameError
 from gpusize.serving.launch import ollama_command
 from gpusize.sources.catalog import find_gpu
@@ -27,17 +28,25 @@ def _estimate(record: dict[str, Any]) -> Any:
     work = workload(spec, record["num_ctx"], 1, record["dtype"], engine_name="ollama",
                     num_parallel=record["num_parallel"])  # fmt: skip
     free = [int(f * GIB) for f in record["free_gib"]]
-    return estimate(spec, find_gpu("RTX4090"), len(free), work, free)
+    minimum = 0 if record.get("library") == "cpu" else OLLAMA_MINIMUM_MEMORY
+    return estimate(spec, find_gpu("RTX4090"), len(free), work, free, minimum)
 
 
 @pytest.mark.parametrize("record", RECORDS, ids=[r["id"] for r in RECORDS])
 def test_estimate_matches_the_log(record: dict[str, Any]) -> None:
     est, logged = _estimate(record), record["logged"]
-    assert est.required_full / GIB == pytest.approx(logged["required_full_gib"], rel=TOLERANCE)
-    assert est.required_partial / GIB == pytest.approx(logged["required_partial_gib"], rel=TOLERANCE)
-    assert est.kv_bytes / GIB == pytest.approx(logged["kv_gib"], rel=TOLERANCE)
-    assert est.graph_full / MIB == pytest.approx(logged["graph_full_mib"], rel=TOLERANCE)
-    assert est.layers_offload == logged["layers_offload"]
+    predicted = {
+        "required_full_gib": est.required_full / GIB,
+        "required_partial_gib": est.required_partial / GIB,
+        "kv_gib": est.kv_bytes / GIB,
+        "graph_full_mib": est.graph_full / MIB,
+        "graph_partial_mib": est.graph_partial / MIB,
+    }
+    for key, value in logged.items():
+        if key == "layers_offload":
+            assert est.layers_offload == value
+        else:
+            assert predicted[key] == pytest.approx(value, rel=TOLERANCE), key
 
 
 def test_tag_file_rows_name_catalog_models_and_types() -> None:
@@ -129,3 +138,23 @@ def test_launch_line_for_a_file_and_for_a_model_without_a_tag() -> None:
     )
     hub = ollama_command("Qwen/Qwen3-32B", None, 1, work, 1.0, spec, gpu)
     assert hub.command is None and hub.note is not None and "no Ollama tag" in hub.note
+
+
+#: Tags whose listed size the llama-quantize mixture misses by more than the rounding: Ollama's dense
+#: qwen3 files are 3.5% (8b) and 3.2% (14b) above it (Qwen's own Qwen3-8B-Q4_K_M.gguf, 5.03 GB, is what the mixture gives; a
+#: Q6_K token embedding in Ollama's files would explain the gap, unverified).
+SIZE_MISSES = {"qwen3:8b", "qwen3:14b"}
+
+
+@pytest.mark.parametrize("tag", sorted(load_tags()))
+def test_tag_sizes_match_the_library(tag: str) -> None:
+    """The file the mixture gives is within 2% of the size ollama.com lists (rounded as listed)."""
+    row = load_tags()[tag]
+    assert row.size_gb is not None
+    size = gguf_file_bytes(catalog_spec(row.model), row.dtype) / 1e9
+    digits = 0 if row.size_gb >= 10 and row.size_gb == int(row.size_gb) else 1
+    slack = 0.5 * 10**-digits + 0.02 * row.size_gb
+    if tag in SIZE_MISSES:
+        assert row.size_gb * 0.96 < size < row.size_gb - slack  # a stated miss, still a miss
+    else:
+        assert abs(size - row.size_gb) <= slack, f"{size:.2f} GB"

@@ -16,6 +16,7 @@ from dataclasses import replace
 from gpusize.core.engines.base import EngineModel
 from gpusize.core.engines.ollama_estimate import (
     OLLAMA_KV_BYTES,
+    OLLAMA_MINIMUM_MEMORY,
     OLLAMA_NUM_BATCH,
     OllamaEstimate,
     architecture,
@@ -77,10 +78,16 @@ def parallel(work: Workload) -> int:
 
 
 def estimate(
-    spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload, free: list[int] | None = None
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    num_gpus: int,
+    work: Workload,
+    free: list[int] | None = None,
+    minimum: int = OLLAMA_MINIMUM_MEMORY,
 ) -> OllamaEstimate:
     """Ollama's estimate for num_ctx = --ctx on `num_gpus` idle GPUs of this kind (`free`: the bytes
-    each reports free, memory.available in the log; default the GPU's visible memory)."""
+    each reports free, memory.available in the log; default the GPU's visible memory; `minimum` 0
+    for the CPU library)."""
     stored = work.stored_layers or estimated_layers(spec, work.weights)
     n_par = parallel(work)
     batch = min(work.context_tokens, OLLAMA_NUM_BATCH)
@@ -89,9 +96,9 @@ def estimate(
     output = stored.output_bytes or stored.token_embd_bytes
     num_gpu = -1 if work.engine.num_gpu is None else work.engine.num_gpu
     free = free or [gpu.visible_bytes] * num_gpus
-    return ollama_estimate(
-        stored.layer_bytes, kv, output, graph, free, num_gpu, work.engine.gpu_overhead or 0
-    )
+    projector = sum(projector_bytes(spec))
+    overhead = work.engine.gpu_overhead or 0
+    return ollama_estimate(stored.layer_bytes, kv, output, graph, free, num_gpu, overhead, projector, minimum)
 
 
 def evaluate(spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload) -> Candidate:

@@ -189,11 +189,13 @@ def ollama_estimate(
     num_gpu: int = -1,
     overhead: int = 0,
     projector: int = 0,
+    minimum: int = OLLAMA_MINIMUM_MEMORY,
 ) -> OllamaEstimate:
     """estimateGPULayers for GPUs with `free` bytes each: a layer goes to GPU i % (GPUs with space)
     while free > overhead + allocated + max(graphs) + layer, from the last block down; the output
     (output_norm + output, or token_embd when tied; plus the vision projector of Ollama-engine
-    models) last. `num_gpu` -1 places as many as fit (Modelfile num_gpu otherwise)."""
+    models) last. `num_gpu` -1 places as many as fit (Modelfile num_gpu otherwise); `minimum` is the
+    library's MinimumMemory (0 for Ollama's CPU "GPU", whose free memory is the system's)."""
     partial, full = graph
     if len(free) > 1:
         full = partial  # multi-GPU always uses the partial graph
@@ -203,11 +205,9 @@ def ollama_estimate(
     split = [0] * len(free)
     wts, kvs = [0] * len(free), [0] * len(free)
     buffer = (blocks[0] + kv[0]) if n else 0
-    with_space = [
-        i for i, f in enumerate(free) if f >= overhead + graph_max + OLLAMA_MINIMUM_MEMORY + 2 * buffer
-    ]
+    with_space = [i for i, f in enumerate(free) if f >= overhead + graph_max + minimum + 2 * buffer]
     for i in with_space:
-        alloc[i] += OLLAMA_MINIMUM_MEMORY + buffer
+        alloc[i] += minimum + buffer
     overflow = 0
     count = 0
     for i in range(n - 1, -1, -1):
