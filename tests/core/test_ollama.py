@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -141,8 +142,8 @@ def test_launch_line_for_a_file_and_for_a_model_without_a_tag() -> None:
 
 
 #: Tags whose listed size the llama-quantize mixture misses by more than the rounding: Ollama's dense
-#: qwen3 files are 3.5% (8b) and 3.2% (14b) above it (Qwen's own Qwen3-8B-Q4_K_M.gguf, 5.03 GB, is what the mixture gives; a
-#: Q6_K token embedding in Ollama's files would explain the gap, unverified).
+#: qwen3 files are 3.5% (8b) and 3.2% (14b) above it (Qwen's own Qwen3-8B-Q4_K_M.gguf, 5.03 GB, is
+#: what the mixture gives; a Q6_K token embedding in Ollama's files would explain the gap, unverified).
 SIZE_MISSES = {"qwen3:8b", "qwen3:14b"}
 
 
@@ -158,3 +159,22 @@ def test_tag_sizes_match_the_library(tag: str) -> None:
         assert row.size_gb * 0.96 < size < row.size_gb - slack  # a stated miss, still a miss
     else:
         assert abs(size - row.size_gb) <= slack, f"{size:.2f} GB"
+
+
+def test_assumed_settings_are_for_every_gpu_of_the_plan() -> None:
+    """A layer split over 8 GPUs states Ollama's estimate for those 8 (all 95 layers, 100% GPU), not
+    for one GPU (num_gpu 13, 83%/17% CPU/GPU), as it did when the settings took the TP size."""
+    result = cli("fit", "qwen3:235b", "--gpu", "RTX4090", "--gpus", "8", "--ctx", "4k", "--json")
+    assert result.code == 0, result.stderr
+    settings = json.loads(result.stdout)["assumptions"]["settings"]
+    assert settings["num_gpu"] == 95 and settings["ollama_ps"] == "100% GPU"
+    assert settings["memory.required.kv"] == "752.0 MiB"
+
+
+def test_serve_prints_ollama_serve_with_the_slots_it_sized() -> None:
+    """serve sizes each Ollama replica for its share of the users (4 of 16 on 4 GPUs) and its launch
+    line runs that many parallel slots, not llama-server."""
+    result = cli("serve", "llama3.1:8b", "--gpu", "RTX4090", "--gpus", "4", "--users", "16", "--ctx", "8k")
+    assert result.code in (0, 1), result.stderr
+    assert "OLLAMA_NUM_PARALLEL=4" in result.stdout and "ollama run llama3.1:8b" in result.stdout
+    assert "llama-server" not in result.stdout
