@@ -350,9 +350,10 @@ def _bytes(kind: str, elements: int) -> int:
 
 
 def gguf_layer_bytes(spec: ModelSpec, ftype: str) -> tuple[tuple[int, ...], int, int]:
-    """(bytes of each block, token embedding bytes, output bytes) of a `ftype` file of this model. The
-    output is output_norm (F32) and output.weight, or with tied embeddings the token embedding again:
-    llama.cpp puts a copy of it on the output's device (TENSOR_DUPLICATED)."""
+    """(bytes of each block, token embedding bytes, output.weight bytes) of a `ftype` file of this
+    model, as sources/gguf.py sums a file's tensor table: the output is 0 with tied embeddings (the
+    engines then place a copy of the token embedding there, llama.cpp's TENSOR_DUPLICATED), and the
+    16 KiB of output_norm are left out with the other small tensors."""
     from gpusize.core.params import layer_params  # start-up: params imports kinds, as we do
 
     m = _facts(spec)
@@ -366,15 +367,14 @@ def gguf_layer_bytes(spec: ModelSpec, ftype: str) -> tuple[tuple[int, ...], int,
     h = spec.hidden_size
     embd = spec.vocab_size * h
     embd_bytes = _bytes(tensor_type(ftype, "token_embd", 0, m, h), embd)
-    head = embd_bytes if m.tied else _bytes(tensor_type(ftype, "output", 0, m, h), embd)
-    norm = (2 * h if spec.norm == "layer" else h) * GGML_TYPES[SMALL_TYPE][1]
-    return tuple(blocks), embd_bytes, head + norm
+    output = 0 if m.tied else _bytes(tensor_type(ftype, "output", 0, m, h), embd)
+    return tuple(blocks), embd_bytes, output
 
 
 def gguf_file_bytes(spec: ModelSpec, ftype: str) -> int:
     """Tensor bytes of a `ftype` file of this model: the blocks, the token embedding once, the output
     head when untied, output_norm, and a vision tower in F16 (as Ollama's gemma3 files hold it)."""
     blocks, embd, output = gguf_layer_bytes(spec, ftype)
-    head = output - embd if spec.tie_word_embeddings else output
+    norm = (2 if spec.norm == "layer" else 1) * spec.hidden_size * GGML_TYPES[SMALL_TYPE][1]
     vision = spec.vision.params * GGML_TYPES["F16"][1] if spec.vision else 0
-    return sum(blocks) + embd + head + vision
+    return sum(blocks) + embd + output + norm + vision

@@ -150,8 +150,6 @@ def gguf_weight_format(spec: ModelSpec, dtype: str) -> WeightFormat:
     blocks, embd, output = gguf_layer_bytes(spec, ftype)
     counts = spec.params
     small = GGML_TYPES[SMALL_TYPE][1]
-    output -= (2 * spec.hidden_size if spec.norm == "layer" else spec.hidden_size) * small  # output_norm
-    output = 0 if spec.tie_word_embeddings else output
     block_small = sum(c.small + c.router for c in (layer_params(spec, layer) for layer in spec.layers))
     linear = (sum(blocks) - block_small * small) / max(counts.linear, 1)
     vocab = spec.vocab_size * spec.hidden_size
