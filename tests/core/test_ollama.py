@@ -178,3 +178,14 @@ def test_serve_prints_ollama_serve_with_the_slots_it_sized() -> None:
     assert result.code in (0, 1), result.stderr
     assert "OLLAMA_NUM_PARALLEL=4" in result.stdout and "ollama run llama3.1:8b" in result.stdout
     assert "llama-server" not in result.stdout
+
+
+def test_fit_takes_ollama_s_own_settings() -> None:
+    """--num-parallel and --num-gpu are options of fit (they were declared but not on the command)."""
+    result = cli("fit", "llama3.1:8b", "--gpu", "RTX4090", "--ctx", "8k", "--num-parallel", "8", "--json")
+    assert result.code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["plan"]["kv_cache_capacity_tokens"] == 8 * 8192
+    assert data["assumptions"]["settings"]["OLLAMA_NUM_PARALLEL"] == 8
+    offload = cli("fit", "llama3.1:8b", "--gpu", "RTX4090", "--num-gpu", "10", "--json")
+    assert json.loads(offload.stdout)["assumptions"]["settings"]["num_gpu"] == 10

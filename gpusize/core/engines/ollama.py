@@ -190,6 +190,11 @@ def _notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
         f"{work.context_tokens * parallel(work):,} KV cells; its default num_ctx is 2048 before 0.6.7, "
         "4096 from 0.6.7, and 4096/32768/262144 by total VRAM (<23, >=23, >=47 GiB) from 0.15.5"
     ]
+    if spec.mla is not None:
+        notes.append(
+            "MLA: the KV cache is counted as the latent llama.cpp keeps; Ollama's own estimate multiplies "
+            "the GGUF's key/value lengths by its KV heads, which depends on how the file was converted"
+        )
     if spec.vision is not None and not any(projector_bytes(spec)):
         notes.append("the vision projector's weights and graph are not in this estimate (text-only)")
     if work.kv_cache_dtype in OLLAMA_KV_BYTES and _kv_type(spec, work) != work.kv_cache_dtype:
