@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +190,25 @@ def test_fit_takes_ollama_s_own_settings() -> None:
     assert data["assumptions"]["settings"]["OLLAMA_NUM_PARALLEL"] == 8
     offload = cli("fit", "llama3.1:8b", "--gpu", "RTX4090", "--num-gpu", "10", "--json")
     assert json.loads(offload.stdout)["assumptions"]["settings"]["num_gpu"] == 10
+
+
+#: The environment variables ollama/ollama v0.12.3 reads (envconfig/config.go) and the Modelfile
+#: PARAMETER names of its Options (api/types.go `json:"num_ctx"`, `json:"num_gpu"`).
+OLLAMA_ENV = {
+    "OLLAMA_CONTEXT_LENGTH", "OLLAMA_FLASH_ATTENTION", "OLLAMA_GPU_OVERHEAD", "OLLAMA_HOST",
+    "OLLAMA_KV_CACHE_TYPE", "OLLAMA_NUM_PARALLEL", "OLLAMA_SCHED_SPREAD",
+}  # fmt: skip
+OLLAMA_PARAMETERS = {"num_ctx", "num_gpu", "num_batch"}
+
+
+def test_launch_names_are_ollama_s_own() -> None:
+    """Every variable the launch line sets and every PARAMETER its note names exists in v0.12.3."""
+    spec = catalog_spec("Qwen3-32B")
+    work = workload(spec, 8192, 1, "Q4_K_M", "q4_0", engine_name="ollama", num_parallel=2, flash_attn=True,
+                    num_gpu=40, gpu_overhead=1 << 30)  # fmt: skip
+    line = ollama_command("qwen3:32b", None, 1, work, 1.0, spec, find_gpu("RTX4090"))
+    assert line.command is not None and line.note is not None
+    words = line.command.split()
+    assert words[-2:] == ["ollama", "serve"]
+    assert {w.split("=")[0] for w in words[:-2]} <= OLLAMA_ENV and len(words) == 7
+    assert set(re.findall(r"PARAMETER (\w+)", line.note)) == {"num_ctx", "num_gpu"} <= OLLAMA_PARAMETERS
