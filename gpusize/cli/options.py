@@ -112,8 +112,9 @@ Dtype = Annotated[
     str,
     typer.Option(
         "--dtype",
-        help=f"Weights: {', '.join(DTYPES)} (auto = the checkpoint's own), or bpwN for exactly N bits "
-        "per weight (EXL2 / GGUF IQ: bpw2.5).",
+        help=f"Weights: {', '.join(DTYPES)} (auto = the checkpoint's own), bpwN for exactly N bits "
+        "per weight (EXL2: bpw2.5), or a GGUF type with llama-quantize's mixture (Q4_K_M, Q8_0, "
+        "IQ4_XS, MXFP4).",
     ),
 ]
 KvDtype = Annotated[

@@ -25,13 +25,13 @@ from gpusize.core.plan import TP_SIZES
 from gpusize.core.settings import EngineName, EngineSettings, settings_from
 from gpusize.core.spec import ModelSpec
 from gpusize.core.speculative import DraftModel, draft_reference
-from gpusize.core.workload import DTYPES, Request, Workload
+from gpusize.core.workload import DTYPES, Request, Workload, weight_dtype
 from gpusize.errors import CatalogError, InputError, UnknownNameError, UsageError
 from gpusize.render.text import safe
 from gpusize.serving.targets import Targets as UserTargets
 from gpusize.sources.catalog import Catalogs
 from gpusize.sources.resolve import resolve_model
-from gpusize.units import canonical_dtype, parse_count, parse_tokens
+from gpusize.units import parse_count, parse_tokens
 
 _T = TypeVar("_T")
 
@@ -238,12 +238,13 @@ def request(
     cats: Catalogs | None = None,
     acceptance_rate: float | None = None,
 ) -> Request:
-    key = dtype.strip().lower()
-    bpw = key.startswith("bpw")
-    weight = key if bpw else choice(dtype, DTYPES, "--dtype")
-    if not bpw:
-        weight = quantized_dtype(spec, quantization, weight if weight == "auto" else canonical_dtype(weight))
-    settings = engine_settings(engine_values, "llamacpp" if resolved.source == "gguf" else "vllm")
+    weight = weight_dtype(dtype)
+    if weight == "auto" and resolved.ollama_tag and resolved.file_type:
+        weight = weight_dtype(resolved.file_type)  # the quantization the Ollama tag ships
+    if weight in DTYPES:
+        weight = quantized_dtype(spec, quantization, weight)
+    default = "ollama" if resolved.ollama_tag else "llamacpp" if resolved.source == "gguf" else "vllm"
+    settings = engine_settings(engine_values, default)
     return Request(
         context_tokens=parse_tokens(ctx),
         batch=parse_count(batch, "--batch", 1 << 16),

@@ -26,12 +26,12 @@ from gpusize.cli.options import (
     engine_options,
 )
 from gpusize.cli.output import warn
-from gpusize.core.workload import DTYPES, KV_DTYPES, Request
+from gpusize.core.workload import KV_DTYPES, Request, weight_dtype
 from gpusize.errors import UsageError
 from gpusize.render.which import render_which, which_csv, which_markdown
 from gpusize.reports.which import build_which
 from gpusize.serving.which import SORTS, Sort
-from gpusize.units import canonical_dtype, parse_tokens
+from gpusize.units import parse_tokens
 
 __all__ = ["which"]
 
@@ -69,11 +69,11 @@ def which(
     count = prepare.gpu_count(gpus) or 1
     cats = prepare.catalogs(models_file, gpus_file)
     where = prepare.targets(gpu, cats, count)
-    weight = prepare.choice(dtype, DTYPES, "--dtype")
+    weight = weight_dtype(dtype)
     settings = prepare.engine_settings(engine_values)
     req = Request(
         context_tokens=parse_tokens(ctx),
-        dtype=weight if weight == "auto" else canonical_dtype(weight),
+        dtype=weight,
         kv_dtype=prepare.choice(kv_dtype, KV_DTYPES, "--kv-dtype"),
         engine=settings,
         reserved_bytes=prepare.reserved_bytes(reserved_mib),

@@ -58,6 +58,9 @@ class ResolvedModel:
     #: What an engine loads for a local model (sources.resolve.engine_path); None for catalog and Hub
     #: models.
     path: str | None = None
+    #: The Ollama tag the user named (`qwen3:32b`, sources/ollama_tags.py); `file_type` is then the
+    #: GGUF type the tag ships.
+    ollama_tag: str | None = None
 
     @property
     def engine_target(self) -> str:

@@ -105,7 +105,8 @@ class EngineSettings:
         "vllm",
         flag="--engine",
         engines=ENGINE_NAMES,
-        help="vllm (default), sglang, llamacpp (default for .gguf files), transformers.",
+        help="vllm (default), sglang, llamacpp (default for .gguf files), transformers, ollama (default for "
+        "Ollama tags).",
         choices=ENGINE_NAMES,
     )
     #: The engine release to model (None: the newest gpusize models).
@@ -372,8 +373,9 @@ class EngineSettings:
     flash_attn: bool | None = _setting(
         None,
         flag="--flash-attn",
-        engines=("llamacpp",),
-        help="flash attention on or off (-fa on|off; default the release's auto: on for CUDA).",
+        engines=("llamacpp", "ollama"),
+        help="flash attention on or off (llama.cpp -fa on|off, default auto: on for CUDA; Ollama "
+        "OLLAMA_FLASH_ATTENTION, default off but for gpt-oss).",
     )
     #: llama.cpp `--split-mode` (one of SPLIT_MODES); None means its default, layer.
     split_mode: str | None = _setting(
@@ -383,6 +385,32 @@ class EngineSettings:
         engines=("llamacpp",),
         help="spread the model over GPUs by layer (default) or row.",
         choices=SPLIT_MODES,
+    )
+    #: Ollama (core/engines/ollama.py), under its own names: Modelfile num_gpu, OLLAMA_NUM_PARALLEL,
+    #: OLLAMA_GPU_OVERHEAD (bytes); the launch lines print them as env vars / PARAMETER lines.
+    num_gpu: int | None = _setting(
+        None,
+        flag="--num-gpu",
+        engines=("ollama",),
+        help="layers on the GPUs (default as many as fit).",
+        low=0,
+        high=100_000,
+    )
+    num_parallel: int | None = _setting(
+        None,
+        flag="--num-parallel",
+        engines=("ollama",),
+        help="OLLAMA_NUM_PARALLEL (default --batch).",
+        low=1,
+        high=1024,
+    )
+    gpu_overhead: int | None = _setting(
+        None,
+        flag="--gpu-overhead",
+        engines=("ollama",),
+        help="OLLAMA_GPU_OVERHEAD: bytes kept free per GPU.",
+        low=0,
+        high=1 << 40,
     )
     #: transformers: attention implementation (sdpa, flash_attention_2, eager), the release whose
     #: cache and masks are followed ("5", "4"), PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpusize.core.gguf_quant import FTYPES, GGML_TYPES, SMALL_TYPE, bits_of, ftype_name, gguf_layer_bytes
 from gpusize.core.kinds.attention import head_width, value_width
 from gpusize.core.params import layer_params
 from gpusize.core.spec import LayerSpec, ModelSpec
@@ -29,6 +30,7 @@ __all__ = [
     "bits_per_weight",
     "checkpoint_agreement",
     "estimated_layers",
+    "gguf_weight_format",
     "linear_bytes_per_gpu",
     "rope_cache_bytes",
     "weight_format",
@@ -63,6 +65,15 @@ class WeightFormat:
         if role == "experts" and self.expert_bytes is not None:
             return self.expert_bytes
         return self.linear_bytes
+
+    #: A GGUF file type (`--dtype Q4_K_M`): every tensor in the type llama-quantize gives it
+    #: (core/gguf_quant.py); the bytes below are then per-role averages of that mixture.
+    gguf: str | None = None
+    #: Bytes per element of the token embedding, the output head and the norms/biases/routers when
+    #: they differ from `other_bytes` (a GGUF file: Q4_K / Q6_K / F32); None: `other_bytes`.
+    embedding_bytes: float | None = None
+    lm_head_bytes: float | None = None
+    small_bytes: float | None = None
 
 
 #: DeepSeek's FP4 experts (`expert_dtype: fp4`): e2m1 values, two per byte, and one ue8m0 scale per
@@ -106,6 +117,8 @@ def weight_format(spec: ModelSpec, dtype: str) -> WeightFormat:
     """Resolve `--dtype` (auto = the checkpoint's own storage; bpwN = N bits per linear weight) into a
     WeightFormat."""
     act = activation_dtype(spec)
+    if ftype_name(dtype) is not None:
+        return gguf_weight_format(spec, dtype)
     bits = bits_per_weight(dtype)
     if bits is not None:
         return WeightFormat(
@@ -146,6 +159,33 @@ def weight_format(spec: ModelSpec, dtype: str) -> WeightFormat:
             f"routers stay {act}",
         )
     return WeightFormat(dtype, DTYPE_BYTES[dtype], DTYPE_BYTES[dtype])
+
+
+def gguf_weight_format(spec: ModelSpec, dtype: str) -> WeightFormat:
+    """A llama-quantize file type as a WeightFormat: the linear layers at the mixture's average bytes
+    per weight for this model (Q4_K_M: Q4_K with Q6_K attn_v/ffn_down in part of the layers), the
+    token embedding and output head at their own types, norms, biases and routers F32, a vision tower
+    F16 (Ollama's and llama.cpp's mmproj files)."""
+    ftype = ftype_name(dtype)
+    assert ftype is not None
+    blocks, embd, output = gguf_layer_bytes(spec, ftype)
+    counts = spec.params
+    small = GGML_TYPES[SMALL_TYPE][1]
+    block_small = sum(c.small + c.router for c in (layer_params(spec, layer) for layer in spec.layers))
+    linear = (sum(blocks) - block_small * small) / max(counts.linear, 1)
+    vocab = spec.vocab_size * spec.hidden_size
+    return WeightFormat(
+        ftype,
+        linear,
+        DTYPE_BYTES["fp16"],
+        gguf=ftype,
+        embedding_bytes=embd / vocab if vocab else None,
+        lm_head_bytes=output / vocab if output and vocab else None,
+        small_bytes=small,
+        note=f"GGUF {ftype}: {FTYPES[ftype]} ({bits_of(FTYPES[ftype]):g} bits per weight) with "
+        f"llama-quantize's mixture, {8 * linear:.3f} bits per linear weight on average for this "
+        f"model; token embedding {8 * embd / max(vocab, 1):.3f} bits, norms F32",
+    )
 
 
 #: Disagreement between a checkpoint's stored bytes and the config arithmetic above which the stored
@@ -278,16 +318,22 @@ def weights_bytes(
         + counts.mlp * quant["mlp"]
         + experts
         + counts.shared_experts * quant["shared_experts"]
-        + (counts.embedding + counts.lm_head + counts.vision) * fmt.other_bytes
+        + counts.embedding * _or(fmt.embedding_bytes, fmt.other_bytes)
+        + counts.lm_head * _or(fmt.lm_head_bytes, fmt.other_bytes)
+        + counts.vision * fmt.other_bytes
     )
-    replicated = (
-        counts.replicated_attention * quant["attention"] + (counts.small + counts.router) * fmt.other_bytes
+    replicated = counts.replicated_attention * quant["attention"] + (counts.small + counts.router) * _or(
+        fmt.small_bytes, fmt.other_bytes
     )
     extra_kv = _replicated_kv_weights(spec, tp) * quant["attention"]
     # MTP modules (speculative decoding) are decoder layers quantized like the others.
     mtp = counts.mtp * fmt.linear_bytes / tp if include_mtp else 0
     stored = (sharded / tp + replicated + extra_kv + mtp) * fmt.checkpoint_scale
     return int(stored) + rope_cache_bytes(spec, fmt)
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
 
 
 def _expert_padding(spec: ModelSpec, fmt: WeightFormat, tp: int) -> float:
@@ -333,7 +379,11 @@ class StoredLayers:
 
 
 def estimated_layers(spec: ModelSpec, fmt: WeightFormat) -> StoredLayers:
-    """Per-block, embedding and output bytes from config arithmetic (for non-GGUF sources)."""
+    """Per-block, embedding and output bytes from config arithmetic (for non-GGUF sources); for a GGUF
+    file type, tensor by tensor as llama-quantize types them."""
+    if fmt.gguf is not None:
+        blocks, embd, output = gguf_layer_bytes(spec, fmt.gguf)
+        return StoredLayers(blocks, embd, output)
     sizes: dict[LayerSpec, int] = {}  # identical layers (one object per kind) counted once
     for layer, _ in spec.layer_counts:
         counts = layer_params(spec, layer)

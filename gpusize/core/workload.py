@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from gpusize.core.gguf_quant import ftype_name
 from gpusize.core.releases import Release, Releases
 from gpusize.core.settings import (
     ATTN_IMPLEMENTATIONS,
@@ -33,10 +34,11 @@ from gpusize.core.weights import (
     weight_format,
 )
 from gpusize.errors import InputError
-from gpusize.units import DTYPE_BYTES
+from gpusize.units import DTYPE_BYTES, canonical_dtype
 
 __all__ = [
     "DTYPES",
+    "weight_dtype",
     "ENGINE_NAMES",
     "KV_DTYPES",
     "SPLIT_MODES",
@@ -158,10 +160,8 @@ def resolve(
             f"{flag} is a setting of --engine {owner} and does not apply to --engine {request.engine.name}: "
             f"pass --engine {owner}, or remove it"
         )
-    if request.dtype not in DTYPES and not _is_bpw(request.dtype):
-        raise InputError(
-            f"unknown --dtype '{request.dtype}'; use one of {', '.join(DTYPES)} or bpwN (e.g. bpw2.5)"
-        )
+    if request.dtype not in DTYPES and not _is_bpw(request.dtype) and ftype_name(request.dtype) is None:
+        raise InputError(_unknown_dtype(request.dtype))
     if request.kv_dtype not in KV_DTYPES and request.kv_dtype not in own:
         names = ", ".join((*KV_DTYPES, *(k for k in own if k not in KV_DTYPES)))
         raise InputError(f"unknown --kv-dtype '{request.kv_dtype[:40]}'; use one of {names}")
@@ -196,6 +196,36 @@ def resolve(
         load_quantization=request.load_quantization,
         draft=request.draft,
         acceptance_rate=request.acceptance_rate,
+    )
+
+
+def weight_dtype(text: str) -> str:
+    """A `--dtype` as gpusize names it: one of DTYPES (any spelling units.DTYPE_ALIASES knows), bpwN,
+    or a GGUF file type ('q4_k_m' -> 'Q4_K_M', core/gguf_quant.FTYPES). Raises InputError naming
+    the choices."""
+    key = text.strip()
+    ftype = ftype_name(key)
+    if ftype is not None:
+        return ftype
+    if key.lower().startswith("bpw"):
+        _is_bpw(key.lower())
+        return key.lower()
+    if key.lower() == "auto":
+        return "auto"
+    try:
+        name = canonical_dtype(key)
+    except InputError:
+        raise InputError(_unknown_dtype(key)) from None
+    if name not in DTYPES:
+        raise InputError(_unknown_dtype(key))
+    return name
+
+
+def _unknown_dtype(text: str) -> str:
+    shown = ascii(text[:40])[1:-1]
+    return (
+        f"unknown --dtype '{shown}'; use one of {', '.join(DTYPES)}, bpwN (e.g. bpw2.5) or a GGUF type "
+        "(Q4_K_M, Q8_0, Q6_K, Q5_K_M, IQ4_XS, MXFP4, ...)"
     )
 
 

@@ -37,7 +37,7 @@ def _split(c: Candidate, engine: str) -> str:
     if c.pipeline_parallel > 1:
         return f"TP={c.tensor_parallel} x PP={c.pipeline_parallel} across {c.pipeline_parallel} servers"
     if engine_model(engine).splits_layers:
-        return f"llama.cpp, layers split over {c.num_gpus} GPU(s)"
+        return f"{engine_model(engine).label}, layers split over {c.num_gpus} GPU(s)"
     return f"TP={c.tensor_parallel}"
 
 

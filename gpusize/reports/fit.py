@@ -247,7 +247,7 @@ def _assumptions(
     return FitAssumptions(
         engine=engine_label(work.engine),
         engine_model=model.note,
-        settings=model.effective_settings(spec, plan_gpu, plan.tensor_parallel if plan else 1, work),
+        settings=model.effective_settings(spec, plan_gpu, _plan_gpus(model, plan), work),
         weight_format=work.weights.name,
         kv_cache_dtype=work.kv_cache_dtype,
         estimates=estimates,
@@ -258,3 +258,10 @@ def _assumptions(
         prices=price_note(gpus),
         notes=tuple(notes + gpu_file_notes(gpus)),
     )
+
+
+def _plan_gpus(model: EngineModel, plan: Candidate | None) -> int:
+    """The GPU count an engine's settings are stated for: the TP size, or every GPU of a layer split."""
+    if plan is None:
+        return 1
+    return plan.num_gpus if model.splits_layers else plan.tensor_parallel

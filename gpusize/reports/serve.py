@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
@@ -160,6 +160,22 @@ def launch_commands(
     tp = pick.tensor_parallel
     model = engine(work.engine.name)
     out: dict[str, LaunchCommand] = {}
+    own = SERVER_COMMANDS.get(model.name)
+    if own is not None and model.budget is None:  # Ollama: its own command, no budget fraction
+        gpus = pick.gpus_per_replica
+        slots = max(
+            1, min(pick.concurrent_sequences // max(pick.replicas, 1), int(pick.max_concurrency or 1))
+        )
+        if work.engine.num_parallel is None:  # the parallel slots the layout was sized with
+            work = replace(work, engine=replace(work.engine, num_parallel=slots))
+        out[model.name] = own(resolved.ollama_tag or resolved.engine_target, None, gpus, work, 1.0, spec, gpu)
+        if pick.replicas > 1:
+            out["replicas"] = LaunchCommand(
+                None,
+                f"run {pick.replicas} copies, one per group of {gpus} GPU(s) (CUDA_VISIBLE_DEVICES, "
+                "OLLAMA_HOST on its own port), behind a load balancer",
+            )
+        return out
     if model.splits_layers or resolved.source == "gguf":
         ngl = len(spec.layers) + 1 if work.engine.n_gpu_layers is None else work.engine.n_gpu_layers
         slots = max(

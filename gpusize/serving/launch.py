@@ -23,6 +23,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from gpusize.core.engines import engine
 from gpusize.core.engines.llamacpp import cache_type, flash_attention
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import Version, parse_version
@@ -35,6 +36,7 @@ __all__ = [
     "LaunchCommand",
     "half_precision",
     "llamacpp_command",
+    "ollama_command",
     "sglang_command",
     "vllm_command",
 ]
@@ -292,6 +294,49 @@ def llamacpp_command(
     return LaunchCommand(_join(words + rope))
 
 
+def ollama_command(
+    model: str, revision: str | None, tp: int, work: Workload, budget: float, spec: ModelSpec, gpu: GpuSpec
+) -> LaunchCommand:
+    """`ollama serve` under the environment that reproduces the sizing (OLLAMA_CONTEXT_LENGTH = num_ctx,
+    OLLAMA_NUM_PARALLEL, OLLAMA_FLASH_ATTENTION, OLLAMA_KV_CACHE_TYPE, OLLAMA_GPU_OVERHEAD), shell-quoted;
+    the note gives `ollama run <tag>` and the Modelfile PARAMETER lines that pin the same num_ctx
+    (and num_gpu) per model. `model` is the Ollama tag."""
+    model_of = engine(work.engine.name)
+    settings = model_of.effective_settings(spec, gpu, tp, work)
+    env = {
+        "OLLAMA_CONTEXT_LENGTH": work.context_tokens,
+        "OLLAMA_NUM_PARALLEL": settings["OLLAMA_NUM_PARALLEL"],
+        "OLLAMA_FLASH_ATTENTION": settings["OLLAMA_FLASH_ATTENTION"],
+    }
+    if settings["OLLAMA_KV_CACHE_TYPE"] != "f16":
+        env["OLLAMA_KV_CACHE_TYPE"] = settings["OLLAMA_KV_CACHE_TYPE"]
+    if work.engine.gpu_overhead:
+        env["OLLAMA_GPU_OVERHEAD"] = work.engine.gpu_overhead
+    words = [f"{key}={value}" for key, value in env.items()] + ["ollama", "serve"]
+    params = f"PARAMETER num_ctx {work.context_tokens}"
+    if work.engine.num_gpu is not None:
+        params += f", PARAMETER num_gpu {work.engine.num_gpu}"
+    if model.endswith(".gguf"):
+        note = (
+            f"then a Modelfile of FROM {model} and {params}: ollama create NAME -f Modelfile, ollama run NAME"
+        )
+    elif ":" in model and "/" not in model:  # an Ollama tag
+        note = f"then: ollama run {shlex.quote(model)} (or a Modelfile FROM {model} with {params})"
+    else:
+        return LaunchCommand(
+            None,
+            f"{model} has no Ollama tag in gpusize's table (data/ollama_tags.yaml): size its tag "
+            "(e.g. qwen3:32b) or a .gguf file; ollama also pulls hf.co/ORG/REPO-GGUF:TYPE",
+            model_of.version,
+        )
+    return LaunchCommand(_join(words), note, model_of.version)
+
+
 #: The launch line of each engine that serves tensor-parallel replicas, by engine name: (model, revision,
-#: tensor parallel size, workload, the engine's budget fraction, spec, GPU) -> command.
-SERVER_COMMANDS: dict[str, Callable[..., LaunchCommand]] = {"vllm": vllm_command, "sglang": sglang_command}
+#: tensor parallel size, workload, the engine's budget fraction, spec, GPU) -> command. Ollama's takes
+#: the tag as the model and reads no budget.
+SERVER_COMMANDS: dict[str, Callable[..., LaunchCommand]] = {
+    "vllm": vllm_command,
+    "sglang": sglang_command,
+    "ollama": ollama_command,
+}

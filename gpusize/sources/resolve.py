@@ -20,7 +20,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpusize.core.model import ResolvedModel
 from gpusize.core.weights import StoredLayers
@@ -28,6 +28,9 @@ from gpusize.errors import ConfigError, UnknownNameError
 from gpusize.sources import safetensors
 from gpusize.sources.catalog import Catalogs
 from gpusize.sources.config_json import load_config, shown_path
+
+if TYPE_CHECKING:
+    from gpusize.sources.ollama_tags import OllamaTag
 
 __all__ = ["MAX_REFERENCE_CHARS", "Progress", "ResolvedModel", "engine_path", "resolve_model"]
 
@@ -66,6 +69,11 @@ def resolve_model(
         raise ConfigError(
             f"{shown_path(path if reference.startswith('~') else reference)}: no such file or folder"
         )
+    if revision is None and ":" in reference:
+        from gpusize.sources import ollama_tags  # start-up: YAML and the tag table, only for name:tag
+
+        if ollama_tags.is_tag(reference):
+            return _tagged(ollama_tags.find_tag(reference), catalogs)
     suggestions: list[str] = []
     if revision is None:
         try:
@@ -80,6 +88,14 @@ def resolve_model(
             f"'{shown_path(Path(reference))}' is not a catalog name and not a Hub id (org/name)"
         )
     return _hub(reference, revision, suggestions, progress)
+
+
+def _tagged(tag: OllamaTag, catalogs: Catalogs) -> ResolvedModel:
+    """The catalog model an Ollama tag names, with the GGUF type the tag ships."""
+    entry = catalogs.find_model(tag.model)
+    return ResolvedModel(
+        entry.hf_id, "catalog", entry.config, catalog_name=entry.name, file_type=tag.dtype, ollama_tag=tag.tag
+    )
 
 
 def _typed_path(reference: str) -> Path:
