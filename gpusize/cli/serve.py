@@ -40,7 +40,7 @@ __all__ = ["serve"]
 
 
 @app.command(short_help="Replicas vs tensor parallel on one server for a load.")
-@engine_options("vllm", "sglang", "llamacpp")
+@engine_options("vllm", "sglang", "llamacpp", "trtllm")
 def serve(
     model: Model,
     *,

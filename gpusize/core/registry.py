@@ -19,6 +19,7 @@ ENGINES: dict[EngineName, tuple[str, str]] = {
     "sglang": ("sglang", "SGLang"),
     "llamacpp": ("llamacpp", "llama.cpp"),
     "transformers": ("hf", "transformers"),
+    "trtllm": ("trtllm", "TensorRT-LLM"),
 }
 ENGINE_NAMES: tuple[EngineName, ...] = tuple(ENGINES)
 ENGINE_MODULES: dict[EngineName, str] = {name: module for name, (module, _) in ENGINES.items()}

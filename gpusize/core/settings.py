@@ -108,7 +108,7 @@ class EngineSettings:
     version: str | None = _setting(
         None,
         flag="--engine-version",
-        engines=_PAGED,
+        engines=(*_PAGED, "trtllm"),
         help="Engine release to model (default the newest).",
     )
     gpu_memory_utilization: float | None = _setting(
@@ -389,6 +389,62 @@ class EngineSettings:
         flag="--expandable-segments",
         engines=("transformers",),
         help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less fragmentation).",
+    )
+
+    #: TensorRT-LLM (core/engines/trtllm.py), under trtllm-serve's own flag names
+    #: (tensorrt_llm/commands/serve.py, the same spellings in every 1.x release).
+    kv_cache_free_gpu_memory_fraction: float | None = _setting(
+        None,
+        flag="--kv_cache_free_gpu_memory_fraction",
+        engines=("trtllm",),
+        help="fraction of the memory free after the profiling pass that the KV cache takes (default 0.9).",
+        low=0,
+        high=1,
+    )
+    max_batch_size: int | None = _setting(
+        None,
+        flag="--max_batch_size",
+        engines=("trtllm",),
+        help="most requests scheduled at once (default 2048).",
+        low=1,
+        high=1 << 20,
+        launch="--max_batch_size",
+    )
+    max_num_tokens: int | None = _setting(
+        None,
+        flag="--max_num_tokens",
+        engines=("trtllm",),
+        help="most batched tokens per step, the profiling pass's size (default 8192).",
+        low=1,
+        high=1 << 24,
+        launch="--max_num_tokens",
+    )
+    pp_size: int | None = _setting(
+        None,
+        flag="--pp_size",
+        engines=("trtllm",),
+        help="pipeline stages (must divide --gpus; tp_size = GPUs / pp_size).",
+        low=1,
+        high=64,
+        launch="--pp_size",
+    )
+    ep_size: int | None = _setting(
+        None,
+        flag="--ep_size",
+        engines=("trtllm",),
+        help="expert-parallel ranks of an MoE inside the TP group (must divide tp_size and the experts).",
+        low=1,
+        high=1024,
+        launch="--ep_size",
+    )
+    #: No trtllm-serve flag: kv_cache_config.tokens_per_block in the --extra_llm_api_options YAML.
+    tokens_per_block: int | None = _setting(
+        None,
+        flag="--tokens_per_block",
+        engines=("trtllm",),
+        help="tokens per KV block (default 32; kv_cache_config.tokens_per_block in the extra options YAML).",
+        low=1,
+        high=1024,
     )
 
     def given(self) -> tuple[str, ...]:

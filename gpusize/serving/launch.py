@@ -36,6 +36,8 @@ __all__ = [
     "half_precision",
     "llamacpp_command",
     "sglang_command",
+    "trtllm_command",
+    "trtllm_options_yaml",
     "vllm_command",
 ]
 
@@ -286,6 +288,82 @@ def llamacpp_command(
     return LaunchCommand(_join(words + rope))
 
 
+#: TensorRT-LLM's --extra_llm_api_options file the printed command names; its content (the LLM API
+#: settings trtllm-serve has no flag for) is the command's note, one line of YAML.
+TRTLLM_OPTIONS_FILE = "extra-llm-api-options.yaml"
+#: The LLM API dtype names (tensorrt_llm/llmapi/llm_args.py BaseLlmArgs.dtype) of the forced dtypes.
+_TRTLLM_DTYPE = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def _trtllm_options(work: Workload, revision: str | None, gpu: GpuSpec | None) -> dict[str, object]:
+    """The LLM API arguments the plan depends on that trtllm-serve takes only from the YAML file:
+    dtype, revision, kv_cache_config.dtype (fp8) and kv_cache_config.tokens_per_block."""
+    options: dict[str, object] = {}
+    half = gpu is not None and not gpu.supports_bf16 and work.weights.other_bytes == 2
+    dtype = _TRTLLM_DTYPE.get(work.requested_dtype)
+    if dtype or half:
+        options["dtype"] = "float16" if half and dtype in (None, "bfloat16") else dtype
+    if revision:
+        options["revision"] = revision
+    kv: dict[str, object] = {}
+    if work.kv_cache_dtype == "fp8":
+        kv["dtype"] = "fp8"
+    if work.engine.tokens_per_block:
+        kv["tokens_per_block"] = work.engine.tokens_per_block
+    if kv:
+        options["kv_cache_config"] = kv
+    return options
+
+
+def trtllm_options_yaml(options: dict[str, object]) -> str:
+    """`options` as one line of YAML flow style (valid file content): strings JSON-quoted."""
+    items = []
+    for key, value in options.items():
+        shown = trtllm_options_yaml(value) if isinstance(value, dict) else json.dumps(value)
+        items.append(f"{key}: {shown}")
+    return "{" + ", ".join(items) + "}"
+
+
+def trtllm_command(
+    model: str,
+    revision: str | None,
+    tp: int,
+    work: Workload,
+    fraction: float,
+    spec: ModelSpec,
+    gpu: GpuSpec | None = None,
+) -> LaunchCommand:
+    """trtllm-serve (PyTorch backend) with the plan's parallelism, max_seq_len and KV fraction; the
+    settings without a flag go into the --extra_llm_api_options file, whose YAML is the note.
+    TensorRT-LLM does not quantize a 16-bit checkpoint while loading: a ModelOpt checkpoint instead."""
+    if work.requested_dtype not in ("auto", *_TRTLLM_DTYPE):
+        return LaunchCommand(
+            None,
+            f"sized with {work.requested_dtype} weights: TensorRT-LLM does not quantize a 16-bit checkpoint "
+            f"while loading; serve a pre-quantized {work.requested_dtype} checkpoint (NVIDIA ModelOpt, e.g. "
+            "an nvidia/*-FP8 repo) with the same flags",
+        )
+    if spec.rope_overridden:
+        return LaunchCommand(
+            None,
+            "a rope scaling override is not expressed for trtllm-serve: edit the checkpoint's config.json",
+        )
+    words = ["trtllm-serve", model, "--backend", "pytorch", "--tp_size", str(tp)]
+    words += ["--max_seq_len", str(work.context_tokens), "--kv_cache_free_gpu_memory_fraction", str(fraction)]
+    words += _settings_words(work)
+    options = _trtllm_options(work, revision, gpu)
+    if not options:
+        return LaunchCommand(_join(words), None, work.engine_version)
+    command = _join([*words, "--extra_llm_api_options", TRTLLM_OPTIONS_FILE])
+    yaml = trtllm_options_yaml(options)
+    note = f"write {TRTLLM_OPTIONS_FILE} first (settings trtllm-serve has no flag for): {yaml}"
+    return LaunchCommand(command, note, work.engine_version)
+
+
 #: The launch line of each engine that serves tensor-parallel replicas, by engine name: (model, revision,
 #: tensor parallel size, workload, the engine's budget fraction, spec, GPU) -> command.
-SERVER_COMMANDS: dict[str, Callable[..., LaunchCommand]] = {"vllm": vllm_command, "sglang": sglang_command}
+SERVER_COMMANDS: dict[str, Callable[..., LaunchCommand]] = {
+    "vllm": vllm_command,
+    "sglang": sglang_command,
+    "trtllm": trtllm_command,
+}

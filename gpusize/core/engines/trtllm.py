@@ -1,0 +1,305 @@
+"""TensorRT-LLM's memory model (pure): the PyTorch backend of `trtllm-serve` and the LLM API, releases
+`core.releases.TRTLLM` (1.0.0 to 1.2.1, every 1.x wheel on PyPI).
+
+How the engine sizes its KV pool, read from tensorrt_llm/_torch/pyexecutor/_util.py (KvCacheCreator:
+`configure_kv_cache_capacity`, `_cal_max_memory`), unchanged in formula from 1.0 to 1.2.1: it loads the
+weights, runs a profiling pass of dummy context requests that fill `max_num_tokens` (each at most
+max_seq_len - 1 tokens long) with CUDA graphs captured, then measures the peak (torch peak + memory
+used outside torch: CUDA context, NCCL, CUDA graphs, workspaces, and whatever other processes hold,
+since it reads the device's free memory) and gives the KV cache
+
+    kv_bytes = kv_cache_free_gpu_memory_fraction x (device total - peak)
+
+(the temporary KV blocks of the profiling pass are added back, so they cancel). The fraction is of
+what is free after the peak, not of the device: the default 0.9 leaves 10 % of that free. The pool is
+`kv_bytes // bytes per token` tokens (resource_manager.py get_cache_size_per_token: layers x 2 x KV
+heads / tp x head_dim x dtype bytes; MLA: the latent), rounded up to whole blocks of
+`tokens_per_block` (KvCacheConfig, default 32) by the C++ KV cache manager ('primary blocks' x 32 in
+the logs). A pool smaller than max_seq_len does not stop the engine: it lowers max_seq_len to the
+pool ('Adjusted max_seq_len to ...', resource_manager.py) and starts.
+
+The peak is modelled as weights + the profiling pass's activations + TRTLLM_RUNTIME_BYTES + the CUDA
+context (runtime.cuda_context_bytes, NCCL included at TP >= 2); TRTLLM_RUNTIME_BYTES is fitted on the
+public start-up logs of tests/data/trtllm_records.yaml. Parallelism (mapping.py, llm_args.py):
+`--tp_size` x `--pp_size` GPUs, pipeline stages holding 1/pp of the layers each; `--ep_size` splits the
+experts of an MoE among ranks inside the TP group (it must divide tp_size and the expert count), the
+rest of the MoE tensor parallel (moe_tp_size = tp_size / ep_size), the same bytes per GPU.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpusize.core import kvcache, runtime
+from gpusize.core.engines.base import EngineModel
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.levers import Levers
+from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, thin_margin
+from gpusize.core.releases import TRTLLM
+from gpusize.core.spec import ModelSpec
+from gpusize.core.weights import rope_cache_bytes, weights_bytes
+from gpusize.core.workload import Workload
+from gpusize.units import GIB
+
+__all__ = [
+    "ACTIVATION_HIDDEN_COPIES",
+    "ACTIVATION_MLP_COPIES",
+    "CUDA_GRAPH_MAX_BATCH_SIZE",
+    "ENGINE",
+    "FREE_GPU_MEMORY_FRACTION",
+    "MAX_BATCH_SIZE",
+    "MAX_NUM_TOKENS",
+    "THIN_MARGIN",
+    "TOKENS_PER_BLOCK",
+    "TRTLLM_RUNTIME_BYTES",
+    "activation_bytes",
+    "cuda_graph_batch_sizes",
+    "evaluate",
+    "free_fraction",
+    "kv_pool_bytes",
+    "parallel_problem",
+]
+
+#: KvCacheConfig.free_gpu_memory_fraction default (tensorrt_llm/llmapi/llm_args.py; trtllm-serve's
+#: --kv_cache_free_gpu_memory_fraction default, tensorrt_llm/commands/serve.py): 0.9 in every 1.x release.
+FREE_GPU_MEMORY_FRACTION = 0.9
+#: BuildConfig.max_batch_size and max_num_tokens defaults (tensorrt_llm/builder.py), the defaults of
+#: trtllm-serve's --max_batch_size and --max_num_tokens in every 1.x release.
+MAX_BATCH_SIZE = 2048
+MAX_NUM_TOKENS = 8192
+#: KvCacheConfig.tokens_per_block default (llm_args.py): 32 tokens per KV block.
+TOKENS_PER_BLOCK = 32
+#: CudaGraphConfig: graphs are on by default (cuda_graph_config = CudaGraphConfig()), for generation
+#: batch sizes up to max_batch_size 0 -> 128 (llm_args.py CudaGraphConfig.validate, capped by the
+#: engine's max_batch_size).
+CUDA_GRAPH_MAX_BATCH_SIZE = 128
+
+#: Memory the PyTorch backend holds at the profiling peak beyond the weights, the activation estimate
+#: below and the CUDA context: CUDA graphs of the default batch sizes, the attention and cuBLAS
+#: workspaces, the sampler's and decoder's buffers for max_batch_size requests. Fitted on the public
+#: TensorRT-LLM 1.2.1 logs of tests/data/trtllm_records.yaml (what each logged pool leaves for it:
+#: Qwen3-0.6B on an H100 1.03 GiB; SmolLM2-135M on an RTX 4070 SUPER 1.06 GiB at fraction 0.9 and
+#: 1.06 GiB at 0.25): the same within 0.03 GiB for a 135M and a 0.6B model, a 49k and a 152k
+#: vocabulary, so a constant (their mean). Not measured at TP >= 2, for MoE or above 1B parameters:
+#: an ESTIMATE there.
+TRTLLM_RUNTIME_BYTES = int(1.05 * GIB)
+#: Live bf16 tensors per token at the profiling pass's peak, an ASSUMPTION from the decoder layer's
+#: shapes (not fitted: the logged models are too small for it to show): the fused gate/up output (2 x
+#: intermediate / tp) and the activated product (1 x intermediate / tp) of the MLP ...
+ACTIVATION_MLP_COPIES = 3
+#: ... and the residual, the normalized input, the attention output and the QKV projection's share of
+#: the hidden width.
+ACTIVATION_HIDDEN_COPIES = 4
+#: The margin below which a fit is flagged thin: gpusize's error on the public logs it is calibrated on
+#: (within 3 %), as for vLLM and SGLang.
+THIN_MARGIN = 0.03
+
+
+def free_fraction(work: Workload) -> float:
+    """The kv_cache_free_gpu_memory_fraction the plan runs with (the user's, else 0.9)."""
+    return work.engine.kv_cache_free_gpu_memory_fraction or FREE_GPU_MEMORY_FRACTION
+
+
+def _max_batch_size(work: Workload) -> int:
+    return work.engine.max_batch_size or MAX_BATCH_SIZE
+
+
+def _max_num_tokens(work: Workload) -> int:
+    return work.engine.max_num_tokens or MAX_NUM_TOKENS
+
+
+def _tokens_per_block(work: Workload) -> int:
+    return work.engine.tokens_per_block or TOKENS_PER_BLOCK
+
+
+def cuda_graph_batch_sizes(max_batch_size: int) -> tuple[int, ...]:
+    """The generation batch sizes captured as CUDA graphs by default (llm_args.py
+    CudaGraphConfig._generate_cuda_graph_batch_sizes without padding: 1..31, 32, 64, 128, then powers of
+    two, those <= the graph maximum, which is min(128, max_batch_size)); a batch between two sizes runs
+    eagerly unless cuda_graph_config.enable_padding rounds it up."""
+    top = min(CUDA_GRAPH_MAX_BATCH_SIZE, max_batch_size)
+    sizes = sorted(s for s in (*range(1, 32), 32, 64, 128) if s <= top)
+    return tuple(sizes if sizes[-1] == top else [*sizes, top])
+
+
+def activation_bytes(spec: ModelSpec, work: Workload, tp: int) -> int:
+    """The profiling pass's activation peak on one GPU: max_num_tokens tokens through one decoder layer
+    (ACTIVATION_MLP_COPIES x intermediate / tp + ACTIVATION_HIDDEN_COPIES x hidden, 2 B each; an MoE
+    layer's routed tokens x top_k x (3 x expert width / tp + hidden)), plus fp32 logits for the last
+    token of each dummy request (max_num_tokens split into requests of max_seq_len - 1 tokens)."""
+    tokens = _max_num_tokens(work)
+    width: float = ACTIVATION_HIDDEN_COPIES * spec.hidden_size
+    if spec.moe:
+        m = spec.moe
+        width += m.num_experts_per_tok * (3 * m.moe_intermediate_size / tp + spec.hidden_size)
+    else:
+        width += ACTIVATION_MLP_COPIES * spec.intermediate_size / tp
+    requests = math.ceil(tokens / max(min(tokens, work.context_tokens - 1), 1))
+    return int(tokens * width * 2 + requests * spec.vocab_size * 4)
+
+
+def parallel_problem(spec: ModelSpec, n: int, work: Workload) -> str | None:
+    """Why n GPUs cannot be split as --pp_size / --ep_size ask (mapping.py: world = tp x pp; the MoE
+    group tp = moe_tp x moe_ep), or None."""
+    pp = work.engine.pp_size or 1
+    if n % pp:
+        return f"--pp_size {pp} does not divide {n} GPUs (TensorRT-LLM runs tp_size x pp_size GPUs)"
+    if pp > len(spec.layers):
+        return f"--pp_size {pp} exceeds the model's {len(spec.layers)} layers"
+    tp = n // pp
+    ep = work.engine.ep_size
+    if ep is None:
+        return split_problem(spec, tp, None)
+    if not spec.moe:
+        return "--ep_size applies to mixture-of-experts models; this model has no experts"
+    if tp % ep:
+        return f"--ep_size {ep} must divide tp_size {tp} (moe_tp_size = tp_size / ep_size)"
+    if spec.moe.num_experts % ep:
+        return f"--ep_size {ep} does not divide the model's {spec.moe.num_experts} experts"
+    return split_problem(spec, tp, None, expert_parallel=ep == tp)
+
+
+def kv_pool_bytes(visible: int, peak: int, fraction: float) -> int:
+    """_util.py _cal_max_memory: fraction x (device total - profiling peak), 0 when the peak fills it."""
+    return max(int((visible - peak) * fraction), 0)
+
+
+def _capacity(pool: int, cell: int, block: int) -> int:
+    """Tokens the pool holds: pool // cell (max_tokens), rounded up to whole blocks by the C++ manager."""
+    return -(-(pool // cell) // block) * block if cell else 0
+
+
+def evaluate(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate:
+    problem = parallel_problem(spec, n, work)
+    if problem:
+        return refused(gpu, n, problem)
+    pp = work.engine.pp_size or 1
+    tp = n // pp
+    rope = rope_cache_bytes(spec, work.weights)
+    weights = (weights_bytes(spec, work.weights, tp, work.include_mtp) - rope) // pp + rope
+    layers = max(len(spec.attention_layers), 1)
+    cell = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, tp) * -(-layers // pp) // layers
+    activations = activation_bytes(spec, work, tp)
+    context = runtime.cuda_context_bytes(n, gpu.interconnect)
+    peak = weights + activations + TRTLLM_RUNTIME_BYTES + context + work.reserved_bytes
+    fraction = free_fraction(work)
+    pool = kv_pool_bytes(gpu.visible_bytes, peak, fraction)
+    capacity = _capacity(pool, cell, _tokens_per_block(work))
+    need = work.batch * work.context_tokens * cell
+    inside = weights + activations + TRTLLM_RUNTIME_BYTES
+    per_gpu = PerGpu(
+        weights_bytes=weights,
+        kv_cache_bytes=need,
+        activations_bytes=activations,
+        overhead_bytes=TRTLLM_RUNTIME_BYTES,
+        total_bytes=inside + need,
+        usable_bytes=inside + pool,
+        headroom_bytes=pool - need,
+        outside_budget_bytes=context,
+        outside_budget_limit_bytes=gpu.visible_bytes - inside - pool,
+        visible_bytes=gpu.visible_bytes,
+    )
+    fits, reason = _verdict(work, pool, capacity, fraction)
+    seqs = capacity / work.context_tokens
+    thin = fits and thin_margin(seqs, work.batch, THIN_MARGIN)
+    return Candidate(
+        gpu=gpu.name,
+        gpu_full_name=gpu.full_name,
+        num_gpus=n,
+        tensor_parallel=tp,
+        pipeline_parallel=pp,
+        fits=fits,
+        reason=reason,
+        per_gpu=per_gpu,
+        kv_cache_capacity_tokens=capacity,
+        max_concurrency=round(seqs, 2),
+        thin_margin=thin,
+        warning=f"holds {seqs:.2f} sequences of this context for {work.batch}, within gpusize's "
+        f"{THIN_MARGIN:.0%} error on public start-up logs: the next size up is the safe choice"
+        if thin
+        else None,
+        max_context_tokens=min(capacity // max(work.batch, 1), spec.max_context or capacity),
+        kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, tp),
+        usd_per_hour=gpu.price_for(n),
+    )
+
+
+def _verdict(work: Workload, pool: int, capacity: int, fraction: float) -> tuple[bool, str | None]:
+    """Fits when the pool holds every sequence at full context and the scheduler runs them at once."""
+    if pool <= 0:
+        return False, (
+            "TensorRT-LLM runs out of memory at start-up: the weights and the profiling pass leave "
+            "nothing free for the KV cache"
+        )
+    batch = _max_batch_size(work)
+    if work.batch > batch:
+        return False, f"--max_batch_size {batch} runs at most {batch} requests at once, {work.batch} asked"
+    if capacity < work.batch * work.context_tokens:
+        capped = min(capacity, work.context_tokens)
+        return False, (
+            f"TensorRT-LLM starts, but its KV pool holds {capacity:,} tokens ({fraction} of the memory "
+            f"free after its profiling pass): max_seq_len is lowered to {capped:,} if the pool is "
+            f"shorter, and {work.batch} x {work.context_tokens:,} tokens do not run at once"
+        )
+    return True, None
+
+
+def effective_settings(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> dict[str, float | int | str]:
+    pp = work.engine.pp_size or 1
+    batch = _max_batch_size(work)
+    graphs = cuda_graph_batch_sizes(batch)
+    out: dict[str, float | int | str] = {
+        "tp_size": n // pp,
+        "pp_size": pp,
+        "kv_cache_free_gpu_memory_fraction": free_fraction(work),
+        "max_batch_size": batch,
+        "max_num_tokens": _max_num_tokens(work),
+        "max_seq_len": work.context_tokens,
+        "tokens_per_block": _tokens_per_block(work),
+        "cuda_graphs": f"{len(graphs)} batch sizes, 1-{graphs[-1]}",
+    }
+    if work.engine.ep_size:
+        out["ep_size"] = work.engine.ep_size
+    return out
+
+
+def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
+    """What TensorRT-LLM does with this model that the answer depends on."""
+    notes = [
+        "KV pool = kv_cache_free_gpu_memory_fraction x (device total - the profiling pass's peak), in "
+        f"{_tokens_per_block(work)}-token blocks; a pool shorter than max_seq_len lowers max_seq_len",
+    ]
+    if work.context_tokens > _max_num_tokens(work):
+        notes.append(
+            f"prompts longer than --max_num_tokens {_max_num_tokens(work):,} need chunked prefill "
+            "(--enable_chunked_prefill, or enable_chunked_prefill: true in --extra_llm_api_options)"
+        )
+    if any(layer.window for layer in spec.attention_layers):
+        notes.append(
+            "sliding-window layers are sized as full attention (the KV estimate counts every layer's "
+            "tokens; TensorRT-LLM's variable-window pools are not modelled)"
+        )
+    return tuple(notes)
+
+
+#: Fix-suggestion levers (core/levers.py) under trtllm-serve's own flag names; TensorRT-LLM does not
+#: quantize a 16-bit checkpoint while loading (a ModelOpt FP8/FP4 checkpoint is its way).
+LEVERS = Levers(count_flag="--tp_size", context_flag="--max_seq_len", thin_margin=THIN_MARGIN)
+
+ENGINE = EngineModel(
+    name="trtllm",
+    version=f"TensorRT-LLM {TRTLLM.newest}",
+    note="TensorRT-LLM (PyTorch backend): KV pool = kv_cache_free_gpu_memory_fraction x (device total - "
+    "profiling peak of weights + max_num_tokens activations + CUDA graphs and runtime), 32-token blocks",
+    evaluate=evaluate,
+    effective_settings=effective_settings,
+    releases=TRTLLM,
+    levers=LEVERS,
+    budget=lambda spec, gpu, n, work: free_fraction(work),
+    max_sequences=lambda gpu, work: _max_batch_size(work),
+    pages_kv=True,
+    serves=True,
+    notes=model_notes,
+    prefix_cache="TensorRT-LLM's KV cache block reuse (kv_cache_config.enable_block_reuse, on by default "
+    "in the PyTorch backend)",
+)

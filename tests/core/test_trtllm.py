@@ -1,0 +1,179 @@
+"""TensorRT-LLM (core/engines/trtllm.py): the public start-up logs of tests/data/trtllm_records.yaml
+within 3% on KV capacity, and each rule of the model (the pool formula, block rounding, CUDA-graph
+batch sizes, TP/PP/EP checks, the scheduler cap, what a short pool does)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpusize.core.engines import engine, trtllm
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.releases import TRTLLM
+from gpusize.errors import InputError
+from gpusize.sources.catalog import find_gpu
+from gpusize.units import GIB
+from tests.helpers import catalog_spec, workload
+
+TOLERANCE = 0.03
+RECORDS: list[dict[str, Any]] = yaml.safe_load(
+    (Path(__file__).parents[1] / "data" / "trtllm_records.yaml").read_text()
+)
+
+
+def _gpu(rec: dict[str, Any]) -> GpuSpec:
+    gpu = find_gpu(rec["gpu"])
+    return replace(gpu, **rec["gpu_override"]) if rec.get("gpu_override") else gpu
+
+
+def _predict(rec: dict[str, Any]) -> int:
+    spec = catalog_spec(rec["catalog"])
+    settings = {
+        k: rec[k] for k in ("kv_cache_free_gpu_memory_fraction", "max_batch_size", "max_num_tokens") if rec[k]
+    }
+    work = workload(spec, rec["max_seq_len"], engine_name="trtllm", version=rec["engine_version"], **settings)
+    capacity = trtllm.evaluate(spec, _gpu(rec), rec["tensor_parallel_size"], work).kv_cache_capacity_tokens
+    assert capacity is not None
+    return capacity
+
+
+def test_three_public_logs_at_least() -> None:
+    assert len(RECORDS) >= 3 and all(r["source"].startswith("https://github.com/") for r in RECORDS)
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=lambda r: r["id"])
+def test_kv_capacity_within_tolerance(rec: dict[str, Any]) -> None:
+    logged = rec["measured"]["kv_cache_tokens"]
+    assert abs(_predict(rec) - logged) / logged <= TOLERANCE, (_predict(rec), logged)
+
+
+def test_the_records_are_self_consistent() -> None:
+    # tokens x bytes per token = the logged GiB (2 decimals): the catalog configs stand in rightly
+    for rec in RECORDS:
+        spec = catalog_spec(rec["catalog"])
+        work = workload(spec, rec["max_seq_len"], engine_name="trtllm")
+        cell = trtllm.kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, 1)
+        assert round(rec["measured"]["kv_cache_tokens"] * cell / GIB, 2) == rec["measured"]["kv_cache_gib"]
+
+
+def test_the_pool_is_the_fraction_of_what_the_peak_leaves() -> None:
+    # _util.py _cal_max_memory: (total - peak) x fraction; nothing when the peak fills the device
+    assert trtllm.kv_pool_bytes(80 * GIB, 20 * GIB, 0.9) == int(54 * GIB)
+    assert trtllm.kv_pool_bytes(10 * GIB, 12 * GIB, 0.9) == 0
+
+
+def test_max_tokens_rounds_up_to_whole_blocks() -> None:
+    # NVIDIA/TensorRT-LLM#6294: "max_tokens ... 860308" -> "Allocated ... (860320)"; lm7: 13189 x 32
+    assert trtllm._capacity(860308 * 64, 64, 32) == 860320
+    assert trtllm._capacity(13189 * 32 * 100 - 5 * 100, 100, 32) == 13189 * 32
+    assert trtllm._capacity(1000, 0, 32) == 0
+
+
+def test_the_fraction_setting_moves_the_pool_linearly() -> None:
+    spec = catalog_spec("Qwen3-8B")
+    h100 = find_gpu("H100")
+    caps = [
+        trtllm.evaluate(
+            spec, h100, 1, workload(spec, 8192, engine_name="trtllm", kv_cache_free_gpu_memory_fraction=f)
+        ).kv_cache_capacity_tokens
+        for f in (0.45, 0.9)
+    ]
+    assert caps[0] is not None and caps[1] is not None
+    assert abs(caps[1] / caps[0] - 2) < 0.001
+
+
+def test_cuda_graph_batch_sizes_follow_cuda_graph_config() -> None:
+    # llm_args.py CudaGraphConfig: 1..31, 32, 64, 128 below the 128 default maximum
+    assert trtllm.cuda_graph_batch_sizes(2048) == (*range(1, 32), 32, 64, 128)
+    # NVIDIA/TensorRT-LLM#8961 (max_batch_size=32): "Creating CUDA graph instances for 32 batch sizes."
+    assert len(trtllm.cuda_graph_batch_sizes(32)) == 32
+    assert trtllm.cuda_graph_batch_sizes(100)[-1] == 100
+
+
+def test_more_tokens_per_step_take_more_activation_memory() -> None:
+    spec = catalog_spec("Llama-3.1-8B")
+    small = workload(spec, 8192, engine_name="trtllm", max_num_tokens=2048)
+    large = workload(spec, 8192, engine_name="trtllm", max_num_tokens=16384)
+    assert trtllm.activation_bytes(spec, large, 1) > 7 * trtllm.activation_bytes(spec, small, 1)
+    h100 = find_gpu("H100")
+    low, high = (trtllm.evaluate(spec, h100, 1, w).kv_cache_capacity_tokens or 0 for w in (small, large))
+    assert high < low
+
+
+def test_pipeline_parallel_splits_layers_and_tp_is_the_rest() -> None:
+    spec = catalog_spec("Llama-3.1-8B")
+    h100 = find_gpu("H100")
+    tp2 = trtllm.evaluate(spec, h100, 2, workload(spec, 8192, engine_name="trtllm"))
+    pp2 = trtllm.evaluate(spec, h100, 2, workload(spec, 8192, engine_name="trtllm", pp_size=2))
+    assert (tp2.tensor_parallel, tp2.pipeline_parallel) == (2, 1)
+    assert (pp2.tensor_parallel, pp2.pipeline_parallel) == (1, 2)
+    assert tp2.per_gpu is not None and pp2.per_gpu is not None
+    assert abs(pp2.per_gpu.weights_bytes - tp2.per_gpu.weights_bytes) < 0.05 * tp2.per_gpu.weights_bytes
+
+
+@pytest.mark.parametrize(
+    "name, n, settings, fragment",
+    [
+        ("Llama-3.1-8B", 3, {"pp_size": 2}, "--pp_size 2 does not divide 3 GPUs"),
+        ("Llama-3.1-8B", 2, {"ep_size": 2}, "no experts"),
+        ("Qwen3-30B-A3B", 2, {"ep_size": 4}, "must divide tp_size 2"),
+        ("Qwen3-30B-A3B", 6, {"ep_size": 2, "pp_size": 2}, "must divide tp_size 3"),
+        ("Qwen3-30B-A3B", 6, {"ep_size": 3, "pp_size": 2}, "does not divide the model's 128 experts"),
+    ],
+)
+def test_parallel_layouts_trtllm_refuses(name: str, n: int, settings: dict[str, int], fragment: str) -> None:
+    spec = catalog_spec(name)
+    cand = trtllm.evaluate(spec, find_gpu("H100"), n, workload(spec, 4096, engine_name="trtllm", **settings))
+    assert not cand.fits and cand.reason is not None and fragment in cand.reason
+
+
+def test_expert_parallel_over_the_tp_group_is_accepted() -> None:
+    spec = catalog_spec("Qwen3-30B-A3B")
+    cand = trtllm.evaluate(spec, find_gpu("H100"), 4, workload(spec, 4096, engine_name="trtllm", ep_size=4))
+    assert cand.fits
+
+
+def test_the_scheduler_caps_requests_at_max_batch_size() -> None:
+    spec = catalog_spec("Qwen3-0.6B")
+    work = workload(spec, 1024, batch=16, engine_name="trtllm", max_batch_size=8)
+    cand = trtllm.evaluate(spec, find_gpu("H100"), 1, work)
+    assert not cand.fits and cand.reason is not None and "--max_batch_size 8" in cand.reason
+    assert engine("trtllm").max_sequences is not None
+    assert engine("trtllm").max_sequences(find_gpu("H100"), work) == 8
+
+
+def test_a_short_pool_starts_but_does_not_hold_the_batch() -> None:
+    spec = catalog_spec("Llama-3.1-8B")
+    cand = trtllm.evaluate(spec, find_gpu("L4"), 1, workload(spec, 131072, batch=4, engine_name="trtllm"))
+    assert not cand.fits and cand.reason is not None and "starts" in cand.reason
+    assert "max_seq_len" in cand.reason
+
+
+def test_a_model_larger_than_the_gpu_runs_out_of_memory() -> None:
+    spec = catalog_spec("Llama-3.1-70B")
+    cand = trtllm.evaluate(spec, find_gpu("L4"), 1, workload(spec, 4096, engine_name="trtllm"))
+    assert not cand.fits and cand.reason is not None and "runs out of memory" in cand.reason
+
+
+def test_releases_and_settings_are_trtllm_s_own() -> None:
+    assert TRTLLM.known == ("1.0.0", "1.1.0", "1.2.0", "1.2.1")
+    spec = catalog_spec("Qwen3-0.6B")
+    assert workload(spec, 1024, engine_name="trtllm", version="1.1.0").engine_version == "1.1.0"
+    with pytest.raises(InputError, match="TensorRT-LLM release"):
+        workload(spec, 1024, engine_name="trtllm", version="0.21.0")
+    with pytest.raises(InputError, match="--max_batch_size"):
+        workload(spec, 1024, engine_name="vllm", max_batch_size=8)
+    assert "kv_cache_free_gpu_memory_fraction" in engine("trtllm").settings
+
+
+def test_effective_settings_name_trtllm_serve_s_values() -> None:
+    spec = catalog_spec("Qwen3-0.6B")
+    work = workload(spec, 4096, engine_name="trtllm")
+    out = trtllm.effective_settings(spec, find_gpu("H100"), 2, work)
+    assert out["tp_size"] == 2 and out["kv_cache_free_gpu_memory_fraction"] == 0.9
+    assert (out["max_batch_size"], out["max_num_tokens"], out["tokens_per_block"]) == (2048, 8192, 32)
+    assert out["cuda_graphs"] == "34 batch sizes, 1-128"
