@@ -177,3 +177,21 @@ def test_effective_settings_name_trtllm_serve_s_values() -> None:
     assert out["tp_size"] == 2 and out["kv_cache_free_gpu_memory_fraction"] == 0.9
     assert (out["max_batch_size"], out["max_num_tokens"], out["tokens_per_block"]) == (2048, 8192, 32)
     assert out["cuda_graphs"] == "34 batch sizes, 1-128"
+
+
+def test_hybrid_models_hold_recurrent_state_for_max_batch_size_requests() -> None:
+    # mamba_cache_manager.py: conv and SSM state allocated for max_batch_size slots at start-up
+    spec = catalog_spec("Qwen3-Next-80B-A3B-Instruct")
+    h100 = find_gpu("H100")
+    states = []
+    for batch in (64, 2048):
+        work = workload(spec, 8192, engine_name="trtllm", max_batch_size=batch)
+        cand = trtllm.evaluate(spec, h100, 4, work)
+        assert cand.per_gpu is not None
+        (reserve,) = cand.per_gpu.reserves
+        assert reserve.name == "recurrent_state"
+        states.append(reserve.bytes)
+    assert states[1] == states[0] * 32
+    dense = catalog_spec("Qwen3-8B")
+    cand = trtllm.evaluate(dense, h100, 1, workload(dense, 8192, engine_name="trtllm"))
+    assert cand.per_gpu is not None and cand.per_gpu.reserves == ()

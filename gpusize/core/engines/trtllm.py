@@ -36,6 +36,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers
 from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, thin_margin
 from gpusize.core.releases import TRTLLM
+from gpusize.core.reserves import Reserve
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import rope_cache_bytes, weights_bytes
 from gpusize.core.workload import Workload
@@ -58,6 +59,7 @@ __all__ = [
     "free_fraction",
     "kv_pool_bytes",
     "parallel_problem",
+    "recurrent_state",
 ]
 
 #: KvCacheConfig.free_gpu_memory_fraction default (tensorrt_llm/llmapi/llm_args.py; trtllm-serve's
@@ -159,6 +161,23 @@ def parallel_problem(spec: ModelSpec, n: int, work: Workload) -> str | None:
     return split_problem(spec, tp, None, expert_parallel=ep == tp)
 
 
+def recurrent_state(spec: ModelSpec, work: Workload, tp: int, pp: int) -> Reserve | None:
+    """Mamba / linear-attention state of hybrid models (Nemotron-H, Qwen3-Next): MambaCacheManager
+    allocates conv and SSM state for max_batch_size requests up front (mamba_cache_manager.py:
+    torch.empty([layers, max_batch_size, ...]) in the model dtype, mamba_ssm_cache_dtype auto), during
+    the profiling pass too, so it is part of the peak the KV fraction is taken after."""
+    per_sequence = kvcache.recurrent_state_bytes(spec, work.weights.other_bytes, tp) // pp
+    if not per_sequence:
+        return None
+    batch = _max_batch_size(work)
+    return Reserve(
+        "recurrent_state",
+        per_sequence * batch,
+        f"conv + SSM state of the recurrent layers for --max_batch_size {batch} requests, allocated at "
+        "start-up (MambaCacheManager)",
+    )
+
+
 def kv_pool_bytes(visible: int, peak: int, fraction: float) -> int:
     """_util.py _cal_max_memory: fraction x (device total - profiling peak), 0 when the peak fills it."""
     return max(int((visible - peak) * fraction), 0)
@@ -181,12 +200,14 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate
     cell = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, tp) * -(-layers // pp) // layers
     activations = activation_bytes(spec, work, tp)
     context = runtime.cuda_context_bytes(n, gpu.interconnect)
-    peak = weights + activations + TRTLLM_RUNTIME_BYTES + context + work.reserved_bytes
+    state = recurrent_state(spec, work, tp, pp)
+    held = (state,) if state else ()
+    inside = weights + activations + TRTLLM_RUNTIME_BYTES + (state.bytes if state else 0)
+    peak = inside + context + work.reserved_bytes
     fraction = free_fraction(work)
     pool = kv_pool_bytes(gpu.visible_bytes, peak, fraction)
     capacity = _capacity(pool, cell, _tokens_per_block(work))
     need = work.batch * work.context_tokens * cell
-    inside = weights + activations + TRTLLM_RUNTIME_BYTES
     per_gpu = PerGpu(
         weights_bytes=weights,
         kv_cache_bytes=need,
@@ -198,6 +219,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate
         outside_budget_bytes=context,
         outside_budget_limit_bytes=gpu.visible_bytes - inside - pool,
         visible_bytes=gpu.visible_bytes,
+        reserves=held,
     )
     fits, reason = _verdict(work, pool, capacity, fraction)
     seqs = capacity / work.context_tokens
