@@ -35,27 +35,41 @@ def _predict(rec: dict[str, Any]) -> int:
     settings = {
         k: rec[k] for k in ("kv_cache_free_gpu_memory_fraction", "max_batch_size", "max_num_tokens") if rec[k]
     }
-    work = workload(spec, rec["max_seq_len"], engine_name="trtllm", version=rec["engine_version"], **settings)
+    work = workload(
+        spec,
+        rec["max_seq_len"],
+        dtype=rec.get("dtype", "auto"),
+        kv_dtype=rec.get("kv_cache_dtype", "auto"),
+        engine_name="trtllm",
+        version=rec["engine_version"],
+        **settings,
+    )
     capacity = trtllm.evaluate(spec, _gpu(rec), rec["tensor_parallel_size"], work).kv_cache_capacity_tokens
     assert capacity is not None
     return capacity
 
 
 def test_three_public_logs_at_least() -> None:
-    assert len(RECORDS) >= 3 and all(r["source"].startswith("https://github.com/") for r in RECORDS)
+    met = [r for r in RECORDS if "known_miss" not in r]
+    assert len(met) >= 3 and all(r["source"].startswith("https://github.com/") for r in RECORDS)
 
 
 @pytest.mark.parametrize("rec", RECORDS, ids=lambda r: r["id"])
 def test_kv_capacity_within_tolerance(rec: dict[str, Any]) -> None:
     logged = rec["measured"]["kv_cache_tokens"]
-    assert abs(_predict(rec) - logged) / logged <= TOLERANCE, (_predict(rec), logged)
+    within = abs(_predict(rec) - logged) / logged <= TOLERANCE
+    if "known_miss" in rec:  # strict: a fix must remove the record's known_miss
+        assert not within, "now predicted within 3%: remove known_miss"
+        pytest.xfail(rec["known_miss"])
+    assert within, (_predict(rec), logged)
 
 
 def test_the_records_are_self_consistent() -> None:
     # tokens x bytes per token = the logged GiB (2 decimals): the catalog configs stand in rightly
     for rec in RECORDS:
         spec = catalog_spec(rec["catalog"])
-        work = workload(spec, rec["max_seq_len"], engine_name="trtllm")
+        kv = rec.get("kv_cache_dtype", "auto")
+        work = workload(spec, rec["max_seq_len"], kv_dtype=kv, engine_name="trtllm")
         cell = trtllm.kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, 1)
         assert round(rec["measured"]["kv_cache_tokens"] * cell / GIB, 2) == rec["measured"]["kv_cache_gib"]
 
