@@ -306,7 +306,12 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
 
 #: Fix-suggestion levers (core/levers.py) under trtllm-serve's own flag names; TensorRT-LLM does not
 #: quantize a 16-bit checkpoint while loading (a ModelOpt FP8/FP4 checkpoint is its way).
-LEVERS = Levers(count_flag="--tp_size", context_flag="--max_seq_len", thin_margin=THIN_MARGIN)
+LEVERS = Levers(
+    count_flag="--tp_size",
+    context_flag="--max_seq_len",
+    kv_note="trtllm-serve takes it as kv_cache_config: {{dtype: {kind}}} in the --extra_llm_api_options YAML",
+    thin_margin=THIN_MARGIN,
+)
 
 ENGINE = EngineModel(
     name="trtllm",
