@@ -45,7 +45,8 @@ def main() -> None:
         if not miss:
             residuals.append(left)
     print(
-        f"fitted runtime {statistics.mean(residuals):.3f} GiB (in use {trtllm.TRTLLM_RUNTIME_BYTES / GIB:.3f})"
+        f"fitted runtime {statistics.mean(residuals):.3f} GiB "
+        f"(in use {trtllm.TRTLLM_RUNTIME_BYTES / GIB:.3f})"
     )
 
 

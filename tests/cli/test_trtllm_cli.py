@@ -9,7 +9,9 @@ from tests.helpers import run_in_process
 
 
 def test_fit_names_the_release_and_trtllm_s_settings() -> None:
-    proc = run_in_process("fit", "Qwen3-0.6B", "--engine", "trtllm", "--gpu", "H100", "--ctx", "40960", "--json")
+    proc = run_in_process(
+        "fit", "Qwen3-0.6B", "--engine", "trtllm", "--gpu", "H100", "--ctx", "40960", "--json"
+    )
     assert proc.code == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["workload"]["engine_version"] == "1.2.1"
@@ -25,7 +27,7 @@ def test_serve_prints_trtllm_serve_with_the_options_yaml() -> None:
     assert proc.code in (0, 1), proc.stderr
     text = " ".join(proc.stdout.split())
     assert "trtllm-serve meta-llama/Llama-3.1-8B --backend pytorch --tp_size 1" in text.replace("\\ ", "")
-    assert "--max_batch_size 256" in text and "kv_cache_config: {dtype: \"fp8\"}" in text
+    assert "--max_batch_size 256" in text and 'kv_cache_config: {dtype: "fp8"}' in text
 
 
 def test_bad_values_exit_2_in_one_line() -> None:
