@@ -209,3 +209,11 @@ def test_hybrid_models_hold_recurrent_state_for_max_batch_size_requests() -> Non
     dense = catalog_spec("Qwen3-8B")
     cand = trtllm.evaluate(dense, h100, 1, workload(dense, 8192, engine_name="trtllm"))
     assert cand.per_gpu is not None and cand.per_gpu.reserves == ()
+
+
+def test_a_context_beyond_max_num_tokens_is_noted() -> None:
+    # llmapi/llm.py _check_arguments: a prompt over max_num_tokens is refused without chunked prefill
+    spec = catalog_spec("Qwen3-8B")
+    long = trtllm.model_notes(spec, workload(spec, 32768, engine_name="trtllm"))
+    short = trtllm.model_notes(spec, workload(spec, 32768, engine_name="trtllm", max_num_tokens=32768))
+    assert any("--max_num_tokens 8,192" in n for n in long) and not any("max_num_tokens" in n for n in short)

@@ -293,8 +293,9 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
     ]
     if work.context_tokens > _max_num_tokens(work):
         notes.append(
-            f"prompts longer than --max_num_tokens {_max_num_tokens(work):,} need chunked prefill "
-            "(--enable_chunked_prefill, or enable_chunked_prefill: true in --extra_llm_api_options)"
+            f"TensorRT-LLM rejects a prompt longer than --max_num_tokens {_max_num_tokens(work):,} unless "
+            "chunked prefill is on (llmapi/llm.py _check_arguments): pass enable_chunked_prefill: true in "
+            "--extra_llm_api_options, or a larger --max_num_tokens (a larger profiling pass)"
         )
     if any(layer.window for layer in spec.attention_layers):
         notes.append(
