@@ -217,3 +217,20 @@ def test_a_context_beyond_max_num_tokens_is_noted() -> None:
     long = trtllm.model_notes(spec, workload(spec, 32768, engine_name="trtllm"))
     short = trtllm.model_notes(spec, workload(spec, 32768, engine_name="trtllm", max_num_tokens=32768))
     assert any("--max_num_tokens 8,192" in n for n in long) and not any("max_num_tokens" in n for n in short)
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype", "bound_gib"), [("Llama-3.1-8B", "auto", 19.4), ("Llama-3.1-8B", "fp8", 12.0)]
+)
+def test_the_profiling_peak_stays_under_trtllm_s_own_ci_bound(
+    name: str, dtype: str, bound_gib: float
+) -> None:
+    # NVIDIA/TensorRT-LLM tests/integration/defs/test_e2e.py (its trtllm-bench PyTorch-backend sanity test):
+    # the logged peak of trtllm-bench on the PyTorch backend must stay under 19.4 GiB for
+    # Meta-Llama-3.1-8B and 12.0 GiB for Llama-3.1-8B-Instruct-FP8 (+ 0.3 GiB and the start-up non-torch)
+    spec = catalog_spec(name)
+    cand = trtllm.evaluate(spec, find_gpu("H100"), 1, workload(spec, 8192, dtype=dtype, engine_name="trtllm"))
+    g = cand.per_gpu
+    assert g is not None
+    peak = g.weights_bytes + g.activations_bytes + g.overhead_bytes + g.outside_budget_bytes
+    assert bound_gib - 4 < peak / GIB <= bound_gib + 0.3
