@@ -295,14 +295,13 @@ TRTLLM_OPTIONS_FILE = "extra-llm-api-options.yaml"
 _TRTLLM_DTYPE = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
-def _trtllm_options(work: Workload, revision: str | None, gpu: GpuSpec | None) -> dict[str, object]:
+def _trtllm_options(work: Workload, revision: str | None) -> dict[str, object]:
     """The LLM API arguments the plan depends on that trtllm-serve takes only from the YAML file:
     dtype, revision, kv_cache_config.dtype (fp8) and kv_cache_config.tokens_per_block."""
     options: dict[str, object] = {}
-    half = gpu is not None and not gpu.supports_bf16 and work.weights.other_bytes == 2
     dtype = _TRTLLM_DTYPE.get(work.requested_dtype)
-    if dtype or half:
-        options["dtype"] = "float16" if half and dtype in (None, "bfloat16") else dtype
+    if dtype:  # every GPU TensorRT-LLM runs on (Ampere and newer) has bf16: no --dtype half case
+        options["dtype"] = dtype
     if revision:
         options["revision"] = revision
     kv: dict[str, object] = {}
@@ -351,7 +350,7 @@ def trtllm_command(
     words = ["trtllm-serve", model, "--backend", "pytorch", "--tp_size", str(tp)]
     words += ["--max_seq_len", str(work.context_tokens), "--kv_cache_free_gpu_memory_fraction", str(fraction)]
     words += _settings_words(work)
-    options = _trtllm_options(work, revision, gpu)
+    options = _trtllm_options(work, revision)
     if not options:
         return LaunchCommand(_join(words), None, work.engine_version)
     command = _join([*words, "--extra_llm_api_options", TRTLLM_OPTIONS_FILE])

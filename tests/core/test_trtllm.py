@@ -234,3 +234,14 @@ def test_the_profiling_peak_stays_under_trtllm_s_own_ci_bound(
     assert g is not None
     peak = g.weights_bytes + g.activations_bytes + g.overhead_bytes + g.outside_budget_bytes
     assert bound_gib - 4 < peak / GIB <= bound_gib + 0.3
+
+
+@pytest.mark.parametrize(
+    ("gpu", "fragment"), [("T4", "Ampere (SM80) and newer"), ("MI300X", "NVIDIA GPUs only")]
+)
+def test_trtllm_runs_on_ampere_and_newer_nvidia_gpus_only(gpu: str, fragment: str) -> None:
+    # https://nvidia.github.io/TensorRT-LLM/supported-hardware.html: Blackwell, Hopper, Ada, Ampere
+    spec = catalog_spec("Qwen3-0.6B")
+    cand = trtllm.evaluate(spec, find_gpu(gpu), 1, workload(spec, 4096, engine_name="trtllm"))
+    assert not cand.fits and cand.reason is not None and fragment in cand.reason
+    assert trtllm.hardware_problem(find_gpu("A100-80GB")) is None

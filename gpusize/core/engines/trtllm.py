@@ -57,6 +57,7 @@ __all__ = [
     "cuda_graph_batch_sizes",
     "evaluate",
     "free_fraction",
+    "hardware_problem",
     "kv_pool_bytes",
     "parallel_problem",
     "recurrent_state",
@@ -92,6 +93,10 @@ ACTIVATION_MLP_COPIES = 3
 #: ... and the residual, the normalized input, the attention output and the QKV projection's share of
 #: the hidden width.
 ACTIVATION_HIDDEN_COPIES = 4
+#: The oldest compute capability TensorRT-LLM develops and tests for: Ampere (SM80), with Ada, Hopper
+#: and Blackwell (https://nvidia.github.io/TensorRT-LLM/supported-hardware.html; the 0.18 support
+#: matrix: "Ampere (SM80, SM86)"); NVIDIA GPUs only (CUDA, no ROCm build).
+MIN_COMPUTE_CAPABILITY = (8, 0)
 #: The margin below which a fit is flagged thin: gpusize's error on the public logs it is calibrated on
 #: (within 3 %), as for vLLM and SGLang.
 THIN_MARGIN = 0.03
@@ -138,6 +143,20 @@ def activation_bytes(spec: ModelSpec, work: Workload, tp: int) -> int:
         width += ACTIVATION_MLP_COPIES * spec.intermediate_size / tp
     requests = math.ceil(tokens / max(min(tokens, work.context_tokens - 1), 1))
     return int(tokens * width * 2 + requests * spec.vocab_size * 4)
+
+
+def hardware_problem(gpu: GpuSpec) -> str | None:
+    """Why TensorRT-LLM does not run on this GPU (an AMD card, or older than Ampere), or None."""
+    if gpu.vendor != "NVIDIA":
+        return f"TensorRT-LLM runs on NVIDIA GPUs only (CUDA); {gpu.full_name} is {gpu.vendor}"
+    if gpu.compute_capability:
+        major, _, minor = gpu.compute_capability.partition(".")
+        if (int(major), int(minor or 0)) < MIN_COMPUTE_CAPABILITY:
+            return (
+                f"TensorRT-LLM supports Ampere (SM80) and newer GPUs; {gpu.full_name} is SM"
+                f"{gpu.compute_capability.replace('.', '')} (use --engine vllm or llamacpp)"
+            )
+    return None
 
 
 def parallel_problem(spec: ModelSpec, n: int, work: Workload) -> str | None:
@@ -189,7 +208,7 @@ def _capacity(pool: int, cell: int, block: int) -> int:
 
 
 def evaluate(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate:
-    problem = parallel_problem(spec, n, work)
+    problem = hardware_problem(gpu) or parallel_problem(spec, n, work)
     if problem:
         return refused(gpu, n, problem)
     pp = work.engine.pp_size or 1
