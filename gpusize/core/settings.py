@@ -437,6 +437,14 @@ class EngineSettings:
         high=1024,
         launch="--ep_size",
     )
+    #: No trtllm-serve flag: enable_attention_dp in the --extra_llm_api_options YAML (engines/trtllm_dp.py).
+    enable_attention_dp: bool = _setting(
+        False,
+        flag="--enable_attention_dp",
+        engines=("trtllm",),
+        help="attention data parallel (enable_attention_dp in the extra options YAML): each GPU attends to "
+        "its own requests with its own KV pool; MoE and MLP stay tensor or expert parallel.",
+    )
     #: No trtllm-serve flag: kv_cache_config.tokens_per_block in the --extra_llm_api_options YAML.
     tokens_per_block: int | None = _setting(
         None,

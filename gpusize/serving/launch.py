@@ -297,13 +297,15 @@ _TRTLLM_DTYPE = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 def _trtllm_options(work: Workload, revision: str | None) -> dict[str, object]:
     """The LLM API arguments the plan depends on that trtllm-serve takes only from the YAML file:
-    dtype, revision, kv_cache_config.dtype (fp8) and kv_cache_config.tokens_per_block."""
+    dtype, revision, enable_attention_dp, kv_cache_config.dtype (fp8) and .tokens_per_block."""
     options: dict[str, object] = {}
     dtype = _TRTLLM_DTYPE.get(work.requested_dtype)
     if dtype:  # every GPU TensorRT-LLM runs on (Ampere and newer) has bf16: no --dtype half case
         options["dtype"] = dtype
     if revision:
         options["revision"] = revision
+    if work.engine.enable_attention_dp:
+        options["enable_attention_dp"] = True
     kv: dict[str, object] = {}
     if work.kv_cache_dtype == "fp8":
         kv["dtype"] = "fp8"

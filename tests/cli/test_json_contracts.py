@@ -77,6 +77,7 @@ WORKLOAD = {
     "workload.engine.pp_size",
     "workload.engine.ep_size",
     "workload.engine.tokens_per_block",
+    "workload.engine.enable_attention_dp",
     "workload.engine_version",
     "workload.include_mtp",
     "workload.kv_cache_dtype",

@@ -164,7 +164,9 @@ def test_a_short_pool_starts_but_does_not_hold_the_batch() -> None:
     spec = catalog_spec("Llama-3.1-8B")
     cand = trtllm.evaluate(spec, find_gpu("L4"), 1, workload(spec, 131072, batch=4, engine_name="trtllm"))
     assert not cand.fits and cand.reason is not None and "starts" in cand.reason
-    assert "max_seq_len" in cand.reason
+    assert "sequences of 131,072 tokens run at once, 4 asked" in cand.reason or "max_seq_len" in cand.reason
+    short = trtllm.evaluate(spec, find_gpu("L4"), 1, workload(spec, 262144, engine_name="trtllm"))
+    assert short.reason is not None and "lowers max_seq_len to" in short.reason
 
 
 def test_a_model_larger_than_the_gpu_runs_out_of_memory() -> None:
@@ -245,3 +247,34 @@ def test_trtllm_runs_on_ampere_and_newer_nvidia_gpus_only(gpu: str, fragment: st
     cand = trtllm.evaluate(spec, find_gpu(gpu), 1, workload(spec, 4096, engine_name="trtllm"))
     assert not cand.fits and cand.reason is not None and fragment in cand.reason
     assert trtllm.hardware_problem(find_gpu("A100-80GB")) is None
+
+
+def test_attention_dp_keeps_attention_whole_and_a_pool_per_gpu() -> None:
+    # trtllm_dp.py: attention, embedding and LM head whole per GPU; one KV pool per GPU, all KV heads
+    spec = catalog_spec("Qwen3-30B-A3B")
+    h100 = find_gpu("H100")
+    tp = trtllm.evaluate(spec, h100, 4, workload(spec, 8192, engine_name="trtllm"))
+    dp = trtllm.evaluate(spec, h100, 4, workload(spec, 8192, engine_name="trtllm", enable_attention_dp=True))
+    assert tp.per_gpu is not None and dp.per_gpu is not None
+    assert dp.per_gpu.weights_bytes > tp.per_gpu.weights_bytes
+    assert (tp.kv_heads_per_gpu, dp.kv_heads_per_gpu) == (1, 4)  # 4 KV heads: 1 per GPU at TP=4
+    assert dp.kv_cache_capacity_tokens is not None and dp.kv_cache_capacity_tokens % 4 == 0
+    assert "attention_dp" in trtllm.effective_settings(
+        spec, h100, 4, workload(spec, 8192, engine_name="trtllm", enable_attention_dp=True)
+    )
+
+
+def test_attention_dp_multiplies_an_mla_model_s_pool_by_the_gpus() -> None:
+    # MLA keeps the latent whole on every GPU either way: attention DP turns one shared pool into 8
+    spec = catalog_spec("DeepSeek-V3")
+    h200 = find_gpu("H200")
+    one = trtllm.evaluate(spec, h200, 8, workload(spec, 32768, engine_name="trtllm"))
+    eight = trtllm.evaluate(
+        spec, h200, 8, workload(spec, 32768, batch=64, engine_name="trtllm", enable_attention_dp=True)
+    )
+    assert one.kv_cache_capacity_tokens and eight.kv_cache_capacity_tokens
+    assert 4 < eight.kv_cache_capacity_tokens / one.kv_cache_capacity_tokens < 8
+    assert (
+        eight.fits
+        and not trtllm.evaluate(spec, h200, 8, workload(spec, 32768, batch=64, engine_name="trtllm")).fits
+    )

@@ -55,6 +55,9 @@ def test_settings_without_a_flag_go_into_the_options_yaml() -> None:
         "revision": "main",
         "kv_cache_config": {"dtype": "fp8", "tokens_per_block": 64},
     }
+    adp = workload(spec, 8192, engine_name="trtllm", enable_attention_dp=True)
+    note = trtllm_command("Qwen/Qwen3-8B", None, 2, adp, 0.9, spec).note
+    assert note is not None and yaml.safe_load(note.split(": ", 1)[1]) == {"enable_attention_dp": True}
     plain = trtllm_command("Qwen/Qwen3-8B", None, 1, workload(spec, 8192, engine_name="trtllm"), 0.9, spec)
     assert plain.note is None and plain.command is not None and "extra_llm_api_options" not in plain.command
 

@@ -32,6 +32,7 @@ import math
 
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.base import EngineModel
+from gpusize.core.engines.trtllm_dp import adp_weight_extra_bytes, attention_groups
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers
 from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, thin_margin
@@ -207,26 +208,37 @@ def _capacity(pool: int, cell: int, block: int) -> int:
     return -(-(pool // cell) // block) * block if cell else 0
 
 
+def _weights(spec: ModelSpec, work: Workload, tp: int, pp: int) -> int:
+    """Weight bytes on one GPU: 1/tp of the sharded weights, 1/pp of the layers (the rope table on
+    every stage), plus what attention DP keeps whole."""
+    rope = rope_cache_bytes(spec, work.weights)
+    weights = (weights_bytes(spec, work.weights, tp, work.include_mtp) - rope) // pp + rope
+    if attention_groups(work, tp) > 1:
+        weights += adp_weight_extra_bytes(spec, work.weights, tp) // pp
+    return weights
+
+
 def evaluate(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate:
     problem = hardware_problem(gpu) or parallel_problem(spec, n, work)
     if problem:
         return refused(gpu, n, problem)
     pp = work.engine.pp_size or 1
     tp = n // pp
-    rope = rope_cache_bytes(spec, work.weights)
-    weights = (weights_bytes(spec, work.weights, tp, work.include_mtp) - rope) // pp + rope
+    groups = attention_groups(work, tp)  # GPUs with a KV pool of their own
+    attn_tp = tp // groups
+    weights = _weights(spec, work, tp, pp)
     layers = max(len(spec.attention_layers), 1)
-    cell = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, tp) * -(-layers // pp) // layers
+    cell = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, attn_tp) * -(-layers // pp) // layers
     activations = activation_bytes(spec, work, tp)
     context = runtime.cuda_context_bytes(n, gpu.interconnect)
-    state = recurrent_state(spec, work, tp, pp)
+    state = recurrent_state(spec, work, attn_tp, pp)
     held = (state,) if state else ()
     inside = weights + activations + TRTLLM_RUNTIME_BYTES + (state.bytes if state else 0)
-    peak = inside + context + work.reserved_bytes
     fraction = free_fraction(work)
-    pool = kv_pool_bytes(gpu.visible_bytes, peak, fraction)
-    capacity = _capacity(pool, cell, _tokens_per_block(work))
-    need = work.batch * work.context_tokens * cell
+    pool = kv_pool_bytes(gpu.visible_bytes, inside + context + work.reserved_bytes, fraction)
+    capacity = _capacity(pool, cell, _tokens_per_block(work))  # one pool (one GPU's with attention DP)
+    per_pool = -(-work.batch // groups)
+    need = per_pool * work.context_tokens * cell
     per_gpu = PerGpu(
         weights_bytes=weights,
         kv_cache_bytes=need,
@@ -240,8 +252,8 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate
         visible_bytes=gpu.visible_bytes,
         reserves=held,
     )
-    fits, reason = _verdict(work, pool, capacity, fraction)
-    seqs = capacity / work.context_tokens
+    fits, reason = _verdict(work, pool, capacity, fraction, groups)
+    seqs = capacity * groups / work.context_tokens
     thin = fits and thin_margin(seqs, work.batch, THIN_MARGIN)
     return Candidate(
         gpu=gpu.name,
@@ -252,35 +264,47 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate
         fits=fits,
         reason=reason,
         per_gpu=per_gpu,
-        kv_cache_capacity_tokens=capacity,
+        kv_cache_capacity_tokens=capacity * groups,  # the instance's: one pool per attention-DP GPU
         max_concurrency=round(seqs, 2),
         thin_margin=thin,
         warning=f"holds {seqs:.2f} sequences of this context for {work.batch}, within gpusize's "
         f"{THIN_MARGIN:.0%} error on public start-up logs: the next size up is the safe choice"
         if thin
         else None,
-        max_context_tokens=min(capacity // max(work.batch, 1), spec.max_context or capacity),
-        kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, tp),
+        max_context_tokens=min(capacity // max(per_pool, 1), spec.max_context or capacity),
+        kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, attn_tp),
         usd_per_hour=gpu.price_for(n),
     )
 
 
-def _verdict(work: Workload, pool: int, capacity: int, fraction: float) -> tuple[bool, str | None]:
-    """Fits when the pool holds every sequence at full context and the scheduler runs them at once."""
+def _verdict(
+    work: Workload, pool: int, capacity: int, fraction: float, groups: int
+) -> tuple[bool, str | None]:
+    """Fits when each pool holds its requests at full context and the scheduler runs them at once
+    (max_batch_size per GPU under attention DP)."""
     if pool <= 0:
         return False, (
             "TensorRT-LLM runs out of memory at start-up: the weights and the profiling pass leave "
             "nothing free for the KV cache"
         )
-    batch = _max_batch_size(work)
+    batch = _max_batch_size(work) * groups
     if work.batch > batch:
-        return False, f"--max_batch_size {batch} runs at most {batch} requests at once, {work.batch} asked"
-    if capacity < work.batch * work.context_tokens:
-        capped = min(capacity, work.context_tokens)
+        return (
+            False,
+            f"--max_batch_size {batch // groups} runs at most {batch} requests at once, {work.batch} asked",
+        )
+    per_pool = -(-work.batch // groups)
+    if capacity < per_pool * work.context_tokens:
+        where = f" per GPU ({groups} attention-DP pools)" if groups > 1 else ""
+        if capacity < work.context_tokens:
+            what = f"it lowers max_seq_len to {capacity:,} ('Adjusted max_seq_len')"
+        else:
+            what = (
+                f"{capacity // work.context_tokens} sequences of {work.context_tokens:,} tokens run at once"
+            )
         return False, (
-            f"TensorRT-LLM starts, but its KV pool holds {capacity:,} tokens ({fraction} of the memory "
-            f"free after its profiling pass): max_seq_len is lowered to {capped:,} if the pool is "
-            f"shorter, and {work.batch} x {work.context_tokens:,} tokens do not run at once"
+            f"TensorRT-LLM starts, but its KV pool holds {capacity:,} tokens{where} ({fraction} of the "
+            f"memory free after its profiling pass): {what}, {work.batch} asked"
         )
     return True, None
 
@@ -301,6 +325,8 @@ def effective_settings(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) ->
     }
     if work.engine.ep_size:
         out["ep_size"] = work.engine.ep_size
+    if work.engine.enable_attention_dp:
+        out["attention_dp"] = f"on ({n // pp} KV pools)"
     return out
 
 
@@ -315,6 +341,12 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
             f"TensorRT-LLM rejects a prompt longer than --max_num_tokens {_max_num_tokens(work):,} unless "
             "chunked prefill is on (llmapi/llm.py _check_arguments): pass enable_chunked_prefill: true in "
             "--extra_llm_api_options, or a larger --max_num_tokens (a larger profiling pass)"
+        )
+    if work.engine.enable_attention_dp:
+        notes.append(
+            "enable_attention_dp: attention, the input embedding and the LM head whole on every GPU, MoE "
+            "and MLP still over all tp; each GPU keeps its own KV pool (all KV heads) for its own requests "
+            "(KV capacity is the instance's, all pools); max_batch_size counts per GPU"
         )
     if any(layer.window for layer in spec.attention_layers):
         notes.append(
@@ -343,7 +375,7 @@ ENGINE = EngineModel(
     releases=TRTLLM,
     levers=LEVERS,
     budget=lambda spec, gpu, n, work: free_fraction(work),
-    max_sequences=lambda gpu, work: _max_batch_size(work),
+    max_sequences=lambda gpu, work: _max_batch_size(work),  # per GPU under attention DP
     pages_kv=True,
     serves=True,
     notes=model_notes,
