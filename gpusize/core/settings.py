@@ -437,7 +437,7 @@ class EngineSettings:
         high=1024,
         launch="--ep_size",
     )
-    #: No trtllm-serve flag: enable_attention_dp in the --extra_llm_api_options YAML (engines/trtllm_dp.py).
+    #: No trtllm-serve flag: enable_attention_dp in the --extra_llm_api_options YAML (engines/trtllm/dp.py).
     enable_attention_dp: bool = _setting(
         False,
         flag="--enable_attention_dp",

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gpusize.core import kvcache
 from gpusize.core.engines import engine, trtllm
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import TRTLLM
@@ -70,7 +71,7 @@ def test_the_records_are_self_consistent() -> None:
         spec = catalog_spec(rec["catalog"])
         kv = rec.get("kv_cache_dtype", "auto")
         work = workload(spec, rec["max_seq_len"], kv_dtype=kv, engine_name="trtllm")
-        cell = trtllm.kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, 1)
+        cell = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, 1)
         assert round(rec["measured"]["kv_cache_tokens"] * cell / GIB, 2) == rec["measured"]["kv_cache_gib"]
 
 
@@ -82,9 +83,9 @@ def test_the_pool_is_the_fraction_of_what_the_peak_leaves() -> None:
 
 def test_max_tokens_rounds_up_to_whole_blocks() -> None:
     # NVIDIA/TensorRT-LLM#6294: "max_tokens ... 860308" -> "Allocated ... (860320)"; lm7: 13189 x 32
-    assert trtllm._capacity(860308 * 64, 64, 32) == 860320
-    assert trtllm._capacity(13189 * 32 * 100 - 5 * 100, 100, 32) == 13189 * 32
-    assert trtllm._capacity(1000, 0, 32) == 0
+    assert trtllm.pool_tokens(860308 * 64, 64, 32) == 860320
+    assert trtllm.pool_tokens(13189 * 32 * 100 - 5 * 100, 100, 32) == 13189 * 32
+    assert trtllm.pool_tokens(1000, 0, 32) == 0
 
 
 def test_the_fraction_setting_moves_the_pool_linearly() -> None:
@@ -250,7 +251,7 @@ def test_trtllm_runs_on_ampere_and_newer_nvidia_gpus_only(gpu: str, fragment: st
 
 
 def test_attention_dp_keeps_attention_whole_and_a_pool_per_gpu() -> None:
-    # trtllm_dp.py: attention, embedding and LM head whole per GPU; one KV pool per GPU, all KV heads
+    # trtllm/dp.py: attention, embedding and LM head whole per GPU; one KV pool per GPU, all KV heads
     spec = catalog_spec("Qwen3-30B-A3B")
     h100 = find_gpu("H100")
     tp = trtllm.evaluate(spec, h100, 4, workload(spec, 8192, engine_name="trtllm"))

@@ -1,42 +1,22 @@
-"""TensorRT-LLM's memory model (pure): the PyTorch backend of `trtllm-serve` and the LLM API, releases
-`core.releases.TRTLLM` (1.0.0 to 1.2.1, every 1.x wheel on PyPI).
-
-How the engine sizes its KV pool, read from tensorrt_llm/_torch/pyexecutor/_util.py (KvCacheCreator:
-`configure_kv_cache_capacity`, `_cal_max_memory`), unchanged in formula from 1.0 to 1.2.1: it loads the
-weights, runs a profiling pass of dummy context requests that fill `max_num_tokens` (each at most
-max_seq_len - 1 tokens long) with CUDA graphs captured, then measures the peak (torch peak + memory
-used outside torch: CUDA context, NCCL, CUDA graphs, workspaces, and whatever other processes hold,
-since it reads the device's free memory) and gives the KV cache
-
-    kv_bytes = kv_cache_free_gpu_memory_fraction x (device total - peak)
-
-(the temporary KV blocks of the profiling pass are added back, so they cancel). The fraction is of
-what is free after the peak, not of the device: the default 0.9 leaves 10 % of that free. The pool is
-`kv_bytes // bytes per token` tokens (resource_manager.py get_cache_size_per_token: layers x 2 x KV
-heads / tp x head_dim x dtype bytes; MLA: the latent), rounded up to whole blocks of
-`tokens_per_block` (KvCacheConfig, default 32) by the C++ KV cache manager ('primary blocks' x 32 in
-the logs). A pool smaller than max_seq_len does not stop the engine: it lowers max_seq_len to the
-pool ('Adjusted max_seq_len to ...', resource_manager.py) and starts.
-
-The peak is modelled as weights + the profiling pass's activations + TRTLLM_RUNTIME_BYTES + the CUDA
-context (runtime.cuda_context_bytes, NCCL included at TP >= 2); TRTLLM_RUNTIME_BYTES is fitted on the
-public start-up logs of tests/data/trtllm_records.yaml. Parallelism (mapping.py, llm_args.py):
-`--tp_size` x `--pp_size` GPUs, pipeline stages holding 1/pp of the layers each; `--ep_size` splits the
-experts of an MoE among ranks inside the TP group (it must divide tp_size and the expert count), the
-rest of the MoE tensor parallel (moe_tp_size = tp_size / ep_size), the same bytes per GPU.
-"""
+"""TensorRT-LLM's KV pool (pure): the profiling peak, the free fraction after it, whole blocks; the
+GPUs it runs on and its TP/PP/EP and attention-DP layouts (see the package doc)."""
 
 from __future__ import annotations
 
 import math
 
 from gpusize.core import kvcache, runtime
-from gpusize.core.engines.base import EngineModel
-from gpusize.core.engines.trtllm_dp import adp_weight_extra_bytes, attention_groups
+from gpusize.core.engines.trtllm.defaults import (
+    MIN_COMPUTE_CAPABILITY,
+    THIN_MARGIN,
+    free_fraction,
+    max_batch_size,
+    max_num_tokens,
+    tokens_per_block,
+)
+from gpusize.core.engines.trtllm.dp import adp_weight_extra_bytes, attention_groups
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.levers import Levers
 from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, thin_margin
-from gpusize.core.releases import TRTLLM
 from gpusize.core.reserves import Reserve
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import rope_cache_bytes, weights_bytes
@@ -46,37 +26,15 @@ from gpusize.units import GIB
 __all__ = [
     "ACTIVATION_HIDDEN_COPIES",
     "ACTIVATION_MLP_COPIES",
-    "CUDA_GRAPH_MAX_BATCH_SIZE",
-    "ENGINE",
-    "FREE_GPU_MEMORY_FRACTION",
-    "MAX_BATCH_SIZE",
-    "MAX_NUM_TOKENS",
-    "THIN_MARGIN",
-    "TOKENS_PER_BLOCK",
     "TRTLLM_RUNTIME_BYTES",
     "activation_bytes",
-    "cuda_graph_batch_sizes",
     "evaluate",
-    "free_fraction",
     "hardware_problem",
     "kv_pool_bytes",
     "parallel_problem",
+    "pool_tokens",
     "recurrent_state",
 ]
-
-#: KvCacheConfig.free_gpu_memory_fraction default (tensorrt_llm/llmapi/llm_args.py; trtllm-serve's
-#: --kv_cache_free_gpu_memory_fraction default, tensorrt_llm/commands/serve.py): 0.9 in every 1.x release.
-FREE_GPU_MEMORY_FRACTION = 0.9
-#: BuildConfig.max_batch_size and max_num_tokens defaults (tensorrt_llm/builder.py), the defaults of
-#: trtllm-serve's --max_batch_size and --max_num_tokens in every 1.x release.
-MAX_BATCH_SIZE = 2048
-MAX_NUM_TOKENS = 8192
-#: KvCacheConfig.tokens_per_block default (llm_args.py): 32 tokens per KV block.
-TOKENS_PER_BLOCK = 32
-#: CudaGraphConfig: graphs are on by default (cuda_graph_config = CudaGraphConfig()), for generation
-#: batch sizes up to max_batch_size 0 -> 128 (llm_args.py CudaGraphConfig.validate, capped by the
-#: engine's max_batch_size).
-CUDA_GRAPH_MAX_BATCH_SIZE = 128
 
 #: Memory the PyTorch backend holds at the profiling peak beyond the weights, the activation estimate
 #: below and the CUDA context: CUDA graphs of the default batch sizes, the attention and cuBLAS
@@ -94,40 +52,6 @@ ACTIVATION_MLP_COPIES = 3
 #: ... and the residual, the normalized input, the attention output and the QKV projection's share of
 #: the hidden width.
 ACTIVATION_HIDDEN_COPIES = 4
-#: The oldest compute capability TensorRT-LLM develops and tests for: Ampere (SM80), with Ada, Hopper
-#: and Blackwell (https://nvidia.github.io/TensorRT-LLM/supported-hardware.html; the 0.18 support
-#: matrix: "Ampere (SM80, SM86)"); NVIDIA GPUs only (CUDA, no ROCm build).
-MIN_COMPUTE_CAPABILITY = (8, 0)
-#: The margin below which a fit is flagged thin: gpusize's error on the public logs it is calibrated on
-#: (within 3 %), as for vLLM and SGLang.
-THIN_MARGIN = 0.03
-
-
-def free_fraction(work: Workload) -> float:
-    """The kv_cache_free_gpu_memory_fraction the plan runs with (the user's, else 0.9)."""
-    return work.engine.kv_cache_free_gpu_memory_fraction or FREE_GPU_MEMORY_FRACTION
-
-
-def _max_batch_size(work: Workload) -> int:
-    return work.engine.max_batch_size or MAX_BATCH_SIZE
-
-
-def _max_num_tokens(work: Workload) -> int:
-    return work.engine.max_num_tokens or MAX_NUM_TOKENS
-
-
-def _tokens_per_block(work: Workload) -> int:
-    return work.engine.tokens_per_block or TOKENS_PER_BLOCK
-
-
-def cuda_graph_batch_sizes(max_batch_size: int) -> tuple[int, ...]:
-    """The generation batch sizes captured as CUDA graphs by default (llm_args.py
-    CudaGraphConfig._generate_cuda_graph_batch_sizes without padding: 1..31, 32, 64, 128, then powers of
-    two, those <= the graph maximum, which is min(128, max_batch_size)); a batch between two sizes runs
-    eagerly unless cuda_graph_config.enable_padding rounds it up."""
-    top = min(CUDA_GRAPH_MAX_BATCH_SIZE, max_batch_size)
-    sizes = sorted(s for s in (*range(1, 32), 32, 64, 128) if s <= top)
-    return tuple(sizes if sizes[-1] == top else [*sizes, top])
 
 
 def activation_bytes(spec: ModelSpec, work: Workload, tp: int) -> int:
@@ -135,7 +59,7 @@ def activation_bytes(spec: ModelSpec, work: Workload, tp: int) -> int:
     (ACTIVATION_MLP_COPIES x intermediate / tp + ACTIVATION_HIDDEN_COPIES x hidden, 2 B each; an MoE
     layer's routed tokens x top_k x (3 x expert width / tp + hidden)), plus fp32 logits for the last
     token of each dummy request (max_num_tokens split into requests of max_seq_len - 1 tokens)."""
-    tokens = _max_num_tokens(work)
+    tokens = max_num_tokens(work)
     width: float = ACTIVATION_HIDDEN_COPIES * spec.hidden_size
     if spec.moe:
         m = spec.moe
@@ -189,7 +113,7 @@ def recurrent_state(spec: ModelSpec, work: Workload, tp: int, pp: int) -> Reserv
     per_sequence = kvcache.recurrent_state_bytes(spec, work.weights.other_bytes, tp) // pp
     if not per_sequence:
         return None
-    batch = _max_batch_size(work)
+    batch = max_batch_size(work)
     return Reserve(
         "recurrent_state",
         per_sequence * batch,
@@ -203,7 +127,7 @@ def kv_pool_bytes(visible: int, peak: int, fraction: float) -> int:
     return max(int((visible - peak) * fraction), 0)
 
 
-def _capacity(pool: int, cell: int, block: int) -> int:
+def pool_tokens(pool: int, cell: int, block: int) -> int:
     """Tokens the pool holds: pool // cell (max_tokens), rounded up to whole blocks by the C++ manager."""
     return -(-(pool // cell) // block) * block if cell else 0
 
@@ -236,7 +160,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate
     inside = weights + activations + TRTLLM_RUNTIME_BYTES + (state.bytes if state else 0)
     fraction = free_fraction(work)
     pool = kv_pool_bytes(gpu.visible_bytes, inside + context + work.reserved_bytes, fraction)
-    capacity = _capacity(pool, cell, _tokens_per_block(work))  # one pool (one GPU's with attention DP)
+    capacity = pool_tokens(pool, cell, tokens_per_block(work))  # one pool (one GPU's with attention DP)
     per_pool = -(-work.batch // groups)
     need = per_pool * work.context_tokens * cell
     per_gpu = PerGpu(
@@ -287,7 +211,7 @@ def _verdict(
             "TensorRT-LLM runs out of memory at start-up: the weights and the profiling pass leave "
             "nothing free for the KV cache"
         )
-    batch = _max_batch_size(work) * groups
+    batch = max_batch_size(work) * groups
     if work.batch > batch:
         return (
             False,
@@ -307,78 +231,3 @@ def _verdict(
             f"memory free after its profiling pass): {what}, {work.batch} asked"
         )
     return True, None
-
-
-def effective_settings(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> dict[str, float | int | str]:
-    pp = work.engine.pp_size or 1
-    batch = _max_batch_size(work)
-    graphs = cuda_graph_batch_sizes(batch)
-    out: dict[str, float | int | str] = {
-        "tp_size": n // pp,
-        "pp_size": pp,
-        "kv_cache_free_gpu_memory_fraction": free_fraction(work),
-        "max_batch_size": batch,
-        "max_num_tokens": _max_num_tokens(work),
-        "max_seq_len": work.context_tokens,
-        "tokens_per_block": _tokens_per_block(work),
-        "cuda_graphs": f"{len(graphs)} batch sizes, 1-{graphs[-1]}",
-    }
-    if work.engine.ep_size:
-        out["ep_size"] = work.engine.ep_size
-    if work.engine.enable_attention_dp:
-        out["attention_dp"] = f"on ({n // pp} KV pools)"
-    return out
-
-
-def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
-    """What TensorRT-LLM does with this model that the answer depends on."""
-    notes = [
-        "KV pool = kv_cache_free_gpu_memory_fraction x (device total - the profiling pass's peak), in "
-        f"{_tokens_per_block(work)}-token blocks; a pool shorter than max_seq_len lowers max_seq_len",
-    ]
-    if work.context_tokens > _max_num_tokens(work):
-        notes.append(
-            f"TensorRT-LLM rejects a prompt longer than --max_num_tokens {_max_num_tokens(work):,} unless "
-            "chunked prefill is on (llmapi/llm.py _check_arguments): pass enable_chunked_prefill: true in "
-            "--extra_llm_api_options, or a larger --max_num_tokens (a larger profiling pass)"
-        )
-    if work.engine.enable_attention_dp:
-        notes.append(
-            "enable_attention_dp: attention, the input embedding and the LM head whole on every GPU, MoE "
-            "and MLP still over all tp; each GPU keeps its own KV pool (all KV heads) for its own requests "
-            "(KV capacity is the instance's, all pools); max_batch_size counts per GPU"
-        )
-    if any(layer.window for layer in spec.attention_layers):
-        notes.append(
-            "sliding-window layers are sized as full attention (the KV estimate counts every layer's "
-            "tokens; TensorRT-LLM's variable-window pools are not modelled)"
-        )
-    return tuple(notes)
-
-
-#: Fix-suggestion levers (core/levers.py) under trtllm-serve's own flag names; TensorRT-LLM does not
-#: quantize a 16-bit checkpoint while loading (a ModelOpt FP8/FP4 checkpoint is its way).
-LEVERS = Levers(
-    count_flag="--tp_size",
-    context_flag="--max_seq_len",
-    kv_note="trtllm-serve takes it as kv_cache_config: {{dtype: {kind}}} in the --extra_llm_api_options YAML",
-    thin_margin=THIN_MARGIN,
-)
-
-ENGINE = EngineModel(
-    name="trtllm",
-    version=f"TensorRT-LLM {TRTLLM.newest}",
-    note="TensorRT-LLM (PyTorch backend): KV pool = kv_cache_free_gpu_memory_fraction x (device total - "
-    "profiling peak of weights + max_num_tokens activations + CUDA graphs and runtime), 32-token blocks",
-    evaluate=evaluate,
-    effective_settings=effective_settings,
-    releases=TRTLLM,
-    levers=LEVERS,
-    budget=lambda spec, gpu, n, work: free_fraction(work),
-    max_sequences=lambda gpu, work: _max_batch_size(work),  # per GPU under attention DP
-    pages_kv=True,
-    serves=True,
-    notes=model_notes,
-    prefix_cache="TensorRT-LLM's KV cache block reuse (kv_cache_config.enable_block_reuse, on by default "
-    "in the PyTorch backend)",
-)
