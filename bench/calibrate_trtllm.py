@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the records a
 from gpusize.core import kvcache, runtime  # noqa: E402
 from gpusize.core.engines import trtllm  # noqa: E402
 from gpusize.core.weights import weights_bytes  # noqa: E402
-from tests.core.test_trtllm import RECORDS, _gpu, _predict  # noqa: E402
 from tests.helpers import catalog_spec, workload  # noqa: E402
+from tests.trtllm_records import RECORDS, gpu_of, predict_capacity  # noqa: E402
 
 GIB = 2**30
 
@@ -28,7 +28,7 @@ GIB = 2**30
 def main() -> None:
     residuals = []
     for rec in RECORDS:
-        spec, gpu = catalog_spec(rec["catalog"]), _gpu(rec)
+        spec, gpu = catalog_spec(rec["catalog"]), gpu_of(rec)
         kv = rec.get("kv_cache_dtype", "auto")
         work = workload(
             spec, rec["max_seq_len"], dtype=rec.get("dtype", "auto"), kv_dtype=kv, engine_name="trtllm"
@@ -38,7 +38,7 @@ def main() -> None:
         peak = gpu.visible_bytes - rec["measured"]["kv_cache_tokens"] * cell / fraction
         known = weights_bytes(spec, work.weights, 1) + trtllm.activation_bytes(spec, work, 1)
         left = (peak - known - runtime.cuda_context_bytes(1, gpu.interconnect)) / GIB
-        predicted, logged = _predict(rec), rec["measured"]["kv_cache_tokens"]
+        predicted, logged = predict_capacity(rec), rec["measured"]["kv_cache_tokens"]
         miss = " (stated miss, not fitted)" if "known_miss" in rec else ""
         print(f"{rec['id']}: runtime left {left:.3f} GiB; predicted {predicted:,} vs {logged:,} "
               f"({(predicted - logged) / logged:+.2%}){miss}")  # fmt: skip

@@ -1,53 +1,23 @@
-"""TensorRT-LLM (core/engines/trtllm.py): the public start-up logs of tests/data/trtllm_records.yaml
+"""TensorRT-LLM (core/engines/trtllm/): the public start-up logs of tests/data/trtllm_records.yaml
 within 3% on KV capacity, and each rule of the model (the pool formula, block rounding, CUDA-graph
 batch sizes, TP/PP/EP checks, the scheduler cap, what a short pool does)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from gpusize.core import kvcache
 from gpusize.core.engines import engine, trtllm
-from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import TRTLLM
 from gpusize.errors import InputError
 from gpusize.sources.catalog import find_gpu
 from gpusize.units import GIB
 from tests.helpers import catalog_spec, workload
+from tests.trtllm_records import RECORDS, predict_capacity
 
 TOLERANCE = 0.03
-RECORDS: list[dict[str, Any]] = yaml.safe_load(
-    (Path(__file__).parents[1] / "data" / "trtllm_records.yaml").read_text()
-)
-
-
-def _gpu(rec: dict[str, Any]) -> GpuSpec:
-    gpu = find_gpu(rec["gpu"])
-    return replace(gpu, **rec["gpu_override"]) if rec.get("gpu_override") else gpu
-
-
-def _predict(rec: dict[str, Any]) -> int:
-    spec = catalog_spec(rec["catalog"])
-    settings = {
-        k: rec[k] for k in ("kv_cache_free_gpu_memory_fraction", "max_batch_size", "max_num_tokens") if rec[k]
-    }
-    work = workload(
-        spec,
-        rec["max_seq_len"],
-        dtype=rec.get("dtype", "auto"),
-        kv_dtype=rec.get("kv_cache_dtype", "auto"),
-        engine_name="trtllm",
-        version=rec["engine_version"],
-        **settings,
-    )
-    capacity = trtllm.evaluate(spec, _gpu(rec), rec["tensor_parallel_size"], work).kv_cache_capacity_tokens
-    assert capacity is not None
-    return capacity
 
 
 def test_three_public_logs_at_least() -> None:
@@ -58,11 +28,11 @@ def test_three_public_logs_at_least() -> None:
 @pytest.mark.parametrize("rec", RECORDS, ids=lambda r: r["id"])
 def test_kv_capacity_within_tolerance(rec: dict[str, Any]) -> None:
     logged = rec["measured"]["kv_cache_tokens"]
-    within = abs(_predict(rec) - logged) / logged <= TOLERANCE
+    within = abs(predict_capacity(rec) - logged) / logged <= TOLERANCE
     if "known_miss" in rec:  # strict: a fix must remove the record's known_miss
         assert not within, "now predicted within 3%: remove known_miss"
         pytest.xfail(rec["known_miss"])
-    assert within, (_predict(rec), logged)
+    assert within, (predict_capacity(rec), logged)
 
 
 def test_the_records_are_self_consistent() -> None:
