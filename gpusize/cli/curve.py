@@ -34,7 +34,7 @@ __all__ = ["curve"]
 
 
 @app.command(short_help="Concurrent sequences against context length for one plan.")
-@engine_options("vllm", "sglang")
+@engine_options("vllm", "sglang", "trtllm")
 def curve(
     model: Model,
     *,

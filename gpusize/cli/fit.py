@@ -38,7 +38,7 @@ __all__ = ["fit"]
 
 
 @app.command(short_help="Memory needed and the smallest set of GPUs in one server.")
-@engine_options("vllm", "sglang", "llamacpp", "transformers", "ollama")
+@engine_options("vllm", "sglang", "llamacpp", "transformers", "ollama", "trtllm")
 def fit(
     model: Model,
     *,

@@ -49,7 +49,7 @@ FORMATS = ("table", "markdown", "csv", "json", "html")
 
 
 @app.command(short_help="Server options side by side: fit, speed, price, power.")
-@engine_options("vllm", "sglang")
+@engine_options("vllm", "sglang", "trtllm")
 def quote(
     model: Model,
     *,

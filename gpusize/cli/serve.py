@@ -43,7 +43,7 @@ __all__ = ["serve"]
 
 
 @app.command(short_help="Replicas vs tensor parallel on one server for a load.")
-@engine_options("vllm", "sglang", "llamacpp", "ollama")
+@engine_options("vllm", "sglang", "llamacpp", "ollama", "trtllm")
 def serve(
     model: Model,
     *,

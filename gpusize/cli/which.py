@@ -37,7 +37,7 @@ __all__ = ["which"]
 
 
 @app.command(short_help="The catalog models that fit given GPUs.")
-@engine_options("vllm", "sglang")
+@engine_options("vllm", "sglang", "trtllm")
 def which(
     gpu: GpuName = None,
     *,

@@ -20,6 +20,7 @@ ENGINES: dict[EngineName, tuple[str, str]] = {
     "llamacpp": ("llamacpp", "llama.cpp"),
     "transformers": ("hf", "transformers"),
     "ollama": ("ollama", "Ollama"),
+    "trtllm": ("trtllm", "TensorRT-LLM"),
 }
 ENGINE_NAMES: tuple[EngineName, ...] = tuple(ENGINES)
 ENGINE_MODULES: dict[EngineName, str] = {name: module for name, (module, _) in ENGINES.items()}

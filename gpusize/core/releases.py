@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from gpusize.errors import InputError
 
-__all__ = ["SGLANG", "VLLM", "Release", "Releases", "Version", "parse_version"]
+__all__ = ["SGLANG", "TRTLLM", "VLLM", "Release", "Releases", "Version", "parse_version"]
 
 _VERSION = re.compile(r"^v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,4}))?(?:\.(\d{1,4}))?(?:\.?post(\d{1,3}))?$")
 
@@ -135,3 +135,8 @@ SGLANG = Releases(
     ),
     exhaustive=False,
 )  # fmt: skip
+
+#: TensorRT-LLM releases on PyPI from the first 1.x to the newest (pip index versions tensorrt-llm:
+#: 1.2.1, 1.2.0, 1.1.0, 1.0.0 as of 2026-04; the PyTorch backend is the default of trtllm-serve from
+#: 1.0). Every release in it, so a patch gpusize does not know is modelled as the one before it.
+TRTLLM = Releases("TensorRT-LLM", ("1.0.0", "1.1.0", "1.2.0", "1.2.1"))

@@ -38,6 +38,8 @@ __all__ = [
     "llamacpp_command",
     "ollama_command",
     "sglang_command",
+    "trtllm_command",
+    "trtllm_options_yaml",
     "vllm_command",
 ]
 
@@ -332,6 +334,79 @@ def ollama_command(
     return LaunchCommand(_join(words), note, model_of.version)
 
 
+#: TensorRT-LLM's --extra_llm_api_options file the printed command names; its content (the LLM API
+#: settings trtllm-serve has no flag for) is the command's note, one line of YAML.
+TRTLLM_OPTIONS_FILE = "extra-llm-api-options.yaml"
+#: The LLM API dtype names (tensorrt_llm/llmapi/llm_args.py BaseLlmArgs.dtype) of the forced dtypes.
+_TRTLLM_DTYPE = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def _trtllm_options(work: Workload, revision: str | None) -> dict[str, object]:
+    """The LLM API arguments the plan depends on that trtllm-serve takes only from the YAML file:
+    dtype, revision, enable_attention_dp, kv_cache_config.dtype (fp8) and .tokens_per_block."""
+    options: dict[str, object] = {}
+    dtype = _TRTLLM_DTYPE.get(work.requested_dtype)
+    if dtype:  # every GPU TensorRT-LLM runs on (Ampere and newer) has bf16: no --dtype half case
+        options["dtype"] = dtype
+    if revision:
+        options["revision"] = revision
+    if work.engine.enable_attention_dp:
+        options["enable_attention_dp"] = True
+    kv: dict[str, object] = {}
+    if work.kv_cache_dtype == "fp8":
+        kv["dtype"] = "fp8"
+    if work.engine.tokens_per_block:
+        kv["tokens_per_block"] = work.engine.tokens_per_block
+    if kv:
+        options["kv_cache_config"] = kv
+    return options
+
+
+def trtllm_options_yaml(options: dict[str, object]) -> str:
+    """`options` as one line of YAML flow style (valid file content): strings JSON-quoted."""
+    items = []
+    for key, value in options.items():
+        shown = trtllm_options_yaml(value) if isinstance(value, dict) else json.dumps(value)
+        items.append(f"{key}: {shown}")
+    return "{" + ", ".join(items) + "}"
+
+
+def trtllm_command(
+    model: str,
+    revision: str | None,
+    tp: int,
+    work: Workload,
+    fraction: float,
+    spec: ModelSpec,
+    gpu: GpuSpec | None = None,
+) -> LaunchCommand:
+    """trtllm-serve (PyTorch backend) with the plan's parallelism, max_seq_len and KV fraction; the
+    settings without a flag go into the --extra_llm_api_options file, whose YAML is the note.
+    TensorRT-LLM does not quantize a 16-bit checkpoint while loading: a ModelOpt checkpoint instead."""
+    if work.requested_dtype not in ("auto", *_TRTLLM_DTYPE):
+        return LaunchCommand(
+            None,
+            f"sized with {work.requested_dtype} weights: TensorRT-LLM does not quantize a 16-bit checkpoint "
+            f"while loading; serve a pre-quantized {work.requested_dtype} checkpoint (NVIDIA ModelOpt, e.g. "
+            "an nvidia/*-FP8 repo) with the same flags",
+        )
+    if spec.rope_overridden:
+        return LaunchCommand(
+            None,
+            "a rope scaling override is not expressed for trtllm-serve: edit the checkpoint's config.json",
+        )
+    words = ["trtllm-serve", model, "--backend", "pytorch", "--tp_size", str(tp)]
+    words += ["--max_seq_len", str(work.context_tokens), "--kv_cache_free_gpu_memory_fraction", str(fraction)]
+    words += _settings_words(work)
+    options = _trtllm_options(work, revision)
+    if not options:
+        return LaunchCommand(_join(words), None, work.engine_version)
+    command = _join([*words, "--extra_llm_api_options", TRTLLM_OPTIONS_FILE])
+    yaml = trtllm_options_yaml(options)
+    note = f"write {TRTLLM_OPTIONS_FILE} first (settings trtllm-serve has no flag for): {yaml}"
+    return LaunchCommand(command, note, work.engine_version)
+
+
 #: The launch line of each engine that serves tensor-parallel replicas, by engine name: (model, revision,
 #: tensor parallel size, workload, the engine's budget fraction, spec, GPU) -> command. Ollama's takes
 #: the tag as the model and reads no budget.
@@ -339,4 +414,5 @@ SERVER_COMMANDS: dict[str, Callable[..., LaunchCommand]] = {
     "vllm": vllm_command,
     "sglang": sglang_command,
     "ollama": ollama_command,
+    "trtllm": trtllm_command,
 }

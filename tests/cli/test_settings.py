@@ -25,10 +25,10 @@ from gpusize.errors import InputError
 #: The engines each inference command sizes (cli/<command>.py `engine_options`).
 COMMAND_ENGINES = {
     "fit": set(ENGINE_NAMES),
-    "serve": {"vllm", "sglang", "llamacpp", "ollama"},
-    "quote": {"vllm", "sglang"},
-    "curve": {"vllm", "sglang"},
-    "which": {"vllm", "sglang"},
+    "serve": {"vllm", "sglang", "llamacpp", "ollama", "trtllm"},
+    "quote": {"vllm", "sglang", "trtllm"},
+    "curve": {"vllm", "sglang", "trtllm"},
+    "which": {"vllm", "sglang", "trtllm"},
 }
 
 

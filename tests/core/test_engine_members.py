@@ -53,9 +53,11 @@ def test_engine_capabilities_as_the_engines_document_them() -> None:
     # vLLM and SGLang serve a paged KV pool over HTTP and quantize to FP8 while loading
     # (vllm/config/cache.py, sglang/srt/server_args.py); llama.cpp's server splits by layers
     # (common/arg.cpp: -ngl, -sm), as Ollama's scheduler does (llm/memory.go: layers, the rest on the CPU);
-    # transformers generate() serves nothing.
-    assert {n for n in ENGINE_NAMES if engine(n).pages_kv} == {"vllm", "sglang"}
-    assert {n for n in ENGINE_NAMES if engine(n).serves} == {"vllm", "sglang", "llamacpp", "ollama"}
+    # transformers generate() serves nothing; trtllm-serve pages its KV cache in blocks
+    # (resource_manager.py) but quantizes only at checkpoint time (ModelOpt).
+    assert {n for n in ENGINE_NAMES if engine(n).pages_kv} == {"vllm", "sglang", "trtllm"}
+    assert {n for n in ENGINE_NAMES if engine(n).serves} == {"vllm", "sglang", "llamacpp", "ollama", "trtllm"}
+    assert {n for n in ENGINE_NAMES if engine(n).quantizes_on_load} == {"vllm", "sglang"}
     assert {n for n in ENGINE_NAMES if engine(n).splits_layers} == {"llamacpp", "ollama"}
     assert {n for n in ENGINE_NAMES if engine(n).nodes is not None} == {"vllm"}
 
