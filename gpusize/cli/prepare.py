@@ -261,7 +261,9 @@ def targets(name: str | None, cats: Catalogs, wanted: int | None = None) -> Targ
     if not name:
         return Targets(list(cats.gpus()), 8, None)
     if name.strip().lower() != "local":
-        return Targets([cats.find_gpu(name)], 8, None)
+        gpu = cats.find_gpu(name)
+        # a MIG slice: as many as one GPU holds, as replicas; a unified-memory machine: one
+        return Targets([gpu], (gpu.mig_per_gpu or 1) if gpu.one_device else 8, None)
     # start-up: runs nvidia-smi (subprocess, shutil: 4 ms of start-up), so loaded only for --gpu local
     from gpusize.sources import local_gpu
 

@@ -107,7 +107,8 @@ def build_fit_report(
     rows: list[Candidate] = []
     best: list[Candidate] = []
     for gpu in gpus:
-        tried = smallest_fit(spec, gpu, work, model.evaluate, sizes)
+        # one engine instance per MIG slice / unified-memory device: only one size to try
+        tried = smallest_fit(spec, gpu, work, model.evaluate, sizes[:1] if gpu.one_device else sizes)
         if nodes and not tried[-1].fits and model.nodes is not None:
             tried.append(model.nodes(spec, gpu, nodes, work))
         rows += tried

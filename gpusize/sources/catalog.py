@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.mig import mig_slices
 from gpusize.core.model import CatalogModel, normalize
-from gpusize.errors import CatalogError, UnknownNameError
+from gpusize.errors import CatalogError, InputError, UnknownNameError
 from gpusize.sources import catalog_cache
 from gpusize.sources.catalog_cache import CACHE_ENV
 
@@ -106,7 +107,8 @@ def _row_types(kind: str) -> catalog_cache.RowTypes:
 
 
 def _gpu(row: dict[str, Any], catalog_file: str | None = None) -> GpuSpec:
-    return GpuSpec(**{**row, "aliases": tuple(row.get("aliases") or ()), "catalog_file": catalog_file})
+    lists = {k: tuple(row.get(k) or ()) for k in ("aliases", "engines")}
+    return GpuSpec(**{**row, **lists, "catalog_file": catalog_file})
 
 
 def _model(row: dict[str, Any]) -> CatalogModel:
@@ -211,9 +213,24 @@ class Catalogs:
             out += _models_of(_identities((data_dir() / "models.yaml", *self.models_files)))[1]
         return out
 
+    def mig_gpus(self) -> tuple[GpuSpec, ...]:
+        """The MIG slices of the catalog's GPUs (core/mig.py): found by name, not planned over when no
+        --gpu is given (a slice is a choice, not a GPU to buy)."""
+        return _slices_of(self.gpus())
+
     def find_gpu(self, name: str) -> GpuSpec:
-        found: GpuSpec = _lookup("GPU", name, self.gpus(), _gpu_keys)
-        return found
+        """A catalog GPU or MIG slice by name or alias; 'MIG' alone lists the slices."""
+        gpus = self.gpus()
+        try:
+            found: GpuSpec = _lookup("GPU", name, gpus, _gpu_keys)
+            return found
+        except UnknownNameError:
+            slices = self.mig_gpus()
+            if _compact(name) in ("mig", "migslice", "migslices"):
+                shown = f"--gpu {name[:20]!r}"
+                raise InputError(f"{shown} is not one GPU: name a MIG slice, {_slice_list(slices)}") from None
+            found = _lookup("GPU", name, gpus + slices, _gpu_keys)
+            return found
 
     def find_model(self, name: str) -> CatalogModel:
         """A catalog model by short name, alias or Hub id (case-insensitive; 'Qwen/Qwen3-32B' works)."""
@@ -255,6 +272,19 @@ def _gpus_of(files: tuple[_Identity, ...]) -> tuple[tuple[GpuSpec, ...], tuple[S
     )
     merged: tuple[tuple[GpuSpec, ...], tuple[Shadow, ...]] = _merge("GPU", tagged, _gpu_keys)
     return merged
+
+
+def _slice_list(slices: tuple[GpuSpec, ...]) -> str:
+    """'H100-SXM-MIG-{1g.10gb,...}; ...': each GPU's slices in one group (one engine instance per slice)."""
+    groups: dict[str, list[str]] = {}
+    for s in slices:
+        groups.setdefault(s.mig_parent or "", []).append(s.mig_profile or "")
+    return "; ".join(f"{parent}-MIG-{{{','.join(profiles)}}}" for parent, profiles in groups.items())
+
+
+@functools.lru_cache(maxsize=8)
+def _slices_of(gpus: tuple[GpuSpec, ...]) -> tuple[GpuSpec, ...]:
+    return tuple(s for g in gpus for s in mig_slices(g))
 
 
 @functools.lru_cache(maxsize=8)
