@@ -46,7 +46,7 @@ def test_slices_are_not_declared_in_the_catalog_file_and_are_not_planned_over() 
         ("GB200-MIG-1g.23gb", "GB200-MIG-1g.23gb", 22 * 1024, 18),
     ],
 )
-def test_slice_names_resolve_with_the_memory_the_slice_reports(typed: str, name: str, mib: int, sms: int) -> None:
+def test_slice_names_resolve_with_reported_memory(typed: str, name: str, mib: int, sms: int) -> None:
     gpu = find_gpu(typed)
     assert (gpu.name, gpu.memory_mib, gpu.sm_count) == (name, mib, sms)
     assert gpu.interconnect == "none" and gpu.p2p is False and gpu.one_device
