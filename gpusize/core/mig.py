@@ -138,12 +138,17 @@ B200_180GB = MigTable(
         MigProfile("1g.23gb", 20.50, 18, 7, 1),
         MigProfile("1g.45gb", 44.25, 30, 4, 2),
         MigProfile("2g.45gb", 44.25, 36, 3, 2),
+        MigProfile("3g.90gb", 89.00, 70, 2, 4),
+        MigProfile("4g.90gb", 89.00, 72, 1, 4),
+        MigProfile("7g.180gb", 178.50, 148, 1, 8),
     ),
     8,
     7,
-    "nvidia-smi mig -lgip on a B200 (NVIDIA/gpu-operator#1351, 2025-03-20; an earlier driver listed "
-    "1g.23gb at 22.00 GiB, NVIDIA/gpu-operator#1242: the smaller is used); " + _GUIDE,
-    "3g.90gb, 4g.90gb and 7g.180gb: the listing's excerpt stops before them",
+    "nvidia-smi mig -lgip on a B200 (NVIDIA/gpu-operator#1351, 2025-03-20: 1g.23gb 20.50, 1g.45gb, 2g.45gb "
+    "44.25 GiB; an earlier driver listed 1g.23gb at 22.00, NVIDIA/gpu-operator#1242: the smaller is used); "
+    "all six profiles with SMs as re-measured on a B200 180 GB on 2026-09-06 (a TensorRT cookbook note, "
+    "'MIG (Multi-Instance GPU)': 7g.180gb 148 SM 178.50 GiB, 4g.90gb 72 SM and 3g.90gb 70 SM 89.00 GiB); "
+    + _GUIDE,
 )
 GB200_186GB = MigTable(
     (

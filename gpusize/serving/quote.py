@@ -146,7 +146,8 @@ def option_for(
     `max_count` GPUs (this machine's, for --gpu local)."""
     sizes = (count,) if count else tuple(n for n in TP_SIZES if n <= max_count) or (1,)
     model = engine(work.engine.name)
-    tried = smallest_fit(spec, gpu, work, model.evaluate, sizes)
+    # a MIG slice / unified-memory device holds one instance: more of them are replicas (below)
+    tried = smallest_fit(spec, gpu, work, model.evaluate, (1,) if gpu.one_device else sizes)
     best = tried[-1]
     n = best.num_gpus
     layouts = compare(spec, gpu, n, work, demand)

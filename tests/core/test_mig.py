@@ -94,3 +94,10 @@ def test_mig_alone_lists_the_slices() -> None:
     assert r.code == 2 and not r.stdout
     assert r.stderr.count("\n") == 1
     assert "H100-SXM-MIG-{1g.10gb,1g.20gb,2g.20gb,3g.40gb,4g.40gb,7g.80gb}" in r.stderr
+
+
+def test_quote_on_slices_adds_replicas_not_tensor_parallel() -> None:
+    r = run("quote", "Qwen3-8B", "--gpu", "H100-MIG-3g.40gb", "--users", "32", "--format", "json")
+    assert r.code == 0, r.stderr
+    option = json.loads(r.stdout)["options"][0]
+    assert option["fits"] and option["tensor_parallel"] == 1 and option["replicas"] == 2
