@@ -15,6 +15,7 @@ __all__ = [
     "Interconnect",
     "Segment",
     "Vendor",
+    "VENDOR_TERMS",
     "VendorTerms",
 ]
 
@@ -34,13 +35,35 @@ class VendorTerms:
     runtime: str
     context: str
     graphs: str
+    #: The variable that picks the devices a process sees (ROCm: HIP_VISIBLE_DEVICES).
+    visible_devices: str
+    #: The tool that shows a device's memory in use.
+    smi: str
+    #: The collective library tensor parallel and data parallel use (ROCm: RCCL, NCCL's port).
+    collectives: str = "NCCL"
 
 
-_TERMS = {
-    "NVIDIA": VendorTerms("NVLink", "CUDA", "CUDA context", "CUDA graphs"),
-    "AMD": VendorTerms("Infinity Fabric (xGMI)", "ROCm", "HIP context", "HIP graphs"),
-    "Apple": VendorTerms("none (one device)", "Metal", "Metal context", "Metal command buffers"),
-    "Intel": VendorTerms("Xe Link", "Level Zero", "Level Zero context", "graphs"),
+#: Vendor -> its terms (AMD: ROCm documentation, "HIP graphs" and HIP_VISIBLE_DEVICES; Infinity Fabric
+#: links are AMD's xGMI, docs: rocm.docs.amd.com "MI300X workload optimization").
+VENDOR_TERMS = {
+    "NVIDIA": VendorTerms(
+        "NVLink", "CUDA", "CUDA context", "CUDA graphs", "CUDA_VISIBLE_DEVICES", "nvidia-smi"
+    ),
+    "AMD": VendorTerms(
+        "Infinity Fabric (xGMI)",
+        "ROCm",
+        "HIP context",
+        "HIP graphs",
+        "HIP_VISIBLE_DEVICES",
+        "amd-smi",
+        "RCCL",
+    ),
+    "Apple": VendorTerms(
+        "none (one device)", "Metal", "Metal context", "Metal command buffers", "-", "Activity Monitor"
+    ),
+    "Intel": VendorTerms(
+        "Xe Link", "Level Zero", "Level Zero context", "graphs", "ZE_AFFINITY_MASK", "xpu-smi"
+    ),
 }
 
 #: When no runtime-visible total is published, the driver/runtime reserve subtracted from the reported
@@ -56,6 +79,10 @@ GDDR_RESERVE_MIB = 470
 #: capability of at least 8.0. Your Tesla T4 GPU has compute capability 7.5 ... --dtype=half";
 #: vllm-project/vllm#9990): those GPUs run 16-bit models in fp16.
 BF16_MIN_COMPUTE_CAPABILITY = (8, 0)
+
+
+#: Field metadata of a derived fact (a MIG slice's): never in a catalog file, not in `gpus --json`.
+_DERIVED = {"catalog": False, "json": False}
 
 
 @dataclass(frozen=True)
@@ -119,10 +146,10 @@ class GpuSpec:
     engines: tuple[str, ...] = ()
     #: A MIG slice: the whole GPU it is cut from, its profile ('3g.40gb'), how many of it one GPU holds,
     #: and its streaming multiprocessors. Derived from the parent entry (core/mig.py), never in a file.
-    mig_parent: str | None = field(default=None, metadata={"catalog": False})
-    mig_profile: str | None = field(default=None, metadata={"catalog": False})
-    mig_per_gpu: int | None = field(default=None, metadata={"catalog": False})
-    sm_count: int | None = field(default=None, metadata={"catalog": False})
+    mig_parent: str | None = field(default=None, metadata=_DERIVED)
+    mig_profile: str | None = field(default=None, metadata=_DERIVED)
+    mig_per_gpu: int | None = field(default=None, metadata=_DERIVED)
+    sm_count: int | None = field(default=None, metadata=_DERIVED)
     #: Free memory measured on this machine (`--gpu local` only; never in the bundled catalog).
     free_mib: int | None = field(default=None, compare=False, metadata={"json": False, "catalog": False})
     #: The user catalog file this entry comes from, as given; None for the bundled catalog. Set by
@@ -138,7 +165,17 @@ class GpuSpec:
     @property
     def terms(self) -> VendorTerms:
         """The vendor's own words for its link, context and graphs (what answers print)."""
-        return _TERMS[self.vendor]
+        return VENDOR_TERMS[self.vendor]
+
+    @property
+    def tp_link(self) -> str:
+        """The link tensor-parallel traffic crosses, as the vendor names it ('NVLink', 'Infinity Fabric
+        (xGMI)', 'PCIe'; 'none' for a device that is one of a kind)."""
+        if self.interconnect == "none":
+            return "none (one device)"
+        if self.interconnect in ("nvswitch", "bridge-pairs", "infinity-fabric"):
+            return self.terms.link
+        return "PCIe"
 
     @property
     def runtime(self) -> str:
@@ -158,6 +195,22 @@ class GpuSpec:
         if self.unified_memory:
             return f"{self.full_name} is one device sharing the host's memory: tensor parallel size 1 only"
         return None
+
+    @property
+    def memory_note(self) -> str | None:
+        """Unified memory: how much of the host's RAM the GPU may use by default and how to raise it
+        (None for a GPU with its own memory)."""
+        if not self.unified_memory:
+            return None
+        raised = (
+            f"; {self.memory_override} raises it to {self.memory_max_mib / 1024:.1f} GiB"
+            if self.memory_max_mib and self.memory_override
+            else ""
+        )
+        return (
+            f"{self.name}: unified memory: the GPU may use {self.memory_mib / 1024:.1f} GiB of the "
+            f"{self.marketing_memory_gb:g} GB by default{raised}; the OS and other programs share the rest"
+        )
 
     @property
     def speed_caveat(self) -> str | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
@@ -99,6 +99,8 @@ class Option:
     power_w: float | None
     psu: str | None
     interconnect: str
+    #: The link tensor-parallel traffic crosses, as the vendor names it (GpuSpec.tp_link): for the text.
+    link: str = field(default="PCIe", metadata={"json": False, "sheet": False})
     caveats: tuple[str, ...]
     #: Servers of this option that hold every user at once (--users), each with its share of the load.
     servers: int | None = None
@@ -120,7 +122,7 @@ class Option:
 def _caveats(gpu: GpuSpec, tp: int, option_visible_measured: bool) -> tuple[str, ...]:
     notes = []
     if tp > 1 and gpu.interconnect == "pcie":
-        notes.append("tensor parallel over PCIe (no NVLink): expect poor scaling")
+        notes.append(f"tensor parallel over PCIe (no {gpu.terms.link}): expect poor scaling")
     if tp > 2 and gpu.interconnect == "bridge-pairs":
         notes.append("NVLink bridges pair GPUs only; TP>2 crosses PCIe")
     if not option_visible_measured:
@@ -198,6 +200,7 @@ def option_for(
         power_w=power.total_w_high if power else None,
         psu=power.layout if power else None,
         interconnect=gpu.interconnect,
+        link=gpu.tp_link,
         caveats=_caveats(gpu, layout.tensor_parallel, gpu.visible_is_measured),
     )
 
