@@ -202,11 +202,10 @@ class GpuSpec:
         (None for a GPU with its own memory)."""
         if not self.unified_memory:
             return None
-        raised = (
-            f"; {self.memory_override} raises it to {self.memory_max_mib / 1024:.1f} GiB"
-            if self.memory_max_mib and self.memory_override
-            else ""
-        )
+        if self.memory_max_mib:
+            raised = f"; {self.memory_override} raises it to {self.memory_max_mib / 1024:.1f} GiB"
+        else:
+            raised = f"; {self.memory_override}" if self.memory_override else ""
         return (
             f"{self.name}: unified memory: the GPU may use {self.memory_mib / 1024:.1f} GiB of the "
             f"{self.marketing_memory_gb:g} GB by default{raised}; the OS and other programs share the rest"

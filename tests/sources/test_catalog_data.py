@@ -122,7 +122,7 @@ def test_amd_cards_are_described_in_amd_terms() -> None:
     amd = [g for g in GPUS if g.vendor == "AMD"]
     assert amd
     for gpu in amd:
-        assert gpu.interconnect in ("infinity-fabric", "pcie", "unknown"), gpu.name
+        assert gpu.interconnect in ("infinity-fabric", "pcie", "none", "unknown"), gpu.name
         assert gpu.cuda_visible_gib is None and gpu.compute_capability is None
         assert gpu.runtime == "ROCm"
     mi300x = catalog.find_gpu("MI300X")
