@@ -101,3 +101,11 @@ def test_quote_on_slices_adds_replicas_not_tensor_parallel() -> None:
     assert r.code == 0, r.stderr
     option = json.loads(r.stdout)["options"][0]
     assert option["fits"] and option["tensor_parallel"] == 1 and option["replicas"] == 2
+
+
+def test_train_on_a_slice_never_spans_two() -> None:
+    r = run("train", "Qwen3-0.6B", "--method", "lora", "--gpu", "H100-MIG-1g.10gb", "--json")
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout)["plan"]["num_gpus"] == 1
+    r = run("train", "Qwen3-8B", "--method", "full", "--gpu", "H100-MIG-3g.40gb", "--gpus", "2")
+    assert r.code == 1 and "one engine instance runs per MIG slice" in r.stdout
