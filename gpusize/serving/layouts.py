@@ -388,4 +388,7 @@ def _why(pick: Layout, fitting: list[Layout], serves_all: bool) -> str:
         )
     if not serves_all:
         head += "; no layout holds the whole load at once: requests will queue"
-    return head + f"; {_evidence(pick, fitting)}; on a GPU failure: {pick.one_gpu_failure}"
+    # one GPU and nothing else compared (a MIG slice, a unified-memory machine): no replicas-versus-TP case
+    alone = pick.replicas * pick.gpus_per_replica == 1 and len(fitting) <= 1
+    evidence = "" if alone else f"; {_evidence(pick, fitting)}"
+    return head + f"{evidence}; on a GPU failure: {pick.one_gpu_failure}"
