@@ -229,8 +229,12 @@ class Catalogs:
             if _compact(name) in ("mig", "migslice", "migslices"):
                 shown = f"--gpu {name[:20]!r}"
                 raise InputError(f"{shown} is not one GPU: name a MIG slice, {_slice_list(slices)}") from None
-            found = _lookup("GPU", name, gpus + slices, _gpu_keys)
-            return found
+            try:
+                found = _lookup("GPU", name, gpus + slices, _gpu_keys)
+                return found
+            except UnknownNameError:
+                _refuse_mig_name(name, gpus, slices)
+                raise
 
     def find_model(self, name: str) -> CatalogModel:
         """A catalog model by short name, alias or Hub id (case-insensitive; 'Qwen/Qwen3-32B' works)."""
@@ -272,6 +276,24 @@ def _gpus_of(files: tuple[_Identity, ...]) -> tuple[tuple[GpuSpec, ...], tuple[S
     )
     merged: tuple[tuple[GpuSpec, ...], tuple[Shadow, ...]] = _merge("GPU", tagged, _gpu_keys)
     return merged
+
+
+def _refuse_mig_name(name: str, gpus: tuple[GpuSpec, ...], slices: tuple[GpuSpec, ...]) -> None:
+    """'H100-MIG' or 'H100-MIG-3g.41gb': a GPU's name with a MIG profile it lacks gets that GPU's slices
+    listed (one line, exit 2); any other unknown name is left to the caller's 'did you mean'."""
+    head, mig, _ = name.lower().partition("mig")
+    if not mig or not head.strip("-_ "):
+        return
+    try:
+        parent = _lookup("GPU", head.strip("-_ "), gpus, _gpu_keys)
+    except UnknownNameError:
+        return
+    own = tuple(s for s in slices if s.mig_parent == parent.name)
+    if not own:
+        raise InputError(f"--gpu {name[:40]!r}: {parent.name} has no MIG profiles gpusize knows") from None
+    raise InputError(
+        f"--gpu {name[:40]!r} names no MIG profile of {parent.name}: {_slice_list(own)}"
+    ) from None
 
 
 def _slice_list(slices: tuple[GpuSpec, ...]) -> str:

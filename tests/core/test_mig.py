@@ -109,3 +109,17 @@ def test_train_on_a_slice_never_spans_two() -> None:
     assert json.loads(r.stdout)["plan"]["num_gpus"] == 1
     r = run("train", "Qwen3-8B", "--method", "full", "--gpu", "H100-MIG-3g.40gb", "--gpus", "2")
     assert r.code == 1 and "one engine instance runs per MIG slice" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        ("H100-MIG", "names no MIG profile of H100-SXM: H100-SXM-MIG-{1g.10gb,"),
+        ("H200-MIG-3g.40gb", "names no MIG profile of H200-SXM: H200-SXM-MIG-{1g.18gb,"),
+        ("L40S-MIG-1g.10gb", "L40S has no MIG profiles gpusize knows"),
+    ],
+)
+def test_a_slice_name_without_a_real_profile_lists_that_gpus_slices(typed: str, said: str) -> None:
+    r = run("fit", "Qwen3-8B", "--gpu", typed)
+    assert r.code == 2 and not r.stdout and r.stderr.count("\n") == 1
+    assert said in r.stderr, r.stderr
