@@ -202,8 +202,17 @@ class GpuSpec:
         (None for a GPU with its own memory)."""
         if not self.unified_memory:
             return None
+        if self.memory_max_mib == self.memory_mib:  # core/unified.raised: planned with it applied
+            return (
+                f"{self.name}: unified memory: planned with the GPU's share raised to "
+                f"{self.memory_mib / 1024:.1f} GiB of the {self.marketing_memory_gb:g} GB "
+                f"({self.memory_override}); the OS and other programs share the rest"
+            )
         if self.memory_max_mib:
-            raised = f"; {self.memory_override} raises it to {self.memory_max_mib / 1024:.1f} GiB"
+            raised = (
+                f"; {self.memory_override} raises it to {self.memory_max_mib / 1024:.1f} GiB "
+                f"(plan with it: --gpu {self.name}-raised)"
+            )
         else:
             raised = f"; {self.memory_override}" if self.memory_override else ""
         return (

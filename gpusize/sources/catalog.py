@@ -27,6 +27,7 @@ from typing import Any
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.mig import mig_slices
 from gpusize.core.model import CatalogModel, normalize
+from gpusize.core.unified import raised
 from gpusize.errors import CatalogError, InputError, UnknownNameError
 from gpusize.sources import catalog_cache
 from gpusize.sources.catalog_cache import CACHE_ENV
@@ -230,7 +231,7 @@ class Catalogs:
                 shown = f"--gpu {name[:20]!r}"
                 raise InputError(f"{shown} is not one GPU: name a MIG slice, {_slice_list(slices)}") from None
             try:
-                found = _lookup("GPU", name, gpus + slices, _gpu_keys)
+                found = _lookup("GPU", name, gpus + slices + _raised_of(gpus), _gpu_keys)
                 return found
             except UnknownNameError:
                 _refuse_mig_name(name, gpus, slices)
@@ -302,6 +303,12 @@ def _slice_list(slices: tuple[GpuSpec, ...]) -> str:
     for s in slices:
         groups.setdefault(s.mig_parent or "", []).append(s.mig_profile or "")
     return "; ".join(f"{parent}-MIG-{{{','.join(profiles)}}}" for parent, profiles in groups.items())
+
+
+@functools.lru_cache(maxsize=8)
+def _raised_of(gpus: tuple[GpuSpec, ...]) -> tuple[GpuSpec, ...]:
+    """Unified-memory devices planned with their GPU share raised (core/unified.py)."""
+    return tuple(r for g in gpus if (r := raised(g)) is not None)
 
 
 @functools.lru_cache(maxsize=8)

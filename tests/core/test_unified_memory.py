@@ -128,3 +128,21 @@ def test_catalog_files_are_checked(tmp_path: Path, changes: dict[str, object], m
     path.write_text(yaml.safe_dump([_entry(**changes)]))
     r = run("fit", "Qwen3-8B", "--gpu", "MyMac", "--gpus-file", str(path))
     assert r.code == 2 and message in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize(
+    ("typed", "mib"), [("Strix-Halo-raised", 98304), ("M3-Ultra-raised", 512 * 1024 - 8192)]
+)
+def test_the_raised_share_is_a_device_of_its_own(typed: str, mib: int) -> None:
+    gpu = find_gpu(typed)
+    assert gpu.memory_mib == mib and gpu.name.endswith("-raised") and gpu.unified_memory
+    assert "planned with the GPU's share raised" in (gpu.memory_note or "")
+    assert "--gpu Strix-Halo-128GB-raised" in (find_gpu("Strix-Halo").memory_note or "")
+    with pytest.raises(LookupError):
+        find_gpu("DGX-Spark-raised")  # nothing to raise: the GPU shares the whole pool already
+
+
+def test_a_model_that_needs_the_raised_share_fits_only_with_it() -> None:
+    args = ("fit", "Llama-3.3-70B", "--engine", "llamacpp", "--dtype", "int4", "--ctx", "128k")
+    assert run(*args, "--gpu", "Strix-Halo").code == 1
+    assert run(*args, "--gpu", "Strix-Halo-raised").code == 0
