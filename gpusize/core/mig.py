@@ -11,7 +11,9 @@ listing. Bandwidth: the parent's, times the slice's fraction of the memory slice
 Guide, "Supported MIG Profiles": 1/8 for 1g.10gb, 2/8 for 1g.20gb and 2g.20gb, 4/8 for 3g and 4g,
 all for 7g; RTX PRO 6000: quarters); dense tensor TFLOPS: the parent's times its compute slices over
 all of them (g/7, g/4) - an estimate, shown as derived. A profile whose memory no public listing shows
-is left out (named in the table's `omitted`), never guessed.
+is left out (named in the table's `omitted`), never guessed. The CUDA-visible total of a slice is left
+to the assumed HBM reserve (core/gpu.py): one public torch reading (an H100 NVL 7g.94gb slice,
+total_memory 93.12 GiB = its listed memory) suggests a slice shows all of it, too few to rely on.
 """
 
 from __future__ import annotations
@@ -102,12 +104,15 @@ H100_94GB = MigTable(
         MigProfile("1g.24gb", 21.62, 26, 4, 2),
         MigProfile("2g.24gb", 21.62, 32, 3, 2),
         MigProfile("3g.47gb", 46.38, None, 2, 4),
+        MigProfile("4g.47gb", 46.38, 64, 1, 4),
+        MigProfile("7g.94gb", 93.12, 132, 1, 8),
     ),
     8,
     7,
     "nvidia-smi mig -lgip on an H100 NVL (NVIDIA/gpu-operator#900, 2024-08-05); 3g.47gb = 46.38 GiB "
-    "(NVIDIA/mig-parted#101, tariq1890, 2024-07-25); " + _GUIDE,
-    "4g.47gb and 7g.94gb: no public listing of their memory found",
+    "(NVIDIA/mig-parted#101, tariq1890, 2024-07-25); 4g.47gb 46.38 GiB / 64 SMs and 7g.94gb 93.12 GiB / 132 "
+    "SMs in a public -lgip listing of an H100 NVL (GitHub code index); " + _GUIDE,
+    "3g.47gb SM count: not in the listings found",
 )
 H200_141GB = MigTable(
     (
