@@ -76,6 +76,7 @@ def curve(
             quantization=quantization,
             reserved_mib=reserved_mib,
             cats=cats,
+            gpus=[gpu],
         ),
     )
     where = prepare.targets(gpu, cats, count)

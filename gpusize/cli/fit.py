@@ -88,6 +88,7 @@ def fit(
             quantization=quantization,
             reserved_mib=reserved_mib,
             cats=cats,
+            gpus=[gpu],
         ),
     )
     where = prepare.targets(gpu, cats, gpus)

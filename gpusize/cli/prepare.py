@@ -9,14 +9,14 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
 from gpusize.cli.options import EngineValues
 from gpusize.cli.output import warn, write_stderr
-from gpusize.core.engines import engine
+from gpusize.core.engines import engine, runs_on
 from gpusize.core.engines import prepare as prepare_workload
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
@@ -26,7 +26,7 @@ from gpusize.core.settings import EngineName, EngineSettings, settings_from
 from gpusize.core.spec import ModelSpec
 from gpusize.core.speculative import DraftModel, draft_reference
 from gpusize.core.workload import DTYPES, Request, Workload, weight_dtype
-from gpusize.errors import CatalogError, InputError, UnknownNameError, UsageError
+from gpusize.errors import CatalogError, GpusizeError, InputError, UnknownNameError, UsageError
 from gpusize.render.text import safe
 from gpusize.serving.targets import Targets as UserTargets
 from gpusize.sources.catalog import Catalogs
@@ -237,14 +237,18 @@ def request(
     reserved_mib: int = 0,
     cats: Catalogs | None = None,
     acceptance_rate: float | None = None,
+    gpus: Sequence[str | None] = (),
 ) -> Request:
     weight = weight_dtype(dtype)
     if weight == "auto" and resolved.ollama_tag and resolved.file_type:
         weight = weight_dtype(resolved.file_type)  # the quantization the Ollama tag ships
     if weight in DTYPES:
         weight = quantized_dtype(spec, quantization, weight)
-    default = "ollama" if resolved.ollama_tag else "llamacpp" if resolved.source == "gguf" else "vllm"
+    devices = _devices(gpus, cats)
+    plain = "ollama" if resolved.ollama_tag else "llamacpp" if resolved.source == "gguf" else "vllm"
+    default = device_engine(plain, devices)
     settings = engine_settings(engine_values, default)
+    engine_on_devices(settings.name, devices)
     return Request(
         context_tokens=parse_tokens(ctx),
         batch=parse_count(batch, "--batch", 1 << 16),
@@ -259,6 +263,36 @@ def request(
         reserved_bytes=reserved_bytes(reserved_mib),
         load_quantization=load_quantization(spec, quantization, weight),
     )
+
+
+def _devices(names: Sequence[str | None], cats: Catalogs | None) -> list[GpuSpec]:
+    """The catalog GPUs named by --gpu (not 'local'; an unknown name is left to `targets` to refuse)."""
+    found = []
+    for name in names:
+        if name and name.strip().lower() != "local":
+            try:
+                found.append((cats or Catalogs.with_env()).find_gpu(name))
+            except GpusizeError:
+                continue
+    return found
+
+
+def engine_on_devices(name: EngineName, devices: Sequence[GpuSpec]) -> None:
+    """Refuse (exit 2) an engine that does not run on a named device, naming what does."""
+    for gpu in devices:
+        if gpu.engines and name not in gpu.engines:
+            refusal = f"{engine(name).label} does not run on {gpu.full_name}; {runs_on(gpu)}"
+            raise UsageError(f"--engine {name}: {refusal}")
+
+
+def device_engine(default: EngineName, devices: Sequence[GpuSpec]) -> EngineName:
+    """The engine when --engine is not given: `default`, unless a named device runs only other engines
+    (Apple M-series: llama.cpp), then the first engine every such device runs."""
+    limited = [g for g in devices if g.engines]
+    if not limited or all(default in g.engines for g in limited):
+        return default
+    shared = [e for e in limited[0].engines if all(e in g.engines for g in limited)]
+    return shared[0] if shared else default
 
 
 def draft_model(settings: EngineSettings, cats: Catalogs | None) -> DraftModel | None:
@@ -312,7 +346,9 @@ def targets(name: str | None, cats: Catalogs, wanted: int | None = None) -> Targ
     if not name:
         return Targets(list(cats.gpus()), 8, None)
     if name.strip().lower() != "local":
-        return Targets([cats.find_gpu(name)], 8, None)
+        gpu = cats.find_gpu(name)
+        # a MIG slice: as many as one GPU holds, as replicas; a unified-memory machine: one
+        return Targets([gpu], (gpu.mig_per_gpu or 1) if gpu.one_device else 8, None)
     # start-up: runs nvidia-smi (subprocess, shutil: 4 ms of start-up), so loaded only for --gpu local
     from gpusize.sources import local_gpu
 

@@ -111,6 +111,7 @@ def quote(
         quantization=quantization,
         reserved_mib=reserved_mib,
         cats=cats,
+        gpus=list(gpu or ()),
         acceptance_rate=acceptance_rate,
     )
     if not engine(req.engine.name).pages_kv:

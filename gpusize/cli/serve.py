@@ -105,6 +105,7 @@ def serve(
         quantization=quantization,
         reserved_mib=reserved_mib,
         cats=cats,
+        gpus=[gpu],
         acceptance_rate=acceptance_rate,
     )
     if not engine(req.engine.name).serves:

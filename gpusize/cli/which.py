@@ -71,6 +71,7 @@ def which(
     where = prepare.targets(gpu, cats, count)
     weight = weight_dtype(dtype)
     settings = prepare.engine_settings(engine_values)
+    prepare.engine_on_devices(settings.name, where.gpus)
     req = Request(
         context_tokens=parse_tokens(ctx),
         dtype=weight,

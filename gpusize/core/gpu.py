@@ -15,11 +15,56 @@ __all__ = [
     "Interconnect",
     "Segment",
     "Vendor",
+    "VENDOR_TERMS",
+    "VendorTerms",
 ]
 
-Vendor = Literal["NVIDIA", "AMD", "Intel"]
+Vendor = Literal["NVIDIA", "AMD", "Intel", "Apple"]
 Segment = Literal["consumer", "workstation", "datacenter"]
-Interconnect = Literal["nvswitch", "bridge-pairs", "infinity-fabric", "pcie", "unknown"]
+#: "none": one device with no GPU-to-GPU link at all (a MIG slice, a unified-memory machine).
+Interconnect = Literal["nvswitch", "bridge-pairs", "infinity-fabric", "pcie", "none", "unknown"]
+
+
+@dataclass(frozen=True)
+class VendorTerms:
+    """The words an answer uses for one vendor's GPU link, runtime context and captured graphs, so
+    that reports and renderers ask the GPU instead of testing its name (AMD: Infinity Fabric / xGMI,
+    HIP graphs: ROCm's hipGraph, which vLLM and SGLang capture through torch.cuda.graphs on ROCm)."""
+
+    link: str
+    runtime: str
+    context: str
+    graphs: str
+    #: The variable that picks the devices a process sees (ROCm: HIP_VISIBLE_DEVICES).
+    visible_devices: str
+    #: The tool that shows a device's memory in use.
+    smi: str
+    #: The collective library tensor parallel and data parallel use (ROCm: RCCL, NCCL's port).
+    collectives: str = "NCCL"
+
+
+#: Vendor -> its terms (AMD: ROCm documentation, "HIP graphs" and HIP_VISIBLE_DEVICES; Infinity Fabric
+#: links are AMD's xGMI, docs: rocm.docs.amd.com "MI300X workload optimization").
+VENDOR_TERMS = {
+    "NVIDIA": VendorTerms(
+        "NVLink", "CUDA", "CUDA context", "CUDA graphs", "CUDA_VISIBLE_DEVICES", "nvidia-smi"
+    ),
+    "AMD": VendorTerms(
+        "Infinity Fabric (xGMI)",
+        "ROCm",
+        "HIP context",
+        "HIP graphs",
+        "HIP_VISIBLE_DEVICES",
+        "amd-smi",
+        "RCCL",
+    ),
+    "Apple": VendorTerms(
+        "none (one device)", "Metal", "Metal context", "Metal command buffers", "-", "Activity Monitor"
+    ),
+    "Intel": VendorTerms(
+        "Xe Link", "Level Zero", "Level Zero context", "graphs", "ZE_AFFINITY_MASK", "xpu-smi"
+    ),
+}
 
 #: When no runtime-visible total is published, the driver/runtime reserve subtracted from the reported
 #: total: the largest reserve measured among the catalog GPUs of the same memory class (reported total
@@ -34,6 +79,10 @@ GDDR_RESERVE_MIB = 470
 #: capability of at least 8.0. Your Tesla T4 GPU has compute capability 7.5 ... --dtype=half";
 #: vllm-project/vllm#9990): those GPUs run 16-bit models in fp16.
 BF16_MIN_COMPUTE_CAPABILITY = (8, 0)
+
+
+#: Field metadata of a derived fact (a MIG slice's): never in a catalog file, not in `gpus --json`.
+_DERIVED = {"catalog": False, "json": False}
 
 
 @dataclass(frozen=True)
@@ -86,6 +135,21 @@ class GpuSpec:
     #: When the facts in `source` were last checked against the sources it names (YYYY-MM-DD).
     source_date: str | None = None
     notes: str | None = None
+    #: The GPU shares the host's RAM (Apple M-series, NVIDIA GB10, AMD Strix Halo): memory_mib is what the
+    #: GPU may use by default (Metal's recommendedMaxWorkingSetSize, the GTT pool), not a separate VRAM.
+    unified_memory: bool = False
+    #: Unified memory: what the GPU may use once raised by the documented override (`memory_override`).
+    memory_max_mib: int | None = None
+    #: Unified memory: how to raise the GPU's share (`sudo sysctl iogpu.wired_limit_mb=...`, ttm.pages_limit).
+    memory_override: str | None = None
+    #: The engines (--engine names) that run on this device; empty: every engine gpusize models.
+    engines: tuple[str, ...] = ()
+    #: A MIG slice: the whole GPU it is cut from, its profile ('3g.40gb'), how many of it one GPU holds,
+    #: and its streaming multiprocessors. Derived from the parent entry (core/mig.py), never in a file.
+    mig_parent: str | None = field(default=None, metadata=_DERIVED)
+    mig_profile: str | None = field(default=None, metadata=_DERIVED)
+    mig_per_gpu: int | None = field(default=None, metadata=_DERIVED)
+    sm_count: int | None = field(default=None, metadata=_DERIVED)
     #: Free memory measured on this machine (`--gpu local` only; never in the bundled catalog).
     free_mib: int | None = field(default=None, compare=False, metadata={"json": False, "catalog": False})
     #: The user catalog file this entry comes from, as given; None for the bundled catalog. Set by
@@ -99,9 +163,73 @@ class GpuSpec:
         return self.memory_mib * MIB
 
     @property
+    def terms(self) -> VendorTerms:
+        """The vendor's own words for its link, context and graphs (what answers print)."""
+        return VENDOR_TERMS[self.vendor]
+
+    @property
+    def tp_link(self) -> str:
+        """The link tensor-parallel traffic crosses, as the vendor names it ('NVLink', 'Infinity Fabric
+        (xGMI)', 'PCIe'; 'none' for a device that is one of a kind)."""
+        if self.interconnect == "none":
+            return "none (one device)"
+        if self.interconnect in ("nvswitch", "bridge-pairs", "infinity-fabric"):
+            return self.terms.link
+        return "PCIe"
+
+    @property
     def runtime(self) -> str:
-        """The runtime whose view of memory the engines read: ROCm on AMD, CUDA elsewhere."""
-        return "ROCm" if self.vendor == "AMD" else "CUDA"
+        """The runtime whose view of memory the engines read: ROCm on AMD, Metal on Apple, else CUDA."""
+        return self.terms.runtime
+
+    @property
+    def one_device(self) -> str | None:
+        """Why one engine instance cannot span two of these (a MIG slice, a unified-memory machine), or
+        None: tensor parallel and layer splits are then refused and only replicas scale."""
+        if self.mig_profile:
+            return (
+                f"one engine instance runs per MIG slice ({self.name}): a CUDA process sees one MIG "
+                "instance and slices have no peer-to-peer, so no tensor parallel across slices; run "
+                "replicas instead"
+            )
+        if self.unified_memory:
+            return f"{self.full_name} is one device sharing the host's memory: tensor parallel size 1 only"
+        return None
+
+    @property
+    def memory_note(self) -> str | None:
+        """Unified memory: how much of the host's RAM the GPU may use by default and how to raise it
+        (None for a GPU with its own memory)."""
+        if not self.unified_memory:
+            return None
+        if self.memory_max_mib == self.memory_mib:  # core/unified.raised: planned with it applied
+            return (
+                f"{self.name}: unified memory: planned with the GPU's share raised to "
+                f"{self.memory_mib / 1024:.1f} GiB of the {self.marketing_memory_gb:g} GB "
+                f"({self.memory_override}); the OS and other programs share the rest"
+            )
+        if self.memory_max_mib:
+            raised = (
+                f"; {self.memory_override} raises it to {self.memory_max_mib / 1024:.1f} GiB "
+                f"(plan with it: --gpu {self.name}-raised)"
+            )
+        else:
+            raised = f"; {self.memory_override}" if self.memory_override else ""
+        return (
+            f"{self.name}: unified memory: the GPU may use {self.memory_mib / 1024:.1f} GiB of the "
+            f"{self.marketing_memory_gb:g} GB by default{raised}; the OS and other programs share the rest"
+        )
+
+    @property
+    def speed_caveat(self) -> str | None:
+        """Why speed figures for this GPU are not calibrated (the fitted constants come from NVIDIA
+        measurements only: serving/calibrated.py), or None."""
+        if self.vendor == "NVIDIA" and not self.unified_memory:
+            return None
+        return (
+            f"speed figures for {self.full_name} are uncalibrated: the throughput constants were fitted "
+            "on NVIDIA discrete GPUs only, until measurements on this device exist"
+        )
 
     @property
     def measured_visible_gib(self) -> float | None:
@@ -110,7 +238,10 @@ class GpuSpec:
     @property
     def assumed_reserve_mib(self) -> int:
         """The reserve subtracted from the reported total when no visible total is measured (GDDR
-        cards: the GDDR class; HBM and unknown memory: the larger HBM class)."""
+        cards: the GDDR class; HBM and unknown memory: the larger HBM class). Unified memory: none,
+        memory_mib is already the GPU's share as the runtime reports it."""
+        if self.unified_memory:
+            return 0
         return GDDR_RESERVE_MIB if self.memory_type.upper().startswith("GDDR") else HBM_RESERVE_MIB
 
     @property

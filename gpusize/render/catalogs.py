@@ -90,8 +90,9 @@ def render_gpus(report: GpusReport, width: int, style: Style) -> str:
     ]
     note = paragraph(
         "Prices are indicative, not quotes: USD per GPU-hour, the cheapest on-demand offer of each GPU in "
-        "one dated snapshot of cloud offers (its date and provider per GPU); buy = purchase price and the "
-        "date of its source. Every entry's sources: gpusize gpus --json.",
+        "one dated snapshot of cloud offers (its date and provider per GPU; AMD parts, which it lacks, from "
+        "one dated public comparison); buy = purchase price and the date of its source. Every entry's "
+        "sources: gpusize gpus --json.",
         width,
     )
     return render_table(f"{len(rows)} GPUs", columns, rows, width, style) + "\n" + note + "\n"

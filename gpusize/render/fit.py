@@ -70,6 +70,7 @@ def _torch_rows(report: FitReport) -> list[list[str]]:
     m, w = report.memory, report.workload
     allocated, device = m.allocated_peak_bytes or 0, m.device_bytes or 0
     context = TORCH_CUDA_CONTEXT_BYTES
+    terms = report.assumptions.terms
     return [
         ["weights", fmt_gib(m.weights_bytes), f"{report.model.params_total:,} params, {w.weight_dtype}"],
         [
@@ -85,8 +86,8 @@ def _torch_rows(report: FitReport) -> list[list[str]]:
         ],
         ["allocated", fmt_gib(allocated), "PyTorch's allocated peak (max_memory_allocated)"],
         ["+ cache", fmt_gib(device - allocated - context), "estimate: reserved by the allocator, not in use"],
-        ["+ context", fmt_gib(context), "CUDA context and libraries (measured, torch 2.11 on an H200)"],
-        ["device", fmt_gib(device), "what nvidia-smi shows: the fit is decided on it"],
+        ["+ context", fmt_gib(context), f"{terms.context} and libraries (measured, torch 2.11 on an H200)"],
+        ["device", fmt_gib(device), f"what {terms.smi} shows: the fit is decided on it"],
     ]
 
 
@@ -105,8 +106,9 @@ def memory_table(report: FitReport, width: int, style: Style) -> str:
     graphs = report.assumptions.settings.get("cuda_graphs", "outside the budget")
     inside = graphs == "inside the budget"
     outside_torch = "memory outside PyTorch (non-torch)"
-    overhead_how = f"{outside_torch} + CUDA graphs inside the budget" if inside else outside_torch
-    outside_how = "CUDA context + graphs" if graphs == "outside the budget" else "CUDA context"
+    terms = report.assumptions.terms
+    overhead_how = f"{outside_torch} + {terms.graphs} inside the budget" if inside else outside_torch
+    outside_how = f"{terms.context} + graphs" if graphs == "outside the budget" else terms.context
     gpu = p.gpu if p else report.candidates[0].gpu if report.candidates else "one GPU"
     split = p if p and p.per_gpu and p.num_gpus > 1 else None
     whole = [m.weights_bytes, m.kv_cache_bytes, m.activations_bytes, m.overhead_bytes, m.total_bytes]

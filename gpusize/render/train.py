@@ -31,6 +31,7 @@ def headline(report: TrainReport) -> str:
 
 def memory_table(report: TrainReport, width: int, style: Style) -> str:
     m, params = report.memory, report.params
+    terms = report.assumptions.terms
     rows = [
         [
             "weights",
@@ -53,11 +54,11 @@ def memory_table(report: TrainReport, width: int, style: Style) -> str:
     rows += [
         ["allocated", fmt_gib(m.allocated_peak_bytes), f"PyTorch's allocated peak, at the {m.peak_phase}"],
         ["+ cache", fmt_gib(m.fragmentation_bytes), "estimate: reserved by the allocator, not in use"],
-        ["+ context", fmt_gib(m.overhead_bytes), "CUDA context (+ NCCL on 2+ GPUs)"],
+        ["+ context", fmt_gib(m.overhead_bytes), f"{terms.context} (+ {terms.collectives} on 2+ GPUs)"],
         [
             "device",
             fmt_gib(m.device_bytes),
-            "what nvidia-smi shows; the fit is decided on it"
+            f"what {terms.smi} shows; the fit is decided on it"
             + (f"; host RAM {fmt_gib(m.host_ram_bytes)}" if m.host_ram_bytes else ""),
         ],
     ]

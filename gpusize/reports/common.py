@@ -14,6 +14,7 @@ __all__ = [
     "NOT_IN_SHEETS",
     "GpuFile",
     "ModelFacts",
+    "device_notes",
     "gpu_file_notes",
     "gpu_files",
     "model_facts",
@@ -105,6 +106,15 @@ def gpu_files(gpus: Iterable[GpuSpec]) -> tuple[GpuFile, ...]:
 
 #: GPU names a note lists per user catalog file before "and N more" (a file may hold thousands).
 _NAMES_PER_NOTE = 6
+
+
+def device_notes(gpus: Iterable[GpuSpec], speed: bool = True) -> list[str]:
+    """What a device says for itself: how much of a unified memory the GPU may use (and how to raise
+    it), and, where speed is shown (`speed`), that its speed figures are not calibrated."""
+    notes = []
+    for gpu in gpus:
+        notes += [n for n in (gpu.memory_note, gpu.speed_caveat if speed else None) if n and n not in notes]
+    return notes
 
 
 def gpu_file_notes(gpus: Iterable[GpuSpec]) -> list[str]:

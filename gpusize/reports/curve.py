@@ -10,7 +10,15 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
-from gpusize.reports.common import NOT_IN_SHEETS, GpuFile, ModelFacts, gpu_file_notes, gpu_files, model_facts
+from gpusize.reports.common import (
+    NOT_IN_SHEETS,
+    GpuFile,
+    ModelFacts,
+    device_notes,
+    gpu_file_notes,
+    gpu_files,
+    model_facts,
+)
 from gpusize.reports.fit import model_notes
 from gpusize.serving.quote import CurvePoint, concurrency_curve
 
@@ -66,6 +74,6 @@ def build_curve(
             weight_format=work.weights.name,
             kv_cache_dtype=work.kv_cache_dtype,
             gpu_files=gpu_files([gpu]),
-            notes=tuple(model_notes(resolved, spec, work) + gpu_file_notes([gpu])),
+            notes=tuple(model_notes(resolved, spec, work) + gpu_file_notes([gpu]) + device_notes([gpu])),
         ),
     )

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from gpusize import __version__
 from gpusize.core import kvcache
 from gpusize.core.engines import ENGINE_MODULES, EngineModel, engine, engine_label
-from gpusize.core.gpu import GpuSpec
+from gpusize.core.gpu import VENDOR_TERMS, GpuSpec, VendorTerms
 from gpusize.core.model import ResolvedModel
 from gpusize.core.plan import TP_SIZES, Candidate, recommend, smallest_fit
 from gpusize.core.reserves import Reserve
@@ -62,6 +62,8 @@ class FitAssumptions:
     best_effort: bool
     include_mtp: bool
     cuda_visible_assumed_for: tuple[str, ...]
+    #: The plan GPU's vendor terms (context, graphs) the text uses; not a JSON key.
+    terms: VendorTerms = field(default=VENDOR_TERMS["NVIDIA"], metadata={"json": False, **NOT_IN_SHEETS})
     #: The GPUs shown that come from a user catalog file (none: all bundled).
     gpu_files: tuple[GpuFile, ...] = field(metadata=NOT_IN_SHEETS)
     prices: str
@@ -107,7 +109,8 @@ def build_fit_report(
     rows: list[Candidate] = []
     best: list[Candidate] = []
     for gpu in gpus:
-        tried = smallest_fit(spec, gpu, work, model.evaluate, sizes)
+        # one engine instance per MIG slice / unified-memory device: only one size to try
+        tried = smallest_fit(spec, gpu, work, model.evaluate, sizes[:1] if gpu.one_device else sizes)
         if nodes and not tried[-1].fits and model.nodes is not None:
             tried.append(model.nodes(spec, gpu, nodes, work))
         rows += tried
@@ -236,7 +239,9 @@ def _assumptions(
     plan: Candidate | None,
 ) -> FitAssumptions:
     notes = model_notes(resolved, spec, work)
-    if not plan_gpu.visible_is_measured:
+    if plan_gpu.memory_note:
+        notes.append(plan_gpu.memory_note)
+    elif not plan_gpu.visible_is_measured:
         notes.append(
             f"{plan_gpu.name}: {plan_gpu.runtime}-visible total assumed = reported total - "
             f"{plan_gpu.assumed_reserve_mib} MiB driver/{plan_gpu.runtime} reserve (no measured figure)"
@@ -254,6 +259,7 @@ def _assumptions(
         best_effort=spec.best_effort_from is not None,
         include_mtp=work.include_mtp,
         cuda_visible_assumed_for=tuple(g.name for g in gpus if not g.visible_is_measured),
+        terms=plan_gpu.terms,
         gpu_files=gpu_files(gpus),
         prices=price_note(gpus),
         notes=tuple(notes + gpu_file_notes(gpus)),

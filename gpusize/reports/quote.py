@@ -14,6 +14,7 @@ from gpusize.reports.common import (
     NOT_IN_SHEETS,
     GpuFile,
     ModelFacts,
+    device_notes,
     gpu_file_notes,
     gpu_files,
     model_facts,
@@ -162,7 +163,7 @@ def build_quote(
             f"operations not included) against renting {hours:,.0f} h a month ({share}), the rent shown "
             "for the same hours: break-even in months, for options that fit",
             gpu_files=gpu_files(gpus),
-            notes=tuple(model_notes(resolved, spec, work) + gpu_file_notes(gpus)),
+            notes=tuple(model_notes(resolved, spec, work) + gpu_file_notes(gpus) + device_notes(gpus)),
         ),
     )
 

@@ -16,6 +16,7 @@ from gpusize.reports.common import (
     NOT_IN_SHEETS,
     GpuFile,
     ModelFacts,
+    device_notes,
     gpu_file_notes,
     gpu_files,
     model_facts,
@@ -103,8 +104,8 @@ def power_info(gpu: GpuSpec, n: int, tp_max: int, one_gpu_fits: bool = True) -> 
     notes = []
     if tp_max > 1 and gpu.interconnect == "pcie":
         notes.append(
-            f"{gpu.name} has no NVLink: tensor parallel runs over PCIe and scales poorly; prefer replicas "
-            "when the model fits one GPU"
+            f"{gpu.name} has no {gpu.terms.link}: tensor parallel runs over PCIe and scales poorly; "
+            "prefer replicas when the model fits one GPU"
         )
     if gpu.interconnect == "bridge-pairs" and n > 2:
         notes.append("NVLink bridges join pairs only: TP across more than 2 GPUs uses PCIe")
@@ -188,7 +189,7 @@ def launch_commands(
             out["replicas"] = LaunchCommand(
                 None,
                 f"run {pick.replicas} copies, one per group of {pick.gpus_per_replica} GPU(s) "
-                "(CUDA_VISIBLE_DEVICES), behind a load balancer",
+                f"({gpu.terms.visible_devices}), behind a load balancer",
             )
         return out
     command = SERVER_COMMANDS.get(model.name)
@@ -198,8 +199,8 @@ def launch_commands(
     if pick.replicas > 1:
         out["replicas"] = LaunchCommand(
             None,
-            f"run {pick.replicas} copies, one per group of {tp} GPU(s) (CUDA_VISIBLE_DEVICES), behind a "
-            "load balancer",
+            f"run {pick.replicas} copies, one per group of {tp} GPU(s) ({gpu.terms.visible_devices}), "
+            "behind a load balancer",
         )
     return out
 
@@ -259,6 +260,6 @@ def build_serve_report(
             prices=price_note([gpu]),
             month_hours=economics.HOURS_PER_MONTH,
             gpu_files=gpu_files([gpu]),
-            notes=tuple(model_notes(resolved, spec, work) + gpu_file_notes([gpu])),
+            notes=tuple(model_notes(resolved, spec, work) + gpu_file_notes([gpu]) + device_notes([gpu])),
         ),
     )

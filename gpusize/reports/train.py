@@ -150,7 +150,9 @@ def build_train_report(
     rows: list[TrainCandidate] = []
     best: list[TrainCandidate] = []
     for gpu in gpus:
-        for n in candidate_counts(setup, fixed_count, max_count):
+        # a MIG slice or unified-memory machine is one device: data parallel cannot span two
+        counts = (fixed_count or 1,) if gpu.one_device else candidate_counts(setup, fixed_count, max_count)
+        for n in counts:
             rows.append(evaluate(spec, setup, gpu, n))
             if rows[-1].fits:
                 break

@@ -3,10 +3,10 @@ the peak's definition and the notes the setup needs, for the footer and the JSON
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gpusize.core import runtime
-from gpusize.core.gpu import GpuSpec
+from gpusize.core.gpu import VENDOR_TERMS, GpuSpec, VendorTerms
 from gpusize.core.spec import ModelSpec
 from gpusize.reports.common import price_note
 from gpusize.training import time_cost
@@ -43,6 +43,8 @@ class TrainAssumptions:
     prices: str
     overhead_model: str
     notes: tuple[str, ...]
+    #: The vendor terms of the GPUs planned over (NVIDIA's when they mix vendors); not a JSON key.
+    terms: VendorTerms = field(default=VENDOR_TERMS["NVIDIA"], metadata={"json": False, "sheet": False})
 
 
 #: Framework releases the model follows (facts in bench/train_calibration.md).
@@ -53,10 +55,13 @@ VERSIONS = (
 )
 
 
-def _optimizer_note(setup: TrainSetup) -> str:
+def _optimizer_note(setup: TrainSetup, runtime_name: str = "CUDA") -> str:
     opt = setup.optimizer
     if opt == "adamw":
-        how = "torch.optim.AdamW defaults: foreach on CUDA (a plain loop, HF Trainer before torch 2.8)"
+        how = (
+            f"torch.optim.AdamW defaults: foreach on {runtime_name} (a plain loop, HF Trainer before "
+            "torch 2.8)"
+        )
     elif opt == "adamw-fused":
         how = "torch.optim.AdamW(fused=True) (HF Trainer's adamw_torch_fused on torch >= 2.8)"
     elif opt == "adamw-forloop":
@@ -108,16 +113,22 @@ def train_assumptions(spec: ModelSpec, setup: TrainSetup, gpus: list[GpuSpec]) -
     if spec.moe:
         notes.append("MoE: activations count the top-k experts per token; all experts train in full mode")
     context = runtime.TORCH_CUDA_CONTEXT_BYTES
+    terms = gpus[0].terms if gpus and len({g.vendor for g in gpus}) == 1 else VENDOR_TERMS["NVIDIA"]
+    nvidia = terms == VENDOR_TERMS["NVIDIA"]
+    switch = "NVSwitch (with NVLS)" if nvidia else f"{terms.link} (NCCL's NVSwitch figure, not measured)"
     return TrainAssumptions(
+        terms=terms,
         framework=setup.kernels.name,
         versions=f"{setup.kernels.version or setup.kernels.name}; {VERSIONS}",
-        optimizer=_optimizer_note(setup),
+        optimizer=_optimizer_note(setup, terms.runtime),
         allocator="PyTorch caching allocator replayed over two steps ("
         + ("expandable_segments:True" if setup.expandable_segments else "default, no expandable segments")
         + "): reserved peak = allocated peak + the cache it cannot reuse",
-        peak_memory="device figure = reserved peak + CUDA context + NCCL (what nvidia-smi shows); fits "
-        "when it is at most the CUDA-visible total, headroom = visible - device figure; the allocated peak "
-        "(torch.cuda.max_memory_allocated) is the largest of forward/backward, optimizer step and load",
+        peak_memory=f"device figure = reserved peak + {terms.context} + {terms.collectives} "
+        f"(what {terms.smi} shows); "
+        f"fits when it is at most the {terms.runtime}-visible total, headroom = visible - device figure; the "
+        "allocated peak (torch.cuda.max_memory_allocated) is the largest of forward/backward, optimizer step "
+        "and load",
         activation_model="saved tensors per layer as autograd keeps them (Korthikanti et al. 2022 "
         "re-derived for SDPA/FlashAttention, GQA, gated MLPs, MoE routing, autocast and PEFT casts); "
         "checkpointing keeps each layer's input; backward workspace "
@@ -144,8 +155,8 @@ def train_assumptions(spec: ModelSpec, setup: TrainSetup, gpus: list[GpuSpec]) -
             "cost_usd",
         ),
         prices=price_note(gpus),
-        overhead_model=f"CUDA context {context / GIB:.2f} GiB (torch 2.11 on an H200, measured); NCCL on 2+ "
-        f"GPUs {nccl_bytes(8, 'nvswitch') / GIB:.2f} GiB per GPU on NVSwitch (with NVLS), "
+        overhead_model=f"{terms.context} {context / GIB:.2f} GiB (torch 2.11 on an H200, measured); "
+        f"{terms.collectives} on 2+ GPUs {nccl_bytes(8, 'nvswitch') / GIB:.2f} GiB per GPU on {switch}, "
         f"{nccl_bytes(8, 'pcie') / GIB:.2f} GiB over PCIe (estimates)",
         notes=tuple(notes),
     )

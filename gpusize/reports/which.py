@@ -9,7 +9,7 @@ from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import CatalogModel
 from gpusize.core.workload import Request
-from gpusize.reports.common import NOT_IN_SHEETS, GpuFile, gpu_file_notes, gpu_files
+from gpusize.reports.common import NOT_IN_SHEETS, GpuFile, device_notes, gpu_file_notes, gpu_files
 from gpusize.serving.which import CatalogEntry, ModelFit, Sort, models_that_fit
 
 __all__ = ["WhichAssumptions", "WhichReport", "build_which"]
@@ -81,6 +81,6 @@ def build_which(
             "that split is not valid, the largest valid one as replicas",
             quantized_builds=builds,
             gpu_files=gpu_files([gpu]),
-            notes=notes + tuple(gpu_file_notes([gpu])),
+            notes=notes + tuple(gpu_file_notes([gpu]) + device_notes([gpu])),
         ),
     )

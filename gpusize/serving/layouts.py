@@ -55,7 +55,7 @@ MAX_LLAMACPP_SLOTS = 64
 EVIDENCE = {
     "replicas": (
         "measured, replicas beat one tensor-parallel server once a replica holds the model and a useful "
-        "KV pool: 8x H100 SXM (NVLink), Llama-3.1-8B-FP8, 320 requests: TP=2/4/8 reached 0.54/0.26/0.14 of "
+        "KV pool: 8x H100 SXM (NVSwitch), Llama-3.1-8B-FP8, 320 requests: TP=2/4/8 reached 0.54/0.26/0.14 of "
         "N x TP=1 (3,400 tok/s per GPU; LambdaLabsML/vllm-benchmark); 4x RTX 3090 (PCIe): 4 replicas "
         "3,425 vs TP=4 1,007 tok/s (noonghunna/club-3090)"
     ),
@@ -408,4 +408,7 @@ def _why(pick: Layout, fitting: list[Layout], serves_all: bool) -> str:
         )
     if not serves_all:
         head += "; no layout holds the whole load at once: requests will queue"
-    return head + f"; {_evidence(pick, fitting)}; on a GPU failure: {pick.one_gpu_failure}"
+    # one GPU and nothing else compared (a MIG slice, a unified-memory machine): no replicas-versus-TP case
+    alone = pick.replicas * pick.gpus_per_replica == 1 and len(fitting) <= 1
+    evidence = "" if alone else f"; {_evidence(pick, fitting)}"
+    return head + f"{evidence}; on a GPU failure: {pick.one_gpu_failure}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
@@ -78,6 +78,8 @@ class Option:
     power_w: float | None
     psu: str | None
     interconnect: str
+    #: The link tensor-parallel traffic crosses, as the vendor names it (GpuSpec.tp_link): for the text.
+    link: str = field(default="PCIe", metadata={"json": False, "sheet": False})
     caveats: tuple[str, ...]
     #: Servers of this option that hold every user at once (--users), each with its share of the load.
     servers: int | None = None
@@ -99,7 +101,7 @@ class Option:
 def _caveats(gpu: GpuSpec, tp: int, option_visible_measured: bool) -> tuple[str, ...]:
     notes = []
     if tp > 1 and gpu.interconnect == "pcie":
-        notes.append("tensor parallel over PCIe (no NVLink): expect poor scaling")
+        notes.append(f"tensor parallel over PCIe (no {gpu.terms.link}): expect poor scaling")
     if tp > 2 and gpu.interconnect == "bridge-pairs":
         notes.append("NVLink bridges pair GPUs only; TP>2 crosses PCIe")
     if not option_visible_measured:
@@ -125,7 +127,8 @@ def option_for(
     `max_count` GPUs (this machine's, for --gpu local)."""
     sizes = (count,) if count else tuple(n for n in TP_SIZES if n <= max_count) or (1,)
     model = engine(work.engine.name)
-    tried = smallest_fit(spec, gpu, work, model.evaluate, sizes)
+    # a MIG slice / unified-memory device holds one instance: more of them are replicas (below)
+    tried = smallest_fit(spec, gpu, work, model.evaluate, (1,) if gpu.one_device else sizes)
     best = tried[-1]
     n = best.num_gpus
     aim = targets or Targets()
@@ -177,6 +180,7 @@ def option_for(
         power_w=power.total_w_high if power else None,
         psu=power.layout if power else None,
         interconnect=gpu.interconnect,
+        link=gpu.tp_link,
         caveats=_caveats(gpu, layout.tensor_parallel, gpu.visible_is_measured),
     )
 

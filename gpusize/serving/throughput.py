@@ -345,7 +345,11 @@ def assumptions(gpu: GpuSpec, work: Workload) -> str:
             "layer per GPU)"
         )
     else:
-        multi = f"tensor-parallel traffic over {link(gpu)[0]}"
+        multi = (
+            "one device: no tensor-parallel traffic"
+            if gpu.one_device
+            else (f"tensor-parallel traffic over {gpu.tp_link}")
+        )
     return (
         f"estimates from a model fitted on published measurements ({speed.fitted_on}): "
         f"{eff:.0%} of spec memory bandwidth ({kind}{note}), {speed.layer_s * 1e6:.0f} us per layer per "

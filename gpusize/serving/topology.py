@@ -10,7 +10,7 @@ __all__ = ["topology_mermaid", "topology_text"]
 
 def topology_text(option: Option) -> str:
     """Where the weights load, where requests arrive, which GPUs each request needs."""
-    link = "NVLink" if option.interconnect in ("nvswitch", "bridge-pairs") else "PCIe"
+    link = option.link
     lines = [
         f"requests -> {'load balancer -> ' if option.replicas > 1 else ''}"
         f"{option.replicas} replica(s) in one server ({option.num_gpus}x {option.gpu})"
@@ -28,7 +28,7 @@ def topology_text(option: Option) -> str:
 
 
 def topology_mermaid(option: Option) -> str:
-    link = "NVLink" if option.interconnect in ("nvswitch", "bridge-pairs") else "PCIe"
+    link = option.link
     out = ["flowchart LR", "  U([Requests])"]
     entry = "U"
     if option.replicas > 1:

@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.mig import mig_slices
 from gpusize.core.model import CatalogModel, normalize
-from gpusize.errors import CatalogError, UnknownNameError
+from gpusize.core.unified import raised
+from gpusize.errors import CatalogError, InputError, UnknownNameError
 from gpusize.sources import catalog_cache
 from gpusize.sources.catalog_cache import CACHE_ENV
 
@@ -108,7 +110,8 @@ def _row_types(kind: str) -> catalog_cache.RowTypes:
 
 
 def _gpu(row: dict[str, Any], catalog_file: str | None = None) -> GpuSpec:
-    return GpuSpec(**{**row, "aliases": tuple(row.get("aliases") or ()), "catalog_file": catalog_file})
+    lists = {k: tuple(row.get(k) or ()) for k in ("aliases", "engines")}
+    return GpuSpec(**{**row, **lists, "catalog_file": catalog_file})
 
 
 def _model(row: dict[str, Any]) -> CatalogModel:
@@ -213,9 +216,28 @@ class Catalogs:
             out += _models_of(_identities((data_dir() / "models.yaml", *self.models_files)))[1]
         return out
 
+    def mig_gpus(self) -> tuple[GpuSpec, ...]:
+        """The MIG slices of the catalog's GPUs (core/mig.py): found by name, not planned over when no
+        --gpu is given (a slice is a choice, not a GPU to buy)."""
+        return _slices_of(self.gpus())
+
     def find_gpu(self, name: str) -> GpuSpec:
-        found: GpuSpec = _lookup("GPU", name, self.gpus(), _gpu_keys)
-        return found
+        """A catalog GPU or MIG slice by name or alias; 'MIG' alone lists the slices."""
+        gpus = self.gpus()
+        try:
+            found: GpuSpec = _lookup("GPU", name, gpus, _gpu_keys)
+            return found
+        except UnknownNameError:
+            slices = self.mig_gpus()
+            if _compact(name) in ("mig", "migslice", "migslices"):
+                shown = f"--gpu {name[:20]!r}"
+                raise InputError(f"{shown} is not one GPU: name a MIG slice, {_slice_list(slices)}") from None
+            try:
+                found = _lookup("GPU", name, gpus + slices + _raised_of(gpus), _gpu_keys)
+                return found
+            except UnknownNameError:
+                _refuse_mig_name(name, gpus, slices)
+                raise
 
     def find_model(self, name: str) -> CatalogModel:
         """A catalog model by short name, alias or Hub id (case-insensitive; 'Qwen/Qwen3-32B' works)."""
@@ -257,6 +279,43 @@ def _gpus_of(files: tuple[_Identity, ...]) -> tuple[tuple[GpuSpec, ...], tuple[S
     )
     merged: tuple[tuple[GpuSpec, ...], tuple[Shadow, ...]] = _merge("GPU", tagged, _gpu_keys)
     return merged
+
+
+def _refuse_mig_name(name: str, gpus: tuple[GpuSpec, ...], slices: tuple[GpuSpec, ...]) -> None:
+    """'H100-MIG' or 'H100-MIG-3g.41gb': a GPU's name with a MIG profile it lacks gets that GPU's slices
+    listed (one line, exit 2); any other unknown name is left to the caller's 'did you mean'."""
+    head, mig, _ = name.lower().partition("mig")
+    if not mig or not head.strip("-_ "):
+        return
+    try:
+        parent = _lookup("GPU", head.strip("-_ "), gpus, _gpu_keys)
+    except UnknownNameError:
+        return
+    own = tuple(s for s in slices if s.mig_parent == parent.name)
+    if not own:
+        raise InputError(f"--gpu {name[:40]!r}: {parent.name} has no MIG profiles gpusize knows") from None
+    raise InputError(
+        f"--gpu {name[:40]!r} names no MIG profile of {parent.name}: {_slice_list(own)}"
+    ) from None
+
+
+def _slice_list(slices: tuple[GpuSpec, ...]) -> str:
+    """'H100-SXM-MIG-{1g.10gb,...}; ...': each GPU's slices in one group (one engine instance per slice)."""
+    groups: dict[str, list[str]] = {}
+    for s in slices:
+        groups.setdefault(s.mig_parent or "", []).append(s.mig_profile or "")
+    return "; ".join(f"{parent}-MIG-{{{','.join(profiles)}}}" for parent, profiles in groups.items())
+
+
+@functools.lru_cache(maxsize=8)
+def _raised_of(gpus: tuple[GpuSpec, ...]) -> tuple[GpuSpec, ...]:
+    """Unified-memory devices planned with their GPU share raised (core/unified.py)."""
+    return tuple(r for g in gpus if (r := raised(g)) is not None)
+
+
+@functools.lru_cache(maxsize=8)
+def _slices_of(gpus: tuple[GpuSpec, ...]) -> tuple[GpuSpec, ...]:
+    return tuple(s for g in gpus for s in mig_slices(g))
 
 
 @functools.lru_cache(maxsize=8)

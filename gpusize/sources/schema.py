@@ -20,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.registry import ENGINE_NAMES
 from gpusize.errors import CatalogError
 from gpusize.sources import yaml_events
 
@@ -32,6 +33,7 @@ MAX_YAML_NODES = 2_000_000
 _POSITIVE = (
     "marketing_memory_gb",
     "memory_mib",
+    "memory_max_mib",
     "cuda_visible_gib",
     "rocm_visible_gib",
     "ecc_off_memory_mib",
@@ -195,7 +197,7 @@ def _gpu_rule(gpu: GpuSpec) -> tuple[str, str] | None:
     amd = gpu.vendor == "AMD"
     for name, allowed in (
         ("compute_capability", gpu.vendor == "NVIDIA"),
-        ("cuda_visible_gib", not amd),
+        ("cuda_visible_gib", gpu.vendor == "NVIDIA"),
         ("rocm_visible_gib", amd),
         ("gfx_target", amd),
     ):
@@ -205,6 +207,14 @@ def _gpu_rule(gpu: GpuSpec) -> tuple[str, str] | None:
         return "compute_capability", f"'{gpu.compute_capability[:20]}' is not major.minor (8.9)"
     if gpu.gfx_target is not None and not _GFX_TARGET.fullmatch(gpu.gfx_target):
         return "gfx_target", f"'{gpu.gfx_target[:20]}' is not an LLVM target (gfx942)"
+    unknown = [e for e in gpu.engines if e not in ENGINE_NAMES]
+    if unknown:
+        return "engines", f"'{unknown[0][:20]}' is not an engine (one of {', '.join(ENGINE_NAMES)})"
+    for name in ("memory_max_mib", "memory_override"):
+        if getattr(gpu, name) is not None and not gpu.unified_memory:
+            return name, "only for a unified-memory device (unified_memory: true)"
+    if gpu.memory_max_mib is not None and gpu.memory_max_mib < gpu.memory_mib:
+        return "memory_max_mib", "below memory_mib (what the override raises the GPU's share to)"
     owner = _VENDOR_LINKS.get(gpu.interconnect)
     if owner is not None and owner != gpu.vendor:
         return "interconnect", f"{gpu.interconnect} is an {owner} interconnect, not {gpu.vendor}'s"

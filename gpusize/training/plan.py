@@ -102,13 +102,15 @@ def evaluate(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, n: int) -> TrainC
     max_batch = largest_batch(spec, setup, n, visible, gpu.interconnect)
     if fits:  # the searches scale the unlimited replay's cache: never below what fits here
         max_seq, max_batch = max(max_seq, setup.seq_tokens), max(max_batch, setup.batch)
+    one_device = gpu.one_device if n > 1 else None  # no collective across MIG slices / one machine
+    fits = fits and one_device is None
     return TrainCandidate(
         gpu=gpu.name,
         gpu_full_name=gpu.full_name,
         num_gpus=n,
         sharding=setup.sharding if n > 1 else "none",
         fits=fits,
-        reason=None if fits else _misfit(mem, gpu, setup, n),
+        reason=None if fits else one_device or _misfit(mem, gpu, setup, n),
         per_gpu=mem,
         usable_bytes=visible,
         headroom_bytes=visible - mem.device_bytes,
@@ -124,6 +126,8 @@ def fits(spec: ModelSpec, job: TrainSetup, gpu: GpuSpec, n: int) -> bool:
     """The fit test alone (no searches): what the device shows <= the CUDA-visible total. The
     allocated peak + CUDA context and NCCL is a lower bound of it (the allocator's cache only adds),
     so a job above the GPU on that figure is refused without replaying the allocator."""
+    if n > 1 and gpu.one_device:
+        return False
     low = allocated_memory(spec, per_gpu_setup(job, max(n, 1)), max(n, 1), gpu.interconnect)
     if low.allocated_peak_bytes + low.overhead_bytes > gpu.visible_bytes:
         return False

@@ -10,13 +10,14 @@ import os
 import subprocess
 import sys
 import zlib
-from dataclasses import asdict, replace
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpusize.core.gpu import GpuSpec
 from gpusize.errors import CatalogError
 from gpusize.sources import catalog, schema
 
@@ -31,7 +32,7 @@ def run(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def my_gpu(**changes: object) -> dict[str, object]:
-    skip = ("free_mib", "catalog_file")  # not fields a catalog holds
+    skip = {f.name for f in fields(GpuSpec) if not f.metadata.get("catalog", True)}  # not in a file
     base = {k: v for k, v in asdict(catalog.Catalogs().find_gpu("H100")).items() if k not in skip}
     base.update(name="MyCard", full_name="Company card", aliases=[], cuda_visible_gib=None, source="ours")
     base.update(changes)

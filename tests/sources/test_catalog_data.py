@@ -20,6 +20,9 @@ BY_NAME = {g.name: g for g in GPUS}
 #: The one price snapshot every hourly price comes from (data/gpus.yaml header).
 SNAPSHOT = "atineoSE/coding-model-seeks-gpu web/public/data/gpus.json @ cbdfc2f"
 SNAPSHOT_DATE = "2026-08-22"
+#: AMD parts, which the snapshot lacks: one dated public comparison (data/gpus.yaml header).
+AMD_PRICE_SOURCE = "cliffcenter.com/research/amd-inference-economics"
+AMD_PRICE_DATE = "2026-05-18"
 
 #: (smaller, bigger): the same chip with more memory (or the same package with a larger stack); under
 #: one price method the bigger variant is not cheaper per GPU-hour.
@@ -65,6 +68,10 @@ def test_every_price_has_its_date_and_source_from_one_method(gpu: GpuSpec) -> No
     assert gpu.price_source, "priced or not, the entry says where its price comes from (or why none)"
     if gpu.price_usd_per_hour is None:
         assert gpu.price_date is None and gpu.price_source.startswith("not priced")
+        return
+    if gpu.vendor == "AMD":  # not in the snapshot (NVIDIA only): the one documented second source
+        assert gpu.price_date == AMD_PRICE_DATE and gpu.price_source.startswith("AMD second source")
+        assert AMD_PRICE_SOURCE in gpu.price_source
         return
     assert gpu.price_date == SNAPSHOT_DATE
     assert SNAPSHOT in gpu.price_source and re.search(r"offer: \w+", gpu.price_source)
@@ -115,7 +122,7 @@ def test_amd_cards_are_described_in_amd_terms() -> None:
     amd = [g for g in GPUS if g.vendor == "AMD"]
     assert amd
     for gpu in amd:
-        assert gpu.interconnect in ("infinity-fabric", "pcie", "unknown"), gpu.name
+        assert gpu.interconnect in ("infinity-fabric", "pcie", "none", "unknown"), gpu.name
         assert gpu.cuda_visible_gib is None and gpu.compute_capability is None
         assert gpu.runtime == "ROCm"
     mi300x = catalog.find_gpu("MI300X")

@@ -6,11 +6,12 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import yaml
 
+from gpusize.core.gpu import GpuSpec
 from gpusize.sources import catalog
 
 ENV = {**os.environ, "NO_COLOR": "1"}
@@ -22,10 +23,12 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     )
 
 
+#: GpuSpec fields a catalog file may not hold (measured free memory, the file's own name, MIG facts).
+_NOT_FILE_FIELDS = {f.name for f in fields(GpuSpec) if not f.metadata.get("catalog", True)}
+
+
 def _my_gpu(**changes: object) -> dict[str, object]:
-    base = {
-        k: v for k, v in asdict(catalog.find_gpu("H100")).items() if k not in ("free_mib", "catalog_file")
-    }
+    base = {k: v for k, v in asdict(catalog.find_gpu("H100")).items() if k not in _NOT_FILE_FIELDS}
     base.update(
         {
             "name": "MyCard-96",

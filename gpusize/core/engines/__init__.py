@@ -6,11 +6,15 @@ returns a `core.plan.Candidate`, so plans and reports treat engines alike.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
+from dataclasses import replace
 
 from gpusize.core.engines.base import UNVERSIONED, EngineModel
 from gpusize.core.engines.family_support import family_refusal
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.plan import Candidate, Evaluator, refused
 from gpusize.core.registry import ENGINE_MODULES
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import KV_DTYPES, EngineSettings, Request, Workload, resolve
@@ -22,9 +26,43 @@ __all__ = ["engines_that", "ENGINE_MODULES", "EngineModel", "engine", "engine_la
 # transformers engine's allocator replay or llama.cpp's GGUF placement (start-up, bench/bench_cli.py).
 
 
+@functools.cache
 def engine(name: str) -> EngineModel:
+    """The engine's model, its fit test guarded by the device rules every engine obeys (`on_device`)."""
     model: EngineModel = importlib.import_module(f"{__name__}.{ENGINE_MODULES[name]}").ENGINE
-    return model
+    nodes = model.nodes
+    return replace(
+        model,
+        evaluate=on_device(model.name, model.label, model.evaluate),
+        nodes=None if nodes is None else on_device(model.name, model.label, nodes),
+    )
+
+
+def device_problem(engine_name: str, label: str, gpu: GpuSpec, count: int) -> str | None:
+    """Why `engine_name` cannot run one instance on `count` of `gpu`: it does not run on that device
+    (GpuSpec.engines), or the device is one of a kind (a MIG slice, a unified-memory machine) and one
+    instance may not span two (GpuSpec.one_device). None when it may."""
+    if gpu.engines and engine_name not in gpu.engines:
+        return f"{label} does not run on {gpu.full_name}; {runs_on(gpu)}"
+    if count > 1 and gpu.one_device:
+        return gpu.one_device
+    return None
+
+
+def runs_on(gpu: GpuSpec) -> str:
+    """'what runs there: --engine llamacpp' for a device that runs only some engines."""
+    return "what runs there: " + " or ".join(f"--engine {e}" for e in gpu.engines)
+
+
+def on_device(engine_name: str, label: str, evaluate: Evaluator) -> Evaluator:
+    """`evaluate`, refusing a plan the device rules forbid before any arithmetic (so no search, in any
+    command, tries tensor parallel on a MIG slice)."""
+
+    def guarded(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate:
+        problem = device_problem(engine_name, label, gpu, n)
+        return refused(gpu, n, problem) if problem else evaluate(spec, gpu, n, work)
+
+    return guarded
 
 
 def prepare(spec: ModelSpec, request: Request) -> Workload:
