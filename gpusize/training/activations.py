@@ -26,6 +26,7 @@ from collections import Counter
 
 from gpusize.core.spec import LayerSpec, ModelSpec
 from gpusize.training.anatomy import Linear, mixer_linears, mlp_linears
+from gpusize.training.quantized import bnb_saved_input_bytes, fp32_stream, linear_output_bytes
 from gpusize.training.setup import LSE_BYTES, TrainSetup, autocast_amp, state_bytes
 
 __all__ = [
@@ -50,8 +51,9 @@ def _act(setup: TrainSetup) -> float:
 
 def residual_bytes(setup: TrainSetup) -> float:
     """Bytes per element of the residual stream: fp32 under autocast with fp32 weights (the fp32 norm
-    weight promotes `weight * x`), else the activation dtype."""
-    return 4.0 if autocast_amp(setup) else _act(setup)
+    weight promotes `weight * x`) and on QLoRA's fp32 stream (`training.quantized`), else the
+    activation dtype."""
+    return 4.0 if autocast_amp(setup) or fp32_stream(setup) else _act(setup)
 
 
 def _norm(setup: TrainSetup, width: int) -> float:
@@ -114,13 +116,13 @@ def _mlp(spec: ModelSpec, setup: TrainSetup, width: int) -> float:
     fused (Unsloth's SwiGLU recomputes them) act's output and the up output (the product's inputs);
     what down keeps of the product; non-gated: fc1 output (+ the activation output for fc2)."""
     lins = mlp_linears(spec, width)
-    act = _act(setup)
+    act, out = _act(setup), linear_output_bytes(setup)
     total = _inputs(setup, lins, ("gate", "up"), spec.hidden_size)
     fused = setup.kernels.saved == "fused"
     if spec.gated_mlp:
-        total += (2 * width if fused else 3 * width) * act
+        total += (2 * width if fused else 3 * width) * out
     else:
-        total += width * act
+        total += width * out
     if not fused:
         total += _inputs(setup, lins, ("down",), width)
     elif setup.method != "full":
@@ -143,7 +145,8 @@ def ffn_activation_bytes(spec: ModelSpec, layer: LayerSpec, setup: TrainSetup) -
         return total + _mlp(spec, setup, layer.intermediate_size)
     moe = spec.moe
     total += (setup.method == "full") * h * act + moe.num_experts * 4
-    total += moe.num_experts_per_tok * (h * act + _mlp(spec, setup, moe.moe_intermediate_size))
+    dispatched = h * max(act, linear_output_bytes(setup))
+    total += moe.num_experts_per_tok * (dispatched + _mlp(spec, setup, moe.moe_intermediate_size))
     if moe.shared_intermediate_size:
         total += _mlp(spec, setup, moe.shared_intermediate_size)
     return total
@@ -152,7 +155,8 @@ def ffn_activation_bytes(spec: ModelSpec, layer: LayerSpec, setup: TrainSetup) -
 def layer_activation_bytes_per_token(spec: ModelSpec, layer: LayerSpec, setup: TrainSetup) -> int:
     """Everything one decoder layer keeps for backward, per token (Llama-3.1-8B, full, bf16, eager:
     attention 94,336 + MLP 114,688 = 209,024 bytes)."""
-    return int(attention_activation_bytes(spec, layer, setup) + ffn_activation_bytes(spec, layer, setup))
+    kept = attention_activation_bytes(spec, layer, setup) + ffn_activation_bytes(spec, layer, setup)
+    return int(kept + bnb_saved_input_bytes(spec, layer, setup))
 
 
 def checkpoint_bytes_per_token(spec: ModelSpec, setup: TrainSetup) -> int:
@@ -224,9 +228,12 @@ def _largest_layer_bytes_per_token(spec: ModelSpec, setup: TrainSetup) -> int:
 
 def backward_working_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
     """Transient memory while one layer is differentiated: its recomputed activations under
-    checkpointing, plus BACKWARD_WORKSPACE_LAYERS x its saved set for the gradient temporaries."""
-    per_token = (setup.grad_ckpt + setup.kernels.workspace_layers) * _largest_layer_bytes_per_token(
-        spec, setup
+    checkpointing, plus BACKWARD_WORKSPACE_LAYERS x its saved set for the gradient temporaries (the
+    inputs MatMul4Bit kept for a frozen 4-bit weight make none: they count once)."""
+    per_token = max(
+        (setup.grad_ckpt + setup.kernels.workspace_layers) * layer_activation_bytes_per_token(spec, la, setup)
+        - setup.kernels.workspace_layers * bnb_saved_input_bytes(spec, la, setup)
+        for la in set(spec.layers)
     )
     return int(per_token * setup.tokens_per_gpu)
 
@@ -234,7 +241,11 @@ def backward_working_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
 def last_layer_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
     """What remains at the end of backward: one layer's activations (kept or recomputed) and its
     workspace, (1 + BACKWARD_WORKSPACE_LAYERS) x the largest layer, with or without checkpointing."""
-    per_token = (1 + setup.kernels.workspace_layers) * _largest_layer_bytes_per_token(spec, setup)
+    per_token = max(
+        (1 + setup.kernels.workspace_layers) * layer_activation_bytes_per_token(spec, la, setup)
+        - setup.kernels.workspace_layers * bnb_saved_input_bytes(spec, la, setup)
+        for la in set(spec.layers)
+    )
     return int(per_token * setup.tokens_per_gpu)
 
 
