@@ -91,6 +91,14 @@ def train_memory(
     return m
 
 
+def _routed_tokens(spec: ModelSpec, tokens: int) -> int:
+    """Rows of one MLP tensor: the micro-batch's tokens, or for a MoE model one expert's share of the
+    routed tokens (top-k / num_experts of them; the experts run one after another)."""
+    if spec.moe is None:
+        return tokens
+    return max(1, tokens * spec.moe.num_experts_per_tok // spec.moe.num_experts)
+
+
 def _step_sizes(spec: ModelSpec, setup: TrainSetup, n: int) -> StepSizes:
     """The tensors of one GPU's training step, from the memory model's terms."""
     m = peak_terms(spec, setup, n)
@@ -132,7 +140,9 @@ def _step_sizes(spec: ModelSpec, setup: TrainSetup, n: int) -> StepSizes:
         layer_saved=layer * tokens,
         hidden_piece=int(spec.hidden_size * tokens * max(2, linear_output_bytes(setup))),
         wide_piece=int(
-            max(spec.intermediate_size, spec.hidden_size) * tokens * max(2, linear_output_bytes(setup))
+            max(spec.intermediate_size, spec.hidden_size)
+            * _routed_tokens(spec, tokens)
+            * max(2, linear_output_bytes(setup))
         ),
         layer_wide=int(wide * tokens),
         checkpoint=0 if not setup.grad_ckpt or offloaded else ckpt,
