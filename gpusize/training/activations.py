@@ -246,9 +246,12 @@ def _working_per_token(spec: ModelSpec, setup: TrainSetup, resident: float) -> f
     (BACKWARD_WORKSPACE_LAYERS x `_workspace_bytes_per_token`)."""
     ws = setup.kernels.workspace_layers
     return max(
-        resident * layer_activation_bytes_per_token(spec, la, setup)
-        + ws * _workspace_bytes_per_token(spec, la, setup)
-        for la in set(spec.layers)
+        (
+            resident * layer_activation_bytes_per_token(spec, la, setup)
+            + ws * _workspace_bytes_per_token(spec, la, setup)
+            for la in set(spec.layers)
+        ),
+        default=0.0,
     )
 
 
