@@ -125,6 +125,7 @@ def render_quote(report: QuoteReport, width: int, style: Style) -> str:
     bar_width = max(10, min(40, width - label_width - size_width - 2))
     lines = [
         style(paragraph(f"Quote: {title(report)}", width), "bold"),
+        *[style(paragraph(line, width), "bold") for line in _missed_targets(report)],
         render_table(
             "Options, best first (memory per GPU; price, power and tok/s per server)",
             columns,
@@ -151,6 +152,28 @@ def render_quote(report: QuoteReport, width: int, style: Style) -> str:
     lines.append(style(paragraph(f"Ranking: {report.assumptions.ranking}.", width), "dim"))
     lines.append(style(paragraph(f"Prices: {report.assumptions.prices}.", width), "dim"))
     return "\n".join(lines) + "\n"
+
+
+def _missed_targets(report: QuoteReport) -> list[str]:
+    """Above the table when options fit but none meets the per-user targets: the first one shown is
+    then below them, and the quote says so before it is read as the answer."""
+    fitting = [o for o in report.options if o.fits]
+    if not fitting or any(o.meets_targets for o in fitting):
+        return []
+    a = report.assumptions
+    ttft = f" and a first token within {a.max_ttft_s:g} s" if a.max_ttft_s is not None else ""
+    speeds = [o for o in fitting if o.per_request_tokens_per_s is not None]
+    fastest = max(speeds, key=lambda o: o.per_request_tokens_per_s or 0.0, default=None)
+    best = (
+        f"; the fastest, {fastest.num_gpus}x {safe(fastest.gpu)}, gives each user "
+        f"{fmt_float(fastest.per_request_tokens_per_s)} tok/s"
+        if fastest
+        else ""
+    )
+    return [
+        f"No option meets the per-user targets (at least {a.min_tokens_per_s_per_user:g} tok/s each{ttft}): "
+        f"the options below rank by margin and price only{best}."
+    ]
 
 
 def load_lines(report: QuoteReport) -> list[str]:

@@ -26,6 +26,7 @@ from collections import Counter
 
 from gpusize.core.spec import LayerSpec, ModelSpec
 from gpusize.training.anatomy import Linear, mixer_linears, mlp_linears
+from gpusize.training.quantized import bnb_saved_input_bytes, fp32_stream, linear_output_bytes
 from gpusize.training.setup import LSE_BYTES, TrainSetup, autocast_amp, state_bytes
 
 __all__ = [
@@ -50,8 +51,9 @@ def _act(setup: TrainSetup) -> float:
 
 def residual_bytes(setup: TrainSetup) -> float:
     """Bytes per element of the residual stream: fp32 under autocast with fp32 weights (the fp32 norm
-    weight promotes `weight * x`), else the activation dtype."""
-    return 4.0 if autocast_amp(setup) else _act(setup)
+    weight promotes `weight * x`) and on QLoRA's fp32 stream (`training.quantized`), else the
+    activation dtype."""
+    return 4.0 if autocast_amp(setup) or fp32_stream(setup) else _act(setup)
 
 
 def _norm(setup: TrainSetup, width: int) -> float:
@@ -114,13 +116,13 @@ def _mlp(spec: ModelSpec, setup: TrainSetup, width: int) -> float:
     fused (Unsloth's SwiGLU recomputes them) act's output and the up output (the product's inputs);
     what down keeps of the product; non-gated: fc1 output (+ the activation output for fc2)."""
     lins = mlp_linears(spec, width)
-    act = _act(setup)
+    act, out = _act(setup), linear_output_bytes(setup)
     total = _inputs(setup, lins, ("gate", "up"), spec.hidden_size)
     fused = setup.kernels.saved == "fused"
     if spec.gated_mlp:
-        total += (2 * width if fused else 3 * width) * act
+        total += (2 * width if fused else 3 * width) * out
     else:
-        total += width * act
+        total += width * out
     if not fused:
         total += _inputs(setup, lins, ("down",), width)
     elif setup.method != "full":
@@ -142,17 +144,27 @@ def ffn_activation_bytes(spec: ModelSpec, layer: LayerSpec, setup: TrainSetup) -
     if layer.ffn == "dense" or spec.moe is None:
         return total + _mlp(spec, setup, layer.intermediate_size)
     moe = spec.moe
-    total += (setup.method == "full") * h * act + moe.num_experts * 4
-    total += moe.num_experts_per_tok * (h * act + _mlp(spec, setup, moe.moe_intermediate_size))
+    total += (setup.method == "full") * h * act + moe.num_experts * 4 + _routed_bytes(spec, layer, setup)
     if moe.shared_intermediate_size:
         total += _mlp(spec, setup, moe.shared_intermediate_size)
     return total
 
 
+def _routed_bytes(spec: ModelSpec, layer: LayerSpec, setup: TrainSetup) -> float:
+    """The routed experts' part of a MoE layer's saved set, per token: for each of the top-k experts
+    the dispatched copy of the token and the expert MLP's tensors."""
+    if layer.ffn != "moe" or spec.moe is None:
+        return 0.0
+    moe = spec.moe
+    dispatched = spec.hidden_size * max(_act(setup), linear_output_bytes(setup))
+    return moe.num_experts_per_tok * (dispatched + _mlp(spec, setup, moe.moe_intermediate_size))
+
+
 def layer_activation_bytes_per_token(spec: ModelSpec, layer: LayerSpec, setup: TrainSetup) -> int:
     """Everything one decoder layer keeps for backward, per token (Llama-3.1-8B, full, bf16, eager:
     attention 94,336 + MLP 114,688 = 209,024 bytes)."""
-    return int(attention_activation_bytes(spec, layer, setup) + ffn_activation_bytes(spec, layer, setup))
+    kept = attention_activation_bytes(spec, layer, setup) + ffn_activation_bytes(spec, layer, setup)
+    return int(kept + bnb_saved_input_bytes(spec, layer, setup))
 
 
 def checkpoint_bytes_per_token(spec: ModelSpec, setup: TrainSetup) -> int:
@@ -218,24 +230,42 @@ def held_activations_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
     return int((head + layers) * setup.tokens_per_gpu)
 
 
-def _largest_layer_bytes_per_token(spec: ModelSpec, setup: TrainSetup) -> int:
-    return max((layer_activation_bytes_per_token(spec, la, setup) for la in set(spec.layers)), default=0)
+def _workspace_bytes_per_token(spec: ModelSpec, layer: LayerSpec, setup: TrainSetup) -> float:
+    """The part of a layer's saved set whose gradient temporaries exist at once, per token. The
+    inputs MatMul4Bit kept for a frozen 4-bit weight make none. A MoE layer's experts are separate
+    branches of the graph, and autograd runs the later-created node first (its sequence number): one
+    expert's backward at a time, on its share of the routed tokens (top-k / num_experts of them)."""
+    routed = _routed_bytes(spec, layer, setup)
+    share = spec.moe.num_experts_per_tok / spec.moe.num_experts if routed and spec.moe else 1.0
+    layer_bytes = layer_activation_bytes_per_token(spec, layer, setup)
+    return layer_bytes - bnb_saved_input_bytes(spec, layer, setup) - routed * (1 - share)
+
+
+def _working_per_token(spec: ModelSpec, setup: TrainSetup, resident: float) -> float:
+    """The largest layer's `resident` x its saved set + its gradient temporaries
+    (BACKWARD_WORKSPACE_LAYERS x `_workspace_bytes_per_token`)."""
+    ws = setup.kernels.workspace_layers
+    return max(
+        (
+            resident * layer_activation_bytes_per_token(spec, la, setup)
+            + ws * _workspace_bytes_per_token(spec, la, setup)
+            for la in set(spec.layers)
+        ),
+        default=0.0,
+    )
 
 
 def backward_working_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
     """Transient memory while one layer is differentiated: its recomputed activations under
-    checkpointing, plus BACKWARD_WORKSPACE_LAYERS x its saved set for the gradient temporaries."""
-    per_token = (setup.grad_ckpt + setup.kernels.workspace_layers) * _largest_layer_bytes_per_token(
-        spec, setup
-    )
-    return int(per_token * setup.tokens_per_gpu)
+    checkpointing, plus its gradient temporaries (BACKWARD_WORKSPACE_LAYERS x its saved set, as
+    `_workspace_bytes_per_token` counts it)."""
+    return int(_working_per_token(spec, setup, float(setup.grad_ckpt)) * setup.tokens_per_gpu)
 
 
 def last_layer_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
     """What remains at the end of backward: one layer's activations (kept or recomputed) and its
-    workspace, (1 + BACKWARD_WORKSPACE_LAYERS) x the largest layer, with or without checkpointing."""
-    per_token = (1 + setup.kernels.workspace_layers) * _largest_layer_bytes_per_token(spec, setup)
-    return int(per_token * setup.tokens_per_gpu)
+    gradient temporaries, with or without checkpointing."""
+    return int(_working_per_token(spec, setup, 1.0) * setup.tokens_per_gpu)
 
 
 def activations_bytes(spec: ModelSpec, setup: TrainSetup) -> int:

@@ -30,6 +30,7 @@ from gpusize.training.peak import (
     peak_terms,
     per_gpu_setup,
 )
+from gpusize.training.quantized import linear_output_bytes
 from gpusize.training.setup import SHARD_STAGE, TrainSetup
 from gpusize.training.trace import StepSizes, train_trace
 
@@ -90,6 +91,14 @@ def train_memory(
     return m
 
 
+def _routed_tokens(spec: ModelSpec, tokens: int) -> int:
+    """Rows of one MLP tensor: the micro-batch's tokens, or for a MoE model one expert's share of the
+    routed tokens (top-k / num_experts of them; the experts run one after another)."""
+    if spec.moe is None:
+        return tokens
+    return max(1, tokens * spec.moe.num_experts_per_tok // spec.moe.num_experts)
+
+
 def _step_sizes(spec: ModelSpec, setup: TrainSetup, n: int) -> StepSizes:
     """The tensors of one GPU's training step, from the memory model's terms."""
     m = peak_terms(spec, setup, n)
@@ -129,8 +138,12 @@ def _step_sizes(spec: ModelSpec, setup: TrainSetup, n: int) -> StepSizes:
         ddp_buckets=setup.sharding == "ddp" and n > 1,
         autocast_cache=autocast_cache_bytes(spec, setup),
         layer_saved=layer * tokens,
-        hidden_piece=int(spec.hidden_size * tokens * 2),
-        wide_piece=int(max(spec.intermediate_size, spec.hidden_size) * tokens * 2),
+        hidden_piece=int(spec.hidden_size * tokens * max(2, linear_output_bytes(setup))),
+        wide_piece=int(
+            max(spec.intermediate_size, spec.hidden_size)
+            * _routed_tokens(spec, tokens)
+            * max(2, linear_output_bytes(setup))
+        ),
         layer_wide=int(wide * tokens),
         checkpoint=0 if not setup.grad_ckpt or offloaded else ckpt,
         working=backward_working_bytes(spec, setup) - (setup.grad_ckpt * layer * tokens),

@@ -224,6 +224,9 @@ class Kernels:
     #: QLoRA quantizes after loading the whole model in 16-bit (LitGPT of 2023-24), instead of layer by
     #: layer (transformers 5 on-the-fly quantization, torchtune FrozenNF4Linear).
     quantize_after_load: bool = False
+    #: bitsandbytes before 0.43.2 saved every 4-bit linear's input in MatMul4Bit (PR #1270):
+    #: `training.quantized.bnb_saved_input_bytes`.
+    bnb_saves_input: bool = False
     #: The framework release followed, for the assumptions.
     version: str = ""
 
