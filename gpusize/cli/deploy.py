@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 
 from gpusize.cli.app import finish
+from gpusize.cli.capture import current
+from gpusize.cli.emit import taken
 from gpusize.cli.output import write_file
 from gpusize.cli.prepare import choice
 from gpusize.core.model import ResolvedModel
@@ -76,8 +78,12 @@ def deploy_answer(
     plan = deploy_plan(report, resolved.path, resolved.source == "gguf", node_gpus)
     kind = choice(fmt, DEPLOY_FORMATS, "--format")
     manifests = kubernetes_manifests(plan) if kind == "k8s" else [compose_manifest(plan)]
+    if current() is not None and output_dir is not None:
+        raise UsageError("-o DIR writes manifest files from the command line only, not from a batch row")
+    text = manifests_text(manifests)
+    taken(report, code, lambda width, style: text)  # a batch row or library call: the report
     if output_dir is None:
-        finish(None if quiet else manifests_text(manifests), code)
+        finish(None if quiet else text, code)
         return
     shown = safe(output_dir, limit=200)
     try:

@@ -265,3 +265,40 @@ def test_llamacpp_over_nodes_and_a_relative_path_are_refused(tmp_path: Path) -> 
     base = ("--engine", "llamacpp", "--users", "8", "--gpu", "RTX4090", "--gpus", "2", "--format", "k8s")
     relative = _gpusize("serve", "llama.gguf", *base, cwd=tmp_path)
     assert relative.code == 2 and "absolute" in relative.stderr and relative.stdout == ""
+
+
+def test_a_batch_row_asking_for_manifests_gets_the_serve_report(tmp_path: Path) -> None:
+    # a batch row prints nothing of its own: --format k8s answers with the report, -o is refused
+    base = {"command": "serve", "model": "Qwen3-8B", "users": 64, "gpu": "L40S", "gpus": 4}
+    rows = [{**base, "format": "k8s"}, {**base, "format": "compose", "output": str(tmp_path / "d")}]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = _gpusize("batch", str(path), "--json")
+    first, second = json.loads(out.stdout)["rows"]
+    assert first["exit_code"] == 0 and first["result"]["recommendation"]["replicas"] == 4
+    assert second["exit_code"] == 2 and "-o DIR" in second["error"]
+    assert not (tmp_path / "d").exists()
+
+
+def test_an_environment_word_of_the_command_is_the_container_s_environment() -> None:
+    args = (*QWEN, "--flashinfer-sampler")
+    _, words = _launch_words(*args)
+    assert words[0] == "VLLM_USE_FLASHINFER_SAMPLER=1"
+    deployment, _ = _manifests(*args, "--format", "k8s")
+    container = _container(_valid(deployment))
+    assert container["command"] + container["args"] == words[1:]
+    assert {"name": "VLLM_USE_FLASHINFER_SAMPLER", "value": "1"} in container["env"]
+    (compose,) = _manifests(*args, "--format", "compose")
+    service = next(iter(_valid(compose, "compose")["services"].values()))
+    assert service["entrypoint"] == words[1:] and "VLLM_USE_FLASHINFER_SAMPLER=1" in service["environment"]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_leaderworkerset_pod_templates_are_strict_kubernetes_pod_templates(engine: str) -> None:
+    # the CRD's embedded PodTemplateSpec keeps unknown fields (a structural schema prunes them), so
+    # each template is also checked against Kubernetes v1.33.0's strict PodTemplateSpec
+    lws, _ = _manifests(*DEEPSEEK, "--engine", engine, "--format", "k8s", "--node-gpus", "4")
+    defs = json.loads((SCHEMAS / "kubernetes-v1.33.0-strict.json").read_text())["$defs"]
+    strict = Draft202012Validator({"$defs": defs, "$ref": "#/$defs/io.k8s.api.core.v1.PodTemplateSpec"})
+    for name in ("leaderTemplate", "workerTemplate"):
+        strict.validate(lws["spec"]["leaderWorkerTemplate"][name])
