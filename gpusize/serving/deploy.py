@@ -53,8 +53,9 @@ class ServerImage:
 
 #: The official image of each engine that serves over HTTP, by engine name.
 #: vLLM: image vllm/vllm-openai (docs: deployment/docker), ENTRYPOINT `vllm serve`; `--port` default
-#: 8000 and `--host` default None = every interface (vllm/entrypoints/openai/cli_args.py); `GET /health`
-#: (vllm/entrypoints/openai/api_server.py). Multi-node: Ray, as kubernetes-sigs/lws
+#: 8000 (vllm/entrypoints/openai/cli_args.py) and `--host` default None, bound as every interface
+#: (vllm/entrypoints/openai/api_server.py: `sock_addr = (args.host or "", args.port)`); `GET /health`
+#: (same file). Multi-node: Ray, as kubernetes-sigs/lws
 #: docs/examples/vllm/GPU/lws.yaml.
 #: SGLang: image lmsysorg/sglang (sgl-project/sglang docker/Dockerfile links /usr/bin/python);
 #: `--port` default 30000 but `--host` default 127.0.0.1 (sglang/srt/server_args.py), so the manifest
