@@ -4,6 +4,7 @@ documents or written one file per object into a folder (each file atomically).""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -16,7 +17,7 @@ from gpusize.cli.prepare import choice
 from gpusize.core.model import ResolvedModel
 from gpusize.errors import OutputError, UsageError
 from gpusize.render.deploy import manifest_text, manifests_text
-from gpusize.render.text import safe
+from gpusize.render.text import Style, safe
 from gpusize.reports.deploy import deploy_plan
 from gpusize.reports.serve import ServeReport
 from gpusize.serving.deploy import compose_manifest, kubernetes_manifests
@@ -73,15 +74,17 @@ def deploy_answer(
     node_gpus: int | None,
     quiet: bool,
     code: int,
+    summary: Callable[[int, Style], str],
 ) -> None:
-    """Print or write the manifests of the plan and end with the plan's verdict (`code`)."""
+    """Print or write the manifests of the plan and end with the plan's verdict (`code`); a batch row
+    or library call takes the report (with `summary`, serve's text) and writes nothing."""
     plan = deploy_plan(report, resolved.path, resolved.source == "gguf", node_gpus)
     kind = choice(fmt, DEPLOY_FORMATS, "--format")
     manifests = kubernetes_manifests(plan) if kind == "k8s" else [compose_manifest(plan)]
     if current() is not None and output_dir is not None:
         raise UsageError("-o DIR writes manifest files from the command line only, not from a batch row")
     text = manifests_text(manifests)
-    taken(report, code, lambda width, style: text)  # a batch row or library call: the report
+    taken(report, code, summary)
     if output_dir is None:
         finish(None if quiet else text, code)
         return

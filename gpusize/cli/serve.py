@@ -122,7 +122,16 @@ def serve(
         report = sized_serve_report(resolved, spec, work, demand, scope, host)
     verdict = 0 if report.serves_load else 1
     if deploy:
-        deploy_answer(report, resolved, fmt or "", output_dir, node_gpus, quiet, verdict)
+        deploy_answer(
+            report,
+            resolved,
+            fmt or "",
+            output_dir,
+            node_gpus,
+            quiet,
+            verdict,
+            lambda width, style: render_serve(report, width, style),
+        )
     answer(
         report,
         verdict,

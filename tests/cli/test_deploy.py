@@ -276,6 +276,7 @@ def test_a_batch_row_asking_for_manifests_gets_the_serve_report(tmp_path: Path) 
     out = _gpusize("batch", str(path), "--json")
     first, second = json.loads(out.stdout)["rows"]
     assert first["exit_code"] == 0 and first["result"]["recommendation"]["replicas"] == 4
+    assert first["answer"].startswith("Qwen3-8B on 4x NVIDIA L40S")  # serve's own summary
     assert second["exit_code"] == 2 and "-o DIR" in second["error"]
     assert not (tmp_path / "d").exists()
 
