@@ -10,7 +10,7 @@ import shlex
 from gpusize.core.engines import engine
 from gpusize.errors import InputError
 from gpusize.reports.serve import ServeReport
-from gpusize.serving.deploy import DeployPlan, object_name
+from gpusize.serving.deploy import SERVER_IMAGES, DeployPlan, object_name
 
 __all__ = ["deploy_plan"]
 
@@ -27,6 +27,8 @@ def deploy_plan(
             f"no layout runs the model on {report.num_gpus}x {report.gpu}: there is no plan to deploy"
         )
     name = report.workload.engine.name
+    if name not in SERVER_IMAGES:
+        raise InputError(f"gpusize has no container image for {engine(name).label}: no manifest")
     launch = report.launch.get(name)
     if launch is None or launch.command is None:
         reason = launch.note if launch is not None and launch.note else "no launch command for this plan"

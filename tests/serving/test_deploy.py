@@ -7,8 +7,16 @@ import re
 
 import pytest
 
+from gpusize.core.engines import engine
+from gpusize.core.settings import ENGINE_NAMES
 from gpusize.errors import InputError
-from gpusize.serving.deploy import DeployPlan, compose_manifest, kubernetes_manifests, object_name
+from gpusize.serving.deploy import (
+    SERVER_IMAGES,
+    DeployPlan,
+    compose_manifest,
+    kubernetes_manifests,
+    object_name,
+)
 
 #: A DNS-1123 label (Kubernetes object names) that is also a compose project name.
 LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -51,3 +59,7 @@ def test_layouts_that_cannot_be_expressed_are_refused() -> None:
         compose_manifest(_plan(gpus_per_replica=8, node_gpus=4))
     lws = kubernetes_manifests(_plan(gpus_per_replica=8, node_gpus=4))[0]
     assert lws.body["kind"] == "LeaderWorkerSet" and any("not expressed" in c for c in lws.comments)
+
+
+def test_every_serving_engine_has_an_image() -> None:
+    assert {n for n in ENGINE_NAMES if engine(n).serves} == set(SERVER_IMAGES)
