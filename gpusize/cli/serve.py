@@ -6,6 +6,7 @@ import typer
 
 from gpusize.cli import prepare
 from gpusize.cli.app import app
+from gpusize.cli.deploy import NodeGpus, OutputDir, ServeFormat, deploy_answer, wants_deploy
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
     AcceptanceRate,
@@ -27,7 +28,6 @@ from gpusize.cli.options import (
     ReservedMib,
     Revision,
     RopeScaling,
-    SheetFormat,
     engine_options,
 )
 from gpusize.core.engines import engine, engines_that
@@ -75,14 +75,18 @@ def serve(
     gpus_file: GpusFile = None,
     quiet: Quiet = False,
     as_json: Json = False,
-    fmt: SheetFormat = None,
+    fmt: ServeFormat = None,
+    output_dir: OutputDir = None,
+    node_gpus: NodeGpus = None,
 ) -> None:
     """Compare replicas and tensor parallel on one server: capacity, speed, resilience and cost.
 
     Example: gpusize serve Qwen3-8B --users 64 --gpu L40S --gpus 4
-    (llama.cpp: gpusize serve model.gguf --users 4 --gpu RTX4090 --gpus 2 --split-mode layer)
+    (llama.cpp: gpusize serve model.gguf --users 4 --gpu RTX4090 --gpus 2 --split-mode layer;
+    manifests: gpusize serve Qwen3-8B --users 64 --gpu L40S --gpus 4 --format k8s -o deploy/)
     """
     prepare.gpu_count(gpus)
+    deploy = wants_deploy(fmt, as_json, output_dir, node_gpus)
     if (users is None) == (rps is None):
         raise UsageError("give exactly one of --users N or --rps R")
     demand = Demand(
@@ -123,9 +127,21 @@ def serve(
         report = build_serve_report(resolved, spec, where.gpus[0], gpus, work, demand, host, scope, aim)
     else:  # as fit sizes: the smallest server of 1/2/4/8 that holds the load (--gpu local: its GPUs)
         report = sized_serve_report(resolved, spec, work, demand, scope, host, aim)
+    verdict = 0 if report.serves_load else 1
+    if deploy:
+        deploy_answer(
+            report,
+            resolved,
+            fmt or "",
+            output_dir,
+            node_gpus,
+            quiet,
+            verdict,
+            lambda width, style: render_serve(report, width, style),
+        )
     answer(
         report,
-        0 if report.serves_load else 1,
+        verdict,
         quiet,
         as_json,
         lambda width, style: render_serve(report, width, style),
