@@ -65,8 +65,9 @@ class ServerImage:
 #: /app, not on PATH; LLAMA_ARG_HOST=0.0.0.0; HEALTHCHECK on localhost:8080/health); `--port` default
 #: 8080 (common/arg.cpp); `GET /health` (tools/server/README.md). One machine only.
 #: Ollama: image ollama/ollama (its Dockerfile: ENTRYPOINT /bin/ollama, OLLAMA_HOST=0.0.0.0:11434),
-#: tags each release without a "v" (pinned to the release modelled); `GET /` answers "Ollama is running" (server/routes.go); the model
-#: is pulled on the first `ollama run` (not expressed by the manifest). One machine only.
+#: tags each release without a "v" (pinned to the release modelled); `GET /` answers "Ollama is
+#: running" (server/routes.go); the model is pulled on the first `ollama run` (not expressed by the
+#: manifest). One machine only.
 #: TensorRT-LLM: image nvcr.io/nvidia/tensorrt-llm/release:<release> (NGC; docs/source/quick-start-
 #: guide.md); trtllm-serve `--port` default 8000 and `--host` default localhost (tensorrt_llm/commands/
 #: serve.py), so the manifest adds `--host 0.0.0.0`; `GET /health` (serve/openai_server.py). A
