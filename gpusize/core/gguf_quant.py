@@ -15,22 +15,19 @@ imatrix is assumed exactly where llama-quantize requires one (IQ1/IQ2/IQ3_XXS ty
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-from gpusize.core.kinds import mixer_kind
-from gpusize.core.spec import LayerSpec, ModelSpec
+from gpusize.core.spec import ModelSpec
 
 __all__ = [
     "FTYPES",
     "GGML_TYPES",
     "LLAMA_QUANTIZE_FTYPES",
-    "GgufTensor",
+    "SMALL_TYPE",
+    "QuantFacts",
     "bits_of",
     "ftype_name",
-    "gguf_file_bytes",
-    "gguf_layer_bytes",
-    "gguf_tensors",
+    "quant_facts",
     "tensor_type",
 ]
 
@@ -136,7 +133,7 @@ def _use_more_bits(i: int, n: int) -> bool:
 
 
 @dataclass(frozen=True)
-class _Model:
+class QuantFacts:
     """What the mixture rules read of the model (llama_hparams)."""
 
     n_layer: int
@@ -146,9 +143,9 @@ class _Model:
     tied: bool
 
 
-def _facts(spec: ModelSpec) -> _Model:
+def quant_facts(spec: ModelSpec) -> QuantFacts:
     kv = max(spec.num_key_value_heads, 1)
-    return _Model(
+    return QuantFacts(
         n_layer=spec.num_hidden_layers,
         n_gqa=spec.num_attention_heads // kv,
         n_expert=spec.moe.num_experts if spec.moe else 0,
@@ -158,7 +155,7 @@ def _facts(spec: ModelSpec) -> _Model:
     )
 
 
-def tensor_type(ftype: str, category: str, i: int, m: _Model, ncols: int, experts: bool = False) -> str:
+def tensor_type(ftype: str, category: str, i: int, m: QuantFacts, ncols: int, experts: bool = False) -> str:
     """The ggml type llama-quantize gives one tensor of a `ftype` file (llama_tensor_get_type):
     the mixture rule of its category (token_embd, output, attn_q/k/v/output, ffn_gate/up/down, other)
     at layer `i`, then the fallback when its row length `ncols` is not a whole number of blocks."""
@@ -167,7 +164,7 @@ def tensor_type(ftype: str, category: str, i: int, m: _Model, ncols: int, expert
     return _fallback(kind, ncols)
 
 
-def _mixture(ftype: str, new: str, cat: str, i: int, m: _Model, ncols: int, experts: bool) -> str:
+def _mixture(ftype: str, new: str, cat: str, i: int, m: QuantFacts, ncols: int, experts: bool) -> str:
     if ftype == "MXFP4_BF16":
         return "MXFP4" if experts else "BF16"
     if cat == "output" or (cat == "token_embd" and m.tied):
@@ -205,7 +202,7 @@ def _mixture(ftype: str, new: str, cat: str, i: int, m: _Model, ncols: int, expe
     return new
 
 
-def _iq_low(ftype: str, new: str, cat: str, i: int, m: _Model) -> str:
+def _iq_low(ftype: str, new: str, cat: str, i: int, m: QuantFacts) -> str:
     s_or_m = ftype in ("IQ2_S", "IQ2_M")
     if cat == "attn_v":
         if m.n_gqa >= 4 or m.n_expert >= 4:
@@ -225,7 +222,7 @@ def _iq_low(ftype: str, new: str, cat: str, i: int, m: _Model) -> str:
     return new
 
 
-def _attn_v(ftype: str, new: str, i: int, m: _Model) -> str:
+def _attn_v(ftype: str, new: str, i: int, m: QuantFacts) -> str:
     n, gqa4 = m.n_layer, m.n_gqa >= 4
     if ftype == "Q2_K":
         new = "Q4_K" if gqa4 else "Q3_K"
@@ -248,7 +245,7 @@ def _attn_v(ftype: str, new: str, i: int, m: _Model) -> str:
     return "Q8_0" if m.n_expert == 8 else new
 
 
-def _ffn_down(ftype: str, new: str, i: int, m: _Model) -> str:
+def _ffn_down(ftype: str, new: str, i: int, m: QuantFacts) -> str:
     n = m.n_layer
     if ftype == "Q2_K":
         return "Q3_K"
@@ -269,7 +266,7 @@ def _ffn_down(ftype: str, new: str, i: int, m: _Model) -> str:
     return new
 
 
-def _attn_output(ftype: str, new: str, m: _Model) -> str:
+def _attn_output(ftype: str, new: str, m: QuantFacts) -> str:
     if m.n_expert == 8:
         eight = {"Q2_K", "IQ3_XS", "IQ3_XXS", "Q3_K_S", "Q3_K_M", "IQ4_NL", "Q4_K_S", "Q4_K_M", "IQ3_S"}
         return "Q5_K" if ftype in eight | {"IQ3_M", "IQ4_XS"} else new
@@ -293,88 +290,3 @@ def _fallback(kind: str, ncols: int) -> str:
         return kind
     kind = _FALLBACK.get(kind, "F16")
     return kind if ncols % GGML_TYPES[kind][0] == 0 else "F16"
-
-
-@dataclass(frozen=True)
-class GgufTensor:
-    """One quantizable weight: its category, elements, row length and whether it is an expert stack."""
-
-    category: str
-    elements: int
-    ncols: int
-    experts: bool = False
-
-
-def gguf_tensors(spec: ModelSpec, layer: LayerSpec) -> Iterator[GgufTensor]:
-    """The 2-D/3-D weights of one block as convert_hf_to_gguf.py names them (attn_q/k/v/output,
-    ffn_gate/up/down, the *_exps expert stacks and *_shexp shared experts). Mixers other than softmax
-    attention (MLA, DeltaNet, Mamba) are one tensor of the default type."""
-    h = spec.hidden_size
-    if layer.mixer == "attention" and spec.mla is None:
-        d = spec.head_dim
-        q, kv = layer.num_attention_heads * d, layer.num_key_value_heads * d
-        q_out = 2 * q if spec.attention_output_gate else q
-        yield GgufTensor("attn_q", h * q_out, h)
-        yield GgufTensor("attn_k", h * kv, h)
-        yield GgufTensor("attn_v", h * kv, h)
-        yield GgufTensor("attn_output", q * h, q)
-    elif layer.mixer != "none":
-        yield GgufTensor("other", mixer_kind(spec, layer).params(spec, layer).attention, h)
-    yield from _ffn_tensors(spec, layer)
-
-
-def _ffn_tensors(spec: ModelSpec, layer: LayerSpec) -> Iterator[GgufTensor]:
-    h = spec.hidden_size
-    if layer.ffn == "dense":
-        width = layer.intermediate_size
-        if spec.gated_mlp:
-            yield GgufTensor("ffn_gate", h * width, h)
-        yield GgufTensor("ffn_up", h * width, h)
-        yield GgufTensor("ffn_down", h * width, width)
-    elif layer.ffn != "none" and spec.moe is not None:
-        moe = spec.moe
-        per = h * moe.moe_intermediate_size * moe.num_experts
-        yield GgufTensor("ffn_gate", per, h, experts=True)
-        yield GgufTensor("ffn_up", per, h, experts=True)
-        yield GgufTensor("ffn_down", per, moe.moe_intermediate_size, experts=True)
-        if moe.shared_intermediate_size:
-            shared = h * moe.shared_intermediate_size
-            yield GgufTensor("ffn_gate", shared, h)
-            yield GgufTensor("ffn_up", shared, h)
-            yield GgufTensor("ffn_down", shared, moe.shared_intermediate_size)
-
-
-def _bytes(kind: str, elements: int) -> int:
-    per, size = GGML_TYPES[kind]
-    return -(-elements // per) * size
-
-
-def gguf_layer_bytes(spec: ModelSpec, ftype: str) -> tuple[tuple[int, ...], int, int]:
-    """(bytes of each block, token embedding bytes, output.weight bytes) of a `ftype` file of this
-    model, as sources/gguf.py sums a file's tensor table: the output is 0 with tied embeddings (the
-    engines then place a copy of the token embedding there, llama.cpp's TENSOR_DUPLICATED), and the
-    16 KiB of output_norm are left out with the other small tensors."""
-    from gpusize.core.params import layer_params  # start-up: params imports kinds, as we do
-
-    m = _facts(spec)
-    blocks = []
-    for i, layer in enumerate(spec.layers):
-        small = layer_params(spec, layer)
-        size = (small.small + small.router) * GGML_TYPES[SMALL_TYPE][1]
-        for t in gguf_tensors(spec, layer):
-            size += _bytes(tensor_type(ftype, t.category, i, m, t.ncols, t.experts), t.elements)
-        blocks.append(size)
-    h = spec.hidden_size
-    embd = spec.vocab_size * h
-    embd_bytes = _bytes(tensor_type(ftype, "token_embd", 0, m, h), embd)
-    output = 0 if m.tied else _bytes(tensor_type(ftype, "output", 0, m, h), embd)
-    return tuple(blocks), embd_bytes, output
-
-
-def gguf_file_bytes(spec: ModelSpec, ftype: str) -> int:
-    """Tensor bytes of a `ftype` file of this model: the blocks, the token embedding once, the output
-    head when untied, output_norm, and a vision tower in F16 (as Ollama's gemma3 files hold it)."""
-    blocks, embd, output = gguf_layer_bytes(spec, ftype)
-    norm = (2 if spec.norm == "layer" else 1) * spec.hidden_size * GGML_TYPES[SMALL_TYPE][1]
-    vision = spec.vision.params * GGML_TYPES["F16"][1] if spec.vision else 0
-    return sum(blocks) + embd + output + norm + vision

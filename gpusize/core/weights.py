@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpusize.core.gguf_quant import FTYPES, GGML_TYPES, SMALL_TYPE, bits_of, ftype_name, gguf_layer_bytes
+from gpusize.core.gguf_quant import FTYPES, GGML_TYPES, SMALL_TYPE, bits_of, ftype_name
+from gpusize.core.gguf_tensors import gguf_layer_bytes
 from gpusize.core.kinds.attention import head_width, value_width
 from gpusize.core.params import layer_params
 from gpusize.core.spec import LayerSpec, ModelSpec

@@ -11,13 +11,12 @@ import pytest
 from gpusize.core.gguf_quant import (
     GGML_TYPES,
     LLAMA_QUANTIZE_FTYPES,
-    _facts,
     bits_of,
     ftype_name,
-    gguf_file_bytes,
-    gguf_layer_bytes,
+    quant_facts,
     tensor_type,
 )
+from gpusize.core.gguf_tensors import gguf_file_bytes, gguf_layer_bytes
 from gpusize.core.weights import estimated_layers, rope_cache_bytes, weight_format, weights_bytes
 from gpusize.core.workload import weight_dtype
 from gpusize.errors import InputError
@@ -54,7 +53,7 @@ def test_bits_per_weight(kind: str, bits: float) -> None:
 def test_q4_k_m_mixture_rules() -> None:
     """Q4_K_M: attn_v and ffn_down Q6_K where use_more_bits (first/last eighth, every third between),
     Q4_K elsewhere; the output head Q6_K; the 70B Llama's attn_v Q5_K; an untied embedding Q4_K."""
-    m = _facts(catalog_spec("Llama-3.1-8B"))  # 32 layers: n/8 = 4, 7n/8 = 28
+    m = quant_facts(catalog_spec("Llama-3.1-8B"))  # 32 layers: n/8 = 4, 7n/8 = 28
     v = [tensor_type("Q4_K_M", "attn_v", i, m, 4096) for i in range(32)]
     assert [i for i, t in enumerate(v) if t == "Q6_K"] == [
         0,
@@ -79,12 +78,12 @@ def test_q4_k_m_mixture_rules() -> None:
     assert tensor_type("Q4_K_M", "attn_q", 0, m, 4096) == "Q4_K"
     assert tensor_type("Q4_K_M", "output", 0, m, 4096) == "Q6_K"
     assert tensor_type("Q4_K_M", "token_embd", 0, m, 4096) == "Q4_K"
-    big = _facts(catalog_spec("Llama-3.3-70B-Instruct"))
+    big = quant_facts(catalog_spec("Llama-3.3-70B-Instruct"))
     assert tensor_type("Q4_K_M", "attn_v", 10, big, 8192) == "Q5_K"
 
 
 def test_mixture_rules_of_other_ftypes() -> None:
-    m = _facts(catalog_spec("Llama-3.1-8B"))
+    m = quant_facts(catalog_spec("Llama-3.1-8B"))
     assert {tensor_type("Q8_0", c, 3, m, 4096) for c in ("attn_v", "ffn_down", "token_embd")} == {"Q8_0"}
     assert tensor_type("Q8_0", "output", 0, m, 4096) == "Q8_0"
     assert tensor_type("Q3_K_M", "attn_v", 1, m, 4096) == "Q5_K"
@@ -93,13 +92,13 @@ def test_mixture_rules_of_other_ftypes() -> None:
     assert tensor_type("IQ2_XXS", "output", 0, m, 4096) == "Q5_K"
     assert tensor_type("IQ2_XXS", "attn_v", 0, m, 4096) == "Q4_K"  # GQA 4
     assert tensor_type("IQ4_XS", "attn_v", 0, m, 4096) == "Q5_K"
-    oss = _facts(catalog_spec("gpt-oss-20b"))
+    oss = quant_facts(catalog_spec("gpt-oss-20b"))
     assert tensor_type("MXFP4", "ffn_up", 0, oss, 2880, experts=True) == "MXFP4"
     assert tensor_type("MXFP4", "attn_q", 0, oss, 2880) == "Q8_0"
     # a row of 2880 is not a whole number of 256-blocks: Q4_K falls back to Q5_0, Q6_K to Q8_0
     assert tensor_type("Q4_K_M", "attn_q", 0, oss, 2880) == "Q5_0"
     assert tensor_type("Q4_K_M", "output", 0, oss, 2880) == "Q8_0"
-    tied = _facts(catalog_spec("gemma-3-27b-it"))
+    tied = quant_facts(catalog_spec("gemma-3-27b-it"))
     assert tensor_type("Q4_K_M", "token_embd", 0, tied, 5376) == "Q6_K"  # the output's type
 
 
@@ -155,7 +154,7 @@ def test_ollama_gpt_oss_keeps_non_experts_bf16() -> None:
     """Ollama's gpt-oss:20b (convert_gptoss.go): MXFP4 experts, BF16 elsewhere, 1.7 GB above the
     llama.cpp MXFP4_MOE file (Q8_0 elsewhere: 12.1 GB, the size of ggml-org's gpt-oss-20b-mxfp4.gguf)."""
     spec = catalog_spec("gpt-oss-20b")
-    m = _facts(spec)
+    m = quant_facts(spec)
     assert tensor_type("MXFP4_BF16", "attn_q", 0, m, 2880) == "BF16"
     assert tensor_type("MXFP4_BF16", "ffn_down", 0, m, 2880, experts=True) == "MXFP4"
     ollama = sum(

@@ -12,7 +12,7 @@ import yaml
 
 from gpusize.core.engines.ollama import default_num_ctx, estimate, ps_processor
 from gpusize.core.engines.ollama_estimate import OLLAMA_MINIMUM_MEMORY, human_bytes, projector_bytes
-from gpusize.core.gguf_quant import gguf_file_bytes
+from gpusize.core.gguf_tensors import gguf_file_bytes
 from gpusize.errors import UnknownNameError
 from gpusize.serving.launch import ollama_command
 from gpusize.sources.catalog import find_gpu
