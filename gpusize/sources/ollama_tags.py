@@ -2,12 +2,16 @@
 
 A row names the catalog model and the GGUF file type the tag ships; a variant `<tag>-<words>-<type>`
 of a listed tag takes its type from the last word (q8_0, q4_K_M, fp16). A name with a colon that
-matches neither is refused with the closest tags."""
+matches neither is refused with the closest tags.
+
+A row's `source` is a checkable reference (an `https://` URL, then what it shows) or
+`unverified (why)`: a row no public page was found for; sizing its tag then carries UNVERIFIED_NOTE."""
 
 from __future__ import annotations
 
 import difflib
 import functools
+import re
 from dataclasses import dataclass
 
 import yaml
@@ -16,10 +20,15 @@ from gpusize.core.gguf_quant import ftype_name
 from gpusize.errors import CatalogError, UnknownNameError
 from gpusize.sources.catalog import data_dir
 
-__all__ = ["OllamaTag", "find_tag", "is_tag", "load_tags"]
+__all__ = ["UNVERIFIED_NOTE", "OllamaTag", "find_tag", "is_tag", "load_tags"]
 
 #: Ollama variant suffixes for unquantized files, as gpusize dtypes.
 _FLOAT_SUFFIX = {"fp16": "fp16", "bf16": "bf16", "f16": "fp16"}
+
+#: What an answer for a tag whose row is `source: unverified (...)` says (the row's dtype is a guess).
+UNVERIFIED_NOTE = "Ollama tag table row not verified against ollama.com; the quantization is assumed"
+#: The two forms a row's source may take: a URL, or `unverified (reason)`.
+_SOURCE = re.compile(r"^(https://\S+.*|unverified \(.+\))$", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,13 @@ class OllamaTag:
     source: str
     #: The download size ollama.com lists for the tag (decimal GB), None for a suffix variant.
     size_gb: float | None = None
+    #: The dtype comes from a row no public source was found for (`source: unverified (...)`).
+    assumed: bool = False
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What an answer for this tag says about where its quantization comes from."""
+        return (UNVERIFIED_NOTE,) if self.assumed else ()
 
 
 def is_tag(reference: str) -> bool:
@@ -51,7 +67,11 @@ def load_tags() -> dict[str, OllamaTag]:
         size = row.get("size_gb")
         if size is not None and (isinstance(size, bool) or not isinstance(size, int | float) or size <= 0):
             raise CatalogError(f"{path.name}: [{i}].size_gb: must be a positive number")
-        out[row["tag"].lower()] = OllamaTag(row["tag"], row["model"], row["dtype"], row["source"], size)
+        source = row["source"].strip()
+        if not _SOURCE.match(source):
+            raise CatalogError(f"{path.name}: [{i}].source: must be an https:// URL or 'unverified (why)'")
+        assumed = source.startswith("unverified")
+        out[row["tag"].lower()] = OllamaTag(row["tag"], row["model"], row["dtype"], source, size, assumed)
     return out
 
 

@@ -94,7 +94,13 @@ def _tagged(tag: OllamaTag, catalogs: Catalogs) -> ResolvedModel:
     """The catalog model an Ollama tag names, with the GGUF type the tag ships."""
     entry = catalogs.find_model(tag.model)
     return ResolvedModel(
-        entry.hf_id, "catalog", entry.config, catalog_name=entry.name, file_type=tag.dtype, ollama_tag=tag.tag
+        entry.hf_id,
+        "catalog",
+        entry.config,
+        catalog_name=entry.name,
+        file_type=tag.dtype,
+        ollama_tag=tag.tag,
+        notes=tag.notes,
     )
 
 

@@ -13,10 +13,11 @@ import yaml
 from gpusize.core.engines.ollama import default_num_ctx, estimate, ps_processor
 from gpusize.core.engines.ollama_estimate import OLLAMA_MINIMUM_MEMORY, human_bytes, projector_bytes
 from gpusize.core.gguf_tensors import gguf_file_bytes
-from gpusize.errors import UnknownNameError
+from gpusize.errors import CatalogError, UnknownNameError
 from gpusize.serving.launch import ollama_command
+from gpusize.sources import ollama_tags
 from gpusize.sources.catalog import find_gpu
-from gpusize.sources.ollama_tags import find_tag, load_tags
+from gpusize.sources.ollama_tags import UNVERIFIED_NOTE, find_tag, load_tags
 from tests.helpers import catalog_spec, cli, workload
 
 GIB, MIB = 1 << 30, 1 << 20
@@ -53,9 +54,50 @@ def test_estimate_matches_the_log(record: dict[str, Any]) -> None:
 
 def test_tag_file_rows_name_catalog_models_and_types() -> None:
     for row in load_tags().values():
-        assert row.source.startswith("https://ollama.com/library/")
         catalog_spec(row.model)
     assert find_tag("qwen3:32b").dtype == "Q4_K_M" and find_tag("gpt-oss:20b").dtype == "MXFP4_BF16"
+
+
+#: A checkable reference: an https:// address (then what it shows), or `unverified (why)`.
+CHECKABLE = re.compile(r"^(https://[^\s;()]+.*|unverified \(.+\))$", re.DOTALL)
+
+
+def test_every_tag_row_has_a_checkable_source() -> None:
+    """The rows cited ollama.com pages written from memory; each now names a URL or says it is
+    unverified and why, and an unverified row is the one whose answer says so."""
+    rows = load_tags().values()
+    for row in rows:
+        assert CHECKABLE.match(row.source), row.tag
+        assert row.assumed == row.source.startswith("unverified (")
+        assert row.notes == ((UNVERIFIED_NOTE,) if row.assumed else ())
+    assert {r.tag for r in rows if not r.assumed} >= {"llama3.1:8b", "llama3.2:1b", "gpt-oss:20b"}
+
+
+def test_a_row_without_a_checkable_source_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "ollama_tags.yaml").write_text(
+        "- {tag: 'x:1b', model: Qwen3-8B, dtype: Q4_K_M, source: 'ollama.com/library/x/tags'}\n"
+    )
+    monkeypatch.setattr(ollama_tags, "data_dir", lambda: tmp_path)
+    load_tags.cache_clear()
+    try:
+        with pytest.raises(CatalogError, match="source"):
+            load_tags()
+    finally:
+        load_tags.cache_clear()
+
+
+def test_an_unverified_tag_says_its_quantization_is_assumed() -> None:
+    """fit of a tag whose row is unverified carries the note in text and JSON; a verified tag's
+    answer and a suffix variant's (whose type the user named) do not."""
+    unverified = next(r.tag for r in load_tags().values() if r.assumed)
+    result = cli("fit", unverified, "--gpu", "H100", "--ctx", "4k", "--json")
+    assert result.code in (0, 1), result.stderr
+    assert UNVERIFIED_NOTE in json.loads(result.stdout)["assumptions"]["notes"]
+    text = cli("fit", unverified, "--gpu", "H100", "--ctx", "4k")
+    assert UNVERIFIED_NOTE in " ".join(text.stdout.split())
+    verified = cli("fit", "llama3.2:1b", "--gpu", "H100", "--ctx", "4k", "--json")
+    assert UNVERIFIED_NOTE not in verified.stdout
+    assert not find_tag(f"{unverified}-q8_0").assumed
 
 
 def test_variant_takes_the_suffix_type() -> None:
