@@ -13,6 +13,7 @@ from __future__ import annotations
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the records and predictor live in tests/
 
@@ -26,7 +27,8 @@ GIB = 2**30
 
 
 def main() -> None:
-    residuals = []
+    residuals: list[float] = []
+    fits: list[tuple[dict[str, Any], float, int, float, int]] = []
     for rec in RECORDS:
         spec, gpu = catalog_spec(rec["catalog"]), gpu_of(rec)
         kv = rec.get("kv_cache_dtype", "auto")
@@ -44,10 +46,30 @@ def main() -> None:
               f"({(predicted - logged) / logged:+.2%}){miss}")  # fmt: skip
         if not miss:
             residuals.append(left)
+            fits.append((rec, left, cell, fraction, predicted))
     print(
         f"fitted runtime {statistics.mean(residuals):.3f} GiB "
         f"(in use {trtllm.TRTLLM_RUNTIME_BYTES / GIB:.3f})"
     )
+    _leave_one_source_out(fits)
+
+
+def _leave_one_source_out(fits: list[tuple[dict[str, Any], float, int, float, int]]) -> None:
+    """Each source (a log's page) held out in turn: the constant refitted on the other sources' records,
+    the held-out records predicted with it (a runtime constant larger by d GiB shrinks the pool by
+    fraction x d / bytes per token)."""
+    used = trtllm.TRTLLM_RUNTIME_BYTES / GIB
+    errors = []
+    for source in dict.fromkeys(rec["source"] for rec, *_ in fits):
+        others = [left for rec, left, *_ in fits if rec["source"] != source]
+        refit = statistics.mean(others)
+        for rec, _, cell, fraction, predicted in (f for f in fits if f[0]["source"] == source):
+            tokens = predicted - fraction * (refit - used) * GIB / cell
+            logged = rec["measured"]["kv_cache_tokens"]
+            errors.append(abs(tokens - logged) / logged)
+            print(f"held out {rec['id']}: constant {refit:.3f} GiB, {tokens:,.0f} vs {logged:,} "
+                  f"({(tokens - logged) / logged:+.2%})")  # fmt: skip
+    print(f"leave-one-source-out: mean {statistics.mean(errors):.2%}, worst {max(errors):.2%}")
 
 
 if __name__ == "__main__":
