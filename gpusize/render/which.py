@@ -72,10 +72,25 @@ def title(report: WhichReport) -> str:
     )
 
 
+def _gpus(report: WhichReport, r: ModelFit) -> str:
+    if not r.fits:
+        return "-"
+    return f"{report.num_gpus} (layers)" if report.num_gpus > 1 else "1"
+
+
+def _columns(report: WhichReport) -> list[tuple[Column, Callable[[ModelFit], str]]]:
+    """WHICH_COLUMNS; for an engine that splits layers (llama.cpp) the split column says GPUs, not TP."""
+    if not report.splits_layers:
+        return WHICH_COLUMNS
+    gpus = (Column("GPUs", "right", priority=9), lambda r: _gpus(report, r))
+    return [gpus if c.header == "TP" else (c, cell) for c, cell in WHICH_COLUMNS]
+
+
 def render_which(report: WhichReport, show_all: bool, width: int, style: Style) -> str:
     rows = [r for r in report.models if r.fits or show_all]
-    columns = [c for c, _ in WHICH_COLUMNS]
-    cells = [[cell(r) for _, cell in WHICH_COLUMNS] for r in rows]
+    table = _columns(report)
+    columns = [c for c, _ in table]
+    cells = [[cell(r) for _, cell in table] for r in rows]
     lines = [render_table(title(report), columns, cells, width, style)]
     lines.append(paragraph(_order_line(report), width))
     if any(r.thin_margin for r in rows):
@@ -133,7 +148,7 @@ def _miss_lines(report: WhichReport) -> list[str]:
 
 def which_markdown(report: WhichReport) -> str:
     """Every model (those that fit first), as Markdown."""
-    return sheet_markdown(title(report), [], WHICH_COLUMNS, report.models, assumption_items(report))
+    return sheet_markdown(title(report), [], _columns(report), report.models, assumption_items(report))
 
 
 def which_csv_columns(report: WhichReport) -> list[ValueColumn]:

@@ -43,6 +43,8 @@ class WhichReport:
     models_fitting: int
     models: tuple[ModelFit, ...]
     assumptions: WhichAssumptions
+    #: The engine splits layers across GPUs (llama.cpp), not tensors: the text names no TP.
+    splits_layers: bool = field(default=False, metadata={"json": False, **NOT_IN_SHEETS})
 
     @property
     def skipped(self) -> tuple[str, ...]:
@@ -81,6 +83,7 @@ def build_which(
         num_gpus=num_gpus,
         context_tokens=request.context_tokens,
         models_fitting=len(fitting),
+        splits_layers=engine(request.engine.name).splits_layers,
         models=tuple(rows),
         assumptions=WhichAssumptions(
             engine=engine_label(request.engine),
