@@ -76,8 +76,8 @@ def _capability(r: ModelFit) -> tuple[Any, ...]:
 SORTS: dict[Sort, SortRule] = {
     "capability": SortRule(
         _capability,
-        "newest generation first (release month from the catalog, in half-years), then largest total, "
-        "then active, parameters; a model with no release date in the catalog after the dated ones, by size",
+        "newest generation first (the catalog's release month, by half-year), then most total, then "
+        "active, parameters; models with no release date in the catalog after the dated ones",
     ),
     "speed": SortRule(
         lambda r: (-(r.tokens_per_s or 0), r.name), "fastest single-sequence decode first (estimate)"
