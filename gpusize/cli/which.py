@@ -51,7 +51,11 @@ def which(
     sort: str = typer.Option(
         "capability",
         "--sort",
-        help="capability (largest total, then active, parameters first) or speed (fastest decode first).",
+        help="capability (newest generation first, then largest; the rule is printed under the table) "
+        "or speed (fastest decode first).",
+    ),
+    top: int | None = typer.Option(
+        None, "--top", min=1, max=1000, help="List only the first N models that fit (the misses stay)."
     ),
     models_file: ModelsFile = None,
     gpus_file: GpusFile = None,
@@ -80,8 +84,8 @@ def which(
         reserved_bytes=prepare.reserved_bytes(reserved_mib),
         draft=prepare.draft_model(settings, cats),
     )
-    order = cast("Sort", prepare.choice(sort, SORTS, "--sort"))
-    report = build_which(cats.models(), where.gpus[0], count, req, order)
+    order = cast("Sort", prepare.choice(sort, tuple(SORTS), "--sort"))
+    report = build_which(cats.models(), where.gpus[0], count, req, order, top)
     for skipped in report.skipped:
         warn(skipped)  # one unreadable catalog model is skipped, never the whole answer
     answer(

@@ -31,6 +31,10 @@ class CatalogModel:
     params_published: int | None = None
     params_source: str | None = None
     family: str | None = None
+    #: The release month, `YYYY-MM` (first public weights: model card, Hub repo creation or the
+    #: vendor's announcement), with `released_source`; None where the catalog has no sourced date.
+    released: str | None = None
+    released_source: str | None = None
 
     @property
     def keys(self) -> set[str]:

@@ -31,8 +31,8 @@ def render_curve(report: CurveReport, width: int, style: Style) -> str:
     lines.append(
         style(
             paragraph(
-                f"Assumptions: {a.engine}, {settings_text(a.settings)}; weights {a.weight_format}, KV "
-                f"{a.kv_cache_dtype}.",
+                f"Assumptions: {a.engine}, {settings_text(a.settings, a.terms.graphs)}; weights "
+                f"{a.weight_format}, KV {a.kv_cache_dtype}.",
                 width,
             ),
             "dim",

@@ -229,13 +229,19 @@ def best_first(per_type: list[Candidate]) -> list[Candidate]:
     return ranked(per_type) + sorted((c for c in per_type if not c.fits), key=_closeness)
 
 
-def settings_text(settings: dict[str, float | int | str]) -> str:
-    return ", ".join(f"{k} {v}" for k, v in settings.items())
+#: Settings whose JSON key is not a word: the text says them so (`cuda_graphs`: where the captured
+#: graphs' memory is counted; the vendor's own name for them replaces it where known).
+SETTING_WORDS = {"cuda_graphs": "CUDA graphs"}
+
+
+def settings_text(settings: dict[str, float | int | str], graphs: str = "CUDA graphs") -> str:
+    words = {**SETTING_WORDS, "cuda_graphs": graphs}
+    return ", ".join(f"{words.get(k, k)} {v}" for k, v in settings.items())
 
 
 def footer_lines(report: FitReport) -> list[str]:
     a, w = report.assumptions, report.workload
-    settings = f", {settings_text(a.settings)}" if a.settings else ""
+    settings = f", {settings_text(a.settings, a.terms.graphs)}" if a.settings else ""
     lines = [
         f"Assumptions: {a.engine}{settings}; weights {w.weight_dtype}, KV {w.kv_cache_dtype}. "
         "Activations and overhead are estimates. Sizes in GiB (2^30 bytes).",
@@ -270,7 +276,8 @@ def suggestion_lines(suggestions: tuple[Suggestion, ...], fits: bool, head: str 
     if not suggestions:
         return []
     head = head or (
-        "Fewer GPUs with a setting, on the GPU type named (each evaluated, cheapest first):"
+        "Fewer GPUs of the same type with a setting (fewer than that type's own split above; each "
+        "evaluated, cheapest first):"
         if fits
         else "Would fit (each evaluated with the same engine model, cheapest first):"
     )

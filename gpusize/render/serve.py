@@ -73,8 +73,15 @@ SERVE_COLUMNS: list[tuple[Column, Callable[[Layout], str]]] = [
 ]
 
 TABLE_TITLE = (
-    "Layouts on one server (throughput, TTFT and cost are estimates; ranges: 10th-90th percentile of the "
-    "calibration residuals)"
+    "Layouts on one server (throughput, TTFT and cost are estimates; a range holds 8 in 10 of the "
+    "estimate's errors on published benchmarks)"
+)
+
+#: The text answer's assumptions, in a few words (the fitted constants, their sources and the load
+#: rule in full are the JSON's `assumptions.throughput` and `assumptions.load`).
+SHORT_ASSUMPTIONS = (
+    "speed estimated from a model fitted to published benchmarks, not measured on this hardware; a "
+    "sequence holds half its context on average; load spread evenly over replicas"
 )
 
 
@@ -109,6 +116,28 @@ def _failure_lines(report: ServeReport, width: int) -> list[str]:
     return lines
 
 
+#: The parts of the full throughput assumption the short text keeps: the GPUs' link and what the
+#: user's flags set (host bandwidth for layers in system RAM).
+KEPT_ASSUMPTIONS = ("traffic over", "layers in system RAM read at")
+PREFIX = "of each prompt's tokens served by"
+
+
+def _short_assumptions(throughput: str) -> str:
+    """SHORT_ASSUMPTIONS with the clauses of `KEPT_ASSUMPTIONS` and a prefix-cache hit rate."""
+    kept = []
+    for key in KEPT_ASSUMPTIONS:
+        at = throughput.find(key)
+        if at >= 0:
+            start = max(throughput.rfind(", ", 0, at), throughput.rfind("; ", 0, at))
+            end = throughput.find(";", at)
+            kept.append(throughput[start + 2 if start >= 0 else 0 : end if end >= 0 else None].strip())
+    at = throughput.find(PREFIX)
+    if at >= 0:
+        rate = throughput[throughput.rfind("; ", 0, at) + 2 : at].strip()
+        kept.append(f"{rate} of each prompt's tokens served by the prefix cache (the hit rate as given)")
+    return "; ".join([SHORT_ASSUMPTIONS, *kept, "details: --json"])
+
+
 def render_serve(report: ServeReport, width: int, style: Style) -> str:
     columns = [c for c, _ in SERVE_COLUMNS[:-1]]
     rows = [[cell(x) for _, cell in SERVE_COLUMNS[:-1]] for x in report.layouts]
@@ -138,7 +167,7 @@ def render_serve(report: ServeReport, width: int, style: Style) -> str:
     a = report.assumptions
     lines += [paragraph(f"Note: {n}", width) for n in a.notes]
     lines += [
-        style(paragraph(f"Assumptions: {a.engine}; {a.throughput}; {a.load}.", width), "dim"),
+        style(paragraph(f"Assumptions: {a.engine}; {_short_assumptions(a.throughput)}.", width), "dim"),
         style(paragraph(f"Prices: {a.prices}.", width), "dim"),
     ]
     return "\n".join(lines) + "\n"

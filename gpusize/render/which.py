@@ -32,15 +32,23 @@ def _split(r: ModelFit) -> str:
     return f"{r.tensor_parallel} (x{r.replicas})" if r.replicas and r.replicas > 1 else str(r.tensor_parallel)
 
 
+def _verdict(r: ModelFit) -> str:
+    """'yes', 'yes, thin margin' (within gpusize's error: core/plan.thin_margin, as fit says) or 'NO'."""
+    if not r.fits:
+        return "NO"
+    return "yes, thin margin" if r.thin_margin else "yes"
+
+
 #: (column, its text cell).
 WHICH_COLUMNS: list[tuple[Column, Callable[[ModelFit], str]]] = [
     (Column("model", keep=True), _name),
-    (Column("fits", keep=True, styles=VERDICT_STYLES), lambda r: "yes" if r.fits else "NO"),
+    (Column("fits", keep=True, styles=VERDICT_STYLES), _verdict),
     (
         Column("params", "right", priority=8),
         lambda r: f"{r.params_total / 1e9:.1f}B" if r.params_total else "-",
     ),
     (Column("TP", "right", priority=9), _split),
+    (Column("released", "right", priority=10), lambda r: r.released or "-"),
     (Column("headroom GiB", "right", priority=5, short="headroom"), lambda r: fmt_gib(r.headroom_bytes)),
     (
         Column("KV cache room, tokens", "right", priority=4, short="KV tokens"),
@@ -56,7 +64,7 @@ WHICH_COLUMNS: list[tuple[Column, Callable[[ModelFit], str]]] = [
 
 
 def title(report: WhichReport) -> str:
-    fitting = sum(r.fits for r in report.models)
+    fitting = report.models_fitting
     order = "most capable first" if report.assumptions.sort == "capability" else "fastest first"
     return (
         f"{fitting} catalog models fit {report.num_gpus}x {report.gpu_full_name} at "
@@ -64,11 +72,35 @@ def title(report: WhichReport) -> str:
     )
 
 
+def _gpus(report: WhichReport, r: ModelFit) -> str:
+    if not r.fits:
+        return "-"
+    return f"{report.num_gpus} (layers)" if report.num_gpus > 1 else "1"
+
+
+def _columns(report: WhichReport) -> list[tuple[Column, Callable[[ModelFit], str]]]:
+    """WHICH_COLUMNS; for an engine that splits layers (llama.cpp) the split column says GPUs, not TP."""
+    if not report.splits_layers:
+        return WHICH_COLUMNS
+    gpus = (Column("GPUs", "right", priority=9), lambda r: _gpus(report, r))
+    return [gpus if c.header == "TP" else (c, cell) for c, cell in WHICH_COLUMNS]
+
+
 def render_which(report: WhichReport, show_all: bool, width: int, style: Style) -> str:
     rows = [r for r in report.models if r.fits or show_all]
-    columns = [c for c, _ in WHICH_COLUMNS]
-    cells = [[cell(r) for _, cell in WHICH_COLUMNS] for r in rows]
+    table = _columns(report)
+    columns = [c for c, _ in table]
+    cells = [[cell(r) for _, cell in table] for r in rows]
     lines = [render_table(title(report), columns, cells, width, style)]
+    lines.append(paragraph(_order_line(report), width))
+    if any(r.thin_margin for r in rows):
+        lines.append(
+            paragraph(
+                "thin margin: fits by less than gpusize's error on public start-up logs; the next size up "
+                "(more GPUs, a quantized build or a shorter context) is the safe choice.",
+                width,
+            )
+        )
     lines += [paragraph(line, width) for line in _builds_lines(rows)]
     if not show_all:
         lines += [paragraph(line, width) for line in _miss_lines(report)]
@@ -78,6 +110,18 @@ def render_which(report: WhichReport, show_all: bool, width: int, style: Style) 
         )
     lines += [paragraph(f"Note: {n}", width) for n in report.assumptions.notes]
     return "\n".join(lines) + "\n"
+
+
+def _order_line(report: WhichReport) -> str:
+    """The ordering rule, and how many rows --top left out."""
+    a = report.assumptions
+    shown = sum(r.fits for r in report.models)
+    cut = (
+        f" --top {a.top}: the first {shown} of {report.models_fitting} that fit."
+        if a.top is not None and shown < report.models_fitting
+        else ""
+    )
+    return f"Order: {a.ordering}.{cut}"
 
 
 def _builds_lines(rows: list[ModelFit]) -> list[str]:
@@ -104,7 +148,7 @@ def _miss_lines(report: WhichReport) -> list[str]:
 
 def which_markdown(report: WhichReport) -> str:
     """Every model (those that fit first), as Markdown."""
-    return sheet_markdown(title(report), [], WHICH_COLUMNS, report.models, assumption_items(report))
+    return sheet_markdown(title(report), [], _columns(report), report.models, assumption_items(report))
 
 
 def which_csv_columns(report: WhichReport) -> list[ValueColumn]:
@@ -120,8 +164,10 @@ def which_csv_columns(report: WhichReport) -> list[ValueColumn]:
         ("context (tokens)", lambda r: report.context_tokens, 0),
         ("model", lambda r: r.name, 0),
         ("Hub id", lambda r: r.hf_id, 0),
+        ("released (YYYY-MM)", lambda r: r.released, 0),
         ("weights dtype", lambda r: r.weight_dtype, 0),
         ("fits", lambda r: r.fits, 0),
+        ("thin margin", lambda r: r.thin_margin, 0),
         ("parameters", lambda r: r.params_total or None, 0),
         ("active parameters", lambda r: r.params_active or None, 0),
         ("tensor parallel", lambda r: r.tensor_parallel, 0),

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
-from gpusize.core.gpu import GpuSpec
+from gpusize.core.gpu import VENDOR_TERMS, GpuSpec, VendorTerms
 from gpusize.core.model import ResolvedModel
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
@@ -34,6 +34,8 @@ class CurveAssumptions:
     #: The GPU, when it comes from a user catalog file (none: bundled).
     gpu_files: tuple[GpuFile, ...] = field(metadata=NOT_IN_SHEETS)
     notes: tuple[str, ...]
+    #: The GPU's vendor terms (its name for captured graphs) the text uses; not a JSON key.
+    terms: VendorTerms = field(default=VENDOR_TERMS["NVIDIA"], metadata={"json": False, **NOT_IN_SHEETS})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,5 +77,6 @@ def build_curve(
             kv_cache_dtype=work.kv_cache_dtype,
             gpu_files=gpu_files([gpu]),
             notes=tuple(model_notes(resolved, spec, work) + gpu_file_notes([gpu]) + device_notes([gpu])),
+            terms=gpu.terms,
         ),
     )

@@ -178,4 +178,4 @@ def _ranking(users: int | None, aim: Targets) -> str:
         )
     else:
         money = "options holding every user at once, then those that queue; lowest indicative price per hour"
-    return f"{targets}{RANKING}; within each, {money}; unpriced options, then misfits, last"
+    return f"{targets}{RANKING}; within each, {money}; unpriced options, then those that do not fit, last"

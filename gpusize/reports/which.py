@@ -10,7 +10,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import CatalogModel
 from gpusize.core.workload import Request
 from gpusize.reports.common import NOT_IN_SHEETS, GpuFile, device_notes, gpu_file_notes, gpu_files
-from gpusize.serving.which import CatalogEntry, ModelFit, Sort, models_that_fit
+from gpusize.serving.which import SORTS, CatalogEntry, ModelFit, Sort, models_that_fit
 
 __all__ = ["WhichAssumptions", "WhichReport", "build_which"]
 
@@ -21,6 +21,8 @@ class WhichAssumptions:
     #: capability or speed (--sort)
     sort: str
     ordering: str
+    #: --top N: only the first N models that fit are listed (None: all of them).
+    top: int | None
     layout: str
     quantized_builds: str
     #: The GPU, when it comes from a user catalog file (none: bundled).
@@ -37,8 +39,12 @@ class WhichReport:
     gpu_full_name: str
     num_gpus: int
     context_tokens: int
+    #: How many catalog models fit (all of them, also when --top lists fewer).
+    models_fitting: int
     models: tuple[ModelFit, ...]
     assumptions: WhichAssumptions
+    #: The engine splits layers across GPUs (llama.cpp), not tensors: the text names no TP.
+    splits_layers: bool = field(default=False, metadata={"json": False, **NOT_IN_SHEETS})
 
     @property
     def skipped(self) -> tuple[str, ...]:
@@ -47,17 +53,21 @@ class WhichReport:
 
 
 def build_which(
-    models: tuple[CatalogModel, ...], gpu: GpuSpec, num_gpus: int, request: Request, sort: Sort = "capability"
+    models: tuple[CatalogModel, ...],
+    gpu: GpuSpec,
+    num_gpus: int,
+    request: Request,
+    sort: Sort = "capability",
+    top: int | None = None,
 ) -> WhichReport:
-    entries = [CatalogEntry(m.name, m.hf_id, m.config, m.family) for m in models]
+    entries = [CatalogEntry(m.name, m.hf_id, m.config, m.family, m.released) for m in models]
     rows = models_that_fit(entries, gpu, num_gpus, request, sort)
     unreadable = [r for r in rows if r.params_total == 0]
     notes = tuple(f"skipped {r.name}: {r.reason}" for r in unreadable)
-    ordering = (
-        "largest total, then active, parameters first"
-        if sort == "capability"
-        else "fastest single-sequence decode first (estimate)"
-    )
+    fitting = [r for r in rows if r.fits]
+    any_fit = bool(fitting)
+    if top is not None:
+        rows = fitting[:top] + [r for r in rows if not r.fits]
     builds = (
         "a model whose own weights do not fit is tried as an FP8 build (--quantization fp8, quantized "
         "while loading) and an int4 build (--dtype int4, a pre-quantized AWQ/GPTQ checkpoint)"
@@ -67,16 +77,19 @@ def build_which(
     return WhichReport(
         gpusize_version=__version__,
         command="which",
-        fits=any(r.fits for r in rows),
+        fits=any_fit,
         gpu=gpu.name,
         gpu_full_name=gpu.full_name,
         num_gpus=num_gpus,
         context_tokens=request.context_tokens,
+        models_fitting=len(fitting),
+        splits_layers=engine(request.engine.name).splits_layers,
         models=tuple(rows),
         assumptions=WhichAssumptions(
             engine=engine_label(request.engine),
             sort=sort,
-            ordering=f"models that fit first, {ordering}; then the nearest misses",
+            ordering=f"models that fit first, {SORTS[sort].rule}; then the nearest misses",
+            top=top,
             layout=f"tensor parallel across all {num_gpus} GPU(s), as `fit --gpus {num_gpus}` plans; where "
             "that split is not valid, the largest valid one as replicas",
             quantized_builds=builds,

@@ -1,6 +1,6 @@
 """Reverse query (pure): every model of a catalog that fits given hardware, most capable (or fastest)
-first, each on all the GPUs the person has, in its own weights or, when those do not fit, in a
-quantized build (FP8 or int4) with the launch flag it needs.
+first (the stated rules in `SORTS`, which `rank` applies), each on all the GPUs the person has, in
+its own weights or, when those do not fit, in a quantized build (FP8 or int4) with the launch flag it needs.
 
 A model is planned the way `fit MODEL --gpus N` plans it: tensor parallel across all N GPUs, so the
 two commands give the same split and the same KV pool; where TP=N is not a valid split of the model,
@@ -10,8 +10,9 @@ against the GPUs' whole memory) skips the full plan of a build that cannot fit.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from gpusize.core.engines import EngineModel, engine, prepare
 from gpusize.core.gpu import GpuSpec
@@ -25,10 +26,63 @@ from gpusize.errors import ConfigError, InputError
 from gpusize.serving import throughput
 from gpusize.units import GIB
 
-__all__ = ["SORTS", "CatalogEntry", "ModelFit", "Sort", "fit_one", "models_that_fit"]
+__all__ = [
+    "GENERATION_MONTHS",
+    "SORTS",
+    "CatalogEntry",
+    "ModelFit",
+    "Sort",
+    "SortRule",
+    "fit_one",
+    "generation",
+    "models_that_fit",
+    "rank",
+]
 
 Sort = Literal["capability", "speed"]
-SORTS: tuple[Sort, ...] = get_args(Sort)
+
+#: The width of one model generation in the capability order: releases in the same half-year
+#: (January-June, July-December) are one generation, ranked by size within it. A judgement, stated
+#: with the ranking: a newer generation of a model line beats an older one of the same size (Qwen3-8B
+#: over Qwen2.5-7B on the vendors' own benchmark tables), and six months is about the gap between
+#: two releases of the lines in the catalog.
+GENERATION_MONTHS = 6
+
+
+def generation(released: str | None) -> int | None:
+    """The generation of a `YYYY-MM` release month (half-years since year 0), None when undated."""
+    if not released:
+        return None
+    year, month = released.split("-")
+    return (int(year) * 12 + int(month) - 1) // GENERATION_MONTHS
+
+
+@dataclass(frozen=True)
+class SortRule:
+    """One ordering of the fitting models: its key (smallest first) and the rule in words, printed
+    under the table and in the JSON assumptions."""
+
+    key: Callable[[ModelFit], tuple[Any, ...]]
+    rule: str
+
+
+def _capability(r: ModelFit) -> tuple[Any, ...]:
+    gen = generation(r.released)
+    return (gen is None, -(gen or 0), -r.params_total, -r.params_active, r.name)
+
+
+#: The orderings `which --sort` offers. The one place the ranking is declared: `rank` applies it, and
+#: every caller (the report, an index of the catalog) goes through `rank`.
+SORTS: dict[Sort, SortRule] = {
+    "capability": SortRule(
+        _capability,
+        "newest generation first (the catalog's release month, by half-year), then most total, then "
+        "active, parameters; models with no release date in the catalog after the dated ones",
+    ),
+    "speed": SortRule(
+        lambda r: (-(r.tokens_per_s or 0), r.name), "fastest single-sequence decode first (estimate)"
+    ),
+}
 
 #: The quantized builds tried when a model's own weights do not fit (and --dtype is auto): the flag
 #: each needs, and what it takes.
@@ -46,6 +100,8 @@ class CatalogEntry:
     hf_id: str
     config: dict[str, Any] = field(compare=False)
     family: str | None = None
+    #: The release month, `YYYY-MM` (the catalog's `released`), None when the catalog has none.
+    released: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +109,8 @@ class ModelFit:
     name: str
     hf_id: str
     family: str | None
+    #: The release month, `YYYY-MM`, from the catalog (None: undated; ranked after the dated ones).
+    released: str | None = None
     params_total: int
     params_active: int
     fits: bool
@@ -67,6 +125,9 @@ class ModelFit:
     max_concurrency: float | None = None
     kv_cache_capacity_tokens: int | None = None  # per engine, as `fit --gpus N` reports it
     tokens_per_s: float | None = None  # one sequence at half the context, estimate (calibrated model)
+    #: Fits one sequence by less than the engine's error (core/plan.thin_margin, the rule of fit,
+    #: serve and quote): the yes stands, the next size up is the safe choice.
+    thin_margin: bool = False
     #: Why it does not fit, in a few words (on every GPU, with the most compact build tried).
     reason: str | None = None
     #: How far from fitting: bytes needed per GPU / bytes usable (the nearest misses first).
@@ -109,15 +170,13 @@ def fit_one(
 def models_that_fit(
     entries: list[CatalogEntry], gpu: GpuSpec, num_gpus: int, request: Request, sort: Sort = "capability"
 ) -> list[ModelFit]:
-    """Fitting models first, most capable (largest total then active parameters) or fastest first;
-    then the rest, nearest misses first."""
-    rows = [fit_one(e, gpu, num_gpus, request) for e in entries]
-    if sort == "speed":
-        fitting = sorted((r for r in rows if r.fits), key=lambda r: (-(r.tokens_per_s or 0), r.name))
-    else:
-        fitting = sorted(
-            (r for r in rows if r.fits), key=lambda r: (-r.params_total, -r.params_active, r.name)
-        )
+    """Every entry planned, ranked by `rank`."""
+    return rank([fit_one(e, gpu, num_gpus, request) for e in entries], sort)
+
+
+def rank(rows: list[ModelFit], sort: Sort = "capability") -> list[ModelFit]:
+    """Fitting models first, in the order of `SORTS[sort]`; then the rest, nearest misses first."""
+    fitting = sorted((r for r in rows if r.fits), key=SORTS[sort].key)
     misses = sorted((r for r in rows if not r.fits), key=lambda r: (r.shortfall or float("inf"), r.name))
     return fitting + misses
 
@@ -178,6 +237,7 @@ def _fitting(
         max_concurrency=best.max_concurrency,
         kv_cache_capacity_tokens=best.kv_cache_capacity_tokens,
         tokens_per_s=speed.per_sequence_tokens_per_s if speed else None,
+        thin_margin=best.thin_margin,
     )
 
 
@@ -188,6 +248,7 @@ def _row(
         name=entry.name,
         hf_id=entry.hf_id,
         family=entry.family,
+        released=entry.released,
         params_total=spec.params.total if spec else 0,
         params_active=spec.params.active if spec else 0,
         fits=fits,

@@ -79,6 +79,9 @@ class ModelEntry(BaseModel):
     params_published: int | None = Field(default=None, gt=0)
     params_source: str | None = None
     family: str | None = None
+    #: YYYY-MM, the month of the first public weights (with released_source).
+    released: str | None = Field(default=None, pattern=r"^(19|20)[0-9]{2}-(0[1-9]|1[0-2])$")
+    released_source: str | None = None
     config: dict[str, Any]
 
 

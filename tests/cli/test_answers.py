@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from gpusize.serving.which import generation
 from tests.conftest import ROOT
 from tests.helpers import cli as run
 
@@ -85,7 +86,7 @@ def test_h100_needing_two_where_an_a100_fits_one_is_explained() -> None:
     assert r.code == 0
     text = run(*args).stdout.replace("\n  ", " ")
     assert (
-        "Fewer GPUs with a setting, on the GPU type named" in text
+        "Fewer GPUs of the same type with a setting" in text
         and "--max-num-seqs" in text
         and "scheduler defaults" in text
     )
@@ -138,9 +139,14 @@ def test_which_and_fit_agree_on_the_same_hardware(which_4090: dict[str, Any]) ->
 
 def test_which_sorts_by_capability_and_tries_quantized_builds(which_4090: dict[str, Any]) -> None:
     fitting = [m for m in which_4090["models"] if m["fits"]]
-    keys = [(m["params_total"], m["params_active"]) for m in fitting]
+    # the capability rule (serving/which.SORTS): newest half-year first, then size within it
+    gens = [generation(m["released"]) for m in fitting]
+    keys = [
+        (g is not None, g or 0, m["params_total"], m["params_active"])
+        for g, m in zip(gens, fitting, strict=True)
+    ]
     assert keys == sorted(keys, reverse=True)
-    assert fitting[0]["params_total"] > 30e9  # a quantized build of a large model, not SmolLM
+    assert fitting[0]["params_total"] > 20e9  # a quantized build of a recent large model, not SmolLM
     assert any(m["weight_dtype"] == "int4" and m["changes"] for m in fitting)
     assert all(m["replicas"] * m["tensor_parallel"] == 2 for m in fitting)
 

@@ -42,3 +42,11 @@ def test_readme_release_ranges_are_the_release_tables() -> None:
         f"to {SGLANG.newest} was read" in text
     )
     assert f"-{newest} | cards of 160 GiB" in text  # the last row of the behaviour table
+
+
+def test_readme_shows_a_quote_with_a_speed_floor_and_its_csv() -> None:
+    """Issue 23: the README shows a quote with a speed floor and the same quote as CSV."""
+    text = README.read_text()
+    floor = "gpusize quote Llama-3.3-70B --ctx 32k --users 50 --min-tokens-per-s-per-user 20"
+    assert f"$ NO_COLOR=1 COLUMNS=100 {floor} --gpu H100 --gpu H200 --gpu L40S\n" in text
+    assert f"$ NO_COLOR=1 COLUMNS=100 {floor} --gpu H100 --gpu H200 --gpu L40S --format csv\n" in text

@@ -62,7 +62,7 @@ def test_default_output_says_engine_terms_in_plain_words() -> None:
     ]
     text = " ".join(" ".join(out.split()) for out in seen)
     assert [w for w in BARE if w in text] == []
-    assert "KV cache (KV pool)" in text and "(non-torch)" in text and "(Little's law)" in text
+    assert "KV cache (KV pool)" in text and "(non-torch)" in text
 
 
 def test_a_yarn_factor_beyond_the_model_cards_is_said() -> None:

@@ -105,7 +105,7 @@ SHEETS = [
     ),
     (
         ["which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k", "--all"],
-        {"GPU", "model", "Hub id", "weights dtype", "fits", "why not"},
+        {"GPU", "model", "Hub id", "released (YYYY-MM)", "weights dtype", "fits", "thin margin", "why not"},
     ),
 ]
 
