@@ -70,7 +70,7 @@ def which_in_process(n: int) -> float:
     from gpusize.serving.which import CatalogEntry, models_that_fit
     from gpusize.sources.catalog import find_gpu, load_models
 
-    entries = [CatalogEntry(e.name, e.hf_id, e.config, e.family) for e in load_models()]
+    entries = [CatalogEntry(e.name, e.hf_id, e.config, e.family, e.released) for e in load_models()]
     gpu, request = find_gpu("RTX4090"), Request(context_tokens=32768)
     times = []
     for _ in range(n):
