@@ -4,7 +4,8 @@ The fit is `bench/calibrate_throughput.py` (`python bench/calibrate_throughput.p
 calibration records of tests/data/throughput_records.yaml (source URL and verbatim quote per record);
 tests/serving/test_throughput_conformance.py recomputes it and fails when a constant here drifts from
 it, and checks the holdout records (chosen by source before fitting) against the tolerances of the
-README's "Throughput model". The figures of the last fit are in bench/RESULTS.md.
+README's "Throughput model". The figures of the last fit are in bench/RESULTS.md; every record predicted
+by a fit that never saw its source (leave one source out, `--loso`) in bench/VALIDATION.md.
 
 Decode step time on one GPU group (`gpusize.serving.throughput.decode_step`):
     step = step_s + layer_s x layers + expert_s x experts touched (summed over MoE layers)
@@ -26,35 +27,17 @@ __all__ = [
     "DEFAULT_HOST_GBPS",
     "ENGINE_SPEED",
     "HOST_EFFICIENCY",
-    "NATIVE_FORMAT_ARCHITECTURES",
     "LAYER_SPLIT_HOP_S",
     "MEMORY_CLASSES",
     "ROW_SPLIT_SYNC_S",
     "SPREAD",
     "EngineSpeed",
-    "emulated_format",
     "engine_speed",
 ]
 
 #: Memory technologies as the catalog names them (prefix) -> the class a bandwidth efficiency is fitted
 #: per: HBM2/HBM2e (A100, H100 PCIe), HBM3/HBM3e (H100 SXM, H200, B200, MI300X), GDDR, LPDDR (DGX Spark).
 MEMORY_CLASSES = {"HBM2": "hbm2", "HBM3": "hbm3", "HBM": "hbm3", "GDDR": "gddr", "LPDDR": "lpddr"}
-
-
-#: GPU architectures (the catalog's name, by prefix) with tensor units for a weight format: MXFP4 on
-#: Blackwell (NVIDIA Blackwell architecture technical brief: FP4 tensor cores) and CDNA4 (AMD Instinct
-#: MI350 series: MXFP4 matrix cores); FP8 from Ada and Hopper (NVIDIA) and CDNA3 (MI300). Elsewhere the
-#: engine dequantizes in its kernels and `EngineSpeed.format_efficiency` applies.
-NATIVE_FORMAT_ARCHITECTURES: dict[str, tuple[str, ...]] = {
-    "mxfp4": ("Blackwell", "CDNA4"),
-    "fp8": ("Ada", "Hopper", "Blackwell", "CDNA3", "CDNA4"),
-}
-
-
-def emulated_format(weight_format: str, architecture: str) -> bool:
-    """True when `architecture` has no tensor units for `weight_format` (one the table names)."""
-    native = NATIVE_FORMAT_ARCHITECTURES.get(weight_format)
-    return native is not None and not architecture.startswith(native)
 
 
 @dataclass(frozen=True)
@@ -65,10 +48,6 @@ class EngineSpeed:
     #: Fraction of the spec memory bandwidth a decode step reaches, per memory class; a class without
     #: calibration data (LPDDR for every engine) gets the lowest the engine has: conservative.
     bandwidth_efficiency: dict[str, float] = field(default_factory=dict)
-    #: Fraction of the memory-class efficiency the decode kernels of a weight format reach where the GPU
-    #: has no tensor units for it (`emulated_format`): MXFP4 on Hopper and Ampere runs dequantizing
-    #: kernels (Marlin / Triton), FP8 on Ampere the weight-only FP8 Marlin path. A format absent: 1.0.
-    format_efficiency: dict[str, float] = field(default_factory=dict)
     #: Seconds per decode step: fixed, per decoder layer, per routed expert a step runs in one layer (a
     #: grouped-GEMM floor: routing and small per-expert matmuls), per MoE layer, per sequence in the
     #: batch (scheduler, sampler, detokenizer).
@@ -91,12 +70,6 @@ class EngineSpeed:
     def efficiency(self, memory_class: str) -> float:
         eff = self.bandwidth_efficiency
         return eff.get(memory_class) or min(eff.values())
-
-    def format_factor(self, weight_format: str, architecture: str) -> float:
-        """The weight format's share of the bandwidth efficiency on this GPU architecture."""
-        if not emulated_format(weight_format, architecture):
-            return 1.0
-        return self.format_efficiency.get(weight_format, 1.0)
 
     def calibrated_for(self, memory_class: str) -> bool:
         return memory_class in self.bandwidth_efficiency

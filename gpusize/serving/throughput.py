@@ -199,7 +199,6 @@ def decode_step(
         return None
     speed = calibrated.engine_speed(work.engine.name)
     bandwidth = gpu.bandwidth_gbps * 1e9 * speed.efficiency(memory_class(gpu))
-    bandwidth *= speed.format_factor(work.weights.name, gpu.architecture)
     if engine(work.engine.name).splits_layers:
         return _llamacpp_step(spec, work, gpu, sequences, context, llamacpp or LlamaCppPlacement(), bandwidth)
     read = decode_weight_bytes(spec, work, tp, sequences) + sequences * kv_read_bytes(spec, work, tp, context)
