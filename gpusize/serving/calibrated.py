@@ -4,7 +4,8 @@ The fit is `bench/calibrate_throughput.py` (`python bench/calibrate_throughput.p
 calibration records of tests/data/throughput_records.yaml (source URL and verbatim quote per record);
 tests/serving/test_throughput_conformance.py recomputes it and fails when a constant here drifts from
 it, and checks the holdout records (chosen by source before fitting) against the tolerances of the
-README's "Throughput model". The figures of the last fit are in bench/RESULTS.md.
+README's "Throughput model". The figures of the last fit are in bench/RESULTS.md; every record predicted
+by a fit that never saw its source (leave one source out, `--loso`) in bench/VALIDATION.md.
 
 Decode step time on one GPU group (`gpusize.serving.throughput.decode_step`):
     step = step_s + layer_s x layers + expert_s x experts touched (summed over MoE layers)
