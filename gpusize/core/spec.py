@@ -202,7 +202,7 @@ class VisionSpec:
 class QuantSpec:
     """What a checkpoint's quantization_config says is stored, and what it leaves unquantized."""
 
-    method: str  # fp8 | mxfp4 | gptq | awq | compressed-tensors | bitsandbytes
+    method: str  # fp8 | mxfp4 | nvfp4 | modelopt-mixed | gptq | awq | compressed-tensors | bitsandbytes
     weight_bits: int
     label: str
     group_size: int | None = None
@@ -212,6 +212,13 @@ class QuantSpec:
     #: The routed experts' own storage when the config says so beside the quantization_config
     #: (DeepSeek-V4 `expert_dtype: fp4`), else None.
     expert_format: str | None = None
+    #: FP8 with one fp32 scale per tensor (ModelOpt FP8), not per output channel.
+    per_tensor: bool = False
+    #: ModelOpt MIXED_PRECISION: (role, quant_algo, group) per linear role it quantizes (attention,
+    #: mlp, experts, shared_experts, lm_head); a role not listed stays in the activation dtype.
+    mixed: tuple[tuple[str, str, int], ...] = ()
+    #: Written by NVIDIA ModelOpt: its module names map onto roles (core/modelopt.py).
+    modelopt: bool = False
 
 
 @dataclass(frozen=True)

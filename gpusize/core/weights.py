@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from gpusize.core.gguf_quant import FTYPES, GGML_TYPES, SMALL_TYPE, bits_of, ftype_name, gguf_layer_bytes
 from gpusize.core.kinds.attention import head_width, value_width
+from gpusize.core.modelopt import algo_bytes, modelopt_roles
 from gpusize.core.params import layer_params
 from gpusize.core.spec import LayerSpec, ModelSpec
 from gpusize.units import DTYPE_BYTES, GIB
@@ -60,6 +61,9 @@ class WeightFormat:
 
     def role_bytes(self, role: str) -> float:
         """Bytes per weight of one linear role (attention, mlp, experts, shared_experts)."""
+        for name, per in self.overrides:
+            if name == role:
+                return per
         if role in self.unquantized:
             return self.other_bytes
         if role == "experts" and self.expert_bytes is not None:
@@ -74,6 +78,8 @@ class WeightFormat:
     embedding_bytes: float | None = None
     lm_head_bytes: float | None = None
     small_bytes: float | None = None
+    #: (role, bytes per weight) where each role has its own format (ModelOpt MIXED_PRECISION).
+    overrides: tuple[tuple[str, float], ...] = ()
 
 
 #: DeepSeek's FP4 experts (`expert_dtype: fp4`): e2m1 values, two per byte, and one ue8m0 scale per
@@ -219,7 +225,9 @@ def activation_dtype(spec: ModelSpec) -> str:
 def _checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
     q = spec.quantization
     assert q is not None
-    skip = _unquantized_roles(q.not_converted)
+    skip = _modelopt_skipped(spec) if q.modelopt else _unquantized_roles(q.not_converted)
+    if q.method == "modelopt-mixed":
+        return _mixed_format(spec, other, skip)
     if q.method == "mxfp4":
         return WeightFormat(
             "mxfp4",
@@ -246,6 +254,8 @@ def _checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
         scale = (
             4 / (q.block_size[0] * q.block_size[1])
             if q.block_size
+            else 0.0
+            if q.per_tensor  # one fp32 per tensor (ModelOpt FP8): none per weight
             else (FP8_CHANNEL_SCALE_BYTES / spec.hidden_size)
         )
         if q.expert_format == "fp4":
@@ -270,6 +280,35 @@ def _checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
         other,
         skip,
         note=f"{q.label}: {per:.4f} bytes per weight with scales; embeddings and lm_head in bf16",
+    )
+
+
+def _modelopt_skipped(spec: ModelSpec) -> tuple[str, ...]:
+    """The linear roles a ModelOpt checkpoint's exclude_modules / ignore list keeps unquantized."""
+    q = spec.quantization
+    assert q is not None
+    layers = len(spec.layers) or 1 << 30
+    return tuple(sorted({role for name in q.not_converted for role in modelopt_roles(name, layers)}))
+
+
+def _mixed_format(spec: ModelSpec, other: float, skip: tuple[str, ...]) -> WeightFormat:
+    """ModelOpt MIXED_PRECISION: each role in its own format, a role the file leaves out (or
+    excludes) in the activation dtype."""
+    q = spec.quantization
+    assert q is not None
+    per_role = {role: algo_bytes(algo, group, spec.hidden_size) for role, algo, group in q.mixed}
+    linear = ("attention", "mlp", "experts", "shared_experts")
+    overrides = tuple((role, other if role in skip else per_role.get(role, other)) for role in linear)
+    largest = max(b for _, b in overrides)
+    return WeightFormat(
+        "modelopt",
+        largest,
+        other,
+        overrides=overrides,
+        lm_head_bytes=per_role.get("lm_head") if "lm_head" not in skip else None,
+        note=f"{q.label}: "
+        + ", ".join(f"{role} {b:.4f} B/weight" for role, b in overrides)
+        + "; embeddings, norms and routers in bf16",
     )
 
 
