@@ -58,7 +58,11 @@ def _layers(
     # DeepSeek-V4's sliding window belongs to its compressed attention kind, not to the engine's
     # window groups (`core.kinds.compressed_mla`).
     windows = [(None, False)] * n if f.has("compress_ratios") else _windows(f, family, n, types)
+    # GraniteMoeHybrid: the dense FFN is its shared_mlp (shared_intermediate_size); intermediate_size
+    # is the expert width (transformers modeling_granitemoehybrid GraniteMoeHybridDecoderLayer)
+    granite = family == "granitemoehybrid"
     dense_width = f.integer(
+        *(("shared_intermediate_size",) if granite else ()),
         "intermediate_size_mlp",
         "dense_intermediate_size",
         "intermediate_size",
@@ -129,7 +133,8 @@ def _layer_types(f: Fields, n: int) -> list[str] | None:
 
 def _mixers(f: Fields, n: int, types: list[str] | None) -> list[str]:
     if types is not None:
-        return ["linear_attention" if t == "linear_attention" else "attention" for t in types]
+        # Granite-4 hybrids (GraniteMoeHybridConfig.layer_types): "mamba" layers are Mamba-2 mixers
+        return [t if t in ("linear_attention", "mamba") else "attention" for t in types]
     interval = f.optional_integer("full_attention_interval", kind="layers")
     if interval:
         return ["attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
