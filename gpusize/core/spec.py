@@ -31,11 +31,11 @@ __all__ = [
     "astuple_counts",
 ]
 
-Mixer = Literal["attention", "linear_attention", "mamba", "kimi_delta", "none"]
+Mixer = Literal["attention", "linear_attention", "mamba", "attention_mamba", "kimi_delta", "none"]
 #: The mixer kinds that keep K/V per token in the engine's paged cache (every other kind keeps a
 #: constant state or nothing). Each kind answers for itself in `core.kinds`; tests/core/test_kinds.py
 #: checks this set against the kinds' own `per_token_kv`.
-KV_MIXERS: frozenset[str] = frozenset({"attention"})
+KV_MIXERS: frozenset[str] = frozenset({"attention", "attention_mamba"})
 Ffn = Literal["dense", "moe", "none"]
 
 
@@ -174,6 +174,9 @@ class MambaSpec:
     conv_kernel: int
     proj_bias: bool
     conv_bias: bool
+    #: The gated RMSNorm over the inner width before out_proj (Falcon-H1 `mamba_rms_norm`, false there
+    #: by default; Nemotron-H and Granite always have it).
+    gated_norm: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -31,7 +31,7 @@ def _check_mixers(
         raise ConfigError(
             f"{f.where}: the layers use linear attention but 'linear_num_value_heads' is missing"
         )
-    if "mamba" in mixers and mamba is None:
+    if mixers & {"mamba", "attention_mamba"} and mamba is None:
         raise ConfigError(f"{f.where}: the layers use Mamba blocks but 'mamba_num_heads' is missing")
     if "kimi_delta" in mixers and not f.sub("linear_attn_config").has("num_heads"):
         raise ConfigError(
@@ -54,7 +54,8 @@ def _layers(
     if f.has("block_configs"):
         return _block_config_layers(f, n, heads)
     types = _layer_types(f, n)
-    mixers = _mixers(f, n, types)
+    # Falcon-H1: attention and Mamba-2 side by side in every layer (`core.kinds.attention_mamba`)
+    mixers = ["attention_mamba"] * n if family == "falcon_h1" else _mixers(f, n, types)
     # DeepSeek-V4's sliding window belongs to its compressed attention kind, not to the engine's
     # window groups (`core.kinds.compressed_mla`).
     windows = [(None, False)] * n if f.has("compress_ratios") else _windows(f, family, n, types)
