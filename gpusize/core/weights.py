@@ -228,6 +228,7 @@ def _checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
     skip = _modelopt_skipped(spec) if q.modelopt else _unquantized_roles(q.not_converted)
     if q.method == "modelopt-mixed":
         return _mixed_format(spec, other, skip)
+    o_share = _quantized_o_proj_share(spec) if q.modelopt and "attention" in skip else 0.0
     if q.method == "mxfp4":
         return WeightFormat(
             "mxfp4",
@@ -241,13 +242,16 @@ def _checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
     if q.method == "nvfp4":
         group = q.group_size or NVFP4_GROUP
         per = 0.5 + 1 / group
+        attention = o_share * per + (1 - o_share) * other
         return WeightFormat(
             "nvfp4",
             per,
             other,
             skip,
             note=f"{q.label}: 4-bit values + one fp8 scale per {group} ({per:.4f} bytes per weight); "
-            "the ignored modules, embeddings and lm_head in bf16",
+            "the ignored modules, embeddings and lm_head in bf16"
+            + (f"; the MLA o_proj NVFP4 ({o_share:.1%} of the attention weights)" if o_share else ""),
+            overrides=(("attention", attention),) if o_share else (),
         )
     # 8-bit with a group size (GPTQ/compressed-tensors int8 g128) keeps one fp16 scale per group, below.
     if q.weight_bits == 8 and q.group_size is None:
@@ -289,6 +293,26 @@ def _modelopt_skipped(spec: ModelSpec) -> tuple[str, ...]:
     assert q is not None
     layers = len(spec.layers) or 1 << 30
     return tuple(sorted({role for name in q.not_converted for role in modelopt_roles(name, layers)}))
+
+
+#: The MLA projections a ModelOpt exclude list names one by one (DeepSeek-V3.x NVFP4: q_a_proj,
+#: q_b_proj, kv_a_proj_with_mqa, kv_b_proj and the indexer excluded, o_proj quantized).
+_MLA_PROJECTIONS = ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "indexer", "q_proj")
+
+
+def _quantized_o_proj_share(spec: ModelSpec) -> float:
+    """The share of an MLA model's attention weights in o_proj when its exclude list names the other
+    projections one by one and not o_proj (nvidia/DeepSeek-V3.2-NVFP4), else 0: o_proj is then
+    quantized like the experts (vLLM quantizes every linear the list does not match)."""
+    q = spec.quantization
+    assert q is not None
+    attn = [name for name in q.not_converted if "attn" in name.lower()]
+    named = all(any(f"attn.{proj}" in name for proj in _MLA_PROJECTIONS) for name in attn)
+    if spec.mla is None or not attn or not named or any("o_proj" in name for name in attn):
+        return 0.0
+    layers = sum(1 for layer in spec.layers if layer.mixer == "attention")
+    o_proj = layers * spec.num_attention_heads * spec.mla.v_head_dim * spec.hidden_size
+    return o_proj / spec.params.attention if spec.params.attention else 0.0
 
 
 def _mixed_format(spec: ModelSpec, other: float, skip: tuple[str, ...]) -> WeightFormat:

@@ -45,18 +45,30 @@ def test_fp8_sidecar_is_read_and_stores_one_byte_per_linear_weight() -> None:
 
 
 def test_nvfp4_sidecar_keeps_the_excluded_mla_projections_in_bf16() -> None:
-    # nvidia/DeepSeek-V3.2-NVFP4: experts, shared experts and dense MLPs NVFP4 g16; the MLA and
-    # indexer projections excluded (bf16); the MTP layer (model.layers.61*) is not a decoder layer.
+    # nvidia/DeepSeek-V3.2-NVFP4: experts, shared experts and dense MLPs NVFP4 g16; q_a, q_b, kv_a,
+    # kv_b and the indexer excluded one by one (bf16), so o_proj is NVFP4; the MTP layer
+    # (model.layers.61*) is not a decoder layer.
     spec = spec_of("nvidia--DeepSeek-V3.2-NVFP4")
     q = spec.quantization
     assert q is not None and q.method == "nvfp4" and q.group_size == 16
     fmt = weight_format(spec, "auto")
     assert fmt.unquantized == ("attention", "lm_head")
     c = spec.params
-    linear = (c.experts + c.shared_experts + c.mlp) * NVFP4 + 2.0 * c.attention + 2.0 * c.lm_head
-    assert weights_bytes(spec, fmt, 1) == int(linear + bf16_rest(spec) + rope_cache_bytes(spec, fmt))
-    # 371 GiB, not the 1251.5 GiB of a bf16 reading
-    assert 370 < weights_bytes(spec, fmt, 1) / 2**30 < 372
+    o_proj = 61 * 128 * 128 * 7168  # heads x v_head_dim x hidden in each of the 61 MLA layers
+    attention = o_proj * NVFP4 + (c.attention - o_proj) * 2.0
+    linear = (c.experts + c.shared_experts + c.mlp) * NVFP4 + attention + 2.0 * c.lm_head
+    assert abs(weights_bytes(spec, fmt, 1) - int(linear + bf16_rest(spec) + rope_cache_bytes(spec, fmt))) <= 1
+    # 361.4 GiB, not the 1251.5 GiB of a bf16 reading (nor 371.0 with o_proj in bf16)
+    assert 361 < weights_bytes(spec, fmt, 1) / 2**30 < 362
+
+
+def test_an_excluded_o_proj_keeps_all_attention_bf16() -> None:
+    # as nvidia/GLM-5-NVFP4 does: o_proj named among the excluded MLA projections
+    config = json.loads((DATA / "nvidia--DeepSeek-V3.2-NVFP4" / "config.json").read_text())
+    sidecar = json.loads((DATA / "nvidia--DeepSeek-V3.2-NVFP4" / "hf_quant_config.json").read_text())
+    sidecar["quantization"]["exclude_modules"].append("model.layers.3.self_attn.o_proj")
+    glm_like = parse_config({**config, "quantization_config": sidecar})
+    assert weight_format(glm_like, "auto").role_bytes("attention") == 2.0
 
 
 def test_mixed_precision_sidecar_gives_each_role_its_own_format() -> None:
