@@ -120,3 +120,15 @@ def test_falcon_h1_7b_kv_per_token_and_the_tp_rule() -> None:
     assert len(spec.attention_layers) == 44  # every layer keeps KV, and a state
     assert tp_problem(spec, 4) is None
     assert tp_problem(spec, 8) is not None  # 12 attention heads
+
+
+def test_transformers_and_ollama_keep_the_kv_of_every_falcon_h1_layer() -> None:
+    # Before: the attention half of an attention_mamba layer was dropped (only "attention" kept KV).
+    from gpusize.core.engines import hf_prefill, ollama_estimate
+    from gpusize.core.kinds import mixer_kind
+
+    spec = parse_config(H1_7B)
+    layer = spec.layers[0]
+    assert hf_prefill.layer_kv_bytes(spec, layer, 4096, 2.0) == 4096 * 2 * 2 * 128 * 2
+    state = 4 * mixer_kind(spec, layer).state_elements(spec, layer)
+    assert ollama_estimate.kv_per_layer(spec, 4096, 1, 2.0, 1)[0] == 4096 * 2 * 2 * 128 * 2 + state
