@@ -16,6 +16,7 @@ from gpusize.core import kvcache
 from gpusize.core.engines.vllm import hybrid
 from gpusize.core.parse import parse_config
 from gpusize.errors import ConfigError
+from gpusize.sources.catalog import find_gpu
 from tests.helpers import workload
 
 TINY: dict[str, Any] = {
@@ -111,3 +112,17 @@ def test_mamba_layers_without_their_dimensions_are_refused() -> None:
     broken = {k: v for k, v in TINY.items() if k != "mamba_n_heads"}
     with pytest.raises(ConfigError, match="mamba_num_heads"):
         parse_config(broken)
+
+
+def test_llamacpp_holds_the_recurrent_state_in_f32_per_sequence() -> None:
+    # llama_memory_hybrid: r (conv) and s (SSM) cells in f32, one per sequence (-np = batch); before,
+    # llama.cpp's plan left the state out
+    from gpusize.core.engines import llamacpp
+
+    spec = parse_config(TINY)
+    per_seq = 6 * (3 * 1280 + 8 * 128 * 128) * 4
+    assert llamacpp.llamacpp_state_bytes(spec, 4) == 4 * per_seq
+    got = llamacpp.evaluate(spec, find_gpu("H100"), 1, workload(spec, 4096, batch=4, engine_name="llamacpp"))
+    assert got.per_gpu is not None
+    full, swa = llamacpp.llamacpp_kv_bytes(spec, 4 * 4096)
+    assert got.per_gpu.kv_cache_bytes == full + swa + 4 * per_seq
