@@ -58,3 +58,12 @@ def test_sglang_plan_holds_the_pool_before_the_kv_cache() -> None:
     # the KV pool is what the state pool leaves
     cell = 16 * 2 * 4 // 2 * 256 * 2  # 16 attention layers, 4 KV heads of 256 over TP 2, bf16
     assert got.kv_cache_capacity_tokens == (rest - pool.bytes) // cell
+
+
+def test_flags_set_the_slots_and_the_state_dtype() -> None:
+    qwen = _spec("Qwen__Qwen3.5-27B")
+    work = workload(qwen, 32768, engine_name="sglang", max_mamba_cache_size=64, mamba_ssm_dtype="bfloat16")
+    per_req = 48 * (3 * 10240 // 2 * 2 + 48 // 2 * 128 * 128 * 2)  # TP 2, the state in bf16
+    assert mamba_cache_per_req(qwen, 2, work) == per_req
+    (pool,) = sglang_mamba_pool(qwen, 2, 40 * GIB, work)
+    assert pool.bytes == 64 * per_req and "--max-mamba-cache-size" in pool.how

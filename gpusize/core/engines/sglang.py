@@ -110,7 +110,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     free_before = gpu.visible_bytes - context - work.reserved_bytes
     budget = int(free_before * fraction)
     held = reserves_of(SGLANG_RESERVES, spec, gpu, tp, work)
-    held += sglang_mamba_pool(spec, attn_tp, budget - weights - total_bytes(held))  # before the KV pool
+    held += sglang_mamba_pool(spec, attn_tp, budget - weights - total_bytes(held), work)  # before the KV
     cell = budgeted_cell(spec, work, cell)  # from 0.5.14 the draft's KV shares each token's cell
     pool = budget - weights - total_bytes(held)
     capacity = max(pool, 0) // cell if cell else 0

@@ -22,10 +22,10 @@ ratio`: The ratio of mamba state memory to full kv cache memory. The default is 
 excerpts of these files held by the code-search index, not at a release tag (the sglang snapshot is
 larger than the fetch limit).
 
-Not modelled yet: --max-mamba-cache-size, --mamba-ssm-dtype and --mamba-full-memory-ratio as flags,
---disable-radix-cache (slots = max_running_requests instead), MambaRadixCacheV2's two extra
-ping-pong slots per request, and speculative decoding's state per draft token; the default above is
-what a plain launch allocates.
+--max-mamba-cache-size sets the slots, --mamba-ssm-dtype the recurrent state's dtype. Not modelled
+yet: --mamba-full-memory-ratio, --disable-radix-cache (slots = max_running_requests instead),
+MambaRadixCacheV2's two extra ping-pong slots per request, and speculative decoding's state per draft
+token; the default above is what a plain launch allocates.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from __future__ import annotations
 from gpusize.core.kinds import mixer_kind
 from gpusize.core.reserves import Reserve
 from gpusize.core.spec import ModelSpec
+from gpusize.core.workload import Workload
 from gpusize.units import DTYPE_BYTES, GIB
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "MAMBA_SSM_DEFAULT",
     "mamba_cache_per_req",
     "sglang_mamba_pool",
+    "ssm_dtype",
 ]
 
 #: server_args.py `mamba_full_memory_ratio: float = 0.9`: the state pool's bytes over the KV pool's.
@@ -51,9 +53,19 @@ MAMBA_CONV_BYTES = 2
 MAMBA_SSM_DEFAULT = "fp32"
 
 
-def mamba_cache_per_req(spec: ModelSpec, tp: int) -> int:
+#: --mamba-ssm-dtype values as gpusize dtype names.
+_SSM_FLAG = {"float32": "fp32", "bfloat16": "bf16"}
+
+
+def ssm_dtype(spec: ModelSpec, work: Workload | None = None) -> str:
+    """--mamba-ssm-dtype, else the config's mamba_ssm_dtype, else float32 (mamba_utils.py)."""
+    flag = work.engine.mamba_ssm_dtype if work is not None else None
+    return _SSM_FLAG[flag] if flag else spec.ssm_state_dtype or MAMBA_SSM_DEFAULT
+
+
+def mamba_cache_per_req(spec: ModelSpec, tp: int, work: Workload | None = None) -> int:
     """Bytes of one request's state slot on one GPU of a `tp`-way split: every recurrent layer."""
-    ssm = DTYPE_BYTES[spec.ssm_state_dtype or MAMBA_SSM_DEFAULT]
+    ssm = DTYPE_BYTES[ssm_dtype(spec, work)]
     return sum(
         mixer_kind(spec, layer).state_bytes(spec, layer, tp, MAMBA_CONV_BYTES, ssm)
         for layer in spec.layers
@@ -61,21 +73,30 @@ def mamba_cache_per_req(spec: ModelSpec, tp: int) -> int:
     )
 
 
-def sglang_mamba_pool(spec: ModelSpec, tp: int, rest_bytes: int) -> tuple[Reserve, ...]:
+def sglang_mamba_pool(
+    spec: ModelSpec, tp: int, rest_bytes: int, work: Workload | None = None
+) -> tuple[Reserve, ...]:
     """The state pool SGLang allocates before the KV pool out of `rest_bytes` (the static budget
-    after the weights and the other reserves), or nothing for a model without recurrent layers."""
-    per_req = mamba_cache_per_req(spec, tp)
+    after the weights and the other reserves), or nothing for a model without recurrent layers:
+    --max-mamba-cache-size slots when given, else the mamba_full_memory_ratio share."""
+    per_req = mamba_cache_per_req(spec, tp, work)
     if per_req <= 0 or rest_bytes <= 0:
         return ()
-    share = rest_bytes * MAMBA_FULL_MEMORY_RATIO / (1 + MAMBA_FULL_MEMORY_RATIO)
-    slots = int(share // per_req)
+    given = work.engine.max_mamba_cache_size if work is not None else None
+    if given:
+        slots, why = given, "--max-mamba-cache-size"
+    else:
+        share = rest_bytes * MAMBA_FULL_MEMORY_RATIO / (1 + MAMBA_FULL_MEMORY_RATIO)
+        slots = int(share // per_req)
+        why = (
+            f"{MAMBA_FULL_MEMORY_RATIO} / {1 + MAMBA_FULL_MEMORY_RATIO:g} of the static budget left "
+            "after the weights (mamba_full_memory_ratio)"
+        )
     return (
         Reserve(
             "mamba_pool",
             slots * per_req,
-            f"SGLang's state pool: {slots:,} slots (max_mamba_cache_size) of "
-            f"{per_req / GIB * 1024:.1f} MiB, {MAMBA_FULL_MEMORY_RATIO} / {1 + MAMBA_FULL_MEMORY_RATIO:g} "
-            "of the static budget left after the weights (mamba_full_memory_ratio); conv state bf16, "
-            f"recurrent state {spec.ssm_state_dtype or MAMBA_SSM_DEFAULT}",
+            f"SGLang's state pool: {slots:,} slots (max_mamba_cache_size) of {per_req / GIB * 1024:.1f} "
+            f"MiB, {why}; conv state bf16, recurrent state {ssm_dtype(spec, work)}",
         ),
     )
