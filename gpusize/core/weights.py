@@ -292,7 +292,15 @@ def _modelopt_skipped(spec: ModelSpec) -> tuple[str, ...]:
     q = spec.quantization
     assert q is not None
     layers = len(spec.layers) or 1 << 30
-    return tuple(sorted({role for name in q.not_converted for role in modelopt_roles(name, layers)}))
+    roles = {role for name in q.not_converted for role in modelopt_roles(name, layers)}
+    if "mlp" in roles and spec.family in _MLP_AS_SHARED:
+        roles.add("shared_experts")
+    return tuple(sorted(roles))
+
+
+#: Families whose `mlp` module is the dense MLP beside the routed experts, which gpusize counts with
+#: the shared experts (Gemma 4: `layers.N.mlp` and `layers.N.experts`; core/parse/mixers.py `_moe`).
+_MLP_AS_SHARED = frozenset({"gemma4_text"})
 
 
 #: The MLA projections a ModelOpt exclude list names one by one (DeepSeek-V3.x NVFP4: q_a_proj,

@@ -107,10 +107,12 @@ def test_modelopt_inline_without_quant_method_is_named_by_its_producer() -> None
 
 def test_nvfp4_moe_keeps_its_dense_mlp_and_attention_bf16_when_excluded() -> None:
     # nvidia/Gemma-4-26B-A4B-NVFP4 excludes `layers.N.mlp*` and `self_attn*`: only the experts are NVFP4
+    # (Gemma 4's `mlp` is the dense MLP beside the experts, which gpusize counts as a shared expert)
     spec = spec_of("nvidia--Gemma-4-26B-A4B-NVFP4")
     fmt = weight_format(spec, "auto")
     assert fmt.role_bytes("experts") == NVFP4
-    assert fmt.role_bytes("mlp") == 2.0 and fmt.role_bytes("attention") == 2.0
+    assert spec.params.shared_experts > 0 and fmt.role_bytes("shared_experts") == 2.0
+    assert fmt.role_bytes("attention") == 2.0
 
 
 @pytest.mark.parametrize(
