@@ -176,6 +176,17 @@ FAMILIES: dict[str, Family] = {
     "llama4_text": Family(),
     "nemotron_h": Family(mlp_bias=Bias("mlp_bias", False), gated_mlp=False),
     "nemotron-nas": Family(),
+    # GraniteMoeHybridConfig (Granite-4.0-H): `layer_types` of mamba / attention mixers (Mamba-2 as
+    # in Bamba, GQA without rope when position_embedding_type is nope), every layer with a gated
+    # shared MLP (shared_intermediate_size) and, when num_local_experts > 0, routed experts of
+    # intermediate_size; scalar multipliers (embedding, attention, residual, logits) hold no tensor.
+    "granitemoehybrid": Family(),
+    # FalconH1Config / modeling_falcon_h1: Llama attention (head_dim) and a Mamba-2 mixer in every
+    # layer, a gated MLP (mlp_bias), input and pre-FFN RMSNorms; the Mamba gated norm only with
+    # mamba_rms_norm (default false). The mup multipliers (embedding, lm_head, attention in/out, key,
+    # ssm in/out, ssm_multipliers, mlp_multipliers) are scalars and the `mup_vector` a non-persistent
+    # buffer: no weights.
+    "falcon_h1": Family(defaults={"mamba_rms_norm": False}),
     # SmolLM3Config: a Llama decoder (NoPE on every 4th layer changes no tensor), tied by default.
     "smollm3": Family(tie_default=True),
     # GraniteConfig: Llama shapes plus scalar multipliers (embedding, attention, residual, logits).

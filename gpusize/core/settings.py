@@ -95,6 +95,9 @@ _PAGED: tuple[EngineName, ...] = ("vllm", "sglang")
 #: SGLang's speculative decoding flags came with EAGLE (sgl-project/sglang#2150, merged 2025-01-02);
 #: 0.4.4 is the first release gpusize models that certainly has them.
 _SGLANG_SPECULATIVE = "0.4.4"
+#: SGLang's state pool flags came with Qwen3-Next (--max-mamba-cache-size) and sgl-project/sglang#10258
+#: (--mamba-ssm-dtype, merged 2025-09-10); 0.5.3 is the first release gpusize models certainly after.
+_SGLANG_MAMBA = "0.5.3"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -292,6 +295,27 @@ class EngineSettings:
         low=1,
         high=1 << 20,
         launch="--max-running-requests",
+    )
+    #: SGLang's state pool of recurrent hybrids (core/engines/sglang_mamba.py).
+    max_mamba_cache_size: int | None = _setting(
+        None,
+        flag="--max-mamba-cache-size",
+        engines=("sglang",),
+        help="state slots of a recurrent hybrid's state pool (default: 0.9 / 1.9 of the memory left "
+        "after the weights).",
+        low=1,
+        high=1 << 20,
+        launch="--max-mamba-cache-size",
+        since=_SGLANG_MAMBA,
+    )
+    mamba_ssm_dtype: str | None = _setting(
+        None,
+        flag="--mamba-ssm-dtype",
+        engines=("sglang",),
+        help="dtype of a recurrent hybrid's state (default float32, or the config's mamba_ssm_dtype).",
+        choices=("float32", "bfloat16"),
+        launch="--mamba-ssm-dtype",
+        since=_SGLANG_MAMBA,
     )
     #: SGLang data-parallel attention: attention (and the KV cache) split into dp_size groups of
     #: tp_size // dp_size GPUs, each serving its own requests; the MoE and MLP layers stay on all tp.

@@ -31,11 +31,11 @@ __all__ = [
     "astuple_counts",
 ]
 
-Mixer = Literal["attention", "linear_attention", "mamba", "kimi_delta", "none"]
+Mixer = Literal["attention", "linear_attention", "mamba", "attention_mamba", "kimi_delta", "none"]
 #: The mixer kinds that keep K/V per token in the engine's paged cache (every other kind keeps a
 #: constant state or nothing). Each kind answers for itself in `core.kinds`; tests/core/test_kinds.py
 #: checks this set against the kinds' own `per_token_kv`.
-KV_MIXERS: frozenset[str] = frozenset({"attention"})
+KV_MIXERS: frozenset[str] = frozenset({"attention", "attention_mamba"})
 Ffn = Literal["dense", "moe", "none"]
 
 
@@ -174,6 +174,9 @@ class MambaSpec:
     conv_kernel: int
     proj_bias: bool
     conv_bias: bool
+    #: The gated RMSNorm over the inner width before out_proj (Falcon-H1 `mamba_rms_norm`, false there
+    #: by default; Nemotron-H and Granite always have it).
+    gated_norm: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,7 +205,7 @@ class VisionSpec:
 class QuantSpec:
     """What a checkpoint's quantization_config says is stored, and what it leaves unquantized."""
 
-    method: str  # fp8 | mxfp4 | gptq | awq | compressed-tensors | bitsandbytes
+    method: str  # fp8 | mxfp4 | nvfp4 | modelopt-mixed | gptq | awq | compressed-tensors | bitsandbytes
     weight_bits: int
     label: str
     group_size: int | None = None
@@ -212,6 +215,13 @@ class QuantSpec:
     #: The routed experts' own storage when the config says so beside the quantization_config
     #: (DeepSeek-V4 `expert_dtype: fp4`), else None.
     expert_format: str | None = None
+    #: FP8 with one fp32 scale per tensor (ModelOpt FP8), not per output channel.
+    per_tensor: bool = False
+    #: ModelOpt MIXED_PRECISION: (role, quant_algo, group) per linear role it quantizes (attention,
+    #: mlp, experts, shared_experts, lm_head); a role not listed stays in the activation dtype.
+    mixed: tuple[tuple[str, str, int], ...] = ()
+    #: Written by NVIDIA ModelOpt: its module names map onto roles (core/modelopt.py).
+    modelopt: bool = False
 
 
 @dataclass(frozen=True)

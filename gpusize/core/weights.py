@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from gpusize.core.gguf_quant import FTYPES, GGML_TYPES, SMALL_TYPE, bits_of, ftype_name
 from gpusize.core.gguf_tensors import gguf_layer_bytes
 from gpusize.core.kinds.attention import head_width, value_width
+from gpusize.core.modelopt import algo_bytes, modelopt_roles
 from gpusize.core.params import layer_params
 from gpusize.core.spec import LayerSpec, ModelSpec
 from gpusize.units import DTYPE_BYTES, GIB
@@ -61,6 +62,9 @@ class WeightFormat:
 
     def role_bytes(self, role: str) -> float:
         """Bytes per weight of one linear role (attention, mlp, experts, shared_experts)."""
+        for name, per in self.overrides:
+            if name == role:
+                return per
         if role in self.unquantized:
             return self.other_bytes
         if role == "experts" and self.expert_bytes is not None:
@@ -75,6 +79,8 @@ class WeightFormat:
     embedding_bytes: float | None = None
     lm_head_bytes: float | None = None
     small_bytes: float | None = None
+    #: (role, bytes per weight) where each role has its own format (ModelOpt MIXED_PRECISION).
+    overrides: tuple[tuple[str, float], ...] = ()
 
 
 #: DeepSeek's FP4 experts (`expert_dtype: fp4`): e2m1 values, two per byte, and one ue8m0 scale per
@@ -220,7 +226,10 @@ def activation_dtype(spec: ModelSpec) -> str:
 def _checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
     q = spec.quantization
     assert q is not None
-    skip = _unquantized_roles(q.not_converted)
+    skip = _modelopt_skipped(spec) if q.modelopt else _unquantized_roles(q.not_converted)
+    if q.method == "modelopt-mixed":
+        return _mixed_format(spec, other, skip)
+    o_share = _quantized_o_proj_share(spec) if q.modelopt and "attention" in skip else 0.0
     if q.method == "mxfp4":
         return WeightFormat(
             "mxfp4",
@@ -234,19 +243,24 @@ def _checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
     if q.method == "nvfp4":
         group = q.group_size or NVFP4_GROUP
         per = 0.5 + 1 / group
+        attention = o_share * per + (1 - o_share) * other
         return WeightFormat(
             "nvfp4",
             per,
             other,
             skip,
             note=f"{q.label}: 4-bit values + one fp8 scale per {group} ({per:.4f} bytes per weight); "
-            "the ignored modules, embeddings and lm_head in bf16",
+            "the ignored modules, embeddings and lm_head in bf16"
+            + (f"; the MLA o_proj NVFP4 ({o_share:.1%} of the attention weights)" if o_share else ""),
+            overrides=(("attention", attention),) if o_share else (),
         )
     # 8-bit with a group size (GPTQ/compressed-tensors int8 g128) keeps one fp16 scale per group, below.
     if q.weight_bits == 8 and q.group_size is None:
         scale = (
             4 / (q.block_size[0] * q.block_size[1])
             if q.block_size
+            else 0.0
+            if q.per_tensor  # one fp32 per tensor (ModelOpt FP8): none per weight
             else (FP8_CHANNEL_SCALE_BYTES / spec.hidden_size)
         )
         if q.expert_format == "fp4":
@@ -271,6 +285,63 @@ def _checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
         other,
         skip,
         note=f"{q.label}: {per:.4f} bytes per weight with scales; embeddings and lm_head in bf16",
+    )
+
+
+def _modelopt_skipped(spec: ModelSpec) -> tuple[str, ...]:
+    """The linear roles a ModelOpt checkpoint's exclude_modules / ignore list keeps unquantized."""
+    q = spec.quantization
+    assert q is not None
+    layers = len(spec.layers) or 1 << 30
+    roles = {role for name in q.not_converted for role in modelopt_roles(name, layers)}
+    if "mlp" in roles and spec.family in _MLP_AS_SHARED:
+        roles.add("shared_experts")
+    return tuple(sorted(roles))
+
+
+#: Families whose `mlp` module is the dense MLP beside the routed experts, which gpusize counts with
+#: the shared experts (Gemma 4: `layers.N.mlp` and `layers.N.experts`; core/parse/mixers.py `_moe`).
+_MLP_AS_SHARED = frozenset({"gemma4_text"})
+
+
+#: The MLA projections a ModelOpt exclude list names one by one (DeepSeek-V3.x NVFP4: q_a_proj,
+#: q_b_proj, kv_a_proj_with_mqa, kv_b_proj and the indexer excluded, o_proj quantized).
+_MLA_PROJECTIONS = ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "indexer", "q_proj")
+
+
+def _quantized_o_proj_share(spec: ModelSpec) -> float:
+    """The share of an MLA model's attention weights in o_proj when its exclude list names the other
+    projections one by one and not o_proj (nvidia/DeepSeek-V3.2-NVFP4), else 0: o_proj is then
+    quantized like the experts (vLLM quantizes every linear the list does not match)."""
+    q = spec.quantization
+    assert q is not None
+    attn = [name for name in q.not_converted if "attn" in name.lower()]
+    named = all(any(f"attn.{proj}" in name for proj in _MLA_PROJECTIONS) for name in attn)
+    if spec.mla is None or not attn or not named or any("o_proj" in name for name in attn):
+        return 0.0
+    layers = sum(1 for layer in spec.layers if layer.mixer == "attention")
+    o_proj = layers * spec.num_attention_heads * spec.mla.v_head_dim * spec.hidden_size
+    return o_proj / spec.params.attention if spec.params.attention else 0.0
+
+
+def _mixed_format(spec: ModelSpec, other: float, skip: tuple[str, ...]) -> WeightFormat:
+    """ModelOpt MIXED_PRECISION: each role in its own format, a role the file leaves out (or
+    excludes) in the activation dtype."""
+    q = spec.quantization
+    assert q is not None
+    per_role = {role: algo_bytes(algo, group, spec.hidden_size) for role, algo, group in q.mixed}
+    linear = ("attention", "mlp", "experts", "shared_experts")
+    overrides = tuple((role, other if role in skip else per_role.get(role, other)) for role in linear)
+    largest = max(b for _, b in overrides)
+    return WeightFormat(
+        "modelopt",
+        largest,
+        other,
+        overrides=overrides,
+        lm_head_bytes=per_role.get("lm_head") if "lm_head" not in skip else None,
+        note=f"{q.label}: "
+        + ", ".join(f"{role} {b:.4f} B/weight" for role, b in overrides)
+        + "; embeddings, norms and routers in bf16",
     )
 
 

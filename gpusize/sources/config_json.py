@@ -8,10 +8,23 @@ from typing import Any
 
 from gpusize.errors import ConfigError
 
-__all__ = ["MAX_CONFIG_BYTES", "load_config", "read_config_json", "shown_path"]
+__all__ = [
+    "MAX_CONFIG_BYTES",
+    "QUANT_SIDECAR",
+    "load_config",
+    "needs_sidecar",
+    "read_config_json",
+    "shown_path",
+    "with_sidecar",
+]
 
 #: A config.json larger than this is not a config (a user pointed at weights by mistake).
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
+#: Where NVIDIA ModelOpt 0.29 and before (and many NVFP4/FP8 checkpoints since) keep the quantization,
+#: beside config.json; vLLM reads it when config.json has no quantization_config
+#: (vllm/transformers_utils/config.py: "ModelOpt 0.29.0 and before saves the quantization config in a
+#: separate hf_quant_config.json in the same directory as the model config file").
+QUANT_SIDECAR = "hf_quant_config.json"
 
 
 def load_config(path: Path) -> dict[str, Any]:
@@ -22,7 +35,30 @@ def load_config(path: Path) -> dict[str, Any]:
             raise ConfigError(f"{shown_path(path)}: no config.json in this folder")
     except OSError as exc:
         raise ConfigError(f"{shown_path(path)}: cannot read ({exc.strerror or exc})") from None
-    return read_config_json(file, shown_path(file))
+    config = read_config_json(file, shown_path(file))
+    sidecar = file.parent / QUANT_SIDECAR
+    if file.name == "config.json" and needs_sidecar(config):
+        try:
+            present = sidecar.is_file()
+        except OSError:
+            present = False
+        if present:
+            return with_sidecar(config, read_config_json(sidecar, shown_path(sidecar)))
+    return config
+
+
+def needs_sidecar(config: dict[str, Any]) -> bool:
+    """True when config.json states no quantization_config (top level or text_config), so that an
+    hf_quant_config.json beside it is the checkpoint's quantization, as vLLM reads it."""
+    text = config.get("text_config")
+    nested = text.get("quantization_config") if isinstance(text, dict) else None
+    return config.get("quantization_config") is None and nested is None
+
+
+def with_sidecar(config: dict[str, Any], sidecar: dict[str, Any]) -> dict[str, Any]:
+    """config.json with its hf_quant_config.json as the quantization_config (vLLM: `config.quantization_config
+    = quantization_config`, the file's `producer` and `quantization` objects as they are)."""
+    return {**config, "quantization_config": sidecar}
 
 
 def read_config_json(file: Path, where: str) -> dict[str, Any]:
@@ -36,6 +72,11 @@ def read_config_json(file: Path, where: str) -> dict[str, Any]:
         raise ConfigError(
             f"{where}: larger than {MAX_CONFIG_BYTES // (1 << 20)} MiB, too large to be a config.json"
         )
+    return decode_config(raw, where)
+
+
+def decode_config(raw: bytes, where: str) -> dict[str, Any]:
+    """Decode the bytes of a config.json (or hf_quant_config.json): UTF-8, a non-empty JSON object."""
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:

@@ -33,13 +33,21 @@ from typing import Any
 
 from gpusize.core.fields import echo
 from gpusize.errors import ConfigError, HubError
-from gpusize.sources.config_json import MAX_CONFIG_BYTES, read_config_json
+from gpusize.sources.config_json import (
+    MAX_CONFIG_BYTES,
+    QUANT_SIDECAR,
+    decode_config,
+    needs_sidecar,
+    read_config_json,
+    with_sidecar,
+)
 from gpusize.sources.hub_errors import (
     budget_error,
     endpoint_error,
     folder_error,
     hub_error,
     not_a_hub_error,
+    not_found,
     outage_error,
     outage_reason,
 )
@@ -119,7 +127,9 @@ def _offline(repo_id: str, revision: str | None) -> HubModel:
             raise
         raise error from None
     commit = _snapshot_commit(path)
-    config = _parse_config(Path(path), f"{repo_id}@{commit[:12]}")
+    config = _cached_sidecar(
+        _parse_config(Path(path), f"{repo_id}@{commit[:12]}"), Path(path).parent, repo_id
+    )
     dtype_elements, notes = _cached_dtype_elements(repo_id, Path(path).parent, "offline")
     return HubModel(
         repo_id, commit, config, dtype_elements, ("config.json from the local Hub cache (offline)", *notes)
@@ -141,6 +151,7 @@ def _online(
     commit = _snapshot_commit(path)
     config = _parse_config(Path(path), f"{repo_id}@{commit[:12]}")
     if unavailable is not None:
+        config = _cached_sidecar(config, Path(path).parent, repo_id)
         dtype_elements, notes = _cached_dtype_elements(repo_id, Path(path).parent, unavailable)
         return HubModel(
             repo_id,
@@ -149,6 +160,16 @@ def _online(
             dtype_elements,
             (f"config.json from the local Hub cache ({unavailable})", *notes),
         )
+    if needs_sidecar(config):
+        try:
+            config = _fetched_sidecar(config, repo_id, commit, token, budget)
+        except BudgetSpent:
+            raise budget_error(repo_id, budget) from None
+        except Exception as exc:
+            error = hub_error(exc, repo_id, revision, budget.request_timeout_s)
+            if error is None:
+                raise
+            raise error from None
     progress.append(HubModel(repo_id, commit, config, None))
     dtype_elements, notes = remote_dtype_elements(repo_id, commit, token, budget)
     if dtype_elements is not None:
@@ -211,6 +232,44 @@ def _fetched_config(
             return _cached_config(repo_id, revision), outage
         except LocalEntryNotFoundError:
             raise outage_error(outage, repo_id, constants.ENDPOINT) from None
+
+
+def _fetched_sidecar(
+    config: dict[str, Any], repo_id: str, commit: str, token: str | None, budget: Budget
+) -> dict[str, Any]:
+    """config.json with the repo's hf_quant_config.json (one HEAD; one GET of at most MAX_CONFIG_BYTES
+    when the repo has it, written into the cache beside config.json) as its quantization_config."""
+    # heavy (about 0.3 s to import): loaded only when the Hub is used
+    from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
+
+    url = hf_hub_url(repo_id, QUANT_SIDECAR, revision=commit)
+    try:
+        meta = get_hf_file_metadata(url, token=token, timeout=budget.request())
+    except Exception as exc:
+        if not_found(exc):
+            return config
+        raise
+    where = f"{repo_id}@{commit[:12]}: {QUANT_SIDECAR}"
+    if meta.size is not None and meta.size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{where} is {meta.size:,} bytes, too large to be a quantization config")
+    try:
+        data = get_bytes(url, token, budget, MAX_CONFIG_BYTES)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}; too large to be a quantization config") from None
+    if meta.etag is not None:
+        with contextlib.suppress(ValueError, OSError):  # the cache copy only serves offline runs
+            store_in_cache(
+                Path(constants.HF_HUB_CACHE), repo_id, None, commit, meta.etag, QUANT_SIDECAR, data
+            )
+    return with_sidecar(config, decode_config(data, where))
+
+
+def _cached_sidecar(config: dict[str, Any], snapshot: Path, repo_id: str) -> dict[str, Any]:
+    """config.json with the cached hf_quant_config.json of the same commit, when the cache holds one."""
+    file = snapshot / QUANT_SIDECAR
+    if not needs_sidecar(config) or not file.is_file():
+        return config
+    return with_sidecar(config, read_config_json(file, f"{repo_id}@{snapshot.name[:12]}: {QUANT_SIDECAR}"))
 
 
 def _cached_blob(repo_id: str, commit: str, etag: str) -> str | None:

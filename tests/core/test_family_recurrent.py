@@ -272,3 +272,26 @@ def test_effective_block_size_is_the_raised_one() -> None:
     work = workload(spec, 32768, version="0.19.0")
     assert vllm.effective_settings(spec, find_gpu("H100"), 4, work)["block_size"] == 784
     assert any("raises the attention block size" in note for note in vllm.model_notes(spec, work))
+
+
+def test_kimi_k3_refusal_names_every_tensor_it_lacks() -> None:
+    """The real Kimi-K3 config (aiconfigurator copy): the refusal lists the latent experts, the MLA
+    output gate, the attention-residual blocks and the full-rank KDA gate, not only the first."""
+    config = _reference("moonshotai__Kimi-Linear-48B-A3B-Instruct") | {
+        "routed_expert_hidden_size": 3584,
+        "mla_use_output_gate": True,
+        "attn_res_block_size": 12,
+    }
+    config["linear_attn_config"] = {**config["linear_attn_config"], "use_full_rank_gate": True}
+    with pytest.raises(ConfigError) as err:
+        parse_config(config)
+    message = str(err.value)
+    for fragment in (
+        "'routed_expert_hidden_size' (3584): latent routed experts",
+        "'mla_use_output_gate' (True): an output gate on the MLA layers",
+        "'attn_res_block_size' (12): attention-residual blocks",
+        "'linear_attn_config.use_full_rank_gate' (True)",
+        "no vLLM or SGLang code",
+    ):
+        assert fragment in message
+    assert "\n" not in message

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from gpusize.core.allocator import Trace
 from gpusize.core.kvcache import expanded_kv_width
-from gpusize.core.spec import LayerSpec, ModelSpec
+from gpusize.core.spec import KV_MIXERS, LayerSpec, ModelSpec
 
 __all__ = [
     "EAGER_FAMILIES",
@@ -78,7 +78,7 @@ class Prefill:
 def layer_kv_bytes(spec: ModelSpec, layer: LayerSpec, tokens: int, kv_bytes: float) -> int:
     """K + V of one layer for `tokens` tokens of one sequence. transformers caches MLA's
     up-projected keys (nope + rope) and values per head, not the latent."""
-    if layer.mixer != "attention":
+    if layer.mixer not in KV_MIXERS:  # Falcon-H1's attention_mamba layers keep KV too
         return 0
     return int(tokens * expanded_kv_width(spec, layer) * kv_bytes)
 
@@ -259,7 +259,7 @@ def prefill_trace(spec: ModelSpec, p: Prefill, workspace: int) -> Trace:
     masks = list(_masks(t, spec, p))
     hidden, caches = embeds, []
     for layer in spec.layers:
-        if layer.mixer == "attention":
+        if layer.mixer in KV_MIXERS:
             k, v, o = _attention(t, spec, layer, p, hidden)
             caches.append((layer, k, v))
         else:

@@ -2,7 +2,8 @@
 
 The input embedding stays on the CPU; layers are offloaded from the end, the output head counting as
 a layer and going first; KV = n_ctx (padded to 256) x layers x (k + v widths) x type size, with
-sliding-window layers holding min(n_ctx, window + n_ubatch) cells; the compute buffer holds the KQ
+sliding-window layers holding min(n_ctx, window + n_ubatch) cells, plus the recurrent layers' f32
+state per sequence (`llamacpp_state_bytes`); the compute buffer holds the KQ
 scores (without flash attention) or the logits of one micro-batch, whichever is larger. With several
 GPUs the layers are split across them (`-sm layer`). Weights come from the GGUF file tensor by tensor
 when there is one, else from config arithmetic.
@@ -16,6 +17,7 @@ from dataclasses import dataclass, replace
 from gpusize.core import runtime
 from gpusize.core.engines.base import EngineModel
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.kinds import state_elements
 from gpusize.core.kvcache import kv_width
 from gpusize.core.levers import Levers, Variant, one
 from gpusize.core.plan import Candidate, PerGpu, context_problem
@@ -37,6 +39,7 @@ __all__ = [
     "llamacpp_compute_bytes",
     "llamacpp_kv_bytes",
     "llamacpp_split",
+    "llamacpp_state_bytes",
     "offload_variant",
     "refusal",
 ]
@@ -103,6 +106,18 @@ def llamacpp_kv_bytes(
     return int(full), int(swa)
 
 
+#: llama.cpp keeps the recurrent layers' conv (r) and SSM (s) states in f32 whatever -ctk/-ctv say
+#: (llama-model.cpp create_memory: llama_memory_recurrent / llama_memory_hybrid built with
+#: GGML_TYPE_F32 for type_r and type_s), one cell per sequence (mem_size = max(1, n_seq_max)).
+LLAMACPP_STATE_BYTES = 4
+
+
+def llamacpp_state_bytes(spec: ModelSpec, n_seq: int = 1) -> int:
+    """Recurrent state of every Mamba-2 / DeltaNet layer for `n_seq` sequences (-np): each layer's
+    n_embd_r (conv window) + n_embd_s (SSM state) elements in f32, per sequence cell."""
+    return state_elements(spec) * LLAMACPP_STATE_BYTES * max(1, n_seq)
+
+
 def llamacpp_compute_bytes(
     spec: ModelSpec,
     n_ctx: int,
@@ -140,6 +155,7 @@ def llamacpp_split(
     n_ctx: int,
     kv_type: str,
     flash_attention: bool,
+    n_seq: int = 1,
 ) -> LlamaCppSplit:
     """Where weights and KV live with `-ngl n_gpu_layers` (the output head counts as one layer,
     offloaded first; the input embedding never leaves the CPU)."""
@@ -151,7 +167,7 @@ def llamacpp_split(
     gpu_weights = sum(gpu_blocks) + (output_bytes if output_on_gpu else 0)
     cpu_weights = sum(layer_bytes) + embd_bytes + output_bytes - gpu_weights
     full, swa = llamacpp_kv_bytes(spec, n_ctx, kv_type)
-    kv_total = full + swa
+    kv_total = full + swa + llamacpp_state_bytes(spec, n_seq)  # the state follows its layers' devices
     gpu_kv = kv_total * blocks_on_gpu // n_layer if n_layer else 0
     compute = (
         llamacpp_compute_bytes(
@@ -213,6 +229,7 @@ def split_candidate(
         n_ctx,
         cache_type(work),
         flash_attention(work),
+        work.batch,
     )
     context = runtime.CUDA_CONTEXT_TP1
     capacity = gpu.visible_bytes - context

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusize.core.kinds import mixer_kind
-from gpusize.core.spec import ModelSpec
+from gpusize.core.spec import KV_MIXERS, ModelSpec
 from gpusize.units import MIB
 
 __all__ = [
@@ -96,8 +96,9 @@ def kv_per_layer(spec: ModelSpec, num_ctx: int, parallel: int, kv_bytes: float, 
     d = 2 * spec.head_dim
     out = []
     for i, layer in enumerate(spec.layers):
-        if layer.mixer != "attention":
-            out.append(4 * mixer_kind(spec, layer).state_elements(spec, layer))
+        state = 4 * mixer_kind(spec, layer).state_elements(spec, layer)  # Falcon-H1: KV and a state
+        if layer.mixer not in KV_MIXERS:
+            out.append(state)
             continue
         width = (
             mixer_kind(spec, layer).kv_width(spec, layer, layer.num_key_value_heads)
@@ -109,7 +110,7 @@ def kv_per_layer(spec: ModelSpec, num_ctx: int, parallel: int, kv_bytes: float, 
             n = parallel * layer.window + batch
         elif arch == "gptoss" and i % 2 == 0:
             n = parallel * _GPTOSS_SLIDING_CELLS + batch
-        out.append(int(n * width * kv_bytes))
+        out.append(int(n * width * kv_bytes) + state)
     return out
 
 

@@ -28,6 +28,7 @@ from gpusize.core.engines.sglang_dp import (
     dp_weight_extra_bytes,
 )
 from gpusize.core.engines.sglang_lora import sglang_lora_host_bytes, sglang_lora_slots
+from gpusize.core.engines.sglang_mamba import sglang_mamba_pool
 from gpusize.core.engines.sglang_speculative import (
     budgeted_cell,
     draft_notes,
@@ -109,6 +110,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     free_before = gpu.visible_bytes - context - work.reserved_bytes
     budget = int(free_before * fraction)
     held = reserves_of(SGLANG_RESERVES, spec, gpu, tp, work)
+    held += sglang_mamba_pool(spec, attn_tp, budget - weights - total_bytes(held), work)  # before the KV
     cell = budgeted_cell(spec, work, cell)  # from 0.5.14 the draft's KV shares each token's cell
     pool = budget - weights - total_bytes(held)
     capacity = max(pool, 0) // cell if cell else 0

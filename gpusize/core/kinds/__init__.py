@@ -24,6 +24,7 @@ from typing import Protocol, runtime_checkable
 
 from gpusize.core.kinds import (
     attention,
+    attention_mamba,
     compressed_mla,
     gated_deltanet,
     kimi_delta,
@@ -83,6 +84,7 @@ MIXERS: dict[str, MixerKind] = {
     "compressed_mla": compressed_mla.KIND,
     "linear_attention": gated_deltanet.KIND,
     "mamba": mamba2.KIND,
+    "attention_mamba": attention_mamba.KIND,
     "kimi_delta": kimi_delta.KIND,
     "none": none.KIND,
 }

@@ -27,7 +27,7 @@ class _Mamba2:
         conv_dim = inner + 2 * mb.n_groups * mb.state_size
         in_out = inner + conv_dim + mb.num_heads
         weights = h * in_out + inner * h
-        small = conv_dim * mb.conv_kernel + conv_dim * mb.conv_bias + 3 * mb.num_heads + inner
+        small = conv_dim * mb.conv_kernel + conv_dim * mb.conv_bias + 3 * mb.num_heads + inner * mb.gated_norm
         small += (in_out + h) * mb.proj_bias
         return ParamCounts(attention=weights, small=small)
 

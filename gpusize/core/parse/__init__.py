@@ -157,18 +157,38 @@ def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, 
     )
 
 
-#: Config keys of architectures whose tensors gpusize does not count yet: sizing the config without
-#: them would be silently wrong, so it is refused naming the key (Kimi-K3's latent routed experts,
-#: gated MLA output and attention residual blocks).
-_UNMODELLED = ("routed_expert_hidden_size", "attn_res_block_size", "mla_use_output_gate")
+#: Config keys of architectures whose tensors gpusize does not count yet, with what each adds: sizing
+#: the config without them would be silently wrong, so it is refused naming every one present
+#: (Kimi-K3, `kimi_linear` text_config: lablup/mlxcel PR #1741 and ggml-org/llama.cpp PR #26185 port
+#: it; no vLLM or SGLang model code for it was in the snapshots read, so there is no engine layout to
+#: size it against).
+_UNMODELLED = {
+    "routed_expert_hidden_size": "latent routed experts (a down-projection, a norm and an "
+    "up-projection around experts of that width)",
+    "mla_use_output_gate": "an output gate on the MLA layers",
+    "attn_res_block_size": "attention-residual blocks (a learned mix of earlier blocks' outputs)",
+}
+#: linear_attn_config keys of the same kind (Kimi-K3's KDA layers: a full-rank output gate).
+_UNMODELLED_KDA = {"use_full_rank_gate": "a full-rank output gate on the KDA layers"}
 
 
 def _refuse_unmodelled(f: Fields) -> None:
-    key = next((k for k in _UNMODELLED if f.raw.get(k) not in (None, False)), None)
-    if key is not None:
+    present = [
+        f"{key!r} ({echo(f.raw[key])}): {what}"
+        for key, what in _UNMODELLED.items()
+        if f.raw.get(key) not in (None, False)
+    ]
+    kda = f.raw.get("linear_attn_config")
+    if present and isinstance(kda, dict):
+        present += [
+            f"'linear_attn_config.{key}' ({echo(kda[key])}): {what}"
+            for key, what in _UNMODELLED_KDA.items()
+            if kda.get(key) not in (None, False)
+        ]
+    if present:
         raise ConfigError(
-            f"{f.where}: {key!r} ({echo(f.raw[key])}) describes tensors gpusize does not count yet; "
-            "the model cannot be sized exactly"
+            f"{f.where}: gpusize does not count these tensors yet: {'; '.join(present)}; "
+            "no vLLM or SGLang code for them was read, so the model cannot be sized exactly"
         )
 
 

@@ -31,7 +31,7 @@ def _check_mixers(
         raise ConfigError(
             f"{f.where}: the layers use linear attention but 'linear_num_value_heads' is missing"
         )
-    if "mamba" in mixers and mamba is None:
+    if mixers & {"mamba", "attention_mamba"} and mamba is None:
         raise ConfigError(f"{f.where}: the layers use Mamba blocks but 'mamba_num_heads' is missing")
     if "kimi_delta" in mixers and not f.sub("linear_attn_config").has("num_heads"):
         raise ConfigError(
@@ -54,11 +54,16 @@ def _layers(
     if f.has("block_configs"):
         return _block_config_layers(f, n, heads)
     types = _layer_types(f, n)
-    mixers = _mixers(f, n, types)
+    # Falcon-H1: attention and Mamba-2 side by side in every layer (`core.kinds.attention_mamba`)
+    mixers = ["attention_mamba"] * n if family == "falcon_h1" else _mixers(f, n, types)
     # DeepSeek-V4's sliding window belongs to its compressed attention kind, not to the engine's
     # window groups (`core.kinds.compressed_mla`).
     windows = [(None, False)] * n if f.has("compress_ratios") else _windows(f, family, n, types)
+    # GraniteMoeHybrid: the dense FFN is its shared_mlp (shared_intermediate_size); intermediate_size
+    # is the expert width (transformers modeling_granitemoehybrid GraniteMoeHybridDecoderLayer)
+    granite = family == "granitemoehybrid"
     dense_width = f.integer(
+        *(("shared_intermediate_size",) if granite else ()),
         "intermediate_size_mlp",
         "dense_intermediate_size",
         "intermediate_size",
@@ -129,7 +134,8 @@ def _layer_types(f: Fields, n: int) -> list[str] | None:
 
 def _mixers(f: Fields, n: int, types: list[str] | None) -> list[str]:
     if types is not None:
-        return ["linear_attention" if t == "linear_attention" else "attention" for t in types]
+        # Granite-4 hybrids (GraniteMoeHybridConfig.layer_types): "mamba" layers are Mamba-2 mixers
+        return [t if t in ("linear_attention", "mamba") else "attention" for t in types]
     interval = f.optional_integer("full_attention_interval", kind="layers")
     if interval:
         return ["attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]

@@ -51,6 +51,8 @@ def _moe(f: Fields, model_type: str) -> MoESpec | None:
         shared = shared_n * width
     elif shared_width:
         shared = shared_width
+    elif model_type == "granitemoehybrid":  # GraniteMoeSharedMLP beside the experts, in every layer
+        shared = f.integer("shared_intermediate_size", kind="width", default=0, minimum=0)
     elif model_type == "gemma4_text":  # Gemma 4: the dense MLP runs beside the routed experts
         shared = f.integer("intermediate_size", kind="width")
     else:
@@ -127,16 +129,28 @@ def _linear_attention(f: Fields) -> LinearAttentionSpec | None:
 
 
 def _mamba(f: Fields) -> MambaSpec | None:
-    if not f.has("mamba_num_heads"):
+    """Mamba-2 dimensions: NemotronHConfig names (mamba_num_heads, ssm_state_size, n_groups,
+    conv_kernel, use_conv_bias), else GraniteMoeHybridConfig / FalconH1Config names (mamba_n_heads,
+    mamba_d_head, mamba_d_state, mamba_n_groups, mamba_d_conv, mamba_conv_bias)."""
+    if not f.has("mamba_num_heads") and not f.has("mamba_n_heads"):
         return None
+    heads = f.integer("mamba_num_heads", "mamba_n_heads", kind="heads")
+    if f.raw.get("mamba_d_head") == "auto":  # FalconH1Config: d_ssm split over the heads
+        head_dim = f.integer("mamba_d_ssm", kind="width") // heads
+    else:
+        head_dim = f.integer("mamba_head_dim", "mamba_d_head", kind="width")
+    inner = f.optional_integer("mamba_d_ssm", kind="width")
+    if inner is not None and inner != heads * head_dim:
+        raise f.fail("mamba_d_ssm", f"must equal mamba_n_heads x mamba_d_head ({heads * head_dim})", inner)
     return MambaSpec(
-        num_heads=f.integer("mamba_num_heads", kind="heads"),
-        head_dim=f.integer("mamba_head_dim", kind="width"),
-        state_size=f.integer("ssm_state_size", kind="width"),
-        n_groups=f.integer("n_groups", kind="heads", default=1),
-        conv_kernel=f.integer("conv_kernel", kind="small", default=4),
+        num_heads=heads,
+        head_dim=head_dim,
+        state_size=f.integer("ssm_state_size", "mamba_d_state", kind="width"),
+        n_groups=f.integer("n_groups", "mamba_n_groups", kind="heads", default=1),
+        conv_kernel=f.integer("conv_kernel", "mamba_d_conv", kind="small", default=4),
         proj_bias=f.boolean("mamba_proj_bias", default=False),
-        conv_bias=f.boolean("use_conv_bias", default=True),
+        conv_bias=f.boolean("use_conv_bias", "mamba_conv_bias", default=True),
+        gated_norm=f.boolean("mamba_rms_norm", default=True),
     )
 
 

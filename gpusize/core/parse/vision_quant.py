@@ -8,13 +8,24 @@ from typing import Any
 
 from gpusize.core import vision as vision_towers
 from gpusize.core.fields import Fields, echo
+from gpusize.core.modelopt import MODELOPT_ALGOS, MODELOPT_FP8_BLOCK, MXFP8_GROUP, algo_bytes, modelopt_roles
 from gpusize.core.spec import (
     QuantSpec,
     VisionSpec,
 )
 from gpusize.errors import ConfigError
 
-__all__ = ["_vision", "_quant"]
+__all__ = ["_quant", "_vision"]
+
+
+def _decoder_layers(text: dict[str, Any]) -> int:
+    """The decoder's layer count as the config states it (a module numbered at or past it is an MTP
+    layer); a config without one (Nemotron-3 Ultra lists its layers) counts as unbounded."""
+    value = text.get("num_hidden_layers")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    listed = text.get("layers_block_type")
+    return len(listed) if isinstance(listed, list) and listed else 1 << 30
 
 
 def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
@@ -92,6 +103,19 @@ def _quant(config: dict[str, Any], text: dict[str, Any], where: str) -> QuantSpe
         raise ConfigError(f"{where}: 'quantization_config' must be an object, got {echo(raw)}")
     q = Fields(raw, f"{where}: quantization_config")
     method = (q.string("quant_method", default="") or "").lower()
+    producer = raw.get("producer")
+    if not method and isinstance(producer, dict) and producer.get("name") == "modelopt":
+        # ModelOpt 0.31 and after write the quantization inline without a quant_method; vLLM names it
+        # from the producer (ModelConfig._parse_quant_hf_config: producer "modelopt" -> modelopt)
+        method = "modelopt"
+    sidecar = raw.get("quantization")
+    if isinstance(sidecar, dict) and method in ("", "modelopt"):
+        # an hf_quant_config.json (ModelOpt 0.29 and before) read beside config.json: vLLM takes it
+        # as the quantization_config (vllm/transformers_utils/config.py, "ModelOpt 0.29.0 and before
+        # saves the quantization config in a separate hf_quant_config.json"), the format in its
+        # `quantization` object (ModelOptFp8Config.from_config: `if "quantization" in config`)
+        q = Fields(sidecar, f"{where}: hf_quant_config.json quantization")
+        return _modelopt(q, _skip_list(q), _decoder_layers(text))
     skip = _skip_list(q)
     if method == "fp8":
         block = q.int_list("weight_block_size", kind="width", minimum=1)
@@ -119,8 +143,8 @@ def _quant(config: dict[str, Any], text: dict[str, Any], where: str) -> QuantSpe
         return _gptq_awq(q, method, skip)
     if method == "compressed-tensors":
         return _compressed_tensors(q, skip)
-    if method == "modelopt":
-        return _modelopt(q, skip)
+    if method in ("modelopt", "modelopt_fp4", "modelopt_mixed"):
+        return _modelopt(q, skip, _decoder_layers(text))
     if method == "bitsandbytes":
         four, eight = q.boolean("load_in_4bit", default=False), q.boolean("load_in_8bit", default=False)
         if four and eight:  # transformers' BitsAndBytesConfig.post_init refuses the pair the same way
@@ -143,7 +167,7 @@ def _quant(config: dict[str, Any], text: dict[str, Any], where: str) -> QuantSpe
 
 
 def _skip_list(q: Fields, *keys: str) -> tuple[str, ...]:
-    key, value = q.first(*(keys or ("modules_to_not_convert", "ignored_layers", "ignore")))
+    key, value = q.first(*(keys or ("modules_to_not_convert", "ignored_layers", "ignore", "exclude_modules")))
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -151,25 +175,117 @@ def _skip_list(q: Fields, *keys: str) -> tuple[str, ...]:
     return tuple(v[:200] for v in value[:100_000])
 
 
-def _modelopt(q: Fields, skip: tuple[str, ...]) -> QuantSpec:
-    """NVIDIA ModelOpt checkpoints (quant_method modelopt): NVFP4 = e2m1 weights with one fp8 scale
-    per 16 (quant_algo NVFP4, group_size 16), the `ignore` modules left in the activation dtype."""
+def _modelopt(q: Fields, skip: tuple[str, ...], layers: int) -> QuantSpec:
+    """NVIDIA ModelOpt checkpoints (quant_method modelopt, or the `quantization` object of an
+    hf_quant_config.json beside config.json): NVFP4 = e2m1 weights with one fp8 scale per 16
+    (group_size 16) and one fp32 global scale per tensor; FP8 = e4m3 weights with one fp32 scale per
+    tensor; MIXED_PRECISION = one of these per module (`quantized_layers`), the modules it does not
+    name left in the activation dtype. `exclude_modules` / `ignore` stay in the activation dtype.
+
+    The KV cache stays in the activation dtype under `--kv-cache-dtype auto` even where the file says
+    `kv_cache_quant_algo: FP8`: vLLM reads it to load the calibrated scales, and `auto` still resolves
+    to the model dtype (vllm-project/vllm issue #34752, open; PRs #34953, #37034 and #47100 to change
+    it were closed unmerged); pass --kv-dtype fp8 for what `--kv-cache-dtype fp8` gives."""
     algo = (q.string("quant_algo", default="") or "").upper()
-    if algo != "NVFP4":
-        raise q.fail("quant_algo", "is not a ModelOpt format gpusize sizes (NVFP4)", algo)
-    group = 16
+    kv_algo, scheme = q.raw.get("kv_cache_quant_algo"), q.raw.get("kv_cache_scheme")
+    kv_fp8 = (
+        (isinstance(kv_algo, str) and kv_algo.upper() == "FP8")
+        or (isinstance(scheme, dict) and scheme.get("num_bits") == 8 and scheme.get("type") == "float")
+        or (isinstance(scheme, str) and scheme.upper() == "FP8")
+    )
+    kv_note = ", KV scales FP8" if kv_fp8 else ""
+    if algo == "MIXED_PRECISION":
+        return _modelopt_mixed(q, skip, layers, kv_note)
+    if algo not in MODELOPT_ALGOS:
+        raise q.fail(
+            "quant_algo",
+            f"is not a ModelOpt format gpusize sizes ({', '.join(MODELOPT_ALGOS)}, MIXED_PRECISION)",
+            algo,
+        )
+    group = _modelopt_group(q, algo)
+    if algo in ("NVFP4", "W4A16_NVFP4"):
+        return QuantSpec(
+            method="nvfp4",
+            weight_bits=4,
+            group_size=group,
+            not_converted=skip,
+            modelopt=True,
+            label=f"NVFP4 (ModelOpt{'' if algo == 'NVFP4' else ' W4A16'}, g{group}{kv_note})",
+        )
+    if algo == "MXFP8":
+        roles = ("attention", "experts", "mlp", "shared_experts")
+        return QuantSpec(
+            method="modelopt-mixed",
+            weight_bits=8,
+            label=f"MXFP8 (ModelOpt{kv_note})",
+            not_converted=skip,
+            modelopt=True,
+            mixed=tuple((role, algo, group) for role in roles),
+        )
+    return QuantSpec(
+        method="fp8",
+        weight_bits=8,
+        label=f"{_FP8_LABEL[algo]} (ModelOpt{kv_note})",
+        not_converted=skip,
+        modelopt=True,
+        block_size=MODELOPT_FP8_BLOCK if algo == "FP8_PB_WO" else None,
+        per_tensor=algo == "FP8",
+    )
+
+
+_FP8_LABEL = {
+    "FP8": "FP8 per-tensor",
+    "FP8_PER_CHANNEL_PER_TOKEN": "FP8 per-channel",
+    "FP8_PB_WO": "FP8 128x128 blocks",
+}
+
+
+def _modelopt_group(q: Fields, algo: str) -> int:
+    if algo == "MXFP8":
+        return MXFP8_GROUP
+    group = q.integer("group_size", kind="width", default=16) if "group_size" in q.raw else 16
     for g in (q.mapping("config_groups") or {}).values():
         weights = g.get("weights") if isinstance(g, dict) else None
-        if isinstance(weights, dict):
-            group = Fields(weights, f"{q.where}: config_groups weights").integer(
-                "group_size", kind="width", default=16
+        if isinstance(weights, dict) and "group_size" in weights:
+            group = Fields(weights, f"{q.where}: config_groups weights").integer("group_size", kind="width")
+    return group
+
+
+def _modelopt_mixed(q: Fields, skip: tuple[str, ...], layers: int, kv_note: str) -> QuantSpec:
+    """ModelOpt MIXED_PRECISION: `quantized_layers` maps module names to their own quant_algo; each
+    role (attention, mlp, experts, shared_experts, lm_head) takes its modules' format, the largest
+    per weight where its modules differ (Nemotron: FP8 Mamba projections, bf16 attention ones), and a
+    role none of the modules names stays in the activation dtype."""
+    layers_map = q.mapping("quantized_layers")
+    if not layers_map:
+        raise q.fail("quantized_layers", "must name the quantized modules of a MIXED_PRECISION checkpoint")
+    found: dict[str, tuple[str, int]] = {}
+    for name, entry in list(layers_map.items())[:200_000]:
+        if not isinstance(entry, dict):
+            raise q.fail("quantized_layers", f"entry {echo(name)} must be an object", entry)
+        sub = Fields(entry, f"{q.where}: quantized_layers {echo(name)}")
+        algo = (sub.string("quant_algo", default="") or "").upper()
+        if algo not in MODELOPT_ALGOS:
+            raise sub.fail(
+                "quant_algo", f"is not a ModelOpt format gpusize sizes ({', '.join(MODELOPT_ALGOS)})", algo
             )
+        group = _modelopt_group(sub, algo)
+        for role in modelopt_roles(str(name), layers):
+            if role not in found or algo_bytes(algo, group) > algo_bytes(*found[role]):
+                found[role] = (algo, group)
+    if not found:
+        raise q.fail(
+            "quantized_layers", "names no module gpusize can place (attention, mlp, experts, lm_head)"
+        )
+    mixed = tuple((role, algo, group) for role, (algo, group) in sorted(found.items()))
+    shown = ", ".join(f"{role} {algo}" for role, algo, _ in mixed)
     return QuantSpec(
-        method="nvfp4",
-        weight_bits=4,
-        group_size=group,
+        method="modelopt-mixed",
+        weight_bits=4 if any(a.endswith("NVFP4") for _, a, _ in mixed) else 8,
+        label=f"ModelOpt mixed precision ({shown}{kv_note})",
         not_converted=skip,
-        label=f"NVFP4 (ModelOpt, g{group})",
+        modelopt=True,
+        mixed=mixed,
     )
 
 
