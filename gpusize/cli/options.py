@@ -38,6 +38,9 @@ __all__ = [
     "Model",
     "ModelsFile",
     "Mtp",
+    "NodeBandwidth",
+    "Nodes",
+    "NodeInterconnect",
     "PrefixHitRate",
     "Quantization",
     "Quiet",
@@ -196,6 +199,29 @@ BestEffort = Annotated[
     bool,
     typer.Option(
         "--best-effort", help="Size an unsupported architecture as a Llama-style decoder (flagged)."
+    ),
+]
+Nodes = Annotated[
+    int | None,
+    typer.Option(
+        "--nodes",
+        help="Plan N servers of 8 GPUs (2-64): replicas, TP x PP, TP over all and, for MoE, DP attention "
+        "x EP across them, with the inter-node traffic's cost (an estimate).",
+    ),
+]
+NodeInterconnect = Annotated[
+    str | None,
+    typer.Option(
+        "--interconnect",
+        help="With --nodes: the link between servers, ib, roce or ethernet (default ib at the GPU's DGX "
+        "rate, 400 Gb/s per GPU on H100/H200/B200; else one shared 100 GbE NIC).",
+    ),
+]
+NodeBandwidth = Annotated[
+    float | None,
+    typer.Option(
+        "--node-bandwidth",
+        help="With --nodes: GB/s per GPU between servers, one direction (400 Gb/s NDR = 50).",
     ),
 ]
 Revision = Annotated[

@@ -21,6 +21,9 @@ from gpusize.cli.options import (
     MinTokensPerUser,
     Model,
     ModelsFile,
+    NodeBandwidth,
+    NodeInterconnect,
+    Nodes,
     PrefixHitRate,
     Quantization,
     Quiet,
@@ -57,6 +60,9 @@ def serve(
     max_ttft_s: MaxTtft = None,
     gpu: GpuName = "H100",
     gpus: GpuCount = None,
+    nodes: Nodes = None,
+    interconnect: NodeInterconnect = None,
+    node_bandwidth: NodeBandwidth = None,
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
     quantization: Quantization = None,
@@ -119,7 +125,12 @@ def serve(
     where = prepare.targets(gpu, cats, gpus)
     others = cats.gpus() if where.local_count is None else ()  # this machine's GPUs: no other type
     scope = Scope(gpus=(where.gpus[0],), others=others, count=gpus, max_count=where.max_count)
-    if gpus:
+    plan = prepare.node_plan(nodes, interconnect, node_bandwidth, where.gpus[0], gpus)
+    if plan is not None:
+        report = build_serve_report(
+            resolved, spec, where.gpus[0], 0, work, demand, host, scope, aim, nodes=plan
+        )
+    elif gpus:
         report = build_serve_report(resolved, spec, where.gpus[0], gpus, work, demand, host, scope, aim)
     else:  # as fit sizes: the smallest server of 1/2/4/8 that holds the load (--gpu local: its GPUs)
         report = sized_serve_report(resolved, spec, work, demand, scope, host, aim)

@@ -86,7 +86,7 @@ def title(report: ServeReport) -> str:
         return f"{report.model.name} does not fit {where}"
     layout = (
         f"{pick.replicas} replica(s) x TP={pick.tensor_parallel}"
-        if pick.split_mode == "tensor"
+        if pick.split_mode == "tensor" and pick.nodes == 1
         else f"{pick.replicas} replica(s) x {layout_name(pick).split(' x ', 1)[1]}"
     )
     queues = "" if pick.serves_all else " (requests queue: no layout holds the whole load)"
@@ -114,7 +114,15 @@ def render_serve(report: ServeReport, width: int, style: Style) -> str:
     rows = [[cell(x) for _, cell in SERVE_COLUMNS[:-1]] for x in report.layouts]
     lines = [
         style(paragraph(title(report), width), "bold"),
-        render_table(TABLE_TITLE, columns, rows, width, style),
+        render_table(
+            TABLE_TITLE
+            if report.nodes is None
+            else TABLE_TITLE.replace("on one server", f"over {report.nodes.nodes} servers"),
+            columns,
+            rows,
+            width,
+            style,
+        ),
         *_failure_lines(report, width),
         paragraph(targets_line(report), width),
         paragraph(f"Why: {report.why}", width),
