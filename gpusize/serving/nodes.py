@@ -24,14 +24,14 @@ from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import Candidate
 from gpusize.core.releases import parse_version
-from gpusize.core.reserves import total_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import weights_bytes
 from gpusize.core.workload import Workload
 from gpusize.serving import calibrated, economics, load, network
 from gpusize.serving.launch import LaunchCommand
-from gpusize.serving.layouts import Demand, Layout, compare, concurrency_for, mean_context
+from gpusize.serving.layouts import Demand, Layout, compare, concurrency_for, mean_context, recommend
 from gpusize.serving.network import GPUS_PER_NODE, NodeLink
+from gpusize.serving.quote import Option
 from gpusize.serving.targets import Targets
 from gpusize.serving.throughput import (
     decode_step,
@@ -47,7 +47,9 @@ __all__ = [
     "MULTINODE_SINCE",
     "MAX_NODES",
     "NodePlan",
+    "layout_memory",
     "node_launch",
+    "node_option",
     "expert_parallel_weights_bytes",
     "node_layouts",
     "pipeline_hop_bytes",
@@ -389,6 +391,52 @@ def _grown(
     )
 
 
+def expert_parallel_plan(
+    spec: ModelSpec, gpu: GpuSpec, nodes: int, work: Workload, why: str | None = None
+) -> tuple[Candidate | None, int, str | None]:
+    """(the plan of one GPU, the sequences of the requested context all GPUs hold, why not) under
+    data-parallel attention x expert parallel over `nodes` servers: the pipeline plan's activations,
+    overhead and reserves (an estimate), expert_parallel_weights_bytes, and a KV pool at TP=1 for the
+    GPU's own whole sequences, capped by the engine's max_num_seqs per DP rank."""
+    ep = GPUS_PER_NODE * nodes
+    model = engine(work.engine.name)
+    shaped = (
+        model.nodes(spec, gpu, nodes, work) if model.nodes is not None else model.evaluate(spec, gpu, 8, work)
+    )
+    g = shaped.per_gpu
+    if why is not None or g is None:
+        return None, 0, why or shaped.reason or "does not fit"
+    weights = expert_parallel_weights_bytes(spec, work, ep)
+    rest = g.total_bytes - g.weights_bytes - g.kv_cache_bytes  # activations, overhead, reserves
+    available = g.usable_bytes - weights - rest
+    per_token = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, 1)
+    tokens = max(available, 0) // per_token // kvcache.BLOCK_SIZE * kvcache.BLOCK_SIZE if per_token else 0
+    per_gpu_seqs = tokens // max(work.context_tokens, 1)
+    seqs_cap = model.max_sequences(gpu, work) if model.max_sequences else per_gpu_seqs
+    capacity = ep * min(per_gpu_seqs, seqs_cap)
+    need = per_token * work.context_tokens * work.batch
+    total = weights + rest + need
+    reason = None if capacity >= 1 else f"EP={ep}: {available / GIB:.1f} GiB left for KV per GPU"
+    base = replace(
+        shaped,
+        fits=capacity >= 1,
+        reason=reason,
+        num_gpus=ep,
+        tensor_parallel=1,
+        pipeline_parallel=1,
+        kv_cache_capacity_tokens=tokens,
+        max_concurrency=float(capacity),
+        per_gpu=replace(
+            g,
+            weights_bytes=weights,
+            kv_cache_bytes=need,
+            total_bytes=total,
+            headroom_bytes=g.usable_bytes - total,
+        ),
+    )
+    return base, capacity, reason
+
+
 def _expert(
     spec: ModelSpec, gpu: GpuSpec, nodes: int, work: Workload, demand: Demand, link: NodeLink
 ) -> Layout | None:
@@ -402,49 +450,14 @@ def _expert(
     if spec.moe is None:
         return None
     ep = GPUS_PER_NODE * nodes
-    model = engine(work.engine.name)
     why = _supported(work, "expert")
     note = (
         f"DP attention x EP={ep} over {nodes} servers: each MoE layer's dispatch and combine (all-to-all) "
         f"cross {link.words()}"
     )
     common = {"gpu": gpu, "nodes": nodes, "tp": 1, "pp": 1, "ep": ep, "engine_name": work.engine.name}
-    shaped = (
-        model.nodes(spec, gpu, nodes, work) if model.nodes is not None else model.evaluate(spec, gpu, 8, work)
-    )
-    g = shaped.per_gpu
-    if why is not None or g is None:
-        return _layout(
-            None,
-            capacity=0,
-            kv_per_seq_gpu=0,
-            point=None,
-            in_flight=0,
-            network_s=0.0,
-            note=note,
-            reason=why or shaped.reason or "does not fit",
-            **common,  # type: ignore[arg-type]
-        )
-    weights = expert_parallel_weights_bytes(spec, work, ep)
-    held = total_bytes(g.reserves)
-    rest = g.total_bytes - g.weights_bytes - g.kv_cache_bytes  # activations, overhead, reserves
-    available = g.usable_bytes - weights - rest
-    per_token = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, 1)
-    tokens = max(available, 0) // per_token // kvcache.BLOCK_SIZE * kvcache.BLOCK_SIZE if per_token else 0
-    per_gpu_seqs = tokens // max(work.context_tokens, 1)
-    seqs_cap = model.max_sequences(gpu, work) if model.max_sequences else per_gpu_seqs
-    capacity = ep * min(per_gpu_seqs, seqs_cap)
-    total = weights + rest + per_token * work.context_tokens * work.batch
-    base = replace(
-        shaped,
-        fits=capacity >= 1,
-        reason=None if capacity >= 1 else f"EP={ep}: {available / GIB:.1f} GiB left for KV per GPU",
-        kv_cache_capacity_tokens=tokens,
-        per_gpu=replace(
-            g, weights_bytes=weights, kv_cache_bytes=per_token * work.context_tokens, total_bytes=total
-        ),
-    )
-    if capacity < 1:
+    base, capacity, why = expert_parallel_plan(spec, gpu, nodes, work, why)
+    if base is None or capacity < 1:
         return _layout(
             base,
             capacity=0,
@@ -453,10 +466,10 @@ def _expert(
             in_flight=0,
             network_s=0.0,
             note=note,
-            reason=base.reason,
+            reason=why or (base.reason if base else None) or "does not fit",
             **common,  # type: ignore[arg-type]
         )
-    del held
+    per_token = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, 1)
     prompt = min(demand.prompt_tokens, work.context_tokens)
     output = max(min(demand.output_tokens, work.context_tokens - prompt), 1)
     context = mean_context(demand, work.context_tokens)
@@ -498,6 +511,80 @@ def _expert(
         note=note,
         reason=None,
         **common,  # type: ignore[arg-type]
+    )
+
+
+def layout_memory(spec: ModelSpec, gpu: GpuSpec, work: Workload, x: Layout) -> Candidate:
+    """The engine's plan of one GPU of a layout of `serve --nodes` (memory per GPU)."""
+    model = engine(work.engine.name)
+    if x.expert_parallel > 1:
+        base, _, why = expert_parallel_plan(spec, gpu, x.nodes, work)
+        return base or replace(model.evaluate(spec, gpu, GPUS_PER_NODE, work), fits=False, reason=why)
+    if x.pipeline_parallel > 1 and model.nodes is not None:
+        return model.nodes(spec, gpu, x.pipeline_parallel, work)
+    return model.evaluate(spec, gpu, x.tensor_parallel, work)
+
+
+def node_option(
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    work: Workload,
+    demand: Demand,
+    plan: NodePlan,
+    targets: Targets | None = None,
+) -> Option:
+    """The quote option of `plan.nodes` servers of this GPU type: the layout `serve --nodes`
+    recommends, its memory per GPU, speed and price for all the servers."""
+    aim = targets or Targets()
+    layouts = node_layouts(spec, gpu, plan.nodes, work, demand, plan.link, aim)
+    pick, _ = recommend(layouts, aim)
+    x = pick or layouts[0]
+    best = layout_memory(spec, gpu, work, x)
+    g = best.per_gpu if best.fits and pick is not None else None
+    n = plan.nodes * plan.gpus_per_node
+    power = economics.power_plan(gpu.tdp_w, n) if gpu.tdp_w else None
+    fits = pick is not None
+    return Option(
+        gpu=gpu.name,
+        gpu_full_name=gpu.full_name,
+        num_gpus=n,
+        replicas=x.replicas,
+        tensor_parallel=x.tensor_parallel,
+        fits=fits,
+        reason=None if fits else (x.reason or best.reason or "no layout fits"),
+        weights_bytes=g.weights_bytes if g else None,
+        kv_cache_bytes=x.kv_cache_bytes if g else None,
+        activations_bytes=g.activations_bytes if g else None,
+        overhead_bytes=g.overhead_bytes if g else None,
+        usable_bytes=g.usable_bytes if g else None,
+        headroom_bytes=x.headroom_bytes if g else None,
+        kv_cache_capacity_tokens=x.kv_cache_capacity_tokens,
+        max_concurrency=x.max_concurrency,
+        capacity_sequences=x.capacity_sequences,
+        serves_all=x.serves_all,
+        thin_margin=fits and x.thin_margin,
+        per_request_tokens_per_s=x.per_request_tokens_per_s,
+        per_request_tokens_per_s_low=x.per_request_tokens_per_s_low,
+        per_request_tokens_per_s_high=x.per_request_tokens_per_s_high,
+        aggregate_tokens_per_s=x.aggregate_tokens_per_s,
+        aggregate_tokens_per_s_low=x.aggregate_tokens_per_s_low,
+        aggregate_tokens_per_s_high=x.aggregate_tokens_per_s_high,
+        ttft_s=x.ttft_s,
+        meets_targets=fits and x.meets_targets,
+        usd_per_hour=x.usd_per_hour,
+        usd_per_month=x.usd_per_month,
+        usd_per_million_tokens=x.usd_per_million_tokens,
+        usd_per_million_tokens_low=x.usd_per_million_tokens_low,
+        usd_per_million_tokens_high=x.usd_per_million_tokens_high,
+        power_w=power.total_w_high if power else None,
+        psu=power.layout if power else None,
+        interconnect=gpu.interconnect,
+        link=gpu.tp_link,
+        caveats=(plan.words(),),
+        nodes=plan.nodes,
+        pipeline_parallel=x.pipeline_parallel,
+        expert_parallel=x.expert_parallel,
+        network=x.network or (f"replicas on separate servers: no traffic over {plan.link.words()}"),
     )
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "RANKING",
     "memory_parts",
     "option_for",
+    "option_layout",
     "rank",
     "with_money",
 ]
@@ -96,6 +97,21 @@ class Option:
     rent_usd_per_month: float | None = None
     #: None when the option does not fit or either price is missing.
     break_even_months: float | None = None
+    #: Multi-node options (quote --nodes, serving/nodes.py): servers spanned, pipeline and expert
+    #: parallel sizes, what crosses the link between servers (1 / 1 / 1 / None on one server).
+    nodes: int = 1
+    pipeline_parallel: int = 1
+    expert_parallel: int = 1
+    network: str | None = None
+
+
+def option_layout(o: Option) -> str:
+    """'2 x TP=4'; across servers '1 x TP=8 x PP=2' or '1 x DP=16 x EP=16' (as serve's layout_name)."""
+    if o.expert_parallel > 1:
+        return f"{o.replicas} x DP={o.expert_parallel} x EP={o.expert_parallel}"
+    if o.pipeline_parallel > 1:
+        return f"{o.replicas} x TP={o.tensor_parallel} x PP={o.pipeline_parallel}"
+    return f"{o.replicas} x TP={o.tensor_parallel}"
 
 
 def _caveats(gpu: GpuSpec, tp: int, option_visible_measured: bool) -> tuple[str, ...]:
