@@ -205,8 +205,9 @@ Nodes = Annotated[
     int | None,
     typer.Option(
         "--nodes",
-        help="Plan N servers of 8 GPUs (2-64): replicas, TP x PP, TP over all and, for MoE, DP attention "
-        "x EP across them, with the inter-node traffic's cost (an estimate).",
+        help="Plan N servers of 8 GPUs (2-64) and the traffic between them (an estimate): serve and quote "
+        "compare replicas, TP x PP, TP over all and, for MoE, DP attention x EP; train shards or "
+        "replicates the job over every GPU.",
     ),
 ]
 NodeInterconnect = Annotated[

@@ -20,6 +20,7 @@ from gpusize.core.engines import engine, runs_on
 from gpusize.core.engines import prepare as prepare_workload
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
+from gpusize.core.network import GPUS_PER_NODE, KINDS, MAX_NODES, LinkKind, NodePlan, node_link
 from gpusize.core.parse import parse_config, with_rope_scaling
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.settings import EngineName, EngineSettings, settings_from
@@ -28,8 +29,6 @@ from gpusize.core.speculative import DraftModel, draft_reference
 from gpusize.core.workload import DTYPES, Request, Workload, weight_dtype
 from gpusize.errors import CatalogError, GpusizeError, InputError, UnknownNameError, UsageError
 from gpusize.render.text import safe
-from gpusize.serving.network import GPUS_PER_NODE, KINDS, LinkKind, node_link
-from gpusize.serving.nodes import MAX_NODES, NodePlan
 from gpusize.serving.targets import Targets as UserTargets
 from gpusize.sources.catalog import Catalogs
 from gpusize.sources.resolve import resolve_model

@@ -190,6 +190,17 @@ def render_train(report: TrainReport, width: int, style: Style, show_all: bool =
     times = time_table(report, width, style)
     if times is not None:
         parts.append(times)
+    if report.nodes is not None:
+        parts.append(paragraph(report.nodes.words(), width))
+        if report.nodes.nodes_that_fit:
+            parts.append(
+                paragraph(
+                    f"Fits on --nodes {report.nodes.nodes_that_fit} "
+                    f"({report.nodes.nodes_that_fit * report.nodes.gpus_per_node} GPUs), "
+                    "the same memory model",
+                    width,
+                )
+            )
     parts += [style(paragraph(line, width), "dim") for line in footer_lines(report)]
     parts += [paragraph(line, width) for line in suggestion_lines(report)]
     return "\n".join(parts) + "\n"

@@ -8,6 +8,7 @@ from gpusize import __version__
 from gpusize.core.engines import engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
+from gpusize.core.network import NodePlan
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.reports.common import (
@@ -23,7 +24,7 @@ from gpusize.reports.common import (
 from gpusize.reports.fit import model_notes
 from gpusize.serving import economics, throughput
 from gpusize.serving.layouts import Demand, prefix_note
-from gpusize.serving.nodes import NodePlan, node_option
+from gpusize.serving.nodes import node_option
 from gpusize.serving.quote import (
     RANKING,
     CurvePoint,

@@ -8,6 +8,7 @@ from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
+from gpusize.core.network import NodePlan
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Scope, Suggestion, fixes
@@ -31,7 +32,7 @@ from gpusize.serving.launch import (
     llamacpp_command,
 )
 from gpusize.serving.layouts import Demand, Layout, compare, prefix_note, recommend
-from gpusize.serving.nodes import NodePlan, node_launch, node_layouts
+from gpusize.serving.nodes import node_launch, node_layouts
 from gpusize.serving.targets import Targets
 
 __all__ = [

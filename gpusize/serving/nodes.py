@@ -17,20 +17,20 @@ Each has its memory per GPU from the same engine model and the speed cost of its
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from gpusize.core import kvcache
+from gpusize.core import kvcache, network
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.network import GPUS_PER_NODE, NodeLink, NodePlan
 from gpusize.core.plan import Candidate
 from gpusize.core.releases import parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import weights_bytes
 from gpusize.core.workload import Workload
-from gpusize.serving import calibrated, economics, load, network
+from gpusize.serving import calibrated, economics, load
 from gpusize.serving.launch import LaunchCommand
 from gpusize.serving.layouts import Demand, Layout, compare, concurrency_for, mean_context, recommend
-from gpusize.serving.network import GPUS_PER_NODE, NodeLink
 from gpusize.serving.quote import Option
 from gpusize.serving.targets import Targets
 from gpusize.serving.throughput import (
@@ -45,8 +45,6 @@ from gpusize.units import GIB
 __all__ = [
     "DEEPEP_LOW_LATENCY_S",
     "MULTINODE_SINCE",
-    "MAX_NODES",
-    "NodePlan",
     "layout_memory",
     "node_launch",
     "node_option",
@@ -54,9 +52,6 @@ __all__ = [
     "node_layouts",
     "pipeline_hop_bytes",
 ]
-
-#: Most servers a plan spans (fit --nodes takes the same range).
-MAX_NODES = 64
 
 #: First release of each engine that runs a layout across servers, by (engine, layout). vLLM: pipeline
 #: and tensor parallel over nodes (Ray or multiprocessing backends) predate every release gpusize
@@ -81,23 +76,6 @@ DEEPEP_LOW_LATENCY_S = 118e-6 + 195e-6
 #: Bytes per routed token and hidden element of one MoE layer's all-to-all: FP8 dispatch (1) + BF16
 #: combine (2), DeepEP's formats (README: "dispatch FP8, combine BF16").
 A2A_BYTES_PER_ELEMENT = 3
-
-
-@dataclass(frozen=True, kw_only=True)
-class NodePlan:
-    """What a multi-node plan assumed: servers, GPUs each, the link between them."""
-
-    nodes: int
-    gpus_per_node: int
-    link: NodeLink
-
-    def words(self) -> str:
-        """The assumption line of a multi-node plan."""
-        return (
-            f"{self.nodes} servers of {self.gpus_per_node} GPUs, joined by {self.link.words()} "
-            f"({self.link.source}); {network.EFFICIENCY[self.link.kind]:.0%} of line rate reached, "
-            f"{self.link.latency_s * 1e6:g} us per message: the network terms are estimates"
-        )
 
 
 def node_launch(pick: Layout, plan: NodePlan | None) -> dict[str, LaunchCommand]:

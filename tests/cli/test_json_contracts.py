@@ -663,6 +663,7 @@ CONTRACTS: dict[str, set[str]] = {
         "model.sliding_window_layers",
         "model.source",
         "model.vocab_size",
+        "nodes",
         "params",
         "params.total",
         "params.trainable",

@@ -21,8 +21,10 @@ __all__ = [
     "GPUS_PER_NODE",
     "KINDS",
     "LATENCY_S",
+    "MAX_NODES",
     "LinkKind",
     "NodeLink",
+    "NodePlan",
     "all_to_all_s",
     "allreduce_s",
     "default_link",
@@ -34,6 +36,8 @@ __all__ = [
 LinkKind = Literal["ib", "roce", "ethernet"]
 #: The inter-node link kinds `--interconnect` takes.
 KINDS: tuple[LinkKind, ...] = ("ib", "roce", "ethernet")
+#: Most servers a plan spans (fit --nodes takes the same range).
+MAX_NODES = 64
 #: GPUs in one server of a multi-node plan: the 8-GPU HGX/DGX baseboard (fit --nodes' TP=8 x PP=N).
 GPUS_PER_NODE = 8
 #: Bytes per element of the activations a pipeline stage hands to the next (bf16 hidden states).
@@ -154,3 +158,20 @@ def all_to_all_s(link: NodeLink, nodes: int, n_bytes: float) -> float:
     if nodes <= 1:
         return 0.0
     return link.latency_s + (nodes - 1) / nodes * n_bytes / link.effective_bytes_per_s
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodePlan:
+    """What a multi-node plan assumed: servers, GPUs each, the link between them."""
+
+    nodes: int
+    gpus_per_node: int
+    link: NodeLink
+
+    def words(self) -> str:
+        """The assumption line of a multi-node plan."""
+        return (
+            f"{self.nodes} servers of {self.gpus_per_node} GPUs, joined by {self.link.words()} "
+            f"({self.link.source}); {EFFICIENCY[self.link.kind]:.0%} of line rate reached, "
+            f"{self.link.latency_s * 1e6:g} us per message: the network terms are estimates"
+        )
