@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.plan import TP_SIZES, smallest_fit
+from gpusize.core.plan import TP_SIZES, Candidate, smallest_fit
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.serving import economics
@@ -340,12 +340,27 @@ class CurvePoint:
 
 
 def concurrency_curve(
-    spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload, points: int = 10, users: int = 1
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    tp: int,
+    work: Workload,
+    points: int = 10,
+    users: int = 1,
+    nodes: int = 1,
 ) -> list[CurvePoint]:
     """Maximum concurrent sequences against context, doubling from 1k up to the model's maximum; the
-    workload is the one sized (same weights, KV dtype and engine settings), with `users` sequences."""
+    workload is the one sized (same weights, KV dtype and engine settings), with `users` sequences.
+    `nodes` > 1: the engine's plan over that many servers (TP=8 x PP=nodes, as `fit --nodes`)."""
     limit = spec.max_context or 131072
-    evaluate = engine(work.engine.name).evaluate
+    model = engine(work.engine.name)
+    evaluate = model.evaluate
+    across = model.nodes
+    if nodes > 1 and across is not None:
+
+        def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
+            assert across is not None
+            return across(spec, gpu, nodes, work)
+
     out: list[CurvePoint] = []
     ctx = 1024
     while ctx <= limit and len(out) < points:

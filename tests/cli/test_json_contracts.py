@@ -506,6 +506,7 @@ CONTRACTS: dict[str, set[str]] = {
         "gpu_full_name",
         "gpusize_version",
         "model",
+        "nodes",
         "model.architecture",
         "model.attention_layers",
         "model.checkpoint_bytes",

@@ -107,3 +107,18 @@ def test_bad_node_options_are_one_line_exit_2(args: tuple[str, ...], words: str)
     proc = run_in_process(*args)
     assert proc.code == 2 and proc.stdout == ""
     assert words in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_curve_two_nodes_draws_the_pipeline_plan() -> None:
+    """curve --nodes: TP=8 x PP=2 over 16 GPUs, the same KV pool as fit --nodes 2 at 8k."""
+    data = json.loads(
+        run_in_process("curve", "DeepSeek-V3", "--gpu", "H100", "--nodes", "2", "--json").stdout
+    )
+    assert data["num_gpus"] == 16 and data["nodes"]["link"]["kind"] == "ib"
+    fit = json.loads(
+        run_in_process("fit", "DeepSeek-V3", "--gpu", "H100", "--nodes", "2", "--ctx", "8k", "--json").stdout
+    )
+    at_8k = next(p for p in data["points"] if p["context_tokens"] == 8192)
+    assert at_8k["max_concurrency"] == fit["candidates"][-1]["max_concurrency"]
+    refused = run_in_process("curve", "DeepSeek-V3", "--gpu", "H100", "--nodes", "2", "--engine", "sglang")
+    assert refused.code == 2 and "modelled for vLLM" in refused.stderr
