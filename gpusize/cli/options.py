@@ -26,6 +26,7 @@ __all__ = [
     "Batch",
     "BestEffort",
     "Ctx",
+    "Disaggregate",
     "Dtype",
     "Format",
     "GpuCount",
@@ -199,6 +200,14 @@ BestEffort = Annotated[
     bool,
     typer.Option(
         "--best-effort", help="Size an unsupported architecture as a Llama-style decoder (flagged)."
+    ),
+]
+Disaggregate = Annotated[
+    bool,
+    typer.Option(
+        "--disaggregate",
+        help="Also plan disaggregated prefill/decode: a prefill and a decode pool of their own TP and "
+        "count, the KV transfer per request, compared with the aggregated layout (an estimate).",
     ),
 ]
 Nodes = Annotated[

@@ -25,6 +25,7 @@ from gpusize.reports.common import (
 )
 from gpusize.reports.fit import model_notes
 from gpusize.serving import calibrated, economics, throughput
+from gpusize.serving.disagg import Disaggregated, disaggregate
 from gpusize.serving.launch import (
     SERVER_COMMANDS,
     LaunchCommand,
@@ -99,6 +100,8 @@ class ServeReport:
     assumptions: ServeAssumptions
     #: Multi-node plans (--nodes): the servers, GPUs each and the link between them; None on one server.
     nodes: NodePlan | None = None
+    #: --disaggregate: the best prefill/decode split of the same GPUs and its comparison; else None.
+    disaggregated: Disaggregated | None = None
 
 
 def power_info(gpu: GpuSpec, n: int, tp_max: int, one_gpu_fits: bool = True) -> PowerInfo | None:
@@ -220,6 +223,7 @@ def build_serve_report(
     scope: Scope | None = None,
     targets: Targets | None = None,
     nodes: NodePlan | None = None,
+    disaggregated: bool = False,
 ) -> ServeReport:
     """The layouts of `num_gpus` GPUs for the demand; when none runs the model and `scope` says where
     to look, the configurations that do. `targets`: what each user must get (default the reading
@@ -233,6 +237,11 @@ def build_serve_report(
     else:
         layouts = compare(spec, gpu, num_gpus, work, demand, targets=aim)
     pick, why = recommend(layouts, aim)
+    split = (
+        disaggregate(spec, gpu, num_gpus, work, demand, pick, aim, nodes.link if nodes else None)
+        if disaggregated
+        else None
+    )
     found = fixes(spec, work, engine(work.engine.name), scope) if pick is None and scope else ()
     one_gpu_fits = any(x.fits and x.gpus_per_replica == 1 for x in layouts)
     return ServeReport(
@@ -275,7 +284,13 @@ def build_serve_report(
                 + gpu_file_notes([gpu])
                 + device_notes([gpu])
                 + ([nodes.words()] if nodes else [])
+                + (
+                    ["--disaggregate: no split of these GPUs runs the model in a prefill and a decode pool"]
+                    if disaggregated and split is None
+                    else []
+                )
             ),
         ),
         nodes=nodes,
+        disaggregated=split,
     )

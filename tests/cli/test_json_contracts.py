@@ -230,6 +230,7 @@ CONTRACTS: dict[str, set[str]] = {
         "gpu",
         "gpu_full_name",
         "gpusize_version",
+        "disaggregated",
         "launch",
         "layouts",
         "nodes",

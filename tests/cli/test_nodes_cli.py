@@ -122,3 +122,22 @@ def test_curve_two_nodes_draws_the_pipeline_plan() -> None:
     assert at_8k["max_concurrency"] == fit["candidates"][-1]["max_concurrency"]
     refused = run_in_process("curve", "DeepSeek-V3", "--gpu", "H100", "--nodes", "2", "--engine", "sglang")
     assert refused.code == 2 and "modelled for vLLM" in refused.stderr
+
+
+def test_serve_disaggregate_states_the_split_and_the_comparison() -> None:
+    args = ("serve", "Llama-3.1-8B", "--gpu", "H100", "--gpus", "8", "--rps", "10", "--prompt-tokens", "8k")
+    proc = run_in_process(*args, "--ctx", "16k", "--disaggregate", "--json")
+    assert proc.code in (0, 1), proc.stderr
+    d = json.loads(proc.stdout)["disaggregated"]
+    assert d["prefill"]["role"] == "prefill" and d["decode"]["role"] == "decode"
+    assert d["aggregated_layout"] and d["verdict"]
+    text = run_in_process(*args, "--ctx", "16k", "--disaggregate").stdout
+    assert "Disaggregated (estimate): prefill" in text and "Disaggregation " in text
+    assert json.loads(run_in_process(*args, "--ctx", "16k", "--json").stdout)["disaggregated"] is None
+
+
+def test_disaggregate_refuses_one_gpu_and_layer_split_engines() -> None:
+    one = run_in_process("serve", "Qwen3-8B", "--users", "4", "--gpus", "1", "--disaggregate")
+    assert one.code == 2 and "at least 2 GPUs" in one.stderr
+    cpp = run_in_process("serve", "Qwen3-8B", "--users", "4", "--engine", "llamacpp", "--disaggregate")
+    assert cpp.code == 2 and "--disaggregate" in cpp.stderr
