@@ -77,3 +77,24 @@ def test_a_slow_link_between_the_pools_lengthens_the_transfer() -> None:
 def test_a_saturated_prefill_pool_has_no_ttft() -> None:
     d = _split(Demand(rps=400, prompt_tokens=8192, output_tokens=256))
     assert d is not None and not d.holds_load and not d.pays
+
+
+def test_vllm_disagg_benchmark_configuration() -> None:
+    """vLLM's public P/D benchmark (vllm-project/vllm benchmarks/disagg_benchmarks/
+    disagg_performance_benchmark.sh at 01b2fd30): Llama-3.1-70B on 8x H100, 2048-token prompts, 10
+    output tokens, 4 requests/s, one TP=4 prefill and one TP=4 decode instance against two TP=4
+    chunked-prefill instances. gpusize picks the same split and, as vLLM's documentation says of
+    it, no throughput gain."""
+    spec = catalog_spec("Llama-3.1-70B")
+    work = workload(spec, 30000)
+    demand = Demand(rps=4, prompt_tokens=2048, output_tokens=10)
+    layouts = compare(spec, GPU, 8, work, demand)
+    pick, _ = recommend(layouts)
+    d = disagg.disaggregate(spec, GPU, 8, work, demand, pick)
+    assert d is not None and pick is not None
+    assert (d.prefill.instances, d.prefill.tensor_parallel) == (1, 4)
+    assert (d.decode.instances, d.decode.tensor_parallel) == (1, 4)
+    assert d.aggregated_layout == "2 x TP=4" and d.holds_load
+    assert d.kv_transfer_bytes_per_request == kvcache.kv_cache_bytes_per_token(spec, 2, 1) * 2048
+    assert d.aggregated_tokens_per_s is not None
+    assert d.aggregate_tokens_per_s <= d.aggregated_tokens_per_s * 1.05 and not d.pays
