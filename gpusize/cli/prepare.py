@@ -110,7 +110,13 @@ def node_plan(
         raise UsageError(f"--nodes: {gpu.name} is one device, not a server of {GPUS_PER_NODE} GPUs")
     link_kind = cast("LinkKind", choice(kind, KINDS, "--interconnect")) if kind is not None else None
     rate = number(gbytes_per_s, "--node-bandwidth", 0, 10_000)
-    return NodePlan(nodes=nodes, gpus_per_node=GPUS_PER_NODE, link=node_link(gpu, link_kind, rate))
+    return NodePlan(
+        nodes=nodes,
+        gpus_per_node=GPUS_PER_NODE,
+        link=node_link(gpu, link_kind, rate),
+        asked_kind=link_kind,
+        asked_gbytes_per_s=rate,
+    )
 
 
 def gpu_count(value: int | None) -> int | None:

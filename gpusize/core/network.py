@@ -10,7 +10,7 @@ each GPU reaches the others through the NIC(s) of its server. A DGX-class server
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from gpusize.core.gpu import GpuSpec
@@ -167,6 +167,13 @@ class NodePlan:
     nodes: int
     gpus_per_node: int
     link: NodeLink
+    #: What the user named (--interconnect, --node-bandwidth), to draw the link of another GPU type.
+    asked_kind: LinkKind | None = field(default=None, metadata={"json": False, "sheet": False})
+    asked_gbytes_per_s: float | None = field(default=None, metadata={"json": False, "sheet": False})
+
+    def for_gpu(self, gpu: GpuSpec) -> NodePlan:
+        """The same servers of another GPU type: its own default link, unless the user named one."""
+        return replace(self, link=node_link(gpu, self.asked_kind, self.asked_gbytes_per_s))
 
     def words(self) -> str:
         """The assumption line of a multi-node plan."""

@@ -174,6 +174,8 @@ def render_train(report: TrainReport, width: int, style: Style, show_all: bool =
         more = f"{len(rows) - NEAREST - 1} more GPU types: --all lists them, --json has every count tried"
         rows = rows[: NEAREST + 1]
     title = "Smallest GPU count per type (one server, 1/2/4/8), best first" if many else "Counts tried"
+    if report.nodes is not None:
+        title = f"Every GPU of {report.nodes.nodes} servers, per type, best first" if many else "Counts tried"
     parts = [
         style(paragraph(headline(report), width), "bold"),
         memory_table(report, width, style),

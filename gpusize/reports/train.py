@@ -217,6 +217,7 @@ def _nodes_report(
     chosen = pick(rows)
     plan_row = chosen or rows[0]
     plan_gpu = next(g for g in gpus if g.name == plan_row.gpu)
+    plan = plan.for_gpu(plan_gpu)  # the link of the GPU type chosen
     step = node_step(spec, setup, sharding, plan_gpu, plan, tokens)
     if chosen is None and step is not None and sharding != "ddp":  # the fewest servers that hold it
         more = plan.nodes * 2

@@ -197,11 +197,7 @@ def _layout(
 ) -> Layout:
     price = gpu.price_for(nodes * GPUS_PER_NODE)
     fits = reason is None and base is not None and base.per_gpu is not None and capacity >= 1
-    failure = (
-        f"one server of {nodes} down: the engine spans them all, service down until it restarts"
-        if fits
-        else ""
-    )
+    failure = f"service down: the only engine spans every GPU of the {nodes} servers" if fits else ""
     common = {
         "replicas": 1,
         "tensor_parallel": tp,

@@ -70,3 +70,11 @@ def test_a_slower_link_costs_more_time() -> None:
 def test_plan_words_state_the_link_and_that_it_is_an_estimate() -> None:
     words = NodePlan(nodes=2, gpus_per_node=8, link=IB).words()
     assert "InfiniBand 50 GB/s (400 Gb/s) per GPU" in words and "estimate" in words
+
+
+def test_a_plan_for_another_gpu_type_takes_its_link_unless_one_was_named() -> None:
+    pcie = NodePlan(nodes=2, gpus_per_node=8, link=default_link(find_gpu("L40S")))
+    assert pcie.for_gpu(find_gpu("H100")).link.kind == "ib"
+    named = NodePlan(nodes=2, gpus_per_node=8, link=IB, asked_kind="ethernet", asked_gbytes_per_s=3.0)
+    moved = named.for_gpu(find_gpu("H100")).link
+    assert moved.kind == "ethernet" and moved.gbytes_per_s == 3.0

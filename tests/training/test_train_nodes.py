@@ -81,3 +81,20 @@ def test_a_slower_link_lengthens_the_step() -> None:
     slow_step = node_step(SPEC, _job(sharding="ddp"), "ddp", GPU, slow, None)
     assert fast_step is not None and slow_step is not None
     assert slow_step.step_s_low > fast_step.step_s_low
+
+
+def test_the_step_is_timed_over_the_link_of_the_gpu_type_chosen() -> None:
+    """Several GPU types: the plan built for the first (L40S: the shared Ethernet NIC) is timed over
+    the chosen type's own link (H200: InfiniBand at 400 Gb/s per GPU)."""
+    from gpusize.core.model import ResolvedModel
+    from gpusize.core.network import default_link
+    from gpusize.reports.train import build_train_report
+    from gpusize.sources.catalog import find_model
+
+    entry = find_model("Llama-3.1-70B")
+    resolved = ResolvedModel(entry.hf_id, "catalog", entry.config, catalog_name=entry.name)
+    l40s, h200 = find_gpu("L40S"), find_gpu("H200")
+    plan = NodePlan(nodes=2, gpus_per_node=8, link=default_link(l40s))
+    report = build_train_report(resolved, SPEC, [l40s, h200], _job(sharding="fsdp"), 16, None, 8, (), plan)
+    assert report.plan is not None and report.plan.gpu == "H200-SXM"
+    assert report.nodes is not None and report.nodes.link.kind == "ib"
