@@ -281,14 +281,16 @@ def _tensor(
     spec: ModelSpec, gpu: GpuSpec, nodes: int, work: Workload, demand: Demand, link: NodeLink
 ) -> Layout:
     """TP=8N over every GPU: memory from the engine model at that TP; two all-reduces per layer each
-    step, over the inter-node link (the slowest hop of the ring)."""
+    step, hierarchical as NCCL runs them on rail-optimized servers: inside each server over NVLink
+    (the decode step's own term), then between servers, each GPU's NIC carrying 1/8 of the tensor in
+    an all-reduce over the N servers."""
     tp = GPUS_PER_NODE * nodes
     model = engine(work.engine.name)
     why = _supported(work, "tensor")
     base = model.evaluate(spec, gpu, tp, work) if why is None else None
     note = (
         f"TP={tp} over {nodes} servers: 2 all-reduces per layer per step cross {link.words()} "
-        "(the slowest hop of each ring)"
+        "(hierarchical: NVLink inside each server, then the link)"
     )
     return _grown(spec, gpu, nodes, work, demand, link, base, why, note, tp=tp, pp=1, ep=1)
 
@@ -329,7 +331,7 @@ def _grown(
     prompt = min(demand.prompt_tokens, work.context_tokens)
     output = max(min(demand.output_tokens, work.context_tokens - prompt), 1)
     context = mean_context(demand, work.context_tokens)
-    step_tp = min(tp, GPUS_PER_NODE)
+    step_tp = tp if pp == 1 else GPUS_PER_NODE  # TP over all: each GPU reads 1/tp of the weights
     in_flight, point, net = 1, None, 0.0
     for _ in range(12):
         batch = max(1, min(in_flight, capacity))
@@ -338,8 +340,13 @@ def _grown(
             net = (pp - 1) * network.p2p_s(link, pipeline_hop_bytes(spec, lane) / step_tp)
             pf_net = (pp - 1) * network.p2p_s(link, pipeline_hop_bytes(spec, prompt) / step_tp)
         else:
-            net = 2 * len(spec.layers) * network.allreduce_s(link, tp, lane * spec.hidden_size * 2)
-            pf_net = 2 * len(spec.layers) * network.allreduce_s(link, tp, prompt * spec.hidden_size * 2)
+            # hierarchical (NCCL over rail-optimized servers): the NVLink part is in the decode step;
+            # between servers each GPU's NIC carries 1/8 of the tensor in an all-reduce over `nodes`
+            rail = GPUS_PER_NODE
+            net = 2 * len(spec.layers) * network.allreduce_s(link, nodes, lane * spec.hidden_size * 2 / rail)
+            pf_net = (
+                2 * len(spec.layers) * network.allreduce_s(link, nodes, prompt * spec.hidden_size * 2 / rail)
+            )
         point = _point(
             spec, work, gpu, step_tp, batch, demand, prompt, output, context, None, net, pf_net, pp
         )

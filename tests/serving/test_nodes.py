@@ -94,3 +94,15 @@ def test_expert_layout_needs_a_release_that_runs_it() -> None:
     out = nodes.node_layouts(spec, find_gpu("H200"), 2, work, Demand(users=10), IB)
     ep = next(x for x in out if x.expert_parallel > 1)
     assert not ep.fits and ep.reason and "0.9.0" in ep.reason
+
+
+def test_tensor_parallel_over_servers_all_reduces_hierarchically() -> None:
+    """TP=16 over 2 servers: per layer 2 all-reduces; between servers each GPU's NIC carries 1/8 of
+    the hidden states of its batch in an all-reduce over the 2 servers (NCCL on rail-optimized nodes)."""
+    from gpusize.core import network
+
+    spec = catalog_spec("Llama-3.1-405B")
+    x = nodes.node_layouts(spec, find_gpu("H100"), 2, workload(spec, 8192), Demand(users=1), IB)
+    tp16 = next(y for y in x if layout_name(y) == "1 x TP=16")
+    expected = 2 * len(spec.layers) * network.allreduce_s(IB, 2, 1 * spec.hidden_size * 2 / 8)
+    assert tp16.network_s_per_step == pytest.approx(expected)
