@@ -44,6 +44,7 @@ from gpusize.units import GIB
 
 __all__ = [
     "DEEPEP_LOW_LATENCY_S",
+    "all_to_all_floor_s",
     "MULTINODE_SINCE",
     "layout_memory",
     "node_launch",
@@ -68,11 +69,27 @@ MULTINODE_SINCE: dict[tuple[str, str], str] = {
     ("sglang", "expert"): "0.0",
 }
 
-#: Seconds of one MoE layer's dispatch + combine with DeepEP's low-latency kernels at EP=16, 128
-#: tokens per GPU, top-8 of 256 experts, hidden 7168, on H800 with ConnectX-7 400 Gb/s InfiniBand:
-#: 118 us + 195 us (deepseek-ai/DeepEP README, "Low-latency kernels with pure RDMA"). The floor of
-#: the all-to-all time per MoE layer; the bytes over the link decide above it.
-DEEPEP_LOW_LATENCY_S = 118e-6 + 195e-6
+#: Seconds of one MoE layer's dispatch + combine with DeepEP's low-latency kernels, by EP size, at
+#: 128 tokens per GPU, top-8 of 256 experts, hidden 7168, on H800 with ConnectX-7 400 Gb/s
+#: InfiniBand (deepseek-ai/DeepEP README, "Low-latency kernels with pure RDMA": dispatch 77 / 118 /
+#: 155 / 173 / 192 / 194 us and combine 114 / 195 / 273 / 314 / 369 / 360 us at EP 8-256). The
+#: floor of the all-to-all time per MoE layer; the bytes over the link decide above it.
+DEEPEP_LOW_LATENCY_S: dict[int, float] = {
+    8: (77 + 114) * 1e-6,
+    16: (118 + 195) * 1e-6,
+    32: (155 + 273) * 1e-6,
+    64: (173 + 314) * 1e-6,
+    128: (192 + 369) * 1e-6,
+    256: (194 + 360) * 1e-6,
+}
+
+
+def all_to_all_floor_s(ep: int) -> float:
+    """DEEPEP_LOW_LATENCY_S at the largest measured EP size not above `ep` (EP 8 below it)."""
+    sizes = [k for k in sorted(DEEPEP_LOW_LATENCY_S) if k <= ep] or [min(DEEPEP_LOW_LATENCY_S)]
+    return DEEPEP_LOW_LATENCY_S[sizes[-1]]
+
+
 #: Bytes per routed token and hidden element of one MoE layer's all-to-all: FP8 dispatch (1) + BF16
 #: combine (2), DeepEP's formats (README: "dispatch FP8, combine BF16").
 A2A_BYTES_PER_ELEMENT = 3
@@ -469,9 +486,10 @@ def _expert(
         read_ep = read_one - local_experts + expert_bytes * experts_touched(spec, batch) / ep
         step_s = one.fixed_s + (one.step_s - one.fixed_s) * read_ep / max(read_one, 1.0)
         a2a_bytes = local * spec.moe.num_experts_per_tok * spec.hidden_size * A2A_BYTES_PER_ELEMENT
-        net = moe_layers * max(DEEPEP_LOW_LATENCY_S, network.all_to_all_s(link, nodes, a2a_bytes))
+        floor = all_to_all_floor_s(ep)
+        net = moe_layers * max(floor, network.all_to_all_s(link, nodes, a2a_bytes))
         pf_bytes = prompt * spec.moe.num_experts_per_tok * spec.hidden_size * A2A_BYTES_PER_ELEMENT
-        pf_net = moe_layers * max(DEEPEP_LOW_LATENCY_S, network.all_to_all_s(link, nodes, pf_bytes))
+        pf_net = moe_layers * max(floor, network.all_to_all_s(link, nodes, pf_bytes))
         point = _point(spec, work, gpu, 1, local, demand, prompt, output, context, step_s, net, pf_net)
         if point is None:
             break

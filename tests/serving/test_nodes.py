@@ -106,3 +106,15 @@ def test_tensor_parallel_over_servers_all_reduces_hierarchically() -> None:
     tp16 = next(y for y in x if layout_name(y) == "1 x TP=16")
     expected = 2 * len(spec.layers) * network.allreduce_s(IB, 2, 1 * spec.hidden_size * 2 / 8)
     assert tp16.network_s_per_step == pytest.approx(expected)
+
+
+def test_expert_all_to_all_has_deepep_low_latency_floor_per_ep_size() -> None:
+    """DeepEP README low-latency table: EP 16 dispatch 118 us + combine 195 us; EP 32: 155 + 273."""
+    assert nodes.all_to_all_floor_s(16) == pytest.approx(313e-6)
+    assert nodes.all_to_all_floor_s(24) == pytest.approx(313e-6)
+    assert nodes.all_to_all_floor_s(32) == pytest.approx(428e-6)
+    spec = catalog_spec("DeepSeek-V3")
+    x = nodes.node_layouts(spec, find_gpu("H200"), 2, workload(spec, 8192), Demand(users=1), IB)
+    ep = next(y for y in x if y.expert_parallel == 16)
+    moe_layers = sum(1 for layer in spec.layers if layer.ffn == "moe")
+    assert ep.network_s_per_step == pytest.approx(moe_layers * 313e-6)  # one token: the floor decides
