@@ -214,9 +214,9 @@ Nodes = Annotated[
     int | None,
     typer.Option(
         "--nodes",
-        help="Plan N servers of 8 GPUs (2-64) and the traffic between them (an estimate): serve and quote "
-        "compare replicas, TP x PP, TP over all and, for MoE, DP attention x EP; train shards or "
-        "replicates the job over every GPU.",
+        help="Plan N servers of 8 GPUs (2-64) and the traffic between them (an estimate): fit and curve "
+        "take TP=8 x PP=N when one server is not enough; serve and quote compare replicas, TP x PP, TP "
+        "over all and, for MoE, DP attention x EP; train shards or replicates the job over every GPU.",
     ),
 ]
 NodeInterconnect = Annotated[
