@@ -18,6 +18,9 @@ from gpusize.cli.options import (
     KvDtype,
     Model,
     ModelsFile,
+    NodeBandwidth,
+    NodeInterconnect,
+    Nodes,
     Quantization,
     Quiet,
     ReservedMib,
@@ -26,6 +29,8 @@ from gpusize.cli.options import (
     engine_options,
 )
 from gpusize.cli.output import write_file
+from gpusize.core.engines import engine
+from gpusize.errors import UsageError
 from gpusize.render.curve import curve_chart_svg, render_curve
 from gpusize.reports.curve import build_curve
 from gpusize.units import parse_count
@@ -39,7 +44,10 @@ def curve(
     model: Model,
     *,
     gpu: GpuName = "H100",
-    gpus: GpuCount = 1,
+    gpus: GpuCount = None,
+    nodes: Nodes = None,
+    interconnect: NodeInterconnect = None,
+    node_bandwidth: NodeBandwidth = None,
     users: int | None = typer.Option(
         None, "--users", help="Concurrent sequences each context is tested with (default 1)."
     ),
@@ -81,7 +89,12 @@ def curve(
     )
     where = prepare.targets(gpu, cats, count)
     load = parse_count(users, "--users") if users is not None else 1
-    report = build_curve(resolved, spec, where.gpus[0], count, work, load)
+    plan = prepare.node_plan(nodes, interconnect, node_bandwidth, where.gpus[0], gpus)
+    if plan is not None and engine(work.engine.name).nodes is None:
+        raise UsageError(
+            f"curve --nodes draws TP=8 x PP=N, modelled for vLLM; not --engine {work.engine.name}"
+        )
+    report = build_curve(resolved, spec, where.gpus[0], count, work, load, plan)
     if svg:
         write_file(svg, curve_chart_svg(report))
     answer(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import typer
-
 from gpusize.cli import prepare
 from gpusize.cli.app import app
 from gpusize.cli.emit import answer
@@ -22,6 +20,7 @@ from gpusize.cli.options import (
     Model,
     ModelsFile,
     Mtp,
+    Nodes,
     Quantization,
     Quiet,
     ReservedMib,
@@ -30,6 +29,7 @@ from gpusize.cli.options import (
     ShowAll,
     engine_options,
 )
+from gpusize.core.network import MAX_NODES
 from gpusize.errors import UsageError
 from gpusize.render.fit import render_fit
 from gpusize.reports.fit import build_fit_report
@@ -53,9 +53,7 @@ def fit(
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
     mtp: Mtp = False,
-    nodes: int | None = typer.Option(
-        None, "--nodes", help="Allow N servers of 8 GPUs (TP=8 x PP=N) when one server is not enough."
-    ),
+    nodes: Nodes = None,
     show_all: ShowAll = False,
     best_effort: BestEffort = False,
     revision: Revision = None,
@@ -70,8 +68,8 @@ def fit(
     Example: gpusize fit Qwen3-32B --ctx 32k --gpu H100
     """
     prepare.gpu_count(gpus)
-    if nodes is not None and not 2 <= nodes <= 64:
-        raise UsageError(f"invalid --nodes {nodes}: use 2 to 64 servers")
+    if nodes is not None and not 2 <= nodes <= MAX_NODES:
+        raise UsageError(f"invalid --nodes {nodes}: use 2 to {MAX_NODES} servers")
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, best_effort, cats, rope_scaling)
     work = prepare.workload(

@@ -26,6 +26,7 @@ __all__ = [
     "Batch",
     "BestEffort",
     "Ctx",
+    "Disaggregate",
     "Dtype",
     "Format",
     "GpuCount",
@@ -38,6 +39,9 @@ __all__ = [
     "Model",
     "ModelsFile",
     "Mtp",
+    "NodeBandwidth",
+    "Nodes",
+    "NodeInterconnect",
     "PrefixHitRate",
     "Quantization",
     "Quiet",
@@ -196,6 +200,38 @@ BestEffort = Annotated[
     bool,
     typer.Option(
         "--best-effort", help="Size an unsupported architecture as a Llama-style decoder (flagged)."
+    ),
+]
+Disaggregate = Annotated[
+    bool,
+    typer.Option(
+        "--disaggregate",
+        help="Also plan disaggregated prefill/decode: a prefill and a decode pool of their own TP and "
+        "count, the KV transfer per request, compared with the aggregated layout (an estimate).",
+    ),
+]
+Nodes = Annotated[
+    int | None,
+    typer.Option(
+        "--nodes",
+        help="Plan N servers of 8 GPUs (2-64) and the traffic between them (an estimate): fit and curve "
+        "take TP=8 x PP=N when one server is not enough; serve and quote compare replicas, TP x PP, TP "
+        "over all and, for MoE, DP attention x EP; train shards or replicates the job over every GPU.",
+    ),
+]
+NodeInterconnect = Annotated[
+    str | None,
+    typer.Option(
+        "--interconnect",
+        help="With --nodes: the link between servers, ib, roce or ethernet (default ib at the GPU's DGX "
+        "rate, 400 Gb/s per GPU on H100/H200/B200; else one shared 100 GbE NIC).",
+    ),
+]
+NodeBandwidth = Annotated[
+    float | None,
+    typer.Option(
+        "--node-bandwidth",
+        help="With --nodes: GB/s per GPU between servers, one direction (400 Gb/s NDR = 50).",
     ),
 ]
 Revision = Annotated[

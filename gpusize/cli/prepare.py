@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from gpusize.cli.options import EngineValues
 from gpusize.cli.output import warn, write_stderr
@@ -20,6 +20,7 @@ from gpusize.core.engines import engine, runs_on
 from gpusize.core.engines import prepare as prepare_workload
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
+from gpusize.core.network import GPUS_PER_NODE, KINDS, MAX_NODES, LinkKind, NodePlan, node_link
 from gpusize.core.parse import parse_config, with_rope_scaling
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.settings import EngineName, EngineSettings, settings_from
@@ -90,6 +91,32 @@ def prefix_cache(engine_name: str, rate: float) -> None:
     """A prefix hit rate needs an engine with a prefix cache."""
     if rate and engine(engine_name).prefix_cache is None:
         raise UsageError(f"--prefix-hit-rate: --engine {engine_name} has no prefix cache")
+
+
+def node_plan(
+    nodes: int | None, kind: str | None, gbytes_per_s: float | None, gpu: GpuSpec, gpus: int | None
+) -> NodePlan | None:
+    """--nodes N, --interconnect, --node-bandwidth: the servers of a multi-node plan and the link
+    between them (None without --nodes; the link options alone are refused)."""
+    if nodes is None:
+        if kind is not None or gbytes_per_s is not None:
+            raise UsageError("--interconnect and --node-bandwidth describe the link of --nodes N")
+        return None
+    if not 2 <= nodes <= MAX_NODES:
+        raise UsageError(f"invalid --nodes {nodes}: use 2 to {MAX_NODES} servers")
+    if gpus not in (None, GPUS_PER_NODE):
+        raise UsageError(f"--nodes plans servers of {GPUS_PER_NODE} GPUs; drop --gpus {gpus}")
+    if gpu.one_device:
+        raise UsageError(f"--nodes: {gpu.name} is one device, not a server of {GPUS_PER_NODE} GPUs")
+    link_kind = cast("LinkKind", choice(kind, KINDS, "--interconnect")) if kind is not None else None
+    rate = number(gbytes_per_s, "--node-bandwidth", 0, 10_000)
+    return NodePlan(
+        nodes=nodes,
+        gpus_per_node=GPUS_PER_NODE,
+        link=node_link(gpu, link_kind, rate),
+        asked_kind=link_kind,
+        asked_gbytes_per_s=rate,
+    )
 
 
 def gpu_count(value: int | None) -> int | None:

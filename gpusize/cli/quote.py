@@ -21,6 +21,9 @@ from gpusize.cli.options import (
     MinTokensPerUser,
     Model,
     ModelsFile,
+    NodeBandwidth,
+    NodeInterconnect,
+    Nodes,
     PrefixHitRate,
     Quantization,
     Quiet,
@@ -76,6 +79,9 @@ def quote(
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
     acceptance_rate: AcceptanceRate = None,
+    nodes: Nodes = None,
+    interconnect: NodeInterconnect = None,
+    node_bandwidth: NodeBandwidth = None,
     fmt: str | None = typer.Option(
         None,
         "--format",
@@ -126,6 +132,7 @@ def quote(
     gpus = [t.gpus[0] for t in targets]
     hours = prepare.number(utilization_hours, "--utilization-hours", 0, 744)
     aim = prepare.speed_targets(min_speed, max_ttft_s)
+    plans = {g.name: prepare.node_plan(nodes, interconnect, node_bandwidth, g, None) for g in gpus}
     report = build_quote(
         resolved,
         spec,
@@ -136,6 +143,7 @@ def quote(
         {t.gpus[0].name: t.max_count for t in targets},
         hit_rate,
         aim,
+        {name: plan for name, plan in plans.items() if plan is not None} or None,
     )
     code = 0 if report.fits else 1
     if svg:

@@ -11,6 +11,7 @@ from gpusize.cli.emit import answer
 from gpusize.cli.options import (
     AcceptanceRate,
     Ctx,
+    Disaggregate,
     Dtype,
     EngineValues,
     GpuCount,
@@ -22,6 +23,9 @@ from gpusize.cli.options import (
     MinTokensPerUser,
     Model,
     ModelsFile,
+    NodeBandwidth,
+    NodeInterconnect,
+    Nodes,
     PrefixHitRate,
     Quantization,
     Quiet,
@@ -57,6 +61,10 @@ def serve(
     max_ttft_s: MaxTtft = None,
     gpu: GpuName = "H100",
     gpus: GpuCount = None,
+    nodes: Nodes = None,
+    interconnect: NodeInterconnect = None,
+    node_bandwidth: NodeBandwidth = None,
+    disaggregated: Disaggregate = False,
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
     quantization: Quantization = None,
@@ -123,8 +131,22 @@ def serve(
     where = prepare.targets(gpu, cats, gpus)
     others = cats.gpus() if where.local_count is None else ()  # this machine's GPUs: no other type
     scope = Scope(gpus=(where.gpus[0],), others=others, count=gpus, max_count=where.max_count)
-    if gpus:
-        report = build_serve_report(resolved, spec, where.gpus[0], gpus, work, demand, host, scope, aim)
+    if disaggregated and (engine(req.engine.name).splits_layers or engine(req.engine.name).budget is None):
+        raise UsageError(
+            f"--disaggregate splits tensor-parallel engines into pools; --engine {req.engine.name} has none"
+        )
+    if disaggregated and (gpus == 1 or where.max_count < 2):
+        raise UsageError("--disaggregate needs at least 2 GPUs: one prefill and one decode pool")
+    plan = prepare.node_plan(nodes, interconnect, node_bandwidth, where.gpus[0], gpus)
+    if plan is not None:
+        report = build_serve_report(
+            resolved, spec, where.gpus[0], 0, work, demand, host, scope, aim, plan, disaggregated
+        )
+    elif gpus or disaggregated:
+        count = gpus or where.max_count
+        report = build_serve_report(
+            resolved, spec, where.gpus[0], count, work, demand, host, scope, aim, None, disaggregated
+        )
     else:  # as fit sizes: the smallest server of 1/2/4/8 that holds the load (--gpu local: its GPUs)
         report = sized_serve_report(resolved, spec, work, demand, scope, host, aim)
     verdict = 0 if report.serves_load else 1

@@ -18,6 +18,9 @@ from gpusize.cli.options import (
     Json,
     Model,
     ModelsFile,
+    NodeBandwidth,
+    NodeInterconnect,
+    Nodes,
     Quiet,
     Revision,
     ShowAll,
@@ -58,13 +61,19 @@ def train(
         "all-linear", "--lora-targets", help="all-linear or attention (q, k, v, o)."
     ),
     sharding: str = typer.Option(
-        "fsdp", "--sharding", help="none (one GPU), ddp, zero1, zero2, zero3 or fsdp."
+        "fsdp",
+        "--sharding",
+        help="none (one GPU), ddp, zero1, zero2, zero3 or fsdp; with --nodes also hsdp (FSDP sharded inside "
+        "each server, replicated across).",
     ),
     offload: str = typer.Option(
         "none", "--offload", help="none, optimizer (ZeRO-Offload) or params (zero3/fsdp)."
     ),
     gpu: GpuName = None,
     gpus: GpuCount = None,
+    nodes: Nodes = None,
+    interconnect: NodeInterconnect = None,
+    node_bandwidth: NodeBandwidth = None,
     tokens: str | None = typer.Option(None, "--tokens", help="Token budget for time and cost: 500M, 1B."),
     framework: str = typer.Option(
         "transformers", "--framework", help="transformers (eager + SDPA), torchtune or unsloth."
@@ -92,6 +101,9 @@ def train(
 
     Example: gpusize train Llama-3.1-8B --method lora --seq 4k --gpu RTX4090
     """
+    hsdp = sharding == "hsdp"
+    if hsdp and nodes is None:
+        raise UsageError("--sharding hsdp shards inside each server of --nodes N; give --nodes")
     job = ts.TrainSetup(
         method=cast("ts.Method", prepare.choice(method, ts.METHODS, "--method")),
         seq_tokens=parse_tokens(seq, "--seq"),
@@ -102,7 +114,9 @@ def train(
         grad_ckpt=grad_ckpt,
         lora_rank=parse_count(lora_rank, "--lora-rank", 1 << 16),
         lora_modules=ts.LORA_MODULES[prepare.choice(lora_targets, ts.LORA_TARGETS, "--lora-targets")],
-        sharding=cast("ts.Sharding", prepare.choice(sharding, ts.SHARDINGS, "--sharding")),
+        sharding=cast(
+            "ts.Sharding", "fsdp" if hsdp else prepare.choice(sharding, ts.SHARDINGS, "--sharding")
+        ),
         offload=cast("ts.Offload", prepare.choice(offload, ts.OFFLOADS, "--offload")),
         optimizer_in_backward=optimizer_in_backward,
         expandable_segments=expandable_segments,
@@ -120,7 +134,14 @@ def train(
     resolved, spec = prepare.load_model(model, revision, best_effort, cats)
     where = prepare.targets(gpu, cats, count)
     others = cats.gpus() if where.local_count is None else ()  # this machine's GPUs: no other type
-    report = build_train_report(resolved, spec, where.gpus, job, count, budget, where.max_count, others)
+    plan = prepare.node_plan(nodes, interconnect, node_bandwidth, where.gpus[0], count)
+    if plan is not None and job.sharding == "none":
+        raise UsageError(
+            "--nodes trains on every GPU of the servers: give --sharding ddp, zero1-3, fsdp or hsdp"
+        )
+    report = build_train_report(
+        resolved, spec, where.gpus, job, count, budget, where.max_count, others, plan, hsdp
+    )
     answer(
         report,
         0 if report.fits else 1,

@@ -11,7 +11,7 @@ from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, block, paragraph, safe, said_once
 from gpusize.reports.quote import QuoteReport
 from gpusize.serving.layouts import THIN_MARGIN_NOTE
-from gpusize.serving.quote import CurvePoint, Option, memory_parts
+from gpusize.serving.quote import CurvePoint, Option, memory_parts, option_layout
 
 __all__ = [
     "quote_headline",
@@ -29,7 +29,7 @@ __all__ = [
 #: (column, its text cell, priority on a narrow terminal; None = never dropped).
 QUOTE_COLUMNS: list[tuple[Column, Callable[[Option], str]]] = [
     (Column("GPU", keep=True), lambda o: f"{o.num_gpus}x {o.gpu}"),
-    (Column("layout", keep=True), lambda o: f"{o.replicas} x TP={o.tensor_parallel}"),
+    (Column("layout", keep=True), lambda o: option_layout(o)),
     (
         Column(
             "fits",
@@ -188,10 +188,12 @@ def load_lines(report: QuoteReport) -> list[str]:
         per_user = f", ${o.usd_per_user_hour:.4f} per user-hour" if o.usd_per_user_hour else ""
         per_m = f", ${o.usd_per_million_tokens:.2f}/1M tokens" if o.usd_per_million_tokens else ""
         count = "one server" if o.servers == 1 else f"{o.servers:,} servers"
+        if o.nodes > 1:
+            count = f"one set of {o.nodes} servers"
         one = f"{count}, no queueing" if o.serves_all else f"{count}, requests still queue"
         if o.thin_margin:
             one += f" on a thin margin ({THIN_MARGIN_NOTE})"
-        layout = f"{o.replicas} x TP={o.tensor_parallel}"
+        layout = option_layout(o)
         target = "meets" if o.meets_targets else "misses"
         lines.append(
             f"- {o.num_gpus}x {o.gpu} ({layout}): {one}, {fleet}{per_user}{per_m}; "
@@ -232,7 +234,7 @@ def quote_headline(report: QuoteReport) -> str:
     best = report.recommendation
     if best is None or not best.fits:
         return f"{what}{load}: no option fits"
-    layout = f"{best.replicas} x TP={best.tensor_parallel}"
+    layout = option_layout(best)
     price = f", ${best.usd_per_hour:,.2f}/hour" if best.usd_per_hour is not None else ", unpriced"
     servers = f" x {best.servers} servers" if best.servers and best.servers > 1 else ""
     return f"{what}{load}: best {best.num_gpus}x {best.gpu} ({layout}){servers}{price}"

@@ -93,7 +93,7 @@ def title(report: ServeReport) -> str:
         return f"{report.model.name} does not fit {where}"
     layout = (
         f"{pick.replicas} replica(s) x TP={pick.tensor_parallel}"
-        if pick.split_mode == "tensor"
+        if pick.split_mode == "tensor" and pick.nodes == 1
         else f"{pick.replicas} replica(s) x {layout_name(pick).split(' x ', 1)[1]}"
     )
     queues = "" if pick.serves_all else " (requests queue: no layout holds the whole load)"
@@ -102,6 +102,35 @@ def title(report: ServeReport) -> str:
     return (
         f"{report.model.name} on {where}, {human_tokens(w.context_tokens)} context, {load}: {layout}{queues}"
     )
+
+
+def disaggregated_lines(report: ServeReport) -> list[str]:
+    """serve --disaggregate: the split, its KV transfer, and how it compares (estimates)."""
+    d = report.disaggregated
+    if d is None:
+        return []
+    p, q = d.prefill, d.decode
+    cost = f", ${d.usd_per_million_tokens:.2f}/1M tokens" if d.usd_per_million_tokens else ""
+    agg = ""
+    if d.aggregated_layout is not None:
+        agg_cost = (
+            f", ${d.aggregated_usd_per_million_tokens:.2f}/1M" if d.aggregated_usd_per_million_tokens else ""
+        )
+        agg = (
+            f"; aggregated {d.aggregated_layout}: {fmt_float(d.aggregated_per_request_tokens_per_s)} tok/s "
+            f"per request, TTFT {fmt_float(d.aggregated_ttft_s)} s, "
+            f"{fmt_float(d.aggregated_tokens_per_s)} tok/s{agg_cost}"
+        )
+    return [
+        f"Disaggregated (estimate): prefill {p.instances} x TP={p.tensor_parallel} "
+        f"({p.utilization:.0%} busy), decode {q.instances} x TP={q.tensor_parallel} "
+        f"({q.capacity_sequences} sequences); {d.ratio} at {d.arrival_rps:.2f} requests/s; KV "
+        f"{d.kv_transfer_bytes_per_request / 2**20:.1f} MiB per request over {d.link}, "
+        f"{d.kv_transfer_s * 1e3:.2f} ms; {fmt_float(d.per_request_tokens_per_s)} tok/s per request, TTFT "
+        f"{fmt_float(d.ttft_s) + ' s' if d.ttft_s is not None else 'unbounded (prefill saturated)'}, "
+        f"{fmt_float(d.aggregate_tokens_per_s)} tok/s{cost}{agg}",
+        f"Disaggregation {d.verdict}",
+    ]
 
 
 def _failure_lines(report: ServeReport, width: int) -> list[str]:
@@ -143,10 +172,19 @@ def render_serve(report: ServeReport, width: int, style: Style) -> str:
     rows = [[cell(x) for _, cell in SERVE_COLUMNS[:-1]] for x in report.layouts]
     lines = [
         style(paragraph(title(report), width), "bold"),
-        render_table(TABLE_TITLE, columns, rows, width, style),
+        render_table(
+            TABLE_TITLE
+            if report.nodes is None
+            else TABLE_TITLE.replace("on one server", f"over {report.nodes.nodes} servers"),
+            columns,
+            rows,
+            width,
+            style,
+        ),
         *_failure_lines(report, width),
         paragraph(targets_line(report), width),
         paragraph(f"Why: {report.why}", width),
+        *[paragraph(line, width) for line in disaggregated_lines(report)],
         *[paragraph(line, width) for line in suggestion_lines(report.suggestions, False)],
     ]
     for engine_name, launch in report.launch.items():

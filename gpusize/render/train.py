@@ -174,6 +174,8 @@ def render_train(report: TrainReport, width: int, style: Style, show_all: bool =
         more = f"{len(rows) - NEAREST - 1} more GPU types: --all lists them, --json has every count tried"
         rows = rows[: NEAREST + 1]
     title = "Smallest GPU count per type (one server, 1/2/4/8), best first" if many else "Counts tried"
+    if report.nodes is not None:
+        title = f"Every GPU of {report.nodes.nodes} servers, per type, best first" if many else "Counts tried"
     parts = [
         style(paragraph(headline(report), width), "bold"),
         memory_table(report, width, style),
@@ -190,6 +192,17 @@ def render_train(report: TrainReport, width: int, style: Style, show_all: bool =
     times = time_table(report, width, style)
     if times is not None:
         parts.append(times)
+    if report.nodes is not None:
+        parts.append(paragraph(report.nodes.words(), width))
+        if report.nodes.nodes_that_fit:
+            parts.append(
+                paragraph(
+                    f"Fits on --nodes {report.nodes.nodes_that_fit} "
+                    f"({report.nodes.nodes_that_fit * report.nodes.gpus_per_node} GPUs), "
+                    "the same memory model",
+                    width,
+                )
+            )
     parts += [style(paragraph(line, width), "dim") for line in footer_lines(report)]
     parts += [paragraph(line, width) for line in suggestion_lines(report)]
     return "\n".join(parts) + "\n"

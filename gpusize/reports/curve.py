@@ -8,6 +8,7 @@ from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import VENDOR_TERMS, GpuSpec, VendorTerms
 from gpusize.core.model import ResolvedModel
+from gpusize.core.network import NodePlan
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.reports.common import (
@@ -52,13 +53,25 @@ class CurveReport:
     users: int
     points: tuple[CurvePoint, ...]
     assumptions: CurveAssumptions
+    #: curve --nodes: the servers (TP=8 x PP=N) and the link between them; None on one server.
+    nodes: NodePlan | None = None
 
 
 def build_curve(
-    resolved: ResolvedModel, spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload, users: int = 1
+    resolved: ResolvedModel,
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    num_gpus: int,
+    work: Workload,
+    users: int = 1,
+    nodes: NodePlan | None = None,
 ) -> CurveReport:
+    """The curve of one plan: `num_gpus` GPUs of one server, or with `nodes` TP=8 x PP=N over them."""
     model = engine(work.engine.name)
-    points = concurrency_curve(spec, gpu, num_gpus, work, points=12, users=users)
+    if nodes is not None:
+        num_gpus = nodes.nodes * nodes.gpus_per_node
+    across = nodes.nodes if nodes else 1
+    points = concurrency_curve(spec, gpu, num_gpus, work, points=12, users=users, nodes=across)
     return CurveReport(
         gpusize_version=__version__,
         command="curve",
@@ -76,7 +89,13 @@ def build_curve(
             weight_format=work.weights.name,
             kv_cache_dtype=work.kv_cache_dtype,
             gpu_files=gpu_files([gpu]),
-            notes=tuple(model_notes(resolved, spec, work) + gpu_file_notes([gpu]) + device_notes([gpu])),
+            notes=tuple(
+                model_notes(resolved, spec, work)
+                + gpu_file_notes([gpu])
+                + device_notes([gpu])
+                + ([f"TP=8 x PP={nodes.nodes}: {nodes.words()}"] if nodes else [])
+            ),
             terms=gpu.terms,
         ),
+        nodes=nodes,
     )

@@ -8,6 +8,7 @@ from gpusize import __version__
 from gpusize.core.engines import engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
+from gpusize.core.network import NodePlan
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.reports.common import (
@@ -23,6 +24,7 @@ from gpusize.reports.common import (
 from gpusize.reports.fit import model_notes
 from gpusize.serving import economics, throughput
 from gpusize.serving.layouts import Demand, prefix_note
+from gpusize.serving.nodes import node_option
 from gpusize.serving.quote import (
     RANKING,
     CurvePoint,
@@ -86,11 +88,29 @@ def build_quote(
     max_gpus: dict[str, int] | None = None,
     prefix_hit_rate: float = 0.0,
     targets: Targets | None = None,
+    nodes: dict[str, NodePlan] | None = None,
 ) -> QuoteReport:
-    """`max_gpus`: the most GPUs an option of that GPU name may use (--gpu local: the machine's)."""
+    """`max_gpus`: the most GPUs an option of that GPU name may use (--gpu local: the machine's).
+    `nodes`: per GPU name, the servers of a multi-node option and their link (quote --nodes): each
+    option is then those servers laid out as `serve --nodes` recommends."""
     limits = max_gpus or {}
     aim = targets or Targets()
-    if users:
+    if nodes:
+        demand = Demand(users=users or 1, prefix_hit_rate=prefix_hit_rate)
+        options = rank(
+            [
+                with_money(
+                    node_option(spec, g, work, demand, nodes[g.name], aim),
+                    g,
+                    1 if users else None,
+                    users,
+                    hours,
+                )
+                for g in gpus
+            ],
+            per_user=False,  # one set of servers each: those holding the load first, then cheapest
+        )
+    elif users:
         options = rank(
             [
                 for_load(spec, g, work, users, hours, limits.get(g.name, 8), prefix_hit_rate, aim)
@@ -120,7 +140,7 @@ def build_quote(
         )
     top = next((o for o in options if o.fits), None)
     curve: list[CurvePoint] = []
-    if top:
+    if top and top.nodes == 1:  # the curve is one server's; a multi-node option has none
         gpu = next(g for g in gpus if g.name == top.gpu)
         curve = concurrency_curve(spec, gpu, top.tensor_parallel, work)
     share = (
@@ -146,7 +166,10 @@ def build_quote(
             ranking=_ranking(users, aim),
             min_tokens_per_s_per_user=aim.min_tokens_per_s_per_user,
             max_ttft_s=aim.max_ttft_s,
-            layout="each option is the smallest server of its GPU type (1, 2, 4 or 8 GPUs) that holds every "
+            layout=f"each option is {next(iter(nodes.values())).nodes} servers of 8 GPUs, laid out as "
+            "`serve --nodes` recommends"
+            if nodes
+            else "each option is the smallest server of its GPU type (1, 2, 4 or 8 GPUs) that holds every "
             "user at once, else 8 GPUs, laid out as `serve` recommends"
             + (
                 "; when one server cannot hold the load, as many as can, each sized for its share"
@@ -163,7 +186,12 @@ def build_quote(
             f"operations not included) against renting {hours:,.0f} h a month ({share}), the rent shown "
             "for the same hours: break-even in months, for options that fit",
             gpu_files=gpu_files(gpus),
-            notes=tuple(model_notes(resolved, spec, work) + gpu_file_notes(gpus) + device_notes(gpus)),
+            notes=tuple(
+                model_notes(resolved, spec, work)
+                + gpu_file_notes(gpus)
+                + device_notes(gpus)
+                + [plan.words() for plan in (nodes or {}).values()][:1]
+            ),
         ),
     )
 

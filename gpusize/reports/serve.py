@@ -8,6 +8,7 @@ from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
+from gpusize.core.network import NodePlan
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Scope, Suggestion, fixes
@@ -24,6 +25,7 @@ from gpusize.reports.common import (
 )
 from gpusize.reports.fit import model_notes
 from gpusize.serving import calibrated, economics, throughput
+from gpusize.serving.disagg import Disaggregated, disaggregate
 from gpusize.serving.launch import (
     SERVER_COMMANDS,
     LaunchCommand,
@@ -31,6 +33,7 @@ from gpusize.serving.launch import (
     llamacpp_command,
 )
 from gpusize.serving.layouts import Demand, Layout, compare, prefix_note, recommend
+from gpusize.serving.nodes import node_launch, node_layouts
 from gpusize.serving.targets import Targets
 
 __all__ = [
@@ -95,6 +98,10 @@ class ServeReport:
     #: same engine model, cheapest first; empty otherwise.
     suggestions: tuple[Suggestion, ...]
     assumptions: ServeAssumptions
+    #: Multi-node plans (--nodes): the servers, GPUs each and the link between them; None on one server.
+    nodes: NodePlan | None = None
+    #: --disaggregate: the best prefill/decode split of the same GPUs and its comparison; else None.
+    disaggregated: Disaggregated | None = None
 
 
 def power_info(gpu: GpuSpec, n: int, tp_max: int, one_gpu_fits: bool = True) -> PowerInfo | None:
@@ -215,14 +222,26 @@ def build_serve_report(
     host_gbps: float | None = None,
     scope: Scope | None = None,
     targets: Targets | None = None,
+    nodes: NodePlan | None = None,
+    disaggregated: bool = False,
 ) -> ServeReport:
     """The layouts of `num_gpus` GPUs for the demand; when none runs the model and `scope` says where
     to look, the configurations that do. `targets`: what each user must get (default the reading
-    floor), by which the recommendation is chosen."""
+    floor), by which the recommendation is chosen. `nodes`: the layouts of that many servers of 8
+    GPUs instead (serving/nodes.py), `num_gpus` being all their GPUs."""
     work = half_precision(work, gpu)  # T4 and other GPUs without bf16 run 16-bit models in fp16
     aim = targets or Targets()
-    layouts = compare(spec, gpu, num_gpus, work, demand, targets=aim)
+    if nodes is not None:
+        layouts = node_layouts(spec, gpu, nodes.nodes, work, demand, nodes.link, aim)
+        num_gpus = nodes.nodes * nodes.gpus_per_node
+    else:
+        layouts = compare(spec, gpu, num_gpus, work, demand, targets=aim)
     pick, why = recommend(layouts, aim)
+    split = (
+        disaggregate(spec, gpu, num_gpus, work, demand, pick, aim, nodes.link if nodes else None)
+        if disaggregated
+        else None
+    )
     found = fixes(spec, work, engine(work.engine.name), scope) if pick is None and scope else ()
     one_gpu_fits = any(x.fits and x.gpus_per_replica == 1 for x in layouts)
     return ServeReport(
@@ -240,7 +259,7 @@ def build_serve_report(
         layouts=tuple(layouts),
         recommendation=pick,
         why=why,
-        launch=launch_commands(resolved, spec, gpu, work, pick) if pick else {},
+        launch=(launch_commands(resolved, spec, gpu, work, pick) | node_launch(pick, nodes)) if pick else {},
         power=power_info(gpu, num_gpus, max(x.tensor_parallel for x in layouts), one_gpu_fits),
         suggestions=found,
         assumptions=ServeAssumptions(
@@ -260,6 +279,18 @@ def build_serve_report(
             prices=price_note([gpu]),
             month_hours=economics.HOURS_PER_MONTH,
             gpu_files=gpu_files([gpu]),
-            notes=tuple(model_notes(resolved, spec, work) + gpu_file_notes([gpu]) + device_notes([gpu])),
+            notes=tuple(
+                model_notes(resolved, spec, work)
+                + gpu_file_notes([gpu])
+                + device_notes([gpu])
+                + ([nodes.words()] if nodes else [])
+                + (
+                    ["--disaggregate: no split of these GPUs runs the model in a prefill and a decode pool"]
+                    if disaggregated and split is None
+                    else []
+                )
+            ),
         ),
+        nodes=nodes,
+        disaggregated=split,
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from gpusize import __version__
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
+from gpusize.core.network import MAX_NODES, NodePlan
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
 from gpusize.reports.common import ModelFacts, model_facts
@@ -19,6 +20,7 @@ from gpusize.reports.train_assumptions import TrainAssumptions, train_assumption
 from gpusize.training import time_cost
 from gpusize.training.anatomy import trainable_params
 from gpusize.training.device import train_memory
+from gpusize.training.nodes import NodeStep, node_step, shard_degree
 from gpusize.training.peak import TrainMemory
 from gpusize.training.plan import Suggestion, TrainCandidate, candidate_counts, evaluate, pick, suggest
 from gpusize.training.setup import TrainSetup
@@ -85,6 +87,8 @@ class TrainReport:
     suggestions: tuple[TrainSuggestion, ...]
     time: TimeInfo | None
     assumptions: TrainAssumptions
+    #: train --nodes: the step over the servers (collectives over the link), time and cost; None on one.
+    nodes: NodeStep | None = None
 
 
 def time_info(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, tokens: int, max_count: int = 8) -> TimeInfo:
@@ -144,9 +148,15 @@ def build_train_report(
     tokens: int | None = None,
     max_count: int = 8,
     others: tuple[GpuSpec, ...] = (),
+    nodes: NodePlan | None = None,
+    hsdp: bool = False,
 ) -> TrainReport:
     """Plan the job over `gpus`: per type the smallest count that fits, up to `max_count` (or exactly
-    `fixed_count`), and with a token budget the time and cost on 1 to 8 GPUs of the chosen type."""
+    `fixed_count`), and with a token budget the time and cost on 1 to 8 GPUs of the chosen type.
+    `nodes`: every GPU of that many servers instead (training/nodes.py), FSDP sharded inside each
+    server only with `hsdp`."""
+    if nodes is not None:
+        return _nodes_report(resolved, spec, gpus, setup, tokens, nodes, hsdp)
     rows: list[TrainCandidate] = []
     best: list[TrainCandidate] = []
     for gpu in gpus:
@@ -183,4 +193,57 @@ def build_train_report(
         suggestions=() if chosen else train_fixes(spec, setup, tuple(gpus), others, fixed_count, max_count),
         time=time_info(spec, setup, plan_gpu, tokens, max_count) if plan_gpu and tokens else None,
         assumptions=train_assumptions(spec, setup, gpus),
+    )
+
+
+def _nodes_report(
+    resolved: ResolvedModel,
+    spec: ModelSpec,
+    gpus: list[GpuSpec],
+    setup: TrainSetup,
+    tokens: int | None,
+    plan: NodePlan,
+    hsdp: bool,
+) -> TrainReport:
+    """The job on every GPU of `plan`'s servers, per GPU type: memory per GPU at the layout's shard
+    degree, the step over the link and, with a budget, the job's time and cost (first GPU that fits)."""
+    n = plan.nodes * plan.gpus_per_node
+    sharding = "hsdp" if hsdp else setup.sharding
+    rows = []
+    for gpu in gpus:
+        shard = shard_degree(sharding, plan)
+        c = evaluate(spec, setup, gpu, shard)
+        rows.append(replace(c, num_gpus=n, usd_per_hour=gpu.price_for(n)))
+    chosen = pick(rows)
+    plan_row = chosen or rows[0]
+    plan_gpu = next(g for g in gpus if g.name == plan_row.gpu)
+    plan = plan.for_gpu(plan_gpu)  # the link of the GPU type chosen
+    step = node_step(spec, setup, sharding, plan_gpu, plan, tokens)
+    if chosen is None and step is not None and sharding != "ddp":  # the fewest servers that hold it
+        more = plan.nodes * 2
+        while more <= MAX_NODES:
+            if evaluate(spec, setup, plan_gpu, shard_degree(sharding, replace(plan, nodes=more))).fits:
+                step = replace(step, nodes_that_fit=more)
+                break
+            more *= 2
+    trainable = trainable_params(spec, setup)
+    return TrainReport(
+        gpusize_version=__version__,
+        command="train",
+        fits=chosen is not None,
+        model=model_facts(resolved, spec),
+        setup=setup,
+        token_budget=tokens,
+        params=TrainParams(
+            total=spec.params.total,
+            trainable=trainable,
+            trainable_fraction=round(trainable / spec.params.total, 6),
+        ),
+        memory=train_memory(spec, setup, 1),
+        plan=plan_row,
+        candidates=tuple(rows),
+        suggestions=(),
+        time=None,
+        assumptions=train_assumptions(spec, setup, gpus),
+        nodes=step,
     )

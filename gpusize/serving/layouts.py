@@ -142,6 +142,14 @@ class Layout:
     usd_per_million_tokens: float | None = None
     usd_per_million_tokens_low: float | None = None
     usd_per_million_tokens_high: float | None = None
+    #: Multi-node plans (serve --nodes, serving/nodes.py): the servers the layout's GPUs span, the
+    #: engine's pipeline and expert-parallel sizes, what crosses the link between servers and the
+    #: seconds it adds to each decode step (an estimate); 1 / 1 / 1 / None / None on one server.
+    nodes: int = 1
+    pipeline_parallel: int = 1
+    expert_parallel: int = 1
+    network: str | None = None
+    network_s_per_step: float | None = None
 
 
 def prefix_note(work: Workload, rate: float) -> str:
@@ -342,7 +350,12 @@ def compare(
 
 
 def layout_name(x: Layout) -> str:
-    """'4 x TP=1', or for llama.cpp '1 x 4 GPUs -sm layer'."""
+    """'4 x TP=1', or for llama.cpp '1 x 4 GPUs -sm layer'; across servers '1 x TP=8 x PP=2',
+    '1 x DP=16 x EP=16'."""
+    if x.expert_parallel > 1:
+        return f"{x.replicas} x DP={x.expert_parallel} x EP={x.expert_parallel}"
+    if x.pipeline_parallel > 1:
+        return f"{x.replicas} x TP={x.tensor_parallel} x PP={x.pipeline_parallel}"
     if x.split_mode == "tensor":
         return f"{x.replicas} x TP={x.tensor_parallel}"
     gpus = "1 GPU" if x.gpus_per_replica == 1 else f"{x.gpus_per_replica} GPUs -sm {x.split_mode}"
@@ -377,6 +390,8 @@ def recommend(layouts: list[Layout], targets: Targets | None = None) -> tuple[La
 
 def _evidence(pick: Layout, fitting: list[Layout]) -> str:
     """The published measurements behind this kind of choice."""
+    if pick.network:  # an engine across servers: what its traffic crosses (serving/nodes.py)
+        return f"{pick.network} (an estimate)"
     if pick.split_mode != "tensor":  # llama.cpp: one engine over several GPUs gains no stream speed
         return (
             EVIDENCE["row"]

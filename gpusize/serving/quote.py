@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.plan import TP_SIZES, smallest_fit
+from gpusize.core.plan import TP_SIZES, Candidate, smallest_fit
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.serving import economics
@@ -29,6 +29,7 @@ __all__ = [
     "RANKING",
     "memory_parts",
     "option_for",
+    "option_layout",
     "rank",
     "with_money",
 ]
@@ -96,6 +97,21 @@ class Option:
     rent_usd_per_month: float | None = None
     #: None when the option does not fit or either price is missing.
     break_even_months: float | None = None
+    #: Multi-node options (quote --nodes, serving/nodes.py): servers spanned, pipeline and expert
+    #: parallel sizes, what crosses the link between servers (1 / 1 / 1 / None on one server).
+    nodes: int = 1
+    pipeline_parallel: int = 1
+    expert_parallel: int = 1
+    network: str | None = None
+
+
+def option_layout(o: Option) -> str:
+    """'2 x TP=4'; across servers '1 x TP=8 x PP=2' or '1 x DP=16 x EP=16' (as serve's layout_name)."""
+    if o.expert_parallel > 1:
+        return f"{o.replicas} x DP={o.expert_parallel} x EP={o.expert_parallel}"
+    if o.pipeline_parallel > 1:
+        return f"{o.replicas} x TP={o.tensor_parallel} x PP={o.pipeline_parallel}"
+    return f"{o.replicas} x TP={o.tensor_parallel}"
 
 
 def _caveats(gpu: GpuSpec, tp: int, option_visible_measured: bool) -> tuple[str, ...]:
@@ -324,12 +340,27 @@ class CurvePoint:
 
 
 def concurrency_curve(
-    spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload, points: int = 10, users: int = 1
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    tp: int,
+    work: Workload,
+    points: int = 10,
+    users: int = 1,
+    nodes: int = 1,
 ) -> list[CurvePoint]:
     """Maximum concurrent sequences against context, doubling from 1k up to the model's maximum; the
-    workload is the one sized (same weights, KV dtype and engine settings), with `users` sequences."""
+    workload is the one sized (same weights, KV dtype and engine settings), with `users` sequences.
+    `nodes` > 1: the engine's plan over that many servers (TP=8 x PP=nodes, as `fit --nodes`)."""
     limit = spec.max_context or 131072
-    evaluate = engine(work.engine.name).evaluate
+    model = engine(work.engine.name)
+    evaluate = model.evaluate
+    across = model.nodes
+    if nodes > 1 and across is not None:
+
+        def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
+            assert across is not None
+            return across(spec, gpu, nodes, work)
+
     out: list[CurvePoint] = []
     ctx = 1024
     while ctx <= limit and len(out) < points:

@@ -11,6 +11,15 @@ __all__ = ["topology_mermaid", "topology_text"]
 def topology_text(option: Option) -> str:
     """Where the weights load, where requests arrive, which GPUs each request needs."""
     link = option.link
+    if option.nodes > 1 and option.replicas * option.tensor_parallel < option.num_gpus:
+        per = option.num_gpus // option.nodes
+        return "\n".join(
+            [
+                f"requests -> one engine over {option.nodes} servers ({option.nodes} x {per}x {option.gpu})",
+                f"  {option.network}",
+                "each request needs GPUs of every server; a server failure stops the service",
+            ]
+        )
     lines = [
         f"requests -> {'load balancer -> ' if option.replicas > 1 else ''}"
         f"{option.replicas} replica(s) in one server ({option.num_gpus}x {option.gpu})"

@@ -1,0 +1,143 @@
+"""serve / quote / train --nodes through the CLI (in process): the issue's done-when cases and the
+refusals of bad link options."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import run_in_process
+
+
+@pytest.mark.parametrize("model", ["DeepSeek-V3", "DeepSeek-R1", "Llama-3.1-405B", "Kimi-K2"])
+def test_serve_two_nodes_gives_a_multi_node_layout_with_the_network(model: str) -> None:
+    proc = run_in_process("serve", model, "--gpu", "H200", "--users", "50", "--nodes", "2", "--json")
+    assert proc.code == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["num_gpus"] == 16 and data["nodes"]["nodes"] == 2
+    assert data["nodes"]["link"] == {
+        "kind": "ib",
+        "gbytes_per_s": 50.0,
+        "source": "one 400 Gb/s NIC per GPU, as NVIDIA's DGX reference server for H200-SXM",
+    }
+    pick = data["recommendation"]
+    assert pick["serves_all"] and pick["nodes"] == 2 and pick["headroom_bytes"] > 0
+    spanning = [x for x in data["layouts"] if x["gpus_per_replica"] == 16 and x["fits"]]
+    assert spanning and all("per GPU" in x["network"] for x in spanning)
+    text = run_in_process("serve", model, "--gpu", "H200", "--users", "50", "--nodes", "2").stdout
+    assert "Layouts over 2 servers" in text and "InfiniBand 50 GB/s (400 Gb/s) per GPU" in text
+
+
+@pytest.mark.parametrize("model", ["DeepSeek-V3", "Llama-3.1-405B", "Kimi-K2"])
+def test_quote_two_nodes_gives_multi_node_options(model: str) -> None:
+    proc = run_in_process(
+        "quote", model, "--gpu", "H200", "--gpu", "B200", "--users", "50", "--nodes", "2", "--json"
+    )
+    assert proc.code == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    for option in data["options"]:
+        assert option["num_gpus"] == 16 and option["nodes"] == 2 and option["network"]
+    assert data["recommendation"]["fits"] and data["recommendation"]["weights_bytes"] > 0
+
+
+def test_train_405b_full_on_four_nodes_answers_memory_and_time() -> None:
+    proc = run_in_process(
+        "train",
+        "Llama-3.1-405B",
+        "--method",
+        "full",
+        "--nodes",
+        "4",
+        "--gpu",
+        "H100",
+        "--tokens",
+        "1B",
+        "--json",
+    )
+    assert proc.code in (0, 1), proc.stderr
+    data = json.loads(proc.stdout)
+    plan = data["plan"]
+    assert plan["num_gpus"] == 32 and plan["per_gpu"]["device_bytes"] > 0
+    step = data["nodes"]
+    assert step["num_gpus"] == 32 and step["sharding"] == "fsdp"
+    assert 0 < step["step_s_low"] <= step["step_s_high"]
+    assert step["hours_low"] > 0 and step["cost_usd_low"] > 0
+    text = run_in_process(
+        "train", "Llama-3.1-405B", "--method", "full", "--nodes", "4", "--gpu", "H100", "--tokens", "1B"
+    ).stdout
+    assert "Across 4 servers (32 GPUs, fsdp" in text
+
+
+def test_train_hsdp_shards_inside_a_server() -> None:
+    proc = run_in_process(
+        "train",
+        "Llama-3.1-70B",
+        "--method",
+        "full",
+        "--nodes",
+        "2",
+        "--sharding",
+        "hsdp",
+        "--gpu",
+        "H100",
+        "--json",
+    )
+    assert proc.code in (0, 1), proc.stderr
+    step = json.loads(proc.stdout)["nodes"]
+    assert step["sharding"] == "hsdp" and step["shard_gpus"] == 8
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("serve", "Qwen3-8B", "--users", "4", "--nodes", "1"), "invalid --nodes 1"),
+        (("serve", "Qwen3-8B", "--users", "4", "--interconnect", "ib"), "describe the link of --nodes"),
+        (
+            ("serve", "Qwen3-8B", "--users", "4", "--nodes", "2", "--interconnect", "myrinet"),
+            "--interconnect",
+        ),
+        (("serve", "Qwen3-8B", "--users", "4", "--nodes", "2", "--gpus", "4"), "servers of 8 GPUs"),
+        (("serve", "Qwen3-8B", "--users", "4", "--nodes", "2", "--node-bandwidth", "-1"), "--node-bandwidth"),
+        (("train", "Qwen3-8B", "--method", "lora", "--sharding", "hsdp"), "give --nodes"),
+        (("train", "Qwen3-8B", "--method", "lora", "--sharding", "none", "--nodes", "2"), "--sharding"),
+    ],
+)
+def test_bad_node_options_are_one_line_exit_2(args: tuple[str, ...], words: str) -> None:
+    proc = run_in_process(*args)
+    assert proc.code == 2 and proc.stdout == ""
+    assert words in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_curve_two_nodes_draws_the_pipeline_plan() -> None:
+    """curve --nodes: TP=8 x PP=2 over 16 GPUs, the same KV pool as fit --nodes 2 at 8k."""
+    data = json.loads(
+        run_in_process("curve", "DeepSeek-V3", "--gpu", "H100", "--nodes", "2", "--json").stdout
+    )
+    assert data["num_gpus"] == 16 and data["nodes"]["link"]["kind"] == "ib"
+    fit = json.loads(
+        run_in_process("fit", "DeepSeek-V3", "--gpu", "H100", "--nodes", "2", "--ctx", "8k", "--json").stdout
+    )
+    at_8k = next(p for p in data["points"] if p["context_tokens"] == 8192)
+    assert at_8k["max_concurrency"] == fit["candidates"][-1]["max_concurrency"]
+    refused = run_in_process("curve", "DeepSeek-V3", "--gpu", "H100", "--nodes", "2", "--engine", "sglang")
+    assert refused.code == 2 and "modelled for vLLM" in refused.stderr
+
+
+def test_serve_disaggregate_states_the_split_and_the_comparison() -> None:
+    args = ("serve", "Llama-3.1-8B", "--gpu", "H100", "--gpus", "8", "--rps", "10", "--prompt-tokens", "8k")
+    proc = run_in_process(*args, "--ctx", "16k", "--disaggregate", "--json")
+    assert proc.code in (0, 1), proc.stderr
+    d = json.loads(proc.stdout)["disaggregated"]
+    assert d["prefill"]["role"] == "prefill" and d["decode"]["role"] == "decode"
+    assert d["aggregated_layout"] and d["verdict"]
+    text = run_in_process(*args, "--ctx", "16k", "--disaggregate").stdout
+    assert "Disaggregated (estimate): prefill" in text and "Disaggregation " in text
+    assert json.loads(run_in_process(*args, "--ctx", "16k", "--json").stdout)["disaggregated"] is None
+
+
+def test_disaggregate_refuses_one_gpu_and_layer_split_engines() -> None:
+    one = run_in_process("serve", "Qwen3-8B", "--users", "4", "--gpus", "1", "--disaggregate")
+    assert one.code == 2 and "at least 2 GPUs" in one.stderr
+    cpp = run_in_process("serve", "Qwen3-8B", "--users", "4", "--engine", "llamacpp", "--disaggregate")
+    assert cpp.code == 2 and "--disaggregate" in cpp.stderr
