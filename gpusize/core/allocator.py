@@ -135,6 +135,12 @@ class AllocatorPeaks:
     reserved_bytes: int
     #: With a capacity: a request that no release of cached memory could satisfy.
     out_of_memory: bool = False
+    #: With a capacity: the replay takes the same path (so gives the same peaks) for every capacity
+    #: in [capacity_low, capacity_high); None: no bound above. Its only branches on the capacity are
+    #: the comparisons `reserved + new segment > capacity`, so any capacity on the same side of
+    #: each value compared replays identically (training/device.py caches replays by this range).
+    capacity_low: int = 0
+    capacity_high: int | None = None
 
     @property
     def fragmentation_bytes(self) -> int:
@@ -279,6 +285,7 @@ def replay(trace: Trace, expandable_segments: bool = False, capacity: int | None
     live: dict[int, tuple[int, int, int, int]] = {}
     allocated = peak = reserved_peak = 0
     oom = False
+    low, high = 0, None  # the capacities that take every branch below as `capacity` does
     ev = trace.events
     for k in range(0, len(ev), 2):
         handle, size = ev[k], ev[k + 1]
@@ -287,12 +294,14 @@ def replay(trace: Trace, expandable_segments: bool = False, capacity: int | None
             index = 0 if rounded <= SMALL_SIZE else 1
             pool = pools[index]
             if capacity is not None and not pool.cached(rounded):
-                total = pools[0].reserved + pools[1].reserved
-                if total + pool.new_segment_bytes(rounded) > capacity:
+                need = pools[0].reserved + pools[1].reserved + pool.new_segment_bytes(rounded)
+                low, high = _side(need, capacity, low, high)
+                if need > capacity:
                     pools[0].release_cached()
                     pools[1].release_cached()
-                    total = pools[0].reserved + pools[1].reserved
-                    if total + pool.new_segment_bytes(rounded) > capacity:
+                    need = pools[0].reserved + pools[1].reserved + pool.new_segment_bytes(rounded)
+                    low, high = _side(need, capacity, low, high)
+                    if need > capacity:
                         oom = True
                         break
             seg, off, block = pool.malloc(rounded)
@@ -307,4 +316,17 @@ def replay(trace: Trace, expandable_segments: bool = False, capacity: int | None
             index, seg, off, block = got
             pools[index].release(seg, off)
             allocated -= block
-    return AllocatorPeaks(allocated_bytes=peak, reserved_bytes=reserved_peak, out_of_memory=oom)
+    return AllocatorPeaks(
+        allocated_bytes=peak,
+        reserved_bytes=reserved_peak,
+        out_of_memory=oom,
+        capacity_low=low,
+        capacity_high=high,
+    )
+
+
+def _side(need: int, capacity: int, low: int, high: int | None) -> tuple[int, int | None]:
+    """The range [low, high) narrowed to the capacities for which `need > capacity` is as for this one."""
+    if need > capacity:
+        return low, need if high is None else min(high, need)
+    return max(low, need), high
