@@ -360,6 +360,11 @@ class ModelSpec:
         return tuple(counts.items())
 
     @cached_property
+    def attention_layer_counts(self) -> tuple[tuple[LayerSpec, int], ...]:
+        """`layer_counts` of the layers that keep a per-token KV cache."""
+        return tuple((layer, n) for layer, n in self.layer_counts if layer.mixer in KV_MIXERS)
+
+    @cached_property
     def attention_kinds(self) -> tuple[tuple[tuple[str, int | None], int], ...]:
         """((kind, window), layer count) of the attention layers, in first-seen order: kind is full,
         sliding or chunked (the KV groups an engine forms; computed once per model)."""
