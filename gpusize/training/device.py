@@ -48,19 +48,20 @@ def _sizes(spec: ModelSpec, setup: TrainSetup, num_gpus: int) -> StepSizes:
     return _step_sizes(spec, setup, num_gpus)
 
 
-@functools.lru_cache(maxsize=2048)
-def _free_replay(spec: ModelSpec, sizes: StepSizes, expandable: bool) -> allocator.AllocatorPeaks:
-    return allocator.replay(train_trace(spec, sizes), expandable_segments=expandable)
+@functools.lru_cache(maxsize=256)
+def _replayer(spec: ModelSpec, sizes: StepSizes, expandable: bool) -> allocator.Replayer:
+    return allocator.Replayer(train_trace(spec, sizes), expandable_segments=expandable)
 
 
 def _replay(
     spec: ModelSpec, setup: TrainSetup, num_gpus: int, capacity: int | None = None
 ) -> allocator.AllocatorPeaks:
     """The replay of two steps, unlimited or with `capacity`; a capacity-limited one is replayed only
-    when no earlier replay of the same trace took the same path (the result is then identical)."""
+    when no earlier replay of the same trace took the same path (the result is then identical), and
+    then from the unlimited replay's last snapshot before its path can differ (`allocator.Replayer`)."""
     sizes, expandable = _sizes(spec, setup, num_gpus), setup.expandable_segments
     if capacity is None:
-        return _free_replay(spec, sizes, expandable)
+        return _replayer(spec, sizes, expandable).free
     known = _TIGHT.setdefault((spec, sizes, expandable), [])
     for peaks in known:
         if peaks.capacity_low <= capacity and (peaks.capacity_high is None or capacity < peaks.capacity_high):
@@ -68,7 +69,7 @@ def _replay(
     if len(_TIGHT) > _MAX_TIGHT:
         _TIGHT.clear()
         known = _TIGHT.setdefault((spec, sizes, expandable), [])
-    peaks = allocator.replay(train_trace(spec, sizes), expandable_segments=expandable, capacity=capacity)
+    peaks = _replayer(spec, sizes, expandable).at(capacity)  # from the unlimited replay's snapshots
     known.append(peaks)
     return peaks
 

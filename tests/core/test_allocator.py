@@ -131,3 +131,25 @@ def test_a_replay_holds_for_its_whole_capacity_range(
     assert low <= mib * MIB and (high is None or mib * MIB < high)
     for other in {low, (high or low + (1 << 40)) - 1, low + pick % max((high or low + 1) - low, 1)}:
         assert replay(t, expandable_segments=expandable, capacity=other) == first
+
+
+@settings(max_examples=80, deadline=None)
+@given(events, st.booleans(), st.lists(st.integers(0, 1 << 12), min_size=1, max_size=6))
+def test_a_replayer_gives_what_a_fresh_replay_gives(
+    steps: list[tuple[bool, int]], expandable: bool, mibs: list[int]
+) -> None:
+    t, live = Trace(), []
+    for free, size in steps:
+        if free and live:
+            t.free(live.pop(size % len(live)))
+        else:
+            live.append(t.alloc(size))
+    saved = allocator.SNAPSHOT_BYTES
+    try:
+        allocator.SNAPSHOT_BYTES = 8 * MIB  # snapshots every few requests of these small traces
+        replayer = allocator.Replayer(t, expandable_segments=expandable)
+    finally:
+        allocator.SNAPSHOT_BYTES = saved
+    assert replayer.free == replay(t, expandable_segments=expandable)
+    for mib in mibs:
+        assert replayer.at(mib * MIB) == replay(t, expandable_segments=expandable, capacity=mib * MIB)
