@@ -6,8 +6,8 @@ For each command: the instructions of `python -m gpusize ...` with the sources o
 the catalog cache warm and with the cache turned off (GPUSIZE_CACHE_DIR=""; a first run, a read-only
 home), and their ratio; then a bare `import typer, rich, pydantic, yaml` as the floor.
 
-Usage: python bench/bench_instructions.py REV [--quick]     (figures in bench/RESULTS.md)
---quick: only `fit` (a slow command under valgrind takes minutes).
+Usage: python bench/bench_instructions.py REV [NAME ...]    (figures in bench/RESULTS.md)
+NAME: only these of COMMANDS (`train 128k` takes minutes under valgrind).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def instructions(argv: list[str], src: Path, cache: str) -> int:
 
 
 def main() -> None:
-    rev, quick = sys.argv[1], "--quick" in sys.argv
+    rev, names = sys.argv[1], sys.argv[2:]
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "cache"
         base = Path(tmp) / "base"
@@ -53,7 +53,7 @@ def main() -> None:
         subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
         for src in (base, ROOT):
             subprocess.run([sys.executable, "-m", "compileall", "-q", str(src / "gpusize")], check=True)
-        commands = {"fit": COMMANDS["fit"]} if quick else COMMANDS
+        commands = {k: v for k, v in COMMANDS.items() if not names or k in names}
         for src in (base, ROOT):  # warm the cache of each, as any earlier run would have
             for args in commands.values():
                 subprocess.run(
