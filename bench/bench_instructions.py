@@ -59,6 +59,7 @@ def main() -> None:
                 subprocess.run(
                     [sys.executable, "-m", "gpusize", *args],
                     env={**os.environ, "PYTHONPATH": str(src), "GPUSIZE_CACHE_DIR": str(cache)},
+                    cwd=tempfile.gettempdir(),  # not the checkout: `-m` would import its gpusize first
                     capture_output=True,
                 )
         floor = instructions(BARE, ROOT, str(cache))
