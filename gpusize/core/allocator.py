@@ -41,7 +41,9 @@ __all__ = [
     "ROUND_LARGE",
     "SMALL_BUFFER",
     "SMALL_SIZE",
+    "SNAPSHOT_BYTES",
     "AllocatorPeaks",
+    "Replayer",
     "Trace",
     "cublas_workspace_bytes",
     "nccl_buffer_bytes",
@@ -135,6 +137,12 @@ class AllocatorPeaks:
     reserved_bytes: int
     #: With a capacity: a request that no release of cached memory could satisfy.
     out_of_memory: bool = False
+    #: With a capacity: the replay takes the same path (so gives the same peaks) for every capacity
+    #: in [capacity_low, capacity_high); None: no bound above. Its only branches on the capacity are
+    #: the comparisons `reserved + new segment > capacity`, so any capacity on the same side of
+    #: each value compared replays identically (training/device.py caches replays by this range).
+    capacity_low: int = 0
+    capacity_high: int | None = None
 
     @property
     def fragmentation_bytes(self) -> int:
@@ -157,6 +165,14 @@ class _Pool:
         self.segment_sizes: dict[int, int] = {}
         #: segments that are one free block (what release_cached_blocks can give back)
         self.idle: set[int] = set()
+
+    def copy(self) -> _Pool:
+        """An independent copy (block entries are replaced, never changed in place)."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.free, new.blocks, new.ends = list(self.free), dict(self.blocks), dict(self.ends)
+        new.segment_sizes, new.idle = dict(self.segment_sizes), set(self.idle)
+        return new
 
     def cached(self, size: int) -> bool:
         """Whether a cached free block holds `size` (no new segment needed)."""
@@ -271,30 +287,109 @@ def replay(trace: Trace, expandable_segments: bool = False, capacity: int | None
     a segment that would not fit first makes the allocator free every cached segment that holds no
     tensor (release_cached_blocks) and retry, as PyTorch does before raising out-of-memory;
     `out_of_memory` says when even that failed."""
-    pools: tuple[_Pool, _Pool] = (
-        (_ExpandablePool(SMALL_BUFFER), _ExpandablePool(LARGE_BUFFER))
-        if expandable_segments
-        else (_Pool(True), _Pool(False))
-    )
-    live: dict[int, tuple[int, int, int, int]] = {}
-    allocated = peak = reserved_peak = 0
+    return _run(_State.fresh(expandable_segments), trace.events, capacity)
+
+
+#: Bytes of reserved-memory growth between two snapshots kept by a `Replayer` (1 GiB: a few dozen
+#: snapshots for a GPU's worth; a capacity replay starts at most that far before it can differ).
+SNAPSHOT_BYTES = 1 << 30
+
+
+class Replayer:
+    """One trace replayed without a capacity (`free`), keeping snapshots of the allocator on the way;
+    `at(capacity)` replays with a capacity from the last snapshot up to which no request would have
+    met it, giving exactly `replay(trace, expandable, capacity)`: until a request's new segment would
+    pass the capacity, a capacity-limited replay takes the unlimited one's path."""
+
+    def __init__(self, trace: Trace, expandable_segments: bool = False) -> None:
+        self.events, self.expandable = trace.events, expandable_segments
+        self.snapshots: list[_State] = []
+        self.free = _run(_State.fresh(expandable_segments), self.events, None, self.snapshots)
+
+    def at(self, capacity: int) -> AllocatorPeaks:
+        start = _State.fresh(self.expandable)
+        for snap in self.snapshots:  # in replay order, `low` (the largest need before it) grows
+            if snap.low > capacity:
+                break
+            start = snap
+        return _run(start.copy(), self.events, capacity)
+
+
+@dataclass
+class _State:
+    """The allocator part-way through a trace: next event `k`; `low`: the largest need (reserved + the
+    new segment) of the requests before it that needed a new segment."""
+
+    pools: tuple[_Pool, _Pool]
+    live: dict[int, tuple[int, int, int, int]]
+    k: int = 0
+    allocated: int = 0
+    peak: int = 0
+    reserved_peak: int = 0
+    low: int = 0
+
+    @classmethod
+    def fresh(cls, expandable: bool) -> _State:
+        pools: tuple[_Pool, _Pool] = (
+            (_ExpandablePool(SMALL_BUFFER), _ExpandablePool(LARGE_BUFFER))
+            if expandable
+            else (_Pool(True), _Pool(False))
+        )
+        return cls(pools, {})
+
+    def copy(self) -> _State:
+        return _State(
+            (self.pools[0].copy(), self.pools[1].copy()),
+            dict(self.live),
+            self.k,
+            self.allocated,
+            self.peak,
+            self.reserved_peak,
+            self.low,
+        )
+
+
+def _run(
+    state: _State, ev: list[int], capacity: int | None, snapshots: list[_State] | None = None
+) -> AllocatorPeaks:
+    """Replay events from `state` on (which it changes); with `snapshots` (and no capacity) keep a copy
+    of the state before a request that needs a new segment, each SNAPSHOT_BYTES of growth."""
+    pools, live = state.pools, state.live
+    allocated, peak, reserved_peak, low = state.allocated, state.peak, state.reserved_peak, state.low
+    high: int | None = None  # the capacities that take every branch below as `capacity` does: [low, high)
     oom = False
-    ev = trace.events
-    for k in range(0, len(ev), 2):
+    next_snapshot = 0
+    for k in range(state.k, len(ev), 2):
         handle, size = ev[k], ev[k + 1]
         if handle > 0:
             rounded = round_size(size)
             index = 0 if rounded <= SMALL_SIZE else 1
             pool = pools[index]
-            if capacity is not None and not pool.cached(rounded):
-                total = pools[0].reserved + pools[1].reserved
-                if total + pool.new_segment_bytes(rounded) > capacity:
-                    pools[0].release_cached()
-                    pools[1].release_cached()
-                    total = pools[0].reserved + pools[1].reserved
-                    if total + pool.new_segment_bytes(rounded) > capacity:
-                        oom = True
-                        break
+            if (capacity is not None or snapshots is not None) and not pool.cached(rounded):
+                need = pools[0].reserved + pools[1].reserved + pool.new_segment_bytes(rounded)
+                if capacity is None:
+                    assert snapshots is not None
+                    if need >= next_snapshot:
+                        state.k, state.allocated, state.peak, state.reserved_peak = (
+                            k,
+                            allocated,
+                            peak,
+                            reserved_peak,
+                        )
+                        state.low = low
+                        snapshots.append(state.copy())
+                        next_snapshot = need + SNAPSHOT_BYTES
+                    low = max(low, need)
+                else:
+                    low, high = _side(need, capacity, low, high)
+                    if need > capacity:
+                        pools[0].release_cached()
+                        pools[1].release_cached()
+                        need = pools[0].reserved + pools[1].reserved + pool.new_segment_bytes(rounded)
+                        low, high = _side(need, capacity, low, high)
+                        if need > capacity:
+                            oom = True
+                            break
             seg, off, block = pool.malloc(rounded)
             live[handle] = (index, seg, off, block)
             allocated += block
@@ -307,4 +402,19 @@ def replay(trace: Trace, expandable_segments: bool = False, capacity: int | None
             index, seg, off, block = got
             pools[index].release(seg, off)
             allocated -= block
-    return AllocatorPeaks(allocated_bytes=peak, reserved_bytes=reserved_peak, out_of_memory=oom)
+    if capacity is None:
+        low = 0
+    return AllocatorPeaks(
+        allocated_bytes=peak,
+        reserved_bytes=reserved_peak,
+        out_of_memory=oom,
+        capacity_low=low,
+        capacity_high=high,
+    )
+
+
+def _side(need: int, capacity: int, low: int, high: int | None) -> tuple[int, int | None]:
+    """The range [low, high) narrowed to the capacities for which `need > capacity` is as for this one."""
+    if need > capacity:
+        return low, need if high is None else min(high, need)
+    return max(low, need), high

@@ -99,8 +99,8 @@ def kv_bytes_per_token_per_layer(
 def kv_cache_bytes_per_token(spec: ModelSpec, kv_bytes: float, tp: int = 1) -> int:
     """Bytes per token summed over every attention layer on one GPU (Llama-3-8B bf16: 131,072)."""
     return sum(
-        kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads, layer)
-        for layer in spec.attention_layers
+        kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads, layer) * n
+        for layer, n in spec.attention_layer_counts
     )
 
 
@@ -158,16 +158,17 @@ def kv_layout(
     mixed = _mixed_page_layout(spec, kv_bytes, tp, block, group_ratio)
     if mixed is not None:
         return mixed
-    per_layer = [
-        kv_bytes_per_token_per_layer(spec, kv_bytes, tp, la.num_key_value_heads, la) for la in layers
+    per_layer = [  # once per distinct layer, with its count
+        (kv_bytes_per_token_per_layer(spec, kv_bytes, tp, la.num_key_value_heads, la), n)
+        for la, n in spec.attention_layer_counts
     ]
     if (not spec.uniform_kv_heads and not spec.mla) or (
-        len(set(per_layer)) > 1 and len(spec.attention_kinds) == 1
+        len({b for b, _ in per_layer}) > 1 and len(spec.attention_kinds) == 1
     ):
         # Per-layer KV widths of one attention type (DeciLM block_configs, DeepSeek-V4's compression
         # ratios, MiniMax-M3's index key on its sparse layers): vLLM's UniformTypeKVCacheSpecs, one
         # block id spans every layer, num_blocks = available // sum of the layers' page sizes.
-        return KvLayout(block * sum(per_layer), block, 1, (KvGroup("full", None),))
+        return KvLayout(block * sum(b * n for b, n in per_layer), block, 1, (KvGroup("full", None),))
     page = block * kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layers[0].num_key_value_heads)
     kinds = dict(spec.attention_kinds)
     if len(kinds) == 1:
@@ -208,15 +209,14 @@ def _mixed_page_layout(
     tokens; 50 sliding + 10 global layers -> group size 10, 5 sliding groups + 1 global group, one
     block id costs 10 x 262,144 B = 2,621,440 B. At TP=8 the ratio flips (sliding 2 heads -> 2,048
     B/token, global 1 head -> 2,048 B/token: equal pages, block 16 everywhere)."""
-    layers = spec.attention_layers
     if spec.mla or len(spec.attention_kinds) < 2:
         return None
     counts: dict[tuple[str, int | None, int], int] = {}
-    for layer in layers:
+    for layer, n in spec.attention_layer_counts:  # first-seen order, as over every layer
         kind = "full" if layer.window is None else ("chunked" if layer.chunked else "sliding")
         width = kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads, layer)
         key = (kind, layer.window, width)
-        counts[key] = counts.get(key, 0) + 1
+        counts[key] = counts.get(key, 0) + n
     widths = {width for _, _, width in counts}
     page = block * max(widths)
     for width in widths:

@@ -356,6 +356,16 @@ class ModelSpec:
     #: must then carry it, and the engine's maximum follows it.
     rope_overridden: bool = False
 
+    def __hash__(self) -> int:
+        """The hash of the compared fields, computed once per spec (kept in its __dict__ beside the
+        cached properties): a spec keys the training model's caches, and hashing its layers again on
+        every lookup was a third of `train --seq 128k` (bench/RESULTS.md). Equal specs hash equal."""
+        known: int | None = self.__dict__.get("_hash")
+        if known is None:
+            known = hash(tuple(getattr(self, name) for name in _HASHED))
+            object.__setattr__(self, "_hash", known)
+        return known
+
     @cached_property
     def attention_layers(self) -> tuple[LayerSpec, ...]:
         return tuple(layer for layer in self.layers if layer.mixer in KV_MIXERS)
@@ -368,6 +378,11 @@ class ModelSpec:
         for layer in self.layers:
             counts[layer] = counts.get(layer, 0) + 1
         return tuple(counts.items())
+
+    @cached_property
+    def attention_layer_counts(self) -> tuple[tuple[LayerSpec, int], ...]:
+        """`layer_counts` of the layers that keep a per-token KV cache."""
+        return tuple((layer, n) for layer, n in self.layer_counts if layer.mixer in KV_MIXERS)
 
     @cached_property
     def attention_kinds(self) -> tuple[tuple[tuple[str, int | None], int], ...]:
@@ -387,3 +402,7 @@ class ModelSpec:
     def uniform_kv_heads(self) -> bool:
         """Every attention layer has the same number of KV heads (DeciLM block_configs may not)."""
         return len({layer.num_key_value_heads for layer in self.attention_layers}) <= 1
+
+
+#: The fields ModelSpec's hash covers (compare=True where hash is unset, or hash=True), listed once.
+_HASHED = tuple(f.name for f in fields(ModelSpec) if (f.compare if f.hash is None else f.hash))

@@ -29,7 +29,7 @@ from gpusize.core.mig import mig_slices
 from gpusize.core.model import CatalogModel, normalize
 from gpusize.core.unified import raised
 from gpusize.errors import CatalogError, InputError, UnknownNameError
-from gpusize.sources import catalog_cache
+from gpusize.sources import catalog_cache, shipped
 from gpusize.sources.catalog_cache import CACHE_ENV
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "load_models",
     "merge_by_name",
     "normalize",
+    "row_types_of",
     "validated_rows",
 ]
 
@@ -84,12 +85,15 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def validated_rows(path: Path, kind: str) -> list[dict[str, Any]]:
-    """The entries of one catalog file as validated plain dicts ('gpus' or 'models'), cached
-    (`sources.catalog_cache`: keyed by the BLAKE2b digest of the bytes, shape-checked on read)."""
+    """The entries of one catalog file as validated plain dicts ('gpus' or 'models'): a bundled one from
+    the validated copy shipped beside it (`sources.shipped`), else cached (`sources.catalog_cache`:
+    keyed by the BLAKE2b digest of the bytes, shape-checked on read)."""
     raw = _read_bytes(path)
     digest = catalog_cache.digest_of(raw)
-    types = _row_types(kind)
-    rows = catalog_cache.load(kind, digest, types)
+    types = row_types_of(kind)
+    rows = shipped.rows(path, kind, digest, types) if path == data_dir() / f"{kind}.yaml" else None
+    if rows is None:
+        rows = catalog_cache.load(kind, digest, types)
     if rows is None:
         from gpusize.sources import schema  # start-up: pydantic, imported only when a file must be validated
 
@@ -98,7 +102,8 @@ def validated_rows(path: Path, kind: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _row_types(kind: str) -> catalog_cache.RowTypes:
+def row_types_of(kind: str) -> catalog_cache.RowTypes:
+    """The fields of a validated row of this kind, with the JSON types each value may have."""
     if kind == "gpus":
         return catalog_cache.row_types(
             GpuSpec, frozenset(f.name for f in fields(GpuSpec) if not f.metadata.get("catalog", True))

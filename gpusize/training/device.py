@@ -37,13 +37,42 @@ from gpusize.training.trace import StepSizes, train_trace
 __all__ = ["fragmentation_bytes", "largest_batch", "largest_seq", "train_memory"]
 
 
+#: Most capacity-limited replays kept (each a few hundred bytes); the cache is emptied past it.
+_MAX_TIGHT = 4096
+#: Capacity-limited replays per (model, step, allocator mode): each holds for a range of capacities
+#: (AllocatorPeaks.capacity_low/high), so GPU types whose limits fall in one range share a replay.
+_TIGHT: dict[tuple[ModelSpec, StepSizes, bool], list[allocator.AllocatorPeaks]] = {}
+
+
 @functools.lru_cache(maxsize=2048)
+def _sizes(spec: ModelSpec, setup: TrainSetup, num_gpus: int) -> StepSizes:
+    return _step_sizes(spec, setup, num_gpus)
+
+
+@functools.lru_cache(maxsize=256)
+def _replayer(spec: ModelSpec, sizes: StepSizes, expandable: bool) -> allocator.Replayer:
+    return allocator.Replayer(train_trace(spec, sizes), expandable_segments=expandable)
+
+
 def _replay(
     spec: ModelSpec, setup: TrainSetup, num_gpus: int, capacity: int | None = None
 ) -> allocator.AllocatorPeaks:
-    sizes = _step_sizes(spec, setup, num_gpus)
-    trace = train_trace(spec, sizes)
-    return allocator.replay(trace, expandable_segments=setup.expandable_segments, capacity=capacity)
+    """The replay of two steps, unlimited or with `capacity`; a capacity-limited one is replayed only
+    when no earlier replay of the same trace took the same path (the result is then identical), and
+    then from the unlimited replay's last snapshot before its path can differ (`allocator.Replayer`)."""
+    sizes, expandable = _sizes(spec, setup, num_gpus), setup.expandable_segments
+    if capacity is None:
+        return _replayer(spec, sizes, expandable).free
+    known = _TIGHT.setdefault((spec, sizes, expandable), [])
+    for peaks in known:
+        if peaks.capacity_low <= capacity and (peaks.capacity_high is None or capacity < peaks.capacity_high):
+            return peaks
+    if len(_TIGHT) > _MAX_TIGHT:
+        _TIGHT.clear()
+        known = _TIGHT.setdefault((spec, sizes, expandable), [])
+    peaks = _replayer(spec, sizes, expandable).at(capacity)  # from the unlimited replay's snapshots
+    known.append(peaks)
+    return peaks
 
 
 def fragmentation_bytes(

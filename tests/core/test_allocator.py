@@ -111,3 +111,45 @@ def test_reserved_never_below_allocated(steps: list[tuple[bool, int]], expandabl
     assert peaks.reserved_bytes >= peaks.allocated_bytes >= max(round_size(s) for s in made)
     # with room for exactly the unlimited reserved peak, nothing runs out
     assert not replay(t, expandable_segments=expandable, capacity=peaks.reserved_bytes).out_of_memory
+
+
+@settings(max_examples=80, deadline=None)
+@given(events, st.booleans(), st.integers(0, 1 << 12), st.integers(0, 1 << 20))
+def test_a_replay_holds_for_its_whole_capacity_range(
+    steps: list[tuple[bool, int]], expandable: bool, mib: int, pick: int
+) -> None:
+    # training/device.py reuses a capacity-limited replay for any capacity in its range: a replay at
+    # another capacity of that range gives the same peaks and the same range
+    t, live = Trace(), []
+    for free, size in steps:
+        if free and live:
+            t.free(live.pop(size % len(live)))
+        else:
+            live.append(t.alloc(size))
+    first = replay(t, expandable_segments=expandable, capacity=mib * MIB)
+    low, high = first.capacity_low, first.capacity_high
+    assert low <= mib * MIB and (high is None or mib * MIB < high)
+    for other in {low, (high or low + (1 << 40)) - 1, low + pick % max((high or low + 1) - low, 1)}:
+        assert replay(t, expandable_segments=expandable, capacity=other) == first
+
+
+@settings(max_examples=80, deadline=None)
+@given(events, st.booleans(), st.lists(st.integers(0, 1 << 12), min_size=1, max_size=6))
+def test_a_replayer_gives_what_a_fresh_replay_gives(
+    steps: list[tuple[bool, int]], expandable: bool, mibs: list[int]
+) -> None:
+    t, live = Trace(), []
+    for free, size in steps:
+        if free and live:
+            t.free(live.pop(size % len(live)))
+        else:
+            live.append(t.alloc(size))
+    saved = allocator.SNAPSHOT_BYTES
+    try:
+        allocator.SNAPSHOT_BYTES = 8 * MIB  # snapshots every few requests of these small traces
+        replayer = allocator.Replayer(t, expandable_segments=expandable)
+    finally:
+        allocator.SNAPSHOT_BYTES = saved
+    assert replayer.free == replay(t, expandable_segments=expandable)
+    for mib in mibs:
+        assert replayer.at(mib * MIB) == replay(t, expandable_segments=expandable, capacity=mib * MIB)

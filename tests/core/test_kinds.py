@@ -44,3 +44,13 @@ def test_a_kind_refuses_a_split_it_cannot_shard() -> None:
     qwen = _spec("Qwen__Qwen3-Next-80B-A3B-Instruct")
     assert kinds.tp_problem(qwen, 8) is None
     assert kinds.tp_problem(qwen, 3) is not None
+
+
+def test_the_packed_kinds_are_found_once_and_are_those_with_a_packed_format() -> None:
+    # kinds/__init__.py looks the packed kinds up by identity (speed); it must name exactly the
+    # kinds that have the packed format
+    from gpusize.core import kinds
+
+    packed = {name for name, k in kinds.MIXERS.items() if id(k) in kinds._PACKED}
+    assert packed == {name for name, k in kinds.MIXERS.items() if isinstance(k, kinds.PackedKV)}
+    assert packed  # DeepSeek Sparse Attention's fp8_ds_mla at least

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,8 @@ def test_wheel_ships_catalogs(tmp_path: Path) -> None:
         timeout=300,
     )
     wheel = next(dist.glob("gpusize-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {"gpusize/data/gpus.validated.json", "gpusize/data/models.validated.json"} <= set(names)
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"

@@ -90,6 +90,12 @@ MIXERS: dict[str, MixerKind] = {
 }
 
 
+#: The kinds with a packed cache format, by identity, found once: isinstance() on a runtime Protocol
+#: walks the protocol's attributes on every call (about half of `which` over the catalog, measured
+#: with cProfile on Python 3.11; bench/RESULTS.md).
+_PACKED: dict[int, PackedKV] = {id(k): k for k in MIXERS.values() if isinstance(k, PackedKV)}
+
+
 def mixer_kind(spec: ModelSpec, layer: LayerSpec) -> MixerKind:
     """The kind that answers for this layer's mixer."""
     if layer.mixer == "attention" and spec.compressed is not None:
@@ -103,8 +109,9 @@ def kv_bytes_per_token(spec: ModelSpec, layer: LayerSpec, kv_heads: int, kv_byte
     """Bytes one token keeps in this layer's cache on a GPU holding `kv_heads` KV heads, at
     `kv_bytes` per element: the kind's packed format where it has one, else width x bytes."""
     kind = mixer_kind(spec, layer)
-    if isinstance(kind, PackedKV):
-        return kind.packed_kv_bytes(spec, layer, kv_heads, kv_bytes)
+    packed = _PACKED.get(id(kind))
+    if packed is not None:
+        return packed.packed_kv_bytes(spec, layer, kv_heads, kv_bytes)
     return int(kind.kv_width(spec, layer, kv_heads) * kv_bytes)
 
 

@@ -1,0 +1,22 @@
+"""Regenerate the bundled catalogs' validated copies (`sources.shipped`) after editing data/*.yaml:
+`python -m gpusize.sources.shipped_build` (tests/sources/test_shipped.py fails until it is run)."""
+
+from __future__ import annotations
+
+from gpusize.sources import catalog, catalog_cache, schema, shipped
+
+__all__ = ["main"]
+
+
+def main() -> None:  # pragma: no cover - run by hand; tests/sources/test_shipped.py checks its output
+    for kind in shipped.KINDS:
+        path = catalog.data_dir() / f"{kind}.yaml"
+        raw = path.read_bytes()
+        rows = schema.validate_file(path, raw, kind)
+        content = shipped.text(kind, catalog_cache.digest_of(raw), rows, catalog.row_types_of(kind))
+        shipped.shipped_path(path).write_text(content, encoding="utf-8")
+        print(f"wrote {shipped.shipped_path(path)}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,56 @@
+"""The bundled catalogs ship validated (sources/shipped.py): the files are what validating data/*.yaml
+yields, a run reads them without YAML or pydantic whatever the cache folder, and a stale one is
+ignored."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpusize.sources import catalog, catalog_cache, schema, shipped
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("kind", shipped.KINDS)
+def test_the_shipped_file_is_what_validating_the_yaml_yields(kind: str) -> None:
+    path = catalog.data_dir() / f"{kind}.yaml"
+    raw = path.read_bytes()
+    digest = catalog_cache.digest_of(raw)
+    types = catalog.row_types_of(kind)
+    validated = schema.validate_file(path, raw, kind)
+    expected = shipped.text(kind, digest, validated, types)
+    got = shipped.shipped_path(path).read_text(encoding="utf-8")
+    stale = f"{shipped.shipped_path(path).name} is stale: python -m gpusize.sources.shipped_build"
+    assert got == expected, stale
+    assert shipped.rows(path, kind, digest, types) == json.loads(json.dumps(validated))  # tuples: lists
+
+
+def test_a_shipped_file_of_other_bytes_is_not_used(tmp_path: Path) -> None:
+    path = catalog.data_dir() / "gpus.yaml"
+    types = catalog.row_types_of("gpus")
+    assert shipped.rows(path, "gpus", catalog_cache.digest_of(b"edited"), types) is None
+    assert shipped.rows(tmp_path / "gpus.yaml", "gpus", "0" * 64, types) is None  # no file beside it
+
+
+@pytest.mark.parametrize("cache", ["", "unwritable"])
+def test_a_run_reads_the_bundled_catalogs_without_yaml(tmp_path: Path, cache: str) -> None:
+    # the first run, a cache turned off or a read-only cache folder: no YAML parsed, no pydantic
+    folder = tmp_path / "ro"
+    folder.mkdir(mode=0o500)
+    code = (
+        "import sys\nfrom gpusize.sources import catalog\n"
+        "print(len(catalog.load_models()), len(catalog.load_gpus()))\n"
+        "assert 'yaml' not in sys.modules and 'pydantic' not in sys.modules, 'parsed the YAML'\n"
+    )
+    env = {**os.environ, "GPUSIZE_CACHE_DIR": "" if not cache else str(folder)}
+    env.pop("GPUSIZE_MODELS", None)
+    env.pop("GPUSIZE_GPUS", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert not any(folder.iterdir())
