@@ -30,8 +30,6 @@ block selection (top-k blocks of 128 tokens) saves compute, not cache: every tok
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 
 __all__ = ["KIND", "head_width", "value_width"]
@@ -47,9 +45,9 @@ def value_width(spec: ModelSpec, layer: LayerSpec) -> int:
     return layer.v_head_dim or head_width(spec, layer)
 
 
-@dataclass(frozen=True)
 class _Attention:
-    per_token_kv: bool = True
+    #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
+    per_token_kv = True
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         h, d, dv = spec.hidden_size, head_width(spec, layer), value_width(spec, layer)

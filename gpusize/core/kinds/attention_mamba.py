@@ -10,17 +10,15 @@ manager sees as many attention layers as recurrent ones.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core.kinds import attention, mamba2
 from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 
 __all__ = ["KIND"]
 
 
-@dataclass(frozen=True)
 class _AttentionMamba:
-    per_token_kv: bool = True
+    #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
+    per_token_kv = True
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         return attention.KIND.params(spec, layer) + mamba2.KIND.params(spec, layer)

@@ -30,8 +30,6 @@ indexer's over index_head_dim). Every TP rank holds all of it (one KV head).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core.spec import CompressedAttentionSpec, LayerSpec, ModelSpec, ParamCounts
 
 __all__ = [
@@ -94,9 +92,9 @@ def window_state_bytes(spec: ModelSpec, kv_bytes: float) -> int:
     return total
 
 
-@dataclass(frozen=True)
 class _CompressedMLA:
-    per_token_kv: bool = True
+    #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
+    per_token_kv = True
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         c = spec.compressed

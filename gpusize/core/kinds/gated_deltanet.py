@@ -10,16 +10,14 @@ vllm/model_executor/layers/mamba/mamba_utils.py gated_delta_net_state_shape). vL
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 
 __all__ = ["KIND"]
 
 
-@dataclass(frozen=True)
 class _GatedDeltaNet:
-    per_token_kv: bool = False
+    #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
+    per_token_kv = False
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         assert spec.linear_attention is not None

@@ -15,8 +15,6 @@ heads / tp x head_dim x head_dim kept in fp32 whatever the flags. vLLM shards th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 
 __all__ = ["KIND", "RECURRENT_BYTES"]
@@ -25,9 +23,9 @@ __all__ = ["KIND", "RECURRENT_BYTES"]
 RECURRENT_BYTES = 4
 
 
-@dataclass(frozen=True)
 class _KimiDelta:
-    per_token_kv: bool = False
+    #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
+    per_token_kv = False
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         assert spec.kimi_delta is not None

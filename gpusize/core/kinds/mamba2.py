@@ -9,16 +9,14 @@ shards the heads over TP (and the groups, replicated when TP does not divide the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 
 __all__ = ["KIND"]
 
 
-@dataclass(frozen=True)
 class _Mamba2:
-    per_token_kv: bool = False
+    #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
+    per_token_kv = False
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         assert spec.mamba is not None

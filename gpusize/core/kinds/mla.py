@@ -9,16 +9,14 @@ whole latent (vLLM MLAAttentionSpec; Kimi-VL logs 31,104 B/token at TP=1 and TP=
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 
 __all__ = ["KIND"]
 
 
-@dataclass(frozen=True)
 class _MLA:
-    per_token_kv: bool = True
+    #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
+    per_token_kv = True
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         assert spec.mla is not None

@@ -27,8 +27,6 @@ NSA cache is stored in fp8).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core.kinds import mla
 from gpusize.core.spec import IndexerSpec, LayerSpec, ModelSpec, ParamCounts
 
@@ -62,9 +60,9 @@ def latent_bytes(spec: ModelSpec, kv_bytes: float) -> int:
     return int((m.kv_lora_rank + m.qk_rope_head_dim) * kv_bytes)
 
 
-@dataclass(frozen=True)
 class _MLAIndexer:
-    per_token_kv: bool = True
+    #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
+    per_token_kv = True
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         assert spec.mla is not None and spec.mla.indexer is not None

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 
 __all__ = ["KIND"]
 
 
-@dataclass(frozen=True)
 class _NoMixer:
-    per_token_kv: bool = False
+    #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
+    per_token_kv = False
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         return ParamCounts()
