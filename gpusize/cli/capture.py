@@ -11,22 +11,24 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Captured", "capture", "current"]
 
 
-@dataclass
 class Captured:
     """What one command answered: its report value, exit code, text rendering (a function of the
-    width and style, as `answer` takes it), the error line and the warnings it would have printed."""
+    width and style, as `answer` takes it), the error line and the warnings it would have printed.
+    A plain class: it is defined on every start (`cli.app` imports this module)."""
 
-    report: Any = None
-    code: int = 0
-    text: Callable[[int, Any], str] | None = None
-    error: str | None = None
-    warnings: list[str] = field(default_factory=list)
+    __slots__ = ("code", "error", "report", "text", "warnings")
+
+    def __init__(self) -> None:
+        self.report: Any = None
+        self.code = 0
+        self.text: Callable[[int, Any], str] | None = None
+        self.error: str | None = None
+        self.warnings: list[str] = []
 
 
 _CURRENT: ContextVar[Captured | None] = ContextVar("gpusize_capture", default=None)

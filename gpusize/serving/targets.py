@@ -3,7 +3,7 @@ first token (pure). `serve` picks its layout and `quote` ranks its options by it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["READING_TOKENS_PER_S", "Targets"]
 
@@ -15,8 +15,7 @@ __all__ = ["READING_TOKENS_PER_S", "Targets"]
 READING_TOKENS_PER_S = 10.0
 
 
-@dataclass(frozen=True, kw_only=True)
-class Targets:
+class Targets(NamedTuple):
     """What each user must get for an option to meet the quote: a decode speed floor and, where given,
     a longest time to first token."""
 
