@@ -32,14 +32,19 @@ TENSORS = {"model.embed_tokens.weight": ("BF16", [1000, 64]), "model.norm.weight
 ESC = "\x1b]0;pwned\x07\x1b[2J"
 
 #: Runs the CLI and records the process's peak memory (KiB) in $RSS_FILE.
+#: The command in a child process that writes its own peak RSS: VmHWM (KiB) of its memory map, not
+#: ru_maxrss, which carries the parent's size across fork + exec (vfork: the test process's, which a
+#: long test run makes large).
 RUNNER = """
-import os, resource, sys
+import os, sys
 from gpusize.cli import main
 try:
     main(sys.argv[1:])
 finally:
+    with open("/proc/self/status") as status:
+        peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
     with open(os.environ["RSS_FILE"], "w") as f:
-        f.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+        f.write(peak)
 """
 
 
