@@ -31,7 +31,7 @@ from gpusize.core.workload import Workload
 from gpusize.serving import calibrated, economics, load
 from gpusize.serving.launch import LaunchCommand
 from gpusize.serving.layouts import Demand, Layout, compare, concurrency_for, mean_context, recommend
-from gpusize.serving.quote import Option
+from gpusize.serving.quote import Option, option_from
 from gpusize.serving.targets import Targets
 from gpusize.serving.throughput import (
     decode_step,
@@ -540,46 +540,16 @@ def node_option(
     x = pick or layouts[0]
     best = layout_memory(spec, gpu, work, x)
     g = best.per_gpu if best.fits and pick is not None else None
-    n = plan.nodes * plan.gpus_per_node
-    power = economics.power_plan(gpu.tdp_w, n) if gpu.tdp_w else None
     fits = pick is not None
-    return Option(
-        gpu=gpu.name,
-        gpu_full_name=gpu.full_name,
-        num_gpus=n,
-        replicas=x.replicas,
-        tensor_parallel=x.tensor_parallel,
-        fits=fits,
-        reason=None if fits else (x.reason or best.reason or "no layout fits"),
-        weights_bytes=g.weights_bytes if g else None,
-        kv_cache_bytes=x.kv_cache_bytes if g else None,
-        activations_bytes=g.activations_bytes if g else None,
-        overhead_bytes=g.overhead_bytes if g else None,
-        usable_bytes=g.usable_bytes if g else None,
+    return option_from(
+        gpu,
+        plan.nodes * plan.gpus_per_node,
+        x,
+        g,
+        fits,
+        None if fits else (x.reason or best.reason or "no layout fits"),
+        (plan.words(),),
         headroom_bytes=x.headroom_bytes if g else None,
-        kv_cache_capacity_tokens=x.kv_cache_capacity_tokens,
-        max_concurrency=x.max_concurrency,
-        capacity_sequences=x.capacity_sequences,
-        serves_all=x.serves_all,
-        thin_margin=fits and x.thin_margin,
-        per_request_tokens_per_s=x.per_request_tokens_per_s,
-        per_request_tokens_per_s_low=x.per_request_tokens_per_s_low,
-        per_request_tokens_per_s_high=x.per_request_tokens_per_s_high,
-        aggregate_tokens_per_s=x.aggregate_tokens_per_s,
-        aggregate_tokens_per_s_low=x.aggregate_tokens_per_s_low,
-        aggregate_tokens_per_s_high=x.aggregate_tokens_per_s_high,
-        ttft_s=x.ttft_s,
-        meets_targets=fits and x.meets_targets,
-        usd_per_hour=x.usd_per_hour,
-        usd_per_month=x.usd_per_month,
-        usd_per_million_tokens=x.usd_per_million_tokens,
-        usd_per_million_tokens_low=x.usd_per_million_tokens_low,
-        usd_per_million_tokens_high=x.usd_per_million_tokens_high,
-        power_w=power.total_w_high if power else None,
-        psu=power.layout if power else None,
-        interconnect=gpu.interconnect,
-        link=gpu.tp_link,
-        caveats=(plan.words(),),
         nodes=plan.nodes,
         pipeline_parallel=x.pipeline_parallel,
         expert_parallel=x.expert_parallel,

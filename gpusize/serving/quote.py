@@ -8,14 +8,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.plan import TP_SIZES, Candidate, smallest_fit
+from gpusize.core.plan import TP_SIZES, Candidate, PerGpu, smallest_fit
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.serving import economics
-from gpusize.serving.layouts import Demand, compare, recommend
+from gpusize.serving.layouts import Demand, Layout, compare, recommend
 from gpusize.serving.targets import READING_TOKENS_PER_S, Targets
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "RANKING",
     "memory_parts",
     "option_for",
+    "option_from",
     "option_layout",
     "rank",
     "with_money",
@@ -160,15 +162,39 @@ def option_for(
     layout = pick or next((x for x in layouts if x.gpus_per_replica == n), layouts[-1])
     g = best.per_gpu if best.fits else None
     fits = best.fits and pick is not None
+    return option_from(
+        gpu,
+        n,
+        layout,
+        g,
+        fits,
+        best.reason or (None if pick else "no layout fits"),
+        _caveats(gpu, layout.tensor_parallel, gpu.visible_is_measured),
+    )
+
+
+def option_from(
+    gpu: GpuSpec,
+    n: int,
+    layout: Layout,
+    g: PerGpu | None,
+    fits: bool,
+    reason: str | None,
+    caveats: tuple[str, ...],
+    **extra: Any,
+) -> Option:
+    """The option of `n` GPUs of this type laid out as `layout` (its speed, capacity and prices),
+    with `g` the memory per GPU of the plan that runs it (None when none fits); `extra`: the fields
+    a layout over several servers adds or overrides (serving/nodes.py)."""
     power = economics.power_plan(gpu.tdp_w, n) if gpu.tdp_w else None
-    return Option(
+    fields: dict[str, Any] = dict(
         gpu=gpu.name,
         gpu_full_name=gpu.full_name,
         num_gpus=n,
         replicas=layout.replicas,
         tensor_parallel=layout.tensor_parallel,
         fits=fits,
-        reason=best.reason or (None if pick else "no layout fits"),
+        reason=reason,
         weights_bytes=g.weights_bytes if g else None,
         kv_cache_bytes=layout.kv_cache_bytes if g else None,
         activations_bytes=g.activations_bytes if g else None,
@@ -197,8 +223,9 @@ def option_for(
         psu=power.layout if power else None,
         interconnect=gpu.interconnect,
         link=gpu.tp_link,
-        caveats=_caveats(gpu, layout.tensor_parallel, gpu.visible_is_measured),
+        caveats=caveats,
     )
+    return Option(**{**fields, **extra})
 
 
 def for_load(
