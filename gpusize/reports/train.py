@@ -7,6 +7,7 @@ none does, and, given a token budget, time and cost on 1 versus N GPUs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gpusize import __version__
@@ -174,25 +175,17 @@ def build_train_report(
     chosen = pick(best)
     plan = chosen or (best[0] if len(gpus) == 1 else None)
     plan_gpu = next((g for g in gpus if plan and g.name == plan.gpu), None)
-    trainable = trainable_params(spec, setup)
-    return TrainReport(
-        gpusize_version=__version__,
-        command="train",
-        fits=chosen is not None,
-        model=model_facts(resolved, spec),
-        setup=setup,
-        token_budget=tokens,
-        params=TrainParams(
-            total=spec.params.total,
-            trainable=trainable,
-            trainable_fraction=round(trainable / spec.params.total, 6),
-        ),
-        memory=train_memory(spec, setup, 1),
-        plan=plan,
-        candidates=tuple(rows),
-        suggestions=() if chosen else train_fixes(spec, setup, tuple(gpus), others, fixed_count, max_count),
-        time=time_info(spec, setup, plan_gpu, tokens, max_count) if plan_gpu and tokens else None,
-        assumptions=train_assumptions(spec, setup, gpus),
+    return _report(
+        resolved,
+        spec,
+        setup,
+        tokens,
+        gpus,
+        chosen is not None,
+        plan,
+        rows,
+        () if chosen else train_fixes(spec, setup, tuple(gpus), others, fixed_count, max_count),
+        time_info(spec, setup, plan_gpu, tokens, max_count) if plan_gpu and tokens else None,
     )
 
 
@@ -226,11 +219,28 @@ def _nodes_report(
                 step = replace(step, nodes_that_fit=more)
                 break
             more *= 2
+    return _report(resolved, spec, setup, tokens, gpus, chosen is not None, plan_row, rows, (), None, step)
+
+
+def _report(
+    resolved: ResolvedModel,
+    spec: ModelSpec,
+    setup: TrainSetup,
+    tokens: int | None,
+    gpus: Sequence[GpuSpec],
+    fits: bool,
+    plan: TrainCandidate | None,
+    rows: Sequence[TrainCandidate],
+    suggestions: tuple[TrainSuggestion, ...],
+    time: TimeInfo | None,
+    nodes: NodeStep | None = None,
+) -> TrainReport:
+    """The report of one train command, on one server or (`nodes`) over several."""
     trainable = trainable_params(spec, setup)
     return TrainReport(
         gpusize_version=__version__,
         command="train",
-        fits=chosen is not None,
+        fits=fits,
         model=model_facts(resolved, spec),
         setup=setup,
         token_budget=tokens,
@@ -240,10 +250,10 @@ def _nodes_report(
             trainable_fraction=round(trainable / spec.params.total, 6),
         ),
         memory=train_memory(spec, setup, 1),
-        plan=plan_row,
+        plan=plan,
         candidates=tuple(rows),
-        suggestions=(),
-        time=None,
-        assumptions=train_assumptions(spec, setup, gpus),
-        nodes=step,
+        suggestions=suggestions,
+        time=time,
+        assumptions=train_assumptions(spec, setup, list(gpus)),
+        nodes=nodes,
     )
