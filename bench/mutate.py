@@ -73,21 +73,20 @@ MUTANTS = [
     ),
     Mutant(
         KV,
-        "return int(kv_width(spec, kv_heads_per_gpu(heads, tp), layer) * kv_bytes)",
-        "return int(kv_width(spec, kv_heads_per_gpu(heads, tp), layer) * kv_bytes / (tp if spec.mla else 1))",
+        "        return kv_bytes_per_token(spec, layer, on_gpu, kv_bytes)\n",
+        "        return kv_bytes_per_token(spec, layer, on_gpu, kv_bytes) // (tp if spec.mla else 1)\n",
         "MLA latent divided by TP",
     ),
     Mutant(
         ATTN,
-        "return 2 * kv_heads * spec.head_dim",
-        "return kv_heads * spec.head_dim",
+        "return kv_heads * (head_width(spec, layer) + value_width(spec, layer)) + layer.index_head_dim",
+        "return kv_heads * head_width(spec, layer) + layer.index_head_dim",
         "K only, no V",
     ),
     Mutant(
         KV,
-        "kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads, layer)\n"
-        "        for layer",
-        "kv_bytes_per_token_per_layer(spec, kv_bytes, tp, None, layer)\n        for layer",
+        "kv_bytes_per_token_per_layer(spec, kv_bytes, tp, layer.num_key_value_heads, layer) * n\n",
+        "kv_bytes_per_token_per_layer(spec, kv_bytes, tp, None, layer) * n\n",
         "per-layer KV heads ignored (DeciLM)",
     ),
     Mutant(
@@ -104,25 +103,23 @@ MUTANTS = [
     ),
     Mutant(
         DELTANET,
-        "+ channels * (la.conv_kernel - 1)",
-        "+ channels * la.conv_kernel",
+        "return (la.conv_kernel - 1) * (",
+        "return la.conv_kernel * (",
         "DeltaNet conv window of kernel, not kernel - 1",
     ),
     Mutant(
         MAMBA,
-        "channels = mb.num_heads * mb.head_dim + 2 * mb.n_groups * mb.state_size",
-        "channels = mb.num_heads * mb.head_dim + mb.n_groups * mb.state_size",
+        "(mb.num_heads * mb.head_dim + 2 * groups * mb.state_size) // tp",
+        "(mb.num_heads * mb.head_dim + groups * mb.state_size) // tp",
         "Mamba conv channels with one B/C block",
     ),
     Mutant(
         MAMBA,
-        "return mb.num_heads * mb.head_dim * mb.state_size + channels * (mb.conv_kernel - 1)",
-        "return mb.num_heads * mb.head_dim * mb.state_size",
+        "return conv, mb.num_heads // tp * mb.head_dim * mb.state_size",
+        "return 0, mb.num_heads // tp * mb.head_dim * mb.state_size",
         "Mamba conv state dropped",
     ),
-    Mutant(
-        KV, "block = MLA_BLOCK_SIZE if spec.mla else BLOCK_SIZE", "block = BLOCK_SIZE", "MLA block size 16"
-    ),
+    Mutant(KV, "return MLA_BLOCK_SIZE if spec.mla else BLOCK_SIZE", "return BLOCK_SIZE", "MLA block size 16"),
     Mutant(
         KV,
         "return KvLayout(page, block, count, (KvGroup(kind, window),))",

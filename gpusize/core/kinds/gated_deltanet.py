@@ -32,10 +32,7 @@ class _GatedDeltaNet:
         return 0
 
     def state_elements(self, spec: ModelSpec, layer: LayerSpec) -> int:
-        assert spec.linear_attention is not None
-        la = spec.linear_attention
-        channels = 2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim
-        return la.num_value_heads * la.key_head_dim * la.value_head_dim + channels * (la.conv_kernel - 1)
+        return sum(_state_shape(spec, 1))
 
     def tp_problem(self, spec: ModelSpec, layer: LayerSpec, tp: int) -> str | None:
         la = spec.linear_attention
@@ -46,14 +43,20 @@ class _GatedDeltaNet:
     def state_bytes(
         self, spec: ModelSpec, layer: LayerSpec, tp: int, conv_bytes: float, ssm_bytes: float
     ) -> int:
-        """vLLM `gated_delta_net_state_shape`: conv (kernel - 1, (2 x key_dim + value_dim) / tp) and
-        the recurrent state (value heads / tp, value_head_dim, key_head_dim)."""
-        assert spec.linear_attention is not None
-        la = spec.linear_attention
-        channels = 2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim
-        conv = (la.conv_kernel - 1) * (channels // tp)
-        recurrent = la.num_value_heads // tp * la.value_head_dim * la.key_head_dim
+        conv, recurrent = _state_shape(spec, tp)
         return int(conv * conv_bytes + recurrent * ssm_bytes)
+
+
+def _state_shape(spec: ModelSpec, tp: int) -> tuple[int, int]:
+    """(conv, recurrent) state elements of one layer on one of `tp` GPUs, vLLM
+    `gated_delta_net_state_shape`: conv (kernel - 1, (2 x key_dim + value_dim) / tp) and the recurrent
+    state (value heads / tp, value_head_dim, key_head_dim)."""
+    assert spec.linear_attention is not None
+    la = spec.linear_attention
+    channels = 2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim
+    return (la.conv_kernel - 1) * (
+        channels // tp
+    ), la.num_value_heads // tp * la.value_head_dim * la.key_head_dim
 
 
 KIND = _GatedDeltaNet()

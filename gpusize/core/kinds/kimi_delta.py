@@ -41,10 +41,7 @@ class _KimiDelta:
         return 0
 
     def state_elements(self, spec: ModelSpec, layer: LayerSpec) -> int:
-        assert spec.kimi_delta is not None
-        kd = spec.kimi_delta
-        p = kd.num_heads * kd.head_dim
-        return 3 * p * (kd.conv_kernel - 1) + kd.num_heads * kd.head_dim * kd.head_dim
+        return sum(_state_shape(spec, 1))
 
     def tp_problem(self, spec: ModelSpec, layer: LayerSpec, tp: int) -> str | None:
         if spec.kimi_delta and spec.kimi_delta.num_heads % tp:
@@ -54,13 +51,18 @@ class _KimiDelta:
     def state_bytes(
         self, spec: ModelSpec, layer: LayerSpec, tp: int, conv_bytes: float, ssm_bytes: float
     ) -> int:
-        """Three conv windows (kernel - 1, P / tp) in `conv_bytes`, the recurrent state
-        (heads / tp, head_dim, head_dim) in fp32 (`ssm_bytes` does not apply)."""
-        assert spec.kimi_delta is not None
-        kd = spec.kimi_delta
-        conv = 3 * (kd.conv_kernel - 1) * (kd.num_heads * kd.head_dim // tp)
-        recurrent = kd.num_heads // tp * kd.head_dim * kd.head_dim
+        """The conv windows in `conv_bytes`, the recurrent state in fp32 (`ssm_bytes` does not apply)."""
+        conv, recurrent = _state_shape(spec, tp)
         return int(conv * conv_bytes + recurrent * RECURRENT_BYTES)
+
+
+def _state_shape(spec: ModelSpec, tp: int) -> tuple[int, int]:
+    """(conv, recurrent) state elements of one layer on one of `tp` GPUs: three conv windows
+    (kernel - 1, P / tp) and the recurrent state (heads / tp, head_dim, head_dim)."""
+    assert spec.kimi_delta is not None
+    kd = spec.kimi_delta
+    conv = 3 * (kd.conv_kernel - 1) * (kd.num_heads * kd.head_dim // tp)
+    return conv, kd.num_heads // tp * kd.head_dim * kd.head_dim
 
 
 KIND = _KimiDelta()

@@ -33,10 +33,7 @@ class _Mamba2:
         return 0
 
     def state_elements(self, spec: ModelSpec, layer: LayerSpec) -> int:
-        assert spec.mamba is not None
-        mb = spec.mamba
-        channels = mb.num_heads * mb.head_dim + 2 * mb.n_groups * mb.state_size
-        return mb.num_heads * mb.head_dim * mb.state_size + channels * (mb.conv_kernel - 1)
+        return sum(_state_shape(spec, 1))
 
     def tp_problem(self, spec: ModelSpec, layer: LayerSpec, tp: int) -> str | None:
         if spec.mamba and spec.mamba.num_heads % tp:
@@ -46,15 +43,20 @@ class _Mamba2:
     def state_bytes(
         self, spec: ModelSpec, layer: LayerSpec, tp: int, conv_bytes: float, ssm_bytes: float
     ) -> int:
-        """vLLM `mamba2_state_shape`: groups that tp does not divide are replicated up to tp
-        (`extra_groups_for_head_shards`), the conv state is (kernel - 1, (inner + 2 x groups x
-        state) / tp) and the SSM state (heads / tp, head_dim, state_size)."""
-        assert spec.mamba is not None
-        mb = spec.mamba
-        groups = mb.n_groups + (0 if mb.n_groups % tp == 0 else tp - mb.n_groups)
-        conv = (mb.conv_kernel - 1) * ((mb.num_heads * mb.head_dim + 2 * groups * mb.state_size) // tp)
-        ssm = mb.num_heads // tp * mb.head_dim * mb.state_size
+        conv, ssm = _state_shape(spec, tp)
         return int(conv * conv_bytes + ssm * ssm_bytes)
+
+
+def _state_shape(spec: ModelSpec, tp: int) -> tuple[int, int]:
+    """(conv, SSM) state elements of one layer on one of `tp` GPUs, vLLM `mamba2_state_shape`: groups
+    that tp does not divide are replicated up to tp (`extra_groups_for_head_shards`), the conv state is
+    (kernel - 1, (inner + 2 x groups x state) / tp) and the SSM state (heads / tp, head_dim,
+    state_size)."""
+    assert spec.mamba is not None
+    mb = spec.mamba
+    groups = mb.n_groups + (0 if mb.n_groups % tp == 0 else tp - mb.n_groups)
+    conv = (mb.conv_kernel - 1) * ((mb.num_heads * mb.head_dim + 2 * groups * mb.state_size) // tp)
+    return conv, mb.num_heads // tp * mb.head_dim * mb.state_size
 
 
 KIND = _Mamba2()
