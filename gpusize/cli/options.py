@@ -316,7 +316,7 @@ def _value_type(annotation: Any) -> type:
 
 def engine_options(*engines: EngineName) -> Callable[[_Command], _Command]:
     """Give a command one option per engine setting that any of `engines` reads, derived from the
-    setting's declaration (core/settings.py: flag, help, engines), in place of its `engine_values`
+    setting's declaration (core/settings/: flag, help, engines), in place of its `engine_values`
     parameter, which receives them together (EngineValues). A new engine flag is then a field there,
     and every command that serves its engine takes it."""
 

@@ -1,4 +1,4 @@
-"""Each engine setting is declared once (core/settings.py) and everything else is derived from it:
+"""Each engine setting is declared once (core/settings/) and everything else is derived from it:
 the command-line options of every command, the range checks, the refusal's flag name, the settings
 an engine accepts and the flags a launch command prints."""
 

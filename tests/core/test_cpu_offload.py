@@ -1,4 +1,4 @@
-"""vLLM (and SGLang) `--cpu-offload-gb`: a setting added by its declaration (core/settings.py) and
+"""vLLM (and SGLang) `--cpu-offload-gb`: a setting added by its declaration (core/settings/) and
 its use in the engine (core/engines/vllm/pool.py) alone; the option, the range check, the JSON key
 and the launch flag follow from the declaration.
 

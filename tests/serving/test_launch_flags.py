@@ -122,7 +122,7 @@ _SAMPLE = {"bool": True, "int": 64, "float": 4.0}
 
 
 def _every_setting(engine: str) -> dict[str, object]:
-    """Every setting of `engine` that its launch command carries (core/settings.py), set: a new
+    """Every setting of `engine` that its launch command carries (core/settings/), set: a new
     declared flag is checked against the flag table without editing this test."""
     out: dict[str, object] = {}
     for name, setting in declared():

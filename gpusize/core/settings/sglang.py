@@ -1,0 +1,135 @@
+"""SGLang's own engine settings: memory share, scheduler, state pool, DP attention and speculative
+decoding, under SGLang's flag names (pure)."""
+
+from __future__ import annotations
+
+from gpusize.core.settings.declaration import setting, settings_part
+
+__all__ = ["SGLANG_MAMBA", "SGLANG_SPECULATIVE", "SglangSettings"]
+
+#: SGLang's speculative decoding flags came with EAGLE (sgl-project/sglang#2150, merged 2025-01-02);
+#: 0.4.4 is the first release gpusize models that certainly has them.
+SGLANG_SPECULATIVE = "0.4.4"
+#: SGLang's state pool flags came with Qwen3-Next (--max-mamba-cache-size) and sgl-project/sglang#10258
+#: (--mamba-ssm-dtype, merged 2025-09-10); 0.5.3 is the first release gpusize models certainly after.
+SGLANG_MAMBA = "0.5.3"
+
+
+@settings_part
+class SglangSettings:
+    """SGLang's settings (fields of `EngineSettings`)."""
+
+    mem_fraction_static: float | None = setting(
+        default=None,
+        flag="--mem-fraction-static",
+        engines=("sglang",),
+        help="static memory fraction (default from GPU and TP).",
+        low=0,
+        high=0.999,
+    )
+    chunked_prefill_size: int | None = setting(
+        default=None,
+        flag="--chunked-prefill-size",
+        engines=("sglang",),
+        help="tokens per prefill chunk (enters its reserve); -1: no chunking (SGLang's own meaning).",
+        low=1,
+        high=1 << 24,
+        off=-1,
+        launch="--chunked-prefill-size",
+    )
+    max_running_requests: int | None = setting(
+        default=None,
+        flag="--max-running-requests",
+        engines=("sglang",),
+        help="most requests running at once.",
+        low=1,
+        high=1 << 20,
+        launch="--max-running-requests",
+    )
+    #: SGLang's state pool of recurrent hybrids (core/engines/sglang_mamba.py).
+    max_mamba_cache_size: int | None = setting(
+        default=None,
+        flag="--max-mamba-cache-size",
+        engines=("sglang",),
+        help="state slots of a recurrent hybrid's state pool (default: 0.9 / 1.9 of the memory left "
+        "after the weights).",
+        low=1,
+        high=1 << 20,
+        launch="--max-mamba-cache-size",
+        since=SGLANG_MAMBA,
+    )
+    mamba_ssm_dtype: str | None = setting(
+        default=None,
+        flag="--mamba-ssm-dtype",
+        engines=("sglang",),
+        help="dtype of a recurrent hybrid's state (default float32, or the config's mamba_ssm_dtype).",
+        choices=("float32", "bfloat16"),
+        launch="--mamba-ssm-dtype",
+        since=SGLANG_MAMBA,
+    )
+    #: SGLang data-parallel attention: attention (and the KV cache) split into dp_size groups of
+    #: tp_size // dp_size GPUs, each serving its own requests; the MoE and MLP layers stay on all tp.
+    enable_dp_attention: bool = setting(
+        default=False,
+        flag="--enable-dp-attention",
+        engines=("sglang",),
+        help="data-parallel attention (with --dp-size): each group of TP / DP GPUs attends to its own "
+        "requests with its own KV pool; the MoE stays tensor parallel (DeepSeek, MLA models).",
+        launch="--enable-dp-attention",
+    )
+    dp_size: int | None = setting(
+        default=None,
+        flag="--dp-size",
+        engines=("sglang",),
+        help="data-parallel attention groups (with --enable-dp-attention; must divide the TP size).",
+        low=1,
+        high=8,
+        launch="--dp-size",
+    )
+    #: SGLang speculative decoding (core/speculative.py): the algorithm, its draft and its tree.
+    speculative_algorithm: str | None = setting(
+        default=None,
+        flag="--speculative-algorithm",
+        engines=("sglang",),
+        help="EAGLE, EAGLE3, NEXTN (the model's MTP layers), STANDALONE (a draft model) or NGRAM.",
+        launch="--speculative-algorithm",
+        since=SGLANG_SPECULATIVE,
+    )
+    speculative_draft_model_path: str | None = setting(
+        default=None,
+        flag="--speculative-draft-model-path",
+        engines=("sglang",),
+        help="the draft model (a catalog name, Hub id or local folder).",
+        launch="--speculative-draft-model-path",
+        since=SGLANG_SPECULATIVE,
+    )
+    speculative_num_steps: int | None = setting(
+        default=None,
+        flag="--speculative-num-steps",
+        engines=("sglang",),
+        help="draft steps per decode step.",
+        low=1,
+        high=64,
+        launch="--speculative-num-steps",
+        since=SGLANG_SPECULATIVE,
+    )
+    speculative_eagle_topk: int | None = setting(
+        default=None,
+        flag="--speculative-eagle-topk",
+        engines=("sglang",),
+        help="branches kept per draft step.",
+        low=1,
+        high=64,
+        launch="--speculative-eagle-topk",
+        since=SGLANG_SPECULATIVE,
+    )
+    speculative_num_draft_tokens: int | None = setting(
+        default=None,
+        flag="--speculative-num-draft-tokens",
+        engines=("sglang",),
+        help="draft tokens verified per step.",
+        low=1,
+        high=1024,
+        launch="--speculative-num-draft-tokens",
+        since=SGLANG_SPECULATIVE,
+    )

@@ -1,0 +1,75 @@
+"""vLLM's own engine settings: memory share, scheduler, graphs, sampler and engine generation (pure).
+
+The LoRA, offload, multimodal and speculative flags vLLM shares with SGLang are in `reserves`."""
+
+from __future__ import annotations
+
+from gpusize.core.settings.declaration import setting, settings_part
+
+__all__ = ["VllmSettings"]
+
+
+@settings_part
+class VllmSettings:
+    """vLLM's settings (fields of `EngineSettings`)."""
+
+    gpu_memory_utilization: float | None = setting(
+        default=None,
+        flag="--gpu-memory-utilization",
+        engines=("vllm",),
+        help="fraction of each GPU the engine may use (default 0.9; 0.92 from 0.20).",
+        low=0,
+        high=1,
+    )
+    max_num_seqs: int | None = setting(
+        default=None,
+        flag="--max-num-seqs",
+        engines=("vllm",),
+        help="most sequences per step.",
+        low=1,
+        high=1 << 20,
+        launch="--max-num-seqs",
+    )
+    max_num_batched_tokens: int | None = setting(
+        default=None,
+        flag="--max-num-batched-tokens",
+        engines=("vllm",),
+        help="most tokens per step (chunked prefill size).",
+        low=1,
+        high=1 << 24,
+        launch="--max-num-batched-tokens",
+    )
+    enforce_eager: bool = setting(
+        default=False,
+        flag="--enforce-eager",
+        engines=("vllm",),
+        help="no CUDA graphs.",
+        launch="--enforce-eager",
+    )
+    enable_expert_parallel: bool = setting(
+        default=False,
+        flag="--enable-expert-parallel",
+        engines=("vllm",),
+        help="whole experts per GPU instead of slicing each by TP.",
+        launch="--enable-expert-parallel",
+        since="0.8.0",  # the first vLLM wheel whose arg_utils.py declares it
+    )
+    #: vLLM samples top-k/top-p with FlashInfer (VLLM_USE_FLASHINFER_SAMPLER=1; up to 0.11.0 whenever
+    #: FlashInfer is installed, as in the vllm/vllm-openai image) instead of PyTorch.
+    flashinfer_sampler: bool = setting(
+        default=False,
+        flag="--flashinfer-sampler",
+        engines=("vllm",),
+        help="top-k/top-p sampled by FlashInfer (VLLM_USE_FLASHINFER_SAMPLER=1; up to 0.11.0 whenever "
+        "FlashInfer is installed, as in the vllm/vllm-openai image): a smaller start-up peak before 0.17.",
+    )
+    #: vLLM's engine: V1 (True) or V0 (False), VLLM_USE_V1 (vllm/envs.py; default V0 up to 0.7.3, V1
+    #: from 0.8.0; V0 removed in 0.11.0). None: the release's default.
+    vllm_use_v1: bool | None = setting(
+        default=None,
+        flag="--vllm-use-v1",
+        engines=("vllm",),
+        help="the V1 engine (VLLM_USE_V1=1, default from 0.8.0) or, with --no-vllm-use-v1, V0 "
+        "(VLLM_USE_V1=0, default up to 0.7.3, removed in 0.11.0).",
+        env="VLLM_USE_V1",
+    )
