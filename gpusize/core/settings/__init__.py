@@ -32,6 +32,7 @@ __all__ = [
     "ATTN_IMPLEMENTATIONS",
     "ENGINE_LABELS",
     "ENGINE_NAMES",
+    "EngineChoice",
     "LORA_DTYPES",
     "SETTING_FLAGS",
     "SPLIT_MODES",
