@@ -188,6 +188,10 @@ def _merge(kind: str, tagged: Iterable[_Tagged], keys_of: Any) -> tuple[tuple[An
     return tuple(t[2] for t in merged), tuple(shadows)
 
 
+def _model_keys(model: CatalogModel) -> Any:
+    return model.keys
+
+
 def _gpu_keys(gpu: GpuSpec) -> set[str]:
     return {normalize(k) for k in (gpu.name, *gpu.aliases)}
 
@@ -248,11 +252,11 @@ class Catalogs:
         """A catalog model by short name, alias or Hub id (case-insensitive; 'Qwen/Qwen3-32B' works)."""
         models = self.models()
         try:
-            found: CatalogModel = _lookup("model", name, models, lambda m: m.keys)
+            found: CatalogModel = _lookup("model", name, models, _model_keys)
             return found
         except UnknownNameError:
             if "/" in name:  # an org/name id whose short name is in the catalog under another org
-                found = _lookup("model", name.split("/", 1)[1], models, lambda m: m.keys)
+                found = _lookup("model", name.split("/", 1)[1], models, _model_keys)
                 return found
             raise
 
@@ -362,15 +366,35 @@ def _close_names(name: str, names: list[str]) -> list[str]:
 
 def _lookup(kind: str, name: str, entries: tuple[Any, ...], keys_of: Any) -> Any:
     wanted = normalize(name)
-    for entry in entries:
-        keys = keys_of(entry)
-        if wanted in keys or wanted.replace("-", "") in {k.replace("-", "") for k in keys}:
-            return entry
+    found = _index(entries, keys_of).get(wanted.replace("-", ""))
+    if found is not None:
+        return found
     names = sorted({e.name for e in entries} | {a for e in entries for a in e.aliases})
     close = _close_names(name[:100], names)
     if not close:
         close = [n for n in names if wanted.split("-")[0] and wanted.split("-")[0] in n.lower()][:3]
     raise UnknownNameError(kind, name[:100], close)
+
+
+#: Name indexes of entry tuples, by the tuple's id and the key function (the tuple is kept, so its
+#: id is not reused): a batch of rows looks names up thousands of times in the same catalogs.
+_INDEXES: dict[tuple[int, Any], tuple[tuple[Any, ...], dict[str, Any]]] = {}
+
+
+def _index(entries: tuple[Any, ...], keys_of: Any) -> dict[str, Any]:
+    """Each key of every entry without its dashes -> the first entry that has it: a name matches
+    an entry when they are equal without dashes ("H100-SXM" = "H100SXM"; equal names are too)."""
+    held = _INDEXES.get((id(entries), keys_of))
+    if held is not None and held[0] is entries:
+        return held[1]
+    index: dict[str, Any] = {}
+    for entry in entries:
+        for key in keys_of(entry):
+            index.setdefault(key.replace("-", ""), entry)
+    if len(_INDEXES) > 64:
+        _INDEXES.clear()
+    _INDEXES[(id(entries), keys_of)] = (entries, index)
+    return index
 
 
 def load_gpus() -> tuple[GpuSpec, ...]:
