@@ -65,6 +65,7 @@ def workload_of(rec: dict[str, Any], spec: ModelSpec) -> Workload:
         enable_expert_parallel=rec["enable_expert_parallel"],
         flashinfer_sampler=rec.get("flashinfer_sampler", False),
         vllm_use_v1=rec.get("vllm_use_v1"),
+        **rec.get("engine_flags", {}),
     )
     request = Request(
         context_tokens=rec["max_model_len"],
