@@ -4,9 +4,14 @@ record of tests/data/engine_records.yaml."""
 
 from __future__ import annotations
 
-from gpusize.core.engines import vllm
+import pytest
+
+from gpusize.core import kvcache
+from gpusize.core.engines import engine, vllm
+from gpusize.core.engines.sglang_dp import attention_tp
 from gpusize.core.engines.vllm.multimodal import TOWER_SKIPPED_SINCE, skipped_tower_bytes
 from gpusize.sources.catalog import find_gpu
+from tests.conftest import engine_records
 from tests.helpers import catalog_spec, workload
 from tests.vllm_records import GIB, load_records, predict
 
@@ -42,3 +47,27 @@ def test_language_model_only_log_matches_the_text_tower() -> None:
     assert per_gpu is not None
     got = per_gpu.weights_bytes / GIB
     assert abs(got - rec["measured"]["weights_gib"]) / rec["measured"]["weights_gib"] < 0.005, got
+
+
+def test_sglang_dp_attention_pool_per_rank_matches_the_log() -> None:
+    """sglang-pr17392 (Qwen3-30B-A3B, TP4 with 4 attention-DP ranks on ~140 GiB GPUs): each DP rank
+    holds every KV head ('K size: 47.12 GB' for 1,029,388 tokens: 48 layers x 4 heads x 128 x 2 B).
+    The launch command is not in the excerpt; its 'Memory pool end. avail mem=27.62 GB' after
+    'avail mem=121.95 GB' implies mem_fraction_static 0.80, and at that fraction each rank's pool is
+    within 3% of the log (gpusize's capacity is the sum of the dp pools)."""
+    rec = {r["id"]: r for r in engine_records()}["sglang-pr17392"]
+    logged = rec["measured"]
+    spec = catalog_spec("Qwen3-30B-A3B")
+    gpu = find_gpu("H200")
+    kv_gib = logged["k_size_gib"] + logged["v_size_gib"]
+    fraction = round(1 - (logged["avail_after_load_gib"] - kv_gib) / (gpu.visible_bytes / GIB), 3)
+    assert fraction == 0.802
+    dp = 4
+    work = workload(
+        spec, 8192, engine_name="sglang", enable_dp_attention=True, dp_size=dp, mem_fraction_static=fraction
+    )
+    per_token = kvcache.kv_cache_bytes_per_token(spec, 2, attention_tp(4, dp))
+    assert per_token * logged["kv_tokens"] == pytest.approx(kv_gib * GIB, rel=0.001)
+    tokens = engine("sglang").evaluate(spec, gpu, 4, work).kv_cache_capacity_tokens
+    assert tokens is not None
+    assert abs(tokens / dp - logged["kv_tokens"]) / logged["kv_tokens"] <= 0.03, tokens / dp
