@@ -71,3 +71,21 @@ def test_sglang_dp_attention_pool_per_rank_matches_the_log() -> None:
     tokens = engine("sglang").evaluate(spec, gpu, 4, work).kv_cache_capacity_tokens
     assert tokens is not None
     assert abs(tokens / dp - logged["kv_tokens"]) / logged["kv_tokens"] <= 0.03, tokens / dp
+
+
+def test_sglang_mtp_draft_weights_match_the_fractions_the_log_reports() -> None:
+    """sglang-inferencex-2128 (DeepSeek-V4-Pro, TP8 on H200): the smallest --mem-fraction-static that
+    starts is 0.9113 without MTP and 0.9335 with it, of the 137.9 GB the log accounts for (12.25 GB
+    left + 125.65 GB of weights): the draft adds 3.06 GB per GPU, gpusize's draft_weights reserve is
+    within 3% of it. (The target's own weights are not checked here: gpusize holds 102.4 GiB per GPU
+    against the logged 125.65.)"""
+    rec = {r["id"]: r for r in engine_records()}["sglang-inferencex-2128"]
+    logged = rec["measured"]
+    total = logged["avail_after_load_gb"] + logged["weights_per_gpu_gb"]
+    implied = (logged["min_viable_mem_fraction_mtp"] - logged["min_viable_mem_fraction"]) * total
+    spec = catalog_spec("DeepSeek-V4-Pro")
+    work = workload(spec, 9216, engine_name="sglang", mem_fraction_static=0.95, speculative_algorithm="NEXTN")
+    per_gpu = engine("sglang").evaluate(spec, find_gpu("H200"), 8, work).per_gpu
+    assert per_gpu is not None
+    draft = {r.name: r.bytes for r in per_gpu.reserves}["draft_weights"] / GIB
+    assert abs(draft - implied) / implied <= 0.03, (draft, implied)
