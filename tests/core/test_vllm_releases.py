@@ -124,8 +124,10 @@ def test_kv_bytes_per_token_match_the_logged_pool(rec: dict[str, Any]) -> None:
     as loose as that rounding allows; hybrid and sliding-window layouts hold more than full layers)."""
     spec = spec_of(rec)
     work = workload_of(rec, spec)
-    if kvcache.kv_layout(spec, work.kv_bytes, rec["tensor_parallel_size"]) is None or any(
-        layer.window for layer in spec.attention_layers
+    if (
+        kvcache.kv_layout(spec, work.kv_bytes, rec["tensor_parallel_size"]) is None
+        or any(layer.window for layer in spec.attention_layers)
+        or len(spec.attention_layers) < len(spec.layers)
     ):
         pytest.skip("sliding-window / hybrid layout: tokens are not pool / bytes per token")
     per_token = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, rec["tensor_parallel_size"])

@@ -19,6 +19,7 @@ from typing import NamedTuple
 from gpusize.core.engines.vllm.behaviour import behaviour_of
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.releases import parse_version
 from gpusize.core.reserves import Reserve
 from gpusize.core.spec import ModelSpec, VisionSpec
 from gpusize.core.vision import QWEN2_VL_TOWERS, QWEN_VL_TOWERS
@@ -30,6 +31,7 @@ __all__ = [
     "MAX_PIXELS",
     "MODALITIES",
     "PIXEL_BYTES",
+    "TOWER_SKIPPED_SINCE",
     "VISION_ACTIVATION_COPIES",
     "EncoderBudget",
     "encoder_budget",
@@ -38,6 +40,7 @@ __all__ = [
     "max_item_tokens",
     "mm_limits",
     "profiled_budget",
+    "skipped_tower_bytes",
     "text_only",
     "video_item_tokens",
 ]
@@ -65,6 +68,15 @@ PIXEL_BYTES = 4 + 2
 #: TP=2 start-up logs of tests/data/engine_records.yaml (vLLM 0.11-0.12, 64 and 256 sequences: the
 #: log leaves 2.65-2.69 GiB beyond gpusize's other terms).
 VISION_ACTIVATION_COPIES = 2.80
+#: From this release vLLM builds no vision tower, so loads none of its weights, when
+#: --limit-mm-per-prompt gives 0 items of every tower modality: vllm-project/vllm#22299 ("Implicit
+#: language-model-only mode via limit-mm-per-prompt", merged 2025-08-06, first in 0.10.1), made general
+#: by #32605 (SupportsMultiModal._mark_tower_model: "Tower model components are automatically skipped
+#: when `--limit-mm-per-prompt` is set to zero for all of their modalities"); --language-model-only
+#: (#34120) sets every limit to 0. Assumed for every tower gpusize parses from 0.10.1. Public log:
+#: vllm-gb10-dj-qwen36-35b-bf16 (0.19.2, Qwen3.6-35B-A3B text-only) loads 64.69 GiB, the BF16
+#: checkpoint less its 418,904,944-parameter tower (65.47 - 0.78 GiB).
+TOWER_SKIPPED_SINCE = parse_version("0.10.1")
 
 
 def mm_limits(raw: str | None) -> dict[str, int] | None:
@@ -154,6 +166,16 @@ def text_only(work: Workload) -> bool:
     """0 items of every modality: vLLM serves the checkpoint text-only and skips the encoder profile."""
     limits = mm_limits(work.engine.limit_mm_per_prompt)
     return limits is not None and not any(limits.get(m, 1) for m in MODALITIES)
+
+
+def skipped_tower_bytes(spec: ModelSpec, work: Workload, tp: int) -> int:
+    """The vision tower's weights on one GPU that vLLM does not load when serving text-only (0 from
+    before TOWER_SKIPPED_SINCE, for a text model, or with any tower modality left)."""
+    since = TOWER_SKIPPED_SINCE
+    if spec.vision is None or not text_only(work) or since is None or work.release.version < since:
+        return 0
+    fmt = work.weights
+    return int(spec.params.vision * fmt.other_bytes / tp * fmt.checkpoint_scale)
 
 
 def video_item_tokens(frame_tokens: int, context: int, images: int, videos: int) -> int:

@@ -6,6 +6,7 @@ from gpusize.core import kvcache, runtime
 from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour_of, utilization
 from gpusize.core.engines.vllm.hybrid import holds_state, with_state_pages
 from gpusize.core.engines.vllm.lora import lora_host_bytes
+from gpusize.core.engines.vllm.multimodal import skipped_tower_bytes
 from gpusize.core.engines.vllm.overhead import (
     CUDA_GRAPH_POOL,
     activation_bytes,
@@ -43,7 +44,9 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         return refused(gpu, tp, problem)
     limits = scheduler_limits(gpu, work, beh, spec)
     offloaded = offloaded_bytes(spec, work, tp)
-    weights = weights_bytes(spec, work.weights, tp, work.include_mtp, ep) - offloaded
+    # Text-only: the vision tower is not built (multimodal.TOWER_SKIPPED_SINCE).
+    skipped = skipped_tower_bytes(spec, work, tp)
+    weights = weights_bytes(spec, work.weights, tp, work.include_mtp, ep) - offloaded - skipped
     acts = activation_bytes(
         spec, limits, tp, work.weights.name != "mxfp4", beh, ep, work.engine.flashinfer_sampler
     )
