@@ -54,6 +54,7 @@ WORKLOAD = {
     "workload.engine.lora_paths",
     "workload.engine.max_loras_per_batch",
     "workload.engine.limit_mm_per_prompt",
+    "workload.engine.language_model_only",
     "workload.engine.enable_dp_attention",
     "workload.engine.dp_size",
     "workload.engine.speculative_config",

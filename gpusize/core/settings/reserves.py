@@ -101,6 +101,17 @@ class ReserveSettings:
         help='items per prompt per modality, e.g. \'{"image":0,"video":0}\' (0 of each: text-only).',
         launch="--limit-mm-per-prompt",
     )
+    #: vLLM `--language-model-only` (vllm/config/multimodal.py MultiModalConfig.language_model_only,
+    #: first in the 0.17.0 wheel's arg_utils.py; absent in 0.16.0): every modality's limit is 0, as
+    #: `--limit-mm-per-prompt` with 0 of each (get_limit_per_prompt).
+    language_model_only: bool = setting(
+        default=False,
+        flag="--language-model-only",
+        engines=("vllm",),
+        help="serve a multimodal checkpoint text-only (every modality limited to 0 items).",
+        launch="--language-model-only",
+        since="0.17.0",
+    )
     #: vLLM `--speculative-config` JSON (method, model, num_speculative_tokens, ...), parsed and checked
     #: by core/speculative.py.
     speculative_config: str | None = setting(

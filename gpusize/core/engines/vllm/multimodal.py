@@ -163,7 +163,10 @@ def encoder_profile_bytes(
 
 
 def text_only(work: Workload) -> bool:
-    """0 items of every modality: vLLM serves the checkpoint text-only and skips the encoder profile."""
+    """0 items of every modality (or --language-model-only): vLLM serves the checkpoint text-only
+    and skips the encoder profile."""
+    if work.engine.language_model_only:
+        return True
     limits = mm_limits(work.engine.limit_mm_per_prompt)
     return limits is not None and not any(limits.get(m, 1) for m in MODALITIES)
 
