@@ -17,7 +17,16 @@ from dataclasses import replace
 from gpusize.core.kinds import mixer_kind
 from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 
-__all__ = ["count_params", "layer_params"]
+__all__ = ["ATTN_RES_LAYER_VECTORS", "ATTN_RES_MODEL_VECTORS", "count_params", "layer_params"]
+
+#: Kimi-K3 attention residuals (vLLM vllm/models/kimi_k3/nvidia/model.py `KimiDecoderLayer`, read at
+#: vllm-project/vllm commit 006193b5): per layer two RMSNorms (self_attention_res_norm, mlp_res_norm)
+#: and two pseudo-queries (self_attention_res_proj, mlp_res_proj: ReplicatedLinear(hidden, 1), no
+#: quantization), four vectors of hidden_size beside the input and post-attention norms it keeps.
+ATTN_RES_LAYER_VECTORS = 4
+#: `KimiLinearModel`: output_attn_res_norm and output_attn_res_proj mix the blocks once more before
+#: the final norm (two vectors of hidden_size).
+ATTN_RES_MODEL_VECTORS = 2
 
 
 def count_params(spec: ModelSpec) -> ParamCounts:
@@ -29,7 +38,7 @@ def count_params(spec: ModelSpec) -> ParamCounts:
     counts = ParamCounts(
         embedding=embedding,
         lm_head=lm_head,
-        small=_norm_size(spec),
+        small=_norm_size(spec) + h * ATTN_RES_MODEL_VECTORS * bool(spec.attn_res_block_size),
         lookup_only=lookup,
         vision=spec.vision.params if spec.vision else 0,
     )
@@ -44,7 +53,8 @@ def layer_params(spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
     mixer = mixer_kind(spec, layer).params(spec, layer)
     ffn = _ffn_params(spec, layer)
     present = (layer.mixer != "none") + (layer.ffn != "none")
-    norms = _norm_size(spec) * spec.norms_per_layer * present // 2 + spec.hidden_size * layer.extra_vectors
+    vectors = layer.extra_vectors + ATTN_RES_LAYER_VECTORS * bool(spec.attn_res_block_size)
+    norms = _norm_size(spec) * spec.norms_per_layer * present // 2 + spec.hidden_size * vectors
     return mixer + ffn + ParamCounts(small=norms)
 
 
@@ -77,15 +87,16 @@ def _ffn_params(spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
     expert_bias = (2 * moe.moe_intermediate_size + h) * moe.expert_bias
     router = h * moe.num_experts + moe.num_experts * (moe.router_bias + moe.score_correction_bias)
     router += h * moe.shared_expert_gate
-    # The shared expert works on the hidden state; the latent projections (fc1/fc2_latent_proj,
-    # vLLM ReplicatedLinear) are always on, counted with it.
+    # The shared expert works on the hidden state; the latent projections (Nemotron-3
+    # fc1/fc2_latent_proj, Kimi-K3 routed_expert_down_proj/up_proj: vLLM ReplicatedLinear) are always
+    # on, counted with it; Kimi-K3's routed_expert_norm over the latent is a norm.
     shared = mats * h * moe.shared_intermediate_size + 2 * h * moe.latent_size
     return ParamCounts(
         experts=moe.num_experts * per_expert,
         experts_active=moe.num_experts_per_tok * per_expert,
         shared_experts=shared,
         router=router,
-        small=moe.num_experts * expert_bias,
+        small=moe.num_experts * expert_bias + moe.latent_size * moe.latent_norm,
         expert_biases=moe.num_experts * expert_bias,
         expert_biases_active=moe.num_experts_per_tok * expert_bias,
     )

@@ -102,6 +102,10 @@ class MLASpec:
     qk_rope_head_dim: int
     v_head_dim: int
     indexer: IndexerSpec | None = None
+    #: Kimi-K3 `mla_use_output_gate`: a g_proj of hidden -> heads x v_head_dim whose sigmoid gates the
+    #: attention output before o_proj (vLLM vllm/models/kimi_k3 MultiHeadLatentAttention: a
+    #: ColumnParallelLinear, sharded over the heads like q_b_proj).
+    output_gate: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,6 +145,9 @@ class MoESpec:
     #: Nemotron-3 latent MoE: routed experts work in a `moe_latent_size` space, entered and left by
     #: two replicated projections (fc1/fc2_latent_proj, hidden <-> latent); 0 = the hidden size.
     latent_size: int = 0
+    #: Kimi-K3 `latent_moe_use_norm`: an RMSNorm of `latent_size` over the routed experts' output
+    #: before the up-projection (routed_expert_norm).
+    latent_norm: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,6 +168,9 @@ class KimiDeltaSpec:
     num_heads: int
     head_dim: int
     conv_kernel: int
+    #: Kimi-K3 `use_full_rank_gate`: the output gate is one g_proj of hidden -> heads x head_dim, not
+    #: the low-rank g_a / g_b pair.
+    full_rank_gate: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -222,6 +232,9 @@ class QuantSpec:
     mixed: tuple[tuple[str, str, int], ...] = ()
     #: Written by NVIDIA ModelOpt: its module names map onto roles (core/modelopt.py).
     modelopt: bool = False
+    #: Bytes of one group scale (fp16 by default; compressed-tensors `scale_dtype` torch.uint8, the e8m0
+    #: scale of Kimi-K3's mxfp4-pack-quantized experts, is 1).
+    scale_bytes: int = 2
 
 
 @dataclass(frozen=True)
@@ -324,6 +337,9 @@ class ModelSpec:
     linear_attention: LinearAttentionSpec | None = None
     mamba: MambaSpec | None = None
     kimi_delta: KimiDeltaSpec | None = None
+    #: Kimi-K3 attention residuals (`attn_res_block_size`, layers per block; 0 = plain residuals): each
+    #: layer mixes the earlier blocks' outputs with learned pseudo-queries (`core.params`).
+    attn_res_block_size: int = 0
     #: The recurrent-state dtype the config declares (Qwen3.5 `mamba_ssm_dtype`, Nemotron-H
     #: `mamba_ssm_cache_dtype`), as a gpusize dtype name; None when it declares none.
     ssm_state_dtype: str | None = None

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "DEFAULT_TOWER_OF",
+    "KIMI_K3_VISION",
     "MOONVIT3D",
     "QWEN2_VL_TOWERS",
     "QWEN3_5_TOWERS",
@@ -33,8 +34,14 @@ QWEN2_VL_TOWERS = ("qwen2_vl", "qwen2_5_vl")
 QWEN_VL_TOWERS = QWEN2_VL_TOWERS + QWEN3_VL_TOWERS
 #: Kimi-K2.5's MoonViT-3D encoder (its vision_config names no model_type).
 MOONVIT3D = "moonvit3d"
+#: Kimi-K3's MoonViT-3D variant (vLLM KimiK3VisionConfig.model_type; its vision_config names none).
+KIMI_K3_VISION = "kimi_k3_vision"
 #: The tower a composite model type implies when its vision_config names none.
-DEFAULT_TOWER_OF: dict[str, str] = {**{t: t for t in QWEN2_VL_TOWERS}, "kimi_k25": MOONVIT3D}
+DEFAULT_TOWER_OF: dict[str, str] = {
+    **{t: t for t in QWEN2_VL_TOWERS},
+    "kimi_k25": MOONVIT3D,
+    "kimi_k3": KIMI_K3_VISION,
+}
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,9 @@ class Tower:
     #: standardization after pooling (`standardize`).
     head_dim: int = 0
     standardize: bool = False
+    #: Kimi-K3: the width q, k and v project to (`qkv_hidden_size`, 12 heads of 128 = 1536 over a
+    #: 1024-wide tower); 0 = the tower width.
+    qkv_hidden_size: int = 0
 
 
 def _vit_encoder(hidden: int, inter: int, layers: int, bias: bool = True) -> int:
@@ -158,6 +168,24 @@ def moonvit3d_params(t: Tower) -> int:
     return embed + t.num_hidden_layers * block + 2 * h + projector
 
 
+def kimi_k3_vision_params(t: Tower, text_hidden: int) -> int:
+    """Kimi-K3's MoonViT3dPretrainedModel + KimiK25MultiModalProjector as vLLM builds them from
+    KimiK3VisionConfig (vllm/model_executor/models/kimi_k25_vit.py and
+    vllm/foundation/integrations/transformers_utils/configs/kimi_k3.py, read at vllm-project/vllm commit
+    055e47c2), for its layout (norm_type rmsnorm, attn_bias / linear_bias / patch_embed_proj_bias false,
+    mlp2, patchmergerv2; `core.parse` refuses others): a bias-free Conv2d patch embedding, the learned
+    position grid (the temporal sin-cos table is a buffer), per block two RMSNorms, wqkv h -> 3q and wo
+    q -> h (q = qkv_hidden_size), fc0 h -> i and fc1 i -> h, all bias-free; a final RMSNorm; the
+    projector Linear(m, m) and Linear(m, text width) without biases and an RMSNorm over the text
+    width (m = merge^2 x h; vLLM sets text_hidden_size to the text model's hidden_size)."""
+    h, i, m = t.hidden_size, t.intermediate_size, t.spatial_merge_size**2 * t.hidden_size
+    q = t.qkv_hidden_size or h
+    embed = t.num_channels * t.patch_size**2 * h + t.num_position_embeddings * h
+    block = 2 * h + (3 * h * q + q * h) + 2 * h * i
+    projector = m * m + m * text_hidden + text_hidden
+    return embed + t.num_hidden_layers * block + h + projector
+
+
 def gemma4_vision_params(t: Tower, text_hidden: int) -> int:
     """Gemma4VisionModel + embed_vision (transformers modeling_gemma4; vLLM gemma4_mm.py
     Gemma4MultimodalEmbedder): a bias-free patch projection (3 x patch^2 -> h) and a learned table of
@@ -195,4 +223,6 @@ def tower_params(t: Tower, composite_type: str, text_hidden: int) -> tuple[int, 
         return qwen3_vl_vision_params(t), True
     if t.model_type == MOONVIT3D and t.out_hidden_size:
         return moonvit3d_params(t), True
+    if t.model_type == KIMI_K3_VISION:
+        return kimi_k3_vision_params(t, text_hidden), True
     return generic_vit_params(t, text_hidden), False

@@ -278,7 +278,7 @@ def _checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
     # about hidden_size long; other methods without a stated group use the common 128.
     per_channel = q.group_size is None and q.method in ("gptq", "awq")
     group = spec.hidden_size if per_channel else (q.group_size or INT4_GROUP_SIZE)
-    per = q.weight_bits / 8 + 2 / group
+    per = q.weight_bits / 8 + q.scale_bytes / group
     return WeightFormat(
         f"int{q.weight_bits}",
         per,
@@ -389,19 +389,31 @@ def weights_bytes(
         (counts.attention - counts.replicated_attention) * quant["attention"]
         + counts.mlp * quant["mlp"]
         + experts
-        + counts.shared_experts * quant["shared_experts"]
+        + (counts.shared_experts - _latent_projections(spec)) * quant["shared_experts"]
         + counts.embedding * _or(fmt.embedding_bytes, fmt.other_bytes)
         + counts.lm_head * _or(fmt.lm_head_bytes, fmt.other_bytes)
         + counts.vision * fmt.other_bytes
     )
-    replicated = counts.replicated_attention * quant["attention"] + (counts.small + counts.router) * _or(
-        fmt.small_bytes, fmt.other_bytes
+    replicated = (
+        counts.replicated_attention * quant["attention"]
+        + _latent_projections(spec) * quant["shared_experts"]
+        + (counts.small + counts.router) * _or(fmt.small_bytes, fmt.other_bytes)
     )
     extra_kv = _replicated_kv_weights(spec, tp) * quant["attention"]
     # MTP modules (speculative decoding) are decoder layers quantized like the others.
     mtp = counts.mtp * fmt.linear_bytes / tp if include_mtp else 0
     stored = (sharded / tp + replicated + extra_kv + mtp) * fmt.checkpoint_scale
     return int(stored) + rope_cache_bytes(spec, fmt)
+
+
+def _latent_projections(spec: ModelSpec) -> int:
+    """The latent MoE's hidden <-> latent projections of every MoE layer (part of shared_experts in
+    `core.params`): vLLM builds them as ReplicatedLinear (Nemotron-3 fc1/fc2_latent_proj, Kimi-K3
+    routed_expert_down_proj/up_proj), whole on every TP rank."""
+    if spec.moe is None or not spec.moe.latent_size:
+        return 0
+    moe_layers = sum(n for layer, n in spec.layer_counts if layer.ffn == "moe")
+    return moe_layers * 2 * spec.hidden_size * spec.moe.latent_size
 
 
 def _or(value: float | None, default: float) -> float:
@@ -413,7 +425,7 @@ def _expert_padding(spec: ModelSpec, fmt: WeightFormat, tp: int) -> float:
     if spec.moe is None or fmt.expert_pad == (1, 1):
         return 1.0
     hidden_pad, inter_pad = fmt.expert_pad
-    hidden, width = spec.hidden_size, spec.moe.moe_intermediate_size // tp
+    hidden, width = spec.moe.latent_size or spec.hidden_size, spec.moe.moe_intermediate_size // tp
     return (math.ceil(hidden / hidden_pad) * hidden_pad / hidden) * (
         math.ceil(width / inter_pad) * inter_pad / width
     )

@@ -57,6 +57,7 @@ GAPS: dict[str, tuple[str, Callable[[ModelSpec, ParamCounts], int]]] = {
     "MiniMax-M2": ("scale", _fixed(13_880_064)),  # 128x128 blocks: experts 13,713,408 + attention 166,656
     "Kimi-VL-A3B-Instruct": ("estimate", _fixed(28_849_984)),  # MoonViT: generic ViT estimate
     "Kimi-VL-A3B-Thinking": ("estimate", _fixed(28_849_984)),
+    "Kimi-K3": ("A_log", _fixed(69 * 32)),  # A_log stored as 128 entries for 96 heads per KDA layer
     # Model-card totals rounded to 0.1B / 1B (no Hub safetensors total at hand): the gap is the rounding
     # plus what the card leaves out (Gemma 4: its vision tower, 572,794,416 / 575,743,536 here).
     "gemma-4-26B-A4B-it": ("vision", _fixed(-605_936_176)),

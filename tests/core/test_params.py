@@ -24,6 +24,8 @@ CONFIG_DERIVED = {
     "zai-org__GLM-5.json": 743_911_218_432,  # MTP layer excluded (the Hub total minus 9,952,920,576)
     "moonshotai__Kimi-K2-Instruct.json": 1_026_408_232_448,  # FP8 scales excluded
     "zai-org__GLM-4.5-Air.json": 106_852_251_264,  # MTP layer and its copies excluded
+    # Kimi-K3: the checkpoint stores A_log as 128 entries for 96 heads (69 KDA layers x 32 more)
+    "moonshotai__Kimi-K3.json": 2_779_931_834_976,
 }
 
 #: Published active-parameter figures that are exact: OpenAI's gpt-oss model card (3.61B, 5.13B,

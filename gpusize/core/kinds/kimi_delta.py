@@ -5,7 +5,10 @@ the Hugging Face checkpoint): q, k and v projections hidden -> P (P = heads x he
 low-rank forget gate f_a (hidden -> head_dim, replicated) and f_b (head_dim -> P) with a dt_bias of P;
 b_proj hidden -> heads; three depthwise short convolutions over q, k and v (P x kernel each, no bias,
 fp32); A_log per head; the output gate g_a (hidden -> head_dim, replicated) and g_b (head_dim -> P);
-the gated RMSNorm o_norm over one head; o_proj P -> hidden.
+the gated RMSNorm o_norm over one head; o_proj P -> hidden. Kimi-K3 (`use_full_rank_gate`; vLLM
+vllm/models/kimi_k3/nvidia/kda.py `KimiK3DeltaAttention`, read at vllm-project/vllm commit 055e47c2)
+replaces g_a / g_b by one g_proj hidden -> P, packed into in_proj_qkvgfab with q, k, v, f_a and b
+(f_a alone stays replicated); the state is the same `kda_state_shape`.
 
 State per sequence (vLLM mamba_utils `kda_state_shape` / `kda_state_dtype`): three conv windows of
 (kernel - 1) x P / tp in the model dtype (`--mamba-cache-dtype`), and a recurrent state of
@@ -32,10 +35,12 @@ class _KimiDelta:
         kd, h = spec.kimi_delta, spec.hidden_size
         d, heads = kd.head_dim, kd.num_heads
         p = heads * d
-        low_rank = 2 * (h * d + d * p)  # f_a + f_b, g_a + g_b
-        weights = 3 * h * p + low_rank + h * heads + p * h
+        forget = h * d + d * p  # f_a + f_b
+        gate = h * p if kd.full_rank_gate else h * d + d * p  # g_proj, or g_a + g_b
+        weights = 3 * h * p + forget + gate + h * heads + p * h
         small = p + 3 * p * kd.conv_kernel + heads + d  # dt_bias, convs, A_log, o_norm
-        return ParamCounts(attention=weights, small=small, replicated_attention=2 * h * d)
+        replicated = h * d * (1 if kd.full_rank_gate else 2)  # f_a (and g_a)
+        return ParamCounts(attention=weights, small=small, replicated_attention=replicated)
 
     def kv_width(self, spec: ModelSpec, layer: LayerSpec, kv_heads: int) -> int:
         return 0

@@ -2,7 +2,11 @@
 shared latent for K and V.
 
 Parameters: deepseek_v3 modeling (q_a/q_b or q_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj, the
-two latent norms); the down-projections are replicated on every TP rank by vLLM. KV per token: the
+two latent norms); the down-projections are replicated on every TP rank by vLLM. Kimi-K3 adds an
+output gate, g_proj hidden -> heads x v_head_dim (vLLM vllm/models/kimi_k3/nvidia/mla.py
+`MultiHeadLatentAttention`, read at vllm-project/vllm commit 01b867e8), and keeps the same latent
+cache: head_size = kv_lora_rank + qk_rope_head_dim in `get_kv_cache_spec` (its layers are NoPE, the
+rope part is still stored). KV per token: the
 latent, kv_lora_rank + qk_rope_head_dim, whatever the heads and the TP size: every rank holds the
 whole latent (vLLM MLAAttentionSpec; Kimi-VL logs 31,104 B/token at TP=1 and TP=2).
 """
@@ -29,8 +33,9 @@ class _MLA:
         kv_down = h * (m.kv_lora_rank + m.qk_rope_head_dim)
         kv_up = m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)
         out = heads * m.v_head_dim * h
+        gate = h * heads * m.v_head_dim * m.output_gate  # Kimi-K3 g_proj, sharded over the heads
         return ParamCounts(
-            attention=q_down + q_up + kv_down + kv_up + out,
+            attention=q_down + q_up + kv_down + kv_up + out + gate,
             small=q_norm + m.kv_lora_rank,
             replicated_attention=q_down + kv_down,
         )

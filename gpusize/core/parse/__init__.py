@@ -121,7 +121,6 @@ def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, 
     layers = _layers(f, family, layers_n, heads, kv_heads, intermediate, moe)
     linear, mamba = _linear_attention(f), _mamba(f)
     _check_mixers(f, layers, linear, mamba)
-    _refuse_unmodelled(f)
     positions = f.optional_integer(*_POSITIONS, kind="positions")
     top = Fields(config, f.where)
     return ModelSpec(
@@ -144,6 +143,7 @@ def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, 
         linear_attention=linear,
         mamba=mamba,
         kimi_delta=_kimi_delta(f),
+        attn_res_block_size=f.integer("attn_res_block_size", kind="layers", default=0, minimum=0),
         ssm_state_dtype=_ssm_state_dtype(f),
         compressed=_compressed(f),
         vision=_vision(top, hidden),
@@ -155,41 +155,6 @@ def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, 
         rope_scaling=_rope(f),
         **_anatomy(f, rules, family, positions),
     )
-
-
-#: Config keys of architectures whose tensors gpusize does not count yet, with what each adds: sizing
-#: the config without them would be silently wrong, so it is refused naming every one present
-#: (Kimi-K3, `kimi_linear` text_config: lablup/mlxcel PR #1741 and ggml-org/llama.cpp PR #26185 port
-#: it; no vLLM or SGLang model code for it was in the snapshots read, so there is no engine layout to
-#: size it against).
-_UNMODELLED = {
-    "routed_expert_hidden_size": "latent routed experts (a down-projection, a norm and an "
-    "up-projection around experts of that width)",
-    "mla_use_output_gate": "an output gate on the MLA layers",
-    "attn_res_block_size": "attention-residual blocks (a learned mix of earlier blocks' outputs)",
-}
-#: linear_attn_config keys of the same kind (Kimi-K3's KDA layers: a full-rank output gate).
-_UNMODELLED_KDA = {"use_full_rank_gate": "a full-rank output gate on the KDA layers"}
-
-
-def _refuse_unmodelled(f: Fields) -> None:
-    present = [
-        f"{key!r} ({echo(f.raw[key])}): {what}"
-        for key, what in _UNMODELLED.items()
-        if f.raw.get(key) not in (None, False)
-    ]
-    kda = f.raw.get("linear_attn_config")
-    if present and isinstance(kda, dict):
-        present += [
-            f"'linear_attn_config.{key}' ({echo(kda[key])}): {what}"
-            for key, what in _UNMODELLED_KDA.items()
-            if kda.get(key) not in (None, False)
-        ]
-    if present:
-        raise ConfigError(
-            f"{f.where}: gpusize does not count these tensors yet: {'; '.join(present)}; "
-            "no vLLM or SGLang code for them was read, so the model cannot be sized exactly"
-        )
 
 
 #: Fields of recurrent (state-space, linear-attention) layers: a config that has one is a hybrid, and

@@ -40,6 +40,9 @@ def _moe(f: Fields, model_type: str) -> MoESpec | None:
     shared_n = f.integer("n_shared_experts", "num_shared_experts", kind="experts", default=0, minimum=0)
     shared_width = f.integer("shared_expert_intermediate_size", kind="width", default=0, minimum=0)
     nemotron = model_type == "nemotron_h"
+    latent = f.integer(
+        "moe_latent_size" if nemotron else "routed_expert_hidden_size", kind="width", default=0, minimum=0
+    )
     step_shared = f.integer("share_expert_dim", kind="width", default=0, minimum=0)  # Step-3.x, ungated
     if nemotron:  # NemotronHMoE: one MLP of moe_shared_expert_intermediate_size x n_shared_experts
         shared = shared_n * f.integer(
@@ -71,7 +74,10 @@ def _moe(f: Fields, model_type: str) -> MoESpec | None:
         or (model_type in ("minimax_m2", "minimax_m3") and f.boolean("use_routing_bias", default=True)),
         expert_bias=model_type == "gpt_oss",
         gated=not nemotron,
-        latent_size=f.integer("moe_latent_size", kind="width", default=0, minimum=0) if nemotron else 0,
+        # Nemotron-3 `moe_latent_size`; Kimi-K3 `routed_expert_hidden_size` (KimiLinearConfig), with
+        # `latent_moe_use_norm` (default false there) for the norm over the latent
+        latent_size=latent,
+        latent_norm=bool(latent) and f.boolean("latent_moe_use_norm", default=False),
     )
 
 
@@ -85,6 +91,7 @@ def _mla(f: Fields) -> MLASpec | None:
         qk_rope_head_dim=f.integer("qk_rope_head_dim", kind="width"),
         v_head_dim=f.integer("v_head_dim", kind="width"),
         indexer=_indexer(f),
+        output_gate=f.boolean("mla_use_output_gate", default=False),
     )
 
 
@@ -155,7 +162,8 @@ def _mamba(f: Fields) -> MambaSpec | None:
 
 
 def _kimi_delta(f: Fields) -> KimiDeltaSpec | None:
-    """Kimi-Linear `linear_attn_config` (num_heads, head_dim, short_conv_kernel_size)."""
+    """Kimi-Linear `linear_attn_config` (num_heads, head_dim, short_conv_kernel_size; Kimi-K3's
+    use_full_rank_gate)."""
     la = f.sub("linear_attn_config")
     if not la.raw or not la.has("kda_layers"):
         return None
@@ -163,4 +171,5 @@ def _kimi_delta(f: Fields) -> KimiDeltaSpec | None:
         num_heads=la.integer("num_heads", kind="heads"),
         head_dim=la.integer("head_dim", kind="width"),
         conv_kernel=la.integer("short_conv_kernel_size", kind="small", default=4),
+        full_rank_gate=la.boolean("use_full_rank_gate", default=False),
     )

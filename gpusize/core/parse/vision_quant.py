@@ -45,8 +45,10 @@ def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
         "num_position_embeddings", "position_embedding_size", kind="positions", default=0, minimum=0
     )
     merge = vision.integer("spatial_merge_size", kind="small", default=1)
-    if model_type == vision_towers.MOONVIT3D:
+    if model_type in (vision_towers.MOONVIT3D, vision_towers.KIMI_K3_VISION):
         positions, merge = _moonvit_grid(vision)
+    if model_type == vision_towers.KIMI_K3_VISION:
+        _refuse_other_k3_layout(vision)
     tower = vision_towers.Tower(
         model_type=model_type,
         hidden_size=hidden,
@@ -65,6 +67,7 @@ def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
         deepstack_layers=len(vision.int_list("deepstack_visual_indexes", kind="layers") or ()),
         head_dim=vision.integer("head_dim", kind="width", default=0, minimum=0),
         standardize=vision.boolean("standardize", default=False),
+        qkv_hidden_size=vision.integer("qkv_hidden_size", kind="width", default=0, minimum=0),
     )
     params, exact = vision_towers.tower_params(tower, top.string("model_type") or "", text_hidden)
     return VisionSpec(
@@ -82,6 +85,28 @@ def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
         out_hidden_size=tower.out_hidden_size,
         deepstack_layers=tower.deepstack_layers,
     )
+
+
+#: Kimi-K3 vision_config switches and the one value gpusize counts (KimiK3VisionConfig's defaults,
+#: those of the released config): another value changes the tower's tensors.
+_K3_TOWER_LAYOUT: dict[str, object] = {
+    "norm_type": "rmsnorm",
+    "attn_bias": False,
+    "linear_bias": False,
+    "patch_embed_proj_bias": False,
+    "mlp_type": "mlp2",
+    "mm_projector_type": "patchmergerv2",
+    "pos_emb_type": "divided_fixed",
+}
+
+
+def _refuse_other_k3_layout(vision: Fields) -> None:
+    """The Kimi-K3 tower is counted for its released layout only (`vision.kimi_k3_vision_params`)."""
+    for key, counted in _K3_TOWER_LAYOUT.items():
+        value = vision.raw.get(key, counted)
+        if value != counted:
+            problem = f"must be {echo(counted)}: gpusize counts the Kimi-K3 vision tower in that layout only"
+            raise vision.fail(key, problem, value)
 
 
 def _moonvit_grid(vision: Fields) -> tuple[int, int]:
@@ -331,4 +356,10 @@ def _compressed_tensors(q: Fields, skip: tuple[str, ...]) -> QuantSpec:
         block_size=(block[0], block[1]) if block else None,
         not_converted=skip,
         label=label,
+        scale_bytes=_CT_SCALE_BYTES.get(w.string("scale_dtype", default="") or "", 2),
     )
+
+
+#: compressed-tensors `scale_dtype` -> bytes per group scale (absent or another dtype: fp16, 2 B).
+#: Kimi-K3's mxfp4-pack-quantized experts store one torch.uint8 (e8m0) scale per 32.
+_CT_SCALE_BYTES = {"torch.uint8": 1, "torch.float8_e4m3fn": 1, "torch.float32": 4}

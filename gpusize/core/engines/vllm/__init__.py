@@ -159,6 +159,19 @@ HYBRID_NOTE = (
 )
 
 
+#: Kimi-K3 (attention residuals, latent MoE, gated MLA and KDA): sized from vLLM main's
+#: vllm/models/kimi_k3 (nvidia/model.py, mla.py, kda.py, read at vllm-project/vllm commits 006193b5,
+#: 01b867e8, 055e47c2). vLLM 0.23.0 does not register KimiK3ForConditionalGeneration (its refusal lists
+#: the architectures it serves: vllm-project/vllm-ascend issue #15086, 2026-08-27) and the first release
+#: that does is not known to gpusize, so the answer assumes the release asked serves it.
+KIMI_K3_NOTE = (
+    "Kimi-K3: engine support ASSUMED: sized as vLLM main's vllm/models/kimi_k3 allocates it (the MLA latent "
+    "per token, the KDA state per sequence, the attention-residual block stack in the activations); vLLM "
+    "0.23.0 does not serve KimiK3ForConditionalGeneration and the first release that does is not known to "
+    "gpusize: check that vLLM {version} has vllm/models/kimi_k3"
+)
+
+
 def _block_size(spec: ModelSpec, tp: int, work: Workload, beh: Behaviour) -> int:
     """The attention block size vLLM runs with: 16 (64 for MLA), raised for a hybrid (hybrid.py)."""
     layout = kvcache.kv_layout(spec, work.kv_bytes, tp, beh.hybrid_group_ratio)
@@ -207,6 +220,8 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
             "sliding window and compressor state are a per-sequence reserve; auto KV is fp8 (FlashMLA, "
             "Hopper): Blackwell's FlashInfer path keeps bf16 rows (--kv-dtype bf16)"
         )
+    if spec.attn_res_block_size:
+        notes.append(KIMI_K3_NOTE.format(version=work.release.version))
     if work.engine.cpu_offload_gb:
         notes.append(OFFLOAD_NOTE)
     drafted = draft_kv_bytes_per_token(spec, work, 1)

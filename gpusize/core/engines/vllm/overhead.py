@@ -102,8 +102,11 @@ def activation_bytes(
     sort path holds SORT_SAMPLER_EXTRA_COPIES more; V1 0.7.x: the 16-bit logits of every dummy token,
     no sampler; V0: `_v0_activation_bytes`); hidden: copies x tokens x hidden x 2 B; fused MoE
     workspace (vLLM fused_moe caches): tokens x top_k x (3 x expert width / tp + hidden) x 2 B (with
-    expert parallelism a rank runs 1/tp of the routed tokens at full width). A vision encoder's
-    profile is the reserve `multimodal.encoder_profile`."""
+    expert parallelism a rank runs 1/tp of the routed tokens at full width); Kimi-K3's attention
+    residuals: tokens x cdiv(layers, attn_res_block_size) x hidden x 2 B (vllm/models/kimi_k3/nvidia/
+    model.py `KimiLinearModel.forward`: `block_residual = hidden_states.new_empty(tokens,
+    num_attn_res_blocks, hidden)`). A vision encoder's profile is the reserve
+    `multimodal.encoder_profile`."""
     tokens = limits.max_num_batched_tokens
     rows = min(limits.max_num_seqs, tokens)
     if beh is not None and not beh.v1:
@@ -116,6 +119,8 @@ def activation_bytes(
     if beh is not None and beh.logits_every_token:
         sampler = tokens * spec.vocab_size * V1_0_7_LOGITS_BYTES
     hidden = HIDDEN_STATE_COPIES * tokens * spec.hidden_size * 2
+    if spec.attn_res_block_size:  # Kimi-K3's block stack lives through the whole forward
+        hidden += tokens * -(-spec.num_hidden_layers // spec.attn_res_block_size) * spec.hidden_size * 2
     moe = 0.0
     if spec.moe and fused_moe:
         m = spec.moe
