@@ -38,7 +38,14 @@ from gpusize.serving.layouts import Demand, Layout
 from gpusize.serving.targets import Targets
 from gpusize.serving.throughput import decode_step, link, prefill_seconds
 
-__all__ = ["MAX_PREFILL_UTILIZATION", "NVLINK_KV_EFFICIENCY", "Disaggregated", "Pool", "disaggregate"]
+__all__ = [
+    "MAX_PREFILL_UTILIZATION",
+    "NVLINK_KV_EFFICIENCY",
+    "Disaggregated",
+    "Pool",
+    "disaggregate",
+    "given_split",
+]
 
 #: Highest prefill-pool utilization a plan is sized to: above it the M/D/1 wait grows without bound
 #: (at 0.8 a request waits 2 x its prefill). A planning figure.
@@ -217,6 +224,24 @@ def _split(
         pays=False,
         verdict="",
     )
+
+
+def given_split(
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    work: Workload,
+    demand: Demand,
+    prefill: tuple[int, int],
+    decode: tuple[int, int],
+    targets: Targets | None = None,
+    between: NodeLink | None = None,
+) -> Disaggregated | None:
+    """One split, `prefill` and `decode` each (tensor parallel size, instances), rated as
+    `disaggregate` rates every split it tries (without the aggregated comparison); None when the
+    model does not run on one side. For checking the rule against a measured deployment."""
+    (p_tp, n_p), (d_tp, n_d) = prefill, decode
+    total = p_tp * n_p + d_tp * n_d
+    return _split(spec, gpu, work, demand, targets or Targets(), total, p_tp, n_p, d_tp, n_d, between)
 
 
 def _key(d: Disaggregated) -> tuple[int, float, float]:
