@@ -35,7 +35,8 @@ ServeFormat = Annotated[
     typer.Option(
         "--format",
         help="Output: table (the default), json (the same as --json), markdown, csv, or the plan as "
-        "manifests: k8s (Kubernetes Deployment or LeaderWorkerSet + Service) or compose (docker compose).",
+        "manifests: k8s (Kubernetes Deployment or LeaderWorkerSet + Service; with --disaggregate an "
+        "NVIDIA Dynamo DynamoGraphDeployment) or compose (docker compose).",
     ),
 ]
 OutputDir = Annotated[
