@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shlex
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from jsonschema.validators import validator_for
 
 from gpusize.core.releases import parse_version
 from gpusize.serving.dynamo import DYNAMO_BACKENDS, DYNAMO_RELEASES
-from tests.conftest import ROOT
+from tests.conftest import REFERENCE, ROOT
 from tests.helpers import CliResult, run_in_process
 from tests.serving.test_launch_flags import problems
 
@@ -161,3 +162,37 @@ def test_a_worker_wider_than_a_node_is_refused() -> None:
     out = _gpusize("serve", *wide, "--format", "k8s", "--node-gpus", "2")
     assert out.code == 2 and out.stdout == ""
     assert "multi-node Dynamo worker is not expressed" in out.stderr
+
+
+def test_dash_o_writes_the_graph_as_printed(tmp_path: Path) -> None:
+    out = tmp_path / "deploy"
+    done = _gpusize("serve", *PD, "--format", "k8s", "-o", str(out))
+    assert done.code == 0, done.stderr
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["vllm-llama-3-1-8b-dynamographdeployment.yaml"]
+    assert (out / files[0]).read_text() == _gpusize("serve", *PD, "--format", "k8s").stdout
+
+
+def test_a_hostile_local_path_stays_one_word_in_every_worker(tmp_path: Path) -> None:
+    # quotes, a newline and a `$(...)` in the folder name: each worker's --model is the exact path
+    # (`$$`, which Kubernetes reads as `$`), mounted at that path, and the comments stay comments
+    config = json.loads((REFERENCE / "configs" / "Qwen__Qwen3-8B.json").read_text())["config"]
+    folder = tmp_path / 'it\'s "q"\n$(touch pwned) #x'
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    args = (str(folder), *PD[1:])
+    launch = json.loads(_gpusize("serve", *args, "--json").stdout)["launch"]
+    out = _gpusize("serve", *args, "--format", "k8s")
+    assert out.code == 0, out.stderr
+    (doc,) = list(yaml.safe_load_all(out.stdout))
+    _graph_validator().validate(doc)
+    for role, part in _components(doc).items():
+        _pod_validator().validate(part["podTemplate"])
+        assert [w.replace("$$", "$") for w in _words(part)] == shlex.split(launch[role]["command"])
+        if role != "frontend":
+            (container,) = part["podTemplate"]["spec"]["containers"]
+            assert container["args"][1].replace("$$", "$") == str(folder)
+            volumes = {v["name"]: v for v in part["podTemplate"]["spec"]["volumes"]}
+            assert volumes["model"]["hostPath"]["path"] == str(folder)
+    comments = [line for line in out.stdout.splitlines() if line.startswith("#")]
+    assert any("\\x0a$(touch pwned)" in line for line in comments)
