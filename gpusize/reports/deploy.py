@@ -79,7 +79,8 @@ def graph_plan(
     front, pre, dec = (report.launch.get(k) for k in ("frontend", "prefill", "decode"))
     if front is None:
         raise InputError(
-            f"gpusize has no NVIDIA Dynamo worker for {engine(name).label}: no disaggregated manifest"
+            f"gpusize has no NVIDIA Dynamo worker for {engine(name).label}: no disaggregated manifest "
+            "(drop --disaggregate for the aggregated plan's)"
         )
     release = dynamo_release(name, report.workload.engine_version)
     if release is None or front.command is None:  # no Dynamo release ships this engine release

@@ -196,3 +196,12 @@ def test_a_hostile_local_path_stays_one_word_in_every_worker(tmp_path: Path) -> 
             assert volumes["model"]["hostPath"]["path"] == str(folder)
     comments = [line for line in out.stdout.splitlines() if line.startswith("#")]
     assert any("\\x0a$(touch pwned)" in line for line in comments)
+
+
+def test_an_engine_without_a_dynamo_worker_has_no_graph_and_says_so() -> None:
+    args = [a for a in PD if a not in ("--engine-version", "0.31.0")]
+    out = _gpusize("serve", *args, "--engine", "sglang", "--format", "k8s")
+    assert out.code == 2 and out.stdout == "" and len(out.stderr.strip().splitlines()) == 1
+    assert "no NVIDIA Dynamo worker for SGLang" in out.stderr and "drop --disaggregate" in out.stderr
+    launch = json.loads(_gpusize("serve", *args, "--engine", "sglang", "--json").stdout)["launch"]
+    assert not {"frontend", "prefill", "decode"} & set(launch)
