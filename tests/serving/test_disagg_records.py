@@ -90,14 +90,16 @@ def test_the_measured_split_is_predicted_within_the_stated_range(record: dict[st
 
 
 def test_the_known_miss_is_the_one_stated() -> None:
-    # the xfail above holds for the reason the record gives: the predicted prefill pool saturates
-    # (TTFT unbounded) and the aggregate is the pool's capacity, about 1.9x the measured
+    # the xfail above holds for the reason the record gives: the 48 users overrun the predicted
+    # prefill pool and queue for it (TTFT inside the range), the aggregate is the pool's rate, about
+    # 1.9x the measured, and the decode speed is over the range too
     (record,) = _records()
     got = _predicted(record["use"])
-    assert got.ttft_s is None and not got.holds_load and got.prefill.utilization == 1.0
+    assert not got.holds_load and got.prefill.utilization == 1.0
+    assert got.ttft_s is not None and 0.9 < record["figures"]["ttft_s"] / got.ttft_s < 1.0
     assert 1.8 < got.aggregate_tokens_per_s / record["figures"]["aggregate_tokens_per_s"] < 2.0
     assert 17 < got.prefill.requests_per_s < 18.5
-    assert len(_misses(record)) == 3
+    assert [m.split(":")[0] for m in _misses(record)] == ["aggregate", "decode"]
     # reason (1): the same source's aggregated baseline (1 x TP=4, 4 users) is within the aggregate
     # range but decodes slower than the fit and starts each request about half a second late
     use, base = record["use"], record["baseline"]
