@@ -194,6 +194,15 @@ class GraphPlan:
     header: tuple[str, ...] = ()
 
 
+def _volumes(plan: GraphPlan) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    """The weights' volume and mount; not /dev/shm, which the Dynamo operator mounts itself in every
+    component's main container (deploy/operator/internal/dynamo/shared_memory.go
+    ApplySharedMemoryVolumeAndMount: 8Gi in memory unless `sharedMemorySize` says otherwise, any other
+    mount at /dev/shm dropped)."""
+    volumes, mounts = pod_volumes(plan.model_path, plan.model_is_file)
+    return [v for v in volumes if v["name"] != "dshm"], [m for m in mounts if m["name"] != "dshm"]
+
+
 def _container(plan: GraphPlan, image: str, words: tuple[str, ...], gpus: int) -> dict[str, object]:
     """One `main` container: environment words as its environment, the rest as command + args."""
     env = {}
@@ -201,7 +210,7 @@ def _container(plan: GraphPlan, image: str, words: tuple[str, ...], gpus: int) -
     while rest and _ASSIGNMENT.fullmatch(rest[0]):
         key, _, value = rest.pop(0).partition("=")
         env[key] = value
-    _, mounts = pod_volumes(plan.model_path, plan.model_is_file)
+    _, mounts = _volumes(plan)
     escaped = [w.replace("$", "$$") for w in rest]
     container: dict[str, object] = {
         "name": "main",
@@ -221,7 +230,7 @@ def _component(
 ) -> dict[str, object]:
     spec: dict[str, object] = {"containers": [_container(plan, image, words, gpus)]}
     if gpus:
-        spec["volumes"] = pod_volumes(plan.model_path, plan.model_is_file)[0]
+        spec["volumes"] = _volumes(plan)[0]
     return {"name": name, "type": kind, "replicas": replicas, "podTemplate": {"spec": spec}}
 
 

@@ -97,6 +97,8 @@ def test_a_disaggregated_plan_is_a_valid_dynamo_graph_running_the_printed_comman
         assert parts[role]["replicas"] == pool["instances"]
         (container,) = parts[role]["podTemplate"]["spec"]["containers"]
         assert container["resources"]["limits"]["nvidia.com/gpu"] == str(pool["tensor_parallel"])
+        # /dev/shm is the operator's (shared_memory.go): a mount of ours there would be dropped
+        assert all(m["mountPath"] != "/dev/shm" for m in container["volumeMounts"])
         words = shlex.split(launch[role]["command"])
         assert words[:3] == ["python3", "-m", "dynamo.vllm"]
         assert words[words.index("--disaggregation-mode") + 1] == role
