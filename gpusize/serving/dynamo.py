@@ -124,9 +124,10 @@ def _worker(backend: DynamoBackend, own: LaunchCommand, role: str) -> LaunchComm
     `vllm serve MODEL` replaced by `python3 -m dynamo.vllm --model MODEL`, the role's words added."""
     if own.command is None:
         return own
-    words = shlex.split(own.command)
-    env = [w for w in words if _ASSIGNMENT.fullmatch(w)]
-    rest = words[len(env) :]
+    rest = shlex.split(own.command)
+    env = []
+    while rest and _ASSIGNMENT.fullmatch(rest[0]):  # the leading NAME=VALUE words only
+        env.append(rest.pop(0))
     n = len(backend.program)
     if tuple(rest[:n]) != backend.program or len(rest) <= n:
         raise InputError(f"the launch command does not start with {' '.join(backend.program)}: no worker")

@@ -207,3 +207,14 @@ def test_an_engine_without_a_dynamo_worker_has_no_graph_and_says_so() -> None:
     assert "no NVIDIA Dynamo worker for SGLang" in out.stderr and "drop --disaggregate" in out.stderr
     launch = json.loads(_gpusize("serve", *args, "--engine", "sglang", "--json").stdout)["launch"]
     assert not {"frontend", "prefill", "decode"} & set(launch)
+
+
+def test_an_environment_word_of_the_command_is_each_worker_s_environment() -> None:
+    launch = json.loads(_gpusize("serve", *PD, "--flashinfer-sampler", "--json").stdout)["launch"]
+    parts = _components(_graph(*PD, "--flashinfer-sampler"))
+    for role in ("prefill", "decode"):
+        words = shlex.split(launch[role]["command"])
+        assert words[0] == "VLLM_USE_FLASHINFER_SAMPLER=1" and words[1:4] == ["python3", "-m", "dynamo.vllm"]
+        (container,) = parts[role]["podTemplate"]["spec"]["containers"]
+        assert {"name": "VLLM_USE_FLASHINFER_SAMPLER", "value": "1"} in container["env"]
+        assert _words(parts[role]) == words
