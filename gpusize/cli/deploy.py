@@ -18,9 +18,10 @@ from gpusize.core.model import ResolvedModel
 from gpusize.errors import OutputError, UsageError
 from gpusize.render.deploy import manifest_text, manifests_text
 from gpusize.render.text import Style, safe
-from gpusize.reports.deploy import deploy_plan
+from gpusize.reports.deploy import deploy_plan, graph_plan
 from gpusize.reports.serve import ServeReport
-from gpusize.serving.deploy import compose_manifest, kubernetes_manifests
+from gpusize.serving.deploy import Manifest, compose_manifest, kubernetes_manifests
+from gpusize.serving.dynamo import graph_manifest
 
 __all__ = ["DEPLOY_FORMATS", "NodeGpus", "OutputDir", "ServeFormat", "deploy_answer", "wants_deploy"]
 
@@ -34,7 +35,8 @@ ServeFormat = Annotated[
     typer.Option(
         "--format",
         help="Output: table (the default), json (the same as --json), markdown, csv, or the plan as "
-        "manifests: k8s (Kubernetes Deployment or LeaderWorkerSet + Service) or compose (docker compose).",
+        "manifests: k8s (Kubernetes Deployment or LeaderWorkerSet + Service; with --disaggregate an "
+        "NVIDIA Dynamo DynamoGraphDeployment) or compose (docker compose).",
     ),
 ]
 OutputDir = Annotated[
@@ -78,9 +80,8 @@ def deploy_answer(
 ) -> None:
     """Print or write the manifests of the plan and end with the plan's verdict (`code`); a batch row
     or library call takes the report (with `summary`, serve's text) and writes nothing."""
-    plan = deploy_plan(report, resolved.path, resolved.source == "gguf", node_gpus)
     kind = choice(fmt, DEPLOY_FORMATS, "--format")
-    manifests = kubernetes_manifests(plan) if kind == "k8s" else [compose_manifest(plan)]
+    manifests = _manifests(report, resolved, kind, node_gpus)
     if current() is not None and output_dir is not None:
         raise UsageError("-o DIR writes manifest files from the command line only, not from a batch row")
     text = manifests_text(manifests)
@@ -103,3 +104,18 @@ def deploy_answer(
         write_file(path, manifest_text(manifest))
         written.append(path)
     finish(None if quiet else "".join(f"wrote {safe(p, limit=300)}\n" for p in written), code)
+
+
+def _manifests(
+    report: ServeReport, resolved: ResolvedModel, kind: str, node_gpus: int | None
+) -> list[Manifest]:
+    """The objects of the plan: with --disaggregate, the NVIDIA Dynamo graph of its split."""
+    model_path, is_file = resolved.path, resolved.source == "gguf"
+    if report.disaggregated is not None:
+        if kind != "k8s":
+            raise UsageError(
+                "a disaggregated plan runs as an NVIDIA Dynamo graph on Kubernetes: give --format k8s"
+            )
+        return [graph_manifest(graph_plan(report, model_path, is_file, node_gpus))]
+    plan = deploy_plan(report, model_path, is_file, node_gpus)
+    return kubernetes_manifests(plan) if kind == "k8s" else [compose_manifest(plan)]

@@ -8,11 +8,13 @@ import os
 import shlex
 
 from gpusize.core.engines import engine
+from gpusize.core.network import GPUS_PER_NODE
 from gpusize.errors import InputError
 from gpusize.reports.serve import ServeReport
 from gpusize.serving.deploy import SERVER_IMAGES, DeployPlan, object_name
+from gpusize.serving.dynamo import GraphPlan, PoolPlan, dynamo_release
 
-__all__ = ["deploy_plan"]
+__all__ = ["deploy_plan", "graph_plan"]
 
 
 def deploy_plan(
@@ -33,11 +35,7 @@ def deploy_plan(
     if launch is None or launch.command is None:
         reason = launch.note if launch is not None and launch.note else "no launch command for this plan"
         raise InputError(f"nothing to deploy: {reason}")
-    if model_path is not None and (not os.path.isabs(model_path) or ":" in model_path):
-        raise InputError(
-            "a manifest mounts a local model at its own path, which must be absolute and hold no ':' "
-            "(a Kubernetes mountPath rule): give the model as an absolute path"
-        )
+    _check_path(model_path)
     model = engine(name)
     return DeployPlan(
         engine=name,
@@ -54,5 +52,59 @@ def deploy_plan(
             f"gpusize {report.gpusize_version} serve {report.model.id}: {pick.replicas} x "
             f"{pick.gpus_per_replica} GPU(s) ({report.num_gpus}x {report.gpu}), {model.label} "
             f"{launch.engine_version or ''}".rstrip(),
+        ),
+    )
+
+
+def _check_path(model_path: str | None) -> None:
+    if model_path is not None and (not os.path.isabs(model_path) or ":" in model_path):
+        raise InputError(
+            "a manifest mounts a local model at its own path, which must be absolute and hold no ':' "
+            "(a Kubernetes mountPath rule): give the model as an absolute path"
+        )
+
+
+def graph_plan(
+    report: ServeReport, model_path: str | None, model_is_file: bool, node_gpus: int | None
+) -> GraphPlan:
+    """The disaggregated plan of `report` (serve --disaggregate) as NVIDIA Dynamo runs it: the
+    frontend and the two pools' worker commands exactly as printed, each pool's instances and GPUs;
+    refused, with the reason, when there is no split or no printed worker command."""
+    split = report.disaggregated
+    if split is None:
+        raise InputError(
+            f"no split of {report.num_gpus}x {report.gpu} runs the model in a prefill and a decode pool"
+        )
+    name = report.workload.engine.name
+    front, pre, dec = (report.launch.get(k) for k in ("frontend", "prefill", "decode"))
+    if front is None:
+        raise InputError(
+            f"gpusize has no NVIDIA Dynamo worker for {engine(name).label}: no disaggregated manifest "
+            "(drop --disaggregate for the aggregated plan's)"
+        )
+    release = dynamo_release(name, report.workload.engine_version)
+    if release is None or front.command is None:  # no Dynamo release ships this engine release
+        raise InputError(f"nothing to deploy: {front.note or 'no NVIDIA Dynamo release for this plan'}")
+    if pre is None or dec is None or pre.command is None or dec.command is None:
+        reason = next((c.note for c in (pre, dec) if c is not None and c.note), None)
+        raise InputError(f"nothing to deploy: {reason or 'no worker command for this plan'}")
+    _check_path(model_path)
+    p, d = split.prefill, split.decode
+    return GraphPlan(
+        engine=name,
+        release=release.version,
+        name=object_name(report.model.name or report.model.id, name),
+        frontend=tuple(shlex.split(front.command)),
+        prefill=PoolPlan(tuple(shlex.split(pre.command)), p.instances, p.tensor_parallel),
+        decode=PoolPlan(tuple(shlex.split(dec.command)), d.instances, d.tensor_parallel),
+        node_gpus=node_gpus or min(report.num_gpus, GPUS_PER_NODE),
+        model_path=model_path,
+        model_is_file=model_is_file,
+        header=(
+            f"gpusize {report.gpusize_version} serve {report.model.id} --disaggregate: prefill "
+            f"{p.instances} x TP={p.tensor_parallel}, decode {d.instances} x TP={d.tensor_parallel} "
+            f"({report.num_gpus}x {report.gpu}), {engine(name).label} {report.workload.engine_version} "
+            f"in NVIDIA Dynamo {release.version}",
+            f"disaggregation (estimate) {split.verdict}",
         ),
     )

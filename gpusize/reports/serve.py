@@ -26,6 +26,7 @@ from gpusize.reports.common import (
 from gpusize.reports.fit import model_notes
 from gpusize.serving import calibrated, economics, throughput
 from gpusize.serving.disagg import Disaggregated, disaggregate
+from gpusize.serving.dynamo import dynamo_launch
 from gpusize.serving.launch import (
     SERVER_COMMANDS,
     LaunchCommand,
@@ -212,6 +213,26 @@ def launch_commands(
     return out
 
 
+def pd_launch(
+    resolved: ResolvedModel, spec: ModelSpec, gpu: GpuSpec, work: Workload, split: Disaggregated | None
+) -> dict[str, LaunchCommand]:
+    """--disaggregate: the frontend and each pool's worker as NVIDIA Dynamo starts them, from the
+    engine's own command at each pool's tensor parallel size and memory budget."""
+    model = engine(work.engine.name)
+    command = SERVER_COMMANDS.get(model.name)
+    if split is None or command is None or model.budget is None:
+        return {}
+    own = {
+        tp: command(
+            resolved.engine_target, resolved.revision, tp, work, model.budget(spec, gpu, tp, work), spec, gpu
+        )
+        for tp in {split.prefill.tensor_parallel, split.decode.tensor_parallel}
+    }
+    return dynamo_launch(
+        model.name, work.engine_version, own[split.prefill.tensor_parallel], own[split.decode.tensor_parallel]
+    )
+
+
 def build_serve_report(
     resolved: ResolvedModel,
     spec: ModelSpec,
@@ -259,7 +280,13 @@ def build_serve_report(
         layouts=tuple(layouts),
         recommendation=pick,
         why=why,
-        launch=(launch_commands(resolved, spec, gpu, work, pick) | node_launch(pick, nodes)) if pick else {},
+        launch=(
+            launch_commands(resolved, spec, gpu, work, pick)
+            | node_launch(pick, nodes)
+            | pd_launch(resolved, spec, gpu, work, split)
+        )
+        if pick
+        else {},
         power=power_info(gpu, num_gpus, max(x.tensor_parallel for x in layouts), one_gpu_fits),
         suggestions=found,
         assumptions=ServeAssumptions(

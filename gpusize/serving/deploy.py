@@ -32,6 +32,8 @@ __all__ = [
     "compose_manifest",
     "kubernetes_manifests",
     "object_name",
+    "pod_env",
+    "pod_volumes",
 ]
 
 
@@ -212,13 +214,20 @@ def _nodes(plan: DeployPlan) -> int:
 
 
 def _volumes(plan: DeployPlan) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
-    """Pod volumes and their mounts: shared memory for NCCL/the engine's workers, and the weights."""
+    return pod_volumes(plan.model_path, plan.model_is_file)
+
+
+def pod_volumes(
+    model_path: str | None, model_is_file: bool
+) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    """Pod volumes and their mounts: shared memory for NCCL/the engine's workers, and the weights (a
+    local model mounted at its own path, else the Hub cache)."""
     volumes: list[dict[str, object]] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
     mounts: list[dict[str, object]] = [{"name": "dshm", "mountPath": "/dev/shm"}]
-    if plan.model_path is not None:
-        kind = "File" if plan.model_is_file else "Directory"
-        volumes.append({"name": "model", "hostPath": {"path": plan.model_path, "type": kind}})
-        mounts.append({"name": "model", "mountPath": plan.model_path, "readOnly": True})
+    if model_path is not None:
+        kind = "File" if model_is_file else "Directory"
+        volumes.append({"name": "model", "hostPath": {"path": model_path, "type": kind}})
+        mounts.append({"name": "model", "mountPath": model_path, "readOnly": True})
     else:
         volumes.append({"name": "hf-cache", "emptyDir": {}})
         mounts.append({"name": "hf-cache", "mountPath": HF_CACHE})
@@ -226,8 +235,14 @@ def _volumes(plan: DeployPlan) -> tuple[list[dict[str, object]], list[dict[str, 
 
 
 def _env(plan: DeployPlan, assigned: dict[str, str]) -> list[dict[str, object]]:
+    return pod_env(plan.model_path, assigned)
+
+
+def pod_env(model_path: str | None, assigned: dict[str, str]) -> list[dict[str, object]]:
+    """A container's environment: the launch command's assignments (`$` doubled) and, for a Hub
+    model, HF_TOKEN from the optional Secret."""
     env: list[dict[str, object]] = [{"name": k, "value": _escaped(v)} for k, v in assigned.items()]
-    if plan.model_path is None:
+    if model_path is None:
         secret = {"name": HF_SECRET, "key": "token", "optional": True}
         env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": secret}})
     return env

@@ -6,7 +6,9 @@ between them (vLLM's KV connectors, NIXL; SGLang's PD with Mooncake/NIXL; Dynamo
 The rule compared (an ESTIMATE, like the throughput model it builds on):
 - prefill instance: one prompt at a time, `prefill_seconds` each (compute-bound); the pool sustains
   instances / t_prefill requests/s; a request waits in an M/D/1 queue, rho / (2 (1 - rho)) x t_prefill
-  (Pollaczek-Khinchine for deterministic service);
+  (Pollaczek-Khinchine for deterministic service); users (a closed loop) who would send more than
+  that are served at the pool's rate and wait N / rate - their own cycle (Little's law), where an
+  open loop (--rps) past it waits without bound;
 - KV transfer: the prompt's KV cache, per GPU of the decode instance, over NVLink inside a server or
   the inter-node link between servers (core/network.py), plus one message latency;
 - decode instance: continuous batching of its share of the requests in flight (Little's law:
@@ -38,7 +40,14 @@ from gpusize.serving.layouts import Demand, Layout
 from gpusize.serving.targets import Targets
 from gpusize.serving.throughput import decode_step, link, prefill_seconds
 
-__all__ = ["MAX_PREFILL_UTILIZATION", "NVLINK_KV_EFFICIENCY", "Disaggregated", "Pool", "disaggregate"]
+__all__ = [
+    "MAX_PREFILL_UTILIZATION",
+    "NVLINK_KV_EFFICIENCY",
+    "Disaggregated",
+    "Pool",
+    "disaggregate",
+    "given_split",
+]
 
 #: Highest prefill-pool utilization a plan is sized to: above it the M/D/1 wait grows without bound
 #: (at 0.8 a request waits 2 x its prefill). A planning figure.
@@ -118,6 +127,26 @@ def _arrival(demand: Demand, seconds_per_request: float) -> float:
     return (demand.users or 1) / max(seconds_per_request, 1e-9)
 
 
+def _served(demand: Demand, seconds_per_request: float, prefill_rps: float) -> float:
+    """Requests per second the pools see: the rate given (--rps: an open loop, which may exceed what
+    the prefill pool serves), or with --users a closed loop, which cannot: each user waits for its
+    reply before sending again, so past the prefill pool's rate the users queue there instead."""
+    rps = _arrival(demand, seconds_per_request)
+    return rps if demand.rps is not None else min(rps, prefill_rps)
+
+
+def _ttft(demand: Demand, rho: float, t_pf: float, first: float, rps: float, decode_s: float) -> float | None:
+    """Time to first token: `first` (no wait) plus the prefill queue's wait. Below saturation the
+    M/D/1 wait, rho / (2 (1 - rho)) x t_prefill; an open loop at or above it waits without bound
+    (None); a closed loop of N users at it waits N / rps - its own cycle (Little's law: the N users
+    are each either queued for prefill or being served, and `rps` is the prefill pool's rate)."""
+    if rho < 1 - 1e-9:
+        return first + rho / (2 * (1 - rho)) * t_pf
+    if demand.rps is not None:
+        return None
+    return max(first, (demand.users or 1) / rps - decode_s)
+
+
 def _split(
     spec: ModelSpec,
     gpu: GpuSpec,
@@ -155,21 +184,22 @@ def _split(
     batch, step = 1, decode_step(spec, work, gpu, d_tp, 1, context)
     if step is None:
         return None
-    rps = _arrival(demand, request_s + t_pf + transfer + output * step.step_s)
+    prefill_rps = n_p / t_pf
+    rps = _served(demand, request_s + t_pf + transfer + output * step.step_s, prefill_rps)
     for _ in range(12):
         in_flight = rps * output * step.step_s
         want = max(1, min(math.ceil(in_flight / n_d), cap))
         step = decode_step(spec, work, gpu, d_tp, want, context) or step
-        rps = _arrival(demand, request_s + t_pf + transfer + output * step.step_s)
+        rps = _served(demand, request_s + t_pf + transfer + output * step.step_s, prefill_rps)
         if want == batch:
             break
         batch = want
-    prefill_rps = n_p / t_pf
     full = decode_step(spec, work, gpu, d_tp, cap, context) or step
     decode_rps = n_d * cap / (output * full.step_s)
     rho = rps * t_pf / n_p
     holds = rho <= MAX_PREFILL_UTILIZATION and rps * output * step.step_s <= n_d * cap
-    ttft = request_s + rho / (2 * (1 - rho)) * t_pf + t_pf + transfer + step.step_s if rho < 1 else None
+    first = request_s + t_pf + transfer + step.step_s  # the first token with no wait
+    ttft = _ttft(demand, rho, t_pf, first, rps, (output - 1) * step.step_s)
     speed = 1 / step.step_s
     tokens = rps * output if holds else min(prefill_rps, decode_rps) * output
     price = gpu.price_for(total)
@@ -217,6 +247,24 @@ def _split(
         pays=False,
         verdict="",
     )
+
+
+def given_split(
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    work: Workload,
+    demand: Demand,
+    prefill: tuple[int, int],
+    decode: tuple[int, int],
+    targets: Targets | None = None,
+    between: NodeLink | None = None,
+) -> Disaggregated | None:
+    """One split, `prefill` and `decode` each (tensor parallel size, instances), rated as
+    `disaggregate` rates every split it tries (without the aggregated comparison); None when the
+    model does not run on one side. For checking the rule against a measured deployment."""
+    (p_tp, n_p), (d_tp, n_d) = prefill, decode
+    total = p_tp * n_p + d_tp * n_d
+    return _split(spec, gpu, work, demand, targets or Targets(), total, p_tp, n_p, d_tp, n_d, between)
 
 
 def _key(d: Disaggregated) -> tuple[int, float, float]:

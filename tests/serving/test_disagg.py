@@ -79,6 +79,24 @@ def test_a_saturated_prefill_pool_has_no_ttft() -> None:
     assert d is not None and not d.holds_load and not d.pays
 
 
+def test_users_who_overrun_the_prefill_pool_queue_for_it() -> None:
+    """A closed loop (--users) cannot send faster than it is served: past the prefill pool's rate the
+    users wait for prefill, each N / rate - its own decode time (Little's law), not without bound as
+    an open loop (--rps) at that rate does."""
+    spec, work = catalog_spec("Llama-3.1-70B"), workload(catalog_spec("Llama-3.1-70B"), 4096)
+    users = Demand(users=256, prompt_tokens=3000, output_tokens=150)
+    d = disagg.given_split(spec, GPU, work, users, (2, 2), (4, 1))
+    assert d is not None and d.ttft_s is not None and not d.holds_load
+    assert d.prefill.utilization == 1.0 and d.arrival_rps == pytest.approx(d.prefill.requests_per_s)
+    decode_s = 149 / d.per_request_tokens_per_s
+    assert d.ttft_s == pytest.approx(256 / d.arrival_rps - decode_s)
+    assert d.aggregate_tokens_per_s == pytest.approx(d.prefill.requests_per_s * 150)
+    opened = disagg.given_split(
+        spec, GPU, work, Demand(rps=d.arrival_rps * 2, prompt_tokens=3000, output_tokens=150), (2, 2), (4, 1)
+    )
+    assert opened is not None and opened.ttft_s is None
+
+
 def test_vllm_disagg_benchmark_configuration() -> None:
     """vLLM's public P/D benchmark (vllm-project/vllm benchmarks/disagg_benchmarks/
     disagg_performance_benchmark.sh at 01b2fd30): Llama-3.1-70B on 8x H100, 2048-token prompts, 10

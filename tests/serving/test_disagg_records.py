@@ -1,0 +1,149 @@
+"""The P/D rule (serving/disagg.py) against published disaggregated deployments
+(tests/data/pd_records.yaml): the measured split predicted within the throughput model's stated range
+(measured / predicted inside calibrated.SPREAD, bench/VALIDATION.md), or a stated miss; and
+`serve --disaggregate` on each record's configuration gives a P/D layout and its comparison."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import pytest
+import yaml
+
+from gpusize.core.network import node_link
+from gpusize.serving import disagg
+from gpusize.serving.calibrated import SPREAD
+from gpusize.serving.layouts import Demand, compare
+from gpusize.sources.catalog import find_gpu
+from tests.conftest import ROOT
+from tests.helpers import catalog_spec, run_in_process, workload
+
+
+@cache
+def _records() -> tuple[dict[str, Any], ...]:
+    data = yaml.safe_load((ROOT / "tests" / "data" / "pd_records.yaml").read_text())
+    return tuple(data["records"])
+
+
+def _predicted(use: dict[str, Any]) -> disagg.Disaggregated:
+    spec = catalog_spec(use["model"])
+    gpu = find_gpu(use["gpu"])
+    work = workload(spec, use["context_tokens"], dtype=use["dtype"], kv_dtype=use["kv_dtype"])
+    demand = Demand(
+        users=use["users"], prompt_tokens=use["prompt_tokens"], output_tokens=use["output_tokens"]
+    )
+    p, d = use["prefill"], use["decode"]
+    got = disagg.given_split(
+        spec,
+        gpu,
+        work,
+        demand,
+        (p["tensor_parallel"], p["instances"]),
+        (d["tensor_parallel"], d["instances"]),
+        between=node_link(gpu) if use.get("nodes", 1) > 1 else None,
+    )
+    assert got is not None
+    return got
+
+
+def _misses(record: dict[str, Any]) -> list[str]:
+    """Each figure whose measured / predicted is outside vLLM's stated range."""
+    got = _predicted(record["use"])
+    predicted = {
+        "aggregate": got.aggregate_tokens_per_s,
+        "decode": got.per_request_tokens_per_s,
+        "ttft": got.ttft_s,
+    }
+    measured = record["figures"]
+    out = []
+    for figure, key in (
+        ("aggregate", "aggregate_tokens_per_s"),
+        ("decode", "decode_tokens_per_s"),
+        ("ttft", "ttft_s"),
+    ):
+        low, high = SPREAD[(record["engine"], figure)]
+        value = predicted[figure]
+        ratio = measured[key] / value if value else float("inf")
+        if not low <= ratio <= high:
+            out.append(
+                f"{figure}: measured {measured[key]} / predicted {value} = {ratio:.2f} not in [{low}, {high}]"
+            )
+    return out
+
+
+def _cases() -> list[Any]:
+    return [
+        pytest.param(
+            r,
+            id=r["id"],
+            marks=[pytest.mark.xfail(strict=True, reason=r["known_miss"])] if r.get("known_miss") else [],
+        )
+        for r in _records()
+    ]
+
+
+@pytest.mark.parametrize("record", _cases())
+def test_the_measured_split_is_predicted_within_the_stated_range(record: dict[str, Any]) -> None:
+    assert _misses(record) == []
+
+
+def test_the_known_miss_is_the_one_stated() -> None:
+    # the xfail above holds for the reason the record gives: the 48 users overrun the predicted
+    # prefill pool and queue for it (TTFT inside the range), the aggregate is the pool's rate, about
+    # 1.9x the measured, and the decode speed is over the range too
+    (record,) = _records()
+    got = _predicted(record["use"])
+    assert not got.holds_load and got.prefill.utilization == 1.0
+    assert got.ttft_s is not None and 0.9 < record["figures"]["ttft_s"] / got.ttft_s < 1.0
+    assert 1.8 < got.aggregate_tokens_per_s / record["figures"]["aggregate_tokens_per_s"] < 2.0
+    assert 17 < got.prefill.requests_per_s < 18.5
+    assert [m.split(":")[0] for m in _misses(record)] == ["aggregate", "decode"]
+    # reason (1): the same source's aggregated baseline (1 x TP=4, 4 users) is within the aggregate
+    # range but decodes slower than the fit and starts each request about half a second late
+    use, base = record["use"], record["baseline"]
+    spec = catalog_spec(use["model"])
+    work = workload(spec, use["context_tokens"], dtype=use["dtype"], kv_dtype=use["kv_dtype"])
+    demand = Demand(users=4, prompt_tokens=use["prompt_tokens"], output_tokens=use["output_tokens"])
+    (tp4,) = [x for x in compare(spec, find_gpu(use["gpu"]), 4, work, demand) if x.tensor_parallel == 4]
+    assert tp4.aggregate_tokens_per_s is not None and tp4.ttft_s is not None
+    low, high = SPREAD[("vllm", "aggregate")]
+    assert low <= base["aggregate_tokens_per_s"] / tp4.aggregate_tokens_per_s <= high
+    assert base["decode_tokens_per_s"] / tp4.per_request_tokens_per_s < SPREAD[("vllm", "decode")][0]
+    assert base["ttft_s"] - tp4.ttft_s > 0.4
+
+
+def test_serve_disaggregate_plans_and_compares_the_published_configuration() -> None:
+    (record,) = _records()
+    use = record["use"]
+    args = [
+        "serve",
+        use["model"],
+        "--gpu",
+        use["gpu"],
+        "--nodes",
+        str(use["nodes"]),
+        "--users",
+        str(use["users"]),
+        "--prompt-tokens",
+        str(use["prompt_tokens"]),
+        "--output-tokens",
+        str(use["output_tokens"]),
+        "--quantization",
+        use["dtype"],
+        "--kv-dtype",
+        use["kv_dtype"],
+        "--ctx",
+        str(use["context_tokens"]),
+        "--disaggregate",
+        "--json",
+    ]
+    out = run_in_process(*args)
+    assert out.code in (0, 1), out.stderr
+    split = json.loads(out.stdout)["disaggregated"]
+    assert split is not None
+    pools = split["prefill"], split["decode"]
+    assert sum(p["instances"] * p["tensor_parallel"] for p in pools) == 16
+    assert split["aggregated_layout"] and split["verdict"].startswith(("pays", "does not pay"))
+    assert "InfiniBand" in split["link"]
