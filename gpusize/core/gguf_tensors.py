@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gpusize.core.gguf_quant import GGML_TYPES, SMALL_TYPE, quant_facts, tensor_type
-from gpusize.core.kinds import mixer_kind
+from gpusize.core.kinds import has_attention_projections, mixer_kind, mixer_parts
 from gpusize.core.params import layer_params
 from gpusize.core.spec import LayerSpec, ModelSpec
 
@@ -27,19 +27,21 @@ class GgufTensor:
 
 def gguf_tensors(spec: ModelSpec, layer: LayerSpec) -> Iterator[GgufTensor]:
     """The 2-D/3-D weights of one block as convert_hf_to_gguf.py names them (attn_q/k/v/output,
-    ffn_gate/up/down, the *_exps expert stacks and *_shexp shared experts). Mixers other than softmax
-    attention (MLA, DeltaNet, Mamba) are one tensor of the default type."""
+    ffn_gate/up/down, the *_exps expert stacks and *_shexp shared experts). Attention projections are
+    those the layer's kind has (Falcon-H1's attention half too); other mixers (MLA, DeltaNet, Mamba)
+    are one tensor of the default type."""
     h = spec.hidden_size
-    if layer.mixer == "attention" and spec.mla is None:
-        d = spec.head_dim
-        q, kv = layer.num_attention_heads * d, layer.num_key_value_heads * d
-        q_out = 2 * q if spec.attention_output_gate else q
-        yield GgufTensor("attn_q", h * q_out, h)
-        yield GgufTensor("attn_k", h * kv, h)
-        yield GgufTensor("attn_v", h * kv, h)
-        yield GgufTensor("attn_output", q * h, q)
-    elif layer.mixer != "none":
-        yield GgufTensor("other", mixer_kind(spec, layer).params(spec, layer).attention, h)
+    for part in mixer_parts(spec, layer):  # Falcon-H1: attn_* and then its ssm_* tensors
+        if has_attention_projections(spec, part):
+            d = spec.head_dim
+            q, kv = part.num_attention_heads * d, part.num_key_value_heads * d
+            q_out = 2 * q if spec.attention_output_gate else q
+            yield GgufTensor("attn_q", h * q_out, h)
+            yield GgufTensor("attn_k", h * kv, h)
+            yield GgufTensor("attn_v", h * kv, h)
+            yield GgufTensor("attn_output", q * h, q)
+        elif part.mixer != "none":
+            yield GgufTensor("other", mixer_kind(spec, part).params(spec, part).attention, h)
     yield from _ffn_tensors(spec, layer)
 
 

@@ -5,8 +5,10 @@ tensor parallelism is each engine's (core/engines/vllm/lora.py, core/engines/sgl
 
 The modules are the four every engine wraps in a Llama-style layer: qkv_proj (column-parallel,
 slices q, k, v), o_proj (row-parallel), gate_up_proj (column-parallel, slices gate, up; up_proj alone
-for an ungated MLP) and down_proj (row-parallel). Layers whose mixer or feed-forward is something else
-(MLA, linear attention, Mamba) are not counted, and the answer says so (`complete`); a MoE layer's
+for an ungated MLP) and down_proj (row-parallel). Attention projections are those the layer's kind
+has (`kinds.has_attention_projections`: Falcon-H1's attention half too); mixers or feed-forwards that
+are something else (MLA, linear attention, Mamba) are not counted, and the answer says so
+(`complete`); a MoE layer's
 shared expert is an MLP here, its routed experts are the engine's to count (`moe_layers`).
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from gpusize.core.kinds import has_attention_projections, mixer_parts
 from gpusize.core.spec import LayerSpec, ModelSpec
 
 __all__ = ["LoraModule", "lora_modules", "moe_layers"]
@@ -38,10 +41,11 @@ def lora_modules(spec: ModelSpec) -> tuple[tuple[LoraModule, ...], bool]:
     out: list[LoraModule] = []
     complete = spec.mla is None and not spec.attention_output_gate
     for layer in spec.layers:
-        if layer.mixer == "attention" and spec.mla is None:
-            out += _attention(spec, layer)
-        elif layer.mixer != "none":
-            complete = False
+        for part in mixer_parts(spec, layer):  # Falcon-H1: its attention, then its Mamba mixer
+            if has_attention_projections(spec, part):
+                out += _attention(spec, part)
+            elif part.mixer != "none":
+                complete = False
         if layer.ffn == "dense":
             out += _mlp(spec, layer.intermediate_size or spec.intermediate_size)
         elif layer.ffn == "moe" and spec.moe is not None:

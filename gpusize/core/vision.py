@@ -27,7 +27,9 @@ __all__ = [
 #: vision_config model types of the Qwen3-VL encoder (dense and MoE text towers share it).
 QWEN3_VL_TOWERS = ("qwen3_vl", "qwen3_vl_moe")
 #: Qwen3.5 / Qwen3.6 encoders (transformers Qwen3_5VisionModel: the Qwen3-VL encoder, no deepstack).
-QWEN3_5_TOWERS = ("qwen3_5", "qwen3_5_moe")
+#: The Hub files name the composite's type; NVIDIA's ModelOpt exports (nvidia/Qwen3.6-27B-NVFP4,
+#: -35B-A3B-NVFP4) write the vision config class's own (Qwen3_5VisionConfig: "qwen3_5_vision").
+QWEN3_5_TOWERS = ("qwen3_5", "qwen3_5_moe", "qwen3_5_vision", "qwen3_5_moe_vision")
 #: Qwen2-VL and Qwen2.5-VL encoders (their vision_config may name no model_type: the composite's).
 QWEN2_VL_TOWERS = ("qwen2_vl", "qwen2_5_vl")
 #: The dynamic-resolution Qwen encoders (patches merged 2x2 into tokens), sized by vLLM's processor.

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gpusize.core.kinds import mixer_kind, mixer_parts
 from gpusize.core.spec import LayerSpec, ModelSpec
 from gpusize.training.anatomy import Linear, mixer_linears, mlp_linears
 from gpusize.training.quantized import bnb_saved_input_bytes, fp32_stream, linear_output_bytes
@@ -89,14 +90,20 @@ def attention_activation_bytes(spec: ModelSpec, layer: LayerSpec, setup: TrainSe
     """Mixer block, per token. Attention: norm + what q/k/v keep of their input + q, k, v, the
     output and the fp32 LSE per head kept by the kernel + the contiguous output kept for o_proj
     (+ QK-norm upcasts). MLA keeps the latent and the up-projected q/k/v; linear attention and Mamba
-    keep their projection outputs (their recurrent scan states are not kept per token)."""
+    keep their projection outputs (their recurrent scan states are not kept per token); a parallel
+    hybrid layer (Falcon-H1) keeps both mixers' behind its one input norm."""
     if layer.mixer == "none":
         return 0.0
     h, act = spec.hidden_size, _act(setup)
+    parts = mixer_parts(spec, layer)
+    if len(parts) > 1:  # Falcon-H1: each mixer's own, behind the layer's one input norm
+        halves = sum(attention_activation_bytes(spec, part, setup) for part in parts)
+        return halves - (len(parts) - 1) * _norm(setup, h)
     lins = mixer_linears(spec, layer)
     total = _norm(setup, h) + _inputs(setup, lins, ("q", "k", "v"), h)
     o_in = next((lin.fan_in for lin in lins if lin.module == "o"), 0)
-    if layer.mixer == "attention":
+    softmax = mixer_kind(spec, layer).per_token_kv  # an attention kernel (GQA, MLA) over a KV cache
+    if softmax:
         q_out = sum(lin.fan_out for lin in lins if lin.module == "q")
         kv_out = sum(lin.fan_out for lin in lins if lin.module in ("k", "v"))
         total += (q_out + kv_out + o_in) * act + layer.num_attention_heads * LSE_BYTES
@@ -106,7 +113,7 @@ def attention_activation_bytes(spec: ModelSpec, layer: LayerSpec, setup: TrainSe
     else:
         total += sum(lin.fan_out for lin in lins if lin.module != "o") * act
     keeps_o = _inputs(setup, lins, ("o",), o_in)
-    if layer.mixer == "attention" and not setup.kernels.attention_copy and keeps_o:
+    if softmax and not setup.kernels.attention_copy and keeps_o:
         keeps_o -= o_in * act  # the kernel's own output is o_proj's input: kept once
     return total + keeps_o
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from gpusize.core.kinds import has_attention_projections, mixer_parts
 from gpusize.core.spec import LayerSpec, ModelSpec
 from gpusize.training.setup import ALL_LINEAR, TrainSetup
 
@@ -41,8 +42,14 @@ def layer_linears(spec: ModelSpec, layer: LayerSpec) -> tuple[Linear, ...]:
 
 def mixer_linears(spec: ModelSpec, layer: LayerSpec) -> tuple[Linear, ...]:
     """Attention (GQA, optional output gate), MLA (low-rank q, shared kv latent), Gated DeltaNet and
-    Mamba-2 projections, with the shapes params.py spec.params."""
+    Mamba-2 projections, with the shapes params.py spec.params; a parallel hybrid layer (Falcon-H1)
+    has those of each of its parts (`kinds.mixer_parts`)."""
+    parts = mixer_parts(spec, layer)
+    if len(parts) > 1:  # Falcon-H1: the attention half's projections, then the Mamba half's
+        return tuple(lin for part in parts for lin in mixer_linears(spec, part))
     h = spec.hidden_size
+    if layer.mixer == "attention" and spec.compressed:  # the kind's rule (`kinds.mixer_kind`)
+        return _compressed_linears(spec, layer)
     if layer.mixer == "attention" and spec.mla:
         m, heads = spec.mla, layer.num_attention_heads
         qk = heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
@@ -56,7 +63,7 @@ def mixer_linears(spec: ModelSpec, layer: LayerSpec) -> tuple[Linear, ...]:
             Linear("v", m.kv_lora_rank, heads * (m.qk_nope_head_dim + m.v_head_dim)),
             Linear("o", heads * m.v_head_dim, h),
         )
-    if layer.mixer == "attention":
+    if has_attention_projections(spec, layer):
         q_dim, kv_dim = layer.num_attention_heads * spec.head_dim, layer.num_key_value_heads * spec.head_dim
         q_out = 2 * q_dim if spec.attention_output_gate else q_dim
         return (Linear("q", h, q_out), Linear("k", h, kv_dim), Linear("v", h, kv_dim), Linear("o", q_dim, h))
@@ -76,6 +83,21 @@ def mixer_linears(spec: ModelSpec, layer: LayerSpec) -> tuple[Linear, ...]:
             Linear("o", inner, h),
         )
     return ()
+
+
+def _compressed_linears(spec: ModelSpec, layer: LayerSpec) -> tuple[Linear, ...]:
+    """DeepSeek-V4 attention (`core.kinds.compressed_mla`, vLLM DeepseekV4Attention): fused_wqa_wkv
+    h -> q_lora_rank + head_dim (the q down-projection and the one shared KV head), wq_b q_lora_rank
+    -> heads x head_dim, wo_a heads x head_dim -> o_lora_rank in o_groups blocks and wo_b o_groups x
+    o_lora_rank -> h. The compressor and indexer projections (under 1% of the layer) are left out."""
+    c, h, heads = spec.compressed, spec.hidden_size, layer.num_attention_heads
+    assert c is not None
+    return (
+        Linear("q", h, c.q_lora_rank + c.head_dim),
+        Linear("q", c.q_lora_rank, heads * c.head_dim),
+        Linear("o", heads * c.head_dim, c.o_lora_rank),
+        Linear("o", c.o_groups * c.o_lora_rank, h),
+    )
 
 
 def mlp_linears(spec: ModelSpec, width: int, count: int = 1) -> tuple[Linear, ...]:

@@ -36,6 +36,10 @@ def _fixed(gap: int) -> Callable[[ModelSpec, ParamCounts], int]:
 #: DeepSeek-V3/R1/V3.1: MTP layer (computed) + the F32 weight_scale_inv tensors of the FP8 blocks.
 _DEEPSEEK_FP8_SCALES = 1_894_898_576
 
+#: Nemotron-3-Super's MTP attention sublayer: q and o 4096 x 4096, k and v 4096 x 256 (2 KV heads of
+#: 128), and its RMSNorm of 4096.
+_SUPER_MTP_ATTENTION = 2 * 4096 * 4096 + 2 * 4096 * 256 + 4096
+
 #: name -> (word the entry's params_source must contain, the gap published - config-derived).
 GAPS: dict[str, tuple[str, Callable[[ModelSpec, ParamCounts], int]]] = {
     "Qwen3-0.6B": ("lm_head", _lm_head),
@@ -65,6 +69,20 @@ GAPS: dict[str, tuple[str, Callable[[ModelSpec, ParamCounts], int]]] = {
     "MiMo-V2-Flash": ("rounded", _fixed(221_219_136)),
     "Step-3.7-Flash": ("rounded", _fixed(167_287_744)),
     "MiniMax-M3": ("vision", _fixed(1_825_427_072)),
+    # Qwen3.5 / 3.6: the Hub totals count the MTP layer, which gpusize does not size (vision included)
+    "Qwen3.5-27B": ("MTP", lambda _s, c: c.mtp),
+    "Qwen3.5-35B-A3B": ("MTP", lambda _s, c: c.mtp),
+    "Qwen3.5-122B-A10B": ("MTP", lambda _s, c: c.mtp),
+    "Qwen3.5-397B-A17B": ("MTP", lambda _s, c: c.mtp),
+    "Qwen3.6-27B": ("MTP", lambda _s, c: c.mtp),
+    "Qwen3.6-35B-A3B": ("MTP", lambda _s, c: c.mtp),
+    # Nemotron 3: the Hub totals leave out the routers' e_score_correction_bias (n_routed_experts per
+    # MoE layer); Super's MTP block is '*E' (attention + MoE) where gpusize copies the last MoE layer
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": ("e_score_correction_bias", _fixed(-23 * 128)),
+    "NVIDIA-Nemotron-3-Super-120B-A12B": (
+        "e_score_correction_bias",
+        lambda _s, c: c.mtp + _SUPER_MTP_ATTENTION - 41 * 512,
+    ),
 }
 
 MODELS = load_models()

@@ -14,6 +14,7 @@ from gpusize.core.engines.vllm import hybrid
 from gpusize.core.kinds import tp_problem
 from gpusize.core.parse import parse_config
 from gpusize.errors import ConfigError
+from tests.conftest import REFERENCE, load_reference
 from tests.helpers import workload
 
 # A FalconH1Config of two layers (the field names and defaults of transformers' FalconH1Config;
@@ -132,3 +133,39 @@ def test_transformers_and_ollama_keep_the_kv_of_every_falcon_h1_layer() -> None:
     assert hf_prefill.layer_kv_bytes(spec, layer, 4096, 2.0) == 4096 * 2 * 2 * 128 * 2
     state = 4 * mixer_kind(spec, layer).state_elements(spec, layer)
     assert ollama_estimate.kv_per_layer(spec, 4096, 1, 2.0, 1)[0] == 4096 * 2 * 2 * 128 * 2 + state
+
+
+# tiiuae/Falcon-H1-0.5B-Base (tests/data/reference/configs): 36 layers, each attention (8 heads / 2
+# KV heads of 64) beside a Mamba-2 mixer (24 heads of 64, d_ssm 1536, state 128, 1 group).
+H1_05B = REFERENCE / "configs" / "tiiuae__Falcon-H1-0.5B-Base.json"
+
+
+def test_falcon_h1_05b_reproduces_its_hub_total() -> None:
+    data = load_reference(H1_05B)
+    assert parse_config(data["config"]).params.total == data["true_params"] == 521_411_104
+
+
+@pytest.mark.parametrize(
+    ("tp", "expected"),
+    [
+        # vllm falcon_h1.py: MambaMixer2 of intermediate mamba_d_ssm; mamba2_state_shape, bf16: conv
+        # (3, (1536 + 2 x g x 128) / tp) with the group replicated up to tp, ssm (24 / tp, 64, 128)
+        (1, (3 * 1792 + 24 * 64 * 128) * 2),  # 403,968
+        (2, (3 * 2048 // 2 + 12 * 64 * 128) * 2),  # 202,752
+        (4, (3 * 2560 // 4 + 6 * 64 * 128) * 2),  # 102,144
+        (8, (3 * 3584 // 8 + 3 * 64 * 128) * 2),  # 51,840
+    ],
+)
+def test_falcon_h1_05b_mamba_state_per_gpu(tp: int, expected: int) -> None:
+    spec = parse_config(load_reference(H1_05B)["config"])
+    conv, ssm = hybrid.state_dtypes(spec, workload(spec, 4096, version="0.19.0"))
+    assert hybrid.mamba_page_bytes(spec, tp, conv, ssm) == expected
+
+
+def test_falcon_h1_05b_kv_per_token_at_each_tp() -> None:
+    spec = parse_config(load_reference(H1_05B)["config"])
+    layer = spec.attention_layers[0]
+    got = {tp: kvcache.kv_bytes_per_token_per_layer(spec, 2.0, tp, 2, layer) for tp in (1, 2, 4, 8)}
+    assert got == {1: 512, 2: 256, 4: 256, 8: 256}  # 2 x max(1, 2 / tp) x 64 x 2, in all 36 layers
+    assert len(spec.attention_layers) == 36
+    assert all(tp_problem(spec, tp) is None for tp in (1, 2, 4, 8))  # 8 heads, 24 Mamba heads

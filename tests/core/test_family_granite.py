@@ -17,6 +17,7 @@ from gpusize.core.engines.vllm import hybrid
 from gpusize.core.parse import parse_config
 from gpusize.errors import ConfigError
 from gpusize.sources.catalog import find_gpu
+from tests.conftest import REFERENCE, load_reference
 from tests.helpers import workload
 
 TINY: dict[str, Any] = {
@@ -126,3 +127,45 @@ def test_llamacpp_holds_the_recurrent_state_in_f32_per_sequence() -> None:
     assert got.per_gpu is not None
     full, swa = llamacpp.llamacpp_kv_bytes(spec, 4 * 4096)
     assert got.per_gpu.kv_cache_bytes == full + swa + 4 * per_seq
+
+
+# ibm-granite/granite-4.0-h-tiny (tests/data/reference/configs): 36 Mamba-2 layers (48 heads of 64,
+# d_inner 3072, state 128, 1 group) and 4 attention layers (12 heads / 4 KV heads of 128).
+H_TINY = REFERENCE / "configs" / "ibm-granite__granite-4.0-h-tiny.json"
+
+
+def test_granite_4_h_tiny_reproduces_its_hub_total() -> None:
+    data = load_reference(H_TINY)
+    spec = parse_config(data["config"])
+    assert spec.params.total == data["true_params"] == 6_939_037_248
+    assert [layer.mixer for layer in spec.layers].count("attention") == 4
+
+
+@pytest.mark.parametrize(
+    ("tp", "expected"),
+    [
+        # vllm mamba_utils.mamba2_state_shape, bf16 (no mamba_ssm_cache_dtype): the one group is
+        # replicated up to tp (extra_groups_for_head_shards); conv (3, (3072 + 2 x g x 128) / tp),
+        # ssm (48 / tp, 64, 128), per Mamba layer
+        (1, (3 * 3328 + 48 * 64 * 128) * 2),  # 806,400
+        (2, (3 * 3584 // 2 + 24 * 64 * 128) * 2),  # 403,968
+        (4, (3 * 4096 // 4 + 12 * 64 * 128) * 2),  # 202,752
+        (8, (3 * 5120 // 8 + 6 * 64 * 128) * 2),  # 102,144
+    ],
+)
+def test_granite_4_h_tiny_mamba_state_per_gpu(tp: int, expected: int) -> None:
+    spec = parse_config(load_reference(H_TINY)["config"])
+    conv, ssm = hybrid.state_dtypes(spec, workload(spec, 4096, version="0.19.0"))
+    assert hybrid.mamba_page_bytes(spec, tp, conv, ssm) == expected
+
+
+def test_granite_4_h_tiny_kv_per_token_and_the_tp_rule() -> None:
+    from gpusize.core.kinds import tp_problem
+
+    spec = parse_config(load_reference(H_TINY)["config"])
+    layer = spec.attention_layers[0]
+    got = {tp: kvcache.kv_bytes_per_token_per_layer(spec, 2.0, tp, 4, layer) for tp in (1, 2, 4, 8)}
+    # vLLM's attention spec: 2 x max(1, 4 / tp) KV heads x 128 x 2 bytes, 4 such layers
+    assert got == {1: 2048, 2: 1024, 4: 512, 8: 512}
+    assert tp_problem(spec, 4) is None
+    assert tp_problem(spec, 8) is not None  # 12 attention heads do not split 8 ways

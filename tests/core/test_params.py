@@ -26,6 +26,10 @@ CONFIG_DERIVED = {
     "zai-org__GLM-4.5-Air.json": 106_852_251_264,  # MTP layer and its copies excluded
     # Kimi-K3: the checkpoint stores A_log as 128 entries for 96 heads (69 KDA layers x 32 more)
     "moonshotai__Kimi-K3.json": 2_779_931_834_976,
+    "Qwen__Qwen3.5-27B.json": 27_356_728_560,  # MTP layer excluded
+    "Qwen__Qwen3.5-35B-A3B.json": 35_107_181_936,  # MTP layer excluded
+    # the Hub total leaves out the routers' e_score_correction_bias (23 MoE layers x 128)
+    "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json": 31_577_940_288,
 }
 
 #: Published active-parameter figures that are exact: OpenAI's gpt-oss model card (3.61B, 5.13B,

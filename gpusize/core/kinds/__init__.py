@@ -12,7 +12,12 @@ kind is one module of this package that answers, for one layer of a parsed model
 - `tp_problem(spec, layer, tp)`: why tensor-parallel size `tp` cannot split this kind, or None;
 - `state_bytes(spec, layer, tp, conv_bytes, ssm_bytes)`: bytes of that state on one GPU of a
   `tp`-way split, as vLLM shapes it (mamba_utils `MambaStateShapeCalculator`): the conv window in
-  `conv_bytes` per element and the recurrent state in `ssm_bytes` (or the kind's own fixed dtype).
+  `conv_bytes` per element and the recurrent state in `ssm_bytes` (or the kind's own fixed dtype);
+- `attention_projections`: True when the layer has softmax attention's q, k, v and o projections
+  (GQA/MHA/MQA: what LoRA wraps as qkv_proj / o_proj and GGUF writes as attn_q/k/v/output); MLA's
+  low-rank projections are not these;
+- `parts`: the single-mixer kinds a parallel hybrid layer runs side by side (Falcon-H1: attention
+  and mamba), empty for a kind that is one mixer.
 
 A new architecture made of known kinds needs a parse rule (`core.parse`), nothing here; a new kind
 is a module here registered in `MIXERS`. Callers never branch on a kind's name: they ask its kind.
@@ -20,6 +25,7 @@ is a module here registered in `MIXERS`. Callers never branch on a kind's name: 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol, runtime_checkable
 
 from gpusize.core.kinds import (
@@ -33,14 +39,16 @@ from gpusize.core.kinds import (
     mla_indexer,
     none,
 )
-from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
+from gpusize.core.spec import LayerSpec, Mixer, ModelSpec, ParamCounts
 
 __all__ = [
     "MIXERS",
     "MixerKind",
     "PackedKV",
+    "has_attention_projections",
     "kv_bytes_per_token",
     "mixer_kind",
+    "mixer_parts",
     "state_elements",
     "tp_problem",
 ]
@@ -50,6 +58,16 @@ class MixerKind(Protocol):
     @property
     def per_token_kv(self) -> bool:
         """True when the kind keeps K/V per token (the engine's paged KV cache holds it)."""
+        ...
+
+    @property
+    def attention_projections(self) -> bool:
+        """True when the layer has softmax attention's q, k, v and o projections."""
+        ...
+
+    @property
+    def parts(self) -> tuple[Mixer, ...]:
+        """The single-mixer kinds run side by side in the layer; () for one mixer."""
         ...
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts: ...
@@ -103,6 +121,19 @@ def mixer_kind(spec: ModelSpec, layer: LayerSpec) -> MixerKind:
     if layer.mixer == "attention" and spec.mla is not None:
         return MIXERS["mla" if spec.mla.indexer is None else "mla_indexer"]
     return MIXERS[layer.mixer]
+
+
+def has_attention_projections(spec: ModelSpec, layer: LayerSpec) -> bool:
+    """True when this layer has softmax attention's q, k, v and o projections: attention layers and
+    the attention half of Falcon-H1's layers; not MLA, linear attention, Mamba or none."""
+    return mixer_kind(spec, layer).attention_projections
+
+
+def mixer_parts(spec: ModelSpec, layer: LayerSpec) -> tuple[LayerSpec, ...]:
+    """The layer as single-mixer layers: a parallel hybrid's halves in order (Falcon-H1: its
+    attention, then its Mamba mixer, each with the layer's other fields), else the layer itself."""
+    parts = mixer_kind(spec, layer).parts
+    return tuple(replace(layer, mixer=part) for part in parts) if parts else (layer,)
 
 
 def kv_bytes_per_token(spec: ModelSpec, layer: LayerSpec, kv_heads: int, kv_bytes: float) -> int:

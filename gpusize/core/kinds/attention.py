@@ -30,7 +30,7 @@ block selection (top-k blocks of 128 tokens) saves compute, not cache: every tok
 
 from __future__ import annotations
 
-from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
+from gpusize.core.spec import LayerSpec, Mixer, ModelSpec, ParamCounts
 
 __all__ = ["KIND", "head_width", "value_width"]
 
@@ -48,6 +48,8 @@ def value_width(spec: ModelSpec, layer: LayerSpec) -> int:
 class _Attention:
     #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
     per_token_kv = True
+    attention_projections = True
+    parts: tuple[Mixer, ...] = ()
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         h, d, dv = spec.hidden_size, head_width(spec, layer), value_width(spec, layer)

@@ -11,7 +11,7 @@ manager sees as many attention layers as recurrent ones.
 from __future__ import annotations
 
 from gpusize.core.kinds import attention, mamba2
-from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
+from gpusize.core.spec import LayerSpec, Mixer, ModelSpec, ParamCounts
 
 __all__ = ["KIND"]
 
@@ -19,6 +19,9 @@ __all__ = ["KIND"]
 class _AttentionMamba:
     #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
     per_token_kv = True
+    attention_projections = True
+    #: The single-mixer kinds this layer runs side by side (`kinds.mixer_parts`).
+    parts: tuple[Mixer, ...] = ("attention", "mamba")
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         return attention.KIND.params(spec, layer) + mamba2.KIND.params(spec, layer)

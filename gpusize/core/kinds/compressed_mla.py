@@ -30,7 +30,7 @@ indexer's over index_head_dim). Every TP rank holds all of it (one KV head).
 
 from __future__ import annotations
 
-from gpusize.core.spec import CompressedAttentionSpec, LayerSpec, ModelSpec, ParamCounts
+from gpusize.core.spec import CompressedAttentionSpec, LayerSpec, Mixer, ModelSpec, ParamCounts
 
 __all__ = [
     "DS_MLA_V4_BYTES",
@@ -95,6 +95,8 @@ def window_state_bytes(spec: ModelSpec, kv_bytes: float) -> int:
 class _CompressedMLA:
     #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
     per_token_kv = True
+    attention_projections = False
+    parts: tuple[Mixer, ...] = ()
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         c = spec.compressed

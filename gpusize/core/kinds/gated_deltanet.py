@@ -10,7 +10,7 @@ vllm/model_executor/layers/mamba/mamba_utils.py gated_delta_net_state_shape). vL
 
 from __future__ import annotations
 
-from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
+from gpusize.core.spec import LayerSpec, Mixer, ModelSpec, ParamCounts
 
 __all__ = ["KIND"]
 
@@ -18,6 +18,8 @@ __all__ = ["KIND"]
 class _GatedDeltaNet:
     #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
     per_token_kv = False
+    attention_projections = False
+    parts: tuple[Mixer, ...] = ()
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         assert spec.linear_attention is not None

@@ -18,7 +18,7 @@ heads / tp x head_dim x head_dim kept in fp32 whatever the flags. vLLM shards th
 
 from __future__ import annotations
 
-from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
+from gpusize.core.spec import LayerSpec, Mixer, ModelSpec, ParamCounts
 
 __all__ = ["KIND", "RECURRENT_BYTES"]
 
@@ -29,6 +29,8 @@ RECURRENT_BYTES = 4
 class _KimiDelta:
     #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
     per_token_kv = False
+    attention_projections = False
+    parts: tuple[Mixer, ...] = ()
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         assert spec.kimi_delta is not None

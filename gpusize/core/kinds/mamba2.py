@@ -9,7 +9,7 @@ shards the heads over TP (and the groups, replicated when TP does not divide the
 
 from __future__ import annotations
 
-from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
+from gpusize.core.spec import LayerSpec, Mixer, ModelSpec, ParamCounts
 
 __all__ = ["KIND"]
 
@@ -17,6 +17,8 @@ __all__ = ["KIND"]
 class _Mamba2:
     #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
     per_token_kv = False
+    attention_projections = False
+    parts: tuple[Mixer, ...] = ()
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         assert spec.mamba is not None

@@ -13,7 +13,7 @@ whole latent (vLLM MLAAttentionSpec; Kimi-VL logs 31,104 B/token at TP=1 and TP=
 
 from __future__ import annotations
 
-from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
+from gpusize.core.spec import LayerSpec, Mixer, ModelSpec, ParamCounts
 
 __all__ = ["KIND"]
 
@@ -21,6 +21,8 @@ __all__ = ["KIND"]
 class _MLA:
     #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
     per_token_kv = True
+    attention_projections = False
+    parts: tuple[Mixer, ...] = ()
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         assert spec.mla is not None

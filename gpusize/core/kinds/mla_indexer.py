@@ -28,7 +28,7 @@ NSA cache is stored in fp8).
 from __future__ import annotations
 
 from gpusize.core.kinds import mla
-from gpusize.core.spec import IndexerSpec, LayerSpec, ModelSpec, ParamCounts
+from gpusize.core.spec import IndexerSpec, LayerSpec, Mixer, ModelSpec, ParamCounts
 
 __all__ = ["FP8_SCALE_BYTES", "INDEXER_QUANT_BLOCK", "KIND", "indexer_key_bytes", "latent_bytes"]
 
@@ -63,6 +63,8 @@ def latent_bytes(spec: ModelSpec, kv_bytes: float) -> int:
 class _MLAIndexer:
     #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
     per_token_kv = True
+    attention_projections = False
+    parts: tuple[Mixer, ...] = ()
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         assert spec.mla is not None and spec.mla.indexer is not None

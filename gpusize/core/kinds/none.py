@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
+from gpusize.core.spec import LayerSpec, Mixer, ModelSpec, ParamCounts
 
 __all__ = ["KIND"]
 
@@ -10,6 +10,8 @@ __all__ = ["KIND"]
 class _NoMixer:
     #: A class constant: a kind is a stateless singleton (no dataclass machinery at start-up).
     per_token_kv = False
+    attention_projections = False
+    parts: tuple[Mixer, ...] = ()
 
     def params(self, spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
         return ParamCounts()
