@@ -1,4 +1,4 @@
-"""Mutation run over the rules of core/kvcache.py, core/plan.py, core/weights.py and the layer kinds
+"""Mutation run over the rules of core/kvcache.py, core/plan.py, core/weights/ and the layer kinds
 (core/kinds/).
 
 Each mutant is a hand-written edit (file, original snippet, replacement, what it breaks), applied one
@@ -631,7 +631,12 @@ def _kills(by_n: dict[int, str]) -> tuple[int, int]:
     return sum(by_n[n] == "killed" for n in ran), len(ran)
 
 
-def report(results: list[dict[str, object]], date: str, before: list[dict[str, object]] | None = None) -> str:
+def report(
+    results: list[dict[str, object]],
+    date: str,
+    before: list[dict[str, object]] | None = None,
+    before_date: str = "",
+) -> str:
     by_n, old = _statuses(results), _statuses(before or [])
     rows = []
     for n, m in enumerate(MUTANTS, 1):
@@ -650,14 +655,15 @@ def report(results: list[dict[str, object]], date: str, before: list[dict[str, o
     ]
     rate = f"{killed / counted:.1%}" if counted else "n/a"
     before_line = (
-        f"Without the rule tests ({', '.join(RULE_TESTS)}) the same run kills {old_killed} of {old_counted} "
-        f"({old_killed / max(old_counted, 1):.1%}; column 'before')."
+        f"Without the rule tests ({', '.join(RULE_TESTS)}) the run of {before_date or date} killed "
+        f"{old_killed} of {old_counted} ({old_killed / max(old_counted, 1):.1%}; column 'before', with "
+        "the mutants of that day; '-' for a mutant added since)."
         if old
         else ""
     )
     return "\n".join(
         [
-            "# Mutation run: core/kvcache.py, core/plan.py, core/weights.py",
+            "# Mutation run: core/kvcache.py, core/plan.py, core/weights/, core/kinds/",
             "",
             f"Run {date} by `python bench/mutate.py` (each mutant against {', '.join(TESTS)}, `pytest -x`; "
             f"{sum(float(str(r['seconds'])) for r in results) / 60:.0f} min of tests on the 2 shared cores).",
@@ -666,7 +672,7 @@ def report(results: list[dict[str, object]], date: str, before: list[dict[str, o
             f"**{killed} killed, {counted - killed} survived: kill rate {rate}**.",
             before_line,
             "",
-            "Each mutant is one hand-written edit of the three modules, applied to a temporary copy of",
+            "Each mutant is one hand-written edit of these modules, applied to a temporary copy of",
             "the repository; `pytest -x tests/core` failing kills it. The issue's 26 survivors are among",
             "them: the attention-heads rule, recurrent state by TP, fp32 served in bf16, the ranking, the",
             "sliding and chunked blocks per request, the MLA block size, both branches of the hybrid group",
@@ -690,8 +696,8 @@ def report(results: list[dict[str, object]], date: str, before: list[dict[str, o
 
 def _render() -> None:
     data = json.loads(RESULTS.read_text())
-    before = json.loads(BEFORE.read_text())["results"] if BEFORE.exists() else None
-    REPORT.write_text(report(data["results"], data["date"], before))
+    old = json.loads(BEFORE.read_text()) if BEFORE.exists() else {}
+    REPORT.write_text(report(data["results"], data["date"], old.get("results"), old.get("date", "")))
 
 
 def main(argv: list[str]) -> None:
