@@ -1,4 +1,4 @@
-"""Mutation run over the rules of core/kvcache.py, core/plan.py, core/weights.py and the layer kinds
+"""Mutation run over the rules of core/kvcache.py, core/plan.py, core/weights/ and the layer kinds
 (core/kinds/).
 
 Each mutant is a hand-written edit (file, original snippet, replacement, what it breaks), applied one
@@ -45,7 +45,11 @@ COPIED = ("gpusize", "tests", "data", "pyproject.toml", "README.md")
 #: A mutant whose tests run longer than this is counted as killed (a hang is a detected fault).
 TIMEOUT_S = 600
 
-KV, PLAN, WEIGHTS = "gpusize/core/kvcache.py", "gpusize/core/plan.py", "gpusize/core/weights.py"
+KV, PLAN = "gpusize/core/kvcache.py", "gpusize/core/plan.py"
+#: core/weights/: the formats, the checkpoint's own quantization, `--dtype`, the bytes per GPU.
+FORMATS, CHECKPOINT, DTYPE, PER_GPU = (
+    f"gpusize/core/weights/{name}.py" for name in ("formats", "checkpoint", "dtype", "per_gpu")
+)
 #: The layer kinds the KV, state and split rules moved into (core/kinds/: each kind owns its rules).
 ATTN, MLA, DELTANET, MAMBA = (
     f"gpusize/core/kinds/{name}.py" for name in ("attention", "mla", "gated_deltanet", "mamba2")
@@ -128,31 +132,29 @@ MUTANTS = [
     ),
     Mutant(
         KV,
-        "size = largest if largest < group_ratio * smallest else smallest",
-        "size = smallest",
+        "return largest if largest < group_ratio * smallest else smallest",
+        "return smallest",
         "hybrid group rule: never the largest",
     ),
     Mutant(
         KV,
-        "size = largest if largest < group_ratio * smallest else smallest",
-        "size = largest",
+        "return largest if largest < group_ratio * smallest else smallest",
+        "return largest",
         "hybrid group rule: always the largest",
     ),
     Mutant(
         KV,
-        "size = largest if largest < group_ratio * smallest else smallest",
-        "size = largest if largest <= group_ratio * smallest else smallest",
+        "return largest if largest < group_ratio * smallest else smallest",
+        "return largest if largest <= group_ratio * smallest else smallest",
         "hybrid group rule at exactly 1.5",
     ),
     Mutant(
         KV,
-        "size = largest if largest < group_ratio * smallest else smallest",
-        "size = largest if largest < GROUP_SIZE_RATIO * smallest else smallest",
+        "return largest if largest < group_ratio * smallest else smallest",
+        "return largest if largest < GROUP_SIZE_RATIO * smallest else smallest",
         "the release's group ratio ignored",
     ),
-    Mutant(
-        KV, "for _ in range(-(-count // size))", "for _ in range(count // size)", "groups per type floored"
-    ),
+    Mutant(KV, "return -(-count // size)", "return count // size", "groups per type floored"),
     Mutant(
         KV,
         "return num_blocks // len(layout.groups) * layout.block_size",
@@ -323,188 +325,225 @@ MUTANTS = [
         "",
         "smallest_fit does not stop at the first fit",
     ),
-    # ------------------------------------------------------------------ core/weights.py
+    # ------------------------------------------------------------------ core/weights/
     Mutant(
-        WEIGHTS,
+        FORMATS,
         'return "bf16" if spec.torch_dtype in ("fp32", "fp8", "int8", "int4", "fp4") else spec.torch_dtype',
         'return "bf16" if spec.torch_dtype in ("fp8", "int8", "int4", "fp4") else spec.torch_dtype',
         "fp32 checkpoints served at 4 B a weight",
     ),
     Mutant(
-        WEIGHTS,
+        DTYPE,
         '            "fp8",\n            1 + FP8_CHANNEL_SCALE_BYTES / spec.hidden_size,',
         '            "fp8",\n            1,',
         "--dtype fp8 without channel scales",
     ),
     Mutant(
-        WEIGHTS,
+        DTYPE,
         'other = DTYPE_BYTES[act] if dtype in ("fp8", "int8", "int4") else DTYPE_BYTES[dtype]',
         'other = DTYPE_BYTES[act] if dtype in ("fp8", "int4") else DTYPE_BYTES[dtype]',
         "--dtype int8 embeddings at 1 B",
     ),
-    Mutant(WEIGHTS, "0.5 + 2 / INT4_GROUP_SIZE,", "0.5,", "--dtype int4 without group scales"),
+    Mutant(DTYPE, "0.5 + 2 / INT4_GROUP_SIZE,", "0.5,", "--dtype int4 without group scales"),
     Mutant(
-        WEIGHTS,
+        CHECKPOINT,
         'per_channel = q.group_size is None and q.method in ("gptq", "awq")',
         "per_channel = False",
         "GPTQ/AWQ per-channel scales as groups of 128",
     ),
     Mutant(
-        WEIGHTS,
+        CHECKPOINT,
         "group = spec.hidden_size if per_channel else (q.group_size or INT4_GROUP_SIZE)",
         "group = spec.hidden_size if per_channel else INT4_GROUP_SIZE",
         "GPTQ/AWQ group size ignored",
     ),
     Mutant(
-        WEIGHTS,
+        CHECKPOINT,
         "4 / (q.block_size[0] * q.block_size[1])",
         "4 / q.block_size[0]",
         "FP8 block scale per row of blocks",
     ),
     Mutant(
-        WEIGHTS,
+        CHECKPOINT,
         "else (FP8_CHANNEL_SCALE_BYTES / spec.hidden_size)",
         "else 0",
         "FP8 per-tensor checkpoint without channel scales",
     ),
-    Mutant(WEIGHTS, "            0.5 + 1 / 32,", "            0.5,", "MXFP4 without its e8m0 scales"),
-    Mutant(WEIGHTS, 'if "attn" in pattern:', 'if "self_attn." in pattern:', "unquantized attention missed"),
+    Mutant(CHECKPOINT, "            0.5 + 1 / 32,", "            0.5,", "MXFP4 without its e8m0 scales"),
     Mutant(
-        WEIGHTS,
+        CHECKPOINT, 'if "attn" in pattern:', 'if "self_attn." in pattern:', "unquantized attention missed"
+    ),
+    Mutant(
+        PER_GPU,
         "return int(spec.max_position_embeddings * spec.head_dim * fmt.other_bytes)",
         "return int(spec.max_position_embeddings * spec.head_dim * fmt.linear_bytes)",
         "rope table in the linear format",
     ),
     Mutant(
-        WEIGHTS,
+        PER_GPU,
         "if spec.mla or not spec.max_position_embeddings or spec.learned_position_embeddings:",
         "if not spec.max_position_embeddings or spec.learned_position_embeddings:",
         "rope table counted for MLA",
     ),
     Mutant(
-        WEIGHTS,
-        "+ (counts.embedding + counts.lm_head + counts.vision) * fmt.other_bytes\n    )",
-        "+ (counts.embedding + counts.lm_head + counts.vision + counts.router) * fmt.other_bytes\n    )",
+        PER_GPU,
+        "        + counts.vision * fmt.other_bytes\n    )",
+        "        + (counts.vision + counts.router) * fmt.other_bytes\n    )",
         "router weights counted twice (sharded and replicated)",
     ),
     Mutant(
-        WEIGHTS,
-        "+ (counts.embedding + counts.lm_head + counts.vision) * fmt.other_bytes\n    )\n    replicated = (\n"
-        '        counts.replicated_attention * quant["attention"] + (counts.small + counts.router) '
-        "* fmt.other_bytes",
-        "+ (counts.embedding + counts.lm_head + counts.vision + counts.router) * fmt.other_bytes\n    )\n"
-        '    replicated = (\n        counts.replicated_attention * quant["attention"] + counts.small '
-        "* fmt.other_bytes",
+        PER_GPU,
+        "        + counts.vision * fmt.other_bytes\n    )\n"
+        "    replicated = (\n"
+        '        counts.replicated_attention * quant["attention"]\n'
+        '        + _latent_projections(spec) * quant["shared_experts"]\n'
+        "        + (counts.small + counts.router) * _or(",
+        "        + (counts.vision + counts.router) * fmt.other_bytes\n    )\n"
+        "    replicated = (\n"
+        '        counts.replicated_attention * quant["attention"]\n'
+        '        + _latent_projections(spec) * quant["shared_experts"]\n'
+        "        + counts.small * _or(",
         "router weights sharded instead of replicated",
     ),
     Mutant(
-        WEIGHTS,
-        "(counts.small + counts.router) * fmt.other_bytes",
-        "counts.small * fmt.other_bytes",
+        PER_GPU,
+        "(counts.small + counts.router) * _or(",
+        "counts.small * _or(",
         "router weights dropped",
     ),
     Mutant(
-        WEIGHTS,
+        PER_GPU,
         '(counts.attention - counts.replicated_attention) * quant["attention"]',
         'counts.attention * quant["attention"]',
         "MLA down-projections counted twice (sharded and replicated)",
     ),
     Mutant(
-        WEIGHTS,
-        '(counts.attention - counts.replicated_attention) * quant["attention"]\n        + counts.mlp * quant'
-        '["mlp"]\n        + experts\n        + counts.shared_experts * quant["shared_experts"]\n'
-        "        + (counts.embedding + counts.lm_head + counts.vision) * fmt.other_bytes\n    )\n"
-        '    replicated = (\n        counts.replicated_attention * quant["attention"] + (counts.small',
-        'counts.attention * quant["attention"]\n        + counts.mlp * quant'
-        '["mlp"]\n        + experts\n        + counts.shared_experts * quant["shared_experts"]\n'
-        "        + (counts.embedding + counts.lm_head + counts.vision) * fmt.other_bytes\n    )\n"
-        "    replicated = (\n        0 + (counts.small",
+        PER_GPU,
+        '(counts.attention - counts.replicated_attention) * quant["attention"]\n'
+        '        + counts.mlp * quant["mlp"]\n'
+        "        + experts\n"
+        '        + (counts.shared_experts - _latent_projections(spec)) * quant["shared_experts"]\n'
+        "        + counts.embedding * _or(fmt.embedding_bytes, fmt.other_bytes)\n"
+        "        + counts.lm_head * _or(fmt.lm_head_bytes, fmt.other_bytes)\n"
+        "        + counts.vision * fmt.other_bytes\n"
+        "    )\n"
+        "    replicated = (\n"
+        '        counts.replicated_attention * quant["attention"]\n',
+        'counts.attention * quant["attention"]\n'
+        '        + counts.mlp * quant["mlp"]\n'
+        "        + experts\n"
+        '        + (counts.shared_experts - _latent_projections(spec)) * quant["shared_experts"]\n'
+        "        + counts.embedding * _or(fmt.embedding_bytes, fmt.other_bytes)\n"
+        "        + counts.lm_head * _or(fmt.lm_head_bytes, fmt.other_bytes)\n"
+        "        + counts.vision * fmt.other_bytes\n"
+        "    )\n"
+        "    replicated = (\n"
+        "        0\n",
         "MLA down-projections sharded instead of replicated",
     ),
     Mutant(
-        WEIGHTS,
+        PER_GPU,
         "mtp = counts.mtp * fmt.linear_bytes / tp if include_mtp else 0",
         "mtp = counts.mtp * fmt.linear_bytes if include_mtp else 0",
         "MTP weights not sharded at TP>1",
     ),
     Mutant(
-        WEIGHTS,
+        PER_GPU,
         "mtp = counts.mtp * fmt.linear_bytes / tp if include_mtp else 0",
         "mtp = counts.mtp * fmt.other_bytes / tp if include_mtp else 0",
         "MTP weights unquantized",
     ),
     Mutant(
-        WEIGHTS,
+        PER_GPU,
         "experts *= tp * math.ceil(spec.moe.num_experts / tp) / spec.moe.num_experts",
         "experts *= 1",
         "EP deals fractional experts",
     ),
     Mutant(
-        WEIGHTS,
-        "if spec.mla or tp <= spec.num_key_value_heads:",
-        "if True:",
+        PER_GPU,
+        "        if kv and tp > kv:\n",
+        "        if False:\n",
         "no replicated K/V weights at tp > kv heads",
     ),
     Mutant(
-        WEIGHTS,
-        "if spec.mla or tp <= spec.num_key_value_heads:",
-        "if spec.mla or tp < spec.num_key_value_heads:",
+        PER_GPU,
+        "        if kv and tp > kv:\n",
+        "        if kv and tp >= kv:\n",
         "replicated K/V from tp = kv heads",
-        equivalent="at tp = kv heads each term is per_head x (1 - kv / tp) = 0",
+        equivalent="at tp = kv heads each term is hidden x width x (1 - kv / tp) = 0",
     ),
     Mutant(
-        WEIGHTS,
-        "per_head * (1 - layer.num_key_value_heads / tp)",
-        "per_head",
+        PER_GPU,
+        "extra += spec.hidden_size * width * (1 - kv / tp)",
+        "extra += spec.hidden_size * width",
         "replicated K/V counted whole, not beyond the shard",
     ),
     Mutant(
-        WEIGHTS,
+        PER_GPU,
         'extra_kv = _replicated_kv_weights(spec, tp) * quant["attention"]',
         "extra_kv = _replicated_kv_weights(spec, tp) * fmt.other_bytes",
         "replicated K/V weights unquantized",
     ),
     Mutant(
-        WEIGHTS,
-        "hidden, width = spec.hidden_size, spec.moe.moe_intermediate_size // tp",
-        "hidden, width = spec.hidden_size, spec.moe.moe_intermediate_size",
+        PER_GPU,
+        "hidden, width = spec.moe.latent_size or spec.hidden_size, spec.moe.moe_intermediate_size // tp",
+        "hidden, width = spec.moe.latent_size or spec.hidden_size, spec.moe.moe_intermediate_size",
         "MXFP4 padding of the whole, not the per-rank, width",
     ),
     Mutant(
-        WEIGHTS,
+        PER_GPU,
+        "    return moe_layers * 2 * spec.hidden_size * spec.moe.latent_size\n",
+        "    return 0\n",
+        "latent MoE projections sharded by TP, not replicated",
+    ),
+    Mutant(
+        CHECKPOINT,
         "if abs(ratio - 1) <= CHECKPOINT_TOLERANCE:",
         "if ratio - 1 <= CHECKPOINT_TOLERANCE:",
         "a checkpoint smaller than its config ignored",
     ),
     Mutant(
-        WEIGHTS,
+        CHECKPOINT,
         "main_share = counts.total / (counts.total + counts.mtp) if counts.mtp else 1.0",
         "main_share = 1.0",
         "MTP share of the stored bytes not set aside",
     ),
     Mutant(
-        WEIGHTS,
+        PER_GPU,
         "stored = (sharded / tp + replicated + extra_kv + mtp) * fmt.checkpoint_scale",
         "stored = sharded / tp + replicated + extra_kv + mtp",
         "checkpoint scale not applied",
     ),
     Mutant(
-        WEIGHTS,
+        FORMATS,
         "if not BPW_RANGE[0] <= bits <= BPW_RANGE[1]:",
         "if not BPW_RANGE[0] < bits <= BPW_RANGE[1]:",
         "bpw1 refused",
     ),
     Mutant(
-        WEIGHTS,
+        PER_GPU,
         "return spec.params.linear * fmt.linear_bytes / n",
         "return spec.params.linear * fmt.linear_bytes",
         "linear lower bound not split",
     ),
     Mutant(
-        WEIGHTS,
+        CHECKPOINT,
         "if q.weight_bits == 8 and q.group_size is None:",
         "if q.weight_bits == 8:",
         "grouped int8 checkpoints with FP8 channel scales",
+    ),
+    # The per-layer replicated K/V rule (Gemma 4: layers of their own KV heads and widths, K = V).
+    Mutant(
+        PER_GPU,
+        "width = head_width(spec, layer) + (0 if layer.k_eq_v else value_width(spec, layer))",
+        "width = head_width(spec, layer) + value_width(spec, layer)",
+        "replicated K/V with a v_proj on K-equals-V layers",
+    ),
+    Mutant(
+        PER_GPU,
+        "        kv = layer.num_key_value_heads\n",
+        "        kv = spec.num_key_value_heads\n",
+        "replicated K/V by the model's KV heads, not the layer's",
     ),
 ]
 
@@ -550,7 +589,25 @@ def _shadows(copy: Path) -> None:
         raise SystemExit(f"the copy does not shadow the installed package: {probe}")
 
 
+def stale(numbers: list[int]) -> list[str]:
+    """One line per mutant whose original snippet does not occur exactly once in its file: the code
+    moved on and the mutant must be rewritten (tests/test_tooling.py runs this over every mutant)."""
+    out = []
+    for n in numbers:
+        m = MUTANTS[n - 1]
+        path = ROOT / m.file
+        found = path.read_text().count(m.original) if path.exists() else 0
+        if found != 1:
+            out.append(f"mutant {n} ({m.description}): its snippet occurs {found} times in {m.file}")
+        elif m.original == m.replacement:
+            out.append(f"mutant {n} ({m.description}): the replacement is the original")
+    return out
+
+
 def run(numbers: list[int], ignored: list[str]) -> list[dict[str, object]]:
+    problems = stale(numbers)
+    if problems:  # before the baseline: a stale mutant would stop the run minutes in
+        raise SystemExit("\n".join(problems))
     out = []
     with tempfile.TemporaryDirectory(prefix="gpusize-mutate-") as tmp:
         copy = Path(tmp)
@@ -587,7 +644,12 @@ def _kills(by_n: dict[int, str]) -> tuple[int, int]:
     return sum(by_n[n] == "killed" for n in ran), len(ran)
 
 
-def report(results: list[dict[str, object]], date: str, before: list[dict[str, object]] | None = None) -> str:
+def report(
+    results: list[dict[str, object]],
+    date: str,
+    before: list[dict[str, object]] | None = None,
+    before_date: str = "",
+) -> str:
     by_n, old = _statuses(results), _statuses(before or [])
     rows = []
     for n, m in enumerate(MUTANTS, 1):
@@ -606,14 +668,15 @@ def report(results: list[dict[str, object]], date: str, before: list[dict[str, o
     ]
     rate = f"{killed / counted:.1%}" if counted else "n/a"
     before_line = (
-        f"Without the rule tests ({', '.join(RULE_TESTS)}) the same run kills {old_killed} of {old_counted} "
-        f"({old_killed / max(old_counted, 1):.1%}; column 'before')."
+        f"Without the rule tests ({', '.join(RULE_TESTS)}) the run of {before_date or date} killed "
+        f"{old_killed} of {old_counted} ({old_killed / max(old_counted, 1):.1%}; column 'before', with "
+        "the mutants of that day; '-' for a mutant added since)."
         if old
         else ""
     )
     return "\n".join(
         [
-            "# Mutation run: core/kvcache.py, core/plan.py, core/weights.py",
+            "# Mutation run: core/kvcache.py, core/plan.py, core/weights/, core/kinds/",
             "",
             f"Run {date} by `python bench/mutate.py` (each mutant against {', '.join(TESTS)}, `pytest -x`; "
             f"{sum(float(str(r['seconds'])) for r in results) / 60:.0f} min of tests on the 2 shared cores).",
@@ -622,7 +685,7 @@ def report(results: list[dict[str, object]], date: str, before: list[dict[str, o
             f"**{killed} killed, {counted - killed} survived: kill rate {rate}**.",
             before_line,
             "",
-            "Each mutant is one hand-written edit of the three modules, applied to a temporary copy of",
+            "Each mutant is one hand-written edit of these modules, applied to a temporary copy of",
             "the repository; `pytest -x tests/core` failing kills it. The issue's 26 survivors are among",
             "them: the attention-heads rule, recurrent state by TP, fp32 served in bf16, the ranking, the",
             "sliding and chunked blocks per request, the MLA block size, both branches of the hybrid group",
@@ -646,8 +709,8 @@ def report(results: list[dict[str, object]], date: str, before: list[dict[str, o
 
 def _render() -> None:
     data = json.loads(RESULTS.read_text())
-    before = json.loads(BEFORE.read_text())["results"] if BEFORE.exists() else None
-    REPORT.write_text(report(data["results"], data["date"], before))
+    old = json.loads(BEFORE.read_text()) if BEFORE.exists() else {}
+    REPORT.write_text(report(data["results"], data["date"], old.get("results"), old.get("date", "")))
 
 
 def main(argv: list[str]) -> None:

@@ -20,6 +20,7 @@ The pool models vLLM 0.19's v1 KV-cache manager (vllm/v1/core/kv_cache_utils.py)
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gpusize.core.kinds import kv_bytes_per_token, mixer_kind, state_elements
@@ -38,6 +39,8 @@ __all__ = [
     "blocks_per_request",
     "capacity_tokens",
     "expanded_kv_width",
+    "group_size",
+    "groups_of",
     "kv_bytes_per_token_per_layer",
     "kv_cache_bytes_per_token",
     "kv_heads_per_gpu",
@@ -174,12 +177,27 @@ def kv_layout(
     if len(kinds) == 1:
         (kind, window), count = next(iter(kinds.items()))
         return KvLayout(page, block, count, (KvGroup(kind, window),))
-    smallest, largest = min(kinds.values()), max(kinds.values())
-    size = largest if largest < group_ratio * smallest else smallest
+    size = group_size(kinds.values(), group_ratio)
     groups = tuple(
-        KvGroup(kind, window) for (kind, window), count in kinds.items() for _ in range(-(-count // size))
+        KvGroup(kind, window)
+        for (kind, window), count in kinds.items()
+        for _ in range(groups_of(count, size))
     )
     return KvLayout(page, block, size, groups)
+
+
+def group_size(layer_counts: Iterable[int], group_ratio: float) -> int:
+    """Layers per KV cache group, from the layer count of each attention type (or page spec): the
+    largest count when it is below `group_ratio` x the smallest, else the smallest (vLLM
+    kv_cache_utils.py `_get_kv_cache_groups_uniform_page_size`; GROUP_SIZE_RATIO by default)."""
+    counts = tuple(layer_counts)
+    smallest, largest = min(counts), max(counts)
+    return largest if largest < group_ratio * smallest else smallest
+
+
+def groups_of(count: int, size: int) -> int:
+    """Groups `count` layers of one type fill at `size` layers a group (the last one may be short)."""
+    return -(-count // size)
 
 
 def block_size(spec: ModelSpec) -> int:
@@ -225,12 +243,11 @@ def _mixed_page_layout(
                 f"vLLM cannot unify this model's KV page sizes ({block * width:,} B does not divide "
                 f"{page:,} B; kv_cache_utils.unify_kv_cache_spec_page_size raises NotImplementedError)"
             )
-    smallest, largest = min(counts.values()), max(counts.values())
-    size = largest if largest < group_ratio * smallest else smallest
+    size = group_size(counts.values(), group_ratio)
     groups = tuple(
         KvGroup(kind, window, 0 if page == block * width else page // width)
         for (kind, window, width), count in counts.items()
-        for _ in range(-(-count // size))
+        for _ in range(groups_of(count, size))
     )
     return KvLayout(page, block, size, groups)
 

@@ -1,4 +1,4 @@
-"""The rules of core/weights.py, one case per rule, on synthetic configs built by the real parser.
+"""The rules of core/weights/, one case per rule, on synthetic configs built by the real parser.
 
 Each case cites the upstream code it follows (vLLM 0.19 unless said). The synthetic dense model
 (tests/strategies.py `dense`): hidden 512, 4 layers, 8 heads of 64, 1000-token vocabulary, untied

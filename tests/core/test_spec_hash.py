@@ -1,4 +1,4 @@
-"""ModelSpec computes its hash once (core/spec.py, speed): equal specs hash equal, a replaced field
+"""ModelSpec computes its hash once (core/spec/model.py, speed): equal specs hash equal, a replaced field
 gives a new hash, and the cached value never leaks into equality or the fields."""
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ recurrent state in fp32 whatever the flag (`kda_state_dtype`).
 from __future__ import annotations
 
 from gpusize.core.kinds import mixer_kind
-from gpusize.core.kvcache import GROUP_SIZE_RATIO, KvGroup, KvLayout
+from gpusize.core.kvcache import GROUP_SIZE_RATIO, KvGroup, KvLayout, group_size, groups_of
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import activation_dtype
 from gpusize.core.workload import Workload
@@ -90,10 +90,9 @@ def with_state_pages(
     counts[(STATE_GROUP, None)] = sum(
         1 for layer in spec.layers if mixer_kind(spec, layer).state_elements(spec, layer) > 0
     )
-    smallest, largest = min(counts.values()), max(counts.values())
-    size = largest if largest < group_ratio * smallest else smallest
+    size = group_size(counts.values(), group_ratio)
     groups = tuple(
-        KvGroup(kind, window) for (kind, window), n in counts.items() for _ in range(-(-n // size))
+        KvGroup(kind, window) for (kind, window), n in counts.items() for _ in range(groups_of(n, size))
     )
     return KvLayout(block * per_token, block, size, groups, layout.draft_page_bytes)
 

@@ -1,0 +1,137 @@
+"""Weight bytes per GPU, in integer bytes (pure): a WeightFormat applied to the parameter counts by
+role, with the tensor-parallel sharding and replication rules of vLLM's linear layers; and the bytes
+of each stored block (what llama.cpp's `--n-gpu-layers` moves). Exact, from the config.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpusize.core.gguf_tensors import gguf_layer_bytes
+from gpusize.core.kinds.attention import head_width, value_width
+from gpusize.core.params import layer_params
+from gpusize.core.spec import LayerSpec, ModelSpec
+from gpusize.core.weights.formats import WeightFormat
+
+__all__ = ["StoredLayers", "estimated_layers", "linear_bytes_per_gpu", "rope_cache_bytes", "weights_bytes"]
+
+
+def rope_cache_bytes(spec: ModelSpec, fmt: WeightFormat) -> int:
+    """vLLM keeps a cos/sin table of max_position_embeddings x rotary dim in the model dtype on
+    every rank (Llama-3.1-8B: 131072 x 128 x 2 B = 32 MiB, the gap between 2 x params = 14.96 GiB
+    and the logged 14.99 GiB; Llama-4-Scout's 10M positions make it 2.5 GiB per GPU)."""
+    if spec.mla or not spec.max_position_embeddings or spec.learned_position_embeddings:
+        return 0
+    return int(spec.max_position_embeddings * spec.head_dim * fmt.other_bytes)
+
+
+def weights_bytes(
+    spec: ModelSpec, fmt: WeightFormat, tp: int = 1, include_mtp: bool = False, expert_parallel: bool = False
+) -> int:
+    """Weight bytes held by ONE GPU at tensor-parallel size `tp` (tp=1: the whole model).
+
+    Sharded: attention projections, MLPs, experts, embeddings and lm_head (vocab-parallel).
+    Replicated on every rank: norms and biases, routers, MLA down-projections, k/v projections
+    when tp exceeds the KV heads (vLLM QKVParallelLinear replicas), and the rope table.
+    MTP layers count only with `include_mtp` (engines load them for speculative decoding only).
+    With `expert_parallel` the routed experts are not sliced: each of the `tp` ranks holds whole
+    experts at full width, the fullest rank ceil(experts / tp) of them (vLLM determine_expert_map).
+    """
+    counts = spec.params
+    quant = {role: fmt.role_bytes(role) for role in ("attention", "mlp", "experts", "shared_experts")}
+    sliced = 1 if expert_parallel else tp
+    experts = counts.experts * _expert_padding(spec, fmt, sliced) * quant["experts"]
+    if expert_parallel and spec.moe:
+        experts *= tp * math.ceil(spec.moe.num_experts / tp) / spec.moe.num_experts  # / tp below
+    sharded = (
+        (counts.attention - counts.replicated_attention) * quant["attention"]
+        + counts.mlp * quant["mlp"]
+        + experts
+        + (counts.shared_experts - _latent_projections(spec)) * quant["shared_experts"]
+        + counts.embedding * _or(fmt.embedding_bytes, fmt.other_bytes)
+        + counts.lm_head * _or(fmt.lm_head_bytes, fmt.other_bytes)
+        + counts.vision * fmt.other_bytes
+    )
+    replicated = (
+        counts.replicated_attention * quant["attention"]
+        + _latent_projections(spec) * quant["shared_experts"]
+        + (counts.small + counts.router) * _or(fmt.small_bytes, fmt.other_bytes)
+    )
+    extra_kv = _replicated_kv_weights(spec, tp) * quant["attention"]
+    # MTP modules (speculative decoding) are decoder layers quantized like the others.
+    mtp = counts.mtp * fmt.linear_bytes / tp if include_mtp else 0
+    stored = (sharded / tp + replicated + extra_kv + mtp) * fmt.checkpoint_scale
+    return int(stored) + rope_cache_bytes(spec, fmt)
+
+
+def _latent_projections(spec: ModelSpec) -> int:
+    """The latent MoE's hidden <-> latent projections of every MoE layer (part of shared_experts in
+    `core.params`): vLLM builds them as ReplicatedLinear (Nemotron-3 fc1/fc2_latent_proj, Kimi-K3
+    routed_expert_down_proj/up_proj), whole on every TP rank."""
+    if spec.moe is None or not spec.moe.latent_size:
+        return 0
+    moe_layers = sum(n for layer, n in spec.layer_counts if layer.ffn == "moe")
+    return moe_layers * 2 * spec.hidden_size * spec.moe.latent_size
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
+
+
+def _expert_padding(spec: ModelSpec, fmt: WeightFormat, tp: int) -> float:
+    """Stored / logical size of each expert's matrices after the kernel's padding."""
+    if spec.moe is None or fmt.expert_pad == (1, 1):
+        return 1.0
+    hidden_pad, inter_pad = fmt.expert_pad
+    hidden, width = spec.moe.latent_size or spec.hidden_size, spec.moe.moe_intermediate_size // tp
+    return (math.ceil(hidden / hidden_pad) * hidden_pad / hidden) * (
+        math.ceil(width / inter_pad) * inter_pad / width
+    )
+
+
+def _replicated_kv_weights(spec: ModelSpec, tp: int) -> float:
+    """Extra k/v projection weights per GPU where tp exceeds a layer's KV heads: each rank holds a
+    whole head. Per layer, with the layer's own KV heads and widths (Gemma 4's global layers have 4
+    KV heads of 512 beside sliding layers of 16 x 256; a K-equals-V layer has no v_proj)."""
+    if spec.mla:
+        return 0.0
+    extra = 0.0
+    for layer in spec.attention_layers:
+        kv = layer.num_key_value_heads
+        if kv and tp > kv:
+            width = head_width(spec, layer) + (0 if layer.k_eq_v else value_width(spec, layer))
+            extra += spec.hidden_size * width * (1 - kv / tp)
+    return extra
+
+
+def linear_bytes_per_gpu(spec: ModelSpec, fmt: WeightFormat, n: int) -> float:
+    """A cheap lower bound of what one of `n` GPUs holds: the linear weights alone, split n ways. Above
+    a GPU's memory it rules a plan out before sizing it (`which`, fix suggestions)."""
+    return spec.params.linear * fmt.linear_bytes / n
+
+
+@dataclass(frozen=True)
+class StoredLayers:
+    """Bytes of each repeating block, the token embedding and the output head as a file stores them
+    (GGUF): what llama.cpp's `--n-gpu-layers` moves between GPU and system RAM."""
+
+    layer_bytes: tuple[int, ...]
+    token_embd_bytes: int
+    output_bytes: int
+
+
+def estimated_layers(spec: ModelSpec, fmt: WeightFormat) -> StoredLayers:
+    """Per-block, embedding and output bytes from config arithmetic (for non-GGUF sources); for a GGUF
+    file type, tensor by tensor as llama-quantize types them."""
+    if fmt.gguf is not None:
+        blocks, embd, output = gguf_layer_bytes(spec, fmt.gguf)
+        return StoredLayers(blocks, embd, output)
+    sizes: dict[LayerSpec, int] = {}  # identical layers (one object per kind) counted once
+    for layer, _ in spec.layer_counts:
+        counts = layer_params(spec, layer)
+        sizes[layer] = int(counts.linear * fmt.linear_bytes + counts.small * fmt.other_bytes)
+    layers = [sizes[layer] for layer in spec.layers]
+    embd = int(spec.params.embedding * fmt.other_bytes)
+    output = int(spec.params.lm_head * fmt.other_bytes) or embd
+    return StoredLayers(tuple(layers), embd, output)
