@@ -7,7 +7,7 @@ may omit (a Gemma config without `vocab_size`) come from `core.families`. Each s
 the config's own fields, never from a model name, so a new model of a known family needs no code.
 
 The readers live by section: `basics` (family, heads, dtype, RoPE, context, anatomy), `mixers` (MoE,
-MLA, linear attention, Mamba), `layout` (per-layer mixer, window and FFN) and `vision_quant`.
+MLA, linear attention, Mamba), `layout` (per-layer mixer, window and FFN), `vision` and `quant`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from gpusize.core.parse.basics import (
 )
 from gpusize.core.parse.layout import _check_mixers, _layers, nemotron_blocks
 from gpusize.core.parse.mixers import _compressed, _kimi_delta, _linear_attention, _mamba, _mla, _moe
-from gpusize.core.parse.vision_quant import _quant, _vision
+from gpusize.core.parse.quant import _quant
+from gpusize.core.parse.vision import _vision
 from gpusize.core.spec import ModelSpec
 from gpusize.errors import ConfigError
 from gpusize.units import DTYPE_ALIASES
