@@ -164,7 +164,7 @@ def vllm_command(
         return LaunchCommand(None, note)
     # The FlashInfer sampler is an environment switch, not a flag.
     env = ["VLLM_USE_FLASHINFER_SAMPLER=1"] if work.engine.flashinfer_sampler else []
-    words = [*env, *launch_env(work.engine), "vllm", "serve", model]
+    words = [*env, *launch_env(work.engine, work.release.version), "vllm", "serve", model]
     if revision:
         words += ["--revision", revision]
     words += [
