@@ -73,6 +73,16 @@ CHOICE_FILES: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "sglang": {
+        **{
+            flag: ("sglang/srt/server_args.py", "sglang/srt/arg_groups/")
+            for flag in (
+                "--dtype",
+                "--quantization",
+                "--load-format",
+                "--kv-cache-dtype",
+                "--mamba-ssm-dtype",
+            )
+        },
         "--speculative-algorithm": (
             "sglang/srt/server_args.py",
             "sglang/srt/speculative/spec_info.py",

@@ -34,9 +34,11 @@ from gpusize.core.speculative import (
 from gpusize.core.workload import Workload
 
 __all__ = [
+    "ALGORITHM_SINCE",
     "BUDGETED_SINCE",
     "DRAFT_POOL_BUFFER",
     "SPECULATIVE_RUNNING_REQUESTS",
+    "algorithm_refusal",
     "caps_running_requests",
     "budgeted_cell",
     "draft_layers",
@@ -62,6 +64,30 @@ _EAGLE_RESERVE_MIB = 2 * 1024
 #: (a deployment note, Tanguille/cluster#3516), after #23862; whether it holds #28855 (the draft's
 #: weights in the budget, merged six days before) is not checked at its tag.
 BUDGETED_SINCE = "0.5.14"
+#: The first release whose --speculative-algorithm takes each value: the argparse choices in
+#: server_args.py, read in every SGLang wheel on PyPI from 0.4.1.post4 (the first with the flag) with
+#: bench/release_sources.py. From 0.5.12 the flag has no choices (algorithms are a registry) and
+#: ServerArgs upper()s the value; before it only the capitalised names parse.
+ALGORITHM_SINCE = {
+    "EAGLE": "0.4.1.post4",
+    "NEXTN": "0.4.3.post1",
+    "EAGLE3": "0.4.4.post2",
+    "STANDALONE": "0.5.2",
+    "NGRAM": "0.5.3",
+}
+
+
+def algorithm_refusal(work: Workload) -> str | None:
+    """Why release `work.release` cannot take the --speculative-algorithm asked for, or None."""
+    raw = work.engine.speculative_algorithm
+    key = raw.strip().upper() if raw else ""
+    first = parse_version(ALGORITHM_SINCE.get(key, ""))
+    if first is None or work.release.version >= first:
+        return None
+    return (
+        f"SGLang {work.release.version} has no --speculative-algorithm {key}: the first release with it "
+        f"is {first}; pass --engine-version {first} or later"
+    )
 
 
 def in_budget(version: Version) -> bool:

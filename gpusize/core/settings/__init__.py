@@ -144,7 +144,8 @@ def launch_words(name: str, value: object) -> list[str]:
     setting: Setting = EngineSettings.__dataclass_fields__[name].metadata["setting"]
     if isinstance(value, float) and value.is_integer():  # SGLang's --cpu-offload-gb takes an int
         return [str(int(value))]
-    return str(value).split() if setting.many else [str(value)]
+    text = str(value).upper() if setting.upper else str(value)
+    return text.split() if setting.many else [text]
 
 
 def _before(release: str, since: str) -> bool:
