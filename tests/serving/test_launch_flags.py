@@ -243,3 +243,17 @@ def test_the_check_finds_a_flag_a_release_lacks() -> None:
     assert problems("vllm", "VLLM_USE_V1=0 vllm serve m", parse_version("0.11.0"))  # V0 removed
     assert not problems("vllm", "VLLM_USE_V1=0 vllm serve m", parse_version("0.10.2"))
     assert problems("vllm", "vllm serve m --enable-expert-parallel", parse_version("0.7.3"))
+
+
+def test_each_settings_first_release_is_its_flags_first_release_in_the_table() -> None:
+    """A setting's `since` (or its engine's `launch_since`) is the first release of its launch flag in
+    the table, which bench/verify_engine_flags.py checks in the wheels: a gate later than the flag
+    refuses a flag the release has, an earlier one prints a flag it lacks."""
+    for name, setting in declared():
+        for engine in ("vllm", "sglang"):
+            if engine not in setting.engines or not setting.launch:
+                continue
+            eras = table()[engine]["flags"].get(setting.launch)
+            assert eras, f"{setting.launch} ({engine}) not in the table"
+            first = dict(setting.launch_since).get(engine) or setting.since or table()[engine]["covers"][0]  # type: ignore[call-overload]
+            assert parse_version(first) == parse_version(eras[0]["since"]), (name, engine, first)
