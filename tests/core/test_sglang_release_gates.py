@@ -94,3 +94,35 @@ def test_enable_lora_exists_from_0_4_9_post3() -> None:
 def test_fp8_kv_is_e4m3_from_0_4_1_post6(release: str, name: str) -> None:
     command = _command(_work(release, kv_dtype="fp8"))
     assert command[command.index("--kv-cache-dtype") + 1] == name
+
+
+@pytest.mark.parametrize(
+    "release, eagle_mib, standalone_mib",
+    [
+        ("0.4.7", 0, 0),
+        ("0.4.7.post1", 2048, 0),
+        ("0.5.1", 2048, 0),
+        ("0.5.2", 2048, 6144),
+        ("0.5.9", 2048, 6144),
+        ("0.5.10", 4096, 6144),
+        ("0.5.13.post1", 4096, 6144),
+        ("0.5.14", 0, 0),
+    ],
+)
+def test_the_default_fraction_keeps_the_draft_reserve_of_each_release(
+    release: str, eagle_mib: int, standalone_mib: int
+) -> None:
+    """server_args.py `reserved_mem` for a --speculative-algorithm, read in every wheel: +2 GiB from
+    0.4.7.post1 (none before), STANDALONE +6 GiB from 0.5.2, the EAGLE family +4 GiB from 0.5.10,
+    none from 0.5.14 (the draft inside the budget)."""
+    from gpusize.core.engines.sglang_defaults import sglang_defaults
+
+    gpu, version = find_gpu("H100-SXM"), SGLANG.resolve(release).version
+    plain = sglang_defaults(gpu, 1, version).mem_fraction_static
+    for algorithm, mib in (("EAGLE", eagle_mib), ("STANDALONE", standalone_mib)):
+        if algorithm == "STANDALONE" and version < SGLANG.resolve("0.5.2").version:
+            continue
+        drafted = sglang_defaults(gpu, 1, version, algorithm=algorithm).mem_fraction_static
+        assert round((plain - drafted) * gpu.memory_mib) == pytest.approx(
+            mib, abs=gpu.memory_mib / 1000
+        )  # 3 decimals
