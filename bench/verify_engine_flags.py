@@ -7,7 +7,8 @@ For every row (one era of one flag) of the vLLM and SGLang tables:
   table covers (a `since` at the start of the range only says "already there");
 - it is absent at `until`, when no later era of the same flag follows;
 - each listed choice, as a quoted string, is in the files that declare that flag's values
-  (CHOICE_FILES) in every release of the era. A choice found there may still be quoted for another
+  (CHOICE_FILES) in every release of the era, and a choice an era adds is not quoted there in the
+  release just before the era. A choice found there may still be quoted for another
   reason; a choice missing is certain.
 Environment rows are checked by the variable's name in vllm/envs.py.
 
@@ -155,6 +156,13 @@ def check_row(engine: str, name: str, eras: list[dict[str, Any]], index: int, en
         before = _before(engine, since)
         if before is not None and _declared(engine, _text(engine, before, files), name):
             out.append(f"{name}: since {since}, but present in {before}")
+    if choice_files and not env and index > 0 and since is not None:
+        added = [c for c in era.get("choices", []) if c not in eras[index - 1].get("choices", [])]
+        before = _before(engine, since)
+        text = _text(engine, before, choice_files) if before else ""
+        found = [c for c in added if _quoted(text, str(c))]
+        if found:
+            out.append(f"{name}: choices {found} from {since}, but quoted in {before}")
     if until is not None and index == len(eras) - 1 and _declared(engine, _text(engine, until, files), name):
         out.append(f"{name}: until {until}, but present in {until}")
     return out
