@@ -3,8 +3,9 @@
 A wheel is a zip file, and a zip file keeps its table of contents (the central directory) at its end.
 `RangeFile` is a seekable file over an HTTPS URL that fetches only the byte ranges `zipfile` asks
 for (HTTP Range requests, which pypi.org's files.pythonhosted.org honours): the end record, the
-central directory, then one member's local header and compressed bytes. Reading
-`vllm/engine/arg_utils.py` out of a 400 MB vLLM wheel costs well under 2 MB of transfer.
+central directory, then one member's local header and compressed bytes. Measured 2026-12-02:
+`vllm/engine/arg_utils.py` out of the 336 MB vLLM 0.33.0 wheel transfers 0.92 MB in 0.3 s
+(`sglang/srt/server_args.py` out of the 39 MB SGLang 0.5.23 wheel: 0.93 MB).
 
 A dev tool for checking gpusize's release tables (tests/data/engine_flags.yaml, core/releases.py,
 core/engines/family_support.py) against what each release shipped: never imported by gpusize or by
