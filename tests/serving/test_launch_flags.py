@@ -159,7 +159,11 @@ def _workloads(engine: str) -> list[tuple[Workload, ModelSpec, GpuSpec, str | No
 def _releases(releases: Releases) -> list[str]:
     """The releases modelled; for SGLang (only era boundaries listed) also the releases just before a
     boundary where a flag's values change."""
-    extra = ["0.4.1", "0.4.1.post7"] if releases is SGLANG else []
+    extra = (
+        ["0.4.1", "0.4.1.post3", "0.4.1.post4", "0.4.1.post5", "0.4.1.post6", "0.5.2"]
+        if releases is SGLANG
+        else []
+    )
     return [*releases.known, *extra]
 
 
