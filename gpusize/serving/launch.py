@@ -83,9 +83,9 @@ _HALF_NOTE = "fp16: this GPU has no bf16 (compute capability below 8.0), so vLLM
 
 
 #: The first SGLang release whose --kv-cache-dtype takes fp8_e4m3 (sgl-project/sglang#2786, merged
-#: 2025-01-08, after 0.4.1.post4; 0.4.2 is the first release certainly after it). Before it the only
-#: fp8 cache is fp8_e5m2, one byte per value as well.
-SGLANG_FP8_E4M3_KV_SINCE = parse_version("0.4.2")
+#: 2025-01-08): first in the 0.4.1.post6 wheel's server_args.py choices (absent in 0.4.1.post5; read
+#: with bench/release_sources.py). Before it the only fp8 cache is fp8_e5m2, one byte per value as well.
+SGLANG_FP8_E4M3_KV_SINCE = parse_version("0.4.1.post6")
 
 #: Flags that make each engine quantize a 16-bit checkpoint to 4 bits with bitsandbytes while loading:
 #: vLLM sets load_format itself for --quantization bitsandbytes from 0.8.2 (engine/arg_utils.py
@@ -164,7 +164,7 @@ def vllm_command(
         return LaunchCommand(None, note)
     # The FlashInfer sampler is an environment switch, not a flag.
     env = ["VLLM_USE_FLASHINFER_SAMPLER=1"] if work.engine.flashinfer_sampler else []
-    words = [*env, *launch_env(work.engine), "vllm", "serve", model]
+    words = [*env, *launch_env(work.engine, work.release.version), "vllm", "serve", model]
     if revision:
         words += ["--revision", revision]
     words += [

@@ -60,17 +60,21 @@ def test_llamacpp_int4_from_a_16_bit_model_gets_a_note() -> None:
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_bitsandbytes_gets_a_command(engine: str) -> None:
-    """gpusize sizes `--quantization bitsandbytes` as 4-bit weights; the command quantizes that way."""
+    """gpusize sizes `--quantization bitsandbytes` as 4-bit weights; the command quantizes that way
+    (vLLM up to 0.27.1: 0.28.0 removed bitsandbytes, tests/core/test_vllm_removed_in_release.py)."""
+    release = ("--engine-version", "0.27.1") if engine == "vllm" else ()
     entry = _launch(
-        "Qwen3-8B", "--quantization", "bitsandbytes", "--engine", engine, "--users", "1", "--gpu", "H100"
-    )[engine]
+        "Qwen3-8B", "--quantization", "bitsandbytes", "--engine", engine, "--users", "1", "--gpu", "H100",
+        *release,
+    )[engine]  # fmt: skip
     assert entry["command"] is not None, entry["note"]
     words = shlex.split(entry["command"])
     assert words[words.index("--quantization") + 1] == "bitsandbytes"
 
 
 def test_default_engine_bitsandbytes_as_in_the_issue() -> None:
-    entry = _launch("Qwen3-8B", "--quantization", "bitsandbytes", "--users", "1", "--gpu", "H100")["vllm"]
+    args = ("--quantization", "bitsandbytes", "--users", "1", "--gpu", "H100", "--engine-version", "0.27.1")
+    entry = _launch("Qwen3-8B", *args)["vllm"]
     assert entry["command"] is not None and "--quantization bitsandbytes" in entry["command"]
 
 

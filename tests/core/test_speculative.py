@@ -210,9 +210,11 @@ def test_vllm_mtp_adds_the_mtp_layers_kv() -> None:
 
 
 def test_sglang_default_fraction_keeps_2_gib_for_an_eagle_draft() -> None:
-    """server_args.py before 0.5.14: reserved_mem += 2 x 1024 MiB for the EAGLE family, 6 x 1024 for
-    STANDALONE; from 0.5.14 (sgl-project/sglang#23862) no flat reservation: the draft is budgeted."""
-    gpu, v = find_gpu("H100"), SGLANG.resolve("0.5.10").version
+    """server_args.py 0.5.2-0.5.9: reserved_mem += 2 x 1024 MiB for the EAGLE family, 6 x 1024 for
+    STANDALONE (4 x 1024 for the EAGLE family 0.5.10-0.5.13.post1, read in the wheels:
+    tests/core/test_sglang_release_gates.py); from 0.5.14 (sgl-project/sglang#23862) no flat
+    reservation: the draft is budgeted."""
+    gpu, v = find_gpu("H100"), SGLANG.resolve("0.5.9").version
     newest = SGLANG.newest
     assert sglang_defaults(gpu, 1, newest, algorithm="EAGLE3") == sglang_defaults(gpu, 1, newest)
     plain = sglang_defaults(gpu, 1, v).mem_fraction_static

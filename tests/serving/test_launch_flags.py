@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gpusize.core.engines import engine as engine_model
 from gpusize.core.engines.llamacpp import VERSION as LLAMACPP_VERSION
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import with_rope_scaling
@@ -158,7 +159,11 @@ def _workloads(engine: str) -> list[tuple[Workload, ModelSpec, GpuSpec, str | No
 def _releases(releases: Releases) -> list[str]:
     """The releases modelled; for SGLang (only era boundaries listed) also the releases just before a
     boundary where a flag's values change."""
-    extra = ["0.4.1", "0.4.1.post7"] if releases is SGLANG else []
+    extra = (
+        ["0.4.1", "0.4.1.post3", "0.4.1.post4", "0.4.1.post5", "0.4.1.post6", "0.5.2"]
+        if releases is SGLANG
+        else []
+    )
     return [*releases.known, *extra]
 
 
@@ -168,7 +173,10 @@ def _commands(engine: str, releases: Releases) -> list[tuple[str, str]]:
     for version in _releases(releases):
         release = releases.resolve(version)
         for work, spec, gpu, revision in _workloads(engine):
-            launch = build("Qwen/Qwen3-8B", revision, 2, replace(work, release=release), 0.9, spec, gpu)
+            work = replace(work, release=release)
+            if engine_model(engine).refuses_context(spec, work):  # refused: no plan, no command
+                continue
+            launch = build("Qwen/Qwen3-8B", revision, 2, work, 0.9, spec, gpu)
             if launch.command is not None:
                 out.append((version, launch.command))
     return out
@@ -239,3 +247,17 @@ def test_the_check_finds_a_flag_a_release_lacks() -> None:
     assert problems("vllm", "VLLM_USE_V1=0 vllm serve m", parse_version("0.11.0"))  # V0 removed
     assert not problems("vllm", "VLLM_USE_V1=0 vllm serve m", parse_version("0.10.2"))
     assert problems("vllm", "vllm serve m --enable-expert-parallel", parse_version("0.7.3"))
+
+
+def test_each_settings_first_release_is_its_flags_first_release_in_the_table() -> None:
+    """A setting's `since` (or its engine's `launch_since`) is the first release of its launch flag in
+    the table, which bench/verify_engine_flags.py checks in the wheels: a gate later than the flag
+    refuses a flag the release has, an earlier one prints a flag it lacks."""
+    for name, setting in declared():
+        for engine in ("vllm", "sglang"):
+            if engine not in setting.engines or not setting.launch:
+                continue
+            eras = table()[engine]["flags"].get(setting.launch)
+            assert eras, f"{setting.launch} ({engine}) not in the table"
+            first = dict(setting.launch_since).get(engine) or setting.since or table()[engine]["covers"][0]  # type: ignore[call-overload]
+            assert parse_version(first) == parse_version(eras[0]["since"]), (name, engine, first)

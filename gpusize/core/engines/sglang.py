@@ -30,6 +30,7 @@ from gpusize.core.engines.sglang_dp import (
 from gpusize.core.engines.sglang_lora import sglang_lora_host_bytes, sglang_lora_slots
 from gpusize.core.engines.sglang_mamba import sglang_mamba_pool
 from gpusize.core.engines.sglang_speculative import (
+    algorithm_refusal,
     budgeted_cell,
     draft_notes,
     draft_reserves,
@@ -233,7 +234,7 @@ ENGINE = EngineModel(
     evaluate=evaluate,
     effective_settings=effective_settings,
     releases=SGLANG,
-    refuses_context=context_refusal,
+    refuses_context=lambda spec, work: algorithm_refusal(work) or context_refusal(spec, work),
     levers=LEVERS,
     budget=lambda spec, gpu, tp, work: mem_fraction(gpu, tp, work, spec),
     max_sequences=lambda gpu, work: work.engine.max_running_requests or default_running_requests(gpu, work),

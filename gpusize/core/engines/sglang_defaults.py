@@ -91,7 +91,7 @@ def _fraction(
 ) -> float:
     """The default mem_fraction_static of release `v` (server_args.py, era by era); `dp`: the
     --dp-size of data-parallel attention (0 without); `drafting`: MiB kept for a speculative draft
-    from 0.5.3 (sglang_speculative.speculative_reserve_mib)."""
+    from 0.4.7.post1 (sglang_speculative.speculative_reserve_mib)."""
     table = 0.79 if tp >= 16 else 0.81 if tp >= 8 else 0.85 if tp >= 4 else 0.87 if tp >= 2 else 0.88
     if v < release_version("0.4.5.post3"):
         return table
@@ -113,7 +113,7 @@ def _fraction(
             if gib < 90
             else ((12 + tp / 2) * 1024 if gib < 160 else 32 * 1024)
         )
-        return round((mib - reserve) / mib, 3)
+        return round((mib - reserve - drafting) / mib, 3)
     prefill = chunk if chunk > 0 else MAX_PREFILL_TOKENS  # -1: chunked prefill off
     reserved = 512 + max(prefill, 2048) * 1.5 + graph * 2 + tp / 8 * 1024
     if dp:  # --enable-dp-attention (sglang_dp)

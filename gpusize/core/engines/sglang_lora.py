@@ -1,4 +1,4 @@
-"""What SGLang holds for LoRA serving (`--lora-paths`, `--enable-lora` from 0.4.10), per GPU (pure).
+"""What SGLang holds for LoRA serving (`--lora-paths`, `--enable-lora` from 0.4.9.post3), per GPU (pure).
 
 LoRAMemoryPool (python/sglang/srt/lora/mem_pool.py, `get_lora_A_shape` / `get_lora_B_shape`) keeps,
 for every layer and target module, A_buffer (max_loras_per_batch, rank x c, input) and B_buffer
@@ -41,9 +41,9 @@ DEFAULT_MAX_LORAS_PER_BATCH = 8
 #: The rank gpusize sizes with when --max-lora-rank is not given (SGLang takes the adapters' largest,
 #: which gpusize does not read): vLLM's default, the commonest adapter rank.
 ASSUMED_RANK = 16
-#: --enable-lora, and LoRA without --lora-paths, from this release (sgl-project/sglang#7412 of June
-#: 2025 still started LoRA only from lora_paths; 0.4.10 is the first release taken to have the flag).
-ENABLE_FLAG_SINCE = "0.4.10"
+#: --enable-lora (and --max-lora-rank), so LoRA without --lora-paths, from this release: both first in
+#: the 0.4.9.post3 wheel's server_args.py (absent in 0.4.9.post2; read with bench/release_sources.py).
+ENABLE_FLAG_SINCE = "0.4.9.post3"
 
 
 def _before(work: Workload, release: str) -> bool:

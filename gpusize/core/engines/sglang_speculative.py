@@ -34,9 +34,13 @@ from gpusize.core.speculative import (
 from gpusize.core.workload import Workload
 
 __all__ = [
+    "ALGORITHM_SINCE",
     "BUDGETED_SINCE",
     "DRAFT_POOL_BUFFER",
+    "EAGLE_4_GIB_SINCE",
+    "RESERVE_SINCE",
     "SPECULATIVE_RUNNING_REQUESTS",
+    "algorithm_refusal",
     "caps_running_requests",
     "budgeted_cell",
     "draft_layers",
@@ -53,15 +57,45 @@ DRAFT_POOL_BUFFER = 100
 #: --max-running-requests when not given with EAGLE, EAGLE3, NEXTN or STANDALONE (server_args.py:
 #: "Max running requests is reset to 48 for speculative decoding").
 SPECULATIVE_RUNNING_REQUESTS = 48
-#: MiB the default mem_fraction_static leaves for the draft (server_args.py, from 0.5.3).
+#: MiB the default mem_fraction_static leaves for the draft (server_args.py `reserved_mem`, read in
+#: every SGLang wheel with bench/release_sources.py): 2 GiB for any algorithm from 0.4.7.post1 (none
+#: before), STANDALONE 6 GiB from 0.5.2, NGRAM none (0.5.3 on), the EAGLE family 4 GiB from 0.5.10;
+#: none from BUDGETED_SINCE (the flat reservation is gone from the 0.5.14 wheel).
 _RESERVE_MIB = {"draft_model": 6 * 1024, "ngram": 0}
 _EAGLE_RESERVE_MIB = 2 * 1024
+_EAGLE_RESERVE_MIB_LATER = 4 * 1024
+RESERVE_SINCE = "0.4.7.post1"
+EAGLE_4_GIB_SINCE = "0.5.10"
 
 
 #: The first release gpusize models with the draft inside the budget: 0.5.14 was out by 2026-06-27
 #: (a deployment note, Tanguille/cluster#3516), after #23862; whether it holds #28855 (the draft's
 #: weights in the budget, merged six days before) is not checked at its tag.
 BUDGETED_SINCE = "0.5.14"
+#: The first release whose --speculative-algorithm takes each value: the argparse choices in
+#: server_args.py, read in every SGLang wheel on PyPI from 0.4.1.post4 (the first with the flag) with
+#: bench/release_sources.py. From 0.5.12 the flag has no choices (algorithms are a registry) and
+#: ServerArgs upper()s the value; before it only the capitalised names parse.
+ALGORITHM_SINCE = {
+    "EAGLE": "0.4.1.post4",
+    "NEXTN": "0.4.3.post1",
+    "EAGLE3": "0.4.4.post2",
+    "STANDALONE": "0.5.2",
+    "NGRAM": "0.5.3",
+}
+
+
+def algorithm_refusal(work: Workload) -> str | None:
+    """Why release `work.release` cannot take the --speculative-algorithm asked for, or None."""
+    raw = work.engine.speculative_algorithm
+    key = raw.strip().upper() if raw else ""
+    first = parse_version(ALGORITHM_SINCE.get(key, ""))
+    if first is None or work.release.version >= first:
+        return None
+    return (
+        f"SGLang {work.release.version} has no --speculative-algorithm {key}: the first release with it "
+        f"is {first}; pass --engine-version {first} or later"
+    )
 
 
 def in_budget(version: Version) -> bool:
@@ -72,14 +106,22 @@ def in_budget(version: Version) -> bool:
 
 
 def speculative_reserve_mib(algorithm: str | None, version: Version) -> int:
-    """MiB SGLang's default static fraction sets aside for speculative decoding before
+    """MiB SGLang's default static fraction sets aside for speculative decoding from RESERVE_SINCE to
     BUDGETED_SINCE: 6 GiB for a STANDALONE draft model, none for NGRAM, 2 GiB for the EAGLE family
-    (EAGLE, EAGLE3, NEXTN); none from BUDGETED_SINCE, where the draft is inside the budget."""
-    if algorithm is None or in_budget(version):
+    (EAGLE, EAGLE3, NEXTN; 4 GiB from EAGLE_4_GIB_SINCE); none from BUDGETED_SINCE, where the draft is
+    inside the budget."""
+    if algorithm is None or in_budget(version) or version < _release(RESERVE_SINCE):
         return 0
     key = algorithm.strip().upper()
     method = {"STANDALONE": "draft_model", "NGRAM": "ngram"}.get(key, "eagle")
-    return _RESERVE_MIB.get(method, _EAGLE_RESERVE_MIB)
+    eagle = _EAGLE_RESERVE_MIB_LATER if version >= _release(EAGLE_4_GIB_SINCE) else _EAGLE_RESERVE_MIB
+    return _RESERVE_MIB.get(method, eagle)
+
+
+def _release(text: str) -> Version:
+    parsed = parse_version(text)
+    assert parsed is not None
+    return parsed
 
 
 def caps_running_requests(algorithm: str | None) -> bool:

@@ -126,14 +126,15 @@ def setting_of(name: str) -> Setting:
     return setting
 
 
-def launch_env(settings: EngineSettings) -> list[str]:
-    """The environment assignments a launch command starts with: each given setting declared with
-    `env`, a boolean as 1 / 0 (VLLM_USE_V1=0)."""
+def launch_env(settings: EngineSettings, version: Version) -> list[str]:
+    """The environment assignments a launch command for release `version` starts with: each given
+    setting declared with `env` that the release still reads (`env_until`), a boolean as 1 / 0
+    (VLLM_USE_V1=0)."""
     out = []
     for name in settings.given():
-        env = setting_of(name).env
+        env, until = setting_of(name).env, setting_of(name).env_until
         value = getattr(settings, name)
-        if env:
+        if env and not (until and not _before(str(version), until)):
             out.append(f"{env}={int(value) if isinstance(value, bool) else value}")
     return out
 
@@ -143,7 +144,8 @@ def launch_words(name: str, value: object) -> list[str]:
     setting: Setting = EngineSettings.__dataclass_fields__[name].metadata["setting"]
     if isinstance(value, float) and value.is_integer():  # SGLang's --cpu-offload-gb takes an int
         return [str(int(value))]
-    return str(value).split() if setting.many else [str(value)]
+    text = str(value).upper() if setting.upper else str(value)
+    return text.split() if setting.many else [text]
 
 
 def _before(release: str, since: str) -> bool:

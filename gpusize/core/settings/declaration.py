@@ -57,6 +57,12 @@ class Setting(NamedTuple):
     #: The environment variable a launch command sets before the program when the user gave the
     #: setting (a boolean as 1 / 0), where the engine reads it from the environment, not a flag.
     env: str | None = None
+    #: The first release that no longer reads `env` (None: every release modelled reads it): a
+    #: command for it or a later one leaves the assignment out.
+    env_until: str | None = None
+    #: The launch command prints the value in capitals (SGLang's --speculative-algorithm: argparse
+    #: choices EAGLE, ... before 0.5.12, which takes any case; gpusize accepts any case).
+    upper: bool = False
 
 
 def setting(*, default: Any, **declaration: Any) -> Any:

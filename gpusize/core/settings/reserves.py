@@ -34,9 +34,9 @@ class ReserveSettings:
         default=False,
         flag="--enable-lora",
         engines=("vllm", "sglang"),
-        help="serve LoRA adapters (SGLang before 0.4.10: give --lora-paths).",
+        help="serve LoRA adapters (SGLang before 0.4.9.post3: give --lora-paths).",
         launch="--enable-lora",
-        launch_since=(("sglang", "0.4.10"),),
+        launch_since=(("sglang", "0.4.9.post3"),),
     )
     max_loras: int | None = setting(
         default=None,
@@ -55,7 +55,7 @@ class ReserveSettings:
         low=1,
         high=4096,
         launch="--max-lora-rank",
-        launch_since=(("sglang", "0.4.10"),),
+        launch_since=(("sglang", "0.4.9.post3"),),
     )
     max_cpu_loras: int | None = setting(
         default=None,

@@ -7,12 +7,13 @@ from gpusize.core.settings.declaration import setting, settings_part
 
 __all__ = ["SGLANG_MAMBA", "SGLANG_SPECULATIVE", "SglangSettings"]
 
-#: SGLang's speculative decoding flags came with EAGLE (sgl-project/sglang#2150, merged 2025-01-02);
-#: 0.4.4 is the first release gpusize models that certainly has them.
-SGLANG_SPECULATIVE = "0.4.4"
-#: SGLang's state pool flags came with Qwen3-Next (--max-mamba-cache-size) and sgl-project/sglang#10258
-#: (--mamba-ssm-dtype, merged 2025-09-10); 0.5.3 is the first release gpusize models certainly after.
-SGLANG_MAMBA = "0.5.3"
+#: SGLang's speculative decoding flags came with EAGLE (sgl-project/sglang#2150, merged 2025-01-02):
+#: first in the 0.4.1.post4 wheel's server_args.py (absent in 0.4.1.post3; read with
+#: bench/release_sources.py). Which algorithms a release takes: core/engines/sglang_speculative.py.
+SGLANG_SPECULATIVE = "0.4.1.post4"
+#: SGLang's state pool flags (--max-mamba-cache-size, --mamba-ssm-dtype from sgl-project/sglang#10258):
+#: both first in the 0.5.2 wheel's server_args.py (absent in 0.5.1.post3).
+SGLANG_MAMBA = "0.5.2"
 
 
 @settings_part
@@ -94,6 +95,7 @@ class SglangSettings:
         help="EAGLE, EAGLE3, NEXTN (the model's MTP layers), STANDALONE (a draft model) or NGRAM.",
         launch="--speculative-algorithm",
         since=SGLANG_SPECULATIVE,
+        upper=True,
     )
     speculative_draft_model_path: str | None = setting(
         default=None,

@@ -72,4 +72,5 @@ class VllmSettings:
         help="the V1 engine (VLLM_USE_V1=1, default from 0.8.0) or, with --no-vllm-use-v1, V0 "
         "(VLLM_USE_V1=0, default up to 0.7.3, removed in 0.11.0).",
         env="VLLM_USE_V1",
+        env_until="0.11.1",  # vllm/envs.py reads it up to the 0.11.0 wheel, not from 0.11.1 on
     )

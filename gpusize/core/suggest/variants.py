@@ -97,10 +97,10 @@ def variants(spec: ModelSpec, work: Workload, model: EngineModel, gpu: GpuSpec) 
                 one("fp8", "--quantization", "fp8", "FP8 weights", note, with_weights(spec, work, "fp8"))
             )
         if linear > 0.75:
-            note = (
-                "needs a pre-quantized int4 checkpoint (AWQ or GPTQ, e.g. an '-AWQ' repository), or "
-                f"--quantization bitsandbytes for {name} to quantize to 4 bits while loading"
-            )
+            note = "needs a pre-quantized int4 checkpoint (AWQ or GPTQ, e.g. an '-AWQ' repository)"
+            # bitsandbytes only where the release still loads it (vLLM: up to 0.27.1)
+            if model.refuses_context(spec, replace(work, load_quantization="bitsandbytes")) is None:
+                note += f", or --quantization bitsandbytes for {name} to quantize to 4 bits while loading"
             out.append(one("int4", "--dtype", "int4", "int4 weights", note, with_weights(spec, work, "int4")))
     for kind in model.levers.kv_types:
         size = model.kv_cache_types.get(kind, DTYPE_BYTES.get(kind, 0.0))

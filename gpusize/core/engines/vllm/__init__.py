@@ -26,6 +26,7 @@ from gpusize.core.engines.vllm.behaviour import (
     behaviour_of,
     context_refusal,
     engine_refusal,
+    quantization_refusal,
     utilization,
 )
 from gpusize.core.engines.vllm.families import family_refusal, kv_default
@@ -247,6 +248,7 @@ ENGINE = EngineModel(
     refuses_context=lambda spec, work: (
         family_refusal(spec, work.release.version)
         or engine_refusal(work)
+        or quantization_refusal(spec, work)
         or context_refusal(spec, work.context_tokens, behaviour(work.release.version))
     ),
     model_kv_default=kv_default,

@@ -1,6 +1,6 @@
 """What changes between vLLM releases, read from each release's source (`Behaviour`), and what
 follows from it alone: the default utilization, the engine (V0 or V1) a release runs, and the refusals
-of a context above the config's and of a V0 engine the release no longer has.
+of a context above the config's and of a V0 engine or bitsandbytes weights the release no longer has.
 
 The V0 engine (vllm/worker/, VLLM_USE_V1=0) is the default up to 0.7.3 (vllm/envs.py: VLLM_USE_V1
 defaults to "0"), V1 from 0.8.0 (default "1"); V0 stays selectable up to 0.10.2 and is gone in 0.11.0
@@ -24,6 +24,7 @@ __all__ = [
     "behaviour_of",
     "context_refusal",
     "engine_refusal",
+    "quantization_refusal",
     "utilization",
 ]
 
@@ -31,6 +32,12 @@ __all__ = [
 V1_DEFAULT_SINCE = "0.8.0"
 #: The last release with the V0 engine (0.11.0 has no vllm/worker/worker.py).
 LAST_V0 = "0.10.2"
+#: The first release without bitsandbytes and the last with it: the 0.28.0 wheel on PyPI holds neither
+#: model_executor/layers/quantization/bitsandbytes.py nor model_loader/bitsandbytes_loader.py, and its
+#: QuantizationMethods no longer lists "bitsandbytes" (all three in the 0.27.1 wheel; read with
+#: bench/release_sources.py).
+BITSANDBYTES_UNTIL = "0.28.0"
+LAST_BITSANDBYTES = "0.27.1"
 
 
 @dataclass(frozen=True)
@@ -151,6 +158,19 @@ def engine_refusal(work: Workload) -> str | None:
     return (
         f"vLLM {work.release.version} has no V0 engine (VLLM_USE_V1=0): it was removed in 0.11.0; "
         f"pass --engine-version {LAST_V0} or earlier, or leave --vllm-use-v1 at its default"
+    )
+
+
+def quantization_refusal(spec: ModelSpec, work: Workload) -> str | None:
+    """bitsandbytes weights (quantized while loading, or a bitsandbytes checkpoint) on a release without
+    bitsandbytes; None otherwise."""
+    stored = spec.quantization is not None and spec.quantization.method == "bitsandbytes"
+    wanted = stored or work.load_quantization == "bitsandbytes"
+    if not wanted or not _at_least(work.release.version, BITSANDBYTES_UNTIL):
+        return None
+    return (
+        f"vLLM {work.release.version} does not load bitsandbytes weights (removed in {BITSANDBYTES_UNTIL}); "
+        f"pass --engine-version {LAST_BITSANDBYTES} or earlier, or serve a GPTQ/AWQ checkpoint"
     )
 
 

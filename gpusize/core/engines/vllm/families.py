@@ -1,15 +1,16 @@
 """Which vLLM release first serves a model family, and the KV cache dtype a release picks for it when
 `--kv-cache-dtype auto` is asked (pure).
 
-First releases (the model class registered in vllm/model_executor/models/registry.py):
+First releases (the model class registered in vllm/model_executor/models/registry.py; each read in
+the wheels on PyPI with bench/engine_families.py, 2026-12-02: registered from the release named, not
+in the one before it; other families' first releases: core/engines/family_support.py):
 - `deepseek_v32` (DeepSeek-V3.2, DeepseekV32ForCausalLM): PR #25896 "[New Model] DeepSeek-V3.2",
   merged 2025-09-29, first in 0.11.0;
 - `glm_moe_dsa` (GLM-5, 5.1, 5.2: GlmMoeDsaForCausalLM mapped onto deepseek_v2.py): PR #34124,
-  merged February 2026; the first release cut after it is 0.16.0 (release date order, not read from
-  the wheel);
+  merged February 2026; first in the 0.16.0 wheel (not 0.15.1);
 - `deepseek_v4` (DeepseekV4ForCausalLM, vllm/models/deepseek_v4): PR #40760, opened on release day
-  2026-04-24; 0.20.0 (vllm-project/vllm-gaudi issue #1722: "DeepSeek-V4-Flash-0731 requires vLLM
-  0.20.0+"; not read from the wheel).
+  2026-04-24; first in the 0.20.0 wheel (not 0.19.1; vllm-project/vllm-gaudi issue #1722:
+  "DeepSeek-V4-Flash-0731 requires vLLM 0.20.0+").
 
 Default KV dtype of DeepSeek Sparse Attention models (vllm/model_executor/models/config.py
 `DeepseekV32ForCausalLM.verify_and_update_config`): in 0.11.0 `auto` (and any fp8) became vLLM's
