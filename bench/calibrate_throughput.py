@@ -9,6 +9,7 @@ setting, measured, predicted, residual) with per-engine MAE and worst case, cali
     python bench/calibrate_throughput.py          # the table with the constants in calibrated.py
     python bench/calibrate_throughput.py --fit    # refit and print the constants to paste
     python bench/calibrate_throughput.py --loso > bench/VALIDATION.md   # leave one source out
+    python bench/calibrate_throughput.py --moe-kernel --loso   # the same for the tried MoE model
 
 tests/serving/test_throughput_conformance.py imports this module: it recomputes the fit and checks the
 holdout figures against their tolerances.
@@ -414,12 +415,58 @@ RESTARTS = 12
 PRIOR_WIDTH = 30.0
 
 
+#: The tried MoE model (bench/VALIDATION.md, "Tried: the MoE kernel's tiles"), `--moe-kernel`: the
+#: per-routed-expert cost `expert_s` replaced by the MoE kernel's weight tiles over the SMs, one time per
+#: million weights per SM for each kernel family (Triton fused_moe; triton_kernels matmul_ogs for MXFP4),
+#: fitted in the vLLM decode stage; and the constants its full fit (`--moe-kernel --fit`) gave, which
+#: `--moe-kernel --loso` predicts the never-fitted sources with.
+MOE_KERNEL_NAMES = ("vllm.moe_mweight_s.fused_moe", "vllm.moe_mweight_s.matmul_ogs")
+MOE_KERNEL_FIT = {
+    "vllm.bandwidth_efficiency.hbm3": 0.805,
+    "vllm.bandwidth_efficiency.hbm2": 0.694,
+    "vllm.step_s": 0.000654,
+    "vllm.layer_s": 1.91e-05,
+    "vllm.moe_mweight_s.fused_moe": 0.000207,
+    "vllm.moe_mweight_s.matmul_ogs": 3.24e-05,
+    "vllm.moe_layer_s": 8.52e-06,
+    "ALLREDUCE_NVLINK_S": 5.16e-06,
+    "ALLREDUCE_HOP_S.pcie": 2.47e-05,
+    "ALLREDUCE_HOP_S.pcie-host": 2.01e-05,
+    "vllm.sequence_s": 8.96e-05,
+    "vllm.prefill_mfu": 0.518,
+    "vllm.request_s": 0.0467,
+    "sglang.step_s": 0.00124,
+    "sglang.request_s": 0.0222,
+    "transformers.layer_s": 8.86e-05,
+}
+
+
+def use_moe_kernel() -> None:
+    """Switch this process to the tried MoE model: the vLLM decode stage fits the kernel's times in
+    place of `expert_s` (set to 0), and the constants are those of its full fit (MOE_KERNEL_FIT)."""
+    global STAGES
+    STAGES = tuple(
+        (
+            engines,
+            classes,
+            tuple(n for name in names for n in (MOE_KERNEL_NAMES if name == "vllm.expert_s" else (name,))),
+        )
+        for engines, classes, names in STAGES
+    )
+    set_constant("vllm.expert_s", 0.0)
+    for name, value in MOE_KERNEL_FIT.items():
+        set_constant(name, value)
+    inherit("sglang")
+    inherit("transformers")
+
+
 def constant(name: str) -> float:
     head, _, rest = name.partition(".")
     if head in calibrated.ENGINE_SPEED:
         speed = calibrated.ENGINE_SPEED[head]
-        if rest.startswith("bandwidth_efficiency."):
-            return speed.bandwidth_efficiency[rest.split(".")[1]]
+        if "." in rest:  # a table by class or kernel: bandwidth_efficiency.hbm3, moe_mweight_s.fused_moe
+            table, key = rest.split(".")
+            return float(getattr(speed, table).get(key, 0.0))
         return float(getattr(speed, rest) or 0.0)
     value = getattr(calibrated, head)
     return float(value[rest]) if rest else float(value)
@@ -429,9 +476,9 @@ def set_constant(name: str, value: float) -> None:
     head, _, rest = name.partition(".")
     if head in calibrated.ENGINE_SPEED:
         speed = calibrated.ENGINE_SPEED[head]
-        if rest.startswith("bandwidth_efficiency."):
-            eff = {**speed.bandwidth_efficiency, rest.split(".")[1]: value}
-            calibrated.ENGINE_SPEED[head] = replace(speed, bandwidth_efficiency=eff)
+        if "." in rest:
+            table, key = rest.split(".")
+            calibrated.ENGINE_SPEED[head] = replace(speed, **{table: {**getattr(speed, table), key: value}})
         else:
             calibrated.ENGINE_SPEED[head] = replace(speed, **{rest: value})
     elif rest:
@@ -566,6 +613,9 @@ START = {
     "step_s": 1e-3,
     "layer_s": 5e-5,
     "expert_s": 5e-6,
+    # one SM streaming its share of an H100 SXM's 3.35 TB/s at 2 bytes a weight (132 SMs): 79 us per
+    # million weights
+    "moe_mweight_s": 1e-4,
     "moe_layer_s": 5e-5,
     "sequence_s": 5e-5,
     "request_s": 0.03,
@@ -888,6 +938,8 @@ def print_validation(loso: list[Row], in_sample: list[Row]) -> None:
 
 
 if __name__ == "__main__":
+    if "--moe-kernel" in sys.argv:
+        use_moe_kernel()
     if "--fit" in sys.argv:
         for name, value in fit().items():
             print(f"{name} = {rounded(value)!r}")

@@ -11,6 +11,10 @@ Decode step time on one GPU group (`gpusize.serving.throughput.decode_step`):
     step = step_s + layer_s x layers + expert_s x experts touched (summed over MoE layers)
            + moe_layer_s x MoE layers + sequence_s x sequences
            + max(bytes read / (bandwidth x bandwidth_efficiency), flops / (TFLOPS x prefill_mfu))
+           [+ per MoE layer max(0, tile weights / 1e6 x moe_mweight_s / SMs - expert bytes / (bandwidth
+              x bandwidth_efficiency)): the MoE kernel at the slower of its bytes over the bandwidth and
+              its weight tiles over the SMs; tried in place of expert_s and not adopted
+              (bench/VALIDATION.md), so empty in the published constants]
            + tensor-parallel all-reduces (ALLREDUCE_NVLINK_S each over NVLink, ALLREDUCE_HOP_S per
              ring step over PCIe, + bytes / link bandwidth)
 Prefill: flops / (TFLOPS x prefill_mfu) + the all-reduces of the prompt's activations; time to first
@@ -55,6 +59,12 @@ class EngineSpeed:
     layer_s: float = 0.0
     expert_s: float = 0.0
     moe_layer_s: float = 0.0
+    #: Seconds one SM spends per million weights its MoE kernel's thread blocks load (BLOCK_N x BLOCK_K
+    #: tiles, once per M block: load, dequantize, a BLOCK_M-row MMA), per kernel family
+    #: (`throughput.MOE_KERNELS`: "fused_moe", "matmul_ogs"; `throughput.moe_kernel`); a family without
+    #: its own takes the engine's slowest; empty: no kernel term. The tried model that fits it in place
+    #: of `expert_s` is `bench/calibrate_throughput.py --moe-kernel` (not adopted, bench/VALIDATION.md).
+    moe_mweight_s: dict[str, float] = field(default_factory=dict)
     sequence_s: float = 0.0
     #: Fractions of the dense tensor peak reached by the matmuls of prefill (and of a compute-bound
     #: batched decode step: the same kernels) and by prefill attention (QK^T, PV).
@@ -73,6 +83,11 @@ class EngineSpeed:
 
     def calibrated_for(self, memory_class: str) -> bool:
         return memory_class in self.bandwidth_efficiency
+
+    def mweight_s(self, kernel: str) -> float:
+        """Seconds per million weights per SM of one MoE kernel family (0: no kernel term)."""
+        table = self.moe_mweight_s
+        return table.get(kernel) or max(table.values(), default=0.0)
 
 
 _VLLM = EngineSpeed(

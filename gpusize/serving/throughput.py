@@ -7,7 +7,10 @@ A decode step of `sequences` sequences at `context` tokens on one GPU group:
   size (GGUF tensors as stored), plus every sequence's KV cache at its context;
 - time: fitted fixed costs (per step, per layer, per routed expert run, per MoE layer, per
   sequence) + max(bytes / effective bandwidth, flops / effective compute) + tensor-parallel
-  all-reduces (two per layer).
+  all-reduces (two per layer). The MoE kernel's own work (`moe_kernel`: the weight tiles of vLLM's and
+  SGLang's default kernel configs over the GPU's SMs, against the experts' bytes) is in the model as a
+  term the engine may carry (`EngineSpeed.moe_mweight_s`); it was tried in place of the per-expert
+  cost and not adopted (bench/VALIDATION.md), so no published engine has it.
 llama.cpp's splits: `-sm layer` runs the GPUs one after another for a token (a pipeline, plus a hop
 per GPU boundary), `-sm row` splits every matrix (each GPU reads its share) and gathers per layer;
 layers left on the CPU (--n-gpu-layers) are read at host memory bandwidth, in series. vLLM's and
@@ -39,7 +42,15 @@ from gpusize.serving import calibrated
 
 __all__ = [
     "PCIE_GBPS",
+    "MOE_KERNELS",
+    "MOE_TILE_FP8",
+    "MOE_TILE_LARGE_M",
+    "MOE_TILE_MXFP4",
+    "MOE_TILE_SMALL_M",
+    "SM_COUNT",
+    "SM_FALLBACK_TFLOPS",
     "LlamaCppPlacement",
+    "MoeKernel",
     "Speed",
     "allreduce_s",
     "assumptions",
@@ -50,7 +61,11 @@ __all__ = [
     "kv_read_bytes",
     "link",
     "memory_class",
+    "moe_kernel",
+    "moe_kernel_family",
+    "moe_tile",
     "prefill_seconds",
+    "sm_count",
     "stored_decode_bytes",
 ]
 
@@ -128,6 +143,178 @@ def experts_touched(spec: ModelSpec, sequences: int) -> float:
     return 1 - (1 - k / e) ** max(sequences, 1)
 
 
+#: The fused-MoE Triton kernel's tile (BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K) when no tuned config
+#: file matches the shape: `get_default_config` of vLLM (vllm/model_executor/layers/fused_moe/
+#: fused_moe.py, commit 000d1458) and of SGLang (python/sglang/srt/layers/moe/fused_moe_triton/
+#: fused_moe_triton_config.py, commit 083d6013), identical for 16-bit weights: M (tokens) <= E
+#: (experts) -> 16 x 32 x 64, else 64 x 64 x 32. One thread block computes BLOCK_M x BLOCK_N outputs of
+#: one expert, loading a BLOCK_N x BLOCK_K weight tile per step of its K loop.
+MOE_TILE_SMALL_M = (16, 32, 64)
+MOE_TILE_LARGE_M = (64, 64, 32)
+#: FP8 weights: vLLM's block-wise config (BLOCK_SIZE_N, BLOCK_SIZE_K = the checkpoint's 128 x 128 scale
+#: blocks, BLOCK_SIZE_M 64), the same as SGLang's per-tensor FP8 config at M <= E (64 x 128 x 128).
+MOE_TILE_FP8 = (64, 128, 128)
+#: MXFP4 experts (gpt-oss) run OpenAI's triton_kernels matmul_ogs in vLLM and SGLang, not the fused_moe
+#: kernel: on Hopper and Ampere its weight tile is 128 x 128 (triton-lang/triton python/triton_kernels/
+#: triton_kernels/matmul_ogs_details/opt_flags_details/opt_flags_nvidia.py, commit 052a2c97:
+#: `compute_block_n` returns 128 for the Hopper/Ampere MX scale layout, `compute_block_k` 128 for
+#: 4-bit weights without native MXFP), BLOCK_M 16 at decode batch sizes.
+MOE_TILE_MXFP4 = (16, 128, 128)
+
+#: Streaming multiprocessors (NVIDIA) or compute units (AMD) per GPU, from the vendors' architecture
+#: whitepapers and datasheets: A100 (NVIDIA A100 Tensor Core GPU Architecture, 108 SMs), H100 SXM5 /
+#: PCIe (NVIDIA H100 Tensor Core GPU Architecture, 132 / 114), H200 and GH200 (the H100 die, 132),
+#: B200 (NVIDIA Blackwell datasheet, 148), L40S / L40 / RTX 6000 Ada (142), L4 (58), RTX 4090 (128),
+#: RTX 5090 (170), RTX PRO 6000 Blackwell (188), A10 (72), A40 / RTX A6000 (84), MI300X / MI325X (AMD
+#: CDNA 3 whitepaper, 304 CUs), MI350X / MI355X (AMD CDNA 4 whitepaper, 256 CUs).
+SM_COUNT: dict[str, int] = {
+    "A100-40GB": 108,
+    "A100-80GB": 108,
+    "A100-40GB-PCIe": 108,
+    "A100-80GB-PCIe": 108,
+    "H100-SXM": 132,
+    "H100-NVL": 132,
+    "H100-PCIe": 114,
+    "H200-SXM": 132,
+    "H200-NVL": 132,
+    "GH200": 132,
+    "GH200-144GB": 132,
+    "B200": 148,
+    "L40S": 142,
+    "L40": 142,
+    "RTX6000-Ada": 142,
+    "L4": 58,
+    "RTX4090": 128,
+    "RTX5090": 170,
+    "RTX-PRO-6000": 188,
+    "A10": 72,
+    "A40": 84,
+    "RTX-A6000": 84,
+    "MI300X": 304,
+    "MI325X": 304,
+    "MI350X": 256,
+    "MI355X": 256,
+}
+#: A GPU not in SM_COUNT: its SMs estimated from its dense BF16 TFLOPS at H100 SXM's rate per SM
+#: (989.4 TFLOPS / 132 SMs): fewer SMs than an older or smaller architecture has, so a slower MoE
+#: kernel (conservative).
+SM_FALLBACK_TFLOPS = 989.4 / 132
+
+
+def sm_count(gpu: GpuSpec) -> int | None:
+    """SMs (CUs) of one GPU: a MIG slice's own, the SM_COUNT table, else estimated from its BF16 TFLOPS
+    (SM_FALLBACK_TFLOPS); None without either."""
+    if gpu.sm_count:
+        return gpu.sm_count
+    if gpu.name in SM_COUNT:
+        return SM_COUNT[gpu.name]
+    return max(1, round(gpu.bf16_tflops / SM_FALLBACK_TFLOPS)) if gpu.bf16_tflops else None
+
+
+#: The MoE kernel families a decode step's experts run in vLLM and SGLang: OpenAI's triton_kernels
+#: `matmul_ogs` for MXFP4 (gpt-oss), the Triton `fused_moe` kernel for the other formats. Their speeds
+#: are fitted apart (`EngineSpeed.moe_mweight_s`): they are different kernels, not formats.
+MOE_KERNELS = ("fused_moe", "matmul_ogs")
+
+
+def moe_kernel_family(weights: str) -> str:
+    """The MoE kernel (MOE_KERNELS) that runs experts stored in this weight format."""
+    return "matmul_ogs" if weights == "mxfp4" else "fused_moe"
+
+
+def moe_tile(weights: str, tokens: int, experts: int) -> tuple[int, int, int]:
+    """(BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K) of the fused-MoE kernel for `tokens` tokens a step
+    over `experts` experts (MOE_TILE_*). MXFP4 and 4-bit experts run other kernels (OpenAI's
+    triton_kernels: MOE_TILE_MXFP4; 4-bit GPTQ/AWQ experts, Marlin: the default config's, an assumption)."""
+    if weights == "fp8":
+        return MOE_TILE_FP8
+    if weights == "mxfp4":
+        return MOE_TILE_MXFP4
+    return MOE_TILE_SMALL_M if tokens <= experts else MOE_TILE_LARGE_M
+
+
+@dataclass(frozen=True)
+class MoeKernel:
+    """The fused-MoE kernel of ONE MoE layer in one decode step on one GPU: the distinct experts the
+    batch routes to, the M blocks (at least one per touched expert), the thread blocks of its two
+    grouped GEMMs (one BLOCK_M x BLOCK_N output tile each, per M block), the weight tiles they load
+    (BLOCK_N x BLOCK_K, one per step of a thread block's K loop) and the expert bytes read."""
+
+    touched: float
+    m_blocks: float
+    blocks: float
+    tiles: float
+    elements: float
+    bytes: float
+    kernel: str
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def moe_kernel(spec: ModelSpec, work: Workload, tp: int, sequences: int) -> MoeKernel | None:
+    """One MoE layer's fused-MoE work at `sequences` tokens a step under tensor parallel `tp` (experts
+    split along their intermediate width, as vLLM and SGLang shard them). The two grouped GEMMs per
+    touched expert: gate_up (N = 2 x intermediate / tp, 1 x without a gate; K = hidden or the latent
+    width) and down (N = hidden, K = intermediate / tp); a matrix of N x K needs ceil(N / BLOCK_N) x
+    ceil(K / BLOCK_K) tiles per M block. M blocks: each touched expert's tokens padded to BLOCK_M
+    (moe_align_block_size), at least max(touched, tokens x top-k / BLOCK_M). Bytes: the touched
+    experts' share of the layer's routed-expert weights, at the format's expert bytes. None for a
+    dense model."""
+    moe = spec.moe
+    moe_layers = sum(1 for layer in spec.layers if layer.ffn == "moe")
+    if moe is None or moe_layers == 0:
+        return None
+    e, k = moe.num_experts, moe.num_experts_per_tok
+    tokens = max(sequences, 1)
+    touched = e * experts_touched(spec, tokens)
+    block_m, block_n, block_k = moe_tile(work.weights.name, tokens, e)
+    width = moe.latent_size or spec.hidden_size
+    inter = _cdiv(moe.moe_intermediate_size, tp)
+    gate_up = (2 if moe.gated else 1) * inter
+    n_up, n_down = _cdiv(gate_up, block_n), _cdiv(width, block_n)
+    tiles = n_up * _cdiv(width, block_k) + n_down * _cdiv(inter, block_k)
+    m_blocks = max(touched, tokens * k / block_m)
+    fmt = work.weights
+    layer_bytes = spec.params.experts * fmt.role_bytes("experts") * fmt.checkpoint_scale / tp / moe_layers
+    return MoeKernel(
+        touched,
+        m_blocks,
+        m_blocks * (n_up + n_down),
+        m_blocks * tiles,
+        m_blocks * tiles * block_n * block_k,
+        layer_bytes * touched / e,
+        moe_kernel_family(work.weights.name),
+    )
+
+
+def _moe_kernel_s(
+    spec: ModelSpec,
+    work: Workload,
+    gpu: GpuSpec,
+    tp: int,
+    sequences: int,
+    bandwidth: float,
+    speed: calibrated.EngineSpeed,
+) -> float:
+    """Seconds a step's MoE layers add beyond their expert bytes at `bandwidth` (already in the step's
+    memory time): per MoE layer max(0, elements / 1e6 x mweight_s / SMs - bytes / bandwidth): the
+    weight elements its tiles load (`MoeKernel.elements`) at the engine's fitted seconds per million
+    weights per SM of that kernel (`moe_mweight_s`). Zero for a dense model, an engine without a
+    fitted kernel time, or a GPU of unknown SMs."""
+    work_per_layer = moe_kernel(spec, work, tp, sequences)
+    sms = sm_count(gpu)
+    if work_per_layer is None or not sms:
+        return 0.0
+    mweight_s = speed.mweight_s(work_per_layer.kernel)
+    if not mweight_s:
+        return 0.0
+    moe_layers = sum(1 for layer in spec.layers if layer.ffn == "moe")
+    issue = work_per_layer.elements / 1e6 * mweight_s / sms
+    return moe_layers * max(0.0, issue - work_per_layer.bytes / bandwidth)
+
+
 def _expert_share(spec: ModelSpec) -> float:
     """Routed experts' share of the decoder blocks' parameters (to split stored GGUF block bytes)."""
     c = spec.params
@@ -177,7 +364,8 @@ def _tflops(gpu: GpuSpec, work: Workload) -> float | None:
 
 def _fixed_s(spec: ModelSpec, speed: calibrated.EngineSpeed, sequences: int) -> float:
     """The fitted costs a step pays whatever it reads: per step, per layer, per routed expert run
-    (experts touched x MoE layers) and per sequence."""
+    (experts touched x MoE layers; zero under the tried MoE-kernel model, `_moe_kernel_s`), per MoE
+    layer (routing and the MoE kernels' launches: a floor) and per sequence."""
     moe_layers = sum(1 for layer in spec.layers if layer.ffn == "moe")
     experts = spec.moe.num_experts * experts_touched(spec, sequences) * moe_layers if spec.moe else 0.0
     per_layer = speed.layer_s * len(spec.layers) + speed.expert_s * experts + speed.moe_layer_s * moe_layers
@@ -202,7 +390,7 @@ def decode_step(
     if engine(work.engine.name).splits_layers:
         return _llamacpp_step(spec, work, gpu, sequences, context, llamacpp or LlamaCppPlacement(), bandwidth)
     read = decode_weight_bytes(spec, work, tp, sequences) + sequences * kv_read_bytes(spec, work, tp, context)
-    t_mem = read / bandwidth
+    t_mem = read / bandwidth + _moe_kernel_s(spec, work, gpu, tp, sequences, bandwidth, speed)
     tflops = _tflops(gpu, work)
     accepted, verified, draft_s = _speculative(spec, work, tp, bandwidth, speed)
     tokens = sequences * verified
@@ -338,6 +526,9 @@ def assumptions(gpu: GpuSpec, work: Workload) -> str:
         "" if speed.calibrated_for(kind) else f", no {kind.upper()} calibration record: the engine's lowest"
     )
     moe = f", {speed.expert_s * 1e6:.1f} us per routed expert run" if speed.expert_s else ""
+    kernel = moe_kernel_family(work.weights.name)
+    if speed.mweight_s(kernel):
+        moe += f", {kernel} MoE kernel at {1e-3 / speed.mweight_s(kernel):.1f} G weights per SM per s"
     if engine(work.engine.name).splits_layers:
         multi = (
             f"-sm layer runs the GPUs one after another (+{calibrated.LAYER_SPLIT_HOP_S * 1e6:.0f} us per "
