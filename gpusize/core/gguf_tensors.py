@@ -82,14 +82,23 @@ def _ffn_tensors(spec: ModelSpec, layer: LayerSpec) -> Iterator[GgufTensor]:
         yield GgufTensor("ffn_up", h * width, h)
         yield GgufTensor("ffn_down", h * width, width)
     elif layer.ffn != "none" and spec.moe is not None:
+        # llama.cpp nemotron_h / kimi_k3: the experts read and write the latent (ffn_up_exps
+        # {moe_n_embd, n_ff_exp, n_expert}) between ffn_latent_down {n_embd, moe_n_embd} and
+        # ffn_latent_up; relu2 experts (and shared expert) have no gate.
         moe = spec.moe
-        per = h * moe.moe_intermediate_size * moe.num_experts
-        yield GgufTensor("ffn_gate", per, h, experts=True)
-        yield GgufTensor("ffn_up", per, h, experts=True)
+        width_in = moe.latent_size or h
+        per = width_in * moe.moe_intermediate_size * moe.num_experts
+        if moe.gated:
+            yield GgufTensor("ffn_gate", per, width_in, experts=True)
+        yield GgufTensor("ffn_up", per, width_in, experts=True)
         yield GgufTensor("ffn_down", per, moe.moe_intermediate_size, experts=True)
+        if moe.latent_size:
+            yield GgufTensor("other", h * moe.latent_size, h)  # ffn_latent_down
+            yield GgufTensor("other", h * moe.latent_size, moe.latent_size)  # ffn_latent_up
         if moe.shared_intermediate_size:
             shared = h * moe.shared_intermediate_size
-            yield GgufTensor("ffn_gate", shared, h)
+            if moe.gated:
+                yield GgufTensor("ffn_gate", shared, h)
             yield GgufTensor("ffn_up", shared, h)
             yield GgufTensor("ffn_down", shared, moe.shared_intermediate_size)
 

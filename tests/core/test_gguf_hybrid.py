@@ -8,8 +8,11 @@ category's tensors over n_layer_all blocks."""
 
 from __future__ import annotations
 
+import pytest
+
 from gpusize.core.gguf_quant import GGML_TYPES
 from gpusize.core.gguf_tensors import gguf_layer_bytes, gguf_tensors
+from gpusize.core.params import layer_params
 from tests.helpers import catalog_spec
 
 
@@ -68,3 +71,23 @@ def test_qwen3_5_deltanet_attn_qkv_takes_the_attn_v_rules() -> None:
         return elements // 256 * (GGML_TYPES["Q6_K"][1] - GGML_TYPES["Q4_K"][1])
 
     assert blocks[0] - blocks[9] == more(qkv) + more(h * spec.layers[0].intermediate_size)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",  # relu2 experts: up and down only
+        "NVIDIA-Nemotron-3-Super-120B-A12B",  # + latent MoE (experts over 1,024, ffn_latent_down/up)
+        "NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16",
+        "Kimi-K3",  # gated latent experts
+    ],
+)
+def test_gguf_expert_tensors_are_the_checkpoints(name: str) -> None:
+    """The file's 2-D/3-D weights of each block hold the block's linear weights, no more: llama.cpp's
+    nemotron_h / kimi_k3 tensors (ffn_up_exps {moe_n_embd, n_ff_exp, n_expert}, no ffn_gate_exps
+    for relu2 experts; ffn_latent_down {n_embd, moe_n_embd} and ffn_latent_up)."""
+    spec = catalog_spec(name)
+    for layer in set(spec.layers):
+        counts = layer_params(spec, layer)
+        linear = counts.attention + counts.mlp + counts.experts + counts.shared_experts
+        assert sum(t.elements for t in gguf_tensors(spec, layer)) == linear
