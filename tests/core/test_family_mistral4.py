@@ -55,3 +55,20 @@ def test_catalog_entry_reads_its_text_config_as_mistral4(tp: int) -> None:
     assert spec.family == "mistral4" and spec.vision is not None
     assert counts.total - counts.vision == 118_972_826_624
     assert kvcache.kv_cache_bytes_per_token(spec, 2.0, tp) == KV_PER_TOKEN
+
+
+def test_pixtral_tower_and_mistral3_projector_are_exact() -> None:
+    """Pixtral-24 (1024 wide, MLP 4096, 14 px patches) 403,305,472 + the Mistral3 projector (RMSNorm,
+    2x2 patch merger 4096 -> 1024, linear_1 1024 -> 4096, linear_2 4096 -> 4096) 25,166,848; with the
+    text tower the Hub total less its 19,008 FP8 scale elements."""
+    spec, counts = catalog_counts("Mistral-Small-4-119B-2603")
+    assert spec.vision is not None and spec.vision.exact
+    assert counts.vision == 403_305_472 + 25_166_848
+    assert counts.total == 119_401_317_952 - 19_008
+
+
+def test_mistral_small_3_1_total_is_the_published_one() -> None:
+    """The same Pixtral tower under a 5120-wide text tower: 24,011,361,280 (keras-hub's
+    mistral_small_3.1_24b presets)."""
+    _, counts = catalog_counts("Mistral-Small-3.1-24B-Instruct-2503")
+    assert counts.total == 24_011_361_280
