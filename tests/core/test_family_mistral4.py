@@ -5,7 +5,8 @@ softmax router that has no e_score_correction_bias, every layer MoE. vLLM serves
 (vllm/transformers_utils/configs/mistral.py `adapt_config_dict`: a MoE with shared experts becomes
 model_type deepseek_v3, MistralLarge3ForCausalLM, topk_method None), so its KV cache is MLA's:
 `ModelArchConfigConvertorBase.get_head_size` = kv_lora_rank + qk_rope_head_dim, one latent head per
-layer on every rank (`ModelConfig.get_num_kv_heads` is 1 under use_mla)."""
+layer on every rank (`ModelConfig.get_num_kv_heads` is 1 under use_mla); the model card's vLLM command
+runs it with `--attention-backend FLASH_ATTN_MLA`."""
 
 from __future__ import annotations
 
