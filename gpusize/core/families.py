@@ -162,6 +162,12 @@ FAMILIES: dict[str, Family] = {
     "cohere": Family(norm="layer_nobias", norms_per_layer=1, tie_default=True, qk_norm_key="use_qk_norm"),
     "cohere2": Family(norm="layer_nobias", norms_per_layer=1, tie_default=True),
     "glm4_moe": Family(o_bias=NO_BIAS, qk_norm_key="use_qk_norm"),
+    # Mistral4Config (Mistral-Small-4, 2026-03; transformers modular_mistral4.py): DeepSeek-V3's MLA
+    # attention (q_lora + q_a/kv_a layernorms) and DeepseekV3MoE (n_shared_experts x
+    # moe_intermediate_size shared expert) under a softmax Mistral4TopkRouter with no
+    # e_score_correction_bias; first_k_dense_replace 0 makes every layer MoE. A composite mistral3
+    # config names it in its text_config.
+    "mistral4": Family(),
     "deepseek_v2": Family(),
     "deepseek_v3": Family(),
     "kimi_k2": Family(),

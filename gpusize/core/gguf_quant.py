@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from gpusize.core.spec import ModelSpec
 
 __all__ = [
+    "ATTN_V_CATEGORIES",
     "FTYPES",
     "GGML_TYPES",
     "LLAMA_QUANTIZE_FTYPES",
@@ -28,6 +29,7 @@ __all__ = [
     "bits_of",
     "ftype_name",
     "quant_facts",
+    "quant_index",
     "tensor_type",
 ]
 
@@ -109,6 +111,9 @@ _ALIASES = {"MXFP4_MOE": "MXFP4"}
 _IMATRIX = frozenset({"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M", "IQ3_XXS"})
 _IQ_LOW = frozenset({"IQ2_XXS", "IQ2_XS", "IQ1_S", "IQ2_S", "IQ2_M", "IQ1_M"})
 _OUTPUT_Q5K = _IQ_LOW | {"IQ3_XXS"}
+#: The categories llama-quantize gives the attn_v rules (llama-quant.cpp `category_is_attn_v`: attn_v,
+#: the fused attn_qkv, MLA's attn_kv_b), counted together as `n_attention_wv` / `i_attention_wv`.
+ATTN_V_CATEGORIES = frozenset({"attn_v", "attn_qkv", "attn_kv_b"})
 #: Tensors kept in the converter's float type: 1-D norms and biases, the MoE router (ffn_gate_inp);
 #: convert_hf_to_gguf.py writes them as F32.
 SMALL_TYPE = "F32"
@@ -134,19 +139,23 @@ def _use_more_bits(i: int, n: int) -> bool:
 
 @dataclass(frozen=True)
 class QuantFacts:
-    """What the mixture rules read of the model (llama_hparams)."""
+    """What the mixture rules read of the model (llama_hparams) and of the file: `n_attention_wv`,
+    its attn_v-like tensors (llama-quant.cpp `init_quantize_state_counters`)."""
 
     n_layer: int
     n_gqa: int
     n_expert: int
     is_70b: bool
     tied: bool
+    n_attention_wv: int
 
 
-def quant_facts(spec: ModelSpec) -> QuantFacts:
+def quant_facts(spec: ModelSpec, n_attention_wv: int | None = None) -> QuantFacts:
+    """The facts of `spec`; `n_attention_wv` defaults to one attn_v per layer (a plain decoder)."""
     kv = max(spec.num_key_value_heads, 1)
     return QuantFacts(
         n_layer=spec.num_hidden_layers,
+        n_attention_wv=spec.num_hidden_layers if n_attention_wv is None else n_attention_wv,
         n_gqa=spec.num_attention_heads // kv,
         n_expert=spec.moe.num_experts if spec.moe else 0,
         # llama.cpp's LLM_TYPE_70B: the 80-layer Llama (llama-model.cpp load_hparams).
@@ -155,10 +164,26 @@ def quant_facts(spec: ModelSpec) -> QuantFacts:
     )
 
 
+def quant_index(ftype: str, category: str, block: int, ordinal: int, m: QuantFacts) -> int:
+    """The index the mixture rules read for a tensor of block `block` that is the `ordinal`-th of its
+    category in the file (llama-quant.cpp `llama_tensor_get_type_impl`, the loader's tensors in layer
+    order): attn_v-like tensors their running count `i_attention_wv` (a hybrid's attention layers are
+    numbered among themselves); ffn_gate/up/down their block when n_expert > 1 (`layer_info` parses
+    blk.N), else their running count, as ffn_down always is under the IQ1/IQ2 rules; others the block."""
+    if category in ATTN_V_CATEGORIES:
+        return ordinal
+    if category == "ffn_down" and ftype in _IQ_LOW:
+        return ordinal
+    if category in ("ffn_gate", "ffn_up", "ffn_down") and m.n_expert <= 1:
+        return ordinal
+    return block
+
+
 def tensor_type(ftype: str, category: str, i: int, m: QuantFacts, ncols: int, experts: bool = False) -> str:
     """The ggml type llama-quantize gives one tensor of a `ftype` file (llama_tensor_get_type):
-    the mixture rule of its category (token_embd, output, attn_q/k/v/output, ffn_gate/up/down, other)
-    at layer `i`, then the fallback when its row length `ncols` is not a whole number of blocks."""
+    the mixture rule of its category (token_embd, output, attn_q/k/v/qkv/output, ffn_gate/up/down,
+    other) at index `i` (`quant_index`; the layer for a plain decoder), then the fallback when its row
+    length `ncols` is not a whole number of blocks."""
     default = FTYPES[ftype]
     kind = _mixture(ftype, default, category, i, m, ncols, experts)
     return _fallback(kind, ncols)
@@ -185,7 +210,7 @@ def _mixture(ftype: str, new: str, cat: str, i: int, m: QuantFacts, ncols: int, 
         return new
     if ftype in _IQ_LOW:
         return _iq_low(ftype, new, cat, i, m)
-    if cat == "attn_v":
+    if cat in ATTN_V_CATEGORIES:
         return _attn_v(ftype, new, i, m)
     if cat == "attn_k":
         if m.n_expert == 8:
@@ -204,7 +229,7 @@ def _mixture(ftype: str, new: str, cat: str, i: int, m: QuantFacts, ncols: int, 
 
 def _iq_low(ftype: str, new: str, cat: str, i: int, m: QuantFacts) -> str:
     s_or_m = ftype in ("IQ2_S", "IQ2_M")
-    if cat == "attn_v":
+    if cat in ATTN_V_CATEGORIES:
         if m.n_gqa >= 4 or m.n_expert >= 4:
             return "Q4_K"
         return "IQ3_S" if s_or_m else "Q2_K"
@@ -223,7 +248,7 @@ def _iq_low(ftype: str, new: str, cat: str, i: int, m: QuantFacts) -> str:
 
 
 def _attn_v(ftype: str, new: str, i: int, m: QuantFacts) -> str:
-    n, gqa4 = m.n_layer, m.n_gqa >= 4
+    n, gqa4 = m.n_attention_wv, m.n_gqa >= 4
     if ftype == "Q2_K":
         new = "Q4_K" if gqa4 else "Q3_K"
     elif ftype == "Q2_K_S" and gqa4:

@@ -4,15 +4,28 @@ as sources/gguf.py sums a real file's tensor table."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from gpusize.core.gguf_quant import GGML_TYPES, SMALL_TYPE, quant_facts, tensor_type
+from gpusize.core.gguf_quant import (
+    ATTN_V_CATEGORIES,
+    GGML_TYPES,
+    SMALL_TYPE,
+    quant_facts,
+    quant_index,
+    tensor_type,
+)
 from gpusize.core.kinds import has_attention_projections, mixer_kind, mixer_parts
 from gpusize.core.params import layer_params
 from gpusize.core.spec import LayerSpec, ModelSpec
 
 __all__ = ["GgufTensor", "gguf_file_bytes", "gguf_layer_bytes", "gguf_tensors"]
+
+#: Families whose Gated DeltaNet layers llama.cpp writes with a separate blk.N.attn_qkv (in_proj_qkv)
+#: beside attn_gate, ssm_alpha, ssm_beta and ssm_out (convert_hf_to_gguf.py Qwen3.5 / Qwen3.6, arch
+#: qwen35 / qwen35moe); Qwen3-Next's fused in_proj_qkvz is ssm_in, no attn_v-like tensor.
+_DELTANET_ATTN_QKV = ("qwen3_5_text", "qwen3_5_moe_text")
 
 
 @dataclass(frozen=True)
@@ -41,8 +54,23 @@ def gguf_tensors(spec: ModelSpec, layer: LayerSpec) -> Iterator[GgufTensor]:
             yield GgufTensor("attn_v", h * kv, h)
             yield GgufTensor("attn_output", q * h, q)
         elif part.mixer != "none":
-            yield GgufTensor("other", mixer_kind(spec, part).params(spec, part).attention, h)
+            weights = mixer_kind(spec, part).params(spec, part).attention
+            qkv = _deltanet_qkv(spec, part)
+            if qkv:  # an attn_v-like tensor (llama-quant.cpp category_is_attn_v)
+                yield GgufTensor("attn_qkv", qkv, h)
+            yield GgufTensor("other", weights - qkv, h)
     yield from _ffn_tensors(spec, layer)
+
+
+def _deltanet_qkv(spec: ModelSpec, layer: LayerSpec) -> int:
+    """Elements of a Qwen3.5 Gated DeltaNet layer's attn_qkv (hidden x (2 key_dim + value_dim)); 0
+    for other mixers and families."""
+    la = spec.linear_attention
+    if layer.mixer != "linear_attention" or la is None or spec.family not in _DELTANET_ATTN_QKV:
+        return 0
+    return spec.hidden_size * (
+        2 * la.num_key_heads * la.key_head_dim + la.num_value_heads * la.value_head_dim
+    )
 
 
 def _ffn_tensors(spec: ModelSpec, layer: LayerSpec) -> Iterator[GgufTensor]:
@@ -54,14 +82,23 @@ def _ffn_tensors(spec: ModelSpec, layer: LayerSpec) -> Iterator[GgufTensor]:
         yield GgufTensor("ffn_up", h * width, h)
         yield GgufTensor("ffn_down", h * width, width)
     elif layer.ffn != "none" and spec.moe is not None:
+        # llama.cpp nemotron_h / kimi_k3: the experts read and write the latent (ffn_up_exps
+        # {moe_n_embd, n_ff_exp, n_expert}) between ffn_latent_down {n_embd, moe_n_embd} and
+        # ffn_latent_up; relu2 experts (and shared expert) have no gate.
         moe = spec.moe
-        per = h * moe.moe_intermediate_size * moe.num_experts
-        yield GgufTensor("ffn_gate", per, h, experts=True)
-        yield GgufTensor("ffn_up", per, h, experts=True)
+        width_in = moe.latent_size or h
+        per = width_in * moe.moe_intermediate_size * moe.num_experts
+        if moe.gated:
+            yield GgufTensor("ffn_gate", per, width_in, experts=True)
+        yield GgufTensor("ffn_up", per, width_in, experts=True)
         yield GgufTensor("ffn_down", per, moe.moe_intermediate_size, experts=True)
+        if moe.latent_size:
+            yield GgufTensor("other", h * moe.latent_size, h)  # ffn_latent_down
+            yield GgufTensor("other", h * moe.latent_size, moe.latent_size)  # ffn_latent_up
         if moe.shared_intermediate_size:
             shared = h * moe.shared_intermediate_size
-            yield GgufTensor("ffn_gate", shared, h)
+            if moe.gated:
+                yield GgufTensor("ffn_gate", shared, h)
             yield GgufTensor("ffn_up", shared, h)
             yield GgufTensor("ffn_down", shared, moe.shared_intermediate_size)
 
@@ -76,13 +113,18 @@ def gguf_layer_bytes(spec: ModelSpec, ftype: str) -> tuple[tuple[int, ...], int,
     model, as sources/gguf.py sums a file's tensor table: the output is 0 with tied embeddings (the
     engines then place a copy of the token embedding there, llama.cpp's TENSOR_DUPLICATED), and the
     16 KiB of output_norm are left out with the other small tensors."""
-    m = quant_facts(spec)
+    tensors = [tuple(gguf_tensors(spec, layer)) for layer in spec.layers]
+    m = quant_facts(spec, sum(t.category in ATTN_V_CATEGORIES for block in tensors for t in block))
+    seen: Counter[str] = Counter()  # tensors of each category so far (llama-quant's i_attention_wv, ...)
     blocks = []
-    for i, layer in enumerate(spec.layers):
+    for i, (layer, block) in enumerate(zip(spec.layers, tensors, strict=True)):
         small = layer_params(spec, layer)
         size = (small.small + small.router) * GGML_TYPES[SMALL_TYPE][1]
-        for t in gguf_tensors(spec, layer):
-            size += _bytes(tensor_type(ftype, t.category, i, m, t.ncols, t.experts), t.elements)
+        for t in block:
+            key = "attn_v" if t.category in ATTN_V_CATEGORIES else t.category
+            index = quant_index(ftype, t.category, i, seen[key], m)
+            seen[key] += 1
+            size += _bytes(tensor_type(ftype, t.category, index, m, t.ncols, t.experts), t.elements)
         blocks.append(size)
     h = spec.hidden_size
     embd = spec.vocab_size * h

@@ -105,7 +105,10 @@ def _ffn_params(spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
 def _mtp_params(spec: ModelSpec) -> int:
     """One DeepSeek-style MTP module: a decoder layer like the last one (with its own indexer where
     the model has one), two norms, the 2h -> h projection and its output norm (embeddings and head
-    are shared with the model)."""
+    are shared with the model). Nemotron-3 names its step's layers (`spec.mtp_layers`, vLLM
+    nemotron_h_mtp.py NemotronHMultiTokenPredictor: e.g. '*E', an attention then an MoE decoder
+    layer, each with its norm; enorm, hnorm and eh_proj on the first, final_layernorm on the last)."""
     h = spec.hidden_size
-    last = layer_params(spec, replace(spec.layers[-1], shares_indexer=False))  # MTP owns its indexer
-    return last.total + last.mtp + 3 * _norm_size(spec) + 2 * h * h
+    step = spec.mtp_layers or (replace(spec.layers[-1], shares_indexer=False),)  # MTP owns its indexer
+    layers = [layer_params(spec, layer) for layer in step]
+    return sum(c.total + c.mtp for c in layers) + 3 * _norm_size(spec) + 2 * h * h

@@ -74,6 +74,11 @@ class Tower:
     #: Kimi-K3: the width q, k and v project to (`qkv_hidden_size`, 12 heads of 128 = 1536 over a
     #: 1024-wide tower); 0 = the tower width.
     qkv_hidden_size: int = 0
+    #: Mistral 3 (Mistral3Config, top level): the projector's patch merger (spatial_merge_size, patches
+    #: merged per side), its vision feature layers and whether its linears have biases.
+    patch_merge: int = 2
+    feature_layers: int = 1
+    projector_bias: bool = False
 
 
 def _vit_encoder(hidden: int, inter: int, layers: int, bias: bool = True) -> int:
@@ -201,6 +206,19 @@ def gemma4_vision_params(t: Tower, text_hidden: int) -> int:
     return embed + t.num_hidden_layers * block + 2 * h * t.standardize + h * text_hidden
 
 
+def pixtral_mistral3_params(t: Tower, text_hidden: int) -> int:
+    """PixtralVisionModel + Mistral3MultiModalProjector (transformers modeling_pixtral.py,
+    modeling_mistral3.py): a bias-free patch conv (channels x patch^2 -> h) and ln_pre (RMSNorm); per
+    layer bias-free q, k, v, o of h x h, a gated MLP (gate, up, down of h x i) and two RMSNorms; the
+    projector's RMSNorm over h, the patch merger (h x merge^2 -> h, no bias), linear_1 (h x feature
+    layers -> text hidden) and linear_2 (text -> text), with biases when multimodal_projector_bias.
+    Mistral-Small-4: 403,305,472 + 25,166,848 = 428,472,320."""
+    h, i, m = t.hidden_size, t.intermediate_size, t.patch_merge
+    tower = t.num_channels * t.patch_size**2 * h + h + t.num_hidden_layers * (4 * h * h + 3 * h * i + 2 * h)
+    linears = h * t.feature_layers * text_hidden + text_hidden * text_hidden
+    return tower + h + h * m * m * h + linears + 2 * text_hidden * t.projector_bias
+
+
 def generic_vit_params(t: Tower, text_hidden: int) -> int:
     """Estimate for other towers: ViT encoder + patch embedding + a 2-layer MLP projector."""
     h = t.hidden_size
@@ -227,4 +245,6 @@ def tower_params(t: Tower, composite_type: str, text_hidden: int) -> tuple[int, 
         return moonvit3d_params(t), True
     if t.model_type == KIMI_K3_VISION:
         return kimi_k3_vision_params(t, text_hidden), True
+    if t.model_type == "pixtral" and composite_type == "mistral3" and t.intermediate_size:
+        return pixtral_mistral3_params(t, text_hidden), True
     return generic_vit_params(t, text_hidden), False

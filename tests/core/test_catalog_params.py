@@ -36,10 +36,6 @@ def _fixed(gap: int) -> Callable[[ModelSpec, ParamCounts], int]:
 #: DeepSeek-V3/R1/V3.1: MTP layer (computed) + the F32 weight_scale_inv tensors of the FP8 blocks.
 _DEEPSEEK_FP8_SCALES = 1_894_898_576
 
-#: Nemotron-3-Super's MTP attention sublayer: q and o 4096 x 4096, k and v 4096 x 256 (2 KV heads of
-#: 128), and its RMSNorm of 4096.
-_SUPER_MTP_ATTENTION = 2 * 4096 * 4096 + 2 * 4096 * 256 + 4096
-
 #: name -> (word the entry's params_source must contain, the gap published - config-derived).
 GAPS: dict[str, tuple[str, Callable[[ModelSpec, ParamCounts], int]]] = {
     "Qwen3-0.6B": ("lm_head", _lm_head),
@@ -61,6 +57,8 @@ GAPS: dict[str, tuple[str, Callable[[ModelSpec, ParamCounts], int]]] = {
     "MiniMax-M2": ("scale", _fixed(13_880_064)),  # 128x128 blocks: experts 13,713,408 + attention 166,656
     "Kimi-VL-A3B-Instruct": ("estimate", _fixed(28_849_984)),  # MoonViT: generic ViT estimate
     "Kimi-VL-A3B-Thinking": ("estimate", _fixed(28_849_984)),
+    # FP8 scale elements: 36 layers x (512 BF16 + 16 F32), inferred from the Hub's dtype totals
+    "Mistral-Small-4-119B-2603": ("scale", _fixed(19_008)),
     "Kimi-K3": ("A_log", _fixed(69 * 32)),  # A_log stored as 128 entries for 96 heads per KDA layer
     # Model-card totals rounded to 0.1B / 1B (no Hub safetensors total at hand): the gap is the rounding
     # plus what the card leaves out (Gemma 4: its vision tower, 572,794,416 / 575,743,536 here).
@@ -77,12 +75,10 @@ GAPS: dict[str, tuple[str, Callable[[ModelSpec, ParamCounts], int]]] = {
     "Qwen3.6-27B": ("MTP", lambda _s, c: c.mtp),
     "Qwen3.6-35B-A3B": ("MTP", lambda _s, c: c.mtp),
     # Nemotron 3: the Hub totals leave out the routers' e_score_correction_bias (n_routed_experts per
-    # MoE layer); Super's MTP block is '*E' (attention + MoE) where gpusize copies the last MoE layer
+    # MoE layer); Super's also counts its MTP block ('*E': attention + MoE, as vLLM builds it), so its
+    # gap is that block less the biases of 40 MoE layers and the MTP's own
     "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": ("e_score_correction_bias", _fixed(-23 * 128)),
-    "NVIDIA-Nemotron-3-Super-120B-A12B": (
-        "e_score_correction_bias",
-        lambda _s, c: c.mtp + _SUPER_MTP_ATTENTION - 41 * 512,
-    ),
+    "NVIDIA-Nemotron-3-Super-120B-A12B": ("e_score_correction_bias", lambda _s, c: c.mtp - 41 * 512),
 }
 
 MODELS = load_models()

@@ -23,5 +23,5 @@ def test_kv_from_text_tower_only() -> None:
 
 
 def test_other_towers_flagged_as_estimates() -> None:
-    spec, _ = catalog_counts("Mistral-Small-3.1-24B-Instruct-2503")
+    spec, _ = catalog_counts("Kimi-VL-A3B-Instruct")  # MoonViT: the generic ViT formula
     assert spec.vision is not None and not spec.vision.exact

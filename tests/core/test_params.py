@@ -30,6 +30,8 @@ CONFIG_DERIVED = {
     "Qwen__Qwen3.5-35B-A3B.json": 35_107_181_936,  # MTP layer excluded
     # the Hub total leaves out the routers' e_score_correction_bias (23 MoE layers x 128)
     "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json": 31_577_940_288,
+    # the text tower alone: Pixtral tower, Mistral3 projector and 19,008 FP8 scale elements excluded
+    "mistralai__Mistral-Small-4-119B-2603.json": 118_972_826_624,
 }
 
 #: Published active-parameter figures that are exact: OpenAI's gpt-oss model card (3.61B, 5.13B,

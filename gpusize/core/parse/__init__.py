@@ -27,7 +27,7 @@ from gpusize.core.parse.basics import (
     _rope,
     _torch_dtype,
 )
-from gpusize.core.parse.layout import _check_mixers, _layers, nemotron_blocks
+from gpusize.core.parse.layout import _check_mixers, _layers, nemotron_blocks, nemotron_mtp_layers
 from gpusize.core.parse.mixers import _compressed, _kimi_delta, _linear_attention, _mamba, _mla, _moe
 from gpusize.core.parse.quant import _quant
 from gpusize.core.parse.vision import _vision
@@ -151,6 +151,9 @@ def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, 
         quantization=_quant(config, text, f.where),
         num_nextn_predict_layers=f.integer(
             "num_nextn_predict_layers", "mtp_num_hidden_layers", kind="small", default=0, minimum=0
+        ),
+        mtp_layers=(
+            nemotron_mtp_layers(f, heads, kv_heads, intermediate, moe) if family == "nemotron_h" else ()
         ),
         max_context=_max_context(f, positions),
         rope_scaling=_rope(f),

@@ -211,15 +211,19 @@ _NEMOTRON_NAMES = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
 def nemotron_blocks(f: Fields) -> str | None:
     """Nemotron-H's block pattern, one character per layer, from `hybrid_override_pattern` or the
     `layers_block_type` list (Nemotron-3 Ultra and 3.5); None when the config has neither."""
-    if f.has("hybrid_override_pattern"):
-        pattern = f.string("hybrid_override_pattern") or ""
+    return _blocks(f, "hybrid_override_pattern", "layers_block_type")
+
+
+def _blocks(f: Fields, pattern_key: str, names_key: str) -> str | None:
+    """A Nemotron-H block pattern written as characters (`pattern_key`) or as a list of block names
+    (`names_key`, transformers 5 NemotronHConfig); None when the config has neither key."""
+    if f.has(pattern_key):
+        pattern = f.string(pattern_key) or ""
         bad = next((c for c in pattern if c not in _NEMOTRON_BLOCKS), None)
         if bad is not None:
-            raise ConfigError(
-                f"{f.where}: unknown block {echo(bad)} in hybrid_override_pattern (use M, *, - or E)"
-            )
+            raise ConfigError(f"{f.where}: unknown block {echo(bad)} in {pattern_key} (use M, *, - or E)")
         return pattern
-    key, names = f.first("layers_block_type")
+    key, names = f.first(names_key)
     if names is None:
         return None
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
@@ -228,6 +232,18 @@ def nemotron_blocks(f: Fields) -> str | None:
     if bad_name is not None:
         raise f.fail(key, "names an unknown block (use mamba, attention, mlp or moe)", bad_name)
     return "".join(_NEMOTRON_NAMES[n] for n in names)
+
+
+def nemotron_mtp_layers(
+    f: Fields, heads: int, kv_heads: int, intermediate: int, moe: MoESpec | None
+) -> tuple[LayerSpec, ...]:
+    """Nemotron-3's MTP step (vLLM nemotron_h_mtp.py NemotronHMultiTokenPredictor: one decoder layer
+    per character of `mtp_hybrid_override_pattern`, `*` attention and `E` MoE; Ultra and 3.5 write
+    the names in `mtp_layers_block_type`); () when the config names none."""
+    pattern = _blocks(f, "mtp_hybrid_override_pattern", "mtp_layers_block_type")
+    if not pattern:
+        return ()
+    return _pattern_layers(f, pattern, len(pattern), heads, kv_heads, intermediate, moe)
 
 
 def _pattern_layers(

@@ -4,6 +4,8 @@ Part of `core.parse`; the package assembles the ModelSpec from these readers."""
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from gpusize.core import vision as vision_towers
 from gpusize.core.fields import Fields, echo
 from gpusize.core.spec import VisionSpec
@@ -51,6 +53,7 @@ def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
         head_dim=vision.integer("head_dim", kind="width", default=0, minimum=0),
         standardize=vision.boolean("standardize", default=False),
         qkv_hidden_size=vision.integer("qkv_hidden_size", kind="width", default=0, minimum=0),
+        **_mistral3_projector(top, composite),
     )
     params, exact = vision_towers.tower_params(tower, top.string("model_type") or "", text_hidden)
     return VisionSpec(
@@ -68,6 +71,25 @@ def _vision(top: Fields, text_hidden: int) -> VisionSpec | None:
         out_hidden_size=tower.out_hidden_size,
         deepstack_layers=tower.deepstack_layers,
     )
+
+
+class _Mistral3Projector(TypedDict, total=False):
+    patch_merge: int
+    feature_layers: int
+    projector_bias: bool
+
+
+def _mistral3_projector(top: Fields, composite: str) -> _Mistral3Projector:
+    """Mistral3Config's projector fields (defaults: spatial_merge_size 2, vision_feature_layer -1,
+    multimodal_projector_bias false); none for other composites."""
+    if composite != "mistral3":
+        return {}
+    layers = top.raw.get("vision_feature_layer", -1)
+    return {
+        "patch_merge": top.integer("spatial_merge_size", kind="small", default=2),
+        "feature_layers": len(layers) if isinstance(layers, list) else 1,
+        "projector_bias": top.boolean("multimodal_projector_bias", default=False),
+    }
 
 
 #: Kimi-K3 vision_config switches and the one value gpusize counts (KimiK3VisionConfig's defaults,

@@ -107,6 +107,9 @@ class ModelSpec:
     quantization: QuantSpec | None = None
     #: Multi-token-prediction layers stored in the checkpoint (DeepSeek-V3, GLM-4.5, Qwen3-Next).
     num_nextn_predict_layers: int = 0
+    #: The decoder layers of one MTP step where the config names them (Nemotron-3
+    #: `mtp_hybrid_override_pattern` / `mtp_layers_block_type`); () = one copy of the last layer.
+    mtp_layers: tuple[LayerSpec, ...] = ()
     # Layer anatomy, resolved from the config and its family defaults.
     norm: str = "rms"
     norms_per_layer: int = 2
