@@ -36,7 +36,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import parse_config
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import EngineSettings, Request, StoredLayers, Workload, resolve
-from gpusize.serving import calibrated, load
+from gpusize.serving import calibrated, load, speed_ranges
 from gpusize.serving.throughput import LlamaCppPlacement, decode_step, prefill_seconds
 from gpusize.sources.catalog import find_gpu, find_model
 
@@ -822,6 +822,7 @@ def print_validation(loso: list[Row], in_sample: list[Row]) -> None:
                 f"- {' / '.join(key)}: {len(errors)} figures, "
                 f"{_stats(errors).replace(' | ', ' mean, worst ')}"
             )
+    print_ranges(loso)
     print()
     print("Tensor-parallel scaling (one source, same model, GPU and load at several TP sizes):")
     print()
@@ -900,6 +901,39 @@ def rows_from_results(path: Path = LOSO_RESULTS) -> list[Row]:
     by_id = {r.id: r for r in load_records()}
     data = json.loads(path.read_text())
     return [Row(by_id[d["record"]], d["figure"], d["measured"], d["predicted"]) for d in data["rows"]]
+
+
+def print_ranges(loso: list[Row]) -> None:
+    """The ranges answers print, per group (gpusize/serving/speed_ranges.py as `--write-ranges`
+    writes it from this run), and what an answer in each group shows (`load.speed_range`)."""
+    table = ranges_table(loso_result_rows(loso))
+    saved = speed_ranges.RANGES
+    speed_ranges.RANGES = table  # the lookup on this run's table, whatever the module on disk holds
+    try:
+        print()
+        print(
+            "Ranges printed with the answers (`--write-ranges`: gpusize/serving/speed_ranges.py): "
+            "measured / predicted, every figure counted, 10th-90th percentile (8 in 10) per group; "
+            f"a group with fewer than {load.MIN_RANGE_FIGURES} figures prints its engine's range "
+            "widened to hold them, an engine with fewer prints none (not calibrated):"
+        )
+        print()
+        print("| engine | arch | band | metric | figures | mean error | 8 in 10 within | an answer prints |")
+        print("|---|---|---|---|---:|---:|---|---|")
+        for (engine, arch, where, metric), (n, error, low, high) in table.items():
+            if arch == "*":
+                continue
+            name, _, vendor = engine.partition("/")
+            at = next(lo for lo, _, b in load.BANDS if b == where)
+            got = load.speed_range(name, vendor or "NVIDIA", arch == "MoE", at, metric)
+            shown = "its own" if got.basis == "group" else "not calibrated"
+            if got.basis == "engine":
+                shown = f"{got.low:g}-{got.high:g}x (engine's, widened)"
+            flag = " (above 30%)" if error > load.WIDE_GROUP_ERROR else ""
+            cells = (engine, arch, where, metric, str(n), f"{error:.1%}{flag}", f"{low:g}-{high:g}x", shown)
+            print(f"| {' | '.join(cells)} |")
+    finally:
+        speed_ranges.RANGES = saved
 
 
 #: Figures that are times (a smaller value is faster); the others are rates.
