@@ -423,6 +423,8 @@ def _evidence(pick: Layout, fitting: list[Layout]) -> str:
 
 def _why(pick: Layout, fitting: list[Layout], serves_all: bool) -> str:
     rate = f"{pick.aggregate_tokens_per_s:,.0f} tok/s" if pick.aggregate_tokens_per_s else "unknown tok/s"
+    if pick.aggregate_tokens_per_s_low is not None and pick.aggregate_tokens_per_s_high is not None:
+        rate += f" ({pick.aggregate_tokens_per_s_low:,.0f}-{pick.aggregate_tokens_per_s_high:,.0f})"
     head = (
         f"{layout_name(pick)}: holds {pick.capacity_sequences} sequences of this context, {rate} "
         "aggregate (estimate)"

@@ -555,7 +555,9 @@ CONTRACTS: dict[str, set[str]] = {
         "points[].max_concurrency",
         "points[].thin_margin",
     },
-    "which": {
+    "which": {f"models[].speed_range.{k}" for k in SPEED_RANGE_KEYS}
+    | {
+        "models[].speed_range",
         "assumptions",
         "assumptions.engine",
         "assumptions.layout",
@@ -591,6 +593,8 @@ CONTRACTS: dict[str, set[str]] = {
         "models[].replicas",
         "models[].tensor_parallel",
         "models[].tokens_per_s",
+        "models[].tokens_per_s_low",
+        "models[].tokens_per_s_high",
         "models[].weight_dtype",
         "num_gpus",
     },

@@ -144,3 +144,16 @@ def test_quote_carries_the_ranges_of_each_option() -> None:
     (option,) = [o for o in got["options"] if o["fits"]][:1]
     assert {r["metric"] for r in option["speed_ranges"]} >= {"aggregate", "ttft"}
     assert any("speed range, vLLM MoE" in n for n in got["assumptions"]["notes"])
+
+
+def test_which_ranges_each_speed_by_its_group() -> None:
+    got = json.loads(run_in_process("which", "--gpu", "L4", "--json").stdout)
+    fitting = [m for m in got["models"] if m["fits"] and m["tokens_per_s"]]
+    assert fitting
+    for m in fitting:
+        rng = m["speed_range"]
+        assert (rng["metric"], rng["band"]) == ("decode", "1")
+        assert m["tokens_per_s_low"] == pytest.approx(m["tokens_per_s"] * rng["low"])
+        assert m["tokens_per_s_high"] == pytest.approx(m["tokens_per_s"] * rng["high"])
+    assert {m["speed_range"]["arch"] for m in fitting} == {"dense", "MoE"}
+    assert any("speed range, vLLM MoE, 1 in flight" in n for n in got["assumptions"]["notes"])
