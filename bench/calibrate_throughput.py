@@ -657,6 +657,17 @@ def leave_one_source_out_rows(steps: int = 300, rounds: int = 2, restarts: int =
     every published constant within 2%."""
     global RESTARTS
     saved, saved_restarts = published_constants(), RESTARTS
+    # every engine's constants, not only the fitted names: a fold's `inherit` copies vLLM's fold
+    # constants into SGLang's and Transformers' (bandwidth efficiencies, per-layer and per-expert
+    # costs, MFU), which the published names do not cover
+    engines_saved = dict(calibrated.ENGINE_SPEED)
+
+    def restore() -> None:
+        calibrated.ENGINE_SPEED.clear()
+        calibrated.ENGINE_SPEED.update(engines_saved)
+        for name, value in saved.items():
+            set_constant(name, value)
+
     out: list[Row] = []
     try:
         RESTARTS = restarts
@@ -666,12 +677,10 @@ def leave_one_source_out_rows(steps: int = 300, rounds: int = 2, restarts: int =
                 print(f"# fold {i + 1}: {source} ({', '.join(sorted(engines))})", file=sys.stderr, flush=True)
                 fit(steps, rounds, exclude=frozenset(r.id for r in held), engines=engines)
             out += [Row(rec, f, m, predict(rec, f)) for rec in held for f, m in rec.figures.items()]
-            for name, value in saved.items():
-                set_constant(name, value)
+            restore()
     finally:
         RESTARTS = saved_restarts
-        for name, value in saved.items():
-            set_constant(name, value)
+        restore()
     return out
 
 

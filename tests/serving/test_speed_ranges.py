@@ -157,3 +157,22 @@ def test_which_ranges_each_speed_by_its_group() -> None:
         assert m["tokens_per_s_high"] == pytest.approx(m["tokens_per_s"] * rng["high"])
     assert {m["speed_range"]["arch"] for m in fitting} == {"dense", "MoE"}
     assert any("speed range, vLLM MoE, 1 in flight" in n for n in got["assumptions"]["notes"])
+
+
+def test_the_recorded_run_is_of_todays_model() -> None:
+    """A source no fit ever saw is predicted by the published constants as they are: its recorded
+    out-of-sample predictions must be today's. A change to the speed model or its constants fails
+    here until `python bench/calibrate_throughput.py --loso --write-ranges` re-ranges the answers."""
+    recorded = {(d["record"], d["figure"]): d["predicted"] for d in _document()["rows"]}
+    checked = 0
+    for held in cal.sources().values():
+        if cal.fold_engines(held) is not None:
+            continue
+        for rec in held:
+            for figure in rec.figures:
+                now = cal.predict(rec, figure)
+                if now is None:
+                    continue
+                assert recorded[(rec.id, figure)] == pytest.approx(now, rel=1e-9), (rec.id, figure)
+                checked += 1
+    assert checked > 30
