@@ -313,7 +313,7 @@ def evaluate_layout(
         ttft_s=ttft,
         ttft_s_low=ttft_low,
         ttft_s_high=ttft_high,
-        speed_ranges=tuple(dict.fromkeys(ranges)),
+        speed_ranges=load.shown_ranges(ranges, (per_request, aggregate, ttft)),
         bound=point.step.bound if point else None,
         kv_cache_bytes=at_load.kv_cache_bytes,
         headroom_bytes=at_load.headroom_bytes,

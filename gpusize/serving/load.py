@@ -12,6 +12,7 @@ Three load shapes, as the public benchmarks run them:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gpusize.core.engines import engine as engine_model
@@ -23,11 +24,15 @@ from gpusize.serving.throughput import LlamaCppPlacement, Speed, decode_step, pr
 
 __all__ = [
     "BANDS",
+    "METRIC_WORDS",
+    "MIN_RANGE_FIGURES",
+    "WIDE_GROUP_ERROR",
     "LoadPoint",
     "SpeedRange",
     "band",
     "burst",
     "ranged",
+    "shown_ranges",
     "speed_range",
     "static_batch_seconds",
     "steady",
@@ -142,6 +147,12 @@ def speed_range(engine: str, vendor: str, moe: bool, concurrency: int, metric: s
         high = max(pooled[3], own[3]) if own else pooled[3]
         return made(low, high, "engine")
     return made(None, None, "none")
+
+
+def shown_ranges(ranges: Iterable[SpeedRange], values: Iterable[float | None]) -> tuple[SpeedRange, ...]:
+    """The ranges of the figures an answer shows (a value that is None, as a TTFT when the prefill
+    saturates, shows none), each once."""
+    return tuple(dict.fromkeys(r for r, v in zip(ranges, values, strict=True) if v is not None))
 
 
 def ranged(value: float | None, rng: SpeedRange) -> tuple[float | None, float | None]:

@@ -259,7 +259,7 @@ def _layout(
         ttft_s=ttft,
         ttft_s_low=ttft_low,
         ttft_s_high=ttft_high,
-        speed_ranges=tuple(dict.fromkeys(ranges)),
+        speed_ranges=load.shown_ranges(ranges, (per_request, aggregate, ttft)),
         bound="network" if point and network_s > 0.5 / max(per_request or 1, 1e-9) else "memory",
         kv_cache_bytes=kv,
         headroom_bytes=headroom,
