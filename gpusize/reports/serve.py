@@ -320,6 +320,14 @@ def build_serve_report(
                     if disaggregated and split is None
                     else []
                 )
+                + (
+                    [
+                        "speed not calibrated for the disaggregated split: no range shown (one published "
+                        "prefill/decode measurement to check it against, none out of sample)"
+                    ]
+                    if split is not None
+                    else []
+                )
             ),
         ),
         nodes=nodes,

@@ -176,3 +176,10 @@ def test_the_recorded_run_is_of_todays_model() -> None:
                 assert recorded[(rec.id, figure)] == pytest.approx(now, rel=1e-9), (rec.id, figure)
                 checked += 1
     assert checked > 30
+
+
+def test_the_disaggregated_split_says_not_calibrated() -> None:
+    args = ("serve", "Llama-3.1-70B", "--users", "32", "--gpu", "H100", "--gpus", "8", "--disaggregate")
+    out = run_in_process(*args, env={"NO_COLOR": "1", "COLUMNS": "200"})
+    assert out.code in (0, 1), out.stderr
+    assert "speed not calibrated for the disaggregated split: no range shown" in " ".join(out.stdout.split())
