@@ -10,6 +10,9 @@ setting, measured, predicted, residual) with per-engine MAE and worst case, cali
     python bench/calibrate_throughput.py --fit    # refit and print the constants to paste
     python bench/calibrate_throughput.py --loso > bench/VALIDATION.md   # leave one source out
     python bench/calibrate_throughput.py --moe-kernel --loso   # the same for the tried MoE model
+    python bench/calibrate_throughput.py --loso --write-ranges   # ... and re-range the answers:
+        # bench/results/loso.json and gpusize/serving/speed_ranges.py (`--from-results`: from the
+        # recorded loso.json, no refit)
 
 tests/serving/test_throughput_conformance.py imports this module: it recomputes the fit and checks the
 holdout figures against their tolerances.
@@ -34,7 +37,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import parse_config
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import EngineSettings, Request, StoredLayers, Workload, resolve
-from gpusize.serving import calibrated, load
+from gpusize.serving import calibrated, load, speed_ranges
 from gpusize.serving.throughput import LlamaCppPlacement, decode_step, prefill_seconds
 from gpusize.sources.catalog import find_gpu, find_model
 
@@ -658,46 +661,6 @@ def fit(
     return published_constants()
 
 
-def leave_one_out_rows(steps: int = 400) -> list[Row]:
-    """Each calibration figure predicted by a fit that did not see its record: every stage that uses
-    the record is refitted without it (from the published constants), the record predicted, the
-    constants restored."""
-    saved = published_constants()
-    out = []
-    for rec in load_records():
-        if rec.set != "calibration":
-            continue
-        for engines, classes, names in STAGES:
-            if rec.engine in engines and any(fit_class(rec, f) in classes for f in rec.figures):
-                fit_stage(engines, classes, names, steps, leave_out=rec.id)
-        out += [Row(rec, f, m, predict(rec, f)) for f, m in rec.figures.items()]
-        for name, value in saved.items():
-            set_constant(name, value)
-    return out
-
-
-def spread(table: list[Row]) -> dict[tuple[str, str], tuple[float, float]]:
-    """(engine, class) -> (10th, 90th percentile) of measured / predicted over leave-one-out rows of
-    the calibration set (known misses out): the range an estimate is shown with. For TTFT the ratio
-    is of times."""
-    groups: dict[tuple[str, str], list[float]] = {}
-    for row in table:
-        r = row.record
-        if r.set != "calibration" or row.predicted is None or row.figure in r.known_miss:
-            continue
-        groups.setdefault((r.engine, row.kind), []).append(row.measured / row.predicted)
-    out = {}
-    for key, ratios in sorted(groups.items()):
-        if len(ratios) >= SPREAD_MIN_RECORDS:
-            deciles = statistics.quantiles(ratios, n=10, method="inclusive")
-            out[key] = (round(deciles[0], 2), round(deciles[-1], 2))
-    return out
-
-
-#: Fewest calibration figures an engine needs for its own range; below, `load.spread` uses vLLM's.
-SPREAD_MIN_RECORDS = 4
-
-
 def published_constants() -> dict[str, float]:
     return {name: constant(name) for _, _, names in STAGES for name in names}
 
@@ -744,6 +707,17 @@ def leave_one_source_out_rows(steps: int = 300, rounds: int = 2, restarts: int =
     every published constant within 2%."""
     global RESTARTS
     saved, saved_restarts = published_constants(), RESTARTS
+    # every engine's constants, not only the fitted names: a fold's `inherit` copies vLLM's fold
+    # constants into SGLang's and Transformers' (bandwidth efficiencies, per-layer and per-expert
+    # costs, MFU), which the published names do not cover
+    engines_saved = dict(calibrated.ENGINE_SPEED)
+
+    def restore() -> None:
+        calibrated.ENGINE_SPEED.clear()
+        calibrated.ENGINE_SPEED.update(engines_saved)
+        for name, value in saved.items():
+            set_constant(name, value)
+
     out: list[Row] = []
     try:
         RESTARTS = restarts
@@ -753,12 +727,10 @@ def leave_one_source_out_rows(steps: int = 300, rounds: int = 2, restarts: int =
                 print(f"# fold {i + 1}: {source} ({', '.join(sorted(engines))})", file=sys.stderr, flush=True)
                 fit(steps, rounds, exclude=frozenset(r.id for r in held), engines=engines)
             out += [Row(rec, f, m, predict(rec, f)) for rec in held for f, m in rec.figures.items()]
-            for name, value in saved.items():
-                set_constant(name, value)
+            restore()
     finally:
         RESTARTS = saved_restarts
-        for name, value in saved.items():
-            set_constant(name, value)
+        restore()
     return out
 
 
@@ -769,12 +741,10 @@ TARGET_ROWS = (
     ("TTFT under load (concurrency >= 8)", "ttft", 8, 0.25),
 )
 
-#: Concurrency bands the validation is reported by (sequences in flight).
-BANDS = ((1, 1, "1"), (2, 7, "2-7"), (8, 31, "8-31"), (32, 1 << 30, "32+"))
-
-
-def band(concurrency: int) -> str:
-    return next(name for low, high, name in BANDS if low <= concurrency <= high)
+#: Concurrency bands the validation is reported by (sequences in flight): the product's, which its
+#: printed ranges are grouped by.
+BANDS = load.BANDS
+band = load.band
 
 
 def validation_groups(
@@ -911,6 +881,7 @@ def print_validation(loso: list[Row], in_sample: list[Row]) -> None:
                 f"- {' / '.join(key)}: {len(errors)} figures, "
                 f"{_stats(errors).replace(' | ', ' mean, worst ')}"
             )
+    print_ranges(loso)
     print()
     print("Tensor-parallel scaling (one source, same model, GPU and load at several TP sizes):")
     print()
@@ -937,6 +908,181 @@ def print_validation(loso: list[Row], in_sample: list[Row]) -> None:
         print(f"| [{short[:70]}]({source}) | {len(recs)} | {refit} | {len(errors)} | {_stats(errors)} |")
 
 
+# --------------------------------------------------------------------------- printed ranges
+
+#: The leave-one-source-out result of the last `--loso --write-ranges` run: every figure, measured and
+#: predicted out of sample, with its group; gpusize/serving/speed_ranges.py is derived from it
+#: (`ranges_table`), and tests/serving/test_speed_ranges.py recomputes the table from this file.
+LOSO_RESULTS = ROOT / "bench" / "results" / "loso.json"
+RANGES_MODULE = ROOT / "gpusize" / "serving" / "speed_ranges.py"
+
+
+def loso_result_rows(loso: list[Row]) -> list[dict[str, Any]]:
+    """The rows of LOSO_RESULTS: one per figure with a prediction, keyed by its group."""
+    out = []
+    for row in loso:
+        if row.predicted is None:
+            continue
+        r = row.record
+        out.append(
+            {
+                "record": r.id,
+                "source": r.source,
+                "figure": row.figure,
+                "engine": r.group,
+                "arch": "MoE" if scenario(r.id).spec.moe else "dense",
+                "band": band(r.concurrency),
+                "metric": row.kind,
+                "known_miss": row.figure in r.known_miss,
+                "measured": row.measured,
+                "predicted": row.predicted,
+            }
+        )
+    return out
+
+
+def write_loso_results(loso: list[Row], path: Path = LOSO_RESULTS) -> None:
+    import datetime
+    import json
+
+    document = {
+        "generated": datetime.date.today().isoformat(),
+        "command": "python bench/calibrate_throughput.py --loso --write-ranges",
+        "rows": loso_result_rows(loso),
+    }
+    path.write_text(json.dumps(document, indent=1) + "\n")
+
+
+def rows_from_results(path: Path = LOSO_RESULTS) -> list[Row]:
+    """The Rows of a recorded LOSO run (no refit): each record by id, its out-of-sample prediction."""
+    import json
+
+    by_id = {r.id: r for r in load_records()}
+    data = json.loads(path.read_text())
+    return [Row(by_id[d["record"]], d["figure"], d["measured"], d["predicted"]) for d in data["rows"]]
+
+
+def print_ranges(loso: list[Row]) -> None:
+    """The ranges answers print, per group (gpusize/serving/speed_ranges.py as `--write-ranges`
+    writes it from this run), and what an answer in each group shows (`load.speed_range`)."""
+    table = ranges_table(loso_result_rows(loso))
+    saved = speed_ranges.RANGES
+    speed_ranges.RANGES = table  # the lookup on this run's table, whatever the module on disk holds
+    try:
+        print()
+        print(
+            "Ranges printed with the answers (`--write-ranges`: gpusize/serving/speed_ranges.py): "
+            "measured / predicted, every figure counted, 10th-90th percentile (8 in 10) per group; "
+            f"a group with fewer than {load.MIN_RANGE_FIGURES} figures prints its engine's range "
+            "widened to hold them, an engine with fewer prints none (not calibrated):"
+        )
+        print()
+        print("| engine | arch | band | metric | figures | mean error | 8 in 10 within | an answer prints |")
+        print("|---|---|---|---|---:|---:|---|---|")
+        for (engine, arch, where, metric), (n, error, low, high) in table.items():
+            if arch == "*":
+                continue
+            name, _, vendor = engine.partition("/")
+            at = next(lo for lo, _, b in load.BANDS if b == where)
+            got = load.speed_range(name, vendor or "NVIDIA", arch == "MoE", at, metric)
+            shown = "its own" if got.basis == "group" else "not calibrated"
+            if got.basis == "engine":
+                shown = f"{got.low:g}-{got.high:g}x (engine's, widened)"
+            flag = " (above 30%)" if error > load.WIDE_GROUP_ERROR else ""
+            cells = (engine, arch, where, metric, str(n), f"{error:.1%}{flag}", f"{low:g}-{high:g}x", shown)
+            print(f"| {' | '.join(cells)} |")
+    finally:
+        speed_ranges.RANGES = saved
+
+
+#: Figures that are times (a smaller value is faster); the others are rates.
+TIME_FIGURES = ("ttft_ms", "end_to_end_latency_s")
+
+
+def range_multiplier(row: dict[str, Any]) -> float:
+    """measured / predicted of one LOSO result row, in the unit of what its metric prints: a rate
+    (tok/s) for decode and aggregate, a time for ttft; so an estimate x the multiplier is the
+    measurement (a prefill rate under "ttft", or a latency under "aggregate", is inverted)."""
+    ratio = float(row["measured"]) / float(row["predicted"])
+    is_time = row["figure"] in TIME_FIGURES
+    return 1 / ratio if is_time != (row["metric"] == "ttft") else ratio
+
+
+def ranges_table(
+    result_rows: list[dict[str, Any]],
+) -> dict[tuple[str, str, str, str], tuple[int, float, float, float]]:
+    """(engine, arch, band, metric) -> (figures, mean |predicted / measured - 1|, low, high) over the
+    LOSO result rows, every figure counted (known misses included): low / high are the 10th / 90th
+    percentiles of `range_multiplier` (inclusive method), rounded outwards to 2 decimals, the
+    interval that holds 8 in 10 of the group's out-of-sample figures. Rows with arch and band "*"
+    pool all of an engine's figures of the metric."""
+    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    for row in result_rows:
+        for key in (
+            (row["engine"], row["arch"], row["band"], row["metric"]),
+            (row["engine"], "*", "*", row["metric"]),
+        ):
+            groups.setdefault(key, []).append(row)
+    out = {}
+    for key, members in sorted(groups.items()):
+        ratios = [range_multiplier(r) for r in members]
+        errors = [abs(float(r["predicted"]) / float(r["measured"]) - 1) for r in members]
+        if len(ratios) > 1:
+            deciles = statistics.quantiles(ratios, n=10, method="inclusive")
+            low, high = deciles[0], deciles[-1]
+        else:
+            low = high = ratios[0]
+        out[key] = (
+            len(members),
+            round(statistics.fmean(errors), 3),
+            math.floor(low * 100) / 100,
+            math.ceil(high * 100) / 100,
+        )
+    return out
+
+
+def ranges_module(document: dict[str, Any]) -> str:
+    """The text of gpusize/serving/speed_ranges.py for a LOSO result document (as ruff formats it)."""
+    import json
+
+    table = ranges_table(document["rows"])
+    lines = [
+        '"""The ranges printed with gpusize\'s speed estimates, out of sample by source (generated data).',
+        "",
+        "GENERATED by `python bench/calibrate_throughput.py --loso --write-ranges` (do not edit; rerun",
+        "it after any change to the speed model or its constants): every published figure of",
+        "tests/data/throughput_records.yaml predicted by a fit that never saw its source (leave one source",
+        'out, bench/VALIDATION.md), recorded in bench/results/loso.json, grouped by engine ("/AMD": the',
+        "ROCm builds), dense or MoE, concurrency band (sequences in flight per engine instance) and",
+        "metric (decode: one sequence; aggregate: tok/s under load, per request or in total; ttft). Every",
+        "figure is counted, the known misses included. `gpusize.serving.load.speed_range` picks an",
+        "answer's group.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        '__all__ = ["GENERATED", "RANGES"]',
+        "",
+        "#: The date of the LOSO run the ranges come from.",
+        f"GENERATED = {json.dumps(document['generated'])}",
+        "",
+        "#: (engine, arch, band, metric) -> (figures, mean |predicted / measured - 1|, low, high): low and",
+        "#: high multiply an estimate (for ttft, a time) to give the interval that holds 8 in 10 of the",
+        "#: group's measured / predicted ratios (10th and 90th percentiles, rounded outwards). Arch and",
+        '#: band "*": all of the engine\'s figures of the metric, pooled.',
+        "RANGES: dict[tuple[str, str, str, str], tuple[int, float, float, float]] = {",
+    ]
+    lines += [f"    ({', '.join(json.dumps(k) for k in key)}): {value!r}," for key, value in table.items()]
+    lines += ["}", ""]
+    return "\n".join(lines)
+
+
+def write_ranges(path: Path = LOSO_RESULTS, module: Path = RANGES_MODULE) -> None:
+    import json
+
+    module.write_text(ranges_module(json.loads(path.read_text())))
+
+
 if __name__ == "__main__":
     if "--moe-kernel" in sys.argv:
         use_moe_kernel()
@@ -946,9 +1092,11 @@ if __name__ == "__main__":
         print()
     table = rows()
     if "--loso" in sys.argv:
-        print_validation(leave_one_source_out_rows(), table)
+        loso = rows_from_results() if "--from-results" in sys.argv else leave_one_source_out_rows()
+        if "--write-ranges" in sys.argv and "--from-results" not in sys.argv:
+            write_loso_results(loso)
+        if "--write-ranges" in sys.argv:
+            write_ranges()
+        print_validation(loso, table)
         sys.exit(0)
     print_table(table)
-    if "--spread" in sys.argv:
-        print()
-        print("SPREAD =", spread(leave_one_out_rows()))

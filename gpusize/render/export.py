@@ -189,8 +189,9 @@ def plain_assumptions(report: QuoteReport) -> list[tuple[str, str]]:
         (
             "Speed",
             "estimated from a model fitted to published benchmark results, not measured on this "
-            "hardware; a range (low to high) is where 8 in 10 of that model's errors on benchmarks it "
-            "was not fitted to fell",
+            "hardware; a range (low to high) is where 8 in 10 of that model's errors fell on the published "
+            "benchmarks of the figure's group (engine, dense or MoE, load), each predicted by a fit that "
+            "never saw its source",
         ),
         ("Prices", a.prices),
         ("Power", a.power),

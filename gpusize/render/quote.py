@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from gpusize.render.format import fmt_float, fmt_gib, fmt_int, human_tokens
+from gpusize.render.format import fmt_float, fmt_gib, fmt_int, fmt_range, human_tokens
 from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, block, paragraph, safe, said_once
 from gpusize.reports.quote import QuoteReport
@@ -195,9 +195,12 @@ def load_lines(report: QuoteReport) -> list[str]:
             one += f" on a thin margin ({THIN_MARGIN_NOTE})"
         layout = option_layout(o)
         target = "meets" if o.meets_targets else "misses"
+        speed = fmt_range(
+            o.per_request_tokens_per_s, o.per_request_tokens_per_s_low, o.per_request_tokens_per_s_high, 1
+        )
         lines.append(
             f"- {o.num_gpus}x {o.gpu} ({layout}): {one}, {fleet}{per_user}{per_m}; "
-            f"{fmt_float(o.per_request_tokens_per_s)} tok/s per user (estimate), {target} the targets"
+            f"{speed} tok/s per user (estimate), {target} the targets"
         )
     return lines
 

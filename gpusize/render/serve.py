@@ -73,8 +73,8 @@ SERVE_COLUMNS: list[tuple[Column, Callable[[Layout], str]]] = [
 ]
 
 TABLE_TITLE = (
-    "Layouts on one server (throughput, TTFT and cost are estimates; a range holds 8 in 10 of the "
-    "estimate's errors on published benchmarks)"
+    "Layouts on one server (throughput, TTFT and cost are estimates; a range holds 8 in 10 of its "
+    "group's errors on published benchmarks, out of sample by source)"
 )
 
 #: The text answer's assumptions, in a few words (the fitted constants, their sources and the load

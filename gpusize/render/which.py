@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpusize.render.fit import VERDICT_STYLES
-from gpusize.render.format import fmt_gib, fmt_int, human_tokens
+from gpusize.render.format import fmt_gib, fmt_int, fmt_range, human_tokens
 from gpusize.render.sheet import ValueColumn, assumption_items, sheet_markdown, value_csv
 from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, paragraph
@@ -58,7 +58,12 @@ WHICH_COLUMNS: list[tuple[Column, Callable[[ModelFit], str]]] = [
         Column("concurrency", "right", priority=6, short="conc."),
         lambda r: f"{r.max_concurrency:.1f}x" if r.max_concurrency is not None else "-",
     ),
-    (Column("tok/s", "right", priority=7), lambda r: f"{r.tokens_per_s:,.0f}" if r.tokens_per_s else "-"),
+    (
+        Column("tok/s", "right", priority=7),
+        lambda r: (
+            fmt_range(r.tokens_per_s, r.tokens_per_s_low, r.tokens_per_s_high) if r.tokens_per_s else "-"
+        ),
+    ),
     (Column("why not", prose=True), lambda r: r.reason or ""),
 ]
 

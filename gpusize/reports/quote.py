@@ -20,6 +20,7 @@ from gpusize.reports.common import (
     gpu_files,
     model_facts,
     price_note,
+    speed_range_notes,
 )
 from gpusize.reports.fit import model_notes
 from gpusize.serving import economics, throughput
@@ -190,6 +191,7 @@ def build_quote(
                 model_notes(resolved, spec, work)
                 + gpu_file_notes(gpus)
                 + device_notes(gpus)
+                + speed_range_notes(r for o in options if o.fits for r in o.speed_ranges)
                 + [plan.words() for plan in (nodes or {}).values()][:1]
             ),
         ),

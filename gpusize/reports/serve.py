@@ -22,6 +22,7 @@ from gpusize.reports.common import (
     gpu_files,
     model_facts,
     price_note,
+    speed_range_notes,
 )
 from gpusize.reports.fit import model_notes
 from gpusize.serving import calibrated, economics, throughput
@@ -310,10 +311,21 @@ def build_serve_report(
                 model_notes(resolved, spec, work)
                 + gpu_file_notes([gpu])
                 + device_notes([gpu])
+                + speed_range_notes(
+                    r for x in ([pick] if pick else []) + layouts if x.fits for r in x.speed_ranges
+                )
                 + ([nodes.words()] if nodes else [])
                 + (
                     ["--disaggregate: no split of these GPUs runs the model in a prefill and a decode pool"]
                     if disaggregated and split is None
+                    else []
+                )
+                + (
+                    [
+                        "speed not calibrated for the disaggregated split: no range shown (one published "
+                        "prefill/decode measurement to check it against, none out of sample)"
+                    ]
+                    if split is not None
                     else []
                 )
             ),

@@ -9,7 +9,14 @@ from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import CatalogModel
 from gpusize.core.workload import Request
-from gpusize.reports.common import NOT_IN_SHEETS, GpuFile, device_notes, gpu_file_notes, gpu_files
+from gpusize.reports.common import (
+    NOT_IN_SHEETS,
+    GpuFile,
+    device_notes,
+    gpu_file_notes,
+    gpu_files,
+    speed_range_notes,
+)
 from gpusize.serving.which import SORTS, CatalogEntry, ModelFit, Sort, models_that_fit
 
 __all__ = ["WhichAssumptions", "WhichReport", "build_which"]
@@ -94,6 +101,11 @@ def build_which(
             "that split is not valid, the largest valid one as replicas",
             quantized_builds=builds,
             gpu_files=gpu_files([gpu]),
-            notes=notes + tuple(gpu_file_notes([gpu]) + device_notes([gpu])),
+            notes=notes
+            + tuple(
+                gpu_file_notes([gpu])
+                + device_notes([gpu])
+                + speed_range_notes(r.speed_range for r in rows if r.fits and r.speed_range)
+            ),
         ),
     )

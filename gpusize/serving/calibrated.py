@@ -34,7 +34,6 @@ __all__ = [
     "LAYER_SPLIT_HOP_S",
     "MEMORY_CLASSES",
     "ROW_SPLIT_SYNC_S",
-    "SPREAD",
     "EngineSpeed",
     "engine_speed",
 ]
@@ -159,19 +158,6 @@ ROW_SPLIT_SYNC_S = 0.00013
 #: host measured at ~102 GB/s).
 DEFAULT_HOST_GBPS = 89.6
 HOST_EFFICIENCY = 0.394
-
-#: (low, high) multipliers of an estimate, by engine and figure: the 10th and 90th percentiles of
-#: measured / predicted over the calibration records, each predicted by a fit that left its record
-#: out (`python bench/calibrate_throughput.py --spread`). For "ttft" the ratio is of times. An engine
-#: without enough records of a figure (fewer than 4) uses vLLM's (`gpusize.serving.load.spread`).
-SPREAD: dict[tuple[str, str], tuple[float, float]] = {
-    ("llamacpp", "decode"): (0.9, 1.05),
-    ("llamacpp", "ttft"): (0.88, 1.14),
-    ("sglang", "aggregate"): (0.83, 1.14),
-    ("vllm", "aggregate"): (0.78, 1.25),
-    ("vllm", "decode"): (0.87, 1.34),
-    ("vllm", "ttft"): (0.7, 1.31),
-}
 
 
 def engine_speed(name: str) -> EngineSpeed:

@@ -11,7 +11,7 @@ requested context (llama.cpp: the parallel slots that fit); load is spread evenl
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
@@ -121,7 +121,8 @@ class Layout:
     thin_margin: bool = False
     #: Each user in flight gets the targets (the decode speed floor, the TTFT limit): serving/targets.py.
     meets_targets: bool = False
-    # Estimates, each with its range (10th-90th percentile of the calibration residuals).
+    # Estimates, each with its range: where 8 in 10 of its group's published figures fell, each
+    # predicted by a fit that never saw its source (`speed_ranges`, below; serving/load.speed_range).
     per_request_tokens_per_s: float | None = None
     per_request_tokens_per_s_low: float | None = None
     per_request_tokens_per_s_high: float | None = None
@@ -131,6 +132,9 @@ class Layout:
     ttft_s: float | None = None
     ttft_s_low: float | None = None
     ttft_s_high: float | None = None
+    #: The ranges above, one per group they come from (engine, dense/MoE, band, metric): the JSON's
+    #: `speed_ranges[]`; a range with `basis` "none" is a speed not calibrated there (no low / high).
+    speed_ranges: tuple[load.SpeedRange, ...] = field(default=(), metadata={"sheet": False})
     bound: str | None = None
     #: Per GPU at the load (each replica holding its share of the sequences in flight): the KV cache
     #: they take and the memory left beyond it.
@@ -207,11 +211,16 @@ def _capacity(spec: ModelSpec, gpu: GpuSpec, group: int, work: Workload) -> tupl
     return model.evaluate(spec, gpu, group, work.with_context(work.context_tokens, batch=lo)), lo
 
 
-def _ranged(value: float | None, engine_name: str, figure: str) -> tuple[float | None, float | None]:
-    if value is None:
-        return None, None
-    low, high = load.spread(engine_name, figure)
-    return value * low, value * high
+def speed_ranges_for(
+    spec: ModelSpec, gpu: GpuSpec, work: Workload, per_instance: int, per_kind: str
+) -> tuple[load.SpeedRange, load.SpeedRange, load.SpeedRange]:
+    """The ranges of a layout's per-request speed (`per_kind`: decode for one sequence, else
+    aggregate), aggregate and TTFT, by the group of `per_instance` sequences in flight per engine."""
+
+    def of(metric: str) -> load.SpeedRange:
+        return load.speed_range(work.engine.name, gpu.vendor, spec.moe is not None, per_instance, metric)
+
+    return of(per_kind), of("aggregate"), of("ttft")
 
 
 def evaluate_layout(
@@ -279,7 +288,10 @@ def evaluate_layout(
     ttft = point.ttft_s if point else None
     per_kind = "decode" if point and point.sequences == 1 else "aggregate"
     cost = economics.cost_per_million_tokens(price, aggregate) if price and aggregate else None
-    agg_low, agg_high = _ranged(aggregate, work.engine.name, "aggregate")
+    ranges = speed_ranges_for(spec, gpu, work, math.ceil(in_flight / replicas), per_kind)
+    per_low, per_high = load.ranged(per_request, ranges[0])
+    agg_low, agg_high = load.ranged(aggregate, ranges[1])
+    ttft_low, ttft_high = load.ranged(ttft, ranges[2])
     return Layout(
         replicas=replicas,
         tensor_parallel=engine_tp,
@@ -293,14 +305,15 @@ def evaluate_layout(
         serves_all=in_flight <= capacity,
         thin_margin=thin,
         per_request_tokens_per_s=per_request,
-        per_request_tokens_per_s_low=_ranged(per_request, work.engine.name, per_kind)[0],
-        per_request_tokens_per_s_high=_ranged(per_request, work.engine.name, per_kind)[1],
+        per_request_tokens_per_s_low=per_low,
+        per_request_tokens_per_s_high=per_high,
         aggregate_tokens_per_s=aggregate,
         aggregate_tokens_per_s_low=agg_low,
         aggregate_tokens_per_s_high=agg_high,
         ttft_s=ttft,
-        ttft_s_low=_ranged(ttft, work.engine.name, "ttft")[0],
-        ttft_s_high=_ranged(ttft, work.engine.name, "ttft")[1],
+        ttft_s_low=ttft_low,
+        ttft_s_high=ttft_high,
+        speed_ranges=load.shown_ranges(ranges, (per_request, aggregate, ttft)),
         bound=point.step.bound if point else None,
         kv_cache_bytes=at_load.kv_cache_bytes,
         headroom_bytes=at_load.headroom_bytes,
@@ -410,6 +423,8 @@ def _evidence(pick: Layout, fitting: list[Layout]) -> str:
 
 def _why(pick: Layout, fitting: list[Layout], serves_all: bool) -> str:
     rate = f"{pick.aggregate_tokens_per_s:,.0f} tok/s" if pick.aggregate_tokens_per_s else "unknown tok/s"
+    if pick.aggregate_tokens_per_s_low is not None and pick.aggregate_tokens_per_s_high is not None:
+        rate += f" ({pick.aggregate_tokens_per_s_low:,.0f}-{pick.aggregate_tokens_per_s_high:,.0f})"
     head = (
         f"{layout_name(pick)}: holds {pick.capacity_sequences} sequences of this context, {rate} "
         "aggregate (estimate)"

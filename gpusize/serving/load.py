@@ -1,6 +1,6 @@
 """Throughput and time to first token under load (pure): continuous batching of the sequences the KV
 cache and the scheduler admit, each request's prefill sharing the steps with the others' decode.
-Every figure is an ESTIMATE with a range (`spread`).
+Every figure is an ESTIMATE with a range (`speed_range`: out of sample by source).
 
 Three load shapes, as the public benchmarks run them:
 - `steady`: `users` clients each keep one request in flight (`vllm bench serve --max-concurrency N`;
@@ -12,15 +12,31 @@ Three load shapes, as the public benchmarks run them:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gpusize.core.engines import engine as engine_model
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
-from gpusize.serving import calibrated
+from gpusize.serving import calibrated, speed_ranges
 from gpusize.serving.throughput import LlamaCppPlacement, Speed, decode_step, prefill_seconds
 
-__all__ = ["LoadPoint", "burst", "spread", "static_batch_seconds", "steady"]
+__all__ = [
+    "BANDS",
+    "METRIC_WORDS",
+    "MIN_RANGE_FIGURES",
+    "WIDE_GROUP_ERROR",
+    "LoadPoint",
+    "SpeedRange",
+    "band",
+    "burst",
+    "ranged",
+    "shown_ranges",
+    "speed_range",
+    "static_batch_seconds",
+    "steady",
+]
 
 
 @dataclass(frozen=True)
@@ -35,11 +51,115 @@ class LoadPoint:
     step: Speed
 
 
-def spread(engine: str, figure: str) -> tuple[float, float]:
-    """(low, high) multipliers of an estimate of `figure` (decode | aggregate | ttft) for `engine`:
-    the 10th / 90th percentile of measured / predicted over the calibration records
-    (`calibrated.SPREAD`); an engine without its own uses vLLM's."""
-    return calibrated.SPREAD.get((engine, figure)) or calibrated.SPREAD.get(("vllm", figure), (1.0, 1.0))
+#: Concurrency bands the speed ranges are grouped by (sequences in flight per engine instance): the
+#: bands of bench/VALIDATION.md.
+BANDS = ((1, 1, "1"), (2, 7, "2-7"), (8, 31, "8-31"), (32, 1 << 62, "32+"))
+#: Fewest out-of-sample figures a group needs for a range of its own; a smaller group takes its
+#: engine's range of the metric (every band and architecture pooled), widened to hold its own.
+MIN_RANGE_FIGURES = 5
+#: The words of each metric a range is of.
+METRIC_WORDS = {
+    "decode": "single-sequence decode",
+    "aggregate": "tok/s under load",
+    "ttft": "time to first token",
+}
+#: A group whose out-of-sample mean error is above this is flagged in the answer (issue 25's bound).
+WIDE_GROUP_ERROR = 0.30
+
+
+def band(concurrency: int) -> str:
+    """The concurrency band (`BANDS`) of `concurrency` sequences in flight on one engine instance
+    (fewer than one, as a layout that holds none: the first band; beyond the last, the last)."""
+    return next((name for low, high, name in BANDS if low <= max(concurrency, 1) <= high), BANDS[-1][2])
+
+
+@dataclass(frozen=True)
+class SpeedRange:
+    """The range shown with one speed figure: where 8 in 10 of the published measurements of its group
+    fell against estimates made by a fit that never saw their source (`speed_ranges.RANGES`).
+
+    `low` / `high` multiply the estimate (for ttft, a time); None when the speed is not calibrated
+    there (`basis` "none": no group of the engine with enough figures). `basis` "group": the group's
+    own figures; "engine": too few of them, the engine's pooled range widened to hold them."""
+
+    metric: str
+    engine: str  # the engine, "/<vendor>" on a GPU other than NVIDIA's
+    arch: str  # dense | MoE
+    band: str  # sequences in flight per engine instance (`BANDS`)
+    figures: int  # out-of-sample figures of the group
+    mean_error: float | None  # their mean |predicted / measured - 1|
+    low: float | None
+    high: float | None
+    basis: str
+    engine_figures: int  # out-of-sample figures of the engine's metric, every group pooled
+    generated: str  # the date of the LOSO run
+
+    @property
+    def calibrated(self) -> bool:
+        return self.low is not None and self.high is not None
+
+    def where(self) -> str:
+        """The group in words, without the metric: "vLLM on AMD MoE, 2-7 in flight"."""
+        engine, _, vendor = self.engine.partition("/")
+        on = f" on {vendor}" if vendor else ""
+        return f"{engine_model(engine).label}{on} {self.arch}, {self.band} in flight"
+
+    def words(self) -> str:
+        """One plain line for the notes of an answer the range is printed with."""
+        engine, _, vendor = self.engine.partition("/")
+        who = engine_model(engine).label + (f" on {vendor}" if vendor else "")
+        group = f"{self.where()}, {METRIC_WORDS[self.metric]}"
+        error = f", mean error {self.mean_error:.0%}" if self.mean_error is not None else ""
+        wide = self.mean_error is not None and self.mean_error > WIDE_GROUP_ERROR
+        flag = f", above {WIDE_GROUP_ERROR:.0%}: read the range, not the estimate" if wide else ""
+        if self.low is None or self.high is None:
+            return f"{group}: not calibrated, no range shown ({self.figures} out-of-sample figures, too few)"
+        span = f"{self.low:g}-{self.high:g}x the estimate"
+        if self.basis == "engine":
+            pooled = f"{who}'s over its {self.engine_figures} figures of the metric"
+            if not self.figures:
+                return f"{group}: {span} ({pooled}: no figure of this group)"
+            return f"{group}: {span} ({pooled}, widened to hold this group's {self.figures}{error}{flag})"
+        return f"{group}: {span} (8 in 10 of {self.figures} figures out of sample by source{error}{flag})"
+
+
+def speed_range(engine: str, vendor: str, moe: bool, concurrency: int, metric: str) -> SpeedRange:
+    """The range of a `metric` (decode | aggregate | ttft) estimate for `engine` on a GPU of `vendor`,
+    a dense or MoE model, `concurrency` sequences in flight per engine instance: its group's, its
+    engine's pooled one when the group has fewer than MIN_RANGE_FIGURES figures (widened to hold
+    them), none ("not calibrated") when the engine has fewer of the metric."""
+    who = engine if vendor == "NVIDIA" else f"{engine}/{vendor}"
+    arch, where = ("MoE" if moe else "dense"), band(concurrency)
+    own = speed_ranges.RANGES.get((who, arch, where, metric))
+    pooled = speed_ranges.RANGES.get((who, "*", "*", metric))
+    figures, error = (own[0], own[1]) if own else (0, None)
+
+    def made(low: float | None, high: float | None, basis: str) -> SpeedRange:
+        pooled_n = pooled[0] if pooled else 0
+        return SpeedRange(
+            metric, who, arch, where, figures, error, low, high, basis, pooled_n, speed_ranges.GENERATED
+        )
+
+    if own and own[0] >= MIN_RANGE_FIGURES:
+        return made(own[2], own[3], "group")
+    if pooled and pooled[0] >= MIN_RANGE_FIGURES:
+        low = min(pooled[2], own[2]) if own else pooled[2]
+        high = max(pooled[3], own[3]) if own else pooled[3]
+        return made(low, high, "engine")
+    return made(None, None, "none")
+
+
+def shown_ranges(ranges: Iterable[SpeedRange], values: Iterable[float | None]) -> tuple[SpeedRange, ...]:
+    """The ranges of the figures an answer shows (a value that is None, as a TTFT when the prefill
+    saturates, shows none), each once."""
+    return tuple(dict.fromkeys(r for r, v in zip(ranges, values, strict=True) if v is not None))
+
+
+def ranged(value: float | None, rng: SpeedRange) -> tuple[float | None, float | None]:
+    """(low, high) of an estimate by its range; (None, None) when either is missing."""
+    if value is None or rng.low is None or rng.high is None:
+        return None, None
+    return value * rng.low, value * rng.high
 
 
 def steady(

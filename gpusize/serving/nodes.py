@@ -211,6 +211,7 @@ def _layout(
     note: str,
     reason: str | None,
     engine_name: str,
+    moe: bool,
 ) -> Layout:
     price = gpu.price_for(nodes * GPUS_PER_NODE)
     fits = reason is None and base is not None and base.per_gpu is not None and capacity >= 1
@@ -234,7 +235,13 @@ def _layout(
     per_request, aggregate, ttft = point if point else (None, None, None)
     kv = kv_per_seq_gpu * math.ceil(active / max(1, (GPUS_PER_NODE * nodes) if ep > 1 else 1))
     headroom = g.usable_bytes - (g.total_bytes - g.kv_cache_bytes) - kv
-    lo, hi = load.spread(engine_name, "aggregate")
+    per_kind = "decode" if in_flight <= 1 else "aggregate"
+    ranges = tuple(
+        load.speed_range(engine_name, gpu.vendor, moe, in_flight, m) for m in (per_kind, "aggregate", "ttft")
+    )
+    per_low, per_high = load.ranged(per_request, ranges[0])
+    agg_low, agg_high = load.ranged(aggregate, ranges[1])
+    ttft_low, ttft_high = load.ranged(ttft, ranges[2])
     cost = economics.cost_per_million_tokens(price, aggregate) if price and aggregate else None
     return Layout(
         fits=True,
@@ -244,29 +251,26 @@ def _layout(
         concurrent_sequences=active,
         serves_all=in_flight <= capacity,
         per_request_tokens_per_s=per_request,
-        per_request_tokens_per_s_low=per_request * load.spread(engine_name, "decode")[0]
-        if per_request
-        else None,
-        per_request_tokens_per_s_high=per_request * load.spread(engine_name, "decode")[1]
-        if per_request
-        else None,
+        per_request_tokens_per_s_low=per_low,
+        per_request_tokens_per_s_high=per_high,
         aggregate_tokens_per_s=aggregate,
-        aggregate_tokens_per_s_low=aggregate * lo if aggregate else None,
-        aggregate_tokens_per_s_high=aggregate * hi if aggregate else None,
+        aggregate_tokens_per_s_low=agg_low,
+        aggregate_tokens_per_s_high=agg_high,
         ttft_s=ttft,
-        ttft_s_low=ttft * load.spread(engine_name, "ttft")[0] if ttft else None,
-        ttft_s_high=ttft * load.spread(engine_name, "ttft")[1] if ttft else None,
+        ttft_s_low=ttft_low,
+        ttft_s_high=ttft_high,
+        speed_ranges=load.shown_ranges(ranges, (per_request, aggregate, ttft)),
         bound="network" if point and network_s > 0.5 / max(per_request or 1, 1e-9) else "memory",
         kv_cache_bytes=kv,
         headroom_bytes=headroom,
         network_s_per_step=network_s,
         usd_per_month=price * economics.HOURS_PER_MONTH if price else None,
         usd_per_million_tokens=cost,
-        usd_per_million_tokens_low=economics.cost_per_million_tokens(price, aggregate * hi)
-        if price and aggregate
+        usd_per_million_tokens_low=economics.cost_per_million_tokens(price, agg_high)
+        if price and agg_high
         else None,
-        usd_per_million_tokens_high=economics.cost_per_million_tokens(price, aggregate * lo)
-        if price and aggregate
+        usd_per_million_tokens_high=economics.cost_per_million_tokens(price, agg_low)
+        if price and agg_low
         else None,
         **common,  # type: ignore[arg-type]
     )
@@ -329,7 +333,15 @@ def _grown(
 ) -> Layout:
     """A TP x PP layout of one engine over every server, its speed with the network terms."""
     model = engine(work.engine.name)
-    common = {"gpu": gpu, "nodes": nodes, "tp": tp, "pp": pp, "ep": ep, "engine_name": work.engine.name}
+    common = {
+        "gpu": gpu,
+        "nodes": nodes,
+        "tp": tp,
+        "pp": pp,
+        "ep": ep,
+        "engine_name": work.engine.name,
+        "moe": spec.moe is not None,
+    }
     if base is None or not base.fits or base.per_gpu is None:
         return _layout(
             base,
@@ -453,7 +465,15 @@ def _expert(
         f"DP attention x EP={ep} over {nodes} servers: each MoE layer's dispatch and combine (all-to-all) "
         f"cross {link.words()}"
     )
-    common = {"gpu": gpu, "nodes": nodes, "tp": 1, "pp": 1, "ep": ep, "engine_name": work.engine.name}
+    common = {
+        "gpu": gpu,
+        "nodes": nodes,
+        "tp": 1,
+        "pp": 1,
+        "ep": ep,
+        "engine_name": work.engine.name,
+        "moe": spec.moe is not None,
+    }
     base, capacity, why = expert_parallel_plan(spec, gpu, nodes, work, why)
     if base is None or capacity < 1:
         return _layout(

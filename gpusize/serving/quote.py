@@ -17,6 +17,7 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.serving import economics
 from gpusize.serving.layouts import Demand, Layout, compare, recommend
+from gpusize.serving.load import SpeedRange
 from gpusize.serving.targets import READING_TOKENS_PER_S, Targets
 
 __all__ = [
@@ -71,6 +72,8 @@ class Option:
     aggregate_tokens_per_s_low: float | None
     aggregate_tokens_per_s_high: float | None
     ttft_s: float | None
+    #: Where the ranges above come from (out of sample by source): serving/load.SpeedRange.
+    speed_ranges: tuple[SpeedRange, ...] = field(default=(), metadata={"sheet": False})
     #: Each user gets the quote's Targets (speed floor, TTFT) on this option.
     meets_targets: bool
     usd_per_hour: float | None  # the whole server
@@ -213,6 +216,7 @@ def option_from(
         aggregate_tokens_per_s_low=layout.aggregate_tokens_per_s_low,
         aggregate_tokens_per_s_high=layout.aggregate_tokens_per_s_high,
         ttft_s=layout.ttft_s,
+        speed_ranges=layout.speed_ranges,
         meets_targets=fits and layout.meets_targets,
         usd_per_hour=layout.usd_per_hour,
         usd_per_month=layout.usd_per_month,

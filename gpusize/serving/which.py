@@ -23,7 +23,7 @@ from gpusize.core.suggest import Change
 from gpusize.core.weights import linear_bytes_per_gpu
 from gpusize.core.workload import Request, Workload
 from gpusize.errors import ConfigError, InputError
-from gpusize.serving import throughput
+from gpusize.serving import load, throughput
 from gpusize.units import GIB
 
 __all__ = [
@@ -125,6 +125,11 @@ class ModelFit:
     max_concurrency: float | None = None
     kv_cache_capacity_tokens: int | None = None  # per engine, as `fit --gpus N` reports it
     tokens_per_s: float | None = None  # one sequence at half the context, estimate (calibrated model)
+    #: Its range (`speed_range`: single-sequence decode of the engine, dense or MoE, out of sample by
+    #: source); None where not calibrated.
+    tokens_per_s_low: float | None = None
+    tokens_per_s_high: float | None = None
+    speed_range: load.SpeedRange | None = field(default=None, metadata={"sheet": False})
     #: Fits one sequence by less than the engine's error (core/plan.thin_margin, the rule of fit,
     #: serve and quote): the yes stands, the next size up is the safe choice.
     thin_margin: bool = False
@@ -227,6 +232,9 @@ def _fitting(
     speed = throughput.decode_step(
         spec, work, gpu, best.tensor_parallel, 1, work.context_tokens // 2, placement
     )
+    tokens = speed.per_sequence_tokens_per_s if speed else None
+    rng = load.speed_range(work.engine.name, gpu.vendor, spec.moe is not None, 1, "decode")
+    low, high = load.ranged(tokens, rng)
     return replace(
         _row(entry, spec, fits=True),
         weight_dtype=work.weight_dtype,
@@ -236,7 +244,10 @@ def _fitting(
         headroom_bytes=best.per_gpu.headroom_bytes,
         max_concurrency=best.max_concurrency,
         kv_cache_capacity_tokens=best.kv_cache_capacity_tokens,
-        tokens_per_s=speed.per_sequence_tokens_per_s if speed else None,
+        tokens_per_s=tokens,
+        tokens_per_s_low=low,
+        tokens_per_s_high=high,
+        speed_range=rng,
         thin_margin=best.thin_margin,
     )
 

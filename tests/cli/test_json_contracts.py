@@ -94,6 +94,17 @@ WORKLOAD = {
     "workload.weight_dtype",
 }
 
+#: The range each speed figure is printed with (serving/load.SpeedRange), under `<prefix>.speed_ranges[]`.
+SPEED_RANGE_KEYS = (
+    "arch", "band", "basis", "engine", "engine_figures", "figures", "generated", "high", "low",
+    "mean_error", "metric",
+)  # fmt: skip
+
+
+def speed_ranges(prefix: str) -> set[str]:
+    return {f"{prefix}.speed_ranges"} | {f"{prefix}.speed_ranges[].{k}" for k in SPEED_RANGE_KEYS}
+
+
 CONTRACTS: dict[str, set[str]] = {
     "fit": WORKLOAD
     | {
@@ -213,6 +224,8 @@ CONTRACTS: dict[str, set[str]] = {
         "one_gpu",
     },
     "serve": WORKLOAD
+    | speed_ranges("layouts[]")
+    | speed_ranges("recommendation")
     | {
         "assumptions",
         "assumptions.engine",
@@ -350,6 +363,8 @@ CONTRACTS: dict[str, set[str]] = {
         "serves_load",
     },
     "quote": WORKLOAD
+    | speed_ranges("options[]")
+    | speed_ranges("recommendation")
     | {
         "assumptions",
         "assumptions.buy_vs_rent",
@@ -540,7 +555,9 @@ CONTRACTS: dict[str, set[str]] = {
         "points[].max_concurrency",
         "points[].thin_margin",
     },
-    "which": {
+    "which": {f"models[].speed_range.{k}" for k in SPEED_RANGE_KEYS}
+    | {
+        "models[].speed_range",
         "assumptions",
         "assumptions.engine",
         "assumptions.layout",
@@ -576,6 +593,8 @@ CONTRACTS: dict[str, set[str]] = {
         "models[].replicas",
         "models[].tensor_parallel",
         "models[].tokens_per_s",
+        "models[].tokens_per_s_low",
+        "models[].tokens_per_s_high",
         "models[].weight_dtype",
         "num_gpus",
     },

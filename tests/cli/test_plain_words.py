@@ -44,7 +44,10 @@ def test_serve_assumptions_are_short_and_plain() -> None:
         assert jargon not in out, jargon
     assert "gpustack" not in text and "us per layer" not in text
     assert "details: --json" in text
-    assert "a range holds 8 in 10 of the estimate's errors" in " ".join(out.split())
+    assert (
+        "a range holds 8 in 10 of its group's errors on published benchmarks, out of sample by source"
+        in " ".join(out.split())
+    )
 
 
 def test_serve_keeps_the_assumptions_the_users_flags_set() -> None:

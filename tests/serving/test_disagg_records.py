@@ -1,6 +1,7 @@
 """The P/D rule (serving/disagg.py) against published disaggregated deployments
 (tests/data/pd_records.yaml): the measured split predicted within the throughput model's stated range
-(measured / predicted inside calibrated.SPREAD, bench/VALIDATION.md), or a stated miss; and
+(measured / predicted inside the range the answer prints: load.speed_range, out of sample by
+source, bench/VALIDATION.md), or a stated miss; and
 `serve --disaggregate` on each record's configuration gives a P/D layout and its comparison."""
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ import pytest
 import yaml
 
 from gpusize.core.network import node_link
-from gpusize.serving import disagg
-from gpusize.serving.calibrated import SPREAD
+from gpusize.serving import disagg, load
 from gpusize.serving.layouts import Demand, compare
 from gpusize.sources.catalog import find_gpu
 from tests.conftest import ROOT
@@ -48,6 +48,13 @@ def _predicted(use: dict[str, Any]) -> disagg.Disaggregated:
     return got
 
 
+def _range(engine: str, model: str, users: int, figure: str) -> tuple[float, float]:
+    """The (low, high) multipliers the answer prints for `figure` at `users` in flight (NVIDIA)."""
+    got = load.speed_range(engine, "NVIDIA", catalog_spec(model).moe is not None, users, figure)
+    assert got.low is not None and got.high is not None
+    return got.low, got.high
+
+
 def _misses(record: dict[str, Any]) -> list[str]:
     """Each figure whose measured / predicted is outside vLLM's stated range."""
     got = _predicted(record["use"])
@@ -63,7 +70,7 @@ def _misses(record: dict[str, Any]) -> list[str]:
         ("decode", "decode_tokens_per_s"),
         ("ttft", "ttft_s"),
     ):
-        low, high = SPREAD[(record["engine"], figure)]
+        low, high = _range(record["engine"], record["use"]["model"], record["use"]["users"], figure)
         value = predicted[figure]
         ratio = measured[key] / value if value else float("inf")
         if not low <= ratio <= high:
@@ -92,14 +99,15 @@ def test_the_measured_split_is_predicted_within_the_stated_range(record: dict[st
 def test_the_known_miss_is_the_one_stated() -> None:
     # the xfail above holds for the reason the record gives: the 48 users overrun the predicted
     # prefill pool and queue for it (TTFT inside the range), the aggregate is the pool's rate, about
-    # 1.9x the measured, and the decode speed is over the range too
+    # 1.9x the measured (inside the wide out-of-sample range of vLLM dense at 32+), and the decode
+    # speed is over the range
     (record,) = _records()
     got = _predicted(record["use"])
     assert not got.holds_load and got.prefill.utilization == 1.0
     assert got.ttft_s is not None and 0.9 < record["figures"]["ttft_s"] / got.ttft_s < 1.0
     assert 1.8 < got.aggregate_tokens_per_s / record["figures"]["aggregate_tokens_per_s"] < 2.0
     assert 17 < got.prefill.requests_per_s < 18.5
-    assert [m.split(":")[0] for m in _misses(record)] == ["aggregate", "decode"]
+    assert [m.split(":")[0] for m in _misses(record)] == ["decode"]
     # reason (1): the same source's aggregated baseline (1 x TP=4, 4 users) is within the aggregate
     # range but decodes slower than the fit and starts each request about half a second late
     use, base = record["use"], record["baseline"]
@@ -108,9 +116,12 @@ def test_the_known_miss_is_the_one_stated() -> None:
     demand = Demand(users=4, prompt_tokens=use["prompt_tokens"], output_tokens=use["output_tokens"])
     (tp4,) = [x for x in compare(spec, find_gpu(use["gpu"]), 4, work, demand) if x.tensor_parallel == 4]
     assert tp4.aggregate_tokens_per_s is not None and tp4.ttft_s is not None
-    low, high = SPREAD[("vllm", "aggregate")]
+    low, high = _range("vllm", use["model"], 4, "aggregate")
     assert low <= base["aggregate_tokens_per_s"] / tp4.aggregate_tokens_per_s <= high
-    assert base["decode_tokens_per_s"] / tp4.per_request_tokens_per_s < SPREAD[("vllm", "decode")][0]
+    # it decodes at 0.84x the fit: slower, within the range the answer prints at 4 users
+    assert base["decode_tokens_per_s"] / tp4.per_request_tokens_per_s < 0.9
+    assert tp4.per_request_tokens_per_s_low is not None
+    assert tp4.per_request_tokens_per_s_low <= base["decode_tokens_per_s"]
     assert base["ttft_s"] - tp4.ttft_s > 0.4
 
 

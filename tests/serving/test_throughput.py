@@ -171,11 +171,6 @@ def test_steady_load_and_ttft() -> None:
     assert abs(queued.aggregate_tokens_per_s - within.aggregate_tokens_per_s) < 1e-6
 
 
-def test_spread_falls_back_to_vllm() -> None:
-    assert load.spread("transformers", "decode") == calibrated.SPREAD[("vllm", "decode")]
-    assert load.spread("llamacpp", "decode") == calibrated.SPREAD[("llamacpp", "decode")]
-
-
 @settings(max_examples=40, deadline=None)
 @given(
     st.sampled_from(["Qwen3-8B", "gpt-oss-20b", "Llama-3.1-70B", "gemma-3-4b-it"]),

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from bench import calibrate_throughput as cal
+from gpusize.serving import calibrated
 
 
 def test_sources_partition_the_records() -> None:
@@ -65,10 +66,32 @@ def test_a_fold_never_sees_its_source(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cal, "fit", watched_fit)
     monkeypatch.setattr(cal, "RESTARTS", 1)
     monkeypatch.setattr(cal, "predict", lambda rec, figure: 1.0)
+    engines = dict(calibrated.ENGINE_SPEED)
     table = cal.leave_one_source_out_rows(steps=1, rounds=1)
     assert fold  # at least one source was refitted
     assert len(table) == sum(len(r.figures) for r in cal.load_records())
     assert cal.published_constants() == published
+    # every engine's constants, the ones a fold's `inherit` copies from vLLM included (SGLang's
+    # bandwidth efficiencies, per-layer and per-expert costs): a later source is predicted by them
+    assert dict(calibrated.ENGINE_SPEED) == engines
+
+
+def test_each_fold_predicts_with_the_published_constants_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source after a refitted one is predicted with every constant as published: a fold's
+    `inherit` must not leak vLLM's fold constants into SGLang's for the next source."""
+    monkeypatch.setattr(cal, "objective", lambda records, classes: 0.0)
+    monkeypatch.setattr(cal, "RESTARTS", 1)
+    engines = dict(calibrated.ENGINE_SPEED)
+    leaked: list[str] = []
+
+    def watched(rec: cal.Record, figure: str) -> float:
+        if cal.fold_engines(cal.sources()[rec.source]) is None and dict(calibrated.ENGINE_SPEED) != engines:
+            leaked.append(rec.id)
+        return 1.0
+
+    monkeypatch.setattr(cal, "predict", watched)
+    cal.leave_one_source_out_rows(steps=1, rounds=1)
+    assert leaked == []
 
 
 def test_validation_groups_and_bands() -> None:

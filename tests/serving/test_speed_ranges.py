@@ -1,0 +1,185 @@
+"""The ranges printed with speed answers (gpusize/serving/speed_ranges.py, serving/load.speed_range):
+out of sample by source, per group (engine, dense/MoE, concurrency band, metric), generated from the
+recorded leave-one-source-out run (bench/results/loso.json; the run itself is
+`python bench/calibrate_throughput.py --loso --write-ranges`)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from typing import Any
+
+import pytest
+
+from bench import calibrate_throughput as cal
+from gpusize.serving import load, speed_ranges
+from tests.helpers import run_in_process
+
+
+def _document() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(cal.LOSO_RESULTS.read_text())
+    return data
+
+
+def test_the_table_is_what_the_recorded_loso_run_yields() -> None:
+    """speed_ranges.py is exactly the module the recorded LOSO result gives: regenerate it with
+    `python bench/calibrate_throughput.py --loso --write-ranges` (or `--from-results`)."""
+    document = _document()
+    assert cal.RANGES_MODULE.read_text() == cal.ranges_module(document)
+    assert document["generated"] == speed_ranges.GENERATED
+
+
+def test_the_recorded_run_covers_every_record_of_today() -> None:
+    """Every figure of every record with a prediction is in the recorded run, with today's grouping
+    (a record added or regrouped since needs a rerun)."""
+    recorded = {(d["record"], d["figure"]): d for d in _document()["rows"]}
+    for rec in cal.load_records():
+        for figure in rec.figures:
+            row = recorded[(rec.id, figure)]
+            assert (row["engine"], row["band"], row["metric"]) == (
+                rec.group,
+                load.band(rec.concurrency),
+                rec.figure_class(figure),
+            )
+
+
+def test_a_group_range_holds_8_in_10_of_its_out_of_sample_ratios() -> None:
+    """Recomputed by hand for one group (vLLM MoE at 2-7 in flight, aggregate): the 10th / 90th
+    percentiles of measured / predicted, a latency figure inverted to a rate."""
+    rows = [
+        d
+        for d in _document()["rows"]
+        if (d["engine"], d["arch"], d["band"], d["metric"]) == ("vllm", "MoE", "2-7", "aggregate")
+    ]
+    ratios = []
+    for d in rows:
+        r = d["measured"] / d["predicted"]
+        ratios.append(1 / r if d["figure"] in ("ttft_ms", "end_to_end_latency_s") else r)
+    deciles = statistics.quantiles(ratios, n=10, method="inclusive")
+    figures, error, low, high = speed_ranges.RANGES[("vllm", "MoE", "2-7", "aggregate")]
+    assert figures == len(rows) >= load.MIN_RANGE_FIGURES
+    assert low <= deciles[0] < low + 0.01 and high - 0.01 < deciles[-1] <= high
+    inside = sum(low <= x <= high for x in ratios)
+    assert inside >= 0.8 * len(ratios) - 1
+    assert error == pytest.approx(
+        statistics.fmean(abs(d["predicted"] / d["measured"] - 1) for d in rows), abs=1e-3
+    )
+
+
+def test_a_time_under_a_rate_metric_is_inverted() -> None:
+    row = {"figure": "end_to_end_latency_s", "metric": "aggregate", "measured": 2.0, "predicted": 1.0}
+    assert cal.range_multiplier(row) == 0.5  # twice as slow as predicted: half the rate
+    assert cal.range_multiplier({**row, "figure": "ttft_ms", "metric": "ttft"}) == 2.0
+    assert cal.range_multiplier({**row, "figure": "prefill_tokens_per_s", "metric": "ttft"}) == 0.5
+
+
+def test_the_lookup_falls_back_to_the_engine_and_never_ranges_from_nothing() -> None:
+    own = load.speed_range("vllm", "NVIDIA", True, 4, "aggregate")
+    assert (own.basis, own.figures, own.low, own.high) == ("group", 10, 0.56, 1.74)
+    # 4 figures of SGLang dense at 2-7 (4.3-5.2x): the engine's pooled range, widened to hold them
+    few = load.speed_range("sglang", "NVIDIA", False, 3, "aggregate")
+    pooled = speed_ranges.RANGES[("sglang", "*", "*", "aggregate")]
+    assert few.basis == "engine" and few.figures == 4
+    assert few.low == min(pooled[2], 4.29) and few.high == max(pooled[3], 5.17) == 5.17
+    for engine, vendor in (
+        ("sglang", "AMD"),
+        ("trtllm", "NVIDIA"),
+        ("vllm", "Intel"),
+        ("transformers", "NVIDIA"),
+    ):
+        bare = load.speed_range(engine, vendor, False, 1, "decode")
+        assert bare.basis == "none" and bare.low is None and bare.high is None, (engine, vendor)
+        assert load.ranged(100.0, bare) == (None, None)
+
+
+def test_an_answer_in_a_group_above_30_percent_prints_its_range() -> None:
+    """vLLM MoE at 2-7 in flight: 33% mean error out of sample, so the answer shows the group's range
+    on the figure and says so in plain words; the JSON carries it under speed_ranges[]."""
+    args = ("serve", "Qwen3-30B-A3B", "--users", "4", "--gpu", "H100")
+    text = run_in_process(*args, env={"NO_COLOR": "1", "COLUMNS": "200"})
+    assert text.code == 0, text.stderr
+    got = json.loads(run_in_process(*args, "--json").stdout)
+    pick = got["recommendation"]
+    agg = pick["aggregate_tokens_per_s"]
+    assert pick["aggregate_tokens_per_s_low"] == pytest.approx(agg * 0.56)
+    assert pick["aggregate_tokens_per_s_high"] == pytest.approx(agg * 1.74)
+    ranges = {r["metric"]: r for r in pick["speed_ranges"]}
+    assert ranges["aggregate"] == {
+        "metric": "aggregate",
+        "engine": "vllm",
+        "arch": "MoE",
+        "band": "2-7",
+        "figures": 10,
+        "mean_error": 0.332,
+        "low": 0.56,
+        "high": 1.74,
+        "basis": "group",
+        "engine_figures": 54,
+        "generated": speed_ranges.GENERATED,
+    }
+    flat = " ".join(text.stdout.split())
+    assert f"{agg * 0.56:,.0f}-{agg * 1.74:,.0f}" in flat
+    assert (
+        "speed range, vLLM MoE, 2-7 in flight, tok/s under load: 0.56-1.74x the estimate (8 in 10 of 10 "
+        "figures out of sample by source, mean error 33%, above 30%: read the range, not the estimate)"
+    ) in flat
+
+
+def test_a_group_without_records_says_not_calibrated() -> None:
+    args = ("serve", "Qwen3-8B", "--users", "1", "--gpu", "MI300X", "--engine", "sglang")
+    text = run_in_process(*args, env={"NO_COLOR": "1", "COLUMNS": "200"})
+    assert text.code == 0, text.stderr
+    flat = " ".join(text.stdout.split())
+    assert "speed not calibrated for SGLang on AMD dense, 1 in flight" in flat and "no range shown" in flat
+    pick = json.loads(run_in_process(*args, "--json").stdout)["recommendation"]
+    assert pick["per_request_tokens_per_s"] > 0
+    assert pick["per_request_tokens_per_s_low"] is None and pick["per_request_tokens_per_s_high"] is None
+    assert {r["basis"] for r in pick["speed_ranges"]} == {"none"}
+
+
+def test_quote_carries_the_ranges_of_each_option() -> None:
+    got = json.loads(
+        run_in_process("quote", "Qwen3-30B-A3B", "--gpu", "H100", "--users", "4", "--json").stdout
+    )
+    (option,) = [o for o in got["options"] if o["fits"]][:1]
+    assert {r["metric"] for r in option["speed_ranges"]} >= {"aggregate", "ttft"}
+    assert any("speed range, vLLM MoE" in n for n in got["assumptions"]["notes"])
+
+
+def test_which_ranges_each_speed_by_its_group() -> None:
+    got = json.loads(run_in_process("which", "--gpu", "L4", "--json").stdout)
+    fitting = [m for m in got["models"] if m["fits"] and m["tokens_per_s"]]
+    assert fitting
+    for m in fitting:
+        rng = m["speed_range"]
+        assert (rng["metric"], rng["band"]) == ("decode", "1")
+        assert m["tokens_per_s_low"] == pytest.approx(m["tokens_per_s"] * rng["low"])
+        assert m["tokens_per_s_high"] == pytest.approx(m["tokens_per_s"] * rng["high"])
+    assert {m["speed_range"]["arch"] for m in fitting} == {"dense", "MoE"}
+    assert any("speed range, vLLM MoE, 1 in flight" in n for n in got["assumptions"]["notes"])
+
+
+def test_the_recorded_run_is_of_todays_model() -> None:
+    """A source no fit ever saw is predicted by the published constants as they are: its recorded
+    out-of-sample predictions must be today's. A change to the speed model or its constants fails
+    here until `python bench/calibrate_throughput.py --loso --write-ranges` re-ranges the answers."""
+    recorded = {(d["record"], d["figure"]): d["predicted"] for d in _document()["rows"]}
+    checked = 0
+    for held in cal.sources().values():
+        if cal.fold_engines(held) is not None:
+            continue
+        for rec in held:
+            for figure in rec.figures:
+                now = cal.predict(rec, figure)
+                if now is None:
+                    continue
+                assert recorded[(rec.id, figure)] == pytest.approx(now, rel=1e-9), (rec.id, figure)
+                checked += 1
+    assert checked > 30
+
+
+def test_the_disaggregated_split_says_not_calibrated() -> None:
+    args = ("serve", "Llama-3.1-70B", "--users", "32", "--gpu", "H100", "--gpus", "8", "--disaggregate")
+    out = run_in_process(*args, env={"NO_COLOR": "1", "COLUMNS": "200"})
+    assert out.code in (0, 1), out.stderr
+    assert "speed not calibrated for the disaggregated split: no range shown" in " ".join(out.stdout.split())
