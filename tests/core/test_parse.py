@@ -62,3 +62,11 @@ def test_hybrid_layouts() -> None:
 def test_bad_configs_raise_config_error(config: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_config(config)
+
+
+def test_a_modelopt_sidecar_given_as_the_config_says_what_it_is() -> None:
+    """NVIDIA ModelOpt's hf_quant_config.json ({"producer", "quantization"}) is read beside config.json
+    (core/modelopt.py); given alone, the refusal names it instead of asking for a model_type."""
+    sidecar = {"producer": {"name": "modelopt", "version": "0.37.0"}, "quantization": {"quant_algo": "NVFP4"}}
+    with pytest.raises(ConfigError, match="ModelOpt hf_quant_config.json, not a model config"):
+        parse_config(sidecar)

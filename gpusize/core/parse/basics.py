@@ -30,6 +30,12 @@ def _family(config: dict[str, Any], text: dict[str, Any], where: str) -> str:
         if isinstance(candidate, str) and candidate in FAMILIES:
             return candidate
     model_type = text_type or top_type
+    if not model_type and "quantization" in config and "producer" in config:
+        # NVIDIA ModelOpt's sidecar (hf_quant_config.json): read beside config.json, not instead of it
+        raise ConfigError(
+            f"{where}: this is a ModelOpt hf_quant_config.json, not a model config: pass the folder "
+            "holding config.json and hf_quant_config.json"
+        )
     if not model_type:
         raise ConfigError(f"{where}: missing 'model_type'; is this a Hugging Face config.json?")
     if not isinstance(model_type, str):
