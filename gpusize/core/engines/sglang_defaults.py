@@ -12,6 +12,7 @@ from gpusize.core.engines.sglang_speculative import (
     caps_running_requests,
     speculative_reserve_mib,
 )
+from gpusize.core.engines.sglang_vlm import vlm_fraction
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import SGLANG, Version, parse_version
@@ -142,8 +143,7 @@ def sglang_defaults(
     drafting = speculative_reserve_mib(algorithm, v)
     fraction = _fraction(v, gpu.memory_mib, tp, chunk, graph, bool(spec and spec.mla), dp, drafting)
     if spec and spec.vision and v >= release_version("0.4.9.post3"):  # adjust_mem_fraction_for_vlm
-        size = spec.vision.num_hidden_layers * spec.vision.hidden_size**2 / (24 * 1024**2)
-        fraction = fraction * 0.95 * min(max(1 - 0.1 * (size - 1), 0.8), 1.05)
+        fraction = vlm_fraction(fraction, spec.vision)
     return SglangDefaults(chunk, graph, round(fraction, 4))
 
 
