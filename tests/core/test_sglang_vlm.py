@@ -4,14 +4,17 @@ reads it from the Hugging Face vision config (a `depth`-named Qwen-VL tower coun
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from gpusize.core.engines import engine
 from gpusize.core.engines.sglang_defaults import release_version, sglang_defaults
 from gpusize.core.engines.sglang_vlm import vit_shape, vlm_fraction
 from gpusize.core.parse import parse_config
 from gpusize.sources.catalog import find_gpu
 from tests.core.test_multimodal_budget import QWEN2_VL_7B
-from tests.helpers import catalog_spec
+from tests.helpers import catalog_spec, run_in_process, workload
 
 
 def _factor(layers: int, width: int) -> float:
@@ -56,3 +59,47 @@ def test_qwen3_vl_default_fraction_worked_example() -> None:
     assert vlm == round(text * 0.95 * (1 - 0.1 * (1152**2 / 1024**2 - 1)), 4)
     before = sglang_defaults(gpu, 2, release_version("0.4.9"), spec).mem_fraction_static
     assert before == sglang_defaults(gpu, 2, release_version("0.4.9")).mem_fraction_static
+
+
+@pytest.mark.parametrize("name", ["gemma-3-27b-it", "Llama-4-Scout-17B-16E-Instruct"])
+def test_gemma3_and_llama4_are_text_only_unless_enable_multimodal(name: str) -> None:
+    """configs/model_config.py mm_disabled_models: SGLang serves these text-only by default, so
+    server_args leaves their mem_fraction_static as a text model's; --enable-multimodal lowers it."""
+    spec = catalog_spec(name)
+    gpu = find_gpu("H100")
+    v = release_version("0.5.23")
+    text = sglang_defaults(gpu, 1, v).mem_fraction_static
+    assert sglang_defaults(gpu, 1, v, spec).mem_fraction_static == text
+    assert spec.vision is not None
+    enabled = sglang_defaults(gpu, 1, v, spec, enable_multimodal=True).mem_fraction_static
+    assert enabled == round(vlm_fraction(text, spec.vision), 4) < text
+
+
+def test_enable_multimodal_reaches_the_pool_and_the_launch_command() -> None:
+    spec = catalog_spec("gemma-3-27b-it")
+    gpu = find_gpu("H100")
+    plain = engine("sglang").evaluate(spec, gpu, 1, workload(spec, 8192, engine_name="sglang"))
+    work = workload(spec, 8192, engine_name="sglang", enable_multimodal=True)
+    enabled = engine("sglang").evaluate(spec, gpu, 1, work)
+    assert plain.kv_cache_capacity_tokens and enabled.kv_cache_capacity_tokens
+    assert enabled.kv_cache_capacity_tokens < plain.kv_cache_capacity_tokens
+    result = run_in_process(
+        "serve",
+        "gemma-3-27b-it",
+        "--gpu",
+        "H100",
+        "--ctx",
+        "8k",
+        "--users",
+        "4",
+        "--engine",
+        "sglang",
+        "--enable-multimodal",
+        "--json",
+    )
+    assert result.code in (0, 1), result.stderr
+    data = json.loads(result.stdout)
+    assert data["workload"]["engine"]["enable_multimodal"] is True
+    assert "--enable-multimodal" in json.dumps(data["launch"])
+    refused = run_in_process("fit", "gemma-3-27b-it", "--gpu", "H100", "--enable-multimodal")
+    assert refused.code == 2 and refused.stdout == "" and refused.stderr.count("\n") == 1

@@ -12,14 +12,16 @@ merged output width (3584 for the 7B), its tower width being `embed_dim`.
 
 from __future__ import annotations
 
-from gpusize.core.spec import VisionSpec
+from gpusize.core.spec import ModelSpec, VisionSpec
 from gpusize.core.vision import QWEN3_5_TOWERS, QWEN3_VL_TOWERS
 
 __all__ = [
     "BASELINE_VIT",
     "DEPTH_NAMED_TOWERS",
+    "TEXT_BY_DEFAULT",
     "VLM_BASE_FACTOR",
     "VLM_DEFAULT_LAYERS",
+    "served_multimodal",
     "vit_shape",
     "vlm_fraction",
 ]
@@ -33,6 +35,20 @@ BASELINE_VIT = (24, 1024)
 VLM_DEFAULT_LAYERS = 24
 #: Vision towers whose Hugging Face config names the layer count `depth` (no num_hidden_layers).
 DEPTH_NAMED_TOWERS = ("qwen2_vl", "qwen2_5_vl", *QWEN3_VL_TOWERS, *QWEN3_5_TOWERS)
+
+
+#: Architectures SGLang serves text-only unless --enable-multimodal is given (configs/model_config.py
+#: `mm_disabled_models`: Gemma3ForConditionalGeneration, Llama4ForConditionalGeneration, and
+#: Step3VLForConditionalGeneration, which gpusize does not parse). SGLang still builds their vision
+#: tower (its weights load), but the model is not multimodal to it: server_args applies the VLM
+#: reduction only `if model_config.is_multimodal`.
+TEXT_BY_DEFAULT = ("Gemma3ForConditionalGeneration", "Llama4ForConditionalGeneration")
+
+
+def served_multimodal(spec: ModelSpec, enable_multimodal: bool) -> bool:
+    """Whether SGLang serves `spec` as a multimodal model (a vision tower, and not one of
+    TEXT_BY_DEFAULT without --enable-multimodal)."""
+    return spec.vision is not None and (enable_multimodal or spec.architecture not in TEXT_BY_DEFAULT)
 
 
 def vit_shape(v: VisionSpec) -> tuple[int, int]:

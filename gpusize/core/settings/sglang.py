@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpusize.core.settings.declaration import setting, settings_part
 
-__all__ = ["SGLANG_MAMBA", "SGLANG_SPECULATIVE", "SglangSettings"]
+__all__ = ["SGLANG_MAMBA", "SGLANG_MULTIMODAL", "SGLANG_SPECULATIVE", "SglangSettings"]
 
 #: SGLang's speculative decoding flags came with EAGLE (sgl-project/sglang#2150, merged 2025-01-02);
 #: 0.4.4 is the first release gpusize models that certainly has them.
@@ -13,6 +13,8 @@ SGLANG_SPECULATIVE = "0.4.4"
 #: SGLang's state pool flags came with Qwen3-Next (--max-mamba-cache-size) and sgl-project/sglang#10258
 #: (--mamba-ssm-dtype, merged 2025-09-10); 0.5.3 is the first release gpusize models certainly after.
 SGLANG_MAMBA = "0.5.3"
+#: SGLang's --enable-multimodal: see SglangSettings.enable_multimodal.
+SGLANG_MULTIMODAL = "0.4.9.post3"
 
 
 @settings_part
@@ -66,6 +68,20 @@ class SglangSettings:
         choices=("float32", "bfloat16"),
         launch="--mamba-ssm-dtype",
         since=SGLANG_MAMBA,
+    )
+    #: SGLang `--enable-multimodal` (ServerArgs.enable_multimodal, None by default): SGLang serves
+    #: Gemma 3 and Llama 4 checkpoints text-only unless it is given (configs/model_config.py
+    #: mm_disabled_models), and only a model it serves as multimodal has its default
+    #: mem_fraction_static lowered (core/engines/sglang_vlm.py). From the first release whose VLM
+    #: reduction it gates (0.4.9.post3; the flag came as --enable-llama4-multimodal in
+    #: sgl-project/sglang#5254, 2025-04-10).
+    enable_multimodal: bool = setting(
+        default=False,
+        flag="--enable-multimodal",
+        engines=("sglang",),
+        help="serve Gemma 3 / Llama 4 with their vision tower (SGLang serves them text-only by default).",
+        launch="--enable-multimodal",
+        since=SGLANG_MULTIMODAL,
     )
     #: SGLang data-parallel attention: attention (and the KV cache) split into dp_size groups of
     #: tp_size // dp_size GPUs, each serving its own requests; the MoE and MLP layers stay on all tp.
