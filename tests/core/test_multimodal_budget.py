@@ -14,6 +14,7 @@ from gpusize.core.engines import vllm
 from gpusize.core.engines.vllm.multimodal import (
     ENCODER_APART_SINCE,
     MAX_PIXELS,
+    TWO_FRAME_VIDEO_SINCE,
     EncoderBudget,
     encoder_budget,
     encoder_peak_bytes,
@@ -401,16 +402,26 @@ def test_largest_video_fills_the_context(context: int, images: int, videos: int,
     assert video_item_tokens(16384, context, images, videos) == tokens
 
 
-def _profiled(ctx: int, limits: str | None) -> EncoderBudget:
+def _profiled(ctx: int, limits: str | None, version: str = "0.12.0") -> EncoderBudget:
     spec = catalog_spec("Qwen3-VL-8B-Instruct")
-    work = workload(spec, ctx, limit_mm_per_prompt=limits)
+    work = workload(spec, ctx, limit_mm_per_prompt=limits, version=version)
     eb = profiled_budget(spec, find_gpu("H100"), work)
     assert eb is not None
     return eb
 
 
 def test_the_modality_with_the_most_tokens_is_profiled() -> None:
+    """Up to 0.18 (read in 0.12.0) the largest video fills the context with frames."""
     assert _profiled(65536, None) == EncoderBudget(16384, 16384, 1, "image")  # 999 images: no room
     assert _profiled(65536, '{"image":1,"video":1}') == EncoderBudget(49152, 49152, 1, "video")
     assert _profiled(65536, '{"image":0,"video":1}') == EncoderBudget(65536, 65536, 1, "video")
     assert _profiled(65536, '{"image":2,"video":0}') == EncoderBudget(16384, 16384, 1, "image")
+
+
+def test_the_dummy_video_is_two_frames_from_0_19() -> None:
+    """Qwen3VLDummyInputsBuilder (0.19.0): two frames at 25,165,824 // 2 pixels: a 3520 px square,
+    110 x 110 merged tokens = 12,100, whatever the context; the image (16,384) is the larger."""
+    assert str(TWO_FRAME_VIDEO_SINCE) == "0.19.0"
+    assert _profiled(65536, '{"image":0,"video":1}', "0.19.0") == EncoderBudget(12100, 12100, 1, "video")
+    assert _profiled(65536, '{"image":1,"video":1}', "0.19.0") == EncoderBudget(16384, 16384, 1, "image")
+    assert _profiled(131072, '{"image":0,"video":4}', "0.19.0") == EncoderBudget(12100, 12100, 1, "video")

@@ -28,7 +28,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import parse_version
 from gpusize.core.reserves import Reserve
 from gpusize.core.spec import ModelSpec, VisionSpec
-from gpusize.core.vision import QWEN2_VL_TOWERS, QWEN3_5_TOWERS, QWEN_VL_TOWERS
+from gpusize.core.vision import QWEN2_VL_TOWERS, QWEN3_5_TOWERS, QWEN3_VL_TOWERS, QWEN_VL_TOWERS
 from gpusize.core.workload import Workload
 from gpusize.errors import InputError
 from gpusize.units import GIB
@@ -42,6 +42,8 @@ __all__ = [
     "PROCESSED_PIXEL_BYTES",
     "SIZED_TOWERS",
     "TOWER_SKIPPED_SINCE",
+    "TWO_FRAME_VIDEO_SINCE",
+    "VIDEO_MAX_PIXELS",
     "VISION_ACTIVATION_COPIES",
     "EncoderBudget",
     "encoder_budget",
@@ -75,6 +77,17 @@ MAX_PIXELS: dict[str, int] = {
     "qwen3_vl_moe": 16777216,
     **dict.fromkeys(QWEN3_5_TOWERS, 16777216),
 }
+#: Largest video frame volume of the Qwen3-VL / Qwen3.5 / Qwen3.6 video processor
+#: (video_preprocessor_config.json "video_processor_type": "Qwen3VLVideoProcessor", "size":
+#: {"longest_edge": 25165824, "shortest_edge": 4096}), over all frames of a video.
+VIDEO_MAX_PIXELS: dict[str, int] = dict.fromkeys(QWEN3_VL_TOWERS + QWEN3_5_TOWERS, 25165824)
+#: From this release vLLM's dummy video for those towers is two frames (Qwen3VLDummyInputsBuilder
+#: get_dummy_mm_data: "treat videos as special images", target_num_frames = 2) at the largest size
+#: video_max_pixels // temporal_patch_size allows, and get_max_video_tokens counts the same: 12,100
+#: tokens at 16 px patches merged 2x2 (read in the 0.19.0 wheel). 0.12.0 filled the context with
+#: frames instead (Qwen2VLProcessingInfo.get_num_frames_with_most_features): the older rule,
+#: `video_item_tokens`, stays for releases before (the larger, so the safer).
+TWO_FRAME_VIDEO_SINCE = parse_version("0.19.0")
 #: The towers whose largest item and encoder peak gpusize sizes from the processor numbers.
 SIZED_TOWERS = QWEN_VL_TOWERS + QWEN3_5_TOWERS
 #: Bytes per pixel-value element held during the encoder profile: the processor's fp32 array on the
@@ -252,7 +265,8 @@ def profiled_budget(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> EncoderBud
     """The encoder budget and items vLLM profiles for a Qwen-VL tower (None: another tower, none,
     or text-only): the modality with the most tokens per item (the image on a tie, as vLLM's
     max() over the modalities in order). A modality the flag leaves out keeps vLLM's default
-    limit (DEFAULT_LIMIT)."""
+    limit (DEFAULT_LIMIT). The largest video: TWO_FRAME_VIDEO_SINCE for the Qwen3-VL family's
+    processor, else `video_item_tokens`."""
     v = spec.vision
     if v is None or v.model_type not in SIZED_TOWERS or text_only(work):
         return None
@@ -261,6 +275,9 @@ def profiled_budget(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> EncoderBud
     images, videos = (given.get(m, DEFAULT_LIMIT) for m in MODALITIES)
     image = max_item_tokens(v, MAX_PIXELS[v.model_type])
     video = video_item_tokens(image, work.context_tokens, images, videos) if videos else 0
+    two_frames = TWO_FRAME_VIDEO_SINCE is not None and work.release.version >= TWO_FRAME_VIDEO_SINCE
+    if videos and two_frames and v.model_type in VIDEO_MAX_PIXELS:
+        video = max_item_tokens(v, VIDEO_MAX_PIXELS[v.model_type] // v.temporal_patch_size)
     tokens, limit, kind = (image, images, "image") if images and image >= video else (video, videos, "video")
     return encoder_budget(
         tokens, sched.max_num_batched_tokens, sched.max_num_seqs, limit, kind, work.context_tokens
