@@ -24,6 +24,7 @@ from gpusize.core.engines.vllm.multimodal import (
     mm_limits,
     profiled_budget,
     video_item_tokens,
+    vision_replica,
 )
 from gpusize.core.parse import parse_config
 from gpusize.core.spec import ModelSpec
@@ -271,6 +272,75 @@ def test_items_per_prompt_are_capped_by_the_context() -> None:
     assert encoder_budget(16384, 32768, 1, 999, context=16384) == EncoderBudget(16384, 32768, 1)
     assert encoder_budget(16384, 32768, 1, 999, context=32768) == EncoderBudget(16384, 32768, 2)
     assert encoder_budget(16384, 32768, 1, 999) == EncoderBudget(16384, 32768, 2)
+
+
+# ------------------------------------------------------------------ --mm-encoder-tp-mode data
+
+
+def _qwen3_5_tp4(**settings: object) -> dict[str, int]:
+    spec = catalog_spec("Qwen3.5-27B")
+    work = workload(spec, 32768, version="0.19.0", max_num_seqs=1, **settings)
+    per_gpu = vllm.evaluate(spec, find_gpu("RTX3090"), 4, work).per_gpu
+    assert per_gpu is not None
+    return {r.name: r.bytes for r in per_gpu.reserves}
+
+
+def test_data_mode_keeps_the_tower_whole_on_every_rank() -> None:
+    """--mm-encoder-tp-mode data: each of the 4 ranks loads the whole tower (3/4 of it beyond its
+    weights share) and the one image runs on one rank through the whole tower."""
+    spec = catalog_spec("Qwen3.5-27B")
+    assert spec.vision is not None
+    split, data = _qwen3_5_tp4(), _qwen3_5_tp4(mm_encoder_tp_mode="data")
+    assert "vision_replica" not in split
+    assert data["vision_replica"] == int(spec.params.vision * 2 * (1 - 1 / 4))
+    eb = EncoderBudget(16384, 16384, 1, "image")
+    whole, shared = encoder_peak_bytes(spec.vision, eb, 1), encoder_peak_bytes(spec.vision, eb, 4)
+    assert data["encoder_profile"] - split["encoder_profile"] == whole - shared
+    assert _qwen3_5_tp4(mm_encoder_tp_mode="weights") == split
+    text = _qwen3_5_tp4(mm_encoder_tp_mode="data", language_model_only=True)
+    assert text == {}
+
+
+def test_data_mode_splits_the_items_across_ranks() -> None:
+    """Three items over two ranks: every rank holds the three items' pixel values and runs two."""
+    v = catalog_spec("Qwen3.5-27B").vision
+    assert v is not None
+    three, two = EncoderBudget(16384, 49152, 3), EncoderBudget(16384, 32768, 2)
+    pixels = 65536 * 1536 * 2
+    assert encoder_peak_bytes(v, three, 1, ranks=2) == encoder_peak_bytes(v, two, 1) + pixels
+
+
+def test_data_mode_falls_back_for_other_towers_and_one_gpu() -> None:
+    spec = catalog_spec("gemma-3-27b-it")
+    work = workload(spec, 8192, mm_encoder_tp_mode="data")
+    assert vision_replica(spec, find_gpu("H100"), 2, work) is None  # SigLIP: vLLM keeps "weights"
+    qwen = catalog_spec("Qwen3.5-27B")
+    assert vision_replica(qwen, find_gpu("H100"), 1, workload(qwen, 8192, mm_encoder_tp_mode="data")) is None
+
+
+def test_the_mode_flag_is_checked_and_launched() -> None:
+    args = ["fit", "Qwen3.5-27B", "--gpu", "H100", "--tp", "2", "--ctx", "8k"]
+    ok = run_in_process(*args, "--mm-encoder-tp-mode", "data", "--json")
+    assert ok.code in (0, 1), ok.stderr
+    assert json.loads(ok.stdout)["workload"]["engine"]["mm_encoder_tp_mode"] == "data"
+    served = run_in_process(
+        "serve",
+        "Qwen3.5-27B",
+        "--gpu",
+        "H100",
+        "--ctx",
+        "8k",
+        "--users",
+        "4",
+        "--mm-encoder-tp-mode",
+        "data",
+        "--json",
+    )
+    assert "--mm-encoder-tp-mode data" in json.dumps(json.loads(served.stdout)["launch"])
+    bad = run_in_process(*args, "--mm-encoder-tp-mode", "both")
+    assert bad.code == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1
+    old = run_in_process(*args, "--mm-encoder-tp-mode", "data", "--engine-version", "0.11.0")
+    assert old.code == 2 and old.stdout == ""
 
 
 # ------------------------------------------------------------------ text-only and other towers

@@ -28,12 +28,13 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import parse_version
 from gpusize.core.reserves import Reserve
 from gpusize.core.spec import ModelSpec, VisionSpec
-from gpusize.core.vision import QWEN2_VL_TOWERS, QWEN3_5_TOWERS, QWEN3_VL_TOWERS, QWEN_VL_TOWERS
+from gpusize.core.vision import MOONVIT3D, QWEN2_VL_TOWERS, QWEN3_5_TOWERS, QWEN3_VL_TOWERS, QWEN_VL_TOWERS
 from gpusize.core.workload import Workload
 from gpusize.errors import InputError
 from gpusize.units import GIB
 
 __all__ = [
+    "DATA_PARALLEL_TOWERS",
     "DEFAULT_LIMIT",
     "ENCODER_APART_SINCE",
     "MAX_PIXELS",
@@ -47,6 +48,7 @@ __all__ = [
     "VISION_ACTIVATION_COPIES",
     "EncoderBudget",
     "encoder_budget",
+    "encoder_data_parallel",
     "encoder_peak_bytes",
     "encoder_profile",
     "encoder_profile_bytes",
@@ -56,6 +58,7 @@ __all__ = [
     "skipped_tower_bytes",
     "text_only",
     "video_item_tokens",
+    "vision_replica",
 ]
 
 #: The modalities a vision-language checkpoint takes in vLLM (`limit_mm_per_prompt` keys), in the
@@ -90,6 +93,10 @@ VIDEO_MAX_PIXELS: dict[str, int] = dict.fromkeys(QWEN3_VL_TOWERS + QWEN3_5_TOWER
 TWO_FRAME_VIDEO_SINCE = parse_version("0.19.0")
 #: The towers whose largest item and encoder peak gpusize sizes from the processor numbers.
 SIZED_TOWERS = QWEN_VL_TOWERS + QWEN3_5_TOWERS
+#: Towers whose vLLM model takes --mm-encoder-tp-mode data (supports_encoder_tp_data = True in the
+#: 0.19.0 wheel: qwen2_vl.py, qwen2_5_vl.py, qwen3_vl.py, whose class qwen3_5.py subclasses,
+#: kimi_vl.py, kimi_k25.py, mllama4.py); vLLM falls back to "weights" for the others.
+DATA_PARALLEL_TOWERS = (*SIZED_TOWERS, "moonvit", MOONVIT3D, "llama4_vision_model")
 #: Bytes per pixel-value element held during the encoder profile: the processor's fp32 array on the
 #: GPU plus its copy in the model dtype (`pixel_values.type(self.visual.dtype)` in qwen2_vl.py).
 PIXEL_BYTES = 4 + 2
@@ -216,7 +223,7 @@ def encoder_profile_bytes(
 
 
 def encoder_peak_bytes(
-    v: VisionSpec, eb: EncoderBudget, tp: int, copies: float = VISION_ACTIVATION_COPIES
+    v: VisionSpec, eb: EncoderBudget, tp: int, copies: float = VISION_ACTIVATION_COPIES, ranks: int = 1
 ) -> int:
     """The encoder's own peak on one GPU (ENCODER_APART_SINCE on) for `eb.items` items of the largest
     size: patches P = items x tokens x merge^2; the pixel values in the model dtype, P x (channels x
@@ -225,12 +232,36 @@ def encoder_peak_bytes(
     tensor-parallel ranks (QKVParallelLinear / ColumnParallelLinear / RowParallelLinear, disable_tp
     only with mm_encoder_tp_mode "data"), while the residual stream between them is whole on each
     rank; the deepstack features the blocks keep for the end: items x tokens x output width x
-    deepstack x 2 B."""
-    patches = eb.items * eb.tokens_per_item * v.spatial_merge_size**2
-    pixels = patches * v.num_channels * v.temporal_patch_size * v.patch_size**2 * PROCESSED_PIXEL_BYTES
+    deepstack x 2 B. `ranks` > 1: --mm-encoder-tp-mode data over that many ranks (tp is then 1):
+    every rank holds all the pixel values and runs ceil(items / ranks) of the items on the whole
+    tower (vision.py run_dp_sharded_mrope_vision_model)."""
+    per_patch = v.num_channels * v.temporal_patch_size * v.patch_size**2 * PROCESSED_PIXEL_BYTES
+    pixels = eb.items * eb.tokens_per_item * v.spatial_merge_size**2 * per_patch
+    here = -(-eb.items // ranks)
+    patches = here * eb.tokens_per_item * v.spatial_merge_size**2
     blocks = copies * patches * (v.hidden_size + v.intermediate_size / tp) * 2
-    deepstack = eb.items * eb.tokens_per_item * v.out_hidden_size * v.deepstack_layers * 2
+    deepstack = here * eb.tokens_per_item * v.out_hidden_size * v.deepstack_layers * 2
     return int(pixels + blocks + deepstack)
+
+
+def encoder_data_parallel(spec: ModelSpec, work: Workload, tp: int) -> bool:
+    """--mm-encoder-tp-mode data in effect: asked, over more than one rank, for a tower that takes it."""
+    v = spec.vision
+    data = work.engine.mm_encoder_tp_mode == "data"
+    return data and tp > 1 and v is not None and v.model_type in DATA_PARALLEL_TOWERS
+
+
+def vision_replica(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Reserve | None:
+    """With --mm-encoder-tp-mode data each rank loads the whole vision tower (its linear layers built
+    with disable_tp): what that adds to the 1/tp share the weights hold (None otherwise, and
+    text-only, where the tower is not built)."""
+    if not encoder_data_parallel(spec, work, tp) or text_only(work):
+        return None
+    fmt = work.weights
+    extra = spec.params.vision * fmt.other_bytes * fmt.checkpoint_scale * (1 - 1 / tp)
+    return Reserve(
+        "vision_replica", int(extra), "the vision tower whole on every rank (mm-encoder-tp-mode data)"
+    )
 
 
 def text_only(work: Workload) -> bool:
@@ -302,7 +333,8 @@ def encoder_profile(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> R
     since = ENCODER_APART_SINCE
     if since is None or work.release.version < since:
         return Reserve("encoder_profile", encoder_profile_bytes(v, spec.hidden_size, eb), how, True)
-    peak = encoder_peak_bytes(v, eb, tp)
+    data = encoder_data_parallel(spec, work, tp)
+    peak = encoder_peak_bytes(v, eb, 1, ranks=tp) if data else encoder_peak_bytes(v, eb, tp)
     beh = behaviour_of(work, spec)
     limits = scheduler_limits(gpu, work, beh, spec)
     ep = work.engine.enable_expert_parallel and spec.moe is not None
