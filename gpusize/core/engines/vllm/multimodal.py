@@ -113,7 +113,9 @@ VISION_ACTIVATION_COPIES = 2.80
 #: encoder's. The 0.11-0.12 Qwen3-VL logs show the encoder's term on top of the decoder's at both 64
 #: and 256 sequences (VISION_ACTIVATION_COPIES), though profile_run (vllm/v1/worker/
 #: gpu_model_runner.py) runs the same steps in 0.12.0 and 0.19.0: releases between are modelled as
-#: before (the larger, so the safer).
+#: before (the larger, so the safer). The per-rank peak (`encoder_peak_bytes`) takes the blocks'
+#: VISION_ACTIVATION_COPIES as fitted on 0.11-0.12, no new fit: on the one-sequence log it gives 0.95
+#: GiB per GPU where the log leaves 0.87 (the safe side; KV +1.3%, was +13.4%).
 ENCODER_APART_SINCE = parse_version("0.19.0")
 #: Bytes per pixel-value element in the per-rank peak (ENCODER_APART_SINCE on): the processor's
 #: outputs are cast to the model dtype (vllm/multimodal/processing/context.py _postprocess_output,
