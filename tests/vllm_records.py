@@ -40,11 +40,6 @@ KNOWN_MISSES: dict[str, str] = {
     "network buffers count inside the 0.10 budget; gpusize plans one server (+7.4%)",
     "vllm-anton-qwen3-30b-awq-3090": "a 1.9 GiB pool: gpusize's start-up peak for this AWQ MoE (sort "
     "sampler, fused-MoE workspace) is 0.33 GiB above what the log leaves, 17% of this pool",
-    "vllm-lambo-4x3090-qwen35-27b-toc": "Qwen3.5-27B at TP=4 with 1 sequence: the log leaves 1.12 GiB "
-    "for the start-up peak, gpusize 0.29 (+13%); at 256 sequences the same server leaves 1.21 GiB and "
-    "gpusize 1.18. The floor is the encoder profile on the largest image, which gpusize does not size "
-    "for Qwen3.5's tower (the encoder-cache fallback, 0.02 GiB); the Qwen3-VL rule gives 2.58 GiB, "
-    "above the whole 1.21 GiB the log leaves at TP=4",
     "vllm-elloraa-r1distill32b-fp8-l40s": "a 6 GiB pool: the log leaves 0.3 GiB more for the start-up "
     "peak than gpusize predicts for this FP8 checkpoint on an L40S (+8%)",
 }

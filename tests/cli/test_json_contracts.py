@@ -55,6 +55,8 @@ WORKLOAD = {
     "workload.engine.max_loras_per_batch",
     "workload.engine.limit_mm_per_prompt",
     "workload.engine.language_model_only",
+    "workload.engine.mm_encoder_tp_mode",
+    "workload.engine.enable_multimodal",
     "workload.engine.enable_dp_attention",
     "workload.engine.dp_size",
     "workload.engine.speculative_config",

@@ -12,6 +12,7 @@ from gpusize.core.engines.sglang_speculative import (
     caps_running_requests,
     speculative_reserve_mib,
 )
+from gpusize.core.engines.sglang_vlm import served_multimodal, vlm_fraction
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import SGLANG, Version, parse_version
@@ -133,17 +134,19 @@ def sglang_defaults(
     chunk: int | None = None,
     dp: int = 0,
     algorithm: str | None = None,
+    enable_multimodal: bool = False,
 ) -> SglangDefaults:
     """The release's defaults on this GPU (a --chunked-prefill-size given enters the reserve, as do
-    the --dp-size of data-parallel attention and a --speculative-algorithm)."""
+    the --dp-size of data-parallel attention and a --speculative-algorithm; a model SGLang serves as
+    multimodal, sglang_vlm.served_multimodal, lowers the fraction)."""
     v = version or SGLANG.newest
     default_chunk, graph = _chunk_and_graph(v, gpu.memory_mib / 1024, tp)
     chunk = chunk or default_chunk
     drafting = speculative_reserve_mib(algorithm, v)
     fraction = _fraction(v, gpu.memory_mib, tp, chunk, graph, bool(spec and spec.mla), dp, drafting)
-    if spec and spec.vision and v >= release_version("0.4.9.post3"):  # adjust_mem_fraction_for_vlm
-        size = spec.vision.num_hidden_layers * spec.vision.hidden_size**2 / (24 * 1024**2)
-        fraction = fraction * 0.95 * min(max(1 - 0.1 * (size - 1), 0.8), 1.05)
+    vlm = spec is not None and spec.vision is not None and served_multimodal(spec, enable_multimodal)
+    if vlm and spec and spec.vision and v >= release_version("0.4.9.post3"):  # adjust_mem_fraction_for_vlm
+        fraction = vlm_fraction(fraction, spec.vision)
     return SglangDefaults(chunk, graph, round(fraction, 4))
 
 
@@ -164,6 +167,7 @@ def workload_defaults(gpu: GpuSpec, tp: int, work: Workload, spec: ModelSpec | N
         work.engine.chunked_prefill_size,
         _dp_reserve(work),
         work.engine.speculative_algorithm,
+        work.engine.enable_multimodal,
     )
 
 

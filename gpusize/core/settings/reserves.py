@@ -6,12 +6,14 @@ from __future__ import annotations
 from gpusize.core.registry import EngineName
 from gpusize.core.settings.declaration import setting, settings_part
 
-__all__ = ["LORA_DTYPES", "PAGED", "ReserveSettings"]
+__all__ = ["LORA_DTYPES", "MM_ENCODER_TP_MODES", "PAGED", "ReserveSettings"]
 
 #: The paged engines, which share the offload and LoRA flags.
 PAGED: tuple[EngineName, ...] = ("vllm", "sglang")
 #: vLLM `--lora-dtype` (vllm/config/lora.py LoRADType; auto: the model's dtype).
 LORA_DTYPES = ("auto", "float16", "bfloat16")
+#: vLLM's MMEncoderTPMode (vllm/config/multimodal.py): Literal["weights", "data"].
+MM_ENCODER_TP_MODES = ("weights", "data")
 
 
 @settings_part
@@ -111,6 +113,21 @@ class ReserveSettings:
         help="serve a multimodal checkpoint text-only (every modality limited to 0 items).",
         launch="--language-model-only",
         since="0.17.0",
+    )
+    #: vLLM `--mm-encoder-tp-mode` (MultiModalConfig.mm_encoder_tp_mode, "weights" by default; first in
+    #: the 0.10.2 wheel's arg_utils.py, absent in 0.10.1.1; its effect read in 0.12.0 and 0.19.0): "data"
+    #: keeps the whole vision tower on every tensor-parallel rank and splits the items instead, for the
+    #: towers that support it (engines.vllm.multimodal.DATA_PARALLEL_TOWERS; vLLM falls back to
+    #: "weights" for others).
+    mm_encoder_tp_mode: str | None = setting(
+        default=None,
+        flag="--mm-encoder-tp-mode",
+        engines=("vllm",),
+        help="the vision tower across tensor-parallel ranks: weights (split, the default) or data "
+        "(whole on each rank, the images split).",
+        choices=MM_ENCODER_TP_MODES,
+        launch="--mm-encoder-tp-mode",
+        since="0.10.2",
     )
     #: vLLM `--speculative-config` JSON (method, model, num_speculative_tokens, ...), parsed and checked
     #: by core/speculative.py.

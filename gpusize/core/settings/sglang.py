@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpusize.core.settings.declaration import setting, settings_part
 
-__all__ = ["SGLANG_MAMBA", "SGLANG_SPECULATIVE", "SglangSettings"]
+__all__ = ["SGLANG_MAMBA", "SGLANG_MULTIMODAL", "SGLANG_SPECULATIVE", "SglangSettings"]
 
 #: SGLang's speculative decoding flags came with EAGLE (sgl-project/sglang#2150, merged 2025-01-02):
 #: first in the 0.4.1.post4 wheel's server_args.py (absent in 0.4.1.post3; read with
@@ -14,6 +14,10 @@ SGLANG_SPECULATIVE = "0.4.1.post4"
 #: SGLang's state pool flags (--max-mamba-cache-size, --mamba-ssm-dtype from sgl-project/sglang#10258):
 #: both first in the 0.5.2 wheel's server_args.py (absent in 0.5.1.post3).
 SGLANG_MAMBA = "0.5.2"
+#: SGLang's --enable-multimodal: first in the 0.4.6 wheel's server_args.py (absent in 0.4.5.post3;
+#: bench/release_sources.py). The VLM fraction reduction it gates came later (0.4.9.post3,
+#: core/engines/sglang_defaults.py).
+SGLANG_MULTIMODAL = "0.4.6"
 
 
 @settings_part
@@ -67,6 +71,19 @@ class SglangSettings:
         choices=("float32", "bfloat16"),
         launch="--mamba-ssm-dtype",
         since=SGLANG_MAMBA,
+    )
+    #: SGLang `--enable-multimodal` (ServerArgs.enable_multimodal, None by default): SGLang serves
+    #: Gemma 3 and Llama 4 checkpoints text-only unless it is given (configs/model_config.py
+    #: mm_disabled_models), and only a model it serves as multimodal has its default
+    #: mem_fraction_static lowered (core/engines/sglang_vlm.py; from 0.4.9.post3). Taken from the
+    #: flag's first release (SGLANG_MULTIMODAL).
+    enable_multimodal: bool = setting(
+        default=False,
+        flag="--enable-multimodal",
+        engines=("sglang",),
+        help="serve Gemma 3 / Llama 4 with their vision tower (SGLang serves them text-only by default).",
+        launch="--enable-multimodal",
+        since=SGLANG_MULTIMODAL,
     )
     #: SGLang data-parallel attention: attention (and the KV cache) split into dp_size groups of
     #: tp_size // dp_size GPUs, each serving its own requests; the MoE and MLP layers stay on all tp.

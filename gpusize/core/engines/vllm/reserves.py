@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpusize.core.engines.vllm.deepseek_v4 import window_state
 from gpusize.core.engines.vllm.lora import lora_buffers, lora_slots
-from gpusize.core.engines.vllm.multimodal import encoder_profile
+from gpusize.core.engines.vllm.multimodal import encoder_profile, vision_replica
 from gpusize.core.engines.vllm.speculative import draft_buffers, draft_weights
 from gpusize.core.engines.vllm.value_slots import value_slots
 from gpusize.core.reserves import ReserveTerm
@@ -17,6 +17,7 @@ RESERVES: tuple[ReserveTerm, ...] = (
     lora_slots,
     lora_buffers,
     encoder_profile,
+    vision_replica,
     draft_weights,
     draft_buffers,
     window_state,
