@@ -20,9 +20,9 @@ from gpusize.reports.common import (
     gpu_files,
     model_facts,
     price_note,
-    speed_range_notes,
 )
 from gpusize.reports.fit import model_notes
+from gpusize.reports.speed_notes import speed_range_notes
 from gpusize.serving import economics, throughput
 from gpusize.serving.layouts import Demand, prefix_note
 from gpusize.serving.nodes import node_option

@@ -22,9 +22,9 @@ from gpusize.reports.common import (
     gpu_files,
     model_facts,
     price_note,
-    speed_range_notes,
 )
 from gpusize.reports.fit import model_notes
+from gpusize.reports.speed_notes import speed_range_notes
 from gpusize.serving import calibrated, economics, throughput
 from gpusize.serving.disagg import Disaggregated, disaggregate
 from gpusize.serving.dynamo import dynamo_launch

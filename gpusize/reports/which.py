@@ -15,8 +15,8 @@ from gpusize.reports.common import (
     device_notes,
     gpu_file_notes,
     gpu_files,
-    speed_range_notes,
 )
+from gpusize.reports.speed_notes import speed_range_notes
 from gpusize.serving.which import SORTS, CatalogEntry, ModelFit, Sort, models_that_fit
 
 __all__ = ["WhichAssumptions", "WhichReport", "build_which"]
