@@ -319,9 +319,12 @@ def replay(trace: Trace, expandable_segments: bool = False, capacity: int | None
     return _run(_State.fresh(expandable_segments), trace.events, capacity)
 
 
-#: Bytes of reserved-memory growth between two snapshots kept by a `Replayer` (1 GiB: a few dozen
-#: snapshots for a GPU's worth; a capacity replay starts at most that far before it can differ).
-SNAPSHOT_BYTES = 1 << 30
+#: Bytes of reserved-memory growth between two snapshots kept by a `Replayer` (4 GiB: a few dozen
+#: snapshots for a GPU's worth; a capacity replay starts at most that far before it can differ). Any
+#: spacing gives the same peaks; 4 GiB copies the allocator a quarter as often as 1 GiB did, for the
+#: same capacity replays (bench/RESULTS.md, issue 24: 0.46 -> 0.41 CPU s of replays for
+#: `train Qwen3-8B --method full --seq 128k`).
+SNAPSHOT_BYTES = 4 << 30
 
 
 class Replayer:
