@@ -256,7 +256,7 @@ def _working_per_token(spec: ModelSpec, setup: TrainSetup, resident: float) -> f
         (
             resident * layer_activation_bytes_per_token(spec, la, setup)
             + ws * _workspace_bytes_per_token(spec, la, setup)
-            for la in set(spec.layers)
+            for la, _ in spec.layer_counts
         ),
         default=0.0,
     )
