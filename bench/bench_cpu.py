@@ -8,7 +8,8 @@ with compiled .pyc files and a warm catalog cache; a run's CPU time is its user 
 median of the per-round ratios command / floor.
 
 Commands: `train 128k` (train Qwen3-8B --method full --seq 128k -q), `which` (the bundled catalog),
-`which 10k` (a 10,000-model user catalog, bench/bench_catalog.py's entries), `quote 1k` (Llama-3.3-70B
+`which 10k` (a 10,000-model user catalog, bench/bench_catalog.py's entries: one config under
+10,000 names), `which 10k distinct` (10,000 configs, each its own MLP width), `quote 1k` (Llama-3.3-70B
 over 1,000 user GPU types).
 
 Usage: python bench/bench_cpu.py REV [ROUNDS] [NAME ...]     (figures in bench/RESULTS.md)
@@ -31,10 +32,12 @@ MODELS, GPUS = 10_000, 1_000
 
 def commands(folder: Path) -> dict[str, list[str]]:
     models, gpus = str(folder / "models.yaml"), str(folder / "gpus.yaml")
+    distinct = str(folder / "distinct.yaml")
     return {
         "train 128k": ["train", "Qwen3-8B", "--method", "full", "--seq", "128k", "-q"],
         "which": ["which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k", "-q"],
         "which 10k": ["which", "--gpu", "L4", "--models-file", models, "-q"],
+        "which 10k distinct": ["which", "--gpu", "L4", "--models-file", distinct, "-q"],
         "quote 1k": [
             "quote",
             "Llama-3.3-70B",
@@ -71,6 +74,23 @@ def write_catalogs(folder: Path) -> None:
     from bench_catalog import write_catalogs as write
 
     write(folder, MODELS)
+    from dataclasses import asdict
+
+    from gpusize.sources.catalog import Catalogs
+
+    model = asdict(Catalogs().find_model("Qwen3-8B"))
+    distinct = [  # each config its own (a different MLP width): nothing shared between entries
+        {
+            **model,
+            "name": f"d-{i}",
+            "hf_id": f"acme/d-{i}",
+            "aliases": [],
+            "config": {**model["config"], "intermediate_size": 4096 + 16 * i},
+        }
+        for i in range(MODELS)
+    ]
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    (folder / "distinct.yaml").write_text(yaml.dump(distinct, Dumper=dumper, sort_keys=False))
     bundled = yaml.safe_load((ROOT / "data" / "gpus.yaml").read_text())
     h100 = next(g for g in bundled if g["name"] == "H100-SXM")
     gpus = [{**h100, "name": f"Card-{i}", "aliases": [f"card{i}-alt"]} for i in range(GPUS)]

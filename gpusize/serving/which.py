@@ -170,8 +170,25 @@ def fit_one(
 def models_that_fit(
     entries: list[CatalogEntry], gpu: GpuSpec, num_gpus: int, request: Request, sort: Sort = "capability"
 ) -> list[ModelFit]:
-    """Every entry planned, ranked by `rank`."""
-    return rank([fit_one(e, gpu, num_gpus, request) for e in entries], sort)
+    """Every entry planned, ranked by `rank`. Entries with the same config (fine-tunes of one base,
+    copies under other names) are planned once: a row depends on its entry only through the config
+    and the names `_row` copies (`_named`)."""
+    planned: dict[str, ModelFit] = {}
+    rows: list[ModelFit] = []
+    for e in entries:
+        key = repr(e.config)  # of JSON values (str, numbers, bools, None, lists, dicts): equal configs
+        known = planned.get(key)
+        if known is None:
+            rows.append(planned.setdefault(key, fit_one(e, gpu, num_gpus, request)))
+        else:
+            rows.append(_named(known, e))
+    return rank(rows, sort)
+
+
+def _named(row: ModelFit, entry: CatalogEntry) -> ModelFit:
+    """`row` (planned for another entry of the same config) as this entry's: the fields of `_row`
+    that come from the entry rather than from the config."""
+    return replace(row, name=entry.name, hf_id=entry.hf_id, family=entry.family, released=entry.released)
 
 
 def rank(rows: list[ModelFit], sort: Sort = "capability") -> list[ModelFit]:
