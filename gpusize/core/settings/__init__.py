@@ -82,8 +82,14 @@ class EngineSettings(  # the parts in reverse field order
     the local engines, TensorRT-LLM (the order of the command options and the JSON keys)."""
 
     def given(self) -> tuple[str, ...]:
-        """The settings the user set (not left to the engine's default); the engine itself excluded."""
-        return tuple(f.name for f in _DECLARED[1:] if getattr(self, f.name) != f.default)
+        """The settings the user set (not left to the engine's default); the engine itself excluded.
+        Computed once per settings value (kept in its __dict__, as ModelSpec keeps its hash): one
+        request's settings are read for every model `which` plans."""
+        known: tuple[str, ...] | None = self.__dict__.get("_given")
+        if known is None:
+            known = tuple(f.name for f in _DECLARED[1:] if getattr(self, f.name) != f.default)
+            object.__setattr__(self, "_given", known)
+        return known
 
 
 _DECLARED: tuple[Field[Any], ...] = tuple(fields(EngineSettings))
