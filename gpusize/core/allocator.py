@@ -150,16 +150,27 @@ class AllocatorPeaks:
         return self.reserved_bytes - self.allocated_bytes
 
 
+#: A block is keyed `segment << _OFF | offset` (an offset is below 2^64 bytes), and a free block is
+#: listed as `size << _KEY | key`: integers sort as the (size, segment, offset) tuples of the best fit
+#: (get_free_block's BlockComparatorSize) and cost no tuple per request.
+_OFF = 64
+_KEY = 128
+_OFF_MASK = (1 << _OFF) - 1
+_KEY_MASK = (1 << _KEY) - 1
+
+
 class _Pool:
     """One pool (small or large) of the default allocator: segments of blocks, free blocks by size."""
 
     def __init__(self, small: bool) -> None:
         self.small = small
-        # free blocks as (size, segment, offset), sorted; per block start -> [size, free] and
-        # end -> start, keyed (segment, offset)
-        self.free: list[tuple[int, int, int]] = []
-        self.blocks: dict[tuple[int, int], list[int]] = {}
-        self.ends: dict[tuple[int, int], int] = {}
+        #: the smallest remainder that is split off a block (should_split)
+        self.split_min = KIB512 if small else SMALL_SIZE + 1
+        # free blocks as `size << _KEY | key`, sorted; per block key -> size << 1 | free, and per
+        # block end (key + size) -> key
+        self.free: list[int] = []
+        self.blocks: dict[int, int] = {}
+        self.ends: dict[int, int] = {}
         self.segments = 0
         self.reserved = 0
         self.segment_sizes: dict[int, int] = {}
@@ -167,7 +178,7 @@ class _Pool:
         self.idle: set[int] = set()
 
     def copy(self) -> _Pool:
-        """An independent copy (block entries are replaced, never changed in place)."""
+        """An independent copy."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new.free, new.blocks, new.ends = list(self.free), dict(self.blocks), dict(self.ends)
@@ -176,7 +187,8 @@ class _Pool:
 
     def cached(self, size: int) -> bool:
         """Whether a cached free block holds `size` (no new segment needed)."""
-        return bisect.bisect_left(self.free, (size, -1, -1)) < len(self.free)
+        free = self.free
+        return bool(free) and free[-1] >= size << _KEY
 
     def new_segment_bytes(self, size: int) -> int:
         return segment_size(size)
@@ -184,63 +196,78 @@ class _Pool:
     def release_cached(self) -> None:
         """release_cached_blocks: give every segment that is one free block back to the driver."""
         for seg in list(self.idle):
-            self._drop(seg, 0)
+            self._drop(seg << _OFF)
             self.reserved -= self.segment_sizes.pop(seg)
 
-    def _split_ok(self, remaining: int) -> bool:
-        return remaining >= KIB512 if self.small else remaining > SMALL_SIZE
-
-    def _put(self, seg: int, off: int, size: int, free: bool) -> None:
-        self.blocks[seg, off] = [size, int(free)]
-        self.ends[seg, off + size] = off
+    def _put(self, key: int, size: int, free: bool) -> None:
+        self.blocks[key] = size << 1 | free
+        self.ends[key + size] = key
         if free:
-            bisect.insort(self.free, (size, seg, off))
-            if off == 0 and self.segment_sizes.get(seg) == size:
-                self.idle.add(seg)
+            bisect.insort(self.free, size << _KEY | key)
+            if not key & _OFF_MASK and self.segment_sizes.get(key >> _OFF) == size:
+                self.idle.add(key >> _OFF)
 
-    def _drop(self, seg: int, off: int) -> None:
-        size, free = self.blocks.pop((seg, off))
-        del self.ends[seg, off + size]
-        if free:
-            del self.free[bisect.bisect_left(self.free, (size, seg, off))]
-            self.idle.discard(seg)
+    def _drop(self, key: int) -> None:
+        value = self.blocks.pop(key)
+        size = value >> 1
+        del self.ends[key + size]
+        if value & 1:
+            free = self.free
+            del free[bisect.bisect_left(free, size << _KEY | key)]
+            self.idle.discard(key >> _OFF)
 
-    def malloc(self, size: int) -> tuple[int, int, int]:
-        """Take a block for `size` (already rounded); returns (segment, offset, block size)."""
-        i = bisect.bisect_left(self.free, (size, -1, -1))
-        if i < len(self.free):
-            block, seg, off = self.free[i]
-            self._drop(seg, off)
+    def malloc(self, size: int) -> tuple[int, int]:
+        """Take a block for `size` (already rounded); returns (block key, block size). (_drop and
+        _put inlined: the replay's hot path.)"""
+        free, blocks, ends = self.free, self.blocks, self.ends
+        i = bisect.bisect_left(free, size << _KEY)
+        if i < len(free):
+            entry = free.pop(i)
+            block, key = entry >> _KEY, entry & _KEY_MASK
+            del blocks[key], ends[key + block]
+            self.idle.discard(key >> _OFF)
         else:
-            block, seg, off = segment_size(size), self.segments, 0
+            block, key = segment_size(size), self.segments << _OFF
             self.segments += 1
             self.reserved += block
-            self.segment_sizes[seg] = block
-        if self._split_ok(block - size):
-            self._put(seg, off + size, block - size, True)
+            self.segment_sizes[key >> _OFF] = block
+        if block - size >= self.split_min:
+            self._put(key + size, block - size, True)
             block = size
-        self._put(seg, off, block, False)
-        return seg, off, block
+        blocks[key] = block << 1
+        ends[key + block] = key
+        return key, block
 
-    def release(self, seg: int, off: int) -> None:
-        size = self.blocks[seg, off][0]
-        self._drop(seg, off)
-        nxt = self.blocks.get((seg, off + size))
-        if nxt is not None and nxt[1]:
-            extra = nxt[0]
-            self._drop(seg, off + size)
+    def release(self, key: int) -> None:
+        """Free the (allocated) block at `key`, merged with its free neighbours."""
+        blocks, ends, free = self.blocks, self.ends, self.free
+        size = blocks.pop(key) >> 1
+        del ends[key + size]
+        nxt = blocks.get(key + size)
+        if nxt is not None and nxt & 1:
+            extra = nxt >> 1
+            del blocks[key + size], ends[key + size + extra]
+            del free[bisect.bisect_left(free, extra << _KEY | (key + size))]
+            self.idle.discard(key >> _OFF)
             size += extra
-        prev = self.ends.get((seg, off))
-        if prev is not None and self.blocks[seg, prev][1]:
-            extra = self.blocks[seg, prev][0]
-            self._drop(seg, prev)
-            off, size = prev, size + extra
-        self._put(seg, off, size, True)
+        prev = ends.get(key)
+        if prev is not None and blocks[prev] & 1:
+            extra = blocks.pop(prev) >> 1
+            del ends[key]
+            del free[bisect.bisect_left(free, extra << _KEY | prev)]
+            self.idle.discard(key >> _OFF)
+            key, size = prev, size + extra
+        blocks[key] = size << 1 | 1
+        ends[key + size] = key
+        bisect.insort(free, size << _KEY | key)
+        if not key & _OFF_MASK and self.segment_sizes.get(key >> _OFF) == size:
+            self.idle.add(key >> _OFF)
 
 
 class _ExpandablePool(_Pool):
-    """One expandable segment: best fit among free blocks, else the end of the mapped range grows (the
-    trailing free block is extended). Reserved = the mapped range in pages."""
+    """One expandable segment (segment 0, so a block's key is its offset): best fit among free blocks,
+    else the end of the mapped range grows (the trailing free block is extended). Reserved = the
+    mapped range in pages."""
 
     def __init__(self, page: int) -> None:
         super().__init__(True)
@@ -248,37 +275,39 @@ class _ExpandablePool(_Pool):
         self.end = 0
 
     def new_segment_bytes(self, size: int) -> int:
-        tail = self.ends.get((0, self.end))
-        grow = size - (self.blocks[0, tail][0] if tail is not None and self.blocks[0, tail][1] else 0)
+        tail = self.ends.get(self.end)
+        grow = size - (self.blocks[tail] >> 1 if tail is not None and self.blocks[tail] & 1 else 0)
         return -(-(self.end + grow) // self.page) * self.page - self.reserved
 
     def release_cached(self) -> None:
         """Unmap the free pages at the end of the segment."""
-        tail = self.ends.get((0, self.end))
-        if tail is not None and self.blocks[0, tail][1]:
-            self._drop(0, tail)
+        tail = self.ends.get(self.end)
+        if tail is not None and self.blocks[tail] & 1:
+            self._drop(tail)
             self.end = tail
         self.reserved = -(-self.end // self.page) * self.page
 
-    def malloc(self, size: int) -> tuple[int, int, int]:
-        i = bisect.bisect_left(self.free, (size, -1, -1))
-        if i < len(self.free):
-            block, _, off = self.free[i]
-            self._drop(0, off)
+    def malloc(self, size: int) -> tuple[int, int]:
+        free = self.free
+        i = bisect.bisect_left(free, size << _KEY)
+        if i < len(free):
+            entry = free[i]
+            block, off = entry >> _KEY, entry & _KEY_MASK
+            self._drop(off)
         else:
             off = self.end
-            tail = self.ends.get((0, self.end))
-            if tail is not None and self.blocks[0, tail][1]:
-                self._drop(0, tail)
+            tail = self.ends.get(self.end)
+            if tail is not None and self.blocks[tail] & 1:
+                self._drop(tail)
                 off = tail
             block = size
             self.end = off + size
             self.reserved = max(self.reserved, -(-self.end // self.page) * self.page)
         if block - size >= KIB512:
-            self._put(0, off + size, block - size, True)
+            self._put(off + size, block - size, True)
             block = size
-        self._put(0, off, block, False)
-        return 0, off, block
+        self._put(off, block, False)
+        return off, block
 
 
 def replay(trace: Trace, expandable_segments: bool = False, capacity: int | None = None) -> AllocatorPeaks:
@@ -290,9 +319,12 @@ def replay(trace: Trace, expandable_segments: bool = False, capacity: int | None
     return _run(_State.fresh(expandable_segments), trace.events, capacity)
 
 
-#: Bytes of reserved-memory growth between two snapshots kept by a `Replayer` (1 GiB: a few dozen
-#: snapshots for a GPU's worth; a capacity replay starts at most that far before it can differ).
-SNAPSHOT_BYTES = 1 << 30
+#: Bytes of reserved-memory growth between two snapshots kept by a `Replayer` (4 GiB: a few dozen
+#: snapshots for a GPU's worth; a capacity replay starts at most that far before it can differ). Any
+#: spacing gives the same peaks; 4 GiB copies the allocator a quarter as often as 1 GiB did, for the
+#: same capacity replays (bench/RESULTS.md, issue 24: 0.46 -> 0.41 CPU s of replays for
+#: `train Qwen3-8B --method full --seq 128k`).
+SNAPSHOT_BYTES = 4 << 30
 
 
 class Replayer:
@@ -321,7 +353,7 @@ class _State:
     new segment) of the requests before it that needed a new segment."""
 
     pools: tuple[_Pool, _Pool]
-    live: dict[int, tuple[int, int, int, int]]
+    live: dict[int, tuple[int, int, int]]
     k: int = 0
     allocated: int = 0
     peak: int = 0
@@ -359,14 +391,18 @@ def _run(
     high: int | None = None  # the capacities that take every branch below as `capacity` does: [low, high)
     oom = False
     next_snapshot = 0
+    tracking = capacity is not None or snapshots is not None
+    small, large = pools
     for k in range(state.k, len(ev), 2):
-        handle, size = ev[k], ev[k + 1]
+        handle = ev[k]
         if handle > 0:
-            rounded = round_size(size)
+            rounded = -(-ev[k + 1] // KIB512) * KIB512  # round_size, inlined (the hot loop)
+            if rounded < KIB512:
+                rounded = KIB512
             index = 0 if rounded <= SMALL_SIZE else 1
-            pool = pools[index]
-            if (capacity is not None or snapshots is not None) and not pool.cached(rounded):
-                need = pools[0].reserved + pools[1].reserved + pool.new_segment_bytes(rounded)
+            pool = small if index == 0 else large
+            if tracking and not (pool.free and pool.free[-1] >= rounded << _KEY):  # not pool.cached
+                need = small.reserved + large.reserved + pool.new_segment_bytes(rounded)
                 if capacity is None:
                     assert snapshots is not None
                     if need >= next_snapshot:
@@ -383,24 +419,27 @@ def _run(
                 else:
                     low, high = _side(need, capacity, low, high)
                     if need > capacity:
-                        pools[0].release_cached()
-                        pools[1].release_cached()
-                        need = pools[0].reserved + pools[1].reserved + pool.new_segment_bytes(rounded)
+                        small.release_cached()
+                        large.release_cached()
+                        need = small.reserved + large.reserved + pool.new_segment_bytes(rounded)
                         low, high = _side(need, capacity, low, high)
                         if need > capacity:
                             oom = True
                             break
-            seg, off, block = pool.malloc(rounded)
-            live[handle] = (index, seg, off, block)
+            key, block = pool.malloc(rounded)
+            live[handle] = (index, key, block)
             allocated += block
-            peak = max(peak, allocated)
-            reserved_peak = max(reserved_peak, pools[0].reserved + pools[1].reserved)
+            if allocated > peak:
+                peak = allocated
+            reserved = small.reserved + large.reserved
+            if reserved > reserved_peak:
+                reserved_peak = reserved
         else:
             got = live.pop(-handle, None)
             if got is None:
                 continue
-            index, seg, off, block = got
-            pools[index].release(seg, off)
+            index, key, block = got
+            (small if index == 0 else large).release(key)
             allocated -= block
     if capacity is None:
         low = 0

@@ -10,8 +10,9 @@ against the GPUs' whole memory) skips the full plan of a build that cannot fit.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import Any, Literal
 
 from gpusize.core.engines import EngineModel, engine, prepare
@@ -156,10 +157,10 @@ def fit_one(
         beyond = longest and request.context_tokens > longest
         reason = f"its maximum context is {longest:,} tokens" if beyond else str(exc)
         return _row(entry, spec, fits=False, reason=reason, shortfall=float("inf"))
-    builds: list[tuple[Workload, tuple[Change, ...], str]] = [(work, (), "")]
+    builds: Iterator[tuple[Workload, tuple[Change, ...], str]] = iter([(work, (), "")])
     own = spec.quantization is None  # a pre-quantized checkpoint is itself a build of its base model
     if quantized and own and request.dtype == "auto" and model.quantizes_on_load:
-        builds += _builds(spec, request, work, gpu)
+        builds = chain(builds, _builds(spec, request, work, gpu))  # prepared only when reached
     miss: tuple[str, float] = ("", 0.0)
     for build, changes, _ in builds:
         if _weights_exceed(spec, build, gpu, num_gpus):
@@ -175,8 +176,25 @@ def fit_one(
 def models_that_fit(
     entries: list[CatalogEntry], gpu: GpuSpec, num_gpus: int, request: Request, sort: Sort = "capability"
 ) -> list[ModelFit]:
-    """Every entry planned, ranked by `rank`."""
-    return rank([fit_one(e, gpu, num_gpus, request) for e in entries], sort)
+    """Every entry planned, ranked by `rank`. Entries with the same config (fine-tunes of one base,
+    copies under other names) are planned once: a row depends on its entry only through the config
+    and the names `_row` copies (`_named`)."""
+    planned: dict[str, ModelFit] = {}
+    rows: list[ModelFit] = []
+    for e in entries:
+        key = repr(e.config)  # of JSON values (str, numbers, bools, None, lists, dicts): equal configs
+        known = planned.get(key)
+        if known is None:
+            rows.append(planned.setdefault(key, fit_one(e, gpu, num_gpus, request)))
+        else:
+            rows.append(_named(known, e))
+    return rank(rows, sort)
+
+
+def _named(row: ModelFit, entry: CatalogEntry) -> ModelFit:
+    """`row` (planned for another entry of the same config) as this entry's: the fields of `_row`
+    that come from the entry rather than from the config."""
+    return replace(row, name=entry.name, hf_id=entry.hf_id, family=entry.family, released=entry.released)
 
 
 def rank(rows: list[ModelFit], sort: Sort = "capability") -> list[ModelFit]:
@@ -191,14 +209,13 @@ def rank(rows: list[ModelFit], sort: Sort = "capability") -> list[ModelFit]:
 
 def _builds(
     spec: ModelSpec, request: Request, work: Workload, gpu: GpuSpec
-) -> list[tuple[Workload, tuple[Change, ...], str]]:
-    """The FP8 and int4 builds smaller than the checkpoint (FP8 needs compute capability 8.0+)."""
-    out: list[tuple[Workload, tuple[Change, ...], str]] = []
+) -> Iterator[tuple[Workload, tuple[Change, ...], str]]:
+    """The FP8 and int4 builds smaller than the checkpoint (FP8 needs compute capability 8.0+), each
+    prepared when the one before it did not fit (most models fit in their own weights or not at all)."""
     for dtype, change, note in QUANTIZED_BUILDS:
         smaller = work.weights.linear_bytes > (1.5 if dtype == "fp8" else 0.75)
         if smaller and (dtype != "fp8" or gpu.supports_bf16):
-            out.append((prepare(spec, replace(request, dtype=dtype)), (change,), note))
-    return out
+            yield prepare(spec, replace(request, dtype=dtype)), (change,), note
 
 
 def _layout(

@@ -22,7 +22,8 @@ bench/train_calibration.md records the fit.
 
 from __future__ import annotations
 
-from collections import Counter
+import functools
+from dataclasses import replace
 
 from gpusize.core.kinds import mixer_kind, mixer_parts
 from gpusize.core.spec import LayerSpec, ModelSpec
@@ -227,8 +228,7 @@ def held_activations_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
         head += spec.hidden_size * (2 if autocast_amp(setup) else _act(setup))
     if not setup.grad_ckpt:
         layers = sum(
-            layer_activation_bytes_per_token(spec, layer, setup) * times
-            for layer, times in Counter(spec.layers).items()
+            layer_activation_bytes_per_token(spec, layer, setup) * times for layer, times in spec.layer_counts
         )
     elif setup.kernels.offload_checkpoints:
         layers = 0
@@ -250,13 +250,25 @@ def _workspace_bytes_per_token(spec: ModelSpec, layer: LayerSpec, setup: TrainSe
 
 def _working_per_token(spec: ModelSpec, setup: TrainSetup, resident: float) -> float:
     """The largest layer's `resident` x its saved set + its gradient temporaries
-    (BACKWARD_WORKSPACE_LAYERS x `_workspace_bytes_per_token`)."""
+    (BACKWARD_WORKSPACE_LAYERS x `_workspace_bytes_per_token`). Per token: cached by the job without
+    its sequence length, micro-batch and accumulation (`_per_token`), which the searches vary."""
+    return _working_cached(spec, _per_token(setup), resident)
+
+
+def _per_token(setup: TrainSetup) -> TrainSetup:
+    """`setup` with the fields no per-token figure reads (sequence length, micro-batch, accumulation:
+    only the totals multiply by `tokens_per_gpu`) fixed, as the key of the per-token cache."""
+    return replace(setup, seq_tokens=1, batch=1, grad_accum=1)
+
+
+@functools.lru_cache(maxsize=4096)
+def _working_cached(spec: ModelSpec, setup: TrainSetup, resident: float) -> float:
     ws = setup.kernels.workspace_layers
     return max(
         (
             resident * layer_activation_bytes_per_token(spec, la, setup)
             + ws * _workspace_bytes_per_token(spec, la, setup)
-            for la in set(spec.layers)
+            for la, _ in spec.layer_counts
         ),
         default=0.0,
     )

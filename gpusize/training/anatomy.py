@@ -146,12 +146,12 @@ def _layer_params(spec: ModelSpec, layer: LayerSpec) -> int:
 
 def largest_layer_params(spec: ModelSpec) -> int:
     """Linear weights of the biggest decoder layer: the unit FSDP / ZeRO-3 gathers at once."""
-    return max((_layer_params(spec, layer) for layer in set(spec.layers)), default=0)
+    return max((_layer_params(spec, layer) for layer, _ in spec.layer_counts), default=0)
 
 
 def largest_linear_params(spec: ModelSpec) -> int:
     """The biggest single weight matrix of the decoder (what a 4-bit kernel dequantizes at once)."""
     return max(
-        (lin.fan_in * lin.fan_out for layer in set(spec.layers) for lin in layer_linears(spec, layer)),
+        (lin.fan_in * lin.fan_out for layer, _ in spec.layer_counts for lin in layer_linears(spec, layer)),
         default=0,
     )

@@ -156,7 +156,7 @@ def _largest_trainable(spec: ModelSpec, setup: TrainSetup) -> int:
     return max(
         (
             setup.lora_rank * max(lin.fan_in, lin.fan_out) * lin.count
-            for la in set(spec.layers)
+            for la, _ in spec.layer_counts
             for lin in layer_linears(spec, la)
             if lin.module in setup.lora_modules
         ),

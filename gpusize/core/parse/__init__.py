@@ -84,7 +84,8 @@ def parse_config(config: Any, best_effort: bool = False, where: str = "config.js
     rules = family_for(family)
     f = Fields({**rules.defaults, **{k: v for k, v in text.items() if v is not None}}, where)
     spec = _spec(config, text, f, family, rules)
-    spec = replace(spec, best_effort_from=unknown)
+    if unknown is not None:  # (a copy of the spec costs; `which` parses every catalog model)
+        spec = replace(spec, best_effort_from=unknown)
     return replace(spec, params=count_params(spec))
 
 

@@ -10,6 +10,7 @@ the field in its part (`vllm`, `reserves`, `sglang`, `local`, `trtllm`) and its 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import Field, fields
 from typing import Any
@@ -82,24 +83,38 @@ class EngineSettings(  # the parts in reverse field order
     the local engines, TensorRT-LLM (the order of the command options and the JSON keys)."""
 
     def given(self) -> tuple[str, ...]:
-        """The settings the user set (not left to the engine's default); the engine itself excluded."""
-        return tuple(f.name for f in _DECLARED[1:] if getattr(self, f.name) != f.default)
+        """The settings the user set (not left to the engine's default); the engine itself excluded.
+        Computed once per settings value (kept in its __dict__, as ModelSpec keeps its hash): one
+        request's settings are read for every model `which` plans."""
+        known: tuple[str, ...] | None = self.__dict__.get("_given")
+        if known is None:
+            known = tuple(f.name for f in _DECLARED[1:] if getattr(self, f.name) != f.default)
+            object.__setattr__(self, "_given", known)
+        return known
 
 
 _DECLARED: tuple[Field[Any], ...] = tuple(fields(EngineSettings))
 
 
+_DECLARED_SETTINGS: tuple[tuple[str, Setting], ...] = tuple(
+    (f.name, f.metadata["setting"]) for f in _DECLARED
+)
+
+
 def declared() -> tuple[tuple[str, Setting], ...]:
-    """Every setting (the engine first) with its declaration, in declaration order."""
-    return tuple((f.name, f.metadata["setting"]) for f in _DECLARED)
+    """Every setting (the engine first) with its declaration, in declaration order (built once: every
+    workload prepared reads it)."""
+    return _DECLARED_SETTINGS
 
 
 #: The command-line flag of each engine setting and the engines it belongs to, for messages.
 SETTING_FLAGS: dict[str, tuple[str, str]] = {name: (s.flag, " or ".join(s.engines)) for name, s in declared()}
 
 
+@functools.cache
 def settings_of(engine: EngineName) -> frozenset[str]:
-    """The settings `engine` reads: those whose declaration names it (the engine choice aside)."""
+    """The settings `engine` reads: those whose declaration names it (the engine choice aside); once
+    per engine."""
     return frozenset(name for name, s in declared()[1:] if engine in s.engines)
 
 

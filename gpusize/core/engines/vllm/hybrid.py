@@ -68,7 +68,7 @@ def mamba_page_bytes(spec: ModelSpec, tp: int, conv_dtype: str, ssm: str) -> int
     return max(
         (
             mixer_kind(spec, layer).state_bytes(spec, layer, tp, conv_bytes, ssm_bytes)
-            for layer in dict.fromkeys(spec.layers)
+            for layer, _ in spec.layer_counts  # each distinct layer once, hashed once per spec
         ),
         default=0,
     )
