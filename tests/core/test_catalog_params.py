@@ -116,6 +116,14 @@ def test_entries_without_a_published_count_say_why_or_cite_nothing() -> None:
             assert entry.params_source.lower().startswith(("no ", "none")), entry.name
 
 
+def test_every_entry_has_a_published_count_or_says_why_not() -> None:
+    """Issue 26: an entry without an exact published total still carries a params_source, saying what
+    was found (a rounded model-card figure and whether the config-derived total agrees with it) or
+    what was searched."""
+    silent = [m.name for m in MODELS if m.params_published is None and not (m.params_source or "").strip()]
+    assert silent == []
+
+
 def test_qwen3_vl_tower_is_exact_layer_by_layer() -> None:
     """Qwen3-VL-8B: h 1152, i 4304, 27 blocks, 16px patches over 2 frames, 2304 learned positions,
     2x2 merge to 4096 wide, 3 deepstack mergers = 576,388,336 (the Hub total 8,767,123,696 minus the
