@@ -27,6 +27,7 @@ from gpusize.core.engines.sglang_dp import (
     dp_size,
     dp_weight_extra_bytes,
 )
+from gpusize.core.engines.sglang_kv import sglang_kv_bytes_per_token
 from gpusize.core.engines.sglang_lora import sglang_lora_host_bytes, sglang_lora_slots
 from gpusize.core.engines.sglang_mamba import sglang_mamba_pool
 from gpusize.core.engines.sglang_speculative import (
@@ -106,7 +107,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     offloaded = sglang_offloaded_bytes(spec, work, tp)
     weights = weights_bytes(spec, work.weights, tp, work.include_mtp) - offloaded
     weights += dp_weight_extra_bytes(spec, work.weights, tp, dp)
-    cell = kvcache.kv_cache_bytes_per_token(spec, work.kv_bytes, attn_tp)
+    cell = sglang_kv_bytes_per_token(spec, gpu, work, attn_tp)
     context = runtime.CUDA_CONTEXT_TP1 + (DIST_INIT_TPN if tp > 1 else 0)
     free_before = gpu.visible_bytes - context - work.reserved_bytes
     budget = int(free_before * fraction)
