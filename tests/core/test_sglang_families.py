@@ -166,3 +166,13 @@ def test_nemotron3_state_and_kv(tp: int) -> None:
     assert (mamba2(23, 64), mamba2(40, 128)) == (49_082_368, 170_229_760) or tp != 1
     assert _cell(nano, "H200-SXM", tp) == 6 * 2 * max(1, 2 // tp) * 128 * 2
     assert _cell(sup, "H200-SXM", tp) == 8 * 2 * max(1, 2 // tp) * 128 * 2
+
+
+def test_kimi_linear_state_follows_mamba_ssm_dtype() -> None:
+    """SGLang sets SGLANG_MAMBA_SSM_DTYPE from --mamba-ssm-dtype (0.5.23 arg_groups/serving_hook.py),
+    and KimiLinearCacheParams takes its dtype from that variable (`mamba2_state_dtype(None)`): with
+    bfloat16 the KDA state is 20 x (73,728 + 32 x 128 x 128 x 2) = 22,446,080 B (gpusize kept float32)."""
+    spec = catalog_spec("Kimi-Linear-48B-A3B-Instruct")
+    work = workload(spec, 4096, engine_name="sglang", mamba_ssm_dtype="bfloat16")
+    assert mamba_cache_per_req(spec, 1, work) == 20 * (3 * 12288 * 2 + 32 * 128 * 128 * 2) == 22_446_080
+    assert mamba_cache_per_req(spec, 2, work) == 20 * (3 * 6144 * 2 + 16 * 128 * 128 * 2)

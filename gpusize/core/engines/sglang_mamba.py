@@ -6,11 +6,11 @@ KV pool, from the memory the static budget leaves after the weights (pure).
 - One state slot per request (and per cached radix-tree prefix): every recurrent layer's conv window
   and recurrent state on this GPU (`Mamba2CacheParams.mamba_cache_per_req` = (conv elements x conv
   itemsize + temporal elements x temporal itemsize) x layers; the shapes are vLLM's, TP-split the
-  same way: `core.kinds.*.state_bytes`).
+  same way: `core.kinds.*.state_bytes`; worked examples per family: tests/core/test_sglang_families.py).
 - Dtypes (python/sglang/srt/configs/mamba_utils.py `mamba2_state_dtype`): the conv state bfloat16
   (SGLANG_MAMBA_CONV_DTYPE, default bfloat16), the recurrent state float32 unless the config's
   `mamba_ssm_dtype` (or SGLANG_MAMBA_SSM_DTYPE / --mamba-ssm-dtype) says otherwise; Kimi Delta
-  Attention keeps its state in float32 (its kind's own dtype).
+  Attention's in float32 unless --mamba-ssm-dtype says otherwise (SGLang reads no config for it).
 - Slots, by default (radix cache on, --max-mamba-cache-size unset): the rest of the static budget is
   split so that mamba state : full KV = mamba_full_memory_ratio (default 0.9), i.e. the state pool
   takes 0.9 / 1.9 of it, `max_mamba_cache_size = floor(that / mamba_cache_per_req)`; the KV pool gets
@@ -30,9 +30,9 @@ token; the default above is what a plain launch allocates.
 
 from __future__ import annotations
 
-from gpusize.core.kinds import mixer_kind
+from gpusize.core.kinds import kimi_delta, mixer_kind
 from gpusize.core.reserves import Reserve
-from gpusize.core.spec import ModelSpec
+from gpusize.core.spec import LayerSpec, ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.units import DTYPE_BYTES, GIB
 
@@ -67,10 +67,25 @@ def mamba_cache_per_req(spec: ModelSpec, tp: int, work: Workload | None = None) 
     """Bytes of one request's state slot on one GPU of a `tp`-way split: every recurrent layer."""
     ssm = DTYPE_BYTES[ssm_dtype(spec, work)]
     return sum(
-        mixer_kind(spec, layer).state_bytes(spec, layer, tp, MAMBA_CONV_BYTES, ssm)
+        _kda_bytes(spec, layer, tp, work)
+        if mixer_kind(spec, layer) is kimi_delta.KIND
+        else mixer_kind(spec, layer).state_bytes(spec, layer, tp, MAMBA_CONV_BYTES, ssm)
         for layer in spec.layers
         if mixer_kind(spec, layer).state_elements(spec, layer) > 0
     )
+
+
+def _kda_bytes(spec: ModelSpec, layer: LayerSpec, tp: int, work: Workload | None) -> int:
+    """A Kimi Delta Attention layer's slot: SGLang builds KimiLinearCacheParams without the config
+    (configs/kimi_linear.py), so its recurrent state takes SGLANG_MAMBA_SSM_DTYPE, which
+    --mamba-ssm-dtype sets (arg_groups/serving_hook.py in 0.5.23, server_args.py in 0.5.10 and
+    0.5.14), else float32; the kind keeps vLLM's float32 (`kimi_delta.RECURRENT_BYTES`)."""
+    flag = work.engine.mamba_ssm_dtype if work is not None else None
+    ssm = DTYPE_BYTES[_SSM_FLAG[flag] if flag else MAMBA_SSM_DEFAULT]
+    kind = mixer_kind(spec, layer)
+    recurrent = kind.state_bytes(spec, layer, tp, 0, ssm)  # the kind's float32 recurrent state
+    conv = kind.state_bytes(spec, layer, tp, MAMBA_CONV_BYTES, ssm) - recurrent
+    return conv + int(recurrent // kimi_delta.RECURRENT_BYTES * ssm)
 
 
 def sglang_mamba_pool(
