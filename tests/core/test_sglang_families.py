@@ -86,6 +86,17 @@ def test_dsa_fp8_before_the_trtllm_default_is_the_scaled_row() -> None:
     assert _cell("DeepSeek-V3.2", "B200", 1, "fp8", "0.5.4.post1") == 61 * SCALED_FP8_ROW
 
 
+@pytest.mark.parametrize("tp", TPS)
+def test_glm52_shared_indexer_layers_keep_no_index_key(tp: int) -> None:
+    """GLM-5.2: 57 of 78 layers are `indexer_types` "shared" (`dsa_layer_skips_topk`); on a GPU without
+    HiSparse SGLang elides their index keys (`_should_elide_dsa_index_k`, a 0-row buffer;
+    `_compute_dsa_indexer_cell_size` counts the 21 others): 78 x 1,152 + 21 x 132 = 92,628 B per token
+    in bf16, 78 x 656 + 21 x 132 = 53,940 in fp8 on Hopper, 78 x 576 + 21 x 132 = 47,700 on Blackwell."""
+    assert _cell("GLM-5.2", "H200-SXM", tp) == 78 * 1152 + 21 * INDEXER == 92_628
+    assert _cell("GLM-5.2", "H200-SXM", tp, "fp8") == 78 * 656 + 21 * INDEXER == 53_940
+    assert _cell("GLM-5.2", "B200", tp, "fp8") == 78 * 576 + 21 * INDEXER == 47_700
+
+
 def test_sglang_engine_divides_the_pool_by_the_raw_row_on_blackwell() -> None:
     spec = catalog_spec("DeepSeek-V3.2")
     work = workload(spec, 4096, kv_dtype="fp8", engine_name="sglang")
