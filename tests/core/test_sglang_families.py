@@ -187,3 +187,21 @@ def test_kimi_linear_state_follows_mamba_ssm_dtype() -> None:
     work = workload(spec, 4096, engine_name="sglang", mamba_ssm_dtype="bfloat16")
     assert mamba_cache_per_req(spec, 1, work) == 20 * (3 * 12288 * 2 + 32 * 128 * 128 * 2) == 22_446_080
     assert mamba_cache_per_req(spec, 2, work) == 20 * (3 * 6144 * 2 + 16 * 128 * 128 * 2)
+
+
+# --------------------------------------------------------------------------- Gemma 4 (SWA + full)
+
+
+@pytest.mark.parametrize("tp", TPS)
+def test_gemma4_full_and_sliding_rows(tp: int) -> None:
+    """utils/hf_transformers/config.py `_apply_gemma4_attention_overrides`: SGLang's base shape is the
+    full-attention one (head_dim 512, 4 KV heads from global_head_dim / num_global_key_value_heads,
+    v_head_dim = head_dim: attention_k_eq_v still keeps a V row), swa_head_dim 256 with 16 KV heads;
+    `HybridSWAPoolConfigurator`: full per token max(1, 4 // tp) x (512 + 512) x 2, SWA per token
+    max(1, 16 // tp) x (256 + 256) x 2. gemma-4-31B-it: 10 full + 50 sliding layers = 901,120 B per
+    token at TP 1. SGLang then sizes two pools (`_recompute_cell_size`: full tokens = available //
+    (full + swa_full_tokens_ratio x swa)), which gpusize does not model yet: it divides by the sum."""
+    full = 10 * max(1, 4 // tp) * 1024 * 2
+    swa = 50 * max(1, 16 // tp) * 512 * 2
+    assert _cell("gemma-4-31B-it", "H200-SXM", tp) == full + swa
+    assert (full + swa == 901_120) or tp != 1

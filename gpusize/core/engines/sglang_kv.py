@@ -17,6 +17,9 @@ flashmla_kv) and FlashInfer's sparse MLA (GLM-5 in fp8 on compute capability 12 
 Not modelled: SGLang's own default KV dtype for DSA, fp8_e4m3 on compute capability 10 and above
 when --kv-cache-dtype is auto (`_dsa_kv_cache_dtype_default`); gpusize's auto is the model dtype,
 so on a Blackwell GPU pass --kv-dtype fp8 to get what SGLang allocates.
+Nor SGLang's split of a sliding-window model's pool (Gemma 4: `HybridSWAPoolConfigurator`, full tokens =
+available // (full bytes + swa_full_tokens_ratio x sliding bytes), the sliding pool that ratio of it):
+the cell here is the sum of both, every layer kept for the whole context.
 """
 
 from __future__ import annotations
