@@ -195,7 +195,7 @@ def test_activations_hold_the_attention_residual_block_stack() -> None:
     assert activation_bytes(spec, limits) - activation_bytes(plain, limits) == 8192 * 8 * H * 2
 
 
-def test_fit_answers_and_says_engine_support_is_assumed() -> None:
+def test_fit_answers_and_says_where_the_sizing_is_from() -> None:
     result = cli("fit", "Kimi-K3", "--gpu", "H200", "--ctx", "32k", "--json")
     assert result.code in (0, 1), result.stderr
     memory = json.loads(result.stdout)["memory"]
@@ -203,4 +203,17 @@ def test_fit_answers_and_says_engine_support_is_assumed() -> None:
     spec = catalog_spec("Kimi-K3")
     assert spec.params.total == CONFIG_DERIVED
     notes = vllm.model_notes(spec, workload(spec, 32768))
-    assert any("engine support ASSUMED" in note for note in notes)
+    assert any("vLLM serves it from 0.27.0" in note for note in notes)
+
+
+@pytest.mark.parametrize(
+    ("engine", "before", "first"), [("vllm", "0.26.0", "0.27.0"), ("sglang", "0.5.16", "0.5.17")]
+)
+def test_kimi_k3_is_gated_by_its_own_first_release(engine: str, before: str, first: str) -> None:
+    """Kimi-K3's text model is a kimi_linear decoder, but engines registered KimiK3ForConditionalGeneration
+    much later than Kimi-Linear (vLLM registry.py from the 0.27.0 wheel, not 0.26.0; SGLang
+    models/kimi_k3.py EntryClass from 0.5.17, not 0.5.16): its own key in family_support."""
+    old = cli("fit", "Kimi-K3", "--gpu", "B200", "--engine", engine, "--engine-version", before)
+    assert old.code == 2 and old.stdout == "" and f"--engine-version {first} or later" in old.stderr
+    new = cli("fit", "Kimi-K3", "--gpu", "B200", "--engine", engine, "--engine-version", first)
+    assert new.code in (0, 1), new.stderr

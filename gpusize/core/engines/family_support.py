@@ -10,7 +10,8 @@ sglang/srt/models/ whose `EntryClass` registers the architecture (sglang/srt/mod
 imports every module there), in every SGLang release from 0.4.0 to 0.5.23; for vLLM the key of
 vllm/model_executor/models/registry.py, in every release of core/releases.py VLLM. Each entry names
 the first release that has it and the one before, which does not. A family's variant that came later
-than the family has its own key (`family_key`: Nemotron-H with MoE blocks).
+than the family has its own key (`family_key`: Nemotron-H with MoE blocks; Kimi-K3, whose text model
+is a Kimi-Linear decoder but whose architecture engines registered much later).
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from gpusize.core.releases import parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
-__all__ = ["FIRST_RELEASE", "Since", "family_key", "family_refusal"]
+__all__ = ["FIRST_RELEASE", "KIMI_K3_ARCHITECTURE", "Since", "family_key", "family_refusal"]
+
+#: Kimi-K3's architecture (its config's `architectures`; the text_config is model_type kimi_linear).
+KIMI_K3_ARCHITECTURE = "KimiK3ForConditionalGeneration"
 
 
 class Since(NamedTuple):
@@ -72,6 +76,12 @@ FIRST_RELEASE: dict[tuple[str, str], Since] = {
         "Kimi-Linear",
         "registry.py lists KimiLinearForCausalLM from the 0.11.1 wheel (not 0.11.0)",
     ),
+    ("vllm", "kimi_k3"): Since(
+        "0.27.0",
+        "Kimi-K3",
+        "registry.py lists KimiK3ForConditionalGeneration (vllm.models.kimi_k3) from the 0.27.0 wheel (not "
+        "0.26.0)",
+    ),
     ("vllm", "step3p7"): Since(
         "0.23.0",
         "Step-3.7",
@@ -118,6 +128,12 @@ FIRST_RELEASE: dict[tuple[str, str], Since] = {
         "0.5.4.post2",
         "Kimi-Linear",
         "models/kimi_linear.py registers KimiLinearForCausalLM from the 0.5.4.post2 wheel (not 0.5.4.post1)",
+    ),
+    ("sglang", "kimi_k3"): Since(
+        "0.5.17",
+        "Kimi-K3",
+        "models/kimi_k3.py registers KimiK3ForConditionalGeneration (EntryClass) from the 0.5.17 wheel (not "
+        "0.5.16)",
     ),
     ("sglang", "deepseek_v32"): Since(
         "0.5.3",
@@ -172,9 +188,11 @@ FIRST_RELEASE: dict[tuple[str, str], Since] = {
 
 def family_key(spec: ModelSpec) -> str:
     """The model's key in FIRST_RELEASE: its family, or a variant engines served later (Nemotron-H
-    with MoE blocks, "nemotron_h:moe")."""
+    with MoE blocks, "nemotron_h:moe"; Kimi-K3, "kimi_k3": its text_config is a kimi_linear decoder)."""
     if spec.family == "nemotron_h" and any(layer.ffn == "moe" for layer in spec.layers):
         return "nemotron_h:moe"
+    if spec.architecture == KIMI_K3_ARCHITECTURE:
+        return "kimi_k3"
     return spec.family
 
 

@@ -160,16 +160,14 @@ HYBRID_NOTE = (
 )
 
 
-#: Kimi-K3 (attention residuals, latent MoE, gated MLA and KDA): sized from vLLM main's
-#: vllm/models/kimi_k3 (nvidia/model.py, mla.py, kda.py, read at vllm-project/vllm commits 006193b5,
-#: 01b867e8, 055e47c2). vLLM 0.23.0 does not register KimiK3ForConditionalGeneration (its refusal lists
-#: the architectures it serves: vllm-project/vllm-ascend issue #15086, 2026-08-27) and the first release
-#: that does is not known to gpusize, so the answer assumes the release asked serves it.
+#: Kimi-K3 (attention residuals, latent MoE, gated MLA and KDA): sized from vLLM's vllm/models/kimi_k3
+#: (nvidia/model.py, mla.py, kda.py, read at vllm-project/vllm main commits 006193b5, 01b867e8,
+#: 055e47c2). vLLM registers KimiK3ForConditionalGeneration from 0.27.0 (family_support); each
+#: release's own copy of that module was not compared, so the answer says where the sizing is from.
 KIMI_K3_NOTE = (
-    "Kimi-K3: engine support ASSUMED: sized as vLLM main's vllm/models/kimi_k3 allocates it (the MLA latent "
-    "per token, the KDA state per sequence, the attention-residual block stack in the activations); vLLM "
-    "0.23.0 does not serve KimiK3ForConditionalGeneration and the first release that does is not known to "
-    "gpusize: check that vLLM {version} has vllm/models/kimi_k3"
+    "Kimi-K3: sized as vLLM's vllm/models/kimi_k3 allocates it on main (the MLA latent per token, the "
+    "KDA state per sequence, the attention-residual block stack in the activations); vLLM serves it from "
+    "0.27.0, and {version}'s own copy of that module was not compared"
 )
 
 
