@@ -10,8 +10,9 @@ sglang/srt/models/ whose `EntryClass` registers the architecture (sglang/srt/mod
 imports every module there), in every SGLang release from 0.4.0 to 0.5.23; for vLLM the key of
 vllm/model_executor/models/registry.py, in every release of core/releases.py VLLM. Each entry names
 the first release that has it and the one before, which does not. A family's variant that came later
-than the family has its own key (`family_key`: Nemotron-H with MoE blocks; Kimi-K3, whose text model
-is a Kimi-Linear decoder but whose architecture engines registered much later).
+than the family has its own key (`family_key`: Nemotron-H with MoE blocks). A composite whose
+architecture engines registered later than its text family (Kimi-K3: a Kimi-Linear decoder under
+KimiK3ForConditionalGeneration) is keyed by that architecture, the name the engines' registries use.
 """
 
 from __future__ import annotations
@@ -22,10 +23,7 @@ from gpusize.core.releases import parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
-__all__ = ["FIRST_RELEASE", "KIMI_K3_ARCHITECTURE", "Since", "family_key", "family_refusal"]
-
-#: Kimi-K3's architecture (its config's `architectures`; the text_config is model_type kimi_linear).
-KIMI_K3_ARCHITECTURE = "KimiK3ForConditionalGeneration"
+__all__ = ["FIRST_RELEASE", "Since", "family_key", "family_refusal"]
 
 
 class Since(NamedTuple):
@@ -37,7 +35,7 @@ class Since(NamedTuple):
     source: str
 
 
-#: (engine, model family or `family_key` variant) -> the first release that runs it.
+#: (engine, model family, `family_key` variant or architecture) -> the first release that runs it.
 FIRST_RELEASE: dict[tuple[str, str], Since] = {
     ("vllm", "gemma4_text"): Since(
         "0.19.0",
@@ -76,7 +74,7 @@ FIRST_RELEASE: dict[tuple[str, str], Since] = {
         "Kimi-Linear",
         "registry.py lists KimiLinearForCausalLM from the 0.11.1 wheel (not 0.11.0)",
     ),
-    ("vllm", "kimi_k3"): Since(
+    ("vllm", "KimiK3ForConditionalGeneration"): Since(
         "0.27.0",
         "Kimi-K3",
         "registry.py lists KimiK3ForConditionalGeneration (vllm.models.kimi_k3) from the 0.27.0 wheel (not "
@@ -129,7 +127,7 @@ FIRST_RELEASE: dict[tuple[str, str], Since] = {
         "Kimi-Linear",
         "models/kimi_linear.py registers KimiLinearForCausalLM from the 0.5.4.post2 wheel (not 0.5.4.post1)",
     ),
-    ("sglang", "kimi_k3"): Since(
+    ("sglang", "KimiK3ForConditionalGeneration"): Since(
         "0.5.17",
         "Kimi-K3",
         "models/kimi_k3.py registers KimiK3ForConditionalGeneration (EntryClass) from the 0.5.17 wheel (not "
@@ -188,18 +186,16 @@ FIRST_RELEASE: dict[tuple[str, str], Since] = {
 
 def family_key(spec: ModelSpec) -> str:
     """The model's key in FIRST_RELEASE: its family, or a variant engines served later (Nemotron-H
-    with MoE blocks, "nemotron_h:moe"; Kimi-K3, "kimi_k3": its text_config is a kimi_linear decoder)."""
+    with MoE blocks, "nemotron_h:moe")."""
     if spec.family == "nemotron_h" and any(layer.ffn == "moe" for layer in spec.layers):
         return "nemotron_h:moe"
-    if spec.architecture == KIMI_K3_ARCHITECTURE:
-        return "kimi_k3"
     return spec.family
 
 
 def family_refusal(engine: str, label: str, spec: ModelSpec, work: Workload) -> str | None:
     """Why release `work.release` of `engine` (printed as `label`) cannot run this model's family, or
     None when it can."""
-    since = FIRST_RELEASE.get((engine, family_key(spec)))
+    since = FIRST_RELEASE.get((engine, spec.architecture)) or FIRST_RELEASE.get((engine, family_key(spec)))
     first = parse_version(since.release) if since else None
     if since is None or first is None or not work.release.engine or work.release.version >= first:
         return None
