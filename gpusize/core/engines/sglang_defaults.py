@@ -12,7 +12,7 @@ from gpusize.core.engines.sglang_speculative import (
     caps_running_requests,
     speculative_reserve_mib,
 )
-from gpusize.core.engines.sglang_vlm import served_multimodal, vlm_fraction
+from gpusize.core.engines.sglang_vlm import VLM_FRACTION_SINCE, served_multimodal, vlm_fraction
 from gpusize.core.engines.vllm.scheduler import scheduler_limits
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import SGLANG, Version, parse_version
@@ -145,7 +145,7 @@ def sglang_defaults(
     drafting = speculative_reserve_mib(algorithm, v)
     fraction = _fraction(v, gpu.memory_mib, tp, chunk, graph, bool(spec and spec.mla), dp, drafting)
     vlm = spec is not None and spec.vision is not None and served_multimodal(spec, enable_multimodal)
-    if vlm and spec and spec.vision and v >= release_version("0.4.9.post3"):  # adjust_mem_fraction_for_vlm
+    if vlm and spec and spec.vision and v >= release_version(VLM_FRACTION_SINCE):
         fraction = vlm_fraction(fraction, spec.vision)
     return SglangDefaults(chunk, graph, round(fraction, 4))
 

@@ -16,6 +16,7 @@ from gpusize.core.spec import ModelSpec, VisionSpec
 from gpusize.core.vision import QWEN3_5_TOWERS, QWEN3_VL_TOWERS
 
 __all__ = [
+    "VLM_FRACTION_SINCE",
     "BASELINE_VIT",
     "DEPTH_NAMED_TOWERS",
     "TEXT_BY_DEFAULT",
@@ -26,6 +27,9 @@ __all__ = [
     "vlm_fraction",
 ]
 
+#: The first release whose server_args.py lowers the static fraction for VLMs
+#: (`adjust_mem_fraction_for_vlm`: in the 0.4.9.post3 wheel, absent in 0.4.9.post2).
+VLM_FRACTION_SINCE = "0.4.9.post3"
 #: adjust_mem_fraction_for_vlm: "a base mem_fraction_static factor for regular Vit".
 VLM_BASE_FACTOR = 0.95
 #: Its baseline ViT (ViT-L/14): 24 layers of width 1024; the factor moves 10% per 100% of
