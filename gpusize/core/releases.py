@@ -85,6 +85,12 @@ class Releases:
         """The accepted range as help and README show it: '0.10.0-0.33.x'."""
         return "-".join(self.bounds)
 
+    def last_before(self, first_without: str) -> Version:
+        """The newest known release before `first_without` (the last that still has what it removed)."""
+        cut = parse_version(first_without)
+        assert cut is not None
+        return max(v for v in self.versions if v < cut)
+
     def resolve(self, text: str | None) -> Release:
         """The release to model for `text` (None: the newest modelled)."""
         if text is None:

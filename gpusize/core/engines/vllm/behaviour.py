@@ -12,7 +12,7 @@ import functools
 from dataclasses import dataclass
 
 from gpusize.core.plan import yarn_caveat, yarn_flag
-from gpusize.core.releases import Version, parse_version
+from gpusize.core.releases import VLLM, Version, parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
@@ -30,14 +30,15 @@ __all__ = [
 
 #: VLLM_USE_V1 defaults to "1" from 0.8.0 (vllm/envs.py; "0" up to 0.7.3).
 V1_DEFAULT_SINCE = "0.8.0"
-#: The last release with the V0 engine (0.11.0 has no vllm/worker/worker.py).
-LAST_V0 = "0.10.2"
+#: The first release without the V0 engine (0.11.0 has no vllm/worker/worker.py), and the last with it.
+V0_REMOVED_IN = "0.11.0"
+LAST_V0 = str(VLLM.last_before(V0_REMOVED_IN))
 #: The first release without bitsandbytes and the last with it: the 0.28.0 wheel on PyPI holds neither
 #: model_executor/layers/quantization/bitsandbytes.py nor model_loader/bitsandbytes_loader.py, and its
 #: QuantizationMethods no longer lists "bitsandbytes" (all three in the 0.27.1 wheel; read with
 #: bench/release_sources.py).
 BITSANDBYTES_UNTIL = "0.28.0"
-LAST_BITSANDBYTES = "0.27.1"
+LAST_BITSANDBYTES = str(VLLM.last_before(BITSANDBYTES_UNTIL))
 
 
 @dataclass(frozen=True)
@@ -153,10 +154,10 @@ def utilization(work: Workload) -> float:
 
 def engine_refusal(work: Workload) -> str | None:
     """VLLM_USE_V1=0 on a release without the V0 engine; None otherwise."""
-    if work.engine.vllm_use_v1 is not False or not _at_least(work.release.version, "0.11.0"):
+    if work.engine.vllm_use_v1 is not False or not _at_least(work.release.version, V0_REMOVED_IN):
         return None
     return (
-        f"vLLM {work.release.version} has no V0 engine (VLLM_USE_V1=0): it was removed in 0.11.0; "
+        f"vLLM {work.release.version} has no V0 engine (VLLM_USE_V1=0): it was removed in {V0_REMOVED_IN}; "
         f"pass --engine-version {LAST_V0} or earlier, or leave --vllm-use-v1 at its default"
     )
 
