@@ -24,6 +24,8 @@ COMMANDS = {
     "fit": ["fit", "Qwen3-8B", "--gpu", "H100", "-q"],
     "fit --json": ["fit", "Qwen3-32B", "--ctx", "32k", "--json"],
     "which": ["which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k", "-q"],
+    "serve": ["serve", "Qwen3-32B", "--gpu", "H100", "--users", "20", "-q"],
+    "quote": ["quote", "Llama-3.3-70B", "--ctx", "32k", "-q"],
     "train 128k": ["train", "Qwen3-8B", "--method", "full", "--seq", "128k", "-q"],
 }
 BARE = ["-c", "import typer, rich, pydantic, yaml"]

@@ -26,8 +26,9 @@ order and the sizes matter here.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from gpusize.dataclass import dataclass
 from gpusize.units import MIB
 
 __all__ = [

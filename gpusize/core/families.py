@@ -8,9 +8,10 @@ A key present in config.json always wins over these defaults.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
+from gpusize.dataclass import dataclass
 from gpusize.errors import ConfigError
 
 __all__ = ["FAMILIES", "TEXT_FAMILY_OF", "Bias", "Family", "family_for"]

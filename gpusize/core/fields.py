@@ -10,9 +10,9 @@ model, so they only stop nonsense (a 300-byte config with a million layers) from
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
+from gpusize.dataclass import dataclass
 from gpusize.errors import ConfigError
 
 __all__ = ["BOUNDS", "ECHO_CHARS", "Fields", "echo"]

@@ -15,9 +15,8 @@ imatrix is assumed exactly where llama-quantize requires one (IQ1/IQ2/IQ3_XXS ty
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core.spec import ModelSpec
+from gpusize.dataclass import dataclass
 
 __all__ = [
     "ATTN_V_CATEGORIES",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from gpusize.core.gguf_quant import (
     ATTN_V_CATEGORIES,
@@ -19,6 +18,7 @@ from gpusize.core.gguf_quant import (
 from gpusize.core.kinds import has_attention_projections, mixer_kind, mixer_parts
 from gpusize.core.params import layer_params
 from gpusize.core.spec import LayerSpec, ModelSpec
+from gpusize.dataclass import dataclass
 
 __all__ = ["GgufTensor", "gguf_file_bytes", "gguf_layer_bytes", "gguf_tensors"]
 

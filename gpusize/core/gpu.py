@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
+from gpusize.dataclass import dataclass
 from gpusize.units import GIB, MIB
 
 __all__ = [

@@ -21,10 +21,10 @@ The pool models vLLM 0.19's v1 KV-cache manager (vllm/v1/core/kv_cache_utils.py)
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from gpusize.core.kinds import kv_bytes_per_token, mixer_kind, state_elements
 from gpusize.core.spec import LayerSpec, ModelSpec
+from gpusize.dataclass import dataclass
 from gpusize.errors import ConfigError
 from gpusize.units import DTYPE_BYTES
 

@@ -18,9 +18,10 @@ total_memory 93.12 GiB = its listed memory) suggests a slice shows all of it, to
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gpusize.core.gpu import GpuSpec
+from gpusize.dataclass import dataclass
 
 __all__ = ["MIG_TABLES", "MigProfile", "MigTable", "mig_slices", "slice_name"]
 

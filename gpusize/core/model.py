@@ -6,10 +6,11 @@ catalog or the Hub); reports take them as values and never import sources (STYLE
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from gpusize.core.weights import StoredLayers
+from gpusize.dataclass import dataclass
 
 __all__ = ["CatalogModel", "ResolvedModel", "normalize"]
 

@@ -10,10 +10,11 @@ each GPU reaches the others through the NIC(s) of its server. A DGX-class server
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Literal
 
 from gpusize.core.gpu import GpuSpec
+from gpusize.dataclass import dataclass
 
 __all__ = [
     "ACTIVATION_BYTES",

@@ -8,13 +8,13 @@ An engine's memory model (`core.engines`) answers "does this model fit on n GPUs
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from gpusize.core import kinds
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.reserves import Reserve
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 
 __all__ = [
     "TP_SIZES",

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from gpusize.dataclass import dataclass
 from gpusize.errors import InputError
 
 __all__ = ["SGLANG", "TRTLLM", "VLLM", "Release", "Releases", "Version", "parse_version"]

@@ -7,7 +7,7 @@ ViT-style tower gets the generic ViT formula, flagged as an estimate (`exact=Fal
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from gpusize.dataclass import dataclass
 
 __all__ = [
     "DEFAULT_TOWER_OF",

@@ -10,9 +10,10 @@ notes wrap to the width: no line is longer than the terminal (unless the kept co
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Literal
 
+from gpusize.dataclass import dataclass
 from gpusize.render.text import Style, paragraph, safe
 
 __all__ = ["Column", "render_table"]

@@ -14,8 +14,9 @@ import shlex
 import shutil
 import textwrap
 import unicodedata
-from dataclasses import dataclass
 from typing import TextIO
+
+from gpusize.dataclass import dataclass
 
 __all__ = [
     "DEFAULT_WIDTH",

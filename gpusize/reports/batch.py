@@ -7,8 +7,9 @@ command's own report — so a row that fails is data, never the end of the batch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from gpusize.dataclass import dataclass
 
 __all__ = ["BatchAssumptions", "BatchReport", "BatchRowAnswer", "batch_exit_code"]
 

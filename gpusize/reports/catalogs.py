@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize import __version__
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import CatalogModel
 from gpusize.core.parse import parse_config
+from gpusize.dataclass import dataclass
 from gpusize.errors import ConfigError
 from gpusize.reports.common import price_note
 

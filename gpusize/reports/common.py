@@ -4,11 +4,11 @@ price dates."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
 from gpusize.core.spec import ModelSpec
+from gpusize.dataclass import dataclass
 
 __all__ = [
     "NOT_IN_SHEETS",

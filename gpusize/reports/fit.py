@@ -3,7 +3,7 @@ the numbers assume. One object drives the table and `--json`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from gpusize import __version__
 from gpusize.core import kvcache
@@ -16,6 +16,7 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Change, Scope, Suggestion, fewer_gpus, fixes, one_card
 from gpusize.core.weights import weights_bytes
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 from gpusize.reports.common import (
     NOT_IN_SHEETS,
     GpuFile,

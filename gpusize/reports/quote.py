@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gpusize import __version__
 from gpusize.core.engines import engine_label
@@ -11,6 +11,7 @@ from gpusize.core.model import ResolvedModel
 from gpusize.core.network import NodePlan
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 from gpusize.reports.common import (
     NOT_IN_SHEETS,
     GpuFile,

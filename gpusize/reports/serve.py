@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
@@ -13,6 +13,7 @@ from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Scope, Suggestion, fixes
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 from gpusize.reports.common import (
     NOT_IN_SHEETS,
     GpuFile,

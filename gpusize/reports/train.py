@@ -8,7 +8,7 @@ none does, and, given a token budget, time and cost on 1 versus N GPUs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gpusize import __version__
 from gpusize.core.gpu import GpuSpec
@@ -16,6 +16,7 @@ from gpusize.core.model import ResolvedModel
 from gpusize.core.network import MAX_NODES, NodePlan
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
+from gpusize.dataclass import dataclass
 from gpusize.reports.common import ModelFacts, model_facts
 from gpusize.reports.train_assumptions import TrainAssumptions, train_assumptions
 from gpusize.training import time_cost

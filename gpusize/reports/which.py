@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import CatalogModel
 from gpusize.core.workload import Request
+from gpusize.dataclass import dataclass
 from gpusize.reports.common import (
     NOT_IN_SHEETS,
     GpuFile,

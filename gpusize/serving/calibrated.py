@@ -23,7 +23,9 @@ token adds `request_s` (API server, tokenizer, scheduling) and one decode step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
+
+from gpusize.dataclass import dataclass
 
 __all__ = [
     "ALLREDUCE_HOP_S",

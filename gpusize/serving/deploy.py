@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
 
+from gpusize.dataclass import dataclass
 from gpusize.errors import InputError
 
 __all__ = [

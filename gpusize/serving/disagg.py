@@ -26,7 +26,7 @@ when the KV transfer outweighs the interference saved, or when one pool idles.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gpusize.core import kvcache
 from gpusize.core.engines import engine
@@ -35,6 +35,7 @@ from gpusize.core.network import NodeLink
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 from gpusize.serving import calibrated, economics
 from gpusize.serving.layouts import Demand, Layout
 from gpusize.serving.targets import Targets

@@ -20,9 +20,9 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass
 
 from gpusize.core.engines import engine as engine_model
+from gpusize.dataclass import dataclass
 from gpusize.errors import InputError
 from gpusize.serving.deploy import HF_CACHE, Manifest, pod_env, pod_volumes
 from gpusize.serving.launch import LaunchCommand

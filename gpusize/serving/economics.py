@@ -9,7 +9,8 @@ never a quote.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from gpusize.dataclass import dataclass
 
 __all__ = [
     "CPU_W_PER_SOCKET",

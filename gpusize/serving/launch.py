@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gpusize.core.engines import engine
 from gpusize.core.engines.llamacpp import cache_type, flash_attention
@@ -30,6 +30,7 @@ from gpusize.core.releases import Version, parse_version
 from gpusize.core.settings import launch_env, launch_flag, launch_words, taken_by
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 
 __all__ = [
     "SERVER_COMMANDS",

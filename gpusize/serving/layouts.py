@@ -11,13 +11,14 @@ requested context (llama.cpp: the parallel slots that fit); load is spread evenl
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES, Candidate, PerGpu, thin_margin
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 from gpusize.serving import calibrated, economics, load
 from gpusize.serving.targets import Targets
 from gpusize.serving.throughput import LlamaCppPlacement

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from gpusize.core.engines import engine as engine_model
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 from gpusize.serving import calibrated, speed_ranges
 from gpusize.serving.throughput import LlamaCppPlacement, Speed, decode_step, prefill_seconds
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from gpusize.core.engines import engine
@@ -15,6 +15,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES, Candidate, PerGpu, smallest_fit
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 from gpusize.serving import economics
 from gpusize.serving.layouts import Demand, Layout, compare, recommend
 from gpusize.serving.load import SpeedRange

@@ -23,8 +23,6 @@ on one GPU: conservative).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core import kvcache
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
@@ -38,6 +36,7 @@ from gpusize.core.speculative import (
 )
 from gpusize.core.weights import StoredLayers, estimated_layers, rope_cache_bytes, weights_bytes
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 from gpusize.serving import calibrated
 
 __all__ = [

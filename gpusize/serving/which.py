@@ -11,7 +11,7 @@ against the GPUs' whole memory) skips the full plan of a build that cannot fit.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from itertools import chain
 from typing import Any, Literal
 
@@ -23,6 +23,7 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Change
 from gpusize.core.weights import linear_bytes_per_gpu
 from gpusize.core.workload import Request, Workload
+from gpusize.dataclass import dataclass
 from gpusize.errors import ConfigError, InputError
 from gpusize.serving import load, throughput
 from gpusize.units import GIB

@@ -17,10 +17,10 @@ import csv
 import io
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpusize.dataclass import dataclass
 from gpusize.errors import InputError
 
 __all__ = ["MAX_BATCH_BYTES", "BatchRow", "read_batch"]

@@ -20,7 +20,7 @@ import difflib
 import functools
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.mig import mig_slices
 from gpusize.core.model import CatalogModel, normalize
 from gpusize.core.unified import raised
+from gpusize.dataclass import dataclass
 from gpusize.errors import CatalogError, InputError, UnknownNameError
 from gpusize.sources import catalog_cache, shipped
 from gpusize.sources.catalog_cache import CACHE_ENV

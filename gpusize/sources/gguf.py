@@ -13,11 +13,12 @@ ModelSpec arithmetic applies (KV cache, heads, TP); weights come from the file i
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from gpusize.core.fields import Fields, echo
+from gpusize.dataclass import dataclass
 from gpusize.errors import ConfigError
 from gpusize.sources.config_json import shown_path
 from gpusize.sources.gguf_header import GgufHeader, Unread, open_gguf

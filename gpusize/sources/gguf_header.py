@@ -24,10 +24,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from gpusize.dataclass import dataclass
 from gpusize.errors import ConfigError
 
 __all__ = ["GGUF_VERSIONS", "MAX_TENSORS", "GgufHeader", "TensorInfo", "Unread", "open_gguf"]

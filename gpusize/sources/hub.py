@@ -27,11 +27,11 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpusize.core.fields import echo
+from gpusize.dataclass import dataclass
 from gpusize.errors import ConfigError, HubError
 from gpusize.sources.config_json import (
     MAX_CONFIG_BYTES,

@@ -11,10 +11,11 @@ import math
 import shutil
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from gpusize.core.gpu import GpuSpec
+from gpusize.dataclass import dataclass
 from gpusize.errors import InputError, UsageError
 from gpusize.sources.catalog import Catalogs
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from dataclasses import dataclass
 
 import yaml
 
 from gpusize.core.gguf_quant import ftype_name
+from gpusize.dataclass import dataclass
 from gpusize.errors import CatalogError, UnknownNameError
 from gpusize.sources.catalog import data_dir
 

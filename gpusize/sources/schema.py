@@ -12,7 +12,7 @@ import datetime
 import functools
 import json
 import re
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.registry import ENGINE_NAMES
+from gpusize.dataclass import dataclass
 from gpusize.errors import CatalogError
 from gpusize.sources import yaml_events
 

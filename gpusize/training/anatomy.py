@@ -5,10 +5,10 @@ the trainable parameter count.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 
 from gpusize.core.kinds import has_attention_projections, mixer_parts
 from gpusize.core.spec import LayerSpec, ModelSpec
+from gpusize.dataclass import dataclass
 from gpusize.training.setup import ALL_LINEAR, TrainSetup
 
 __all__ = [

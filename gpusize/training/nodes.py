@@ -8,12 +8,11 @@ replicate across servers). Every time here is an ESTIMATE.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core import network
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.network import NodePlan
 from gpusize.core.spec import ModelSpec
+from gpusize.dataclass import dataclass
 from gpusize.training import time_cost
 from gpusize.training.anatomy import trainable_params
 from gpusize.training.setup import TrainSetup, state_bytes

@@ -8,8 +8,10 @@ parameter) and its stages.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, get_args
+
+from gpusize.dataclass import dataclass
 
 __all__ = [
     "ADAFACTOR_STATE_BYTES",

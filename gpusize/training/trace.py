@@ -16,10 +16,9 @@ split.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core.allocator import Trace
 from gpusize.core.spec import ModelSpec
+from gpusize.dataclass import dataclass
 from gpusize.training.anatomy import layer_linears
 
 __all__ = ["StepSizes", "train_trace"]

@@ -4,7 +4,7 @@ reads (any other is refused), and its fit test."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import NO_LEVERS, Levers
@@ -13,6 +13,7 @@ from gpusize.core.releases import Releases, Version
 from gpusize.core.settings import ENGINE_LABELS, EngineName, settings_of
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 
 __all__ = [
     "Budget",

@@ -11,7 +11,6 @@ transformers 5.17): tests/core/test_torch_inference.py.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 from gpusize.core import allocator, kvcache, runtime
 from gpusize.core.engines.base import EngineModel
@@ -26,6 +25,7 @@ from gpusize.core.plan import Candidate, PerGpu, context_problem, refused
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import WeightFormat, activation_dtype, rope_cache_bytes, weights_bytes
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 from gpusize.units import DTYPE_BYTES, GIB
 
 __all__ = ["ENGINE", "InferencePeak", "evaluate", "inference_peak", "weight_tensors"]

@@ -32,11 +32,11 @@ Followed: transformers 5.17 (`models/llama/modeling_llama.py`, `integrations/sdp
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from gpusize.core.allocator import Trace
 from gpusize.core.kvcache import expanded_kv_width
 from gpusize.core.spec import KV_MIXERS, LayerSpec, ModelSpec
+from gpusize.dataclass import dataclass
 
 __all__ = [
     "EAGER_FAMILIES",

@@ -12,7 +12,7 @@ when there is one, else from config arithmetic.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gpusize.core import runtime
 from gpusize.core.engines.base import EngineModel
@@ -24,6 +24,7 @@ from gpusize.core.plan import Candidate, PerGpu, context_problem
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import estimated_layers
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 from gpusize.units import GIB
 
 __all__ = [

@@ -12,10 +12,9 @@ lines differ and are not modelled here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core.kinds import mixer_kind
 from gpusize.core.spec import KV_MIXERS, ModelSpec
+from gpusize.dataclass import dataclass
 from gpusize.units import MIB
 
 __all__ = [

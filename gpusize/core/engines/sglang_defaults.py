@@ -4,8 +4,6 @@ running-request cap, each read from the release's source. Part of `core.engines.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core.engines.sglang_dp import dp_graph_reserve_mib, dp_size
 from gpusize.core.engines.sglang_speculative import (
     SPECULATIVE_RUNNING_REQUESTS,
@@ -18,6 +16,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import SGLANG, Version, parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 from gpusize.units import GIB
 
 __all__ = [

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from gpusize.core.registry import EngineName
+from gpusize.dataclass import dataclass
 from gpusize.errors import InputError
 
 __all__ = ["Setting", "assemble_settings", "checked", "setting", "settings_part"]

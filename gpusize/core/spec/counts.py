@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from operator import attrgetter
+
+from gpusize.dataclass import dataclass
 
 __all__ = ["ParamCounts", "astuple_counts"]
 

@@ -5,8 +5,9 @@ DeltaNet, Kimi Delta, Mamba-2). Pure values; field names follow the Transformers
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from gpusize.dataclass import dataclass
 
 __all__ = [
     "KV_MIXERS",

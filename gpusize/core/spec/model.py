@@ -5,7 +5,7 @@ ParamCounts (`core.spec.counts`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from functools import cached_property
 
 from gpusize.core.spec.counts import ParamCounts
@@ -19,6 +19,7 @@ from gpusize.core.spec.layers import (
     MLASpec,
     MoESpec,
 )
+from gpusize.dataclass import dataclass
 
 __all__ = ["ModelSpec", "QuantSpec", "VisionSpec"]
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Change
 from gpusize.core.search import Ranking
+from gpusize.dataclass import dataclass
 
 __all__ = ["MAX_SUGGESTIONS", "OTHER_GPU_TYPES", "RANKING", "Scope", "Suggestion"]
 

@@ -7,9 +7,8 @@ checkpoint's own quantization_config.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core.spec import ModelSpec
+from gpusize.dataclass import dataclass
 
 __all__ = [
     "BPW_RANGE",

@@ -6,13 +6,13 @@ of each stored block (what llama.cpp's `--n-gpu-layers` moves). Exact, from the 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from gpusize.core.gguf_tensors import gguf_layer_bytes
 from gpusize.core.kinds.attention import head_width, value_width
 from gpusize.core.params import layer_params
 from gpusize.core.spec import LayerSpec, ModelSpec
 from gpusize.core.weights.formats import WeightFormat
+from gpusize.dataclass import dataclass
 
 __all__ = ["StoredLayers", "estimated_layers", "linear_bytes_per_gpu", "rope_cache_bytes", "weights_bytes"]
 

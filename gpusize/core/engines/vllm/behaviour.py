@@ -9,12 +9,12 @@ defaults to "0"), V1 from 0.8.0 (default "1"); V0 stays selectable up to 0.10.2 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 
 from gpusize.core.plan import yarn_caveat, yarn_flag
 from gpusize.core.releases import VLLM, Version, parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 
 __all__ = [
     "LAST_V0",

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour, behaviour_of
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 from gpusize.units import GIB
 
 __all__ = [

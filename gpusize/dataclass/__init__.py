@@ -1,0 +1,112 @@
+"""`dataclass`, as the standard library's, with the methods' code compiled once, when the package is
+built, instead of on every start (issue 24: start-up).
+
+The standard library writes the source text of each class's `__init__`, `__repr__`, `__eq__`,
+`__hash__`, `__setattr__` and `__delattr__` and compiles it with `exec` every time the class is
+defined; for the ~50 value classes on `fit`'s start-up path that compiling was ~80% of their cost (a
+third of the command's instructions, bench/RESULTS.md). `compiled.py` holds those texts, generated
+by `python -m gpusize.dataclass.build` and compiled into its .pyc like any module, keyed by the exact
+text: a class whose text is in the table gets its functions from the stored code with the globals
+`exec` would have given them; any other text (a changed class, another Python release) is compiled
+as the standard library does. Same bytecode either way (tests/test_dataclass_code.py).
+
+Only the standard library's `_create_fn` (CPython 3.10 to 3.12) is replaced, and only while one of
+gpusize's classes is being made; elsewhere, or where it does not exist, this is `dataclasses.dataclass`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+__all__ = ["dataclass", "misses", "table_is_cheap"]
+
+#: Texts compiled at run time since start-up because the table lacked them (the build's check).
+_MISSES: list[str] = []
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass as dataclass
+else:
+    _STANDARD = getattr(dataclasses, "_create_fn", None)
+    _CODE: dict[str, types.CodeType] | None = None
+
+    def _table() -> dict[str, types.CodeType]:
+        global _CODE
+        if _CODE is None:
+            _CODE = {}
+            if table_is_cheap(sys.dont_write_bytecode):
+                from gpusize.dataclass.compiled import CODE  # start-up: read once, at the first class
+
+                _CODE = CODE
+        return _CODE
+
+    def _create_fn(name, args, body, *, globals=None, locals=None, return_type=dataclasses.MISSING):
+        # The text exactly as CPython 3.10-3.12's dataclasses._create_fn writes it.
+        if locals is None:
+            locals = {}
+        return_annotation = ""
+        if return_type is not dataclasses.MISSING:
+            locals["_return_type"] = return_type
+            return_annotation = "->_return_type"
+        args = ",".join(args)
+        body = "\n".join(f"  {b}" for b in body)
+        txt = f" def {name}({args}){return_annotation}:\n{body}"
+        local_vars = ", ".join(locals.keys())
+        txt = f"def __create_fn__({local_vars}):\n{txt}\n return {name}"
+        code = _table().get(txt)
+        if code is None:
+            _MISSES.append(txt)
+            # dont_inherit: this module's `annotations` import must not turn the methods' annotations
+            # into strings (dataclasses.py compiles with no __future__ flag).
+            module = compile(txt, "<string>", "exec", dont_inherit=True)
+            code = next(c for c in module.co_consts if isinstance(c, types.CodeType))
+        # exec(txt, globals, ns) runs with `globals`, or dataclasses' own when None.
+        maker = types.FunctionType(code, globals if globals is not None else vars(dataclasses))
+        return maker(**locals)
+
+    def dataclass(cls=None, /, **kwargs: Any):
+        """`dataclasses.dataclass(cls, **kwargs)`, its methods from the compiled table."""
+
+        def wrap(cls):
+            if _STANDARD is None:  # another implementation (CPython 3.13 builds the text differently)
+                return dataclasses.dataclass(**kwargs)(cls)
+            dataclasses._create_fn = _create_fn
+            try:
+                return dataclasses.dataclass(**kwargs)(cls)
+            finally:
+                dataclasses._create_fn = _STANDARD
+
+        return wrap if cls is None else wrap(cls)
+
+
+#: The table's source and its compiled form (PEP 3147: __pycache__/NAME.TAG[.opt-N].pyc).
+_SOURCE = os.path.join(os.path.dirname(__file__), "compiled.py")
+_OPT = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
+_PYC = os.path.join(
+    os.path.dirname(__file__), "__pycache__", f"compiled.{sys.implementation.cache_tag}{_OPT}.pyc"
+)
+
+
+def table_is_cheap(dont_write_bytecode: bool, source: str = _SOURCE, pyc: str = _PYC) -> bool:
+    """Whether reading the table costs less than compiling the classes' texts: when its .pyc is
+    there and not older than its source (a wheel install compiles it), or when Python may write that
+    .pyc now (this run pays its compiling once, every later run reads it). Without either (a
+    read-only install without .pyc files, PYTHONDONTWRITEBYTECODE) compiling the 870 KB table
+    would cost more than the ~320 small texts it replaces, so the classes are compiled as usual."""
+    try:
+        if os.stat(pyc).st_mtime >= os.stat(source).st_mtime:
+            return True
+    except OSError:
+        pass
+    if dont_write_bytecode or sys.pycache_prefix is not None:
+        return False
+    folder = os.path.dirname(pyc)
+    return os.access(folder if os.path.isdir(folder) else os.path.dirname(folder), os.W_OK)
+
+
+def misses() -> list[str]:
+    """The method texts compiled at run time so far (empty when the table covers every class)."""
+    return list(_MISSES)

@@ -1,0 +1,121 @@
+"""gpusize's dataclasses take their methods' code from a table compiled with the package
+(gpusize/dataclass): the table is current, its code is what the standard library compiles from the
+same text, and a class made through it behaves as the standard library's."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+import types
+from dataclasses import field
+
+import pytest
+
+import gpusize.dataclass as dc
+from gpusize.dataclass import build, compiled
+
+BUILT_HERE = sys.version_info[:2] == compiled.PYTHON and hasattr(dataclasses, "_create_fn")
+
+
+def _inner(code: types.CodeType) -> types.CodeType:
+    return next(c for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+def _same(a: types.CodeType, b: types.CodeType) -> bool:
+    """Equal bytecode, names, variables and constants (nested code compared the same way)."""
+    if (a.co_code, a.co_names, a.co_varnames, a.co_freevars, a.co_cellvars, a.co_flags) != (
+        b.co_code,
+        b.co_names,
+        b.co_varnames,
+        b.co_freevars,
+        b.co_cellvars,
+        b.co_flags,
+    ):
+        return False
+    if len(a.co_consts) != len(b.co_consts):
+        return False
+    return all(
+        _same(x, y) if isinstance(x, types.CodeType) else type(x) is type(y) and x == y
+        for x, y in zip(a.co_consts, b.co_consts, strict=True)
+    )
+
+
+@pytest.mark.skipif(not BUILT_HERE, reason=f"table built under Python {compiled.PYTHON}")
+def test_the_table_is_current() -> None:
+    # Every text the package's classes make is in the table, and nothing else (rebuild with
+    # `python -m gpusize.dataclass.build`).
+    assert build.collect() == sorted(compiled.CODE)
+    assert build.render(sorted(compiled.CODE)) == build.OUTPUT.read_text()
+
+
+def test_the_code_is_what_the_standard_library_compiles() -> None:
+    # exec(text) in dataclasses compiles with no __future__ flags: the table's module must not
+    # change the code (an `annotations` import would turn the annotations into strings).
+    for text, code in compiled.CODE.items():
+        assert _same(code, _inner(compile(text, "<string>", "exec", dont_inherit=True))), text[:80]
+
+
+@pytest.mark.skipif(not BUILT_HERE, reason=f"table built under Python {compiled.PYTHON}")
+def test_a_command_compiles_no_method_text() -> None:
+    probe = (
+        "import sys; sys.argv = ['gpusize', 'fit', 'Qwen3-8B', '--gpu', 'H100', '-q']\n"
+        "import gpusize.dataclass as d, gpusize.dataclass.compiled as c\nd._CODE = c.CODE\n"
+        "from gpusize.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\nprint(len(d.misses()))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "0"
+
+
+def _pair() -> tuple[type, type]:
+    def body() -> dict[str, object]:
+        return {
+            "__annotations__": {"a": "int", "b": "list[int]", "c": "str"},
+            "b": field(default_factory=lambda: [1]),
+            "c": "x",
+        }
+
+    ours = dc.dataclass(frozen=True)(type("Probe", (), body()))
+    theirs = dataclasses.dataclass(frozen=True)(type("Probe", (), body()))
+    return ours, theirs
+
+
+def test_a_class_behaves_as_the_standard_librarys() -> None:
+    ours, theirs = _pair()
+    x, y = ours(1), theirs(1)
+    assert repr(x) == repr(y) == "Probe(a=1, b=[1], c='x')"
+    assert x == ours(1, [1], "x") and x != ours(2) and hash(ours(1, (1,))) == hash(theirs(1, (1,)))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        x.a = 2  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        ours()
+    assert dataclasses.replace(x, c="y").c == "y"
+    assert [f.name for f in dataclasses.fields(ours)] == ["a", "b", "c"]
+    assert dataclasses.asdict(x) == dataclasses.asdict(y)
+    assert ours.__init__.__annotations__ == theirs.__init__.__annotations__  # not strings
+    for name in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__"):
+        assert _same(getattr(ours, name).__code__, getattr(theirs, name).__code__), name
+        assert getattr(ours, name).__qualname__ == getattr(theirs, name).__qualname__
+
+
+def test_a_text_not_in_the_table_is_compiled_and_the_standard_library_restored() -> None:
+    before = len(dc.misses())
+    ours, _ = _pair()  # the probe's texts are no gpusize class's
+    assert len(dc.misses()) > before
+    assert dataclasses._create_fn is dc._STANDARD  # type: ignore[attr-defined]
+    assert ours(3).a == 3
+
+
+def test_the_table_is_read_only_where_it_is_cheap(tmp_path) -> None:
+    source, pyc = tmp_path / "compiled.py", tmp_path / "__pycache__" / "compiled.tag.pyc"
+    source.write_text("CODE = {}\n")
+    # No .pyc: read where Python may write one, not under PYTHONDONTWRITEBYTECODE.
+    assert dc.table_is_cheap(False, str(source), str(pyc))
+    assert not dc.table_is_cheap(True, str(source), str(pyc))
+    pyc.parent.mkdir()
+    pyc.write_bytes(b"")
+    assert dc.table_is_cheap(True, str(source), str(pyc))  # a fresh .pyc
+    os.utime(pyc, (0, 0))
+    assert not dc.table_is_cheap(True, str(source), str(pyc))  # stale: Python would recompile
