@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -233,6 +233,10 @@ class Catalogs:
 
     def find_gpu(self, name: str) -> GpuSpec:
         """A catalog GPU or MIG slice by name or alias; 'MIG' alone lists the slices."""
+        if not self.gpus_files:  # the bundled catalog alone: its shipped index finds the row
+            found_row = _bundled("gpus", (name,))
+            if found_row is not None:
+                return _gpu(found_row)
         gpus = self.gpus()
         try:
             found: GpuSpec = _lookup("GPU", name, gpus, _gpu_keys)
@@ -251,6 +255,11 @@ class Catalogs:
 
     def find_model(self, name: str) -> CatalogModel:
         """A catalog model by short name, alias or Hub id (case-insensitive; 'Qwen/Qwen3-32B' works)."""
+        if not self.models_files:  # the bundled catalog alone: its shipped index finds the row
+            keys = (name, name.split("/", 1)[1]) if "/" in name else (name,)
+            found_row = _bundled("models", keys)
+            if found_row is not None:
+                return _model(found_row)
         models = self.models()
         try:
             found: CatalogModel = _lookup("model", name, models, _model_keys)
@@ -367,7 +376,7 @@ def _close_names(name: str, names: list[str]) -> list[str]:
 
 def _lookup(kind: str, name: str, entries: tuple[Any, ...], keys_of: Any) -> Any:
     wanted = normalize(name)
-    found = _index(entries, keys_of).get(wanted.replace("-", ""))
+    found = _index(entries, keys_of).get(_lookup_key(name))
     if found is not None:
         return found
     names = sorted({e.name for e in entries} | {a for e in entries for a in e.aliases})
@@ -380,6 +389,57 @@ def _lookup(kind: str, name: str, entries: tuple[Any, ...], keys_of: Any) -> Any
 #: Name indexes of entry tuples, by the tuple's id and the key function (the tuple is kept, so its
 #: id is not reused): a batch of rows looks names up thousands of times in the same catalogs.
 _INDEXES: dict[tuple[int, Any], tuple[tuple[Any, ...], dict[str, Any]]] = {}
+
+
+def _lookup_key(name: str) -> str:
+    """The key a name is looked up by in `_index`."""
+    return normalize(name).replace("-", "")
+
+
+#: Each kind's entry builder and key function, as the merged catalogs use them.
+_KIND_OF: dict[str, tuple[Callable[[dict[str, Any]], Any], Callable[[Any], Any]]] = {
+    "models": (_model, _model_keys),
+    "gpus": (_gpu, _gpu_keys),
+}
+
+
+def shipped_index(kind: str, rows: list[dict[str, Any]]) -> dict[str, int]:
+    """The name index the shipped file of this kind carries: `_index` of the bundled catalog as
+    merged (`merge_by_name`), each entry given as its row number, so a lookup through it finds the
+    row the whole catalog finds."""
+    make, keys_of = _KIND_OF[kind]
+    entries = [make(r) for r in rows]
+    number = {id(e): i for i, e in enumerate(entries)}
+    merged = merge_by_name(entries, keys_of)
+    return {key: number[id(e)] for key, e in sorted(_index(merged, keys_of).items())}  # keys: sets
+
+
+def shipped_text(kind: str, digest: str, rows: list[dict[str, Any]]) -> str:
+    """The shipped validated file of a bundled catalog (`python -m gpusize.sources.shipped_build`)."""
+    return shipped.text(kind, digest, rows, row_types_of(kind), shipped_index(kind, rows))
+
+
+@functools.lru_cache(maxsize=4)
+def _indexed(kind: str, identity: _Identity) -> shipped.Indexed | None:
+    path = identity[0]
+    try:
+        digest = catalog_cache.digest_of(_read_bytes(path))
+    except CatalogError:
+        return None  # the whole-catalog path says what is wrong
+    return shipped.indexed(path, kind, digest, row_types_of(kind))
+
+
+def _bundled(kind: str, names: tuple[str, ...]) -> dict[str, Any] | None:
+    """The bundled row the first of `names` finds through the shipped index, or None (not there, or
+    no usable index: the whole catalog answers, including its "did you mean")."""
+    indexed = _indexed(kind, _identities((data_dir() / f"{kind}.yaml",))[0])
+    if indexed is None:
+        return None
+    for name in names:
+        number = indexed.names.get(_lookup_key(name))
+        if number is not None:
+            return indexed.row(number)
+    return None
 
 
 def _index(entries: tuple[Any, ...], keys_of: Any) -> dict[str, Any]:

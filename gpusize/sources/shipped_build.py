@@ -13,7 +13,7 @@ def main() -> None:  # pragma: no cover - run by hand; tests/sources/test_shippe
         path = catalog.data_dir() / f"{kind}.yaml"
         raw = path.read_bytes()
         rows = schema.validate_file(path, raw, kind)
-        content = shipped.text(kind, catalog_cache.digest_of(raw), rows, catalog.row_types_of(kind))
+        content = catalog.shipped_text(kind, catalog_cache.digest_of(raw), rows)
         shipped.shipped_path(path).write_text(content, encoding="utf-8")
         print(f"wrote {shipped.shipped_path(path)}")
 

@@ -24,7 +24,7 @@ def test_the_shipped_file_is_what_validating_the_yaml_yields(kind: str) -> None:
     digest = catalog_cache.digest_of(raw)
     types = catalog.row_types_of(kind)
     validated = schema.validate_file(path, raw, kind)
-    expected = shipped.text(kind, digest, validated, types)
+    expected = catalog.shipped_text(kind, digest, validated)
     got = shipped.shipped_path(path).read_text(encoding="utf-8")
     stale = f"{shipped.shipped_path(path).name} is stale: python -m gpusize.sources.shipped_build"
     assert got == expected, stale
