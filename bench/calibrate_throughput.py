@@ -78,8 +78,8 @@ class Record:
 
     @property
     def group(self) -> str:
-        """The engine, with "/AMD" for the ROCm builds: no AMD GPU is among the calibration records, so
-        their accuracy is reported apart from the engine's claim."""
+        """The engine, with "/AMD" for the ROCm builds: AMD GPUs fit only the ROCm constants
+        (`ROCM_NAMES`), so their accuracy is reported apart from the engine's claim."""
         return self.engine + ("/AMD" if scenario(self.id).gpu.vendor == "AMD" else "")
 
     @property
@@ -408,6 +408,8 @@ STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
         ),
     ),
     (("vllm",), ("aggregate",), ("vllm.sequence_s",)),
+    # on AMD GPUs only (`ROCM_NAMES`): the kernel floors' factor under ROCm, over the NVIDIA fit
+    (("vllm",), ("decode", "aggregate"), ("ROCM_KERNEL_FLOOR_FACTOR",)),
     (("vllm",), ("ttft",), ("vllm.prefill_mfu", "vllm.request_s")),
     (("sglang",), ("decode", "aggregate"), ("sglang.step_s",)),
     (("sglang",), ("ttft",), ("sglang.request_s",)),
@@ -545,8 +547,20 @@ def nelder_mead(f: Any, x0: list[float], steps: int = 1500, scale: float = 0.3) 
     return simplex[min(range(n + 1), key=lambda i: values[i])]
 
 
-def calibration_records(engines: tuple[str, ...]) -> list[Record]:
-    return [r for r in load_records() if r.set == "calibration" and r.engine in engines]
+#: Constants fitted on the AMD (ROCm) calibration records alone; every other constant is fitted on
+#: the NVIDIA ones alone, so the ROCm records move nothing the NVIDIA records fix.
+ROCM_NAMES = ("ROCM_KERNEL_FLOOR_FACTOR",)
+
+
+def calibration_records(engines: tuple[str, ...], names: tuple[str, ...] = ()) -> list[Record]:
+    """The calibration records of these engines that fit the constants `names`: the AMD GPUs' for
+    the ROCm constants (`ROCM_NAMES`), the other GPUs' for every other constant."""
+    amd = bool(names) and all(n in ROCM_NAMES for n in names)
+    return [
+        r
+        for r in load_records()
+        if r.set == "calibration" and r.engine in engines and (scenario(r.id).gpu.vendor == "AMD") == amd
+    ]
 
 
 def _to_free(name: str, value: float) -> float:
@@ -572,7 +586,7 @@ def fit_stage(
 ) -> None:
     """Fit one stage's constants on its calibration records, less the record `leave_out` and the
     records whose ids are in `exclude` (a held-out source)."""
-    records = [r for r in calibration_records(engines) if r.id != leave_out and r.id not in exclude]
+    records = [r for r in calibration_records(engines, names) if r.id != leave_out and r.id not in exclude]
 
     prior = [_to_free(n, start_value(n)) for n in names]
 
@@ -626,6 +640,7 @@ START = {
     "HOP_S": 2e-5,
     "NVLINK_S": 1e-5,
     "SYNC_S": 1e-4,
+    "FLOOR_FACTOR": 1.0,  # the NVIDIA floors
 }
 
 
