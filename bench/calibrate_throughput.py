@@ -10,6 +10,7 @@ setting, measured, predicted, residual) with per-engine MAE and worst case, cali
     python bench/calibrate_throughput.py --fit    # refit and print the constants to paste
     python bench/calibrate_throughput.py --loso > bench/VALIDATION.md   # leave one source out
     python bench/calibrate_throughput.py --moe-kernel --loso   # the same for the tried MoE model
+    python bench/calibrate_throughput.py --expert-bytes --loso   # ... the tried per-byte expert model
     python bench/calibrate_throughput.py --loso --write-ranges   # ... and re-range the answers:
         # bench/results/loso.json and gpusize/serving/speed_ranges.py (`--from-results`: from the
         # recorded loso.json, no refit)
@@ -465,6 +466,31 @@ def use_moe_kernel() -> None:
     inherit("transformers")
 
 
+#: The tried per-byte expert model (bench/VALIDATION.md), `--expert-bytes`: the per-routed-expert
+#: cost `expert_s` replaced (or joined, `--expert-bytes-floor`) by a cost per byte of the experts a
+#: step touches on one GPU, fitted in the vLLM decode stage from START.
+EXPERT_BYTES_NAMES = ("vllm.expert_byte_s",)
+
+
+def use_expert_bytes(keep_floor: bool) -> None:
+    """Switch this process to the tried per-byte expert model and fit it from START."""
+    global STAGES
+    extra = ("vllm.expert_s", *EXPERT_BYTES_NAMES) if keep_floor else EXPERT_BYTES_NAMES
+    STAGES = tuple(
+        (
+            engines,
+            classes,
+            tuple(n for name in names for n in (extra if name == "vllm.expert_s" else (name,))),
+        )
+        for engines, classes, names in STAGES
+    )
+    if not keep_floor:
+        set_constant("vllm.expert_s", 0.0)
+    print("# fitting the per-byte expert model from START", file=sys.stderr)
+    for name, value in fit().items():
+        print(f"# {name} = {rounded(value)}", file=sys.stderr)
+
+
 def constant(name: str) -> float:
     head, _, rest = name.partition(".")
     if head in calibrated.ENGINE_SPEED:
@@ -630,6 +656,8 @@ START = {
     "step_s": 1e-3,
     "layer_s": 5e-5,
     "expert_s": 5e-6,
+    # the experts' bytes read a second time at an H100 SXM's 3.35 TB/s
+    "expert_byte_s": 3e-13,
     # one SM streaming its share of an H100 SXM's 3.35 TB/s at 2 bytes a weight (132 SMs): 79 us per
     # million weights
     "moe_mweight_s": 1e-4,
@@ -1101,6 +1129,8 @@ def write_ranges(path: Path = LOSO_RESULTS, module: Path = RANGES_MODULE) -> Non
 if __name__ == "__main__":
     if "--moe-kernel" in sys.argv:
         use_moe_kernel()
+    if "--expert-bytes" in sys.argv or "--expert-bytes-floor" in sys.argv:
+        use_expert_bytes(keep_floor="--expert-bytes-floor" in sys.argv)
     if "--fit" in sys.argv:
         for name, value in fit().items():
             print(f"{name} = {rounded(value)!r}")

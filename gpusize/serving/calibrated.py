@@ -65,6 +65,11 @@ class EngineSpeed:
     #: its own takes the engine's slowest; empty: no kernel term. The tried model that fits it in place
     #: of `expert_s` is `bench/calibrate_throughput.py --moe-kernel` (not adopted, bench/VALIDATION.md).
     moe_mweight_s: dict[str, float] = field(default_factory=dict)
+    #: Seconds per byte of the routed experts a step touches on one GPU, over their time at the
+    #: bandwidth: the grouped GEMM reading expert weights at a lower rate than dense GEMMs at small M.
+    #: Tried in place of `expert_s` (`bench/calibrate_throughput.py --expert-bytes`), not adopted
+    #: (bench/VALIDATION.md), so zero in the published constants.
+    expert_byte_s: float = 0.0
     sequence_s: float = 0.0
     #: Fractions of the dense tensor peak reached by the matmuls of prefill (and of a compute-bound
     #: batched decode step: the same kernels) and by prefill attention (QK^T, PV).

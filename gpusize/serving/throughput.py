@@ -347,6 +347,16 @@ def decode_weight_bytes(spec: ModelSpec, work: Workload, tp: int, sequences: int
     return full - unread - idle
 
 
+def touched_expert_bytes(spec: ModelSpec, work: Workload, tp: int, sequences: int) -> float:
+    """Bytes of the routed experts one GPU reads in a decode step of `sequences` sequences: every
+    expert weight / tp, times the fraction the batch touches (`experts_touched`). Zero when dense."""
+    if spec.moe is None:
+        return 0.0
+    fmt = work.weights
+    every = spec.params.experts * fmt.role_bytes("experts") * fmt.checkpoint_scale / tp
+    return every * experts_touched(spec, sequences)
+
+
 def kv_read_bytes(spec: ModelSpec, work: Workload, tp: int, context: int) -> float:
     """KV cache bytes one sequence of `context` tokens reads per decode step on one GPU (sliding
     windows and recurrent state as the engine keeps them)."""
@@ -399,6 +409,7 @@ def decode_step(
         return _llamacpp_step(spec, work, gpu, sequences, context, llamacpp or LlamaCppPlacement(), bandwidth)
     read = decode_weight_bytes(spec, work, tp, sequences) + sequences * kv_read_bytes(spec, work, tp, context)
     t_mem = read / bandwidth + _moe_kernel_s(spec, work, gpu, tp, sequences, bandwidth, speed)
+    t_mem += speed.expert_byte_s * touched_expert_bytes(spec, work, tp, sequences)
     tflops = _tflops(gpu, work)
     accepted, verified, draft_s = _speculative(spec, work, tp, bandwidth, speed)
     tokens = sequences * verified
