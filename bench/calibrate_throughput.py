@@ -10,6 +10,7 @@ setting, measured, predicted, residual) with per-engine MAE and worst case, cali
     python bench/calibrate_throughput.py --fit    # refit and print the constants to paste
     python bench/calibrate_throughput.py --loso > bench/VALIDATION.md   # leave one source out
     python bench/calibrate_throughput.py --moe-kernel --loso   # the same for the tried MoE model
+    python bench/calibrate_throughput.py --expert-bytes --loso   # ... the tried per-byte expert model
     python bench/calibrate_throughput.py --loso --write-ranges   # ... and re-range the answers:
         # bench/results/loso.json and gpusize/serving/speed_ranges.py (`--from-results`: from the
         # recorded loso.json, no refit)
@@ -78,8 +79,8 @@ class Record:
 
     @property
     def group(self) -> str:
-        """The engine, with "/AMD" for the ROCm builds: no AMD GPU is among the calibration records, so
-        their accuracy is reported apart from the engine's claim."""
+        """The engine, with "/AMD" for the ROCm builds: AMD GPUs fit only the ROCm constants
+        (`ROCM_NAMES`), so their accuracy is reported apart from the engine's claim."""
         return self.engine + ("/AMD" if scenario(self.id).gpu.vendor == "AMD" else "")
 
     @property
@@ -408,6 +409,8 @@ STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
         ),
     ),
     (("vllm",), ("aggregate",), ("vllm.sequence_s",)),
+    # on AMD GPUs only (`ROCM_NAMES`): the kernel floors' factor under ROCm, over the NVIDIA fit
+    (("vllm",), ("decode", "aggregate"), ("ROCM_KERNEL_FLOOR_FACTOR",)),
     (("vllm",), ("ttft",), ("vllm.prefill_mfu", "vllm.request_s")),
     (("sglang",), ("decode", "aggregate"), ("sglang.step_s",)),
     (("sglang",), ("ttft",), ("sglang.request_s",)),
@@ -461,6 +464,31 @@ def use_moe_kernel() -> None:
         set_constant(name, value)
     inherit("sglang")
     inherit("transformers")
+
+
+#: The tried per-byte expert model (bench/VALIDATION.md), `--expert-bytes`: the per-routed-expert
+#: cost `expert_s` replaced (or joined, `--expert-bytes-floor`) by a cost per byte of the experts a
+#: step touches on one GPU, fitted in the vLLM decode stage from START.
+EXPERT_BYTES_NAMES = ("vllm.expert_byte_s",)
+
+
+def use_expert_bytes(keep_floor: bool) -> None:
+    """Switch this process to the tried per-byte expert model and fit it from START."""
+    global STAGES
+    extra = ("vllm.expert_s", *EXPERT_BYTES_NAMES) if keep_floor else EXPERT_BYTES_NAMES
+    STAGES = tuple(
+        (
+            engines,
+            classes,
+            tuple(n for name in names for n in (extra if name == "vllm.expert_s" else (name,))),
+        )
+        for engines, classes, names in STAGES
+    )
+    if not keep_floor:
+        set_constant("vllm.expert_s", 0.0)
+    print("# fitting the per-byte expert model from START", file=sys.stderr)
+    for name, value in fit().items():
+        print(f"# {name} = {rounded(value)}", file=sys.stderr)
 
 
 def constant(name: str) -> float:
@@ -545,8 +573,20 @@ def nelder_mead(f: Any, x0: list[float], steps: int = 1500, scale: float = 0.3) 
     return simplex[min(range(n + 1), key=lambda i: values[i])]
 
 
-def calibration_records(engines: tuple[str, ...]) -> list[Record]:
-    return [r for r in load_records() if r.set == "calibration" and r.engine in engines]
+#: Constants fitted on the AMD (ROCm) calibration records alone; every other constant is fitted on
+#: the NVIDIA ones alone, so the ROCm records move nothing the NVIDIA records fix.
+ROCM_NAMES = ("ROCM_KERNEL_FLOOR_FACTOR",)
+
+
+def calibration_records(engines: tuple[str, ...], names: tuple[str, ...] = ()) -> list[Record]:
+    """The calibration records of these engines that fit the constants `names`: the AMD GPUs' for
+    the ROCm constants (`ROCM_NAMES`), the other GPUs' for every other constant."""
+    amd = bool(names) and all(n in ROCM_NAMES for n in names)
+    return [
+        r
+        for r in load_records()
+        if r.set == "calibration" and r.engine in engines and (scenario(r.id).gpu.vendor == "AMD") == amd
+    ]
 
 
 def _to_free(name: str, value: float) -> float:
@@ -572,7 +612,7 @@ def fit_stage(
 ) -> None:
     """Fit one stage's constants on its calibration records, less the record `leave_out` and the
     records whose ids are in `exclude` (a held-out source)."""
-    records = [r for r in calibration_records(engines) if r.id != leave_out and r.id not in exclude]
+    records = [r for r in calibration_records(engines, names) if r.id != leave_out and r.id not in exclude]
 
     prior = [_to_free(n, start_value(n)) for n in names]
 
@@ -616,6 +656,8 @@ START = {
     "step_s": 1e-3,
     "layer_s": 5e-5,
     "expert_s": 5e-6,
+    # the experts' bytes read a second time at an H100 SXM's 3.35 TB/s
+    "expert_byte_s": 3e-13,
     # one SM streaming its share of an H100 SXM's 3.35 TB/s at 2 bytes a weight (132 SMs): 79 us per
     # million weights
     "moe_mweight_s": 1e-4,
@@ -626,6 +668,7 @@ START = {
     "HOP_S": 2e-5,
     "NVLINK_S": 1e-5,
     "SYNC_S": 1e-4,
+    "FLOOR_FACTOR": 1.0,  # the NVIDIA floors
 }
 
 
@@ -1086,6 +1129,8 @@ def write_ranges(path: Path = LOSO_RESULTS, module: Path = RANGES_MODULE) -> Non
 if __name__ == "__main__":
     if "--moe-kernel" in sys.argv:
         use_moe_kernel()
+    if "--expert-bytes" in sys.argv or "--expert-bytes-floor" in sys.argv:
+        use_expert_bytes(keep_floor="--expert-bytes-floor" in sys.argv)
     if "--fit" in sys.argv:
         for name, value in fit().items():
             print(f"{name} = {rounded(value)!r}")

@@ -9,7 +9,7 @@ by a fit that never saw its source (leave one source out, `--loso`) in bench/VAL
 
 Decode step time on one GPU group (`gpusize.serving.throughput.decode_step`):
     step = step_s + layer_s x layers + expert_s x experts touched (summed over MoE layers)
-           + moe_layer_s x MoE layers + sequence_s x sequences
+           + moe_layer_s x MoE layers (these two x ROCM_KERNEL_FLOOR_FACTOR on AMD) + sequence_s x sequences
            + max(bytes read / (bandwidth x bandwidth_efficiency), flops / (TFLOPS x prefill_mfu))
            [+ per MoE layer max(0, tile weights / 1e6 x moe_mweight_s / SMs - expert bytes / (bandwidth
               x bandwidth_efficiency)): the MoE kernel at the slower of its bytes over the bandwidth and
@@ -35,6 +35,7 @@ __all__ = [
     "HOST_EFFICIENCY",
     "LAYER_SPLIT_HOP_S",
     "MEMORY_CLASSES",
+    "ROCM_KERNEL_FLOOR_FACTOR",
     "ROW_SPLIT_SYNC_S",
     "EngineSpeed",
     "engine_speed",
@@ -66,6 +67,11 @@ class EngineSpeed:
     #: its own takes the engine's slowest; empty: no kernel term. The tried model that fits it in place
     #: of `expert_s` is `bench/calibrate_throughput.py --moe-kernel` (not adopted, bench/VALIDATION.md).
     moe_mweight_s: dict[str, float] = field(default_factory=dict)
+    #: Seconds per byte of the routed experts a step touches on one GPU, over their time at the
+    #: bandwidth: the grouped GEMM reading expert weights at a lower rate than dense GEMMs at small M.
+    #: Tried in place of `expert_s` (`bench/calibrate_throughput.py --expert-bytes`), not adopted
+    #: (bench/VALIDATION.md), so zero in the published constants.
+    expert_byte_s: float = 0.0
     sequence_s: float = 0.0
     #: Fractions of the dense tensor peak reached by the matmuls of prefill (and of a compute-bound
     #: batched decode step: the same kernels) and by prefill attention (QK^T, PV).
@@ -145,6 +151,14 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
 #: Fabric): vLLM's and SGLang's one-shot custom all-reduce, whatever the GPU count. The fit puts it at
 #: zero: on the H100/H200 records the per-layer cost (paid on every GPU) already covers it.
 ALLREDUCE_NVLINK_S = 4.78e-06
+#: Kernel floors on AMD GPUs (ROCm): the per-layer and per-MoE-layer launch floors (`layer_s`,
+#: `moe_layer_s`), fitted on NVIDIA under CUDA graphs, are this many times longer under ROCm's HIP
+#: graphs, whose dispatch of each captured kernel costs more (ROCm/rocm-systems issue 10834: HIP graph
+#: replay 3-10x Vulkan's cost per dispatch, on RDNA 3). The per-routed-expert cost is not scaled (the
+#: experts run inside one fused kernel launch). Fitted on the AMD calibration records alone: ROCm vLLM
+#: on MI300X (ROCm/vllm docs/dev-docker, Llama-3.1-70B/405B FP8 TP=8; InferenceX PR #1092,
+#: gpt-oss-120b TP=8); the NVIDIA floors left every AMD single-stream figure 29-44% too fast.
+ROCM_KERNEL_FLOOR_FACTOR = 2.4
 #: Over PCIe the all-reduce is a ring of 2 x (tp - 1) steps; latency of one step, with peer-to-peer
 #: ("pcie": Oct 2023 vLLM on A100 PCIe, mlc-ai/llm-perf-bench) and through host memory ("pcie-host":
 #: GeForce cards, whose peer-to-peer NVIDIA disables; fitted on dennislee22's TP=2 runs, two

@@ -346,6 +346,16 @@ def decode_weight_bytes(spec: ModelSpec, work: Workload, tp: int, sequences: int
     return full - unread - idle
 
 
+def touched_expert_bytes(spec: ModelSpec, work: Workload, tp: int, sequences: int) -> float:
+    """Bytes of the routed experts one GPU reads in a decode step of `sequences` sequences: every
+    expert weight / tp, times the fraction the batch touches (`experts_touched`). Zero when dense."""
+    if spec.moe is None:
+        return 0.0
+    fmt = work.weights
+    every = spec.params.experts * fmt.role_bytes("experts") * fmt.checkpoint_scale / tp
+    return every * experts_touched(spec, sequences)
+
+
 def kv_read_bytes(spec: ModelSpec, work: Workload, tp: int, context: int) -> float:
     """KV cache bytes one sequence of `context` tokens reads per decode step on one GPU (sliding
     windows and recurrent state as the engine keeps them)."""
@@ -361,14 +371,22 @@ def _tflops(gpu: GpuSpec, work: Workload) -> float | None:
     return gpu.bf16_tflops
 
 
-def _fixed_s(spec: ModelSpec, speed: calibrated.EngineSpeed, sequences: int) -> float:
+def kernel_floor_factor(gpu: GpuSpec) -> float:
+    """How many times the NVIDIA-fitted kernel floors (per layer, per MoE layer, per routed expert
+    run) a step pays on this GPU: `calibrated.ROCM_KERNEL_FLOOR_FACTOR` on AMD (ROCm, HIP graphs),
+    1 elsewhere."""
+    return calibrated.ROCM_KERNEL_FLOOR_FACTOR if gpu.vendor == "AMD" else 1.0
+
+
+def _fixed_s(spec: ModelSpec, speed: calibrated.EngineSpeed, sequences: int, gpu: GpuSpec) -> float:
     """The fitted costs a step pays whatever it reads: per step, per layer, per routed expert run
     (experts touched x MoE layers; zero under the tried MoE-kernel model, `_moe_kernel_s`), per MoE
-    layer (routing and the MoE kernels' launches: a floor) and per sequence."""
+    layer (routing and the MoE kernels' launches: a floor) and per sequence. The three kernel
+    floors are scaled by `kernel_floor_factor` (ROCm's dispatch on AMD GPUs)."""
     moe_layers = sum(1 for layer in spec.layers if layer.ffn == "moe")
     experts = spec.moe.num_experts * experts_touched(spec, sequences) * moe_layers if spec.moe else 0.0
-    per_layer = speed.layer_s * len(spec.layers) + speed.expert_s * experts + speed.moe_layer_s * moe_layers
-    return speed.step_s + per_layer + speed.sequence_s * sequences
+    launches = (speed.layer_s * len(spec.layers) + speed.moe_layer_s * moe_layers) * kernel_floor_factor(gpu)
+    return speed.step_s + launches + speed.expert_s * experts + speed.sequence_s * sequences
 
 
 def decode_step(
@@ -390,12 +408,13 @@ def decode_step(
         return _llamacpp_step(spec, work, gpu, sequences, context, llamacpp or LlamaCppPlacement(), bandwidth)
     read = decode_weight_bytes(spec, work, tp, sequences) + sequences * kv_read_bytes(spec, work, tp, context)
     t_mem = read / bandwidth + _moe_kernel_s(spec, work, gpu, tp, sequences, bandwidth, speed)
+    t_mem += speed.expert_byte_s * touched_expert_bytes(spec, work, tp, sequences)
     tflops = _tflops(gpu, work)
     accepted, verified, draft_s = _speculative(spec, work, tp, bandwidth, speed)
     tokens = sequences * verified
     t_cmp = 2 * spec.params.active * tokens / tp / (tflops * 1e12 * speed.prefill_mfu) if tflops else 0.0
     comm = 2 * len(spec.layers) * allreduce_s(gpu, tp, tokens * spec.hidden_size * 2)
-    fixed = _fixed_s(spec, speed, sequences)
+    fixed = _fixed_s(spec, speed, sequences, gpu)
     t_host = host_copy_s(spec, work, gpu, tp)
     # under speculative decoding one verification step yields `accepted` tokens per sequence: the
     # time per generated token, what every caller reads as the step, is the step over them
@@ -475,7 +494,7 @@ def _llamacpp_step(
     tflops = gpu.bf16_tflops
     active = 2 * spec.params.active * sequences / split
     t_cmp = active / (tflops * 1e12 * speed.prefill_mfu) if tflops else 0.0
-    fixed = _fixed_s(spec, speed, sequences)
+    fixed = _fixed_s(spec, speed, sequences, gpu)
     step = fixed + max(t_mem, t_cmp) + comm
     return Speed(step, 1 / step, sequences / step, "memory" if t_mem >= t_cmp else "compute", comm, fixed)
 

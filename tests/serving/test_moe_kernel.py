@@ -158,3 +158,23 @@ def test_tried_model_is_reproducible_and_leaves_the_published_one(monkeypatch: p
     assert calibrated.engine_speed("vllm").expert_s == 0 == calibrated.engine_speed("sglang").expert_s
     assert calibrated.engine_speed("sglang").moe_mweight_s == {"fused_moe": 0.000207, "matmul_ogs": 3.24e-05}
     assert round(cal.objective(records, stage[1]), 3) == 0.016
+
+
+def test_expert_byte_term_is_off_in_the_published_model_and_adds_bytes_times_rate() -> None:
+    """The tried per-byte expert model (`--expert-bytes`, not adopted): zero in the published
+    constants; where set, a step pays expert_byte_s per byte of the experts it touches on one GPU."""
+    spec = catalog_spec("Qwen3-Next-80B-A3B-Instruct")
+    work = workload(spec, 4096, engine_name="sglang")
+    touched = throughput.touched_expert_bytes(spec, work, 2, 8)
+    assert touched == pytest.approx(throughput.touched_expert_bytes(spec, work, 8, 8) * 4)
+    assert throughput.touched_expert_bytes(catalog_spec("Qwen3-8B"), work, 1, 8) == 0.0
+    assert all(speed.expert_byte_s == 0.0 for speed in calibrated.ENGINE_SPEED.values())
+    before = throughput.decode_step(spec, work, H200, 2, 8, 3000)
+    saved = calibrated.ENGINE_SPEED["sglang"]
+    try:
+        calibrated.ENGINE_SPEED["sglang"] = replace(saved, expert_byte_s=1e-13)
+        after = throughput.decode_step(spec, work, H200, 2, 8, 3000)
+    finally:
+        calibrated.ENGINE_SPEED["sglang"] = saved
+    assert before is not None and after is not None
+    assert after.step_s - before.step_s == pytest.approx(1e-13 * touched, rel=1e-9)

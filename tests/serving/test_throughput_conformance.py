@@ -21,20 +21,18 @@ import statistics
 import pytest
 
 from bench import calibrate_throughput as cal
+from gpusize.serving import calibrated
 
 #: (engine, figure class) -> the largest mean absolute error allowed on the holdout figures.
 TARGETS = {"decode": 0.15, "aggregate": 0.20, "ttft": 0.25}
 #: Classes held to more than the issue's target, with the reason: llama.cpp prompt processing on the
 #: holdout GPUs (RTX 3090, L40S, H100 PCIe) is 29% off on average: its kernels reach a GPU-specific
 #: share of the catalog's dense rate (Hopper's rate least: no Hopper-specific path in May 2024).
-#: On AMD GPUs (ROCm builds; no AMD record is in the calibration set, so the NVIDIA-fitted constants
-#: apply unchanged) vLLM is about 35% slower than estimated at one sequence (21% under load) and SGLang
-#: 39% faster than measured: reported, not claimed.
+#: AMD GPUs (ROCm builds) are held to the targets since their kernel floors have their own factor
+#: (`calibrated.ROCM_KERNEL_FLOOR_FACTOR`, fitted on the ROCm vLLM MI300X records): before, with the
+#: NVIDIA floors, SGLang on MI350X was 39% too fast at one sequence and vLLM 21% off under load.
 TOLERANCE = {
     ("llamacpp", "ttft"): 0.30,
-    ("vllm/AMD", "decode"): 0.40,
-    ("vllm/AMD", "aggregate"): 0.25,
-    ("sglang/AMD", "decode"): 0.45,
 }
 
 
@@ -98,11 +96,16 @@ def test_calibration_fit_is_the_published_one() -> None:
     """Refit from the fixed start: every constant of gpusize.serving.calibrated is what the fit gives
     (3 significant digits), and the fit leaves the calibration residuals small."""
     published = cal.published_constants()
+    # every engine's constants, not only the fitted names: the fit's `inherit` copies vLLM's
+    # unrounded constants into SGLang's and Transformers', which later tests read
+    engines = dict(calibrated.ENGINE_SPEED)
     try:
         fitted = cal.fit()
         for name, value in fitted.items():
             assert math.isclose(cal.rounded(value), published[name], rel_tol=0.01, abs_tol=1e-9), name
     finally:
+        calibrated.ENGINE_SPEED.clear()
+        calibrated.ENGINE_SPEED.update(engines)
         for name, value in published.items():
             cal.set_constant(name, value)
     calibration = [row for row in table() if row.record.set == "calibration" and row.error is not None]
