@@ -1,24 +1,37 @@
-"""llama.cpp's memory model (pure), following ggml-org/llama.cpp@0c1e57098 (Nov 2025).
+"""llama.cpp's memory model (pure), for ggml-org/llama.cpp build b11312 (0c1e57098, 2026-10-01).
 
 The input embedding stays on the CPU; layers are offloaded from the end, the output head counting as
-a layer and going first; KV = n_ctx (padded to 256) x layers x (k + v widths) x type size, with
-sliding-window layers holding min(n_ctx, window + n_ubatch) cells, plus the recurrent layers' f32
-state per sequence (`llamacpp_state_bytes`); the compute buffer holds the KQ
-scores (without flash attention) or the logits of one micro-batch, whichever is larger. With several
-GPUs the layers are split across them (`-sm layer`). Weights come from the GGUF file tensor by tensor
-when there is one, else from config arithmetic.
+a layer and going first; with several GPUs the offloaded layers are split across them (`-sm layer`),
+each GPU holding its layers' weights, KV and recurrent state. KV = n_ctx (padded to 256) x each
+layer's K + V elements x type size, sliding-window layers holding min(n_ctx, window x streams +
+n_ubatch) cells, plus the recurrent layers' f32 state per sequence; what each layer holds, per
+family, is `llamacpp_families`. The compute buffer holds the KQ scores (without flash attention) or
+the logits of one micro-batch, whichever is larger. Weights come from the GGUF file tensor by
+tensor when there is one, else from config arithmetic.
+
+Build b11312 is commit 0c1e57098bba43ac29e6e3b677cdceebdd22334f of 2026-10-01 (as projects pinning
+it name it, e.g. "llama.cpp b11312, commit 0c1e57098..."); an earlier docstring dated it Nov 2025.
+Its source was not readable here: the rules were read in llama.cpp a5bb8ba4 (vendored whole by
+ollama/ollama ef00199fb, 2026-02-02), at these lines:
+- context padded to 256: src/llama-context.cpp:172 `GGML_PAD(cparams.n_ctx, 256)`, :178 per sequence;
+- SWA cells: src/llama-kv-cache-iswa.cpp:50 `GGML_PAD(min(size_base, n_swa*(unified ? n_seq_max :
+  1) + n_ubatch), 256)`;
+- recurrent state f32, one cell per sequence: src/llama-model.cpp:7548-7556 and :7585-7605
+  (GGML_TYPE_F32 for r and s, rs_size max(1, n_seq_max));
+- layer split: src/llama-model.cpp:2548-2556; K/V per layer: `llamacpp_families`.
+The f16 cache default, flash attention auto and the launch flags are llama-server's common/
+(common.h, arg.cpp), not vendored by Ollama; they stay as read for 0c1e57098 (tests/data/
+engine_flags.yaml).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from gpusize.core import runtime
 from gpusize.core.engines.base import EngineModel
+from gpusize.core.engines.llamacpp_families import family_notes, family_refusal, layer_caches, layer_devices
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.kinds import state_elements
-from gpusize.core.kvcache import kv_width
 from gpusize.core.levers import Levers, Variant, one
 from gpusize.core.plan import Candidate, PerGpu, context_problem
 from gpusize.core.spec import ModelSpec
@@ -36,6 +49,7 @@ __all__ = [
     "cache_type",
     "evaluate",
     "flash_attention",
+    "layer_cache_bytes",
     "llamacpp_compute_bytes",
     "llamacpp_kv_bytes",
     "llamacpp_split",
@@ -44,7 +58,7 @@ __all__ = [
     "refusal",
 ]
 
-VERSION = "0c1e57098 (Nov 2025)"
+VERSION = "0c1e57098 (b11312, 2026-10-01)"
 #: llama.cpp pads the context (KV cells) to a multiple of 256 (llama-context.cpp GGML_PAD).
 LLAMACPP_CTX_PAD = 256
 #: Defaults of llama-server: n_ubatch 512 tokens per micro-batch.
@@ -79,6 +93,34 @@ def _pad(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
+def layer_cache_bytes(
+    spec: ModelSpec,
+    n_ctx: int,
+    kv_type: str = "f16",
+    n_seq: int = 1,
+    n_ubatch: int = LLAMACPP_UBATCH,
+    unified: bool = True,
+    flash_attention: bool = True,
+) -> tuple[tuple[int, int], ...]:
+    """(KV bytes, recurrent state bytes) of each layer for a context of n_ctx cells in total and
+    n_seq sequences (-np): cells x the layer's K + V elements x type size, a sliding-window layer
+    keeping min(n_ctx per sequence, window x streams + n_ubatch) cells padded to 256; state in f32
+    per sequence (`llamacpp_families.layer_caches`)."""
+    size = LLAMACPP_KV_BYTES[kv_type]
+    n_ctx = _pad(n_ctx, LLAMACPP_CTX_PAD)
+    per_seq = n_ctx if unified else n_ctx // n_seq
+    streams = 1 if unified else n_seq
+    out = []
+    for cache in layer_caches(spec, flash_attention):
+        cells = n_ctx
+        if cache.window is not None:
+            swa = min(per_seq, cache.window * (n_seq if unified else 1) + n_ubatch)
+            cells = _pad(swa, LLAMACPP_CTX_PAD) * streams
+        state = cache.state_elements * LLAMACPP_STATE_BYTES * max(1, n_seq)
+        out.append((int(cells * cache.kv_elements * size), state))
+    return tuple(out)
+
+
 def llamacpp_kv_bytes(
     spec: ModelSpec,
     n_ctx: int,
@@ -86,24 +128,13 @@ def llamacpp_kv_bytes(
     n_seq: int = 1,
     n_ubatch: int = LLAMACPP_UBATCH,
     unified: bool = True,
+    flash_attention: bool = True,
 ) -> tuple[int, int]:
-    """(full-attention KV bytes, sliding-window KV bytes) for a context of n_ctx cells in total.
-
-    KV per layer per cell = (n_embd_k_gqa + n_embd_v_gqa) x type size; MLA caches the latent.
-    SWA layers keep min(n_ctx per sequence, window x streams + n_ubatch) cells, padded to 256."""
-    size = LLAMACPP_KV_BYTES[kv_type]
-    n_ctx = _pad(n_ctx, LLAMACPP_CTX_PAD)
-    per_seq = n_ctx if unified else n_ctx // n_seq
-    full = swa = 0.0
-    for layer in spec.attention_layers:
-        width = kv_width(spec, layer.num_key_value_heads, layer)
-        if layer.window is None:
-            full += n_ctx * width * size
-        else:
-            streams = 1 if unified else n_seq
-            cells = _pad(min(per_seq, layer.window * (n_seq if unified else 1) + n_ubatch), LLAMACPP_CTX_PAD)
-            swa += cells * streams * width * size
-    return int(full), int(swa)
+    """(full-attention KV bytes, sliding-window KV bytes) for a context of n_ctx cells in total."""
+    caches = layer_caches(spec, flash_attention)
+    per_layer = layer_cache_bytes(spec, n_ctx, kv_type, n_seq, n_ubatch, unified, flash_attention)
+    full = sum(kv for (kv, _), c in zip(per_layer, caches, strict=True) if c.window is None)
+    return full, sum(kv for kv, _ in per_layer) - full
 
 
 #: llama.cpp keeps the recurrent layers' conv (r) and SSM (s) states in f32 whatever -ctk/-ctv say
@@ -115,7 +146,7 @@ LLAMACPP_STATE_BYTES = 4
 def llamacpp_state_bytes(spec: ModelSpec, n_seq: int = 1) -> int:
     """Recurrent state of every Mamba-2 / DeltaNet layer for `n_seq` sequences (-np): each layer's
     n_embd_r (conv window) + n_embd_s (SSM state) elements in f32, per sequence cell."""
-    return state_elements(spec) * LLAMACPP_STATE_BYTES * max(1, n_seq)
+    return sum(c.state_elements for c in layer_caches(spec)) * LLAMACPP_STATE_BYTES * max(1, n_seq)
 
 
 def llamacpp_compute_bytes(
@@ -144,6 +175,8 @@ class LlamaCppSplit:
     gpu_kv_bytes: int
     cpu_kv_bytes: int
     compute_bytes: int
+    #: (weight bytes, KV + state bytes) on each GPU, in device order (-sm layer).
+    per_gpu: tuple[tuple[int, int], ...] = ()
 
 
 def llamacpp_split(
@@ -156,27 +189,42 @@ def llamacpp_split(
     kv_type: str,
     flash_attention: bool,
     n_seq: int = 1,
+    num_gpus: int = 1,
 ) -> LlamaCppSplit:
-    """Where weights and KV live with `-ngl n_gpu_layers` (the output head counts as one layer,
-    offloaded first; the input embedding never leaves the CPU)."""
+    """Where weights and KV live with `-ngl n_gpu_layers` over `num_gpus` equal GPUs (the output head
+    counts as one layer, offloaded first; the input embedding never leaves the CPU; each layer's
+    weights, KV and state sit on its layer's device, `llamacpp_families.layer_devices`)."""
     n_layer = len(layer_bytes)
     ngl = max(0, min(n_gpu_layers, n_layer + 1))
-    output_on_gpu = ngl >= 1
-    blocks_on_gpu = max(ngl - 1, 0)
-    gpu_blocks = layer_bytes[n_layer - blocks_on_gpu :] if blocks_on_gpu else []
-    gpu_weights = sum(gpu_blocks) + (output_bytes if output_on_gpu else 0)
-    cpu_weights = sum(layer_bytes) + embd_bytes + output_bytes - gpu_weights
-    full, swa = llamacpp_kv_bytes(spec, n_ctx, kv_type)
-    kv_total = full + swa + llamacpp_state_bytes(spec, n_seq)  # the state follows its layers' devices
-    gpu_kv = kv_total * blocks_on_gpu // n_layer if n_layer else 0
+    devices = layer_devices(n_layer, ngl, num_gpus)
+    caches = layer_cache_bytes(spec, n_ctx, kv_type, n_seq, flash_attention=flash_attention)
+    cache = [kv + state for kv, state in caches] if len(caches) == n_layer else _spread(caches, n_layer)
+    weights, kv = [0] * num_gpus, [0] * num_gpus
+    for il, device in enumerate(devices[:n_layer]):
+        if device is not None:
+            weights[device] += layer_bytes[il]
+            kv[device] += cache[il]
+    output_device = devices[n_layer]
+    if output_device is not None:
+        weights[output_device] += output_bytes
+    kv_total = sum(cache)
     compute = (
         llamacpp_compute_bytes(
-            spec, _pad(n_ctx, LLAMACPP_CTX_PAD), flash_attention, output_on_gpu=output_on_gpu
+            spec, _pad(n_ctx, LLAMACPP_CTX_PAD), flash_attention, output_on_gpu=output_device is not None
         )
         if ngl
         else 0
     )
-    return LlamaCppSplit(ngl, gpu_weights, cpu_weights, gpu_kv, kv_total - gpu_kv, compute)
+    cpu_weights = sum(layer_bytes) + embd_bytes + output_bytes - sum(weights)
+    per_gpu = tuple(zip(weights, kv, strict=True))
+    return LlamaCppSplit(ngl, sum(weights), cpu_weights, sum(kv), kv_total - sum(kv), compute, per_gpu)
+
+
+def _spread(caches: tuple[tuple[int, int], ...], n_layer: int) -> list[int]:
+    """A GGUF whose block count differs from the config's layers (MTP blocks kept): the cache spread
+    evenly over its blocks."""
+    total = sum(kv + state for kv, state in caches)
+    return [total // n_layer + (1 if il < total % n_layer else 0) for il in range(n_layer)]
 
 
 def flash_attention(work: Workload) -> bool:
@@ -230,11 +278,11 @@ def split_candidate(
         cache_type(work),
         flash_attention(work),
         work.batch,
+        num_gpus,
     )
     context = runtime.CUDA_CONTEXT_TP1
     capacity = gpu.visible_bytes - context
-    weights = math.ceil(split.gpu_weight_bytes / num_gpus)
-    kv = math.ceil(split.gpu_kv_bytes / num_gpus)
+    weights, kv = max(split.per_gpu, key=sum)  # the fullest GPU decides the fit
     total = weights + kv + split.compute_bytes
     per_gpu = PerGpu(
         weights_bytes=weights,
@@ -321,7 +369,8 @@ ENGINE = EngineModel(
     kv_default=LLAMACPP_KV_DEFAULT,
     serves=True,
     splits_layers=True,
-    refuses_context=lambda spec, work: refusal(work),
+    refuses_context=lambda spec, work: family_refusal(spec) or refusal(work),
+    notes=lambda spec, work: family_notes(spec),
     prefix_cache="llama-server's per-slot prompt cache (cache_prompt, on by default: a request reuses "
     "the prefix it shares with the slot's previous prompt)",
 )

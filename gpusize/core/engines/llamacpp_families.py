@@ -1,0 +1,194 @@
+"""Which of gpusize's model families llama.cpp runs, and what it caches for each layer (pure).
+
+The allocation rules are read in ggml-org/llama.cpp at a5bb8ba4 (vendored whole by ollama/ollama
+ef00199fb, 2026-02-02, llama/llama.cpp/): the newest llama.cpp whose src/ gpusize could read as one
+tree. The build gpusize names (llamacpp.py VERSION, 0c1e57098 = b11312) was not readable here; the
+rules below are those of a5bb8ba4, and a family whose architecture came after it is sized with them
+and says so (`family_notes`).
+
+Per layer il, with the file:line at a5bb8ba4:
+- K holds n_embd_k_gqa(il) = n_embd_head_k x n_head_kv(il) and V n_embd_v_gqa(il) elements per cell
+  (src/llama-hparams.cpp:79-89); a layer without KV heads (DeciLM's no-op attention, Nemotron-H's
+  Mamba and MLP blocks) has none (src/llama-kv-cache.cpp:103-111, has_kv and the hybrid filters of
+  src/llama-model.cpp:7562-7572);
+- MLA (deepseek2: DeepSeek-V2/V3, Kimi-K2): one KV head of kv_lora_rank + qk_rope_head_dim for K, and
+  no V tensor: V is a view of K (src/llama-kv-cache.cpp:136-139 `has_v = !is_mla`);
+- a sliding window only where the architecture sets `swa_type` (src/llama-model.cpp: gemma2 :1316,
+  gemma3 :1343, llama4 chunked :666, gpt-oss :2273, mimo2 :2452); llama (Mistral, Mixtral), phi3 and
+  starcoder2 ignore the config's sliding_window and cache the whole context (:637, :1177-1198 "Phi
+  SWA is currently disabled", :1420);
+- without flash attention V is transposed and every layer's V is padded to the widest
+  (n_embd_v_gqa_max, src/llama-kv-cache.cpp:95-115);
+- recurrent layers: n_embd_r = (d_conv - 1) x (d_inner + 2 x n_group x d_state) and n_embd_s =
+  d_state x d_inner f32 elements per sequence (src/llama-hparams.cpp:131-156), Falcon-H1 keeping KV
+  and state in every layer (src/llama-model.cpp:7562-7564).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from gpusize.core.kinds import mixer_kind
+from gpusize.core.kvcache import kv_width
+from gpusize.core.spec import KV_MIXERS, LayerSpec, ModelSpec
+
+__all__ = [
+    "AFTER_READ",
+    "LLAMACPP_ARCH",
+    "NOT_RUN",
+    "LayerCache",
+    "family_notes",
+    "family_refusal",
+    "layer_caches",
+    "layer_devices",
+]
+
+#: The llama.cpp tree the rules of this module were read in.
+READ_AT = "a5bb8ba4"
+
+
+class Arch(NamedTuple):
+    """The llama.cpp architecture (LLM_ARCH_NAMES) a family converts to, and whether its hparams
+    keep the config's sliding window (a NamedTuple: built at start-up)."""
+
+    name: str
+    keeps_window: bool = False
+
+
+#: model family (config model_type) -> llama.cpp architecture at a5bb8ba4 (src/llama-arch.cpp
+#: LLM_ARCH_NAMES; the HF architecture registered by convert_hf_to_gguf.py: Mistral and Mixtral as
+#: llama, MiMo-7B as qwen2, SantaCoder as starcoder, Kimi-K2/Kimi-VL as deepseek2).
+LLAMACPP_ARCH: dict[str, Arch] = {
+    "cohere": Arch("command-r"),
+    "deepseek_v2": Arch("deepseek2"),
+    "deepseek_v3": Arch("deepseek2"),
+    "falcon_h1": Arch("falcon-h1"),
+    "gemma2": Arch("gemma2", keeps_window=True),
+    "gemma3_text": Arch("gemma3", keeps_window=True),
+    "glm4": Arch("glm4"),
+    "glm4_moe": Arch("glm4moe"),
+    "gpt_bigcode": Arch("starcoder"),
+    "gpt_neox": Arch("gptneox"),
+    "gpt_oss": Arch("gpt-oss", keeps_window=True),
+    "granite": Arch("granite"),
+    "granitemoehybrid": Arch("granitehybrid"),
+    "kimi_k2": Arch("deepseek2"),
+    "llama": Arch("llama"),
+    "llama4_text": Arch("llama4", keeps_window=True),
+    "mimo": Arch("qwen2"),
+    "mimo_v2_flash": Arch("mimo2", keeps_window=True),
+    "minimax_m2": Arch("minimax-m2"),
+    "mistral": Arch("llama"),
+    "mixtral": Arch("llama"),
+    "nemotron-nas": Arch("deci"),
+    "nemotron_h": Arch("nemotron_h"),
+    "olmo2": Arch("olmo2"),
+    "phi3": Arch("phi3"),
+    "qwen2": Arch("qwen2"),
+    "qwen3": Arch("qwen3"),
+    "qwen3_moe": Arch("qwen3moe"),
+    "qwen3_next": Arch("qwen3next"),
+    "qwen3_vl_moe_text": Arch("qwen3vlmoe"),
+    "qwen3_vl_text": Arch("qwen3vl"),
+    "smollm3": Arch("smollm3"),
+    "starcoder2": Arch("starcoder2"),
+}
+
+#: Families whose llama.cpp architecture is absent at a5bb8ba4 and present in a later
+#: ggml-org/llama.cpp src/llama-arch.cpp (the stored copy at 00395eb28): run, sized with the rules
+#: above, their own cache layout (DeepSeek-V4's compressed cache, DSA's indexer keys, Kimi-Linear's
+#: KDA state) not checked against llama.cpp's code. -> (architecture, the family as people name it).
+AFTER_READ: dict[str, tuple[str, str]] = {
+    "deepseek_v32": ("deepseek32", "DeepSeek-V3.2"),
+    "deepseek_v4": ("deepseek4", "DeepSeek-V4"),
+    "gemma4_text": ("gemma4", "Gemma 4"),
+    "glm_moe_dsa": ("glm-dsa", "GLM-5"),
+    "kimi_linear": ("kimi-linear", "Kimi-Linear"),
+    "mistral4": ("mistral4", "Mistral Small 4"),
+    "qwen3_5_moe_text": ("qwen35moe", "Qwen3.5 MoE (ggml-org/llama.cpp#19468, Feb 2026)"),
+    "qwen3_5_text": ("qwen35", "Qwen3.5 (ggml-org/llama.cpp#19468, Feb 2026)"),
+}
+
+#: Families (or the architecture of a composite) with no llama.cpp architecture in any llama.cpp
+#: source gpusize read, the newest being src/llama-arch.cpp at 00395eb28 (no minimax-m3, no Step-3.7
+#: and no Kimi-K3 entry; convert_hf_to_gguf.py registers none of their HF architectures).
+NOT_RUN: dict[str, str] = {
+    "KimiK3ForConditionalGeneration": "Kimi-K3",
+    "minimax_m3": "MiniMax-M3",
+    "step3p7": "Step-3.7-Flash",
+}
+
+
+class LayerCache(NamedTuple):
+    """What llama.cpp keeps for one layer: K + V elements per cell (0: no KV), the window capping its
+    cells (None: the whole context), and recurrent state elements per sequence (f32)."""
+
+    kv_elements: int
+    window: int | None
+    state_elements: int
+
+
+def family_refusal(spec: ModelSpec) -> str | None:
+    """Why llama.cpp cannot run this model (no architecture for its family), or None."""
+    label = NOT_RUN.get(spec.architecture) or NOT_RUN.get(spec.family)
+    if label is None:
+        return None
+    return (
+        f"llama.cpp does not run {label} ({spec.family}): no llama.cpp build gpusize read has an "
+        "architecture for it (src/llama-arch.cpp at 00395eb28); use --engine vllm or --engine sglang"
+    )
+
+
+def family_notes(spec: ModelSpec) -> tuple[str, ...]:
+    """The caveat for a family whose llama.cpp architecture came after the tree the rules were read
+    in: its KV and state are sized with the general rules, not llama.cpp's own code for it."""
+    later = AFTER_READ.get(spec.family)
+    if later is None:
+        return ()
+    arch, label = later
+    return (
+        f"llama.cpp runs {label} as architecture '{arch}', added after the llama.cpp code gpusize "
+        f"read ({READ_AT}): its KV and state are sized with the general per-layer rules, not checked "
+        "against llama.cpp's own cache code for it",
+    )
+
+
+def layer_caches(spec: ModelSpec, flash_attention: bool = True) -> tuple[LayerCache, ...]:
+    """Each decoder layer's cache in model order, as llama.cpp allocates it (module docstring)."""
+    arch = LLAMACPP_ARCH.get(spec.family)
+    keeps_window = arch.keeps_window if arch else True
+    caches = []
+    for layer in spec.layers:
+        kv = kv_width(spec, layer.num_key_value_heads, layer) if layer.mixer in KV_MIXERS else 0
+        window = layer.window if keeps_window else None
+        caches.append(LayerCache(kv, window, mixer_kind(spec, layer).state_elements(spec, layer)))
+    if not flash_attention and not spec.mla:
+        caches = _padded_v(spec, caches)
+    return tuple(caches)
+
+
+def _padded_v(spec: ModelSpec, caches: list[LayerCache]) -> list[LayerCache]:
+    """Without flash attention every layer's V takes n_embd_v_gqa_max elements (V transposed)."""
+    heads = [layer.num_key_value_heads for layer in spec.layers]
+    v = [_v_width(spec, layer) * h for layer, h in zip(spec.layers, heads, strict=True)]
+    widest = max((w for w, c in zip(v, caches, strict=True) if c.kv_elements), default=0)
+    return [
+        c._replace(kv_elements=c.kv_elements - w + widest) if c.kv_elements else c
+        for c, w in zip(caches, v, strict=True)
+    ]
+
+
+def _v_width(spec: ModelSpec, layer: LayerSpec) -> int:
+    return layer.v_head_dim or layer.head_dim or spec.head_dim
+
+
+def layer_devices(n_layer: int, n_gpu_layers: int, num_gpus: int) -> tuple[int | None, ...]:
+    """The GPU (0-based) of each layer il = 0..n_layer (n_layer: the output head) under -sm layer, or
+    None on the CPU: llama.cpp offloads the last `n_gpu_layers` and splits them by free memory, equal
+    GPUs taking equal fractions (src/llama-model.cpp:2548-2556: i_gpu_start = n_layer + 1 - ngl, device
+    = upper_bound(splits, (il - i_gpu_start) / act_gpu_layers), splits = k / num_gpus)."""
+    act = max(0, min(n_gpu_layers, n_layer + 1))
+    start = n_layer + 1 - act
+    return tuple(
+        None if il < start else min((il - start) * num_gpus // act, num_gpus - 1) for il in range(n_layer + 1)
+    )
