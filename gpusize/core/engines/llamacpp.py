@@ -30,7 +30,18 @@ from dataclasses import dataclass, replace
 
 from gpusize.core import runtime
 from gpusize.core.engines.base import EngineModel
-from gpusize.core.engines.llamacpp_families import family_notes, family_refusal, layer_caches, layer_devices
+from gpusize.core.engines.llamacpp_families import (
+    LLAMACPP_CTX_PAD,
+    LLAMACPP_KV_BYTES,
+    LLAMACPP_UBATCH,
+    family_notes,
+    family_refusal,
+    layer_cache_bytes,
+    layer_devices,
+    llamacpp_kv_bytes,
+    llamacpp_state_bytes,
+)
+from gpusize.core.engines.llamacpp_families import pad as _pad
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers, Variant, one
 from gpusize.core.plan import Candidate, PerGpu, context_problem
@@ -59,24 +70,6 @@ __all__ = [
 ]
 
 VERSION = "0c1e57098 (b11312, 2026-10-01)"
-#: llama.cpp pads the context (KV cells) to a multiple of 256 (llama-context.cpp GGML_PAD).
-LLAMACPP_CTX_PAD = 256
-#: Defaults of llama-server: n_ubatch 512 tokens per micro-batch.
-LLAMACPP_UBATCH = 512
-#: Bytes per element of llama.cpp KV cache types (`-ctk/-ctv`, common/arg.cpp kv_cache_types), from
-#: ggml-common.h block sizes: q8_0 = fp16 scale + 32 int8 per 32; q4_0 = scale + 16 B; q4_1 = scale,
-#: min + 16 B; q5_0 = scale + 4 B high bits + 16 B; q5_1 = scale, min + 4 + 16 B; iq4_nl = scale + 16 B.
-LLAMACPP_KV_BYTES = {
-    "f32": 4.0,
-    "f16": 2.0,
-    "bf16": 2.0,
-    "q8_0": 34 / 32,
-    "q4_0": 18 / 32,
-    "q4_1": 20 / 32,
-    "iq4_nl": 18 / 32,
-    "q5_0": 22 / 32,
-    "q5_1": 24 / 32,
-}
 #: llama-server's cache type when -ctk/-ctv are not given (common/common.h cache_type_k = F16).
 LLAMACPP_KV_DEFAULT = "f16"
 #: Flash attention when the user sets neither --flash-attn nor --no-flash-attn: the modelled release
@@ -87,66 +80,6 @@ LLAMACPP_FLASH_ATTN_DEFAULT = True
 #: KV cache types that are quantized: llama.cpp refuses such a V cache without flash attention
 #: (llama-context.cpp: "V cache quantization requires flash_attn").
 LLAMACPP_QUANTIZED_KV = frozenset(k for k in LLAMACPP_KV_BYTES if k not in ("f32", "f16", "bf16"))
-
-
-def _pad(n: int, to: int) -> int:
-    return -(-n // to) * to
-
-
-def layer_cache_bytes(
-    spec: ModelSpec,
-    n_ctx: int,
-    kv_type: str = "f16",
-    n_seq: int = 1,
-    n_ubatch: int = LLAMACPP_UBATCH,
-    unified: bool = True,
-    flash_attention: bool = True,
-) -> tuple[tuple[int, int], ...]:
-    """(KV bytes, recurrent state bytes) of each layer for a context of n_ctx cells in total and
-    n_seq sequences (-np): cells x the layer's K + V elements x type size, a sliding-window layer
-    keeping min(n_ctx per sequence, window x streams + n_ubatch) cells padded to 256; state in f32
-    per sequence (`llamacpp_families.layer_caches`)."""
-    size = LLAMACPP_KV_BYTES[kv_type]
-    n_ctx = _pad(n_ctx, LLAMACPP_CTX_PAD)
-    per_seq = n_ctx if unified else n_ctx // n_seq
-    streams = 1 if unified else n_seq
-    out = []
-    for cache in layer_caches(spec, flash_attention):
-        cells = n_ctx
-        if cache.window is not None:
-            swa = min(per_seq, cache.window * (n_seq if unified else 1) + n_ubatch)
-            cells = _pad(swa, LLAMACPP_CTX_PAD) * streams
-        state = cache.state_elements * LLAMACPP_STATE_BYTES * max(1, n_seq)
-        out.append((int(cells * cache.kv_elements * size), state))
-    return tuple(out)
-
-
-def llamacpp_kv_bytes(
-    spec: ModelSpec,
-    n_ctx: int,
-    kv_type: str = "f16",
-    n_seq: int = 1,
-    n_ubatch: int = LLAMACPP_UBATCH,
-    unified: bool = True,
-    flash_attention: bool = True,
-) -> tuple[int, int]:
-    """(full-attention KV bytes, sliding-window KV bytes) for a context of n_ctx cells in total."""
-    caches = layer_caches(spec, flash_attention)
-    per_layer = layer_cache_bytes(spec, n_ctx, kv_type, n_seq, n_ubatch, unified, flash_attention)
-    full = sum(kv for (kv, _), c in zip(per_layer, caches, strict=True) if c.window is None)
-    return full, sum(kv for kv, _ in per_layer) - full
-
-
-#: llama.cpp keeps the recurrent layers' conv (r) and SSM (s) states in f32 whatever -ctk/-ctv say
-#: (llama-model.cpp create_memory: llama_memory_recurrent / llama_memory_hybrid built with
-#: GGML_TYPE_F32 for type_r and type_s), one cell per sequence (mem_size = max(1, n_seq_max)).
-LLAMACPP_STATE_BYTES = 4
-
-
-def llamacpp_state_bytes(spec: ModelSpec, n_seq: int = 1) -> int:
-    """Recurrent state of every Mamba-2 / DeltaNet layer for `n_seq` sequences (-np): each layer's
-    n_embd_r (conv window) + n_embd_s (SSM state) elements in f32, per sequence cell."""
-    return sum(c.state_elements for c in layer_caches(spec)) * LLAMACPP_STATE_BYTES * max(1, n_seq)
 
 
 def llamacpp_compute_bytes(

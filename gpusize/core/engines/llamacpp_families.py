@@ -1,4 +1,5 @@
-"""Which of gpusize's model families llama.cpp runs, and what it caches for each layer (pure).
+"""Which of gpusize's model families llama.cpp runs, and what it caches for each layer, in bytes
+(pure; llamacpp.py places the layers and adds the weights and compute buffer).
 
 The allocation rules are read in ggml-org/llama.cpp at a5bb8ba4 (vendored whole by ollama/ollama
 ef00199fb, 2026-02-02, llama/llama.cpp/): the newest llama.cpp whose src/ gpusize could read as one
@@ -26,6 +27,7 @@ Per layer il, with the file:line at a5bb8ba4:
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 from gpusize.core.kinds import mixer_kind
@@ -34,14 +36,41 @@ from gpusize.core.spec import KV_MIXERS, LayerSpec, ModelSpec
 
 __all__ = [
     "AFTER_READ",
+    "LLAMACPP_CTX_PAD",
+    "LLAMACPP_KV_BYTES",
+    "LLAMACPP_STATE_BYTES",
+    "LLAMACPP_UBATCH",
     "LLAMACPP_ARCH",
     "NOT_RUN",
     "LayerCache",
     "family_notes",
     "family_refusal",
+    "layer_cache_bytes",
     "layer_caches",
     "layer_devices",
+    "llamacpp_kv_bytes",
+    "llamacpp_state_bytes",
+    "pad",
 ]
+
+#: llama.cpp pads the context (KV cells) to a multiple of 256 (llama-context.cpp GGML_PAD).
+LLAMACPP_CTX_PAD = 256
+#: Defaults of llama-server: n_ubatch 512 tokens per micro-batch.
+LLAMACPP_UBATCH = 512
+#: Bytes per element of llama.cpp KV cache types (`-ctk/-ctv`, common/arg.cpp kv_cache_types), from
+#: ggml-common.h block sizes: q8_0 = fp16 scale + 32 int8 per 32; q4_0 = scale + 16 B; q4_1 = scale,
+#: min + 16 B; q5_0 = scale + 4 B high bits + 16 B; q5_1 = scale, min + 4 + 16 B; iq4_nl = scale + 16 B.
+LLAMACPP_KV_BYTES = {
+    "f32": 4.0,
+    "f16": 2.0,
+    "bf16": 2.0,
+    "q8_0": 34 / 32,
+    "q4_0": 18 / 32,
+    "q4_1": 20 / 32,
+    "iq4_nl": 18 / 32,
+    "q5_0": 22 / 32,
+    "q5_1": 24 / 32,
+}
 
 #: The llama.cpp tree the rules of this module were read in.
 READ_AT = "a5bb8ba4"
@@ -111,7 +140,7 @@ AFTER_READ: dict[str, tuple[str, str]] = {
 
 #: Families (or the architecture of a composite) with no llama.cpp architecture in any llama.cpp
 #: source gpusize read, the newest being src/llama-arch.cpp at 00395eb28 (no minimax-m3, no Step-3.7
-#: and no Kimi-K3 entry; convert_hf_to_gguf.py registers none of their HF architectures).
+#: and no Kimi-K3 entry).
 NOT_RUN: dict[str, str] = {
     "KimiK3ForConditionalGeneration": "Kimi-K3",
     "minimax_m3": "MiniMax-M3",
@@ -153,6 +182,7 @@ def family_notes(spec: ModelSpec) -> tuple[str, ...]:
     )
 
 
+@functools.lru_cache(maxsize=256)  # read for every -ngl the offload search tries
 def layer_caches(spec: ModelSpec, flash_attention: bool = True) -> tuple[LayerCache, ...]:
     """Each decoder layer's cache in model order, as llama.cpp allocates it (module docstring)."""
     arch = LLAMACPP_ARCH.get(spec.family)
@@ -192,3 +222,64 @@ def layer_devices(n_layer: int, n_gpu_layers: int, num_gpus: int) -> tuple[int |
     return tuple(
         None if il < start else min((il - start) * num_gpus // act, num_gpus - 1) for il in range(n_layer + 1)
     )
+
+
+def pad(n: int, to: int) -> int:
+    """n rounded up to a multiple of `to` (GGML_PAD)."""
+    return -(-n // to) * to
+
+
+def layer_cache_bytes(
+    spec: ModelSpec,
+    n_ctx: int,
+    kv_type: str = "f16",
+    n_seq: int = 1,
+    n_ubatch: int = LLAMACPP_UBATCH,
+    unified: bool = True,
+    flash_attention: bool = True,
+) -> tuple[tuple[int, int], ...]:
+    """(KV bytes, recurrent state bytes) of each layer for a context of n_ctx cells in total and
+    n_seq sequences (-np): cells x the layer's K + V elements x type size, a sliding-window layer
+    keeping min(n_ctx per sequence, window x streams + n_ubatch) cells padded to 256; state in f32
+    per sequence (`llamacpp_families.layer_caches`)."""
+    size = LLAMACPP_KV_BYTES[kv_type]
+    n_ctx = pad(n_ctx, LLAMACPP_CTX_PAD)
+    per_seq = n_ctx if unified else n_ctx // n_seq
+    streams = 1 if unified else n_seq
+    out = []
+    for cache in layer_caches(spec, flash_attention):
+        cells = n_ctx
+        if cache.window is not None:
+            swa = min(per_seq, cache.window * (n_seq if unified else 1) + n_ubatch)
+            cells = pad(swa, LLAMACPP_CTX_PAD) * streams
+        state = cache.state_elements * LLAMACPP_STATE_BYTES * max(1, n_seq)
+        out.append((int(cells * cache.kv_elements * size), state))
+    return tuple(out)
+
+
+def llamacpp_kv_bytes(
+    spec: ModelSpec,
+    n_ctx: int,
+    kv_type: str = "f16",
+    n_seq: int = 1,
+    n_ubatch: int = LLAMACPP_UBATCH,
+    unified: bool = True,
+    flash_attention: bool = True,
+) -> tuple[int, int]:
+    """(full-attention KV bytes, sliding-window KV bytes) for a context of n_ctx cells in total."""
+    caches = layer_caches(spec, flash_attention)
+    per_layer = layer_cache_bytes(spec, n_ctx, kv_type, n_seq, n_ubatch, unified, flash_attention)
+    full = sum(kv for (kv, _), c in zip(per_layer, caches, strict=True) if c.window is None)
+    return full, sum(kv for kv, _ in per_layer) - full
+
+
+#: llama.cpp keeps the recurrent layers' conv (r) and SSM (s) states in f32 whatever -ctk/-ctv say
+#: (llama-model.cpp create_memory: llama_memory_recurrent / llama_memory_hybrid built with
+#: GGML_TYPE_F32 for type_r and type_s), one cell per sequence (mem_size = max(1, n_seq_max)).
+LLAMACPP_STATE_BYTES = 4
+
+
+def llamacpp_state_bytes(spec: ModelSpec, n_seq: int = 1) -> int:
+    """Recurrent state of every Mamba-2 / DeltaNet layer for `n_seq` sequences (-np): each layer's
+    n_embd_r (conv window) + n_embd_s (SSM state) elements in f32, per sequence cell."""
+    return sum(c.state_elements for c in layer_caches(spec)) * LLAMACPP_STATE_BYTES * max(1, n_seq)
