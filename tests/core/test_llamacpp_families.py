@@ -27,6 +27,7 @@ from gpusize.core.engines.llamacpp_families import (
 )
 from gpusize.core.parse import parse_config
 from gpusize.sources.catalog import load_models
+from gpusize.sources.gguf import ARCH_TO_MODEL_TYPE
 from tests.helpers import catalog_spec, cli
 
 F16 = 2
@@ -262,3 +263,10 @@ def test_every_catalog_family_is_placed() -> None:
         spec = parse_config(model.config)
         known = spec.family in LLAMACPP_ARCH or spec.family in AFTER_READ
         assert known or spec.family in NOT_RUN or spec.architecture in NOT_RUN, (model.name, spec.family)
+
+
+def test_every_gguf_architecture_read_is_placed() -> None:
+    """A GGUF file's family (sources/gguf.py ARCH_TO_MODEL_TYPE) is one llama.cpp runs, by that name."""
+    for arch, family in ARCH_TO_MODEL_TYPE.items():
+        assert family in LLAMACPP_ARCH, (arch, family)
+        assert LLAMACPP_ARCH[family].name in (arch, "llama"), (arch, family)
