@@ -1,24 +1,48 @@
-"""llama.cpp's memory model (pure), following ggml-org/llama.cpp@0c1e57098 (Nov 2025).
+"""llama.cpp's memory model (pure), for ggml-org/llama.cpp build b11312 (0c1e57098, 2026-10-01).
 
 The input embedding stays on the CPU; layers are offloaded from the end, the output head counting as
-a layer and going first; KV = n_ctx (padded to 256) x layers x (k + v widths) x type size, with
-sliding-window layers holding min(n_ctx, window + n_ubatch) cells, plus the recurrent layers' f32
-state per sequence (`llamacpp_state_bytes`); the compute buffer holds the KQ
-scores (without flash attention) or the logits of one micro-batch, whichever is larger. With several
-GPUs the layers are split across them (`-sm layer`). Weights come from the GGUF file tensor by tensor
-when there is one, else from config arithmetic.
+a layer and going first; with several GPUs the offloaded layers are split across them (`-sm layer`),
+each GPU holding its layers' weights, KV and recurrent state. KV = n_ctx (padded to 256) x each
+layer's K + V elements x type size, sliding-window layers holding min(n_ctx, window x streams +
+n_ubatch) cells, plus the recurrent layers' f32 state per sequence; what each layer holds, per
+family, is `llamacpp_families`. The compute buffer holds the KQ scores (without flash attention) or
+the logits of one micro-batch, whichever is larger. Weights come from the GGUF file tensor by
+tensor when there is one, else from config arithmetic.
+
+Build b11312 is commit 0c1e57098bba43ac29e6e3b677cdceebdd22334f of 2026-10-01 (as projects pinning
+it name it, e.g. "llama.cpp b11312, commit 0c1e57098..."); an earlier docstring dated it Nov 2025.
+Its source was not readable here: the rules were read in llama.cpp a5bb8ba4 (vendored whole by
+ollama/ollama ef00199fb, 2026-02-02), at these lines:
+- context padded to 256: src/llama-context.cpp:172 `GGML_PAD(cparams.n_ctx, 256)`, :178 per sequence;
+- SWA cells: src/llama-kv-cache-iswa.cpp:50 `GGML_PAD(min(size_base, n_swa*(unified ? n_seq_max :
+  1) + n_ubatch), 256)`;
+- recurrent state f32, one cell per sequence: src/llama-model.cpp:7548-7556 and :7585-7605
+  (GGML_TYPE_F32 for r and s, rs_size max(1, n_seq_max));
+- layer split: src/llama-model.cpp:2548-2556; K/V per layer: `llamacpp_families`.
+The f16 cache default, flash attention auto and the launch flags are llama-server's common/
+(common.h, arg.cpp), not vendored by Ollama; they stay as read for 0c1e57098 (tests/data/
+engine_flags.yaml).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 from gpusize.core import runtime
 from gpusize.core.engines.base import EngineModel
+from gpusize.core.engines.llamacpp_families import (
+    LLAMACPP_CTX_PAD,
+    LLAMACPP_KV_BYTES,
+    LLAMACPP_UBATCH,
+    family_notes,
+    family_refusal,
+    layer_cache_bytes,
+    layer_devices,
+    llamacpp_kv_bytes,
+    llamacpp_state_bytes,
+)
+from gpusize.core.engines.llamacpp_families import pad as _pad
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.kinds import state_elements
-from gpusize.core.kvcache import kv_width
 from gpusize.core.levers import Levers, Variant, one
 from gpusize.core.plan import Candidate, PerGpu, context_problem
 from gpusize.core.spec import ModelSpec
@@ -37,6 +61,7 @@ __all__ = [
     "cache_type",
     "evaluate",
     "flash_attention",
+    "layer_cache_bytes",
     "llamacpp_compute_bytes",
     "llamacpp_kv_bytes",
     "llamacpp_split",
@@ -45,25 +70,7 @@ __all__ = [
     "refusal",
 ]
 
-VERSION = "0c1e57098 (Nov 2025)"
-#: llama.cpp pads the context (KV cells) to a multiple of 256 (llama-context.cpp GGML_PAD).
-LLAMACPP_CTX_PAD = 256
-#: Defaults of llama-server: n_ubatch 512 tokens per micro-batch.
-LLAMACPP_UBATCH = 512
-#: Bytes per element of llama.cpp KV cache types (`-ctk/-ctv`, common/arg.cpp kv_cache_types), from
-#: ggml-common.h block sizes: q8_0 = fp16 scale + 32 int8 per 32; q4_0 = scale + 16 B; q4_1 = scale,
-#: min + 16 B; q5_0 = scale + 4 B high bits + 16 B; q5_1 = scale, min + 4 + 16 B; iq4_nl = scale + 16 B.
-LLAMACPP_KV_BYTES = {
-    "f32": 4.0,
-    "f16": 2.0,
-    "bf16": 2.0,
-    "q8_0": 34 / 32,
-    "q4_0": 18 / 32,
-    "q4_1": 20 / 32,
-    "iq4_nl": 18 / 32,
-    "q5_0": 22 / 32,
-    "q5_1": 24 / 32,
-}
+VERSION = "0c1e57098 (b11312, 2026-10-01)"
 #: llama-server's cache type when -ctk/-ctv are not given (common/common.h cache_type_k = F16).
 LLAMACPP_KV_DEFAULT = "f16"
 #: Flash attention when the user sets neither --flash-attn nor --no-flash-attn: the modelled release
@@ -74,49 +81,6 @@ LLAMACPP_FLASH_ATTN_DEFAULT = True
 #: KV cache types that are quantized: llama.cpp refuses such a V cache without flash attention
 #: (llama-context.cpp: "V cache quantization requires flash_attn").
 LLAMACPP_QUANTIZED_KV = frozenset(k for k in LLAMACPP_KV_BYTES if k not in ("f32", "f16", "bf16"))
-
-
-def _pad(n: int, to: int) -> int:
-    return -(-n // to) * to
-
-
-def llamacpp_kv_bytes(
-    spec: ModelSpec,
-    n_ctx: int,
-    kv_type: str = "f16",
-    n_seq: int = 1,
-    n_ubatch: int = LLAMACPP_UBATCH,
-    unified: bool = True,
-) -> tuple[int, int]:
-    """(full-attention KV bytes, sliding-window KV bytes) for a context of n_ctx cells in total.
-
-    KV per layer per cell = (n_embd_k_gqa + n_embd_v_gqa) x type size; MLA caches the latent.
-    SWA layers keep min(n_ctx per sequence, window x streams + n_ubatch) cells, padded to 256."""
-    size = LLAMACPP_KV_BYTES[kv_type]
-    n_ctx = _pad(n_ctx, LLAMACPP_CTX_PAD)
-    per_seq = n_ctx if unified else n_ctx // n_seq
-    full = swa = 0.0
-    for layer in spec.attention_layers:
-        width = kv_width(spec, layer.num_key_value_heads, layer)
-        if layer.window is None:
-            full += n_ctx * width * size
-        else:
-            streams = 1 if unified else n_seq
-            cells = _pad(min(per_seq, layer.window * (n_seq if unified else 1) + n_ubatch), LLAMACPP_CTX_PAD)
-            swa += cells * streams * width * size
-    return int(full), int(swa)
-
-
-#: llama.cpp keeps the recurrent layers' conv (r) and SSM (s) states in f32 whatever -ctk/-ctv say
-#: (llama-model.cpp create_memory: llama_memory_recurrent / llama_memory_hybrid built with
-#: GGML_TYPE_F32 for type_r and type_s), one cell per sequence (mem_size = max(1, n_seq_max)).
-LLAMACPP_STATE_BYTES = 4
-
-
-def llamacpp_state_bytes(spec: ModelSpec, n_seq: int = 1) -> int:
-    """Recurrent state of every Mamba-2 / DeltaNet layer for `n_seq` sequences (-np): each layer's
-    n_embd_r (conv window) + n_embd_s (SSM state) elements in f32, per sequence cell."""
-    return state_elements(spec) * LLAMACPP_STATE_BYTES * max(1, n_seq)
 
 
 def llamacpp_compute_bytes(
@@ -145,6 +109,8 @@ class LlamaCppSplit:
     gpu_kv_bytes: int
     cpu_kv_bytes: int
     compute_bytes: int
+    #: (weight bytes, KV + state bytes) on each GPU, in device order (-sm layer).
+    per_gpu: tuple[tuple[int, int], ...] = ()
 
 
 def llamacpp_split(
@@ -157,27 +123,42 @@ def llamacpp_split(
     kv_type: str,
     flash_attention: bool,
     n_seq: int = 1,
+    num_gpus: int = 1,
 ) -> LlamaCppSplit:
-    """Where weights and KV live with `-ngl n_gpu_layers` (the output head counts as one layer,
-    offloaded first; the input embedding never leaves the CPU)."""
+    """Where weights and KV live with `-ngl n_gpu_layers` over `num_gpus` equal GPUs (the output head
+    counts as one layer, offloaded first; the input embedding never leaves the CPU; each layer's
+    weights, KV and state sit on its layer's device, `llamacpp_families.layer_devices`)."""
     n_layer = len(layer_bytes)
     ngl = max(0, min(n_gpu_layers, n_layer + 1))
-    output_on_gpu = ngl >= 1
-    blocks_on_gpu = max(ngl - 1, 0)
-    gpu_blocks = layer_bytes[n_layer - blocks_on_gpu :] if blocks_on_gpu else []
-    gpu_weights = sum(gpu_blocks) + (output_bytes if output_on_gpu else 0)
-    cpu_weights = sum(layer_bytes) + embd_bytes + output_bytes - gpu_weights
-    full, swa = llamacpp_kv_bytes(spec, n_ctx, kv_type)
-    kv_total = full + swa + llamacpp_state_bytes(spec, n_seq)  # the state follows its layers' devices
-    gpu_kv = kv_total * blocks_on_gpu // n_layer if n_layer else 0
+    devices = layer_devices(n_layer, ngl, num_gpus)
+    caches = layer_cache_bytes(spec, n_ctx, kv_type, n_seq, flash_attention=flash_attention)
+    cache = [kv + state for kv, state in caches] if len(caches) == n_layer else _spread(caches, n_layer)
+    weights, kv = [0] * num_gpus, [0] * num_gpus
+    for il, device in enumerate(devices[:n_layer]):
+        if device is not None:
+            weights[device] += layer_bytes[il]
+            kv[device] += cache[il]
+    output_device = devices[n_layer]
+    if output_device is not None:
+        weights[output_device] += output_bytes
+    kv_total = sum(cache)
     compute = (
         llamacpp_compute_bytes(
-            spec, _pad(n_ctx, LLAMACPP_CTX_PAD), flash_attention, output_on_gpu=output_on_gpu
+            spec, _pad(n_ctx, LLAMACPP_CTX_PAD), flash_attention, output_on_gpu=output_device is not None
         )
         if ngl
         else 0
     )
-    return LlamaCppSplit(ngl, gpu_weights, cpu_weights, gpu_kv, kv_total - gpu_kv, compute)
+    cpu_weights = sum(layer_bytes) + embd_bytes + output_bytes - sum(weights)
+    per_gpu = tuple(zip(weights, kv, strict=True))
+    return LlamaCppSplit(ngl, sum(weights), cpu_weights, sum(kv), kv_total - sum(kv), compute, per_gpu)
+
+
+def _spread(caches: tuple[tuple[int, int], ...], n_layer: int) -> list[int]:
+    """A GGUF whose block count differs from the config's layers (MTP blocks kept): the cache spread
+    evenly over its blocks."""
+    total = sum(kv + state for kv, state in caches)
+    return [total // n_layer + (1 if il < total % n_layer else 0) for il in range(n_layer)]
 
 
 def flash_attention(work: Workload) -> bool:
@@ -231,11 +212,11 @@ def split_candidate(
         cache_type(work),
         flash_attention(work),
         work.batch,
+        num_gpus,
     )
     context = runtime.CUDA_CONTEXT_TP1
     capacity = gpu.visible_bytes - context
-    weights = math.ceil(split.gpu_weight_bytes / num_gpus)
-    kv = math.ceil(split.gpu_kv_bytes / num_gpus)
+    weights, kv = max(split.per_gpu, key=sum)  # the fullest GPU decides the fit
     total = weights + kv + split.compute_bytes
     per_gpu = PerGpu(
         weights_bytes=weights,
@@ -322,7 +303,8 @@ ENGINE = EngineModel(
     kv_default=LLAMACPP_KV_DEFAULT,
     serves=True,
     splits_layers=True,
-    refuses_context=lambda spec, work: refusal(work),
+    refuses_context=lambda spec, work: family_refusal(spec) or refusal(work),
+    notes=lambda spec, work: family_notes(spec),
     prefix_cache="llama-server's per-slot prompt cache (cache_prompt, on by default: a request reuses "
     "the prefix it shares with the slot's previous prompt)",
 )
