@@ -39,6 +39,9 @@ ATTN_BIAS = Bias("attention_bias", False)
 
 @dataclass(frozen=True)
 class Family:
+    """How a model family lays out its parameters beyond the config's numbers: norms, biases, tied
+    embeddings, MLP shape and the other per-family rules core/params.py reads."""
+
     norm: Norm = "rms"
     #: Norms inside one decoder layer (2 = pre-attention + pre-MLP; Gemma 2/3 have 4).
     norms_per_layer: int = 2

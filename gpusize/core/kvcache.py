@@ -128,6 +128,8 @@ GROUP_SIZE_RATIO = 1.5
 
 @dataclass(frozen=True)
 class KvGroup:
+    """One group of layers sharing a KV cache shape in vLLM's layout: its kind, window and block size."""
+
     kind: str  # full | sliding | chunked | state (recurrent layers, core/engines/vllm/hybrid.py)
     window: int | None
     #: Tokens per block of this group when vLLM raised it to unify page sizes (0 = the layout's).
@@ -136,6 +138,9 @@ class KvGroup:
 
 @dataclass(frozen=True)
 class KvLayout:
+    """vLLM's KV cache layout for a model: the page bytes, tokens per block, tensors per block id and
+    the layer groups."""
+
     page_bytes: int
     block_size: int
     group_size: int

@@ -23,6 +23,9 @@ GAP = "  "
 
 @dataclass(frozen=True)
 class Column:
+    """One column of a text table: its header, alignment, and how it gives way when the terminal is
+    narrow (priority, keep, a shorter header, prose listed under the table)."""
+
     header: str
     align: Literal["left", "right"] = "left"
     #: Higher stays longer; columns with keep=True are never dropped.
@@ -38,6 +41,9 @@ class Column:
 
 @dataclass(frozen=True)
 class _Layout:
+    """How a table is laid out at one width: the columns shown with their widths, the prose columns
+    listed below it, and the headers left out."""
+
     shown: list[tuple[int, str, int]]  # (column index, header, width)
     below: list[int]  # prose columns listed under the table
     dropped: list[str]  # headers of the columns left out

@@ -53,6 +53,9 @@ class MemoryBreakdown:
 
 @dataclass(frozen=True, kw_only=True)
 class FitAssumptions:
+    """What a fit answer assumed: the engine and its settings, the weight and KV formats, what is
+    estimated, and the notes printed with it (JSON `assumptions`)."""
+
     engine: str
     engine_model: str
     #: The engine's settings for the plan shown (the user's, else its defaults), under its own names.
@@ -73,6 +76,9 @@ class FitAssumptions:
 
 @dataclass(frozen=True, kw_only=True)
 class FitReport:
+    """The answer of `fit`: the model, the workload, the memory of the plan, every split tried, the
+    suggestions and the assumptions (its `--json`)."""
+
     gpusize_version: str
     command: str
     fits: bool

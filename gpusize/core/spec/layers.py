@@ -120,6 +120,9 @@ class CompressedAttentionSpec:
 
 @dataclass(frozen=True, kw_only=True)
 class MoESpec:
+    """A mixture-of-experts FFN: routed experts (count, per token, width), the shared expert and the
+    router's extras, as the config declares them."""
+
     num_experts: int
     num_experts_per_tok: int
     moe_intermediate_size: int

@@ -41,6 +41,8 @@ V0_MULTIMODAL_BATCHED_TOKENS = 5120
 
 @dataclass(frozen=True)
 class SchedulerLimits:
+    """vLLM's scheduler limits for a run: sequences at once and tokens per step."""
+
     max_num_seqs: int
     max_num_batched_tokens: int
 
