@@ -27,7 +27,12 @@ from gpusize.core.engines.sglang_dp import (
     dp_size,
     dp_weight_extra_bytes,
 )
-from gpusize.core.engines.sglang_kv import sglang_kv_bytes_per_token
+from gpusize.core.engines.sglang_kv import (
+    dsa_forced_fp8,
+    dsa_kv_default,
+    dsa_kv_note,
+    sglang_kv_bytes_per_token,
+)
 from gpusize.core.engines.sglang_lora import sglang_lora_host_bytes, sglang_lora_slots
 from gpusize.core.engines.sglang_mamba import sglang_mamba_pool
 from gpusize.core.engines.sglang_speculative import (
@@ -99,7 +104,7 @@ def sglang_offloaded_bytes(spec: ModelSpec, work: Workload, tp: int) -> int:
 
 def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
     dp = dp_size(work)
-    problem = split_problem(spec, tp, None) or dp_problem(tp, dp)
+    problem = split_problem(spec, tp, None) or dp_problem(tp, dp) or dsa_forced_fp8(spec, gpu, work)
     if problem:
         return refused(gpu, tp, problem)
     attn_tp = attention_tp(tp, dp)
@@ -187,7 +192,8 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
             "group keeps its own KV pool for its own requests (KV capacity is the instance's, all "
             "groups); speed estimates treat the instance as tensor parallel",
         )
-    return notes + draft_notes(spec, work)
+    dsa = dsa_kv_note(spec, work)
+    return notes + ((dsa,) if dsa else ()) + draft_notes(spec, work)
 
 
 def _draft_misfit(g: PerGpu) -> str | None:
@@ -235,6 +241,7 @@ ENGINE = EngineModel(
     evaluate=evaluate,
     effective_settings=effective_settings,
     releases=SGLANG,
+    model_kv_default=dsa_kv_default,
     refuses_context=lambda spec, work: algorithm_refusal(work) or context_refusal(spec, work),
     levers=LEVERS,
     budget=lambda spec, gpu, tp, work: mem_fraction(gpu, tp, work, spec),
