@@ -27,9 +27,8 @@ by hf_transformers_utils.py `_load_deepseek_v32_model`, GLM-5 as GlmMoeDsaForCau
 model whose MLA has an indexer here. The capability is torch's: ROCm reports gfx942/gfx950 as 9.x, so
 AMD keeps bfloat16; gpusize's bf16 is the same 2 bytes. Not modelled: 0.5.20's bfloat16 for a DSA
 model with `learnable_sink` (none of the DSA families gpusize parses has one).
-Nor SGLang's split of a sliding-window model's pool (Gemma 4: `HybridSWAPoolConfigurator`, full tokens =
-available // (full bytes + swa_full_tokens_ratio x sliding bytes), the sliding pool that ratio of it):
-the cell here is the sum of both, every layer kept for the whole context.
+The cell here is the sum over every layer; a sliding-window model that SGLang splits into a full and
+an SWA pool (Gemma 4, gpt-oss, MiMo-V2-Flash, Llama-4) is divided by core/engines/sglang_swa.py.
 """
 
 from __future__ import annotations

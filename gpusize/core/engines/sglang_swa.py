@@ -1,0 +1,144 @@
+"""SGLang's hybrid SWA pool (pure): a sliding-window model's KV memory split between a full-attention
+token pool and a smaller sliding-window token pool, `swa_full_tokens_ratio` of it.
+
+Which models (configs/model_config.py `is_hybrid_swa_model`, from 0.5.8; read in the wheels on PyPI
+with bench/release_sources.py): Llama-4 (its chunked layers are the SWA layers, `(i + 1) % 4 != 0`),
+gpt-oss and MiMo-V2-Flash from 0.5.8, Gemma 4 from 0.5.11 (`layer_types` "sliding_attention");
+Gemma 2 and 3 are kept out by server_args.py ("Disable hybrid SWA memory for ... not yet
+supported"; arg_groups/model_overrides/gemma2_gemma3.py in 0.5.23). Step-3.7's SWA architecture is
+Step3p7ForConditionalGeneration; the checkpoint gpusize reads names Step3p7FlashForCausalLM, so it
+stays in one pool here.
+
+How the bytes are split (the per-token bytes of each layer group: F x n_full over the full-attention
+layers, S x n_swa over the sliding ones, each layer's KV heads over attention TP and its own head
+sizes, `get_swa_num_kv_heads`, `swa_head_dim`; r = --swa-full-tokens-ratio, default 0.8):
+- 0.5.8 and 0.5.9 (model_runner_kv_cache_mixin.py `set_num_tokens_hybrid_swa`): the profiled
+  tokens of the one-shape cell (every layer sized as a full one, F x L) times L, over
+  r x n_swa + n_full: full = int(pool // (F x L) x L / (r x n_swa + n_full));
+- 0.5.10 (`_resolve_hybrid_swa_tokens`): full = int(pool // (F n_full + S n_swa) x (F n_full +
+  S n_swa) / (F n_full + r S n_swa));
+- from 0.5.11 (model_executor/pool_configurator.py `HybridSWAPoolConfigurator`, the same in
+  0.5.14 and 0.5.23): cell = F n_full + r x S n_swa, full = int(pool // cell);
+- every release: the SWA pool holds int(full x r) tokens (page-aligned; one-token pages here).
+
+A sequence takes its whole context in the full pool and its window in the SWA pool (SGLang frees
+the tokens that slide out of the window, `SWATokenToKVPoolAllocator`). Before 0.5.8 gpusize keeps
+every layer in one pool for the whole context. Not modelled: the 0.4.9.post3-0.5.7 split
+(model_runner.py: any model whose class has a sliding window, Llama-4 and the disabled families
+aside, with the one-shape formula), `SWARequestCapPoolConfigurator` (0.5.23, --max-running-requests
+with the radix cache off), the unified memory pool, and the draft model's SWA rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpusize.core.engines.sglang_defaults import release_version
+from gpusize.core.kvcache import kv_bytes_per_token_per_layer
+from gpusize.core.releases import Version
+from gpusize.core.spec import ModelSpec
+from gpusize.core.workload import Workload
+
+__all__ = [
+    "PER_GROUP_FROM",
+    "POOL_CONFIGURATOR_FROM",
+    "SWA_ARCHITECTURES",
+    "SWA_FULL_TOKENS_RATIO",
+    "SwaPool",
+    "swa_pool",
+]
+
+#: --swa-full-tokens-ratio's default (server_args.py `swa_full_tokens_ratio: float = 0.8` from
+#: 0.4.9.post3; arg_groups/fields/schedule.py `fallback=0.8` in 0.5.23).
+SWA_FULL_TOKENS_RATIO = 0.8
+#: The split by each layer group's own bytes (model_runner_kv_cache_mixin.py
+#: `_resolve_hybrid_swa_tokens`): first in 0.5.10 (absent in 0.5.9).
+PER_GROUP_FROM = "0.5.10"
+#: model_executor/pool_configurator.py `HybridSWAPoolConfigurator`: first in the 0.5.11 wheel
+#: (absent in 0.5.10.post1).
+POOL_CONFIGURATOR_FROM = "0.5.11"
+#: Architecture -> first release whose `is_hybrid_swa_model` lists it (configs/model_config.py:
+#: absent in 0.5.7, present in 0.5.8; Gemma 4 first in 0.5.11). gpt-oss stays listed in 0.5.20 and
+#: 0.5.23 through SWA_SINK_ARCHS, MiMo-V2-Flash through MIMO_V2_MODEL_ARCHS.
+SWA_ARCHITECTURES: dict[str, str] = {
+    "Llama4ForConditionalGeneration": "0.5.8",
+    "GptOssForCausalLM": "0.5.8",
+    "MiMoV2FlashForCausalLM": "0.5.8",
+    "Gemma4ForCausalLM": "0.5.11",
+    "Gemma4ForConditionalGeneration": "0.5.11",
+}
+
+
+@dataclass(frozen=True)
+class SwaPool:
+    """One GPU's share of SGLang's two pools for one model: bytes per token of each layer group."""
+
+    #: F x n_full: one token in every full-attention layer.
+    full_bytes: int
+    #: S x n_swa: one token in every sliding-window layer.
+    swa_bytes: int
+    #: F x L: SGLang's one-shape cell (every layer sized as a full one), 0.5.8 and 0.5.9.
+    one_shape_bytes: int
+    n_full: int
+    n_swa: int
+    #: The sliding window (Llama-4: the attention chunk) in tokens.
+    window: int
+    ratio: float
+
+    def tokens(self, pool: int, version: Version) -> tuple[int, int]:
+        """(full-pool tokens, SWA-pool tokens) of a pool of `pool` bytes in that release."""
+        if pool <= 0:
+            return 0, 0
+        r = self.ratio
+        denominator = self.full_bytes + r * self.swa_bytes
+        if version >= release_version(POOL_CONFIGURATOR_FROM):
+            full = int(pool // denominator)
+        elif version >= release_version(PER_GROUP_FROM):
+            both = self.full_bytes + self.swa_bytes
+            full = int(pool // both * both / denominator)
+        else:
+            layers = self.n_full + self.n_swa
+            full = int(pool // self.one_shape_bytes * layers / (r * self.n_swa + self.n_full))
+        return full, int(full * r)
+
+    def sequences(self, full_tokens: int, swa_tokens: int, context: int) -> float:
+        """How many sequences of `context` tokens the two pools hold: the full pool takes the context,
+        the SWA pool the window (or the context, when shorter)."""
+        local = min(context, self.window)
+        return min(full_tokens / context, swa_tokens / local)
+
+    def bytes_for(self, sequences: int, context: int) -> int:
+        """The pool bytes `sequences` of `context` tokens take: each full-pool token costs F + r x S
+        (its share of the SWA pool with it), and a sequence takes `context` of them, or local / r when
+        its window fills the SWA pool first."""
+        local = min(context, self.window)
+        return int(
+            sequences * max(context, local / self.ratio) * (self.full_bytes + self.ratio * self.swa_bytes)
+        )
+
+    def longest_context(self, full_tokens: int, swa_tokens: int, sequences: int) -> int:
+        """The longest context each of `sequences` can reach: the full pool's share, unless the SWA
+        pool cannot hold every window (then the context stays below the window)."""
+        if swa_tokens >= sequences * self.window:
+            return full_tokens // sequences
+        return min(full_tokens, swa_tokens) // sequences
+
+
+def swa_pool(spec: ModelSpec, work: Workload, tp: int) -> SwaPool | None:
+    """SGLang's two pools for this model in the release modelled, or None: one pool, every layer
+    kept for the whole context (a model not in SWA_ARCHITECTURES, or a release before its entry)."""
+    first = SWA_ARCHITECTURES.get(spec.architecture or "")
+    if first is None or work.release.version < release_version(first):
+        return None
+    full = swa = n_full = n_swa = one = 0
+    window = 0
+    for layer, n in spec.attention_layer_counts:
+        row = kv_bytes_per_token_per_layer(spec, work.kv_bytes, tp, layer.num_key_value_heads, layer)
+        if layer.window is None:
+            full, n_full, one = full + row * n, n_full + n, row
+        else:
+            swa, n_swa, window = swa + row * n, n_swa + n, max(window, layer.window)
+    if not n_swa or not n_full:
+        return None
+    ratio = work.engine.swa_full_tokens_ratio or SWA_FULL_TOKENS_RATIO
+    return SwaPool(full, swa, one * (n_full + n_swa), n_full, n_swa, window, ratio)
