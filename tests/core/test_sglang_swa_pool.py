@@ -137,3 +137,18 @@ def test_the_ratio_is_an_sglang_flag_from_0_4_9_post3() -> None:
     assert bad.code == 2 and "--swa-full-tokens-ratio" in bad.stderr
     vllm = cli("fit", "gpt-oss-20b", "--swa-full-tokens-ratio", "0.5")
     assert vllm.code == 2 and "--engine sglang" in vllm.stderr
+
+
+def test_gpt_oss_on_blackwell_keeps_one_pool_before_0_5_10() -> None:
+    """0.5.8 / 0.5.9 server_args.py: trtllm_mha, gpt-oss's default on compute capability 10, turns the
+    SWA pool off ("Disable hybrid SWA memory for GPT-OSS model with trtllm_mha attention backend")."""
+    spec = catalog_spec("gpt-oss-120b")
+    full, swa = _gpt_oss_120b(2)
+    for version, split in (("0.5.9", False), ("0.5.10", True)):
+        work = workload(spec, 8192, engine_name="sglang", version=version)
+        got = engine("sglang").evaluate(spec, find_gpu("B200"), 2, work)
+        g = got.per_gpu
+        assert g is not None
+        pool = g.usable_bytes - g.weights_bytes - total_bytes(g.reserves)
+        one = pool // (full + swa)
+        assert (got.kv_cache_capacity_tokens == one) is not split

@@ -120,7 +120,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     held = reserves_of(SGLANG_RESERVES, spec, gpu, tp, work)
     held += sglang_mamba_pool(spec, attn_tp, budget - weights - total_bytes(held), work)  # before the KV
     drafted = budgeted_cell(spec, work, cell)  # from 0.5.14 the draft's KV shares each token's cell
-    swa = swa_pool(spec, work, attn_tp) if drafted == cell else None  # the draft's SWA rows: one pool
+    swa = swa_pool(spec, gpu, work, attn_tp) if drafted == cell else None  # the draft's SWA rows: one pool
     cell = drafted
     pool = budget - weights - total_bytes(held)
     per_group = -(-work.batch // dp)  # each attention group holds its own requests
@@ -206,7 +206,7 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
             "group keeps its own KV pool for its own requests (KV capacity is the instance's, all "
             "groups); speed estimates treat the instance as tensor parallel",
         )
-    pool = swa_pool(spec, work, 1)
+    pool = swa_pool(spec, None, work, 1)
     if pool is not None:
         notes += (
             f"SGLang's hybrid SWA pool: the {pool.n_full} full-attention layers keep every token, the "

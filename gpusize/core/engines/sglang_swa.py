@@ -4,6 +4,7 @@ token pool and a smaller sliding-window token pool, `swa_full_tokens_ratio` of i
 Which models (configs/model_config.py `is_hybrid_swa_model`, from 0.5.8; read in the wheels on PyPI
 with bench/release_sources.py): Llama-4 (its chunked layers are the SWA layers, `(i + 1) % 4 != 0`),
 gpt-oss and MiMo-V2-Flash from 0.5.8, Gemma 4 from 0.5.11 (`layer_types` "sliding_attention");
+gpt-oss in 0.5.8 and 0.5.9 not on compute capability 10 (trtllm_mha) nor with speculative decoding;
 Gemma 2 and 3 are kept out by server_args.py ("Disable hybrid SWA memory for ... not yet
 supported"; arg_groups/model_overrides/gemma2_gemma3.py in 0.5.23). Step-3.7's SWA architecture is
 Step3p7ForConditionalGeneration; the checkpoint gpusize reads names Step3p7FlashForCausalLM, so it
@@ -34,12 +35,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusize.core.engines.sglang_defaults import release_version
+from gpusize.core.gpu import GpuSpec
 from gpusize.core.kvcache import kv_bytes_per_token_per_layer
 from gpusize.core.releases import Version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
 __all__ = [
+    "GPT_OSS_SWA_EVERYWHERE_FROM",
     "PER_GROUP_FROM",
     "POOL_CONFIGURATOR_FROM",
     "SWA_ARCHITECTURES",
@@ -57,6 +60,9 @@ PER_GROUP_FROM = "0.5.10"
 #: model_executor/pool_configurator.py `HybridSWAPoolConfigurator`: first in the 0.5.11 wheel
 #: (absent in 0.5.10.post1).
 POOL_CONFIGURATOR_FROM = "0.5.11"
+#: gpt-oss keeps its SWA pool with trtllm_mha and with speculative decoding from this release (the
+#: server_args.py rule that turned it off is in 0.5.9, not in 0.5.10).
+GPT_OSS_SWA_EVERYWHERE_FROM = "0.5.10"
 #: Architecture -> first release whose `is_hybrid_swa_model` lists it (configs/model_config.py:
 #: absent in 0.5.7, present in 0.5.8; Gemma 4 first in 0.5.11). gpt-oss stays listed in 0.5.20 and
 #: 0.5.23 through SWA_SINK_ARCHS, MiMo-V2-Flash through MIMO_V2_MODEL_ARCHS.
@@ -124,11 +130,28 @@ class SwaPool:
         return min(full_tokens, swa_tokens) // sequences
 
 
-def swa_pool(spec: ModelSpec, work: Workload, tp: int) -> SwaPool | None:
-    """SGLang's two pools for this model in the release modelled, or None: one pool, every layer
-    kept for the whole context (a model not in SWA_ARCHITECTURES, or a release before its entry)."""
+def _gpt_oss_kept_whole(spec: ModelSpec, gpu: GpuSpec | None, work: Workload) -> bool:
+    """0.5.8 and 0.5.9 server_args.py turn gpt-oss's SWA pool off with the trtllm_mha backend, its
+    default on compute capability 10 (`is_sm100_supported`), and with speculative decoding ("TODO:
+    support swa kv indices translation for trtllm_mha"; absent from 0.5.10)."""
+    if spec.architecture != "GptOssForCausalLM" or work.release.version >= release_version(
+        GPT_OSS_SWA_EVERYWHERE_FROM
+    ):
+        return False
+    sm100 = (
+        gpu is not None
+        and gpu.vendor == "NVIDIA"
+        and (gpu.compute_capability or "").partition(".")[0] == "10"
+    )
+    return sm100 or work.engine.speculative_algorithm is not None
+
+
+def swa_pool(spec: ModelSpec, gpu: GpuSpec | None, work: Workload, tp: int) -> SwaPool | None:
+    """SGLang's two pools for this model in the release modelled on `gpu` (None: any), or None: one
+    pool, every layer kept for the whole context (a model not in SWA_ARCHITECTURES, a release before
+    its entry, or a setting that turns the SWA pool off)."""
     first = SWA_ARCHITECTURES.get(spec.architecture or "")
-    if first is None or work.release.version < release_version(first):
+    if first is None or work.release.version < release_version(first) or _gpt_oss_kept_whole(spec, gpu, work):
         return None
     full = swa = n_full = n_swa = one = 0
     window = 0
