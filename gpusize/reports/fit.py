@@ -124,13 +124,13 @@ def build_fit_report(
     else:
         suggestions = _savings(spec, work, model, gpus, best) if not fixed_count else ()
     fewest = chosen.num_gpus if chosen else None
+    shown = on_gpu(spec, plan_gpu, work)  # the KV dtype the engine's auto picks on the plan's GPU
     alone: tuple[Suggestion, ...] = ()
     if chosen and len(gpus) == 1 and not fixed_count and chosen.num_gpus > 1:
-        alone = one_card(spec, work, model, plan_gpu, _offloaders(model))
+        alone = one_card(spec, shown, model, plan_gpu, _offloaders(model))
     if chosen and fixed_count and fixed_count > 1:
         smaller = smallest_fit(spec, plan_gpu, work, model.evaluate, [n for n in TP_SIZES if n < fixed_count])
         fewest = next((c.num_gpus for c in smaller if c.fits), fixed_count)
-    shown = on_gpu(spec, plan_gpu, work)  # the KV dtype the engine's auto picks on the plan's GPU
     return FitReport(
         gpusize_version=__version__,
         command="fit",
