@@ -131,3 +131,12 @@ def test_fit_json_and_assumptions_show_the_resolved_dtype() -> None:
     assert any("fp8_e4m3 on compute capability 10" in n for n in data["assumptions"]["notes"])
     hopper = json.loads(cli("fit", "DeepSeek-V3.2", "--gpu", "H200", "--engine", "sglang", "--json").stdout)
     assert hopper["workload"]["kv_cache_dtype"] == "bf16"
+
+
+def test_quote_prices_blackwell_under_auto_as_the_fp8_it_runs() -> None:
+    """quote's speed reads the KV bytes of each GPU's own workload: auto on B200 is the fp8 cache."""
+    args = ("quote", "DeepSeek-V3.2", "--engine", "sglang", "--gpu", "B200", "--users", "32", "--json")
+    auto = json.loads(cli(*args).stdout)["options"][0]
+    fp8 = json.loads(cli(*args, "--kv-dtype", "fp8").stdout)["options"][0]
+    assert auto["per_request_tokens_per_s"] == fp8["per_request_tokens_per_s"]
+    assert auto["kv_cache_capacity_tokens"] == fp8["kv_cache_capacity_tokens"]
