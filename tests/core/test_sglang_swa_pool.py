@@ -19,7 +19,10 @@ The split (r = swa_full_tokens_ratio = 0.8):
 - 0.5.8 model_runner_kv_cache_mixin.py `set_num_tokens_hybrid_swa`: capacity = available // (F x L)
   (`get_cell_size_per_token`: every layer the base shape), full = int(capacity x L / (r n_swa +
   n_full));
-- 0.5.7 and before (for these models): one pool, every layer for the whole context.
+- 0.4.9.post3 to 0.5.6 model_runner.py `set_num_token_hybrid` (any model with a sliding window
+  but Llama-4 and the families server_args.py turns off): the one-shape formula of 0.5.8;
+- gpt-oss before 0.5.8 (turned off from its first release, 0.5.0rc0, to 0.5.6; not listed in 0.5.7):
+  one pool, every layer for the whole context.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from __future__ import annotations
 import pytest
 
 from gpusize.core.engines import engine
+from gpusize.core.kvcache import kv_cache_bytes_per_token
 from gpusize.core.reserves import total_bytes
 from gpusize.sources.catalog import find_gpu
 from tests.helpers import catalog_spec, cli, workload
@@ -95,10 +99,41 @@ def test_gpt_oss_split_per_release(tp: int) -> None:
 def test_gemma3_stays_in_one_pool() -> None:
     """server_args.py: "Disable hybrid SWA memory for Gemma3ForConditionalGeneration"."""
     spec = catalog_spec("gemma-3-27b-it")
-    from gpusize.core.kvcache import kv_cache_bytes_per_token
+    for version in ("0.5.1", None):
+        pool, tokens = _pool("gemma-3-27b-it", 2, version)
+        assert tokens == pool // kv_cache_bytes_per_token(spec, 2, 2)
 
-    pool, tokens = _pool("gemma-3-27b-it", 2)
-    assert tokens == pool // kv_cache_bytes_per_token(spec, 2, 2)
+
+@pytest.mark.parametrize("tp", TPS)
+def test_gemma2_and_3_were_split_in_the_first_swa_releases(tp: int) -> None:
+    """0.4.9.post3 model_runner.py `set_num_token_hybrid`: every model with a sliding window but
+    Llama-4, total_tokens = max_total_num_tokens x L, full = int(total_tokens / (r n_swa + n_full)).
+    gemma-3-27b-it: 62 layers (52 sliding, 10 full), 16 KV heads of 128, one layer max(1, 16 // tp) x
+    256 x 2 B; gemma-2-27b-it: 46 layers (23 sliding), 16 KV heads of 128. Gemma 2 is kept whole from
+    0.4.10.post2, Gemma 3 from 0.5.0rc0 (0.5.1)."""
+    for name, layers, sliding, version, split in (
+        ("gemma-3-27b-it", 62, 52, "0.4.9.post3", True),
+        ("gemma-3-27b-it", 62, 52, "0.4.10.post2", True),
+        ("gemma-2-27b-it", 46, 23, "0.4.9.post3", True),
+        ("gemma-2-27b-it", 46, 23, "0.4.10.post2", False),
+    ):
+        layer = max(1, 16 // tp) * 128 * 2 * 2
+        pool, tokens = _pool(name, tp, version, ctx=4096)
+        one = pool // (layer * layers)
+        assert tokens == (int(one * layers / (R * sliding + layers - sliding)) if split else one), name
+
+
+@pytest.mark.parametrize("tp", (4, 8))  # its 309B FP8 weights need 4 H200
+def test_mimo_v2_flash_is_split_from_0_5_7(tp: int) -> None:
+    """0.5.7 `is_hybrid_model` returns 1 for MiMoV2FlashForCausalLM; the one-shape cell is the full
+    layers' 4 KV heads x (192 + 128) x 2 B x 48 layers (9 full, 39 sliding); 0.5.23 divides by
+    F n_full + r S n_swa with the sliding layers' 8 KV heads."""
+    full_row = max(1, 4 // tp) * (192 + 128) * 2
+    swa_row = max(1, 8 // tp) * (192 + 128) * 2
+    pool, tokens = _pool("MiMo-V2-Flash", tp, "0.5.7")
+    assert tokens == int(pool // (full_row * 48) * 48 / (R * 39 + 9))
+    pool, tokens = _pool("MiMo-V2-Flash", tp)
+    assert tokens == int(pool // (9 * full_row + R * 39 * swa_row))
 
 
 def test_the_ratio_flag_moves_memory_between_the_pools() -> None:

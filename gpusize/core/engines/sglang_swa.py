@@ -1,21 +1,27 @@
 """SGLang's hybrid SWA pool (pure): a sliding-window model's KV memory split between a full-attention
 token pool and a smaller sliding-window token pool, `swa_full_tokens_ratio` of it.
 
-Which models (configs/model_config.py `is_hybrid_swa_model`, from 0.5.8; read in the wheels on PyPI
-with bench/release_sources.py): Llama-4 (its chunked layers are the SWA layers, `(i + 1) % 4 != 0`),
-gpt-oss and MiMo-V2-Flash from 0.5.8, Gemma 4 from 0.5.11 (`layer_types` "sliding_attention");
-gpt-oss in 0.5.8 and 0.5.9 not on compute capability 10 (trtllm_mha) nor with speculative decoding;
-Gemma 2 and 3 are kept out by server_args.py ("Disable hybrid SWA memory for ... not yet
-supported"; arg_groups/model_overrides/gemma2_gemma3.py in 0.5.23). Step-3.7's SWA architecture is
-Step3p7ForConditionalGeneration; the checkpoint gpusize reads names Step3p7FlashForCausalLM, so it
-stays in one pool here.
+Which models, read in the wheels on PyPI with bench/release_sources.py (`SWA_RELEASES`):
+- 0.4.9.post3 to 0.5.6 (model_runner.py "Check if the model is using hybrid SWA"): a model whose
+  class has `get_attention_sliding_window_size` and is not Llama-4 nor turned off in server_args.py:
+  Gemma 2 until 0.4.10.post2 ("FIXME: https://github.com/sgl-project/sglang/pull/7367 is not
+  compatible with gemma2 model"), Gemma 3 until the 0.5.0rc0 pre-release (Gemma2/3/3n listed there;
+  0.5.1 the first final release), gpt-oss turned off from its first release (0.5.0rc0) to 0.5.6;
+- 0.5.7 (configs/model_config.py `is_hybrid_model`): MiMo-V2-Flash only;
+- from 0.5.8 (`is_hybrid_swa_model`): Llama-4 (its chunked layers are the SWA layers, `(i + 1) % 4
+  != 0`), gpt-oss (in 0.5.8 and 0.5.9 not with trtllm_mha, its default on compute capability 10, nor
+  with speculative decoding), MiMo-V2-Flash, and Gemma 4 from 0.5.11 (`layer_types`
+  "sliding_attention"); Gemma 2 and 3 stay off (arg_groups/model_overrides/gemma2_gemma3.py in
+  0.5.23). Step-3.7's SWA architecture is Step3p7ForConditionalGeneration; the checkpoint gpusize
+  reads names Step3p7FlashForCausalLM, so it stays in one pool here.
 
 How the bytes are split (the per-token bytes of each layer group: F x n_full over the full-attention
 layers, S x n_swa over the sliding ones, each layer's KV heads over attention TP and its own head
 sizes, `get_swa_num_kv_heads`, `swa_head_dim`; r = --swa-full-tokens-ratio, default 0.8):
-- 0.5.8 and 0.5.9 (model_runner_kv_cache_mixin.py `set_num_tokens_hybrid_swa`): the profiled
-  tokens of the one-shape cell (every layer sized as a full one, F x L) times L, over
-  r x n_swa + n_full: full = int(pool // (F x L) x L / (r x n_swa + n_full));
+- before 0.5.10 (model_runner.py `set_num_token_hybrid` from 0.4.9.post3,
+  model_runner_kv_cache_mixin.py `set_num_tokens_hybrid_swa` from 0.5.7): the profiled tokens of the
+  one-shape cell (every layer sized as a full one, F x L) times L, over r x n_swa + n_full:
+  full = int(pool // (F x L) x L / (r x n_swa + n_full));
 - 0.5.10 (`_resolve_hybrid_swa_tokens`): full = int(pool // (F n_full + S n_swa) x (F n_full +
   S n_swa) / (F n_full + r S n_swa));
 - from 0.5.11 (model_executor/pool_configurator.py `HybridSWAPoolConfigurator`, the same in
@@ -23,11 +29,11 @@ sizes, `get_swa_num_kv_heads`, `swa_head_dim`; r = --swa-full-tokens-ratio, defa
 - every release: the SWA pool holds int(full x r) tokens (page-aligned; one-token pages here).
 
 A sequence takes its whole context in the full pool and its window in the SWA pool (SGLang frees
-the tokens that slide out of the window, `SWATokenToKVPoolAllocator`). Before 0.5.8 gpusize keeps
-every layer in one pool for the whole context. Not modelled: the 0.4.9.post3-0.5.7 split
-(model_runner.py: any model whose class has a sliding window, Llama-4 and the disabled families
-aside, with the one-shape formula), `SWARequestCapPoolConfigurator` (0.5.23, --max-running-requests
-with the radix cache off), the unified memory pool, and the draft model's SWA rows.
+the tokens that slide out of the window, `SWATokenToKVPoolAllocator`). Any other model, or release,
+keeps every layer in one pool for the whole context. Not modelled: `SWARequestCapPoolConfigurator`
+(0.5.23, --max-running-requests with the radix cache off), the unified memory pool, hierarchical
+cache (which turns the SWA pool off for MiMo-V2-Flash), and the draft model's SWA rows (a plan with
+a draft in the cell stays in one pool).
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ __all__ = [
     "GPT_OSS_SWA_EVERYWHERE_FROM",
     "PER_GROUP_FROM",
     "POOL_CONFIGURATOR_FROM",
-    "SWA_ARCHITECTURES",
+    "SWA_RELEASES",
     "SWA_FULL_TOKENS_RATIO",
     "SwaPool",
     "swa_pool",
@@ -63,15 +69,18 @@ POOL_CONFIGURATOR_FROM = "0.5.11"
 #: gpt-oss keeps its SWA pool with trtllm_mha and with speculative decoding from this release (the
 #: server_args.py rule that turned it off is in 0.5.9, not in 0.5.10).
 GPT_OSS_SWA_EVERYWHERE_FROM = "0.5.10"
-#: Architecture -> first release whose `is_hybrid_swa_model` lists it (configs/model_config.py:
-#: absent in 0.5.7, present in 0.5.8; Gemma 4 first in 0.5.11). gpt-oss stays listed in 0.5.20 and
-#: 0.5.23 through SWA_SINK_ARCHS, MiMo-V2-Flash through MIMO_V2_MODEL_ARCHS.
-SWA_ARCHITECTURES: dict[str, str] = {
-    "Llama4ForConditionalGeneration": "0.5.8",
-    "GptOssForCausalLM": "0.5.8",
-    "MiMoV2FlashForCausalLM": "0.5.8",
-    "Gemma4ForCausalLM": "0.5.11",
-    "Gemma4ForConditionalGeneration": "0.5.11",
+#: Architecture -> the releases SGLang gives it an SWA pool, [first, until) (until None: still).
+#: gpt-oss stays listed in 0.5.20 and 0.5.23 through SWA_SINK_ARCHS, MiMo-V2-Flash through
+#: MIMO_V2_MODEL_ARCHS.
+SWA_RELEASES: dict[str, tuple[str, str | None]] = {
+    "Gemma2ForCausalLM": ("0.4.9.post3", "0.4.10.post2"),
+    "Gemma3ForCausalLM": ("0.4.9.post3", "0.5.1"),
+    "Gemma3ForConditionalGeneration": ("0.4.9.post3", "0.5.1"),
+    "MiMoV2FlashForCausalLM": ("0.5.7", None),
+    "Llama4ForConditionalGeneration": ("0.5.8", None),
+    "GptOssForCausalLM": ("0.5.8", None),
+    "Gemma4ForCausalLM": ("0.5.11", None),
+    "Gemma4ForConditionalGeneration": ("0.5.11", None),
 }
 
 
@@ -148,10 +157,14 @@ def _gpt_oss_kept_whole(spec: ModelSpec, gpu: GpuSpec | None, work: Workload) ->
 
 def swa_pool(spec: ModelSpec, gpu: GpuSpec | None, work: Workload, tp: int) -> SwaPool | None:
     """SGLang's two pools for this model in the release modelled on `gpu` (None: any), or None: one
-    pool, every layer kept for the whole context (a model not in SWA_ARCHITECTURES, a release before
+    pool, every layer kept for the whole context (a model not in SWA_RELEASES, a release outside
     its entry, or a setting that turns the SWA pool off)."""
-    first = SWA_ARCHITECTURES.get(spec.architecture or "")
-    if first is None or work.release.version < release_version(first) or _gpt_oss_kept_whole(spec, gpu, work):
+    releases = SWA_RELEASES.get(spec.architecture or "")
+    if releases is None or _gpt_oss_kept_whole(spec, gpu, work):
+        return None
+    first, until = releases
+    v = work.release.version
+    if v < release_version(first) or (until is not None and v >= release_version(until)):
         return None
     full = swa = n_full = n_swa = one = 0
     window = 0
