@@ -96,6 +96,9 @@ class Workload:
     kv_cache_dtype: str
     kv_bytes: float = field(metadata={"json": False})
     include_mtp: bool
+    #: The --kv-dtype asked (`auto` or a dtype): where an engine's `auto` depends on the GPU (SGLang's
+    #: fp8 for DeepSeek Sparse Attention on Blackwell), `core.engines.on_gpu` resolves it per GPU.
+    requested_kv_dtype: str = field(default="auto", metadata={"json": False})
     engine: EngineSettings
     #: The engine release modelled (a version the user named, or the newest gpusize models).
     release: Release = field(metadata={"json": False})
@@ -189,6 +192,7 @@ def resolve(
         kv_cache_dtype=kv_dtype,
         kv_bytes=own[kv_dtype] if kv_dtype in own else DTYPE_BYTES[kv_dtype],
         include_mtp=request.include_mtp,
+        requested_kv_dtype=request.kv_dtype,
         engine=request.engine,
         release=release,
         reserved_bytes=request.reserved_bytes,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import field
 
 from gpusize import __version__
-from gpusize.core.engines import engine, engine_label
+from gpusize.core.engines import engine, engine_label, on_gpu
 from gpusize.core.gpu import VENDOR_TERMS, GpuSpec, VendorTerms
 from gpusize.core.model import ResolvedModel
 from gpusize.core.network import NodePlan
@@ -69,6 +69,7 @@ def build_curve(
 ) -> CurveReport:
     """The curve of one plan: `num_gpus` GPUs of one server, or with `nodes` TP=8 x PP=N over them."""
     model = engine(work.engine.name)
+    work = on_gpu(spec, gpu, work)  # the KV dtype the engine's auto picks on this GPU
     if nodes is not None:
         num_gpus = nodes.nodes * nodes.gpus_per_node
     across = nodes.nodes if nodes else 1

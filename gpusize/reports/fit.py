@@ -7,7 +7,7 @@ from dataclasses import field, replace
 
 from gpusize import __version__
 from gpusize.core import kvcache
-from gpusize.core.engines import ENGINE_MODULES, EngineModel, engine, engine_label
+from gpusize.core.engines import ENGINE_MODULES, EngineModel, engine, engine_label, on_gpu
 from gpusize.core.gpu import VENDOR_TERMS, GpuSpec, VendorTerms
 from gpusize.core.model import ResolvedModel
 from gpusize.core.plan import TP_SIZES, Candidate, recommend, smallest_fit
@@ -131,9 +131,10 @@ def build_fit_report(
     else:
         suggestions = _savings(spec, work, model, gpus, best) if not fixed_count else ()
     fewest = chosen.num_gpus if chosen else None
+    shown = on_gpu(spec, plan_gpu, work)  # the KV dtype the engine's auto picks on the plan's GPU
     alone: tuple[Suggestion, ...] = ()
     if chosen and len(gpus) == 1 and not fixed_count and chosen.num_gpus > 1:
-        alone = one_card(spec, work, model, plan_gpu, _offloaders(model))
+        alone = one_card(spec, shown, model, plan_gpu, _offloaders(model))
     if chosen and fixed_count and fixed_count > 1:
         smaller = smallest_fit(spec, plan_gpu, work, model.evaluate, [n for n in TP_SIZES if n < fixed_count])
         fewest = next((c.num_gpus for c in smaller if c.fits), fixed_count)
@@ -142,14 +143,14 @@ def build_fit_report(
         command="fit",
         fits=chosen is not None,
         model=model_facts(resolved, spec),
-        workload=work,
-        memory=whole_model(spec, plan_gpu, work, model),
+        workload=shown,
+        memory=whole_model(spec, plan_gpu, shown, model),
         plan=plan,
         min_gpus=fewest,
         candidates=tuple(rows),
         suggestions=suggestions,
         one_gpu=alone,
-        assumptions=_assumptions(resolved, spec, work, model, gpus, plan_gpu, plan),
+        assumptions=_assumptions(resolved, spec, shown, model, gpus, plan_gpu, plan),
     )
 
 

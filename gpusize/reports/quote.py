@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import field
 
 from gpusize import __version__
-from gpusize.core.engines import engine_label
+from gpusize.core.engines import engine_label, on_gpu
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
 from gpusize.core.network import NodePlan
@@ -102,7 +102,7 @@ def build_quote(
         options = rank(
             [
                 with_money(
-                    node_option(spec, g, work, demand, nodes[g.name], aim),
+                    node_option(spec, g, on_gpu(spec, g, work), demand, nodes[g.name], aim),
                     g,
                     1 if users else None,
                     users,
@@ -115,7 +115,9 @@ def build_quote(
     elif users:
         options = rank(
             [
-                for_load(spec, g, work, users, hours, limits.get(g.name, 8), prefix_hit_rate, aim)
+                for_load(
+                    spec, g, on_gpu(spec, g, work), users, hours, limits.get(g.name, 8), prefix_hit_rate, aim
+                )
                 for g in gpus
             ],
             per_user=True,
@@ -127,7 +129,7 @@ def build_quote(
                     option_for(
                         spec,
                         g,
-                        work,
+                        on_gpu(spec, g, work),  # the KV dtype the engine's auto picks on this GPU
                         Demand(users=1, prefix_hit_rate=prefix_hit_rate),
                         max_count=limits.get(g.name, 8),
                         targets=aim,

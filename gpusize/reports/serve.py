@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import field, replace
 
 from gpusize import __version__
-from gpusize.core.engines import engine, engine_label
+from gpusize.core.engines import engine, engine_label, on_gpu
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
 from gpusize.core.network import NodePlan
@@ -253,6 +253,7 @@ def build_serve_report(
     floor), by which the recommendation is chosen. `nodes`: the layouts of that many servers of 8
     GPUs instead (serving/nodes.py), `num_gpus` being all their GPUs."""
     work = half_precision(work, gpu)  # T4 and other GPUs without bf16 run 16-bit models in fp16
+    work = on_gpu(spec, gpu, work)  # the KV dtype the engine's auto picks on this GPU
     aim = targets or Targets()
     if nodes is not None:
         layouts = node_layouts(spec, gpu, nodes.nodes, work, demand, nodes.link, aim)

@@ -210,13 +210,29 @@ def sglang_command(
         str(mem_fraction),
     ]
     words += flags
-    if work.kv_cache_dtype == "fp8":
-        words += ["--kv-cache-dtype", _sglang_fp8_kv(work)]
+    words += _sglang_kv_flags(spec, gpu, work)
     words += _settings_words(work)
     override = _rope_override(spec)
     if override:
         words += ["--json-model-override-args", json.dumps(override, separators=(",", ":"))]
     return LaunchCommand(_join(words), None, work.engine_version)
+
+
+def _sglang_kv_flags(spec: ModelSpec, gpu: GpuSpec | None, work: Workload) -> list[str]:
+    """--kv-cache-dtype where SGLang's own `auto` on `gpu` would not run the dtype sized: fp8 unless
+    its auto is fp8 there (DeepSeek Sparse Attention on compute capability 10 and above), bf16 where
+    it is (`bfloat16`, a choice from 0.5.4; the engine's `model_kv_default` says what auto means)."""
+    model = engine(work.engine.name)
+    auto = None
+    if model.model_kv_default is not None and gpu is not None:
+        auto = model.model_kv_default(spec, work.release.version, gpu)
+    if work.kv_cache_dtype == auto:
+        return []
+    if work.kv_cache_dtype == "fp8":
+        return ["--kv-cache-dtype", _sglang_fp8_kv(work)]
+    if auto == "fp8" and work.kv_cache_dtype == "bf16":
+        return ["--kv-cache-dtype", "bfloat16"]
+    return []
 
 
 def _sglang_fp8_kv(work: Workload) -> str:

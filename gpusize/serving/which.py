@@ -15,7 +15,7 @@ from dataclasses import field, replace
 from itertools import chain
 from typing import Any, Literal
 
-from gpusize.core.engines import EngineModel, engine, prepare
+from gpusize.core.engines import EngineModel, engine, on_gpu, prepare
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import parse_config
 from gpusize.core.plan import TP_SIZES, Candidate
@@ -167,6 +167,7 @@ def fit_one(
         if _weights_exceed(spec, build, gpu, num_gpus):
             miss = (_weights_reason(spec, build, gpu, num_gpus), _ratio(spec, build, gpu, num_gpus))
             continue
+        build = on_gpu(spec, gpu, build)  # the KV dtype the engine's auto picks on this GPU
         best, replicas = _layout(spec, gpu, num_gpus, build, model)
         if best.fits and best.per_gpu is not None:
             return _fitting(entry, spec, gpu, build, best, replicas, changes)

@@ -69,6 +69,7 @@ WORKLOAD = {
     "workload.engine.max_num_batched_tokens",
     "workload.engine.max_num_seqs",
     "workload.engine.max_running_requests",
+    "workload.engine.swa_full_tokens_ratio",
     "workload.engine.max_mamba_cache_size",
     "workload.engine.mamba_ssm_dtype",
     "workload.engine.mem_fraction_static",

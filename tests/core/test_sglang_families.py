@@ -200,7 +200,7 @@ def test_gemma4_full_and_sliding_rows(tp: int) -> None:
     `HybridSWAPoolConfigurator`: full per token max(1, 4 // tp) x (512 + 512) x 2, SWA per token
     max(1, 16 // tp) x (256 + 256) x 2. gemma-4-31B-it: 10 full + 50 sliding layers = 901,120 B per
     token at TP 1. SGLang then sizes two pools (`_recompute_cell_size`: full tokens = available //
-    (full + swa_full_tokens_ratio x swa)), which gpusize does not model yet: it divides by the sum."""
+    (full + swa_full_tokens_ratio x swa)): tests/core/test_sglang_swa_pool.py."""
     full = 10 * max(1, 4 // tp) * 1024 * 2
     swa = 50 * max(1, 16 // tp) * 512 * 2
     assert _cell("gemma-4-31B-it", "H200-SXM", tp) == full + swa

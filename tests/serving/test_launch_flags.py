@@ -130,7 +130,10 @@ def _every_setting(engine: str) -> dict[str, object]:
         if engine in setting.engines and name != "name":
             kind = str(EngineSettings.__dataclass_fields__[name].type).split(" ")[0]
             if setting.launch or kind == "bool":
-                out[name] = _SAMPLE.get(kind)
+                sample = _SAMPLE.get(kind)
+                if kind == "float" and setting.high is not None:  # a ratio: legal inside its range
+                    sample = min(float(setting.high), 4.0)
+                out[name] = sample
     return {k: v for k, v in out.items() if v is not None}
 
 

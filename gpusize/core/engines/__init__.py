@@ -19,8 +19,9 @@ from gpusize.core.registry import ENGINE_MODULES
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import KV_DTYPES, EngineSettings, Request, Workload, resolve
 from gpusize.errors import InputError
+from gpusize.units import DTYPE_BYTES
 
-__all__ = ["engines_that", "ENGINE_MODULES", "EngineModel", "engine", "engine_label", "prepare"]
+__all__ = ["engines_that", "ENGINE_MODULES", "EngineModel", "engine", "engine_label", "on_gpu", "prepare"]
 
 # Each engine's module (core/registry.py) is imported on first use: a vLLM answer then never loads the
 # transformers engine's allocator replay or llama.cpp's GGUF placement (start-up, bench/bench_cli.py).
@@ -33,9 +34,32 @@ def engine(name: str) -> EngineModel:
     nodes = model.nodes
     return replace(
         model,
-        evaluate=on_device(model.name, model.label, model.evaluate),
-        nodes=None if nodes is None else on_device(model.name, model.label, nodes),
+        evaluate=on_device(model.name, model.label, _kv_on_gpu(model.evaluate)),
+        nodes=None if nodes is None else on_device(model.name, model.label, _kv_on_gpu(nodes)),
     )
+
+
+def on_gpu(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> Workload:
+    """The workload as its engine runs it on `gpu`: a KV dtype asked as `auto` resolved by the
+    engine's `model_kv_default` for that GPU (SGLang: fp8_e4m3 for DeepSeek Sparse Attention on
+    compute capability 10 and above), where it differs from the one resolved without a GPU. Every plan
+    is evaluated on it, and the reports show it for the GPU of their plan."""
+    model = engine(work.engine.name)
+    if model.model_kv_default is None or work.requested_kv_dtype != "auto":
+        return work
+    kind = model.model_kv_default(spec, work.release.version, gpu)
+    if kind is None or kind == work.kv_cache_dtype or kind not in DTYPE_BYTES:
+        return work
+    return replace(work, kv_cache_dtype=kind, kv_bytes=DTYPE_BYTES[kind])
+
+
+def _kv_on_gpu(evaluate: Evaluator) -> Evaluator:
+    """`evaluate` on the workload as the engine runs it on each GPU (`on_gpu`)."""
+
+    def resolved(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate:
+        return evaluate(spec, gpu, n, on_gpu(spec, gpu, work))
+
+    return resolved
 
 
 def device_problem(engine_name: str, label: str, gpu: GpuSpec, count: int) -> str | None:
@@ -73,7 +97,7 @@ def prepare(spec: ModelSpec, request: Request) -> Workload:
     kv_default = model.kv_default
     if model.model_kv_default is not None and request.kv_dtype == "auto":
         release = model.releases.resolve(request.engine.version).version
-        kv_default = model.model_kv_default(spec, release) or kv_default
+        kv_default = model.model_kv_default(spec, release, None) or kv_default
     work = resolve(spec, request, model.settings, model.releases, model.kv_cache_types, kv_default)
     refusal = family_refusal(model.name, model.label, spec, work) or model.refuses_context(spec, work)
     if refusal:

@@ -96,9 +96,12 @@ class EngineModel:
     #: The KV cache type the engine uses when none is asked (llama.cpp: f16); None: the activation
     #: dtype, as vLLM and SGLang do.
     kv_default: str | None = None
-    #: The KV cache type `auto` means for one model in one release, where it is not `kv_default`
-    #: (vLLM 0.11.0: fp8_ds_mla for DeepSeek-V3.2); None: `kv_default` for every model.
-    model_kv_default: Callable[[ModelSpec, Version], str | None] | None = None
+    #: The KV cache type `auto` means for one model in one release on one GPU (None: before a GPU is
+    #: chosen), where it is not `kv_default` (vLLM 0.11.0: fp8_ds_mla for DeepSeek-V3.2 on any GPU;
+    #: SGLang: fp8_e4m3 for DeepSeek Sparse Attention on compute capability 10 and above); None:
+    #: `kv_default` for every model. The one place an engine says what `auto` means (`core.engines`
+    #: `prepare` asks it without a GPU, `on_gpu` with the GPU a plan runs on).
+    model_kv_default: Callable[[ModelSpec, Version, GpuSpec | None], str | None] | None = None
     #: Its budget fraction of each GPU (None: it takes what the model needs, no fraction).
     budget: Budget | None = None
     #: Its scheduler's cap on sequences at once (None: the KV cache alone bounds them).

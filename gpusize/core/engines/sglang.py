@@ -27,7 +27,12 @@ from gpusize.core.engines.sglang_dp import (
     dp_size,
     dp_weight_extra_bytes,
 )
-from gpusize.core.engines.sglang_kv import sglang_kv_bytes_per_token
+from gpusize.core.engines.sglang_kv import (
+    dsa_forced_fp8,
+    dsa_kv_default,
+    dsa_kv_note,
+    sglang_kv_bytes_per_token,
+)
 from gpusize.core.engines.sglang_lora import sglang_lora_host_bytes, sglang_lora_slots
 from gpusize.core.engines.sglang_mamba import sglang_mamba_pool
 from gpusize.core.engines.sglang_speculative import (
@@ -37,6 +42,7 @@ from gpusize.core.engines.sglang_speculative import (
     draft_reserves,
     draft_weights_in_budget,
 )
+from gpusize.core.engines.sglang_swa import swa_pool
 from gpusize.core.engines.vllm.pool import OFFLOAD_NOTE, THIN_MARGIN, offloaded_bytes
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers
@@ -99,7 +105,7 @@ def sglang_offloaded_bytes(spec: ModelSpec, work: Workload, tp: int) -> int:
 
 def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
     dp = dp_size(work)
-    problem = split_problem(spec, tp, None) or dp_problem(tp, dp)
+    problem = split_problem(spec, tp, None) or dp_problem(tp, dp) or dsa_forced_fp8(spec, gpu, work)
     if problem:
         return refused(gpu, tp, problem)
     attn_tp = attention_tp(tp, dp)
@@ -113,13 +119,27 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     budget = int(free_before * fraction)
     held = reserves_of(SGLANG_RESERVES, spec, gpu, tp, work)
     held += sglang_mamba_pool(spec, attn_tp, budget - weights - total_bytes(held), work)  # before the KV
-    cell = budgeted_cell(spec, work, cell)  # from 0.5.14 the draft's KV shares each token's cell
+    drafted = budgeted_cell(spec, work, cell)  # from 0.5.14 the draft's KV shares each token's cell
+    swa = swa_pool(spec, gpu, work, attn_tp) if drafted == cell else None  # the draft's SWA rows: one pool
+    cell = drafted
     pool = budget - weights - total_bytes(held)
-    capacity = max(pool, 0) // cell if cell else 0
     per_group = -(-work.batch // dp)  # each attention group holds its own requests
+    ctx = work.context_tokens
+    if swa is None:
+        capacity = max(pool, 0) // cell if cell else 0
+        swa_tokens = None
+        seqs = capacity * dp / ctx
+        need = per_group * ctx * cell
+        fits = pool > 0 and capacity >= per_group * ctx
+        longest = capacity // max(per_group, 1)
+    else:
+        capacity, swa_tokens = swa.tokens(pool, work.release.version)
+        seqs = swa.sequences(capacity, swa_tokens, ctx) * dp
+        need = swa.bytes_for(per_group, ctx)
+        fits = pool > 0 and capacity >= per_group * ctx and swa_tokens >= per_group * min(ctx, swa.window)
+        longest = swa.longest_context(capacity, swa_tokens, max(per_group, 1))
     running = work.engine.max_running_requests or default_running_requests(gpu, work)
     held += draft_reserves(spec, tp, work, int(capacity), running)  # before 0.5.14: outside the budget
-    need = per_group * work.context_tokens * cell
     total = weights + need + total_bytes(held)
     per_gpu = PerGpu(
         weights_bytes=weights,
@@ -134,7 +154,6 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         visible_bytes=gpu.visible_bytes,
         reserves=held,
     )
-    fits = pool > 0 and capacity >= per_group * work.context_tokens
     reason = _draft_misfit(per_gpu)
     fits = fits and reason is None
     if pool <= 0:
@@ -145,12 +164,12 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     elif not fits and reason is None:
         capped = min(work.context_tokens, capacity) - 1
         groups = f" per attention group ({dp} groups)" if dp > 1 else ""
+        sliding = "" if swa_tokens is None else f" (its sliding-window pool {swa_tokens:,})"
         reason = (
-            f"SGLang starts, but its KV pool holds {capacity:,} tokens{groups} ({fraction} of free memory, "
-            f"{pool / GIB:.1f} GiB): requests are capped at {capped:,} tokens, {work.batch} x "
+            f"SGLang starts, but its KV pool holds {capacity:,} tokens{sliding}{groups} ({fraction} of free "
+            f"memory, {pool / GIB:.1f} GiB): requests are capped at {capped:,} tokens, {work.batch} x "
             f"{work.context_tokens:,} asked"
         )
-    seqs = capacity * dp / work.context_tokens
     thin = fits and thin_margin(seqs, work.batch, THIN_MARGIN)
     return Candidate(
         gpu=gpu.name,
@@ -161,7 +180,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         reason=reason,
         per_gpu=per_gpu,
         kv_cache_capacity_tokens=int(capacity) * dp,  # the instance: one pool per attention group
-        max_concurrency=round(capacity * dp / work.context_tokens, 2),
+        max_concurrency=round(seqs, 2),
         thin_margin=thin,
         warning=(
             f"holds {seqs:.2f} sequences of this context for {work.batch}, within gpusize's "
@@ -170,7 +189,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         )
         if thin
         else None,
-        max_context_tokens=min(capacity // max(per_group, 1), spec.max_context or capacity),
+        max_context_tokens=min(longest, spec.max_context or longest),
         kv_heads_per_gpu=kvcache.kv_heads_per_gpu(spec.num_key_value_heads, attn_tp),
         usd_per_hour=gpu.price_for(tp),
         host_bytes=(sglang_lora_host_bytes(spec, tp, work) + offloaded * tp) or None,
@@ -187,7 +206,16 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
             "group keeps its own KV pool for its own requests (KV capacity is the instance's, all "
             "groups); speed estimates treat the instance as tensor parallel",
         )
-    return notes + draft_notes(spec, work)
+    pool = swa_pool(spec, None, work, 1)
+    if pool is not None:
+        notes += (
+            f"SGLang's hybrid SWA pool: the {pool.n_full} full-attention layers keep every token, the "
+            f"{pool.n_swa} sliding-window layers a second pool of --swa-full-tokens-ratio {pool.ratio:g} "
+            f"as many tokens, of which a sequence holds its window ({pool.window:,}); KV capacity counts "
+            "full-pool tokens",
+        )
+    dsa = dsa_kv_note(spec, work)
+    return notes + ((dsa,) if dsa else ()) + draft_notes(spec, work)
 
 
 def _draft_misfit(g: PerGpu) -> str | None:
@@ -235,6 +263,7 @@ ENGINE = EngineModel(
     evaluate=evaluate,
     effective_settings=effective_settings,
     releases=SGLANG,
+    model_kv_default=dsa_kv_default,
     refuses_context=lambda spec, work: algorithm_refusal(work) or context_refusal(spec, work),
     levers=LEVERS,
     budget=lambda spec, gpu, tp, work: mem_fraction(gpu, tp, work, spec),

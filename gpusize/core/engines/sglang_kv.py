@@ -14,12 +14,21 @@ flashmla_kv) and FlashInfer's sparse MLA (GLM-5 in fp8 on compute capability 12 
 656 B (`core.kinds.mla_indexer.latent_bytes`). The indexer key is 132 uint8 per layer either way
 (`_compute_dsa_indexer_cell_size`: index_head_dim + index_head_dim // 128 x 4).
 
-Not modelled: SGLang's own default KV dtype for DSA, fp8_e4m3 on compute capability 10 and above
-when --kv-cache-dtype is auto (`_dsa_kv_cache_dtype_default`); gpusize's auto is the model dtype,
-so on a Blackwell GPU pass --kv-dtype fp8 to get what SGLang allocates.
-Nor SGLang's split of a sliding-window model's pool (Gemma 4: `HybridSWAPoolConfigurator`, full tokens =
-available // (full bytes + swa_full_tokens_ratio x sliding bytes), the sliding pool that ratio of it):
-the cell here is the sum of both, every layer kept for the whole context.
+SGLang's own KV dtype for DSA (`dsa_kv_default`, the engine's `model_kv_default`): with
+--kv-cache-dtype auto it picks fp8_e4m3 on compute capability 10 and above and bfloat16 below it, read
+in each modelled release: 0.5.3 and 0.5.4.post1 server_args.py `_handle_model_specific_adjustments`
+(`if is_deepseek_nsa(hf_config)` ... `major >= 10: self.kv_cache_dtype = "fp8_e4m3"`, whatever was
+asked: "for Blackwell, we support fp8 only currently"); from 0.5.4.post2 only for auto (`if
+self.kv_cache_dtype == "auto": ... "fp8_e4m3" if major >= 10 else "bfloat16"`, 0.5.10
+`_set_default_nsa_kv_cache_dtype`, 0.5.14 `_set_default_dsa_kv_cache_dtype`, from 0.5.16
+arg_groups/overrides.py `_dsa_kv_cache_dtype_default`). The models: `is_deepseek_nsa` /
+`is_deepseek_dsa` (an `index_topk` in the config; DeepSeek-V3.2 is loaded as DeepseekV3ForCausalLM
+by hf_transformers_utils.py `_load_deepseek_v32_model`, GLM-5 as GlmMoeDsaForCausalLM), i.e. every
+model whose MLA has an indexer here. The capability is torch's: ROCm reports gfx942/gfx950 as 9.x, so
+AMD keeps bfloat16; gpusize's bf16 is the same 2 bytes. Not modelled: 0.5.20's bfloat16 for a DSA
+model with `learnable_sink` (none of the DSA families gpusize parses has one).
+The cell here is the sum over every layer; a sliding-window model that SGLang splits into a full and
+an SWA pool (Gemma 4, gpt-oss, MiMo-V2-Flash, Llama-4) is divided by core/engines/sglang_swa.py.
 """
 
 from __future__ import annotations
@@ -28,10 +37,22 @@ from gpusize.core import kvcache
 from gpusize.core.engines.sglang_defaults import release_version
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.kinds import mixer_kind, mla_indexer
+from gpusize.core.releases import Version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
-__all__ = ["DSA_RAW_FP8_FROM", "GLM_SM12_SCALED_FROM", "TRTLLM_DSA_MIN_MAJOR", "sglang_kv_bytes_per_token"]
+__all__ = [
+    "DSA_FP8_AUTO_ONLY_FROM",
+    "DSA_FP8_DEFAULT_FROM",
+    "DSA_FP8_MIN_MAJOR",
+    "DSA_RAW_FP8_FROM",
+    "GLM_SM12_SCALED_FROM",
+    "TRTLLM_DSA_MIN_MAJOR",
+    "dsa_forced_fp8",
+    "dsa_kv_default",
+    "dsa_kv_note",
+    "sglang_kv_bytes_per_token",
+]
 
 #: The first modelled release whose fp8 DSA default on compute capability >= 10 is TRT-LLM's raw row
 #: (server_args.py 0.5.10: `nsa_prefill_backend = "trtllm"`; model_runner_kv_cache_mixin.py returns
@@ -42,8 +63,67 @@ TRTLLM_DSA_MIN_MAJOR = 10
 #: GLM-5 in fp8 on compute capability 12 defaults to flashinfer_sparse_mla (the scaled row) from this
 #: release (arg_groups/overrides.py `is_glm_sm12_fp8`; absent from 0.5.14's server_args.py).
 GLM_SM12_SCALED_FROM = "0.5.20"
+#: The first modelled release with SGLang's DSA KV dtype rule, the first that serves DeepSeek-V3.2
+#: (server_args.py 0.5.3: `major >= 10: self.kv_cache_dtype = "fp8_e4m3"`, whatever was asked).
+DSA_FP8_DEFAULT_FROM = "0.5.3"
+#: From this release the rule applies to `auto` only; an explicit bf16 stays bf16 (server_args.py
+#: 0.5.4.post2: `if self.kv_cache_dtype == "auto": ... "fp8_e4m3" if major >= 10 else "bfloat16"`;
+#: absent from the 0.5.4.post1 wheel).
+DSA_FP8_AUTO_ONLY_FROM = "0.5.4.post2"
+#: Compute capability major (torch.cuda.get_device_capability) from which DSA defaults to fp8_e4m3.
+DSA_FP8_MIN_MAJOR = 10
 #: GLM-5's model_type (GlmMoeDsaForCausalLM, the architecture `is_glm_sm12_fp8` names).
 _GLM_DSA = "glm_moe_dsa"
+
+
+def _dsa(spec: ModelSpec) -> bool:
+    """A DeepSeek Sparse Attention model (`is_deepseek_nsa`: the config's index_topk; here the MLA's
+    indexer)."""
+    return spec.mla is not None and spec.mla.indexer is not None
+
+
+def _fp8_device(gpu: GpuSpec) -> bool:
+    """A GPU torch reports at compute capability DSA_FP8_MIN_MAJOR or above (NVIDIA Blackwell on)."""
+    if gpu.vendor != "NVIDIA" or gpu.compute_capability is None:
+        return False
+    return int(gpu.compute_capability.partition(".")[0]) >= DSA_FP8_MIN_MAJOR
+
+
+def dsa_kv_default(spec: ModelSpec, version: Version, gpu: GpuSpec | None) -> str | None:
+    """The KV dtype SGLang's `auto` means for `spec` in `version` on `gpu`: fp8 (fp8_e4m3) for a DSA
+    model on compute capability 10 and above from DSA_FP8_DEFAULT_FROM; None elsewhere, and before a
+    GPU is chosen (the model dtype, bfloat16 for every DSA checkpoint)."""
+    if gpu is None or not _dsa(spec) or version < release_version(DSA_FP8_DEFAULT_FROM):
+        return None
+    return "fp8" if _fp8_device(gpu) else None
+
+
+def dsa_forced_fp8(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> str | None:
+    """Why SGLang does not run the KV dtype asked, or None: 0.5.3 and 0.5.4.post1 set fp8_e4m3 for a
+    DSA model on compute capability 10 and above whatever --kv-cache-dtype says."""
+    v = work.release.version
+    if work.kv_cache_dtype == "fp8" or not _dsa(spec) or not _fp8_device(gpu):
+        return None
+    if not release_version(DSA_FP8_DEFAULT_FROM) <= v < release_version(DSA_FP8_AUTO_ONLY_FROM):
+        return None
+    return (
+        f"SGLang {v} runs DeepSeek Sparse Attention in an fp8_e4m3 KV cache on compute capability "
+        f"{DSA_FP8_MIN_MAJOR} and above whatever --kv-cache-dtype says (server_args.py): drop --kv-dtype "
+        f"{work.kv_cache_dtype}, or pass --engine-version {DSA_FP8_AUTO_ONLY_FROM} or later"
+    )
+
+
+def dsa_kv_note(spec: ModelSpec, work: Workload) -> str | None:
+    """The assumptions' line on SGLang's DSA KV dtype when --kv-dtype is auto: which it chose, and why."""
+    if work.requested_kv_dtype != "auto" or not _dsa(spec):
+        return None
+    if work.release.version < release_version(DSA_FP8_DEFAULT_FROM):
+        return None
+    return (
+        f"KV {work.kv_cache_dtype}: SGLang's --kv-cache-dtype auto for DeepSeek Sparse Attention is "
+        f"fp8_e4m3 on compute capability {DSA_FP8_MIN_MAJOR} and above (Blackwell), bfloat16 below "
+        "(server_args.py; arg_groups/overrides.py `_dsa_kv_cache_dtype_default` from 0.5.16)"
+    )
 
 
 def _raw_fp8_row(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> bool:

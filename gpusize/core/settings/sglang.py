@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpusize.core.settings.declaration import setting, settings_part
 
-__all__ = ["SGLANG_MAMBA", "SGLANG_MULTIMODAL", "SGLANG_SPECULATIVE", "SglangSettings"]
+__all__ = ["SGLANG_MAMBA", "SGLANG_MULTIMODAL", "SGLANG_SPECULATIVE", "SGLANG_SWA", "SglangSettings"]
 
 #: SGLang's speculative decoding flags came with EAGLE (sgl-project/sglang#2150, merged 2025-01-02):
 #: first in the 0.4.1.post4 wheel's server_args.py (absent in 0.4.1.post3; read with
@@ -18,6 +18,9 @@ SGLANG_MAMBA = "0.5.2"
 #: bench/release_sources.py). The VLM fraction reduction it gates came later (0.4.9.post3,
 #: core/engines/sglang_defaults.py).
 SGLANG_MULTIMODAL = "0.4.6"
+#: SGLang's --swa-full-tokens-ratio (the hybrid SWA pool, sgl-project/sglang#7367): first in the
+#: 0.4.9.post3 wheel's server_args.py (absent in 0.4.9.post2; bench/release_sources.py).
+SGLANG_SWA = "0.4.9.post3"
 
 
 @settings_part
@@ -50,6 +53,17 @@ class SglangSettings:
         low=1,
         high=1 << 20,
         launch="--max-running-requests",
+    )
+    #: SGLang's hybrid SWA pool of sliding-window models (core/engines/sglang_swa.py).
+    swa_full_tokens_ratio: float | None = setting(
+        default=None,
+        flag="--swa-full-tokens-ratio",
+        engines=("sglang",),
+        help="SWA-pool tokens per full-pool token of a sliding-window model's two KV pools (default 0.8).",
+        low=0,
+        high=1,
+        launch="--swa-full-tokens-ratio",
+        since=SGLANG_SWA,
     )
     #: SGLang's state pool of recurrent hybrids (core/engines/sglang_mamba.py).
     max_mamba_cache_size: int | None = setting(

@@ -28,6 +28,7 @@ default; pass --kv-dtype bf16 for a Blackwell plain-row run.
 
 from __future__ import annotations
 
+from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import Version, parse_version
 from gpusize.core.spec import ModelSpec
 
@@ -63,8 +64,9 @@ def family_refusal(spec: ModelSpec, version: Version) -> str | None:
     )
 
 
-def kv_default(spec: ModelSpec, version: Version) -> str | None:
-    """The KV dtype `auto` resolves to for this model in this release, or None (the activation dtype)."""
+def kv_default(spec: ModelSpec, version: Version, gpu: GpuSpec | None = None) -> str | None:
+    """The KV dtype `auto` resolves to for this model in this release, or None (the activation dtype);
+    the same on every GPU (`gpu` unread)."""
     if spec.compressed is not None:
         return "fp8"
     sparse = spec.mla is not None and spec.mla.indexer is not None
