@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from gpusize.core import kvcache
 from gpusize.core.engines import engine
-from gpusize.core.gpu import GpuSpec
+from gpusize.core.gpu import PCIE_GBPS, GpuSpec
 from gpusize.core.spec import ModelSpec
 from gpusize.core.speculative import (
     draft_format,
@@ -68,9 +68,6 @@ __all__ = [
     "sm_count",
     "stored_decode_bytes",
 ]
-
-#: Per-direction link bandwidth (GB/s) of PCIe x16 by generation (PCI-SIG).
-PCIE_GBPS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 
 
 @dataclass(frozen=True)
