@@ -58,22 +58,41 @@ class Case:
     measured: float
     raw: dict[str, Any]
 
+    @property
+    def per_node(self) -> int:
+        return int(self.raw["gpus_per_node"])
+
     def predict(self, fit: speed.Fit) -> float:
-        step = speed.step_time(self.spec, self.setup, self.gpu, self.num_gpus, self.link, fit)
+        step = speed.step_time(self.spec, self.setup, self.gpu, self.num_gpus, self.link, fit, self.per_node)
         assert step is not None, self.id
         return step.tokens_per_s
 
 
-def _spec(name: str) -> ModelSpec:
+def _spec(name: str, configs: dict[str, Any]) -> ModelSpec:
+    if name in configs:
+        return parse_config(configs[name]["config"])
     if name.startswith("config:"):
         return parse_config(json.loads((CONFIGS / f"{name[7:]}.json").read_text())["config"])
     return parse_config(find_model(name).config)
 
 
+def _link(rec: dict[str, Any], gpu: GpuSpec) -> network.NodeLink | None:
+    """The link between servers: the record's own, else the GPU's reference fabric; None on one."""
+    if rec["num_gpus"] <= rec["gpus_per_node"]:
+        return None
+    if "link" in rec:
+        stated = rec["link"]
+        return network.NodeLink(
+            kind=stated["kind"], gbytes_per_s=stated["gbit_per_gpu"] / 8, source=rec["id"]
+        )
+    return network.default_link(gpu)
+
+
 def load_cases(path: Path = RECORDS) -> list[Case]:
     """Every record as a case gpusize can predict."""
     cases = []
-    for rec in yaml.safe_load(path.read_text())["records"]:
+    doc = yaml.safe_load(path.read_text())
+    for rec in doc["records"]:
         if rec.get("excluded"):
             continue
         gpu = find_gpu(rec["gpu"])
@@ -88,7 +107,6 @@ def load_cases(path: Path = RECORDS) -> list[Case]:
             lora_modules=tuple(rec.get("lora_modules", "q,k,v,o,gate,up,down").split(",")),
             sharding=rec["sharding"],
         )
-        spans = rec["num_gpus"] > rec["gpus_per_node"]
         cases.append(
             Case(
                 id=rec["id"],
@@ -96,9 +114,9 @@ def load_cases(path: Path = RECORDS) -> list[Case]:
                 method=rec["method"],
                 num_gpus=rec["num_gpus"],
                 gpu=gpu,
-                spec=_spec(rec["model"]),
+                spec=_spec(rec["model"], doc.get("configs", {})),
                 setup=setup,
-                link=network.default_link(gpu) if spans else None,
+                link=_link(rec, gpu),
                 measured=float(rec["tokens_per_s_per_gpu"]),
                 raw=rec,
             )
@@ -116,7 +134,7 @@ def _weights(cases: Sequence[Case]) -> list[float]:
 def _implied_log_eff(case: Case, overlap: float) -> float:
     """log of the efficiency that makes the step match the measurement at this overlap."""
     unit = speed.Fit(efficiency={case.method: 1.0}, arch_factor={}, overlap=overlap)
-    step = speed.step_time(case.spec, case.setup, case.gpu, case.num_gpus, case.link, unit)
+    step = speed.step_time(case.spec, case.setup, case.gpu, case.num_gpus, case.link, unit, case.per_node)
     assert step is not None
     measured_s = step.tokens_per_step / case.measured
     # measured = C + fixed + max(comm - overlap C, 0), C the compute time: solve for C

@@ -8,7 +8,7 @@ replicate across servers). Every time here is an ESTIMATE.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpusize.core import network
 from gpusize.core.gpu import GpuSpec
@@ -98,7 +98,9 @@ def node_step(
       a reduce-scatter of the gradients: 3 (n-1)/n x P x 2 x a (ZeRO paper: 1.5x DP per pass);
     - hsdp: the zero3 traffic inside each server over NVLink, then an all-reduce of each GPU's 1/8
       gradient shard with its peers in the other servers, over the link.
-    A ring's slowest hop is the inter-node link, so collectives spanning servers run at its rate."""
+    A collective spanning servers runs at the server's NICs together (NCCL puts one ring channel on
+    each rail: the link's rate per GPU x GPUs per server); HSDP's cross-server all-reduce of a 1/8
+    shard runs on each GPU's own rail."""
     n = plan.nodes * plan.gpus_per_node
     one = speed.step_time(spec, setup, gpu, n, plan.link)
     if one is None:
@@ -106,6 +108,8 @@ def node_step(
     n = plan.nodes * plan.gpus_per_node
     per_node = plan.gpus_per_node
     link = plan.link
+    # a ring over every GPU spreads its channels over all the server's NICs (speed.inter_node_bytes_per_s)
+    rails = replace(link, gbytes_per_s=link.gbytes_per_s * per_node)
     trainable = trainable_params(spec, setup)
     grad_bytes = trainable * state_bytes(setup.precision, setup.method, setup).grad
     gathered = (spec.params.total if setup.method == "full" else trainable) * GATHER_BYTES
@@ -114,7 +118,7 @@ def node_step(
     compute = one.compute_s + one.dequant_s
     inter = intra = 0.0
     if sharding in ("ddp", "zero1", "zero2"):
-        inter = network.allreduce_s(link, n, grad_bytes)
+        inter = network.allreduce_s(rails, n, grad_bytes)
         what = f"gradient all-reduce of {grad_bytes / 1e9:.1f} GB over all {n} GPUs, once per step"
     elif sharding == "hsdp":
         intra = micro * (2 * _nvlink_s(gpu, per_node, gathered) + _nvlink_s(gpu, per_node, grad_bytes))
@@ -125,7 +129,7 @@ def node_step(
         )
     else:
         inter = micro * (
-            2 * network.reduce_scatter_s(link, n, gathered) + network.reduce_scatter_s(link, n, grad_bytes)
+            2 * network.reduce_scatter_s(rails, n, gathered) + network.reduce_scatter_s(rails, n, grad_bytes)
         )
         what = (
             f"weights all-gathered twice (forward, backward) and gradients reduce-scattered over all {n} "

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpusize.core.gpu import PCIE_GBPS, GpuSpec
-from gpusize.core.network import NodeLink
+from gpusize.core.network import GPUS_PER_NODE, NodeLink
 from gpusize.core.spec import ModelSpec
 from gpusize.training import speed_fit
 from gpusize.training.anatomy import trainable_params
@@ -37,6 +37,7 @@ __all__ = [
     "dequant_seconds",
     "efficiency",
     "estimate_words",
+    "inter_node_bytes_per_s",
     "intra_node_bytes_per_s",
     "optimizer_seconds",
     "step_time",
@@ -153,6 +154,14 @@ def intra_node_bytes_per_s(gpu: GpuSpec, ranks: int) -> float:
     return pcie / 2 if no_p2p else pcie
 
 
+def inter_node_bytes_per_s(gpu: GpuSpec, link: NodeLink, gpus_per_node: int) -> float:
+    """What a collective spanning servers reaches per GPU: NCCL spreads its rings over every NIC of
+    the server (one channel per rail), so the server's GPUs share the sum of their NICs: the link's
+    effective rate per GPU x GPUs per server (nccl-tests bus bandwidth across DGX servers is about
+    the aggregate NIC rate), and never more than the NVLink inside the server."""
+    return min(link.effective_bytes_per_s * gpus_per_node, intra_node_bytes_per_s(gpu, gpus_per_node))
+
+
 def step_time(
     spec: ModelSpec,
     setup: TrainSetup,
@@ -160,9 +169,10 @@ def step_time(
     num_gpus: int,
     link: NodeLink | None = None,
     fit: Fit = DEFAULT_FIT,
+    gpus_per_node: int = GPUS_PER_NODE,
 ) -> StepTime | None:
     """The step of `setup` on each of `num_gpus` GPUs (None without the GPU's bf16 TFLOPS). `link`:
-    the job spans servers and its collectives cross this link (the ring's slowest hop); without it
+    the job spans servers of `gpus_per_node` GPUs and its collectives cross this link; without it
     they stay inside one server."""
     if not gpu.bf16_tflops:
         return None
@@ -172,7 +182,10 @@ def step_time(
     dequant = dequant_seconds(spec, setup, gpu)
     sharding = "none" if num_gpus <= 1 else ("ddp" if setup.sharding == "none" else setup.sharding)
     moved = collective_bytes(spec, setup, sharding, num_gpus)
-    rate = link.effective_bytes_per_s if link is not None else intra_node_bytes_per_s(gpu, num_gpus)
+    if link is not None:
+        rate = inter_node_bytes_per_s(gpu, link, gpus_per_node)
+    else:
+        rate = intra_node_bytes_per_s(gpu, num_gpus)
     comm = moved / rate
     optimizer = optimizer_seconds(spec, setup, gpu, num_gpus)
     exposed = max(comm - fit.overlap * compute, 0.0)

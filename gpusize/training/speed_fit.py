@@ -15,14 +15,14 @@ __all__ = ["ARCH_FACTOR", "EFFICIENCY", "GENERATED", "LOSO_MEAN_ERROR", "OVERLAP
 #: The date of the fit.
 GENERATED = "2026-12-02"
 #: Fraction of the bf16 peak the step's FLOPs reach, by method, on the records' mean architecture.
-EFFICIENCY: dict[str, float] = {"full": 0.4883, "lora": 0.5482, "qlora": 0.4483}
+EFFICIENCY: dict[str, float] = {"full": 0.5076, "lora": 0.5225, "qlora": 0.4572}
 #: Multiplier of EFFICIENCY by GPU architecture (catalog `architecture`); others take 1.
-ARCH_FACTOR: dict[str, float] = {"Ampere": 1.1426, "Hopper": 0.6931}
+ARCH_FACTOR: dict[str, float] = {"Ampere": 1.1202, "Hopper": 0.7684}
 #: Fraction of the compute time the collectives can hide behind (DDP buckets, FSDP prefetch),
 #: one value for every sharding.
-OVERLAP = 0.95
+OVERLAP = 0.35
 #: Leave-one-source-out: mean |predicted / measured - 1| over every held-out record.
-LOSO_MEAN_ERROR = 0.2296
+LOSO_MEAN_ERROR = 0.1616
 #: (low, high): measured / predicted tokens per second holding 8 in 10 held-out records
 #: (nearest ranks, rounded outwards): an estimate's interval.
-RANGE = (0.68, 1.57)
+RANGE = (0.78, 1.4)

@@ -21,6 +21,8 @@ from tests.helpers import catalog_spec
 
 LINK = NodeLink(kind="ib", gbytes_per_s=50.0, source="test")
 PLAN = NodePlan(nodes=4, gpus_per_node=8, link=LINK)
+#: A ring over every GPU of the servers uses all 8 rails of each: 8 x the per-GPU link.
+RAILS = replace(LINK, gbytes_per_s=8 * LINK.gbytes_per_s)
 SPEC = catalog_spec("Llama-3.1-70B")
 GPU = find_gpu("H100")
 
@@ -34,7 +36,7 @@ def test_ddp_all_reduces_the_gradients_once_per_step() -> None:
     step = node_step(SPEC, job, "ddp", GPU, PLAN, None)
     assert step is not None
     grads = trainable_params(SPEC, job) * state_bytes(job.precision, job.method, job).grad
-    assert step.inter_node_comm_s == pytest.approx(network.allreduce_s(LINK, 32, grads))
+    assert step.inter_node_comm_s == pytest.approx(network.allreduce_s(RAILS, 32, grads))
     assert step.shard_gpus == 1
 
 
@@ -44,7 +46,7 @@ def test_fsdp_gathers_twice_and_reduce_scatters_once_per_micro_batch() -> None:
     assert one is not None and four is not None
     weights = SPEC.params.total * 2
     grads = trainable_params(SPEC, _job()) * 2
-    expected = 2 * network.reduce_scatter_s(LINK, 32, weights) + network.reduce_scatter_s(LINK, 32, grads)
+    expected = 2 * network.reduce_scatter_s(RAILS, 32, weights) + network.reduce_scatter_s(RAILS, 32, grads)
     assert one.inter_node_comm_s == pytest.approx(expected)
     assert four.inter_node_comm_s == pytest.approx(4 * expected)
 
