@@ -147,7 +147,7 @@ def time_info(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, tokens: int, max
         interconnect=gpu.interconnect,
         rows=tuple(rows),
         note=note,
-        estimate=speed.estimate_words(),
+        estimate=speed.estimate_words(gpu),
     )
 
 

@@ -202,10 +202,14 @@ def step_time(
     )
 
 
-def estimate_words() -> str:
-    """What every training time is: an estimate, with the out-of-sample error of its model."""
+def estimate_words(gpu: GpuSpec | None = None) -> str:
+    """What every training time is: an estimate, with the out-of-sample error of its model (and, for
+    a GPU architecture no published record measured, that its efficiency is the records' mean)."""
     low, high = speed_fit.RANGE
-    return (
+    words = (
         f"estimate: published runs held out by source ran at {low:.2f}-{high:.2f}x the modelled speed "
         f"(8 in 10; mean error {speed_fit.LOSO_MEAN_ERROR:.0%}), hence the hours range"
     )
+    if gpu is not None and gpu.architecture not in speed_fit.ARCH_FACTOR:
+        words += f"; no published record on {gpu.architecture}: the records' mean efficiency"
+    return words

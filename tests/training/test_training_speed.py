@@ -156,3 +156,11 @@ def test_train_says_the_time_is_an_estimate_with_its_range() -> None:
     low, high = speed_fit.RANGE
     text = " ".join(result.stdout.split())
     assert "estimate" in text and f"{low:.2f}-{high:.2f}x" in text
+
+
+def test_an_architecture_without_records_says_so() -> None:
+    job = TrainSetup("qlora", 2048, sharding="none")
+    ada = find_gpu("RTX4090")
+    assert ada.architecture not in speed_fit.ARCH_FACTOR
+    assert f"no published record on {ada.architecture}" in time_info(SPEC8, job, ada, 10**8).estimate
+    assert "no published record" not in time_info(SPEC8, job, H100, 10**8).estimate
