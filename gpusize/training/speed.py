@@ -28,6 +28,8 @@ from gpusize.training.setup import NF4_BYTES_PER_PARAM, SHARD_STAGE, TrainSetup,
 from gpusize.training.time_cost import flops_per_token
 
 __all__ = [
+    "DEFAULT_FIT",
+    "DEQUANT_BYTES_PER_PARAM",
     "FP32_PEAK_FRACTION",
     "GATHER_BYTES",
     "NVLINK_EFFICIENCY",
