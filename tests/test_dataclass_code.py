@@ -119,3 +119,21 @@ def test_the_table_is_read_only_where_it_is_cheap(tmp_path) -> None:
     assert dc.table_is_cheap(True, str(source), str(pyc))  # a fresh .pyc
     os.utime(pyc, (0, 0))
     assert not dc.table_is_cheap(True, str(source), str(pyc))  # stale: Python would recompile
+
+
+def test_every_module_takes_dataclass_from_the_compiled_table() -> None:
+    # A class made by the standard library's decorator compiles its texts on every start.
+    import ast
+    from pathlib import Path
+
+    package = Path(dc.__file__).parent.parent
+    stray = []
+    for path in package.rglob("*.py"):
+        if path.parent.name == "dataclass":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "dataclasses":
+                stray += [
+                    f"{path.relative_to(package)}:{node.lineno}" for a in node.names if a.name == "dataclass"
+                ]
+    assert stray == [], "import dataclass from gpusize.dataclass"

@@ -12,6 +12,7 @@ __all__ = [
     "BF16_MIN_COMPUTE_CAPABILITY",
     "GDDR_RESERVE_MIB",
     "HBM_RESERVE_MIB",
+    "PCIE_GBPS",
     "GpuSpec",
     "Interconnect",
     "Segment",
@@ -24,6 +25,8 @@ Vendor = Literal["NVIDIA", "AMD", "Intel", "Apple"]
 Segment = Literal["consumer", "workstation", "datacenter"]
 #: "none": one device with no GPU-to-GPU link at all (a MIG slice, a unified-memory machine).
 Interconnect = Literal["nvswitch", "bridge-pairs", "infinity-fabric", "pcie", "none", "unknown"]
+#: Per-direction link bandwidth (GB/s) of PCIe x16 by generation (PCI-SIG).
+PCIE_GBPS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 
 
 @dataclass(frozen=True)

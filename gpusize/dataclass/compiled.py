@@ -119,6 +119,14 @@ CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is se
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
+   return (self.efficiency,self.arch_factor,self.overlap,)==(other.efficiency,other.arch_factor,other.overlap,)
+  return NotImplemented
+ return __eq__
+CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.efficiency,self.arch_factor,self.overlap,)==(other.efficiency,other.arch_factor,other.overlap,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
    return (self.embedding,self.lm_head,self.attention,self.mlp,self.experts,self.shared_experts,self.router,self.small,self.vision,self.experts_active,self.expert_biases,self.expert_biases_active,self.mtp,self.replicated_attention,self.lookup_only,)==(other.embedding,other.lm_head,other.attention,other.mlp,other.experts,other.shared_experts,other.router,other.small,other.vision,other.experts_active,other.expert_biases,other.expert_biases_active,other.mtp,other.replicated_attention,other.lookup_only,)
   return NotImplemented
  return __eq__
@@ -215,10 +223,18 @@ CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is se
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.framework,self.versions,self.optimizer,self.allocator,self.peak_memory,self.activation_model,self.gradient_overlap,self.sharding,self.mfu,self.scaling_per_doubling,self.estimates,self.prices,self.overhead_model,self.notes,self.terms,)==(other.framework,other.versions,other.optimizer,other.allocator,other.peak_memory,other.activation_model,other.gradient_overlap,other.sharding,other.mfu,other.scaling_per_doubling,other.estimates,other.prices,other.overhead_model,other.notes,other.terms,)
+   return (self.framework,self.versions,self.optimizer,self.allocator,self.peak_memory,self.activation_model,self.gradient_overlap,self.sharding,self.mfu,self.time_model,self.estimates,self.prices,self.overhead_model,self.notes,self.terms,)==(other.framework,other.versions,other.optimizer,other.allocator,other.peak_memory,other.activation_model,other.gradient_overlap,other.sharding,other.mfu,other.time_model,other.estimates,other.prices,other.overhead_model,other.notes,other.terms,)
   return NotImplemented
  return __eq__
-CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.framework,self.versions,self.optimizer,self.allocator,self.peak_memory,self.activation_model,self.gradient_overlap,self.sharding,self.mfu,self.scaling_per_doubling,self.estimates,self.prices,self.overhead_model,self.notes,self.terms,)==(other.framework,other.versions,other.optimizer,other.allocator,other.peak_memory,other.activation_model,other.gradient_overlap,other.sharding,other.mfu,other.scaling_per_doubling,other.estimates,other.prices,other.overhead_model,other.notes,other.terms,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.framework,self.versions,self.optimizer,self.allocator,self.peak_memory,self.activation_model,self.gradient_overlap,self.sharding,self.mfu,self.time_model,self.estimates,self.prices,self.overhead_model,self.notes,self.terms,)==(other.framework,other.versions,other.optimizer,other.allocator,other.peak_memory,other.activation_model,other.gradient_overlap,other.sharding,other.mfu,other.time_model,other.estimates,other.prices,other.overhead_model,other.notes,other.terms,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.full_bytes,self.swa_bytes,self.one_shape_bytes,self.n_full,self.n_swa,self.window,self.ratio,)==(other.full_bytes,other.swa_bytes,other.one_shape_bytes,other.n_full,other.n_swa,other.window,other.ratio,)
+  return NotImplemented
+ return __eq__
+CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.full_bytes,self.swa_bytes,self.one_shape_bytes,self.n_full,self.n_swa,self.window,self.ratio,)==(other.full_bytes,other.swa_bytes,other.one_shape_bytes,other.n_full,other.n_swa,other.window,other.ratio,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __eq__(self,other):
@@ -719,10 +735,10 @@ CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is se
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.num_gpus,self.fits,self.scaling_efficiency,self.speedup,self.hours,self.cost_usd,)==(other.num_gpus,other.fits,other.scaling_efficiency,other.speedup,other.hours,other.cost_usd,)
+   return (self.num_gpus,self.fits,self.scaling_efficiency,self.speedup,self.hours,self.cost_usd,self.hours_low,self.hours_high,)==(other.num_gpus,other.fits,other.scaling_efficiency,other.speedup,other.hours,other.cost_usd,other.hours_low,other.hours_high,)
   return NotImplemented
  return __eq__
-CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.num_gpus,self.fits,self.scaling_efficiency,self.speedup,self.hours,self.cost_usd,)==(other.num_gpus,other.fits,other.scaling_efficiency,other.speedup,other.hours,other.cost_usd,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.num_gpus,self.fits,self.scaling_efficiency,self.speedup,self.hours,self.cost_usd,self.hours_low,self.hours_high,)==(other.num_gpus,other.fits,other.scaling_efficiency,other.speedup,other.hours,other.cost_usd,other.hours_low,other.hours_high,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __eq__(self,other):
@@ -887,10 +903,18 @@ CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is se
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.token_budget,self.flops_per_token,self.total_flops,self.mfu,self.gpu,self.bf16_tflops,self.interconnect,self.rows,self.note,)==(other.token_budget,other.flops_per_token,other.total_flops,other.mfu,other.gpu,other.bf16_tflops,other.interconnect,other.rows,other.note,)
+   return (self.token_budget,self.flops_per_token,self.total_flops,self.mfu,self.gpu,self.bf16_tflops,self.interconnect,self.rows,self.note,self.estimate,)==(other.token_budget,other.flops_per_token,other.total_flops,other.mfu,other.gpu,other.bf16_tflops,other.interconnect,other.rows,other.note,other.estimate,)
   return NotImplemented
  return __eq__
-CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.token_budget,self.flops_per_token,self.total_flops,self.mfu,self.gpu,self.bf16_tflops,self.interconnect,self.rows,self.note,)==(other.token_budget,other.flops_per_token,other.total_flops,other.mfu,other.gpu,other.bf16_tflops,other.interconnect,other.rows,other.note,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.token_budget,self.flops_per_token,self.total_flops,self.mfu,self.gpu,self.bf16_tflops,self.interconnect,self.rows,self.note,self.estimate,)==(other.token_budget,other.flops_per_token,other.total_flops,other.mfu,other.gpu,other.bf16_tflops,other.interconnect,other.rows,other.note,other.estimate,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.tokens_per_step,self.compute_s,self.dequant_s,self.optimizer_s,self.comm_s,self.exposed_comm_s,self.step_s,self.efficiency,)==(other.tokens_per_step,other.compute_s,other.dequant_s,other.optimizer_s,other.comm_s,other.exposed_comm_s,other.step_s,other.efficiency,)
+  return NotImplemented
+ return __eq__
+CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.tokens_per_step,self.compute_s,self.dequant_s,self.optimizer_s,self.comm_s,self.exposed_comm_s,self.step_s,self.efficiency,)==(other.tokens_per_step,other.compute_s,other.dequant_s,other.optimizer_s,other.comm_s,other.exposed_comm_s,other.step_s,other.efficiency,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __eq__(self,other):
@@ -1100,6 +1124,12 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.context_to
 
 def __create_fn__():
  def __hash__(self):
+  return hash((self.efficiency,self.arch_factor,self.overlap,))
+ return __hash__
+CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.efficiency,self.arch_factor,self.overlap,))\n return __hash__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __hash__(self):
   return hash((self.embedding,self.lm_head,self.attention,self.mlp,self.experts,self.shared_experts,self.router,self.small,self.vision,self.experts_active,self.expert_biases,self.expert_biases_active,self.mtp,self.replicated_attention,self.lookup_only,))
  return __hash__
 CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.embedding,self.lm_head,self.attention,self.mlp,self.experts,self.shared_experts,self.router,self.small,self.vision,self.experts_active,self.expert_biases,self.expert_biases_active,self.mtp,self.replicated_attention,self.lookup_only,))\n return __hash__'] = __create_fn__.__code__
@@ -1166,9 +1196,15 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.filename,s
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.framework,self.versions,self.optimizer,self.allocator,self.peak_memory,self.activation_model,self.gradient_overlap,self.sharding,self.mfu,self.scaling_per_doubling,self.estimates,self.prices,self.overhead_model,self.notes,self.terms,))
+  return hash((self.framework,self.versions,self.optimizer,self.allocator,self.peak_memory,self.activation_model,self.gradient_overlap,self.sharding,self.mfu,self.time_model,self.estimates,self.prices,self.overhead_model,self.notes,self.terms,))
  return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.framework,self.versions,self.optimizer,self.allocator,self.peak_memory,self.activation_model,self.gradient_overlap,self.sharding,self.mfu,self.scaling_per_doubling,self.estimates,self.prices,self.overhead_model,self.notes,self.terms,))\n return __hash__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.framework,self.versions,self.optimizer,self.allocator,self.peak_memory,self.activation_model,self.gradient_overlap,self.sharding,self.mfu,self.time_model,self.estimates,self.prices,self.overhead_model,self.notes,self.terms,))\n return __hash__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.full_bytes,self.swa_bytes,self.one_shape_bytes,self.n_full,self.n_swa,self.window,self.ratio,))
+ return __hash__
+CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.full_bytes,self.swa_bytes,self.one_shape_bytes,self.n_full,self.n_swa,self.window,self.ratio,))\n return __hash__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __hash__(self):
@@ -1532,9 +1568,9 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.num_expert
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.num_gpus,self.fits,self.scaling_efficiency,self.speedup,self.hours,self.cost_usd,))
+  return hash((self.num_gpus,self.fits,self.scaling_efficiency,self.speedup,self.hours,self.cost_usd,self.hours_low,self.hours_high,))
  return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.num_gpus,self.fits,self.scaling_efficiency,self.speedup,self.hours,self.cost_usd,))\n return __hash__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.num_gpus,self.fits,self.scaling_efficiency,self.speedup,self.hours,self.cost_usd,self.hours_low,self.hours_high,))\n return __hash__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __hash__(self):
@@ -1652,9 +1688,15 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.tag,self.m
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.token_budget,self.flops_per_token,self.total_flops,self.mfu,self.gpu,self.bf16_tflops,self.interconnect,self.rows,self.note,))
+  return hash((self.token_budget,self.flops_per_token,self.total_flops,self.mfu,self.gpu,self.bf16_tflops,self.interconnect,self.rows,self.note,self.estimate,))
  return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.token_budget,self.flops_per_token,self.total_flops,self.mfu,self.gpu,self.bf16_tflops,self.interconnect,self.rows,self.note,))\n return __hash__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.token_budget,self.flops_per_token,self.total_flops,self.mfu,self.gpu,self.bf16_tflops,self.interconnect,self.rows,self.note,self.estimate,))\n return __hash__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.tokens_per_step,self.compute_s,self.dequant_s,self.optimizer_s,self.comm_s,self.exposed_comm_s,self.step_s,self.efficiency,))
+ return __hash__
+CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.tokens_per_step,self.compute_s,self.dequant_s,self.optimizer_s,self.comm_s,self.exposed_comm_s,self.step_s,self.efficiency,))\n return __hash__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __hash__(self):
@@ -1836,6 +1878,12 @@ CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qual
 
 def __create_fn__():
  def __repr__(self):
+  return self.__class__.__qualname__ + f"(efficiency={self.efficiency!r}, arch_factor={self.arch_factor!r}, overlap={self.overlap!r})"
+ return __repr__
+CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(efficiency={self.efficiency!r}, arch_factor={self.arch_factor!r}, overlap={self.overlap!r})"\n return __repr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __repr__(self):
   return self.__class__.__qualname__ + f"(embedding={self.embedding!r}, lm_head={self.lm_head!r}, attention={self.attention!r}, mlp={self.mlp!r}, experts={self.experts!r}, shared_experts={self.shared_experts!r}, router={self.router!r}, small={self.small!r}, vision={self.vision!r}, experts_active={self.experts_active!r}, expert_biases={self.expert_biases!r}, expert_biases_active={self.expert_biases_active!r}, mtp={self.mtp!r}, replicated_attention={self.replicated_attention!r}, lookup_only={self.lookup_only!r})"
  return __repr__
 CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(embedding={self.embedding!r}, lm_head={self.lm_head!r}, attention={self.attention!r}, mlp={self.mlp!r}, experts={self.experts!r}, shared_experts={self.shared_experts!r}, router={self.router!r}, small={self.small!r}, vision={self.vision!r}, experts_active={self.experts_active!r}, expert_biases={self.expert_biases!r}, expert_biases_active={self.expert_biases_active!r}, mtp={self.mtp!r}, replicated_attention={self.replicated_attention!r}, lookup_only={self.lookup_only!r})"\n return __repr__'] = __create_fn__.__code__
@@ -1908,9 +1956,15 @@ CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qual
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(framework={self.framework!r}, versions={self.versions!r}, optimizer={self.optimizer!r}, allocator={self.allocator!r}, peak_memory={self.peak_memory!r}, activation_model={self.activation_model!r}, gradient_overlap={self.gradient_overlap!r}, sharding={self.sharding!r}, mfu={self.mfu!r}, scaling_per_doubling={self.scaling_per_doubling!r}, estimates={self.estimates!r}, prices={self.prices!r}, overhead_model={self.overhead_model!r}, notes={self.notes!r}, terms={self.terms!r})"
+  return self.__class__.__qualname__ + f"(framework={self.framework!r}, versions={self.versions!r}, optimizer={self.optimizer!r}, allocator={self.allocator!r}, peak_memory={self.peak_memory!r}, activation_model={self.activation_model!r}, gradient_overlap={self.gradient_overlap!r}, sharding={self.sharding!r}, mfu={self.mfu!r}, time_model={self.time_model!r}, estimates={self.estimates!r}, prices={self.prices!r}, overhead_model={self.overhead_model!r}, notes={self.notes!r}, terms={self.terms!r})"
  return __repr__
-CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(framework={self.framework!r}, versions={self.versions!r}, optimizer={self.optimizer!r}, allocator={self.allocator!r}, peak_memory={self.peak_memory!r}, activation_model={self.activation_model!r}, gradient_overlap={self.gradient_overlap!r}, sharding={self.sharding!r}, mfu={self.mfu!r}, scaling_per_doubling={self.scaling_per_doubling!r}, estimates={self.estimates!r}, prices={self.prices!r}, overhead_model={self.overhead_model!r}, notes={self.notes!r}, terms={self.terms!r})"\n return __repr__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(framework={self.framework!r}, versions={self.versions!r}, optimizer={self.optimizer!r}, allocator={self.allocator!r}, peak_memory={self.peak_memory!r}, activation_model={self.activation_model!r}, gradient_overlap={self.gradient_overlap!r}, sharding={self.sharding!r}, mfu={self.mfu!r}, time_model={self.time_model!r}, estimates={self.estimates!r}, prices={self.prices!r}, overhead_model={self.overhead_model!r}, notes={self.notes!r}, terms={self.terms!r})"\n return __repr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(full_bytes={self.full_bytes!r}, swa_bytes={self.swa_bytes!r}, one_shape_bytes={self.one_shape_bytes!r}, n_full={self.n_full!r}, n_swa={self.n_swa!r}, window={self.window!r}, ratio={self.ratio!r})"
+ return __repr__
+CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(full_bytes={self.full_bytes!r}, swa_bytes={self.swa_bytes!r}, one_shape_bytes={self.one_shape_bytes!r}, n_full={self.n_full!r}, n_swa={self.n_swa!r}, window={self.window!r}, ratio={self.ratio!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -2286,9 +2340,9 @@ CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qual
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(num_gpus={self.num_gpus!r}, fits={self.fits!r}, scaling_efficiency={self.scaling_efficiency!r}, speedup={self.speedup!r}, hours={self.hours!r}, cost_usd={self.cost_usd!r})"
+  return self.__class__.__qualname__ + f"(num_gpus={self.num_gpus!r}, fits={self.fits!r}, scaling_efficiency={self.scaling_efficiency!r}, speedup={self.speedup!r}, hours={self.hours!r}, cost_usd={self.cost_usd!r}, hours_low={self.hours_low!r}, hours_high={self.hours_high!r})"
  return __repr__
-CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(num_gpus={self.num_gpus!r}, fits={self.fits!r}, scaling_efficiency={self.scaling_efficiency!r}, speedup={self.speedup!r}, hours={self.hours!r}, cost_usd={self.cost_usd!r})"\n return __repr__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(num_gpus={self.num_gpus!r}, fits={self.fits!r}, scaling_efficiency={self.scaling_efficiency!r}, speedup={self.speedup!r}, hours={self.hours!r}, cost_usd={self.cost_usd!r}, hours_low={self.hours_low!r}, hours_high={self.hours_high!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -2412,9 +2466,15 @@ CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qual
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(token_budget={self.token_budget!r}, flops_per_token={self.flops_per_token!r}, total_flops={self.total_flops!r}, mfu={self.mfu!r}, gpu={self.gpu!r}, bf16_tflops={self.bf16_tflops!r}, interconnect={self.interconnect!r}, rows={self.rows!r}, note={self.note!r})"
+  return self.__class__.__qualname__ + f"(token_budget={self.token_budget!r}, flops_per_token={self.flops_per_token!r}, total_flops={self.total_flops!r}, mfu={self.mfu!r}, gpu={self.gpu!r}, bf16_tflops={self.bf16_tflops!r}, interconnect={self.interconnect!r}, rows={self.rows!r}, note={self.note!r}, estimate={self.estimate!r})"
  return __repr__
-CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(token_budget={self.token_budget!r}, flops_per_token={self.flops_per_token!r}, total_flops={self.total_flops!r}, mfu={self.mfu!r}, gpu={self.gpu!r}, bf16_tflops={self.bf16_tflops!r}, interconnect={self.interconnect!r}, rows={self.rows!r}, note={self.note!r})"\n return __repr__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(token_budget={self.token_budget!r}, flops_per_token={self.flops_per_token!r}, total_flops={self.total_flops!r}, mfu={self.mfu!r}, gpu={self.gpu!r}, bf16_tflops={self.bf16_tflops!r}, interconnect={self.interconnect!r}, rows={self.rows!r}, note={self.note!r}, estimate={self.estimate!r})"\n return __repr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(tokens_per_step={self.tokens_per_step!r}, compute_s={self.compute_s!r}, dequant_s={self.dequant_s!r}, optimizer_s={self.optimizer_s!r}, comm_s={self.comm_s!r}, exposed_comm_s={self.exposed_comm_s!r}, step_s={self.step_s!r}, efficiency={self.efficiency!r})"
+ return __repr__
+CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(tokens_per_step={self.tokens_per_step!r}, compute_s={self.compute_s!r}, dequant_s={self.dequant_s!r}, optimizer_s={self.optimizer_s!r}, comm_s={self.comm_s!r}, exposed_comm_s={self.exposed_comm_s!r}, step_s={self.step_s!r}, efficiency={self.efficiency!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -2655,6 +2715,14 @@ def __create_fn__(_type_context_tokens, _type_max_concurrency, _type_fits, _type
  return __init__
 CODE["def __create_fn__(_type_context_tokens, _type_max_concurrency, _type_fits, _type_thin_margin, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_thin_margin, _return_type):\n def __init__(self,context_tokens:_type_context_tokens,max_concurrency:_type_max_concurrency,fits:_type_fits,thin_margin:_type_thin_margin=_dflt_thin_margin)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'context_tokens',context_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'max_concurrency',max_concurrency)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'thin_margin',thin_margin)\n return __init__"] = __create_fn__.__code__
 
+def __create_fn__(_type_efficiency, _type_arch_factor, _type_overlap, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,*,efficiency:_type_efficiency,arch_factor:_type_arch_factor,overlap:_type_overlap)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'efficiency',efficiency)
+  __dataclass_builtins_object__.__setattr__(self,'arch_factor',arch_factor)
+  __dataclass_builtins_object__.__setattr__(self,'overlap',overlap)
+ return __init__
+CODE["def __create_fn__(_type_efficiency, _type_arch_factor, _type_overlap, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,efficiency:_type_efficiency,arch_factor:_type_arch_factor,overlap:_type_overlap)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'efficiency',efficiency)\n  __dataclass_builtins_object__.__setattr__(self,'arch_factor',arch_factor)\n  __dataclass_builtins_object__.__setattr__(self,'overlap',overlap)\n return __init__"] = __create_fn__.__code__
+
 def __create_fn__(_type_embedding, _type_lm_head, _type_attention, _type_mlp, _type_experts, _type_shared_experts, _type_router, _type_small, _type_vision, _type_experts_active, _type_expert_biases, _type_expert_biases_active, _type_mtp, _type_replicated_attention, _type_lookup_only, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_embedding, _dflt_lm_head, _dflt_attention, _dflt_mlp, _dflt_experts, _dflt_shared_experts, _dflt_router, _dflt_small, _dflt_vision, _dflt_experts_active, _dflt_expert_biases, _dflt_expert_biases_active, _dflt_mtp, _dflt_replicated_attention, _dflt_lookup_only, _return_type):
  def __init__(self,embedding:_type_embedding=_dflt_embedding,lm_head:_type_lm_head=_dflt_lm_head,attention:_type_attention=_dflt_attention,mlp:_type_mlp=_dflt_mlp,experts:_type_experts=_dflt_experts,shared_experts:_type_shared_experts=_dflt_shared_experts,router:_type_router=_dflt_router,small:_type_small=_dflt_small,vision:_type_vision=_dflt_vision,experts_active:_type_experts_active=_dflt_experts_active,expert_biases:_type_expert_biases=_dflt_expert_biases,expert_biases_active:_type_expert_biases_active=_dflt_expert_biases_active,mtp:_type_mtp=_dflt_mtp,replicated_attention:_type_replicated_attention=_dflt_replicated_attention,lookup_only:_type_lookup_only=_dflt_lookup_only)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'embedding',embedding)
@@ -2820,8 +2888,8 @@ def __create_fn__(_type_filename, _type_comments, _type_body, MISSING, _HAS_DEFA
  return __init__
 CODE["def __create_fn__(_type_filename, _type_comments, _type_body, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,filename:_type_filename,comments:_type_comments,body:_type_body)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'filename',filename)\n  __dataclass_builtins_object__.__setattr__(self,'comments',comments)\n  __dataclass_builtins_object__.__setattr__(self,'body',body)\n return __init__"] = __create_fn__.__code__
 
-def __create_fn__(_type_framework, _type_versions, _type_optimizer, _type_allocator, _type_peak_memory, _type_activation_model, _type_gradient_overlap, _type_sharding, _type_mfu, _type_scaling_per_doubling, _type_estimates, _type_prices, _type_overhead_model, _type_notes, _type_terms, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_terms, _return_type):
- def __init__(self,*,framework:_type_framework,versions:_type_versions,optimizer:_type_optimizer,allocator:_type_allocator,peak_memory:_type_peak_memory,activation_model:_type_activation_model,gradient_overlap:_type_gradient_overlap,sharding:_type_sharding,mfu:_type_mfu,scaling_per_doubling:_type_scaling_per_doubling,estimates:_type_estimates,prices:_type_prices,overhead_model:_type_overhead_model,notes:_type_notes,terms:_type_terms=_dflt_terms)->_return_type:
+def __create_fn__(_type_framework, _type_versions, _type_optimizer, _type_allocator, _type_peak_memory, _type_activation_model, _type_gradient_overlap, _type_sharding, _type_mfu, _type_time_model, _type_estimates, _type_prices, _type_overhead_model, _type_notes, _type_terms, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_terms, _return_type):
+ def __init__(self,*,framework:_type_framework,versions:_type_versions,optimizer:_type_optimizer,allocator:_type_allocator,peak_memory:_type_peak_memory,activation_model:_type_activation_model,gradient_overlap:_type_gradient_overlap,sharding:_type_sharding,mfu:_type_mfu,time_model:_type_time_model,estimates:_type_estimates,prices:_type_prices,overhead_model:_type_overhead_model,notes:_type_notes,terms:_type_terms=_dflt_terms)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'framework',framework)
   __dataclass_builtins_object__.__setattr__(self,'versions',versions)
   __dataclass_builtins_object__.__setattr__(self,'optimizer',optimizer)
@@ -2831,14 +2899,26 @@ def __create_fn__(_type_framework, _type_versions, _type_optimizer, _type_alloca
   __dataclass_builtins_object__.__setattr__(self,'gradient_overlap',gradient_overlap)
   __dataclass_builtins_object__.__setattr__(self,'sharding',sharding)
   __dataclass_builtins_object__.__setattr__(self,'mfu',mfu)
-  __dataclass_builtins_object__.__setattr__(self,'scaling_per_doubling',scaling_per_doubling)
+  __dataclass_builtins_object__.__setattr__(self,'time_model',time_model)
   __dataclass_builtins_object__.__setattr__(self,'estimates',estimates)
   __dataclass_builtins_object__.__setattr__(self,'prices',prices)
   __dataclass_builtins_object__.__setattr__(self,'overhead_model',overhead_model)
   __dataclass_builtins_object__.__setattr__(self,'notes',notes)
   __dataclass_builtins_object__.__setattr__(self,'terms',terms)
  return __init__
-CODE["def __create_fn__(_type_framework, _type_versions, _type_optimizer, _type_allocator, _type_peak_memory, _type_activation_model, _type_gradient_overlap, _type_sharding, _type_mfu, _type_scaling_per_doubling, _type_estimates, _type_prices, _type_overhead_model, _type_notes, _type_terms, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_terms, _return_type):\n def __init__(self,*,framework:_type_framework,versions:_type_versions,optimizer:_type_optimizer,allocator:_type_allocator,peak_memory:_type_peak_memory,activation_model:_type_activation_model,gradient_overlap:_type_gradient_overlap,sharding:_type_sharding,mfu:_type_mfu,scaling_per_doubling:_type_scaling_per_doubling,estimates:_type_estimates,prices:_type_prices,overhead_model:_type_overhead_model,notes:_type_notes,terms:_type_terms=_dflt_terms)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'framework',framework)\n  __dataclass_builtins_object__.__setattr__(self,'versions',versions)\n  __dataclass_builtins_object__.__setattr__(self,'optimizer',optimizer)\n  __dataclass_builtins_object__.__setattr__(self,'allocator',allocator)\n  __dataclass_builtins_object__.__setattr__(self,'peak_memory',peak_memory)\n  __dataclass_builtins_object__.__setattr__(self,'activation_model',activation_model)\n  __dataclass_builtins_object__.__setattr__(self,'gradient_overlap',gradient_overlap)\n  __dataclass_builtins_object__.__setattr__(self,'sharding',sharding)\n  __dataclass_builtins_object__.__setattr__(self,'mfu',mfu)\n  __dataclass_builtins_object__.__setattr__(self,'scaling_per_doubling',scaling_per_doubling)\n  __dataclass_builtins_object__.__setattr__(self,'estimates',estimates)\n  __dataclass_builtins_object__.__setattr__(self,'prices',prices)\n  __dataclass_builtins_object__.__setattr__(self,'overhead_model',overhead_model)\n  __dataclass_builtins_object__.__setattr__(self,'notes',notes)\n  __dataclass_builtins_object__.__setattr__(self,'terms',terms)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_framework, _type_versions, _type_optimizer, _type_allocator, _type_peak_memory, _type_activation_model, _type_gradient_overlap, _type_sharding, _type_mfu, _type_time_model, _type_estimates, _type_prices, _type_overhead_model, _type_notes, _type_terms, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_terms, _return_type):\n def __init__(self,*,framework:_type_framework,versions:_type_versions,optimizer:_type_optimizer,allocator:_type_allocator,peak_memory:_type_peak_memory,activation_model:_type_activation_model,gradient_overlap:_type_gradient_overlap,sharding:_type_sharding,mfu:_type_mfu,time_model:_type_time_model,estimates:_type_estimates,prices:_type_prices,overhead_model:_type_overhead_model,notes:_type_notes,terms:_type_terms=_dflt_terms)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'framework',framework)\n  __dataclass_builtins_object__.__setattr__(self,'versions',versions)\n  __dataclass_builtins_object__.__setattr__(self,'optimizer',optimizer)\n  __dataclass_builtins_object__.__setattr__(self,'allocator',allocator)\n  __dataclass_builtins_object__.__setattr__(self,'peak_memory',peak_memory)\n  __dataclass_builtins_object__.__setattr__(self,'activation_model',activation_model)\n  __dataclass_builtins_object__.__setattr__(self,'gradient_overlap',gradient_overlap)\n  __dataclass_builtins_object__.__setattr__(self,'sharding',sharding)\n  __dataclass_builtins_object__.__setattr__(self,'mfu',mfu)\n  __dataclass_builtins_object__.__setattr__(self,'time_model',time_model)\n  __dataclass_builtins_object__.__setattr__(self,'estimates',estimates)\n  __dataclass_builtins_object__.__setattr__(self,'prices',prices)\n  __dataclass_builtins_object__.__setattr__(self,'overhead_model',overhead_model)\n  __dataclass_builtins_object__.__setattr__(self,'notes',notes)\n  __dataclass_builtins_object__.__setattr__(self,'terms',terms)\n return __init__"] = __create_fn__.__code__
+
+def __create_fn__(_type_full_bytes, _type_swa_bytes, _type_one_shape_bytes, _type_n_full, _type_n_swa, _type_window, _type_ratio, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,full_bytes:_type_full_bytes,swa_bytes:_type_swa_bytes,one_shape_bytes:_type_one_shape_bytes,n_full:_type_n_full,n_swa:_type_n_swa,window:_type_window,ratio:_type_ratio)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'full_bytes',full_bytes)
+  __dataclass_builtins_object__.__setattr__(self,'swa_bytes',swa_bytes)
+  __dataclass_builtins_object__.__setattr__(self,'one_shape_bytes',one_shape_bytes)
+  __dataclass_builtins_object__.__setattr__(self,'n_full',n_full)
+  __dataclass_builtins_object__.__setattr__(self,'n_swa',n_swa)
+  __dataclass_builtins_object__.__setattr__(self,'window',window)
+  __dataclass_builtins_object__.__setattr__(self,'ratio',ratio)
+ return __init__
+CODE["def __create_fn__(_type_full_bytes, _type_swa_bytes, _type_one_shape_bytes, _type_n_full, _type_n_swa, _type_window, _type_ratio, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,full_bytes:_type_full_bytes,swa_bytes:_type_swa_bytes,one_shape_bytes:_type_one_shape_bytes,n_full:_type_n_full,n_swa:_type_n_swa,window:_type_window,ratio:_type_ratio)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'full_bytes',full_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'swa_bytes',swa_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'one_shape_bytes',one_shape_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'n_full',n_full)\n  __dataclass_builtins_object__.__setattr__(self,'n_swa',n_swa)\n  __dataclass_builtins_object__.__setattr__(self,'window',window)\n  __dataclass_builtins_object__.__setattr__(self,'ratio',ratio)\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpu, _type_file, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,gpu:_type_gpu,file:_type_file)->_return_type:
@@ -3869,16 +3949,18 @@ def __create_fn__(_type_num_experts, _type_num_experts_per_tok, _type_moe_interm
  return __init__
 CODE["def __create_fn__(_type_num_experts, _type_num_experts_per_tok, _type_moe_intermediate_size, _type_shared_intermediate_size, _type_shared_expert_gate, _type_router_bias, _type_score_correction_bias, _type_expert_bias, _type_gated, _type_latent_size, _type_latent_norm, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_shared_intermediate_size, _dflt_shared_expert_gate, _dflt_router_bias, _dflt_score_correction_bias, _dflt_expert_bias, _dflt_gated, _dflt_latent_size, _dflt_latent_norm, _return_type):\n def __init__(self,*,num_experts:_type_num_experts,num_experts_per_tok:_type_num_experts_per_tok,moe_intermediate_size:_type_moe_intermediate_size,shared_intermediate_size:_type_shared_intermediate_size=_dflt_shared_intermediate_size,shared_expert_gate:_type_shared_expert_gate=_dflt_shared_expert_gate,router_bias:_type_router_bias=_dflt_router_bias,score_correction_bias:_type_score_correction_bias=_dflt_score_correction_bias,expert_bias:_type_expert_bias=_dflt_expert_bias,gated:_type_gated=_dflt_gated,latent_size:_type_latent_size=_dflt_latent_size,latent_norm:_type_latent_norm=_dflt_latent_norm)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'num_experts',num_experts)\n  __dataclass_builtins_object__.__setattr__(self,'num_experts_per_tok',num_experts_per_tok)\n  __dataclass_builtins_object__.__setattr__(self,'moe_intermediate_size',moe_intermediate_size)\n  __dataclass_builtins_object__.__setattr__(self,'shared_intermediate_size',shared_intermediate_size)\n  __dataclass_builtins_object__.__setattr__(self,'shared_expert_gate',shared_expert_gate)\n  __dataclass_builtins_object__.__setattr__(self,'router_bias',router_bias)\n  __dataclass_builtins_object__.__setattr__(self,'score_correction_bias',score_correction_bias)\n  __dataclass_builtins_object__.__setattr__(self,'expert_bias',expert_bias)\n  __dataclass_builtins_object__.__setattr__(self,'gated',gated)\n  __dataclass_builtins_object__.__setattr__(self,'latent_size',latent_size)\n  __dataclass_builtins_object__.__setattr__(self,'latent_norm',latent_norm)\n return __init__"] = __create_fn__.__code__
 
-def __create_fn__(_type_num_gpus, _type_fits, _type_scaling_efficiency, _type_speedup, _type_hours, _type_cost_usd, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,*,num_gpus:_type_num_gpus,fits:_type_fits,scaling_efficiency:_type_scaling_efficiency,speedup:_type_speedup,hours:_type_hours,cost_usd:_type_cost_usd)->_return_type:
+def __create_fn__(_type_num_gpus, _type_fits, _type_scaling_efficiency, _type_speedup, _type_hours, _type_cost_usd, _type_hours_low, _type_hours_high, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_hours_low, _dflt_hours_high, _return_type):
+ def __init__(self,*,num_gpus:_type_num_gpus,fits:_type_fits,scaling_efficiency:_type_scaling_efficiency,speedup:_type_speedup,hours:_type_hours,cost_usd:_type_cost_usd,hours_low:_type_hours_low=_dflt_hours_low,hours_high:_type_hours_high=_dflt_hours_high)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)
   __dataclass_builtins_object__.__setattr__(self,'fits',fits)
   __dataclass_builtins_object__.__setattr__(self,'scaling_efficiency',scaling_efficiency)
   __dataclass_builtins_object__.__setattr__(self,'speedup',speedup)
   __dataclass_builtins_object__.__setattr__(self,'hours',hours)
   __dataclass_builtins_object__.__setattr__(self,'cost_usd',cost_usd)
+  __dataclass_builtins_object__.__setattr__(self,'hours_low',hours_low)
+  __dataclass_builtins_object__.__setattr__(self,'hours_high',hours_high)
  return __init__
-CODE["def __create_fn__(_type_num_gpus, _type_fits, _type_scaling_efficiency, _type_speedup, _type_hours, _type_cost_usd, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,num_gpus:_type_num_gpus,fits:_type_fits,scaling_efficiency:_type_scaling_efficiency,speedup:_type_speedup,hours:_type_hours,cost_usd:_type_cost_usd)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'scaling_efficiency',scaling_efficiency)\n  __dataclass_builtins_object__.__setattr__(self,'speedup',speedup)\n  __dataclass_builtins_object__.__setattr__(self,'hours',hours)\n  __dataclass_builtins_object__.__setattr__(self,'cost_usd',cost_usd)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_num_gpus, _type_fits, _type_scaling_efficiency, _type_speedup, _type_hours, _type_cost_usd, _type_hours_low, _type_hours_high, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_hours_low, _dflt_hours_high, _return_type):\n def __init__(self,*,num_gpus:_type_num_gpus,fits:_type_fits,scaling_efficiency:_type_scaling_efficiency,speedup:_type_speedup,hours:_type_hours,cost_usd:_type_cost_usd,hours_low:_type_hours_low=_dflt_hours_low,hours_high:_type_hours_high=_dflt_hours_high)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'scaling_efficiency',scaling_efficiency)\n  __dataclass_builtins_object__.__setattr__(self,'speedup',speedup)\n  __dataclass_builtins_object__.__setattr__(self,'hours',hours)\n  __dataclass_builtins_object__.__setattr__(self,'cost_usd',cost_usd)\n  __dataclass_builtins_object__.__setattr__(self,'hours_low',hours_low)\n  __dataclass_builtins_object__.__setattr__(self,'hours_high',hours_high)\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_num_gpus, _type_prefill, _type_decode, _type_ratio, _type_arrival_rps, _type_kv_transfer_bytes_per_request, _type_kv_transfer_s, _type_link, _type_holds_load, _type_meets_targets, _type_ttft_s, _type_per_request_tokens_per_s, _type_aggregate_tokens_per_s, _type_max_requests_per_s, _type_usd_per_million_tokens, _type_aggregated_layout, _type_aggregated_ttft_s, _type_aggregated_per_request_tokens_per_s, _type_aggregated_tokens_per_s, _type_aggregated_usd_per_million_tokens, _type_pays, _type_verdict, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,num_gpus:_type_num_gpus,prefill:_type_prefill,decode:_type_decode,ratio:_type_ratio,arrival_rps:_type_arrival_rps,kv_transfer_bytes_per_request:_type_kv_transfer_bytes_per_request,kv_transfer_s:_type_kv_transfer_s,link:_type_link,holds_load:_type_holds_load,meets_targets:_type_meets_targets,ttft_s:_type_ttft_s,per_request_tokens_per_s:_type_per_request_tokens_per_s,aggregate_tokens_per_s:_type_aggregate_tokens_per_s,max_requests_per_s:_type_max_requests_per_s,usd_per_million_tokens:_type_usd_per_million_tokens,aggregated_layout:_type_aggregated_layout,aggregated_ttft_s:_type_aggregated_ttft_s,aggregated_per_request_tokens_per_s:_type_aggregated_per_request_tokens_per_s,aggregated_tokens_per_s:_type_aggregated_tokens_per_s,aggregated_usd_per_million_tokens:_type_aggregated_usd_per_million_tokens,pays:_type_pays,verdict:_type_verdict)->_return_type:
@@ -4136,8 +4218,8 @@ def __create_fn__(_type_tag, _type_model, _type_dtype, _type_source, _type_size_
  return __init__
 CODE["def __create_fn__(_type_tag, _type_model, _type_dtype, _type_source, _type_size_gb, _type_assumed, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_size_gb, _dflt_assumed, _return_type):\n def __init__(self,tag:_type_tag,model:_type_model,dtype:_type_dtype,source:_type_source,size_gb:_type_size_gb=_dflt_size_gb,assumed:_type_assumed=_dflt_assumed)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'tag',tag)\n  __dataclass_builtins_object__.__setattr__(self,'model',model)\n  __dataclass_builtins_object__.__setattr__(self,'dtype',dtype)\n  __dataclass_builtins_object__.__setattr__(self,'source',source)\n  __dataclass_builtins_object__.__setattr__(self,'size_gb',size_gb)\n  __dataclass_builtins_object__.__setattr__(self,'assumed',assumed)\n return __init__"] = __create_fn__.__code__
 
-def __create_fn__(_type_token_budget, _type_flops_per_token, _type_total_flops, _type_mfu, _type_gpu, _type_bf16_tflops, _type_interconnect, _type_rows, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,*,token_budget:_type_token_budget,flops_per_token:_type_flops_per_token,total_flops:_type_total_flops,mfu:_type_mfu,gpu:_type_gpu,bf16_tflops:_type_bf16_tflops,interconnect:_type_interconnect,rows:_type_rows,note:_type_note)->_return_type:
+def __create_fn__(_type_token_budget, _type_flops_per_token, _type_total_flops, _type_mfu, _type_gpu, _type_bf16_tflops, _type_interconnect, _type_rows, _type_note, _type_estimate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_estimate, _return_type):
+ def __init__(self,*,token_budget:_type_token_budget,flops_per_token:_type_flops_per_token,total_flops:_type_total_flops,mfu:_type_mfu,gpu:_type_gpu,bf16_tflops:_type_bf16_tflops,interconnect:_type_interconnect,rows:_type_rows,note:_type_note,estimate:_type_estimate=_dflt_estimate)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'token_budget',token_budget)
   __dataclass_builtins_object__.__setattr__(self,'flops_per_token',flops_per_token)
   __dataclass_builtins_object__.__setattr__(self,'total_flops',total_flops)
@@ -4147,8 +4229,22 @@ def __create_fn__(_type_token_budget, _type_flops_per_token, _type_total_flops, 
   __dataclass_builtins_object__.__setattr__(self,'interconnect',interconnect)
   __dataclass_builtins_object__.__setattr__(self,'rows',rows)
   __dataclass_builtins_object__.__setattr__(self,'note',note)
+  __dataclass_builtins_object__.__setattr__(self,'estimate',estimate)
  return __init__
-CODE["def __create_fn__(_type_token_budget, _type_flops_per_token, _type_total_flops, _type_mfu, _type_gpu, _type_bf16_tflops, _type_interconnect, _type_rows, _type_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,token_budget:_type_token_budget,flops_per_token:_type_flops_per_token,total_flops:_type_total_flops,mfu:_type_mfu,gpu:_type_gpu,bf16_tflops:_type_bf16_tflops,interconnect:_type_interconnect,rows:_type_rows,note:_type_note)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'token_budget',token_budget)\n  __dataclass_builtins_object__.__setattr__(self,'flops_per_token',flops_per_token)\n  __dataclass_builtins_object__.__setattr__(self,'total_flops',total_flops)\n  __dataclass_builtins_object__.__setattr__(self,'mfu',mfu)\n  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)\n  __dataclass_builtins_object__.__setattr__(self,'bf16_tflops',bf16_tflops)\n  __dataclass_builtins_object__.__setattr__(self,'interconnect',interconnect)\n  __dataclass_builtins_object__.__setattr__(self,'rows',rows)\n  __dataclass_builtins_object__.__setattr__(self,'note',note)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_token_budget, _type_flops_per_token, _type_total_flops, _type_mfu, _type_gpu, _type_bf16_tflops, _type_interconnect, _type_rows, _type_note, _type_estimate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_estimate, _return_type):\n def __init__(self,*,token_budget:_type_token_budget,flops_per_token:_type_flops_per_token,total_flops:_type_total_flops,mfu:_type_mfu,gpu:_type_gpu,bf16_tflops:_type_bf16_tflops,interconnect:_type_interconnect,rows:_type_rows,note:_type_note,estimate:_type_estimate=_dflt_estimate)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'token_budget',token_budget)\n  __dataclass_builtins_object__.__setattr__(self,'flops_per_token',flops_per_token)\n  __dataclass_builtins_object__.__setattr__(self,'total_flops',total_flops)\n  __dataclass_builtins_object__.__setattr__(self,'mfu',mfu)\n  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)\n  __dataclass_builtins_object__.__setattr__(self,'bf16_tflops',bf16_tflops)\n  __dataclass_builtins_object__.__setattr__(self,'interconnect',interconnect)\n  __dataclass_builtins_object__.__setattr__(self,'rows',rows)\n  __dataclass_builtins_object__.__setattr__(self,'note',note)\n  __dataclass_builtins_object__.__setattr__(self,'estimate',estimate)\n return __init__"] = __create_fn__.__code__
+
+def __create_fn__(_type_tokens_per_step, _type_compute_s, _type_dequant_s, _type_optimizer_s, _type_comm_s, _type_exposed_comm_s, _type_step_s, _type_efficiency, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,*,tokens_per_step:_type_tokens_per_step,compute_s:_type_compute_s,dequant_s:_type_dequant_s,optimizer_s:_type_optimizer_s,comm_s:_type_comm_s,exposed_comm_s:_type_exposed_comm_s,step_s:_type_step_s,efficiency:_type_efficiency)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'tokens_per_step',tokens_per_step)
+  __dataclass_builtins_object__.__setattr__(self,'compute_s',compute_s)
+  __dataclass_builtins_object__.__setattr__(self,'dequant_s',dequant_s)
+  __dataclass_builtins_object__.__setattr__(self,'optimizer_s',optimizer_s)
+  __dataclass_builtins_object__.__setattr__(self,'comm_s',comm_s)
+  __dataclass_builtins_object__.__setattr__(self,'exposed_comm_s',exposed_comm_s)
+  __dataclass_builtins_object__.__setattr__(self,'step_s',step_s)
+  __dataclass_builtins_object__.__setattr__(self,'efficiency',efficiency)
+ return __init__
+CODE["def __create_fn__(_type_tokens_per_step, _type_compute_s, _type_dequant_s, _type_optimizer_s, _type_comm_s, _type_exposed_comm_s, _type_step_s, _type_efficiency, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,tokens_per_step:_type_tokens_per_step,compute_s:_type_compute_s,dequant_s:_type_dequant_s,optimizer_s:_type_optimizer_s,comm_s:_type_comm_s,exposed_comm_s:_type_exposed_comm_s,step_s:_type_step_s,efficiency:_type_efficiency)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'tokens_per_step',tokens_per_step)\n  __dataclass_builtins_object__.__setattr__(self,'compute_s',compute_s)\n  __dataclass_builtins_object__.__setattr__(self,'dequant_s',dequant_s)\n  __dataclass_builtins_object__.__setattr__(self,'optimizer_s',optimizer_s)\n  __dataclass_builtins_object__.__setattr__(self,'comm_s',comm_s)\n  __dataclass_builtins_object__.__setattr__(self,'exposed_comm_s',exposed_comm_s)\n  __dataclass_builtins_object__.__setattr__(self,'step_s',step_s)\n  __dataclass_builtins_object__.__setattr__(self,'efficiency',efficiency)\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_total, _type_trainable, _type_trainable_fraction, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,total:_type_total,trainable:_type_trainable,trainable_fraction:_type_trainable_fraction)->_return_type:
@@ -4441,6 +4537,14 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
+  if type(self) is cls or name in ('efficiency','arch_factor','overlap',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'efficiency\',\'arch_factor\',\'overlap\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
   if type(self) is cls or name in ('embedding','lm_head','attention','mlp','experts','shared_experts','router','small','vision','experts_active','expert_biases','expert_biases_active','mtp','replicated_attention','lookup_only',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
@@ -4529,11 +4633,19 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('framework','versions','optimizer','allocator','peak_memory','activation_model','gradient_overlap','sharding','mfu','scaling_per_doubling','estimates','prices','overhead_model','notes','terms',):
+  if type(self) is cls or name in ('framework','versions','optimizer','allocator','peak_memory','activation_model','gradient_overlap','sharding','mfu','time_model','estimates','prices','overhead_model','notes','terms',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'framework\',\'versions\',\'optimizer\',\'allocator\',\'peak_memory\',\'activation_model\',\'gradient_overlap\',\'sharding\',\'mfu\',\'scaling_per_doubling\',\'estimates\',\'prices\',\'overhead_model\',\'notes\',\'terms\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'framework\',\'versions\',\'optimizer\',\'allocator\',\'peak_memory\',\'activation_model\',\'gradient_overlap\',\'sharding\',\'mfu\',\'time_model\',\'estimates\',\'prices\',\'overhead_model\',\'notes\',\'terms\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('full_bytes','swa_bytes','one_shape_bytes','n_full','n_swa','window','ratio',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'full_bytes\',\'swa_bytes\',\'one_shape_bytes\',\'n_full\',\'n_swa\',\'window\',\'ratio\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
@@ -5025,11 +5137,11 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('num_gpus','fits','scaling_efficiency','speedup','hours','cost_usd',):
+  if type(self) is cls or name in ('num_gpus','fits','scaling_efficiency','speedup','hours','cost_usd','hours_low','hours_high',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'num_gpus\',\'fits\',\'scaling_efficiency\',\'speedup\',\'hours\',\'cost_usd\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'num_gpus\',\'fits\',\'scaling_efficiency\',\'speedup\',\'hours\',\'cost_usd\',\'hours_low\',\'hours_high\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
@@ -5185,11 +5297,19 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('token_budget','flops_per_token','total_flops','mfu','gpu','bf16_tflops','interconnect','rows','note',):
+  if type(self) is cls or name in ('token_budget','flops_per_token','total_flops','mfu','gpu','bf16_tflops','interconnect','rows','note','estimate',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'token_budget\',\'flops_per_token\',\'total_flops\',\'mfu\',\'gpu\',\'bf16_tflops\',\'interconnect\',\'rows\',\'note\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'token_budget\',\'flops_per_token\',\'total_flops\',\'mfu\',\'gpu\',\'bf16_tflops\',\'interconnect\',\'rows\',\'note\',\'estimate\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('tokens_per_step','compute_s','dequant_s','optimizer_s','comm_s','exposed_comm_s','step_s','efficiency',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'tokens_per_step\',\'compute_s\',\'dequant_s\',\'optimizer_s\',\'comm_s\',\'exposed_comm_s\',\'step_s\',\'efficiency\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
@@ -5409,6 +5529,14 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,v
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
+  if type(self) is cls or name in ('efficiency','arch_factor','overlap',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'efficiency\',\'arch_factor\',\'overlap\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
   if type(self) is cls or name in ('embedding','lm_head','attention','mlp','experts','shared_experts','router','small','vision','experts_active','expert_biases','expert_biases_active','mtp','replicated_attention','lookup_only',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
@@ -5497,11 +5625,19 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,v
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('framework','versions','optimizer','allocator','peak_memory','activation_model','gradient_overlap','sharding','mfu','scaling_per_doubling','estimates','prices','overhead_model','notes','terms',):
+  if type(self) is cls or name in ('framework','versions','optimizer','allocator','peak_memory','activation_model','gradient_overlap','sharding','mfu','time_model','estimates','prices','overhead_model','notes','terms',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'framework\',\'versions\',\'optimizer\',\'allocator\',\'peak_memory\',\'activation_model\',\'gradient_overlap\',\'sharding\',\'mfu\',\'scaling_per_doubling\',\'estimates\',\'prices\',\'overhead_model\',\'notes\',\'terms\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'framework\',\'versions\',\'optimizer\',\'allocator\',\'peak_memory\',\'activation_model\',\'gradient_overlap\',\'sharding\',\'mfu\',\'time_model\',\'estimates\',\'prices\',\'overhead_model\',\'notes\',\'terms\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('full_bytes','swa_bytes','one_shape_bytes','n_full','n_swa','window','ratio',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'full_bytes\',\'swa_bytes\',\'one_shape_bytes\',\'n_full\',\'n_swa\',\'window\',\'ratio\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
@@ -5993,11 +6129,11 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,v
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('num_gpus','fits','scaling_efficiency','speedup','hours','cost_usd',):
+  if type(self) is cls or name in ('num_gpus','fits','scaling_efficiency','speedup','hours','cost_usd','hours_low','hours_high',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'num_gpus\',\'fits\',\'scaling_efficiency\',\'speedup\',\'hours\',\'cost_usd\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'num_gpus\',\'fits\',\'scaling_efficiency\',\'speedup\',\'hours\',\'cost_usd\',\'hours_low\',\'hours_high\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
@@ -6153,11 +6289,19 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,v
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('token_budget','flops_per_token','total_flops','mfu','gpu','bf16_tflops','interconnect','rows','note',):
+  if type(self) is cls or name in ('token_budget','flops_per_token','total_flops','mfu','gpu','bf16_tflops','interconnect','rows','note','estimate',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'token_budget\',\'flops_per_token\',\'total_flops\',\'mfu\',\'gpu\',\'bf16_tflops\',\'interconnect\',\'rows\',\'note\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'token_budget\',\'flops_per_token\',\'total_flops\',\'mfu\',\'gpu\',\'bf16_tflops\',\'interconnect\',\'rows\',\'note\',\'estimate\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('tokens_per_step','compute_s','dequant_s','optimizer_s','comm_s','exposed_comm_s','step_s','efficiency',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'tokens_per_step\',\'compute_s\',\'dequant_s\',\'optimizer_s\',\'comm_s\',\'exposed_comm_s\',\'step_s\',\'efficiency\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):

@@ -105,7 +105,7 @@ def time_table(report: TrainReport, width: int, style: Style) -> str | None:
         return None
     title = (
         f"Time and cost for {t.token_budget:,} tokens on {t.gpu} ({t.flops_per_token:.3g} FLOP/token, "
-        f"MFU {t.mfu}, {t.interconnect})"
+        f"efficiency {t.mfu:.0%} of peak, {t.interconnect}; {t.estimate})"
     )
     columns = [
         Column("GPUs", "right", keep=True),
@@ -113,6 +113,7 @@ def time_table(report: TrainReport, width: int, style: Style) -> str | None:
         Column("scaling", "right", priority=2),
         Column("speed-up", "right", priority=3),
         Column("hours", "right", keep=True),
+        Column("hours range", "right", priority=1),
         Column("cost $", "right", keep=True),
     ]
     cells = [
@@ -122,6 +123,7 @@ def time_table(report: TrainReport, width: int, style: Style) -> str | None:
             f"{r.scaling_efficiency:.0%}",
             f"{r.speedup:.2f}x",
             fmt_float(r.hours),
+            f"{fmt_float(r.hours_low)}-{fmt_float(r.hours_high)}" if r.hours_low and r.hours_high else "-",
             fmt_float(r.cost_usd, 0),
         ]
         for r in t.rows

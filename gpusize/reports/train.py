@@ -19,7 +19,7 @@ from gpusize.core.spec import ModelSpec
 from gpusize.dataclass import dataclass
 from gpusize.reports.common import ModelFacts, model_facts
 from gpusize.reports.train_assumptions import TrainAssumptions, train_assumptions
-from gpusize.training import time_cost
+from gpusize.training import speed, speed_fit, time_cost
 from gpusize.training.anatomy import trainable_params
 from gpusize.training.device import train_memory
 from gpusize.training.nodes import NodeStep, node_step, shard_degree
@@ -54,10 +54,14 @@ class TrainParams:
 class TimeRow:
     num_gpus: int
     fits: bool
+    #: Modelled per-GPU throughput relative to one GPU (training/speed.py: collectives not hidden).
     scaling_efficiency: float
     speedup: float
     hours: float | None
     cost_usd: float | None
+    #: The hours' out-of-sample interval (speed_fit.RANGE: 8 in 10 held-out published records).
+    hours_low: float | None = None
+    hours_high: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,12 +69,15 @@ class TimeInfo:
     token_budget: int
     flops_per_token: float
     total_flops: float
+    #: The fitted compute efficiency for this GPU and method (speed_fit; derived, not assumed).
     mfu: float
     gpu: str
     bf16_tflops: float | None
     interconnect: str
     rows: tuple[TimeRow, ...]
     note: str | None
+    #: What the hours are: an estimate, and its out-of-sample error.
+    estimate: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,19 +101,20 @@ class TrainReport:
 
 
 def time_info(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, tokens: int, max_count: int = 8) -> TimeInfo:
-    """The same token budget on 1, 2, 4 and 8 GPUs of one type, in hours and in money. Hours need the
-    GPU's bf16 TFLOPS and money its indicative price; rows that do not fit in memory still show what
-    they would take (with DDP where the job asked for no sharding)."""
+    """The same token budget on 1, 2, 4 and 8 GPUs of one type, in hours and in money, from the
+    fitted step model (training/speed.py). Hours need the GPU's bf16 TFLOPS and money its indicative
+    price; rows that do not fit in memory still show what they would take (with DDP where the job
+    asked for no sharding)."""
     per_token = time_cost.flops_per_token(spec, setup)
-    total = per_token * tokens
     parallel = replace(setup, sharding="ddp") if setup.sharding == "none" else setup
+    one = speed.step_time(spec, setup, gpu, 1)
+    low, high = speed_fit.RANGE
     rows = []
     for n in (k for k in TP_SIZES if k <= max_count):
         job = setup if n == 1 else parallel
-        eff = time_cost.scaling_efficiency(gpu.interconnect, n)
-        hours = (
-            time_cost.training_hours(total, gpu.bf16_tflops, n, gpu.interconnect) if gpu.bf16_tflops else None
-        )
+        step = speed.step_time(spec, job, gpu, n)
+        eff = step.tokens_per_s / one.tokens_per_s if step and one else 1.0
+        hours = tokens / (n * step.tokens_per_s) / 3600 if step else None
         cost = (
             time_cost.training_cost_usd(hours, gpu.price_usd_per_hour, n)
             if hours and gpu.price_usd_per_hour
@@ -121,6 +129,8 @@ def time_info(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, tokens: int, max
                 speedup=round(n * eff, 3),
                 hours=hours,
                 cost_usd=cost,
+                hours_low=hours / high if hours else None,
+                hours_high=hours / low if hours else None,
             )
         )
     note = None
@@ -131,13 +141,14 @@ def time_info(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, tokens: int, max
     return TimeInfo(
         token_budget=tokens,
         flops_per_token=per_token,
-        total_flops=total,
-        mfu=time_cost.ASSUMED_MFU,
+        total_flops=per_token * tokens,
+        mfu=round(speed.efficiency(gpu, setup), 4),
         gpu=gpu.name,
         bf16_tflops=gpu.bf16_tflops,
         interconnect=gpu.interconnect,
         rows=tuple(rows),
         note=note,
+        estimate=speed.estimate_words(gpu),
     )
 
 

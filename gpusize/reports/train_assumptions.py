@@ -10,7 +10,7 @@ from gpusize.core.gpu import VENDOR_TERMS, GpuSpec, VendorTerms
 from gpusize.core.spec import ModelSpec
 from gpusize.dataclass import dataclass
 from gpusize.reports.common import price_note
-from gpusize.training import time_cost
+from gpusize.training import speed, speed_fit
 from gpusize.training.activations import checkpoint_bytes_per_token
 from gpusize.training.peak import nccl_bytes
 from gpusize.training.setup import (
@@ -38,8 +38,10 @@ class TrainAssumptions:
     activation_model: str
     gradient_overlap: str
     sharding: str
+    #: The fitted compute efficiency by method on the records' mean architecture (speed_fit.EFFICIENCY).
     mfu: float
-    scaling_per_doubling: dict[str, float]
+    #: How hours are estimated: the step model and its out-of-sample error (training/speed.py).
+    time_model: str
     estimates: tuple[str, ...]
     prices: str
     overhead_model: str
@@ -145,8 +147,10 @@ def train_assumptions(spec: ModelSpec, setup: TrainSetup, gpus: list[GpuSpec]) -
         sharding="zero1 shards optimizer + master, zero2 + gradients, zero3/fsdp + weights (2 layers + "
         "embedding gathered); ddp replicates and keeps a bucket copy of the gradients; DeepSpeed adds its "
         "reduce bucket",
-        mfu=time_cost.ASSUMED_MFU,
-        scaling_per_doubling=dict(time_cost.SCALING_PER_DOUBLING),
+        mfu=speed_fit.EFFICIENCY[setup.method],
+        time_model="step = max(compute + QLoRA dequantization + (1 - overlap) x collectives, collectives); "
+        f"efficiency fitted per method and GPU architecture, overlap {speed_fit.OVERLAP}; "
+        + speed.estimate_words(),
         estimates=(
             "activations_bytes",
             "logits_bytes",

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from gpusize.core import kvcache
 from gpusize.core.engines import engine
-from gpusize.core.gpu import GpuSpec
+from gpusize.core.gpu import PCIE_GBPS, GpuSpec
 from gpusize.core.spec import ModelSpec
 from gpusize.core.speculative import (
     draft_format,
@@ -67,9 +67,6 @@ __all__ = [
     "sm_count",
     "stored_decode_bytes",
 ]
-
-#: Per-direction link bandwidth (GB/s) of PCIe x16 by generation (PCI-SIG).
-PCIE_GBPS = {3: 16.0, 4: 32.0, 5: 64.0, 6: 128.0}
 
 
 @dataclass(frozen=True)

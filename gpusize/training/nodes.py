@@ -8,23 +8,19 @@ replicate across servers). Every time here is an ESTIMATE.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gpusize.core import network
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.network import NodePlan
 from gpusize.core.spec import ModelSpec
 from gpusize.dataclass import dataclass
-from gpusize.training import time_cost
+from gpusize.training import speed, time_cost
 from gpusize.training.anatomy import trainable_params
 from gpusize.training.setup import TrainSetup, state_bytes
+from gpusize.training.speed import GATHER_BYTES, NVLINK_EFFICIENCY
 
 __all__ = ["NVLINK_EFFICIENCY", "NodeStep", "node_step", "shard_degree"]
-
-#: Fraction of NVLink's per-direction bandwidth a collective reaches inside a server: nccl-tests
-#: all_reduce bus bandwidth on 8x H100 SXM is ~360 GB/s of 450 GB/s per direction (NVIDIA's DGX H100
-#: figures), 0.8. A planning figure.
-NVLINK_EFFICIENCY = 0.8
-#: Bytes per parameter gathered for compute under ZeRO-3 / FSDP (bf16 weights).
-GATHER_BYTES = 2
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,9 +89,9 @@ def node_step(
 ) -> NodeStep | None:
     """The step over `plan`'s servers (None without the GPU's bf16 TFLOPS).
 
-    compute = FLOPs per token (time_cost.flops_per_token) x tokens per step / (GPUs x peak x
-    ASSUMED_MFU); per GPU traffic of P trainable parameters (G bytes per gradient, 2 per gathered
-    weight), `a` micro-batches per step:
+    compute = training/speed.py's compute (FLOPs per token x tokens per step per GPU / (peak x the
+    fitted efficiency)) + QLoRA's dequantization; per GPU traffic of P trainable parameters (G bytes
+    per gradient, 2 per gathered weight), `a` micro-batches per step:
     - ddp: one all-reduce of the gradients, 2 (n-1)/n x P G (NCCL ring);
     - zero1 / zero2: reduce-scatter of the gradients + all-gather of the updated bf16 parameters, the
       same volume as DDP (ZeRO paper, section 7: stages 1-2 keep DP's 2 Psi);
@@ -103,22 +99,27 @@ def node_step(
       a reduce-scatter of the gradients: 3 (n-1)/n x P x 2 x a (ZeRO paper: 1.5x DP per pass);
     - hsdp: the zero3 traffic inside each server over NVLink, then an all-reduce of each GPU's 1/8
       gradient shard with its peers in the other servers, over the link.
-    A ring's slowest hop is the inter-node link, so collectives spanning servers run at its rate."""
-    if not gpu.bf16_tflops:
+    A collective spanning servers runs at the server's NICs together (NCCL puts one ring channel on
+    each rail: the link's rate per GPU x GPUs per server); HSDP's cross-server all-reduce of a 1/8
+    shard runs on each GPU's own rail."""
+    n = plan.nodes * plan.gpus_per_node
+    one = speed.step_time(spec, setup, gpu, n, plan.link)
+    if one is None:
         return None
     n = plan.nodes * plan.gpus_per_node
     per_node = plan.gpus_per_node
     link = plan.link
+    # a ring over every GPU spreads its channels over all the server's NICs (speed.inter_node_bytes_per_s)
+    rails = replace(link, gbytes_per_s=link.gbytes_per_s * per_node)
     trainable = trainable_params(spec, setup)
     grad_bytes = trainable * state_bytes(setup.precision, setup.method, setup).grad
     gathered = (spec.params.total if setup.method == "full" else trainable) * GATHER_BYTES
     micro = setup.grad_accum
     tokens_per_step = setup.batch * setup.seq_tokens * micro * n
-    flops = time_cost.flops_per_token(spec, setup) * tokens_per_step
-    compute = flops / (n * gpu.bf16_tflops * 1e12 * time_cost.ASSUMED_MFU)
+    compute = one.compute_s + one.dequant_s
     inter = intra = 0.0
     if sharding in ("ddp", "zero1", "zero2"):
-        inter = network.allreduce_s(link, n, grad_bytes)
+        inter = network.allreduce_s(rails, n, grad_bytes)
         what = f"gradient all-reduce of {grad_bytes / 1e9:.1f} GB over all {n} GPUs, once per step"
     elif sharding == "hsdp":
         intra = micro * (2 * _nvlink_s(gpu, per_node, gathered) + _nvlink_s(gpu, per_node, grad_bytes))
@@ -129,7 +130,7 @@ def node_step(
         )
     else:
         inter = micro * (
-            2 * network.reduce_scatter_s(link, n, gathered) + network.reduce_scatter_s(link, n, grad_bytes)
+            2 * network.reduce_scatter_s(rails, n, gathered) + network.reduce_scatter_s(rails, n, grad_bytes)
         )
         what = (
             f"weights all-gathered twice (forward, backward) and gradients reduce-scattered over all {n} "

@@ -16,7 +16,7 @@ import pytest
 
 from tests.helpers import run_in_process
 
-OPAQUE = {"checkpoint_dtypes", "settings", "launch", "scaling_per_doubling", "result"}
+OPAQUE = {"checkpoint_dtypes", "settings", "launch", "result"}
 ENV = {**os.environ, "NO_COLOR": "1"}
 
 COMMANDS: dict[str, list[str]] = {
@@ -614,8 +614,8 @@ CONTRACTS: dict[str, set[str]] = {
         "assumptions.overhead_model",
         "assumptions.peak_memory",
         "assumptions.prices",
-        "assumptions.scaling_per_doubling",
         "assumptions.sharding",
+        "assumptions.time_model",
         "assumptions.versions",
         "candidates",
         "candidates[].fits",
@@ -753,11 +753,14 @@ CONTRACTS: dict[str, set[str]] = {
         "time.gpu",
         "time.interconnect",
         "time.mfu",
+        "time.estimate",
         "time.note",
         "time.rows",
         "time.rows[].cost_usd",
         "time.rows[].fits",
         "time.rows[].hours",
+        "time.rows[].hours_high",
+        "time.rows[].hours_low",
         "time.rows[].num_gpus",
         "time.rows[].scaling_efficiency",
         "time.rows[].speedup",

@@ -79,7 +79,9 @@ def test_cli_smallest_count_and_time() -> None:
     assert fused["plan"]["num_gpus"] == 2
     rows = d["time"]["rows"]
     assert [row["num_gpus"] for row in rows] == [1, 2, 4, 8] and rows[0]["fits"] is False
-    assert rows[1]["hours"] < rows[0]["hours"] and rows[1]["cost_usd"] > rows[0]["cost_usd"]
+    # more GPUs, fewer hours; the cost may fall too: FSDP shards the optimizer step (training/speed.py)
+    assert rows[1]["hours"] < rows[0]["hours"] and rows[2]["hours"] < rows[1]["hours"]
+    assert all(row["hours_low"] < row["hours"] < row["hours_high"] for row in rows)
 
 
 def test_cli_human_output() -> None:

@@ -13,7 +13,7 @@ import pytest
 from gpusize.core import network
 from gpusize.core.network import NodeLink, NodePlan
 from gpusize.sources.catalog import find_gpu
-from gpusize.training import time_cost
+from gpusize.training import speed, time_cost
 from gpusize.training.anatomy import trainable_params
 from gpusize.training.nodes import node_step, shard_degree
 from gpusize.training.setup import TrainSetup, state_bytes
@@ -21,6 +21,8 @@ from tests.helpers import catalog_spec
 
 LINK = NodeLink(kind="ib", gbytes_per_s=50.0, source="test")
 PLAN = NodePlan(nodes=4, gpus_per_node=8, link=LINK)
+#: A ring over every GPU of the servers uses all 8 rails of each: 8 x the per-GPU link.
+RAILS = replace(LINK, gbytes_per_s=8 * LINK.gbytes_per_s)
 SPEC = catalog_spec("Llama-3.1-70B")
 GPU = find_gpu("H100")
 
@@ -34,7 +36,7 @@ def test_ddp_all_reduces_the_gradients_once_per_step() -> None:
     step = node_step(SPEC, job, "ddp", GPU, PLAN, None)
     assert step is not None
     grads = trainable_params(SPEC, job) * state_bytes(job.precision, job.method, job).grad
-    assert step.inter_node_comm_s == pytest.approx(network.allreduce_s(LINK, 32, grads))
+    assert step.inter_node_comm_s == pytest.approx(network.allreduce_s(RAILS, 32, grads))
     assert step.shard_gpus == 1
 
 
@@ -44,7 +46,7 @@ def test_fsdp_gathers_twice_and_reduce_scatters_once_per_micro_batch() -> None:
     assert one is not None and four is not None
     weights = SPEC.params.total * 2
     grads = trainable_params(SPEC, _job()) * 2
-    expected = 2 * network.reduce_scatter_s(LINK, 32, weights) + network.reduce_scatter_s(LINK, 32, grads)
+    expected = 2 * network.reduce_scatter_s(RAILS, 32, weights) + network.reduce_scatter_s(RAILS, 32, grads)
     assert one.inter_node_comm_s == pytest.approx(expected)
     assert four.inter_node_comm_s == pytest.approx(4 * expected)
 
@@ -64,9 +66,8 @@ def test_step_is_compute_and_collectives_overlapped_fully_to_not_at_all() -> Non
     step = node_step(SPEC, job, "zero1", GPU, PLAN, 10**9)
     assert step is not None and GPU.bf16_tflops
     tokens = 4 * 2048 * 8 * 32
-    compute = (
-        time_cost.flops_per_token(SPEC, job) * tokens / (32 * GPU.bf16_tflops * 1e12 * time_cost.ASSUMED_MFU)
-    )
+    eff = speed.efficiency(GPU, job)
+    compute = time_cost.flops_per_token(SPEC, job) * tokens / (32 * GPU.bf16_tflops * 1e12 * eff)
     assert step.tokens_per_step == tokens and step.compute_s == pytest.approx(compute)
     assert step.step_s_low == pytest.approx(max(compute, step.inter_node_comm_s))
     assert step.step_s_high == pytest.approx(compute + step.inter_node_comm_s)

@@ -107,13 +107,8 @@ def test_flops_and_cost() -> None:
     assert T.flops_per_token(L8, plain) == pytest.approx(6 * n + 3 * attn)
     assert T.flops_per_token(L8, replace(plain, grad_ckpt=True)) == pytest.approx(8 * n + 4 * attn)
     assert T.flops_per_token(L8, replace(plain, method="lora")) == pytest.approx(4 * n + 3 * attn)
-    # The single- vs multi-GPU servers article's worked example: 4 GPUs at 3.2x = 80% scaling; 100 h at
-    # $1/h vs 31.25 h at $4/h = +25%.
-    assert T.scaling_efficiency("pcie", 4) == pytest.approx(0.8)
+    # 31.25 h on 4 GPUs at $1/GPU-hour: $125 (the hours themselves: tests/training/test_training_speed.py)
     assert T.training_cost_usd(100 / 3.2, 1.0, 4) == pytest.approx(125.0)
-    assert T.scaling_efficiency("nvswitch", 8) > T.scaling_efficiency("bridge-pairs", 8)
-    hours = T.training_hours(1e18, 989.0, 1, "nvswitch")
-    assert hours == pytest.approx(1e18 / (989e12 * T.ASSUMED_MFU) / 3600)
 
 
 def test_token_budget_parsing() -> None:

@@ -38,14 +38,13 @@ a draft in the cell stays in one pool).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gpusize.core.engines.sglang_defaults import release_version
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.kvcache import kv_bytes_per_token_per_layer
 from gpusize.core.releases import Version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
+from gpusize.dataclass import dataclass
 
 __all__ = [
     "GPT_OSS_SWA_EVERYWHERE_FROM",
