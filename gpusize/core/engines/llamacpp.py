@@ -11,6 +11,7 @@ when there is one, else from config arithmetic.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -79,6 +80,9 @@ def _pad(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
+#: Cached: a fit over llama.cpp asks for the same context's KV at every -ngl it tries (the offload
+#: search bisects the layer count), and a batch asks again on every row; the loop is over all layers.
+@functools.lru_cache(maxsize=1024)
 def llamacpp_kv_bytes(
     spec: ModelSpec,
     n_ctx: int,
