@@ -73,27 +73,32 @@ class DirectApp:
 
 @functools.cache
 def _binding(click_app: Any, name: str) -> _Binding | None:
-    """The parameters of command `name` (None: not a plain command, e.g. unknown or a group)."""
+    """The parameters of command `name` (None: not a plain command, e.g. unknown or a group): its
+    long flags as click's own parser for it holds them (built once), those that store one value or
+    a constant (a switch); a flag that appends or counts, or an eager one (--help), is left to click."""
     command = getattr(click_app, "commands", {}).get(name)
     if command is None or hasattr(command, "commands") or command.callback is None:
         return None
     ctx = command.context_class(command, info_name=name)
     flags: dict[str, tuple[Any, Any]] = {}
-    arguments, per_line, defaults = [], [], {}
+    for opt, option in command.make_parser(ctx)._long_opt.items():
+        if option.obj.is_eager or not option.obj.expose_value:  # --help: click answers it
+            continue
+        if option.action == "store" and option.nargs == 1:
+            flags[opt] = (option.obj, None)
+        elif option.action == "store_const":
+            flags[opt] = (option.obj, option.const)
+    arguments = tuple(p for p in command.params if p.param_type_name == "argument")
+    if any(p.nargs != 1 for p in arguments):
+        return None
+    flagged = {id(param) for param, _ in flags.values()}
+    per_line, defaults = [], {}
     for param in command.params:
         if param.param_type_name == "argument":
-            if param.nargs != 1:
-                return None
-            arguments.append(param)
             continue
-        if param.multiple or param.count or param.nargs != 1 or param.is_eager:
-            continue  # left to click: such a flag in a line sends it there
-        if param.is_flag and not param.is_bool_flag:
+        if id(param) not in flagged or param.is_eager or not param.expose_value:
+            per_line.append(param)
             continue
-        for opt in param.opts:
-            flags[opt] = (param, True if param.is_flag else None)
-        for opt in param.secondary_opts:
-            flags[opt] = (param, False)
         try:
             value, _ = param.handle_parse_result(ctx, {}, [])
         except Exception:  # noqa: BLE001 - a required option: processed per line (click's error)
@@ -103,13 +108,7 @@ def _binding(click_app: Any, name: str) -> _Binding | None:
             defaults[param.name] = value
         else:
             per_line.append(param)
-    unflagged = {p.name for p in command.params if p.param_type_name == "option"} - {
-        p.name for p, _ in flags.values()
-    }
-    for param in command.params:
-        if param.name in unflagged:
-            per_line.append(param)
-    return _Binding(command, flags, tuple(arguments), defaults, tuple(per_line))
+    return _Binding(command, flags, arguments, defaults, tuple(per_line))
 
 
 def _bound(binding: _Binding, args: list[str]) -> Any:

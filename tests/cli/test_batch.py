@@ -251,3 +251,29 @@ def test_a_plain_line_is_bound_without_click_s_parser() -> None:
     assert direct(args=["fit", "Qwen3-8B", "--colour", "red"]) == 7
     assert direct(args=["fit", "--help"]) == 7
     assert lines == [["fit", "Qwen3-8B", "--colour", "red"], ["fit", "--help"]]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["fit", "Qwen3-8B", "--gpu", "H100", "--ctx", "32k", "--enforce-eager", "--gpus", "2"],
+        ["fit", "Qwen3-8B", "--engine", "llamacpp", "--no-flash-attn", "--n-gpu-layers", "10"],
+        ["fit", "Qwen3-8B", "--gpu-memory-utilization", "0.8", "--json", "--quiet"],
+        ["serve", "Qwen3-8B", "--users", "64", "--gpu", "L40S", "--gpus", "4"],
+        ["quote", "Qwen3-8B", "--format", "csv"],
+        ["train", "Llama-3.1-8B", "--method", "lora", "--gpu", "H100", "--tokens", "1B"],
+        ["curve", "Qwen3-8B", "--gpu", "H100"],
+        ["which", "--gpu", "L4", "--gpus", "1"],
+    ],
+    ids=lambda a: " ".join(a[:3]),
+)
+def test_a_plain_line_binds_the_values_click_parses(argv: list[str]) -> None:
+    """Every parameter's value, bound without click's parser, is the value click's parse gives."""
+    from gpusize.cli.direct import _binding, _bound
+    from gpusize.cli.invoke import _click_app
+
+    binding = _binding(_click_app(), argv[0])
+    assert binding is not None
+    parsed = binding.command.make_context(argv[0], argv[1:]).params
+    bound = _bound(binding, argv).params
+    assert {k: (type(v), v) for k, v in bound.items()} == {k: (type(v), v) for k, v in parsed.items()}
