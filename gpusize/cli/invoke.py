@@ -15,6 +15,7 @@ import typer
 from gpusize.cli import COMMANDS, register
 from gpusize.cli.app import app, click_errors, run_command
 from gpusize.cli.capture import Captured, capture
+from gpusize.cli.direct import DirectApp
 from gpusize.errors import UsageError
 from gpusize.render.text import safe
 
@@ -65,7 +66,7 @@ def run_captured(argv: list[str]) -> Captured:
     """Run one command line in this process and return its answer as a value (nothing printed): the
     report, the exit code the command would end with, and its error line when it could not answer."""
     with capture() as got:
-        got.code = run_command(argv, _click_app())
+        got.code = run_command(argv, _direct_app())
     return got
 
 
@@ -77,13 +78,19 @@ def _click_app() -> Callable[..., Any]:
     return command
 
 
+@functools.cache
+def _direct_app() -> DirectApp:
+    """The app binding plain command lines itself (`cli.direct`), click for any other, built once."""
+    return DirectApp(_click_app())
+
+
 def report_of(argv: list[str]) -> Any:
     """The report of one command line, for the library: a GpusizeError (the very error the command
     line would print) is raised, not turned into an exit code; a usage error of the option parser
     (an unknown option, a bad number) is raised as UsageError."""
     with capture() as got:
         try:
-            _click_app()(args=argv, standalone_mode=False)
+            _direct_app()(args=argv, standalone_mode=False)
         except typer.Exit:
             pass
         except click_errors() as exc:

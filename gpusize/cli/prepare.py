@@ -42,6 +42,7 @@ __all__ = [
     "choice",
     "draft_model",
     "engine_settings",
+    "find_gpu",
     "gpu_count",
     "load_model",
     "number",
@@ -148,6 +149,12 @@ def _reused(key: tuple[object, ...], make: Callable[[], _T]) -> _T:
         memo[key] = make()
     value: _T = memo[key]
     return value
+
+
+def find_gpu(cats: Catalogs, name: str) -> GpuSpec:
+    """`cats.find_gpu(name)`, looked up once per batch (a row names its GPU twice: the engine's
+    device check and the targets); a name not found is refused again on every row."""
+    return _reused(("gpu", id(cats), name), lambda: cats.find_gpu(name))
 
 
 def catalogs(models_files: list[str] | None, gpus_files: list[str] | None) -> Catalogs:
@@ -298,7 +305,7 @@ def _devices(names: Sequence[str | None], cats: Catalogs | None) -> list[GpuSpec
     for name in names:
         if name and name.strip().lower() != "local":
             try:
-                found.append((cats or Catalogs.with_env()).find_gpu(name))
+                found.append(find_gpu(cats or Catalogs.with_env(), name))
             except GpusizeError:
                 continue
     return found
@@ -373,7 +380,7 @@ def targets(name: str | None, cats: Catalogs, wanted: int | None = None) -> Targ
     if not name:
         return Targets(list(cats.gpus()), 8, None)
     if name.strip().lower() != "local":
-        gpu = cats.find_gpu(name)
+        gpu = find_gpu(cats, name)
         # a MIG slice: as many as one GPU holds, as replicas; a unified-memory machine: one
         return Targets([gpu], (gpu.mig_per_gpu or 1) if gpu.one_device else 8, None)
     # start-up: runs nvidia-smi (subprocess, shutil: 4 ms of start-up), so loaded only for --gpu local

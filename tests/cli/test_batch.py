@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import gpusize
+from gpusize.cli.capture import capture
 from gpusize.cli.invoke import argv_for
 from gpusize.errors import InputError, UnknownNameError, UsageError
 from gpusize.reports.batch import batch_exit_code
@@ -170,3 +171,109 @@ def test_the_library_raises_the_error_the_command_prints() -> None:
 def test_the_library_batch(tmp_path: Path) -> None:
     report = gpusize.batch(_csv(tmp_path, "model,gpu\nQwen3-8B,H100\n"))
     assert report.exit_code == 0 and report.rows[0].result.fits is True
+
+
+#: Rows with a bad value, each refused by a different check: click's own type conversion (an
+#: integer option), a gpusize parser (context), a setting's range, a choice, an unknown flag, a
+#: switch given a value, a value that looks like a flag; and a repeated flag (click keeps the last).
+BAD_ROWS = [
+    ["fit", "Qwen3-8B", "--gpus", "two"],
+    ["fit", "Qwen3-8B", "--ctx", "9q"],
+    ["fit", "Qwen3-8B", "--gpu-memory-utilization", "1.5"],
+    ["fit", "Qwen3-8B", "--engine", "vllmx"],
+    ["fit", "Qwen3-8B", "--colour", "red"],
+    ["fit", "Qwen3-8B", "--enforce-eager", "maybe"],
+    ["fit", "Qwen3-8B", "--ctx", "-5"],
+    ["fit", "Qwen3-8B", "--gpu", "H100", "--gpu", "L4"],
+    ["serve", "Qwen3-8B", "--users", "-3"],
+    ["which", "Qwen3-8B"],
+]
+
+
+@pytest.mark.parametrize("argv", BAD_ROWS, ids=lambda a: " ".join(a))
+def test_a_bad_row_is_refused_as_the_single_command_refuses_it(tmp_path: Path, argv: list[str]) -> None:
+    """The same exit status and the same words as the command line alone, whichever check refuses
+    it (rows bound without click's parser go to click for anything outside the plain shape)."""
+    path = tmp_path / "rows.jsonl"
+    row = {"command": argv[0], "model": argv[1]}
+    words = argv[2:]
+    for flag, value in zip(words[::2], words[1::2], strict=True):
+        if flag[2:].replace("-", "_") in row:
+            continue  # a repeated flag: written below as a list
+        row[flag[2:].replace("-", "_")] = value
+    if words.count("--gpu") == 2:
+        row["gpu"] = ["H100", "L4"]  # type: ignore[assignment]
+    path.write_text(json.dumps(row) + "\n")
+    data = json.loads(cli("batch", str(path), "--json").stdout)["rows"][0]
+    alone = cli(*argv, "--json")
+    assert data["argv"] == argv and data["exit_code"] == alone.code
+    if alone.code < 2:  # click takes the last of a repeated flag: an answer, as the line alone gives
+        assert json.dumps(data["result"], indent=2) == alone.stdout.rstrip("\n")
+    else:
+        assert alone.stdout == "" and alone.stderr == f"gpusize: error: {data['error']}\n"
+
+
+def test_rows_of_the_bench_grid_answer_as_their_single_commands(tmp_path: Path) -> None:
+    """A sample of the all-distinct file of bench/bench_batch.py (models x GPUs x contexts): each
+    row's JSON line is the single command's `--json` answer, byte for byte once re-indented."""
+    models = ["Qwen3-32B", "Llama-3.3-70B", "gpt-oss-20b", "Qwen3-30B-A3B", "DeepSeek-V3"]
+    gpus = ["H100", "RTX4090", "H200"]
+    grid = [(m, g, str(1024 + 2048 * i)) for i, (m, g) in enumerate((m, g) for m in models for g in gpus)]
+    text = "command,model,gpu,ctx,batch\n" + "".join(f"fit,{m},{g},{c},1\n" for m, g, c in grid)
+    lines = cli("batch", _csv(tmp_path, text), "--format", "jsonl").stdout.splitlines()
+    assert len(lines) == len(grid)
+    for line, (model, gpu, ctx) in zip(lines, grid, strict=True):
+        alone = cli("fit", model, "--gpu", gpu, "--ctx", ctx, "--batch", "1", "--json")
+        row = json.loads(line)
+        assert row["exit_code"] == alone.code
+        assert json.dumps(row["result"], indent=2) == alone.stdout.rstrip("\n"), (model, gpu, ctx)
+
+
+def test_a_plain_line_is_bound_without_click_s_parser() -> None:
+    """The batch's speed: a row of the plain shape never reaches click's parser (a third of a
+    row's time); any other line does, for click's own answer."""
+    from gpusize.cli.direct import DirectApp
+    from gpusize.cli.invoke import _click_app
+
+    lines: list[list[str]] = []
+
+    class Recorder:
+        commands = _click_app().commands  # type: ignore[attr-defined]
+
+        def __call__(self, args: list[str], standalone_mode: bool = False) -> int:
+            lines.append(args)
+            return 7
+
+    direct = DirectApp(Recorder())
+    with capture() as got:
+        assert direct(args=["fit", "Qwen3-8B", "--gpu", "H100", "--enforce-eager"]) == 0
+    assert lines == [] and got.report is not None and got.report.fits
+    assert direct(args=["fit", "Qwen3-8B", "--colour", "red"]) == 7
+    assert direct(args=["fit", "--help"]) == 7
+    assert lines == [["fit", "Qwen3-8B", "--colour", "red"], ["fit", "--help"]]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["fit", "Qwen3-8B", "--gpu", "H100", "--ctx", "32k", "--enforce-eager", "--gpus", "2"],
+        ["fit", "Qwen3-8B", "--engine", "llamacpp", "--no-flash-attn", "--n-gpu-layers", "10"],
+        ["fit", "Qwen3-8B", "--gpu-memory-utilization", "0.8", "--json", "--quiet"],
+        ["serve", "Qwen3-8B", "--users", "64", "--gpu", "L40S", "--gpus", "4"],
+        ["quote", "Qwen3-8B", "--format", "csv"],
+        ["train", "Llama-3.1-8B", "--method", "lora", "--gpu", "H100", "--tokens", "1B"],
+        ["curve", "Qwen3-8B", "--gpu", "H100"],
+        ["which", "--gpu", "L4", "--gpus", "1"],
+    ],
+    ids=lambda a: " ".join(a[:3]),
+)
+def test_a_plain_line_binds_the_values_click_parses(argv: list[str]) -> None:
+    """Every parameter's value, bound without click's parser, is the value click's parse gives."""
+    from gpusize.cli.direct import _binding, _bound
+    from gpusize.cli.invoke import _click_app
+
+    binding = _binding(_click_app(), argv[0])
+    assert binding is not None
+    parsed = binding.command.make_context(argv[0], argv[1:]).params
+    bound = _bound(binding, argv).params
+    assert {k: (type(v), v) for k, v in bound.items()} == {k: (type(v), v) for k, v in parsed.items()}

@@ -78,13 +78,34 @@ def runs_on(gpu: GpuSpec) -> str:
     return "what runs there: " + " or ".join(f"--engine {e}" for e in gpu.engines)
 
 
+#: Evaluations one engine's fit test keeps (each a few kB): a fit evaluates the same configuration
+#: several times (the split search, the whole-model figures, the fix and one-card searches over the
+#: catalog), and a batch again on every row that shares a model, GPU and settings (bench/RESULTS.md,
+#: issue 22). The test is a pure function of its arguments, so a kept answer is the answer.
+EVALUATIONS_KEPT = 4096
+
+
 def on_device(engine_name: str, label: str, evaluate: Evaluator) -> Evaluator:
     """`evaluate`, refusing a plan the device rules forbid before any arithmetic (so no search, in any
-    command, tries tensor parallel on a MIG slice)."""
+    command, tries tensor parallel on a MIG slice); each answer kept for the same arguments (equal
+    model, GPU, count and workload), up to EVALUATIONS_KEPT."""
+    kept: dict[tuple[ModelSpec, GpuSpec, int, Workload], Candidate] = {}
 
-    def guarded(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate:
+    def checked(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate:
         problem = device_problem(engine_name, label, gpu, n)
         return refused(gpu, n, problem) if problem else evaluate(spec, gpu, n, work)
+
+    def guarded(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate:
+        key = (spec, gpu, n, work)
+        try:
+            found = kept.get(key)
+        except TypeError:  # a value that cannot be hashed (a GpuSpec built by a caller): not kept
+            return checked(spec, gpu, n, work)
+        if found is None:
+            if len(kept) >= EVALUATIONS_KEPT:
+                kept.clear()
+            found = kept[key] = checked(spec, gpu, n, work)
+        return found
 
     return guarded
 

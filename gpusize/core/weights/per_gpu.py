@@ -5,6 +5,7 @@ of each stored block (what llama.cpp's `--n-gpu-layers` moves). Exact, from the 
 
 from __future__ import annotations
 
+import functools
 import math
 
 from gpusize.core.gguf_tensors import gguf_layer_bytes
@@ -121,6 +122,8 @@ class StoredLayers:
     output_bytes: int
 
 
+#: Cached: llama.cpp's sizing reads it for every candidate and every -ngl tried (a batch: every row).
+@functools.lru_cache(maxsize=256)
 def estimated_layers(spec: ModelSpec, fmt: WeightFormat) -> StoredLayers:
     """Per-block, embedding and output bytes from config arithmetic (for non-GGUF sources); for a GGUF
     file type, tensor by tensor as llama-quantize types them."""

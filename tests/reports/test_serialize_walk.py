@@ -1,0 +1,93 @@
+"""`to_data` (one conversion per type, found once: reports/serialize.py) writes what the plain walk
+over every value writes: the walk is kept here as the reference."""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, NamedTuple
+
+import gpusize
+from gpusize.reports.serialize import _SURROGATE, to_data
+
+
+def walked(value: Any) -> Any:
+    """The serializer as it was: isinstance tests for every value."""
+    if is_dataclass(value) and not isinstance(value, type):
+        names = [f.name for f in fields(value) if f.metadata.get("json", True)]
+        names += list(getattr(type(value), "__json_properties__", ()))
+        return {name: walked(getattr(value, name)) for name in names}
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return {name: walked(v) for name, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {_SURROGATE.sub("\ufffd", str(k)): walked(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, frozenset, set)):
+        return [walked(v) for v in (sorted(value) if isinstance(value, (frozenset, set)) else value)]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    return value
+
+
+class Pair(NamedTuple):
+    name: str
+    size: float
+
+
+class Colour(enum.Enum):
+    RED = "red"
+
+
+class Word(str, enum.Enum):
+    HI = "hi\ud800"
+
+
+@dataclass(frozen=True)
+class Inner:
+    pairs: tuple[Pair, ...]
+    hidden: int = field(default=3, metadata={"json": False})
+
+    __json_properties__ = ("double",)
+
+    @property
+    def double(self) -> float:
+        return 2.0 * len(self.pairs)
+
+
+@dataclass(frozen=True)
+class Outer:
+    inner: Inner
+    tags: frozenset[str]
+    table: dict[Any, Any]
+    kind: type
+    word: Word
+    colour: Colour
+    numbers: list[float]
+
+
+def test_edge_values_are_written_as_the_walk_writes_them() -> None:
+    value = Outer(
+        inner=Inner((Pair("a\ud801", math.inf), Pair("b", -0.0))),
+        tags=frozenset({"z", "a", "m"}),
+        table={1: [math.nan, {2, 1}], "k\udfff": (True, None)},
+        kind=Inner,
+        word=Word.HI,
+        colour=Colour.RED,
+        numbers=[1.0, 1, True, 10**30],
+    )
+    assert to_data(value) == walked(value)
+    assert repr(to_data(value)) == repr(walked(value))  # 1 and 1.0 and True kept apart
+
+
+def test_reports_are_written_as_the_walk_writes_them() -> None:
+    reports = [
+        gpusize.fit("Qwen3-32B", ctx="32k", gpu="H100"),
+        gpusize.fit("DeepSeek-V3", gpu="RTX4090"),
+        gpusize.fit("Llama-3.3-70B", gpu="H100", engine="llamacpp"),
+        gpusize.serve("Qwen3-8B", users=64, gpu="L40S", gpus=4),
+        gpusize.train("Llama-3.1-8B", method="lora", gpu="H100"),
+    ]
+    for report in reports:
+        assert repr(to_data(report)) == repr(walked(report))
