@@ -13,12 +13,14 @@ Build b11312 is commit 0c1e57098bba43ac29e6e3b677cdceebdd22334f of 2026-10-01. I
 as vendored in llama-cpp-python 0.3.36 (PyPI sdist llama_cpp_python-0.3.36.tar.gz, uploaded
 2026-10-01; CHANGELOG: "update llama.cpp to ggml-org/llama.cpp@0c1e57098"), at these lines:
 - context padded to 256: src/llama-context.cpp:290, per sequence :292-306;
-- llama-server defaults: cache_type_k/v F16 (common/common.h:343-344), n_ubatch 512 (:454),
+- llama-server defaults: cache_type_k/v F16 (common/common.h:589-590), n_ubatch 512 (:454),
   flash_attn_type AUTO (:501), kv_unified false (:575; tools/server/server.cpp:156-160 turns it on
   only for -np auto); auto flash attention resolved by probing the device
   (src/llama-context.cpp:557-560); a quantized V cache with -fa off refused
   (src/llama-context.cpp:3840-3848 "quantized V cache requires flash_attn to be enabled");
-- layer split: src/llama-model.cpp:1560-1597; the input layer on the CPU (:1602-1605);
+- layer split: src/llama-model.cpp:1560-1597; the input layer on the CPU (:1602-1605); llama-server's
+  -fit (on by default, common/common.h:478) changes nothing once -ngl is given, as gpusize's launch
+  line does (common/fit.cpp:463-464 "n_gpu_layers already set by user");
 - K/V and state per layer and the cache classes: `llamacpp_families`.
 The compute buffer is not llama.cpp's graph reserve but Ollama's estimate of it (GraphSize), checked
 against logged llama.cpp buffers (tests/core/test_engines.py).
@@ -70,7 +72,7 @@ __all__ = [
 ]
 
 VERSION = "0c1e57098 (b11312, 2026-10-01)"
-#: llama-server's cache type when -ctk/-ctv are not given (common/common.h:343-344 cache_type_k/v = F16).
+#: llama-server's cache type when -ctk/-ctv are not given (common/common.h:589-590 cache_type_k/v = F16).
 LLAMACPP_KV_DEFAULT = "f16"
 #: Flash attention when the user sets neither --flash-attn nor --no-flash-attn: the modelled release
 #: defaults `-fa` to auto (common/common.h:501 `flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO`, since

@@ -30,7 +30,7 @@ ggml-org/llama.cpp@0c1e57098"), at these lines:
   (src/llama-model.cpp:2397-2447, src/llama-kv-cache-dsa.cpp:33-52);
 - MSA (minimax-m3): llama_kv_cache_msa, the K/V cache plus an indexer cache of one K and one V head
   of indexer_head_size on the layers past the leading dense ones (src/llama-model.cpp:2375-2395,
-  src/llama-kv-cache-msa.cpp:34-48);
+  src/llama-kv-cache-msa.cpp:13-48);
 - DeepSeek-V4 (deepseek4): llama_kv_cache_dsv4 (src/llama-model.cpp:2587-2628, `_dsv4_cache`).
 """
 
