@@ -20,12 +20,13 @@ attention on, -c 8192, -ub 512, llama-server's default of one KV stream per slot
 from __future__ import annotations
 
 import bisect
+from dataclasses import replace
 from collections import Counter
 
 import pytest
 
 from gpusize.core.engines import llamacpp
-from gpusize.core.engines.llamacpp_families import LLAMACPP_ARCH, layer_caches
+from gpusize.core.engines.llamacpp_families import LLAMACPP_ARCH, family_refusal, layer_caches
 from gpusize.core.parse import parse_config
 from gpusize.sources.catalog import load_models
 from gpusize.sources.gguf import ARCH_TO_MODEL_TYPE
@@ -378,3 +379,19 @@ def test_every_gguf_architecture_read_is_placed() -> None:
     for arch, family in ARCH_TO_MODEL_TYPE.items():
         assert family in LLAMACPP_ARCH, (arch, family)
         assert LLAMACPP_ARCH[family].name in (arch, "llama"), (arch, family)
+
+
+def test_a_deepseek_v4_ratio_without_a_llamacpp_cache_is_refused() -> None:
+    """llama_kv_cache_dsv4 builds caches for ratios 4 and 128 only (src/llama-kv-cache-dsv4.cpp:18-19,
+    filter_csa / filter_hca): a layer of ratio 16 would keep its window alone there, so such a model is
+    refused with one line rather than sized without its compressed cache."""
+    spec = catalog_spec("DeepSeek-V4-Flash")
+    assert family_refusal(spec) is None
+    odd = replace(
+        spec,
+        layers=tuple(
+            replace(la, compress_ratio=16) if la.compress_ratio == 128 else la for la in spec.layers
+        ),
+    )
+    line = family_refusal(odd)
+    assert line is not None and "\n" not in line and "16" in line and "--engine vllm" in line
