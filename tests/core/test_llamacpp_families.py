@@ -20,8 +20,8 @@ attention on, -c 8192, -ub 512, llama-server's default of one KV stream per slot
 from __future__ import annotations
 
 import bisect
-from dataclasses import replace
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
