@@ -315,7 +315,8 @@ def llamacpp_kv_bytes(
     unified: bool = LLAMACPP_KV_UNIFIED,
     flash_attention: bool = True,
 ) -> tuple[int, int]:
-    """(full-attention KV bytes, sliding-window KV bytes) for a context of n_ctx cells in total."""
+    """(KV bytes of the layers without a window, of the layers with one) for -c n_ctx; a DeepSeek-V4
+    layer's compressed caches count with its window."""
     caches = layer_caches(spec, flash_attention)
     per_layer = layer_cache_bytes(spec, n_ctx, kv_type, n_seq, n_ubatch, unified, flash_attention)
     full = sum(kv for (kv, _), c in zip(per_layer, caches, strict=True) if c.window is None)
