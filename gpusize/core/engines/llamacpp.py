@@ -2,26 +2,28 @@
 
 The input embedding stays on the CPU; layers are offloaded from the end, the output head counting as
 a layer and going first; with several GPUs the offloaded layers are split across them (`-sm layer`),
-each GPU holding its layers' weights, KV and recurrent state. KV = n_ctx (padded to 256) x each
-layer's K + V elements x type size, sliding-window layers holding min(n_ctx, window x streams +
-n_ubatch) cells, plus the recurrent layers' f32 state per sequence; what each layer holds, per
-family, is `llamacpp_families`. The compute buffer holds the KQ scores (without flash attention) or
-the logits of one micro-batch, whichever is larger. Weights come from the GGUF file tensor by
-tensor when there is one, else from config arithmetic.
+each GPU holding its layers' weights, KV and recurrent state. KV = each stream's cells (n_ctx padded
+to 256, per slot when not unified) x each layer's K + V elements x type size, sliding-window layers
+holding min(n_ctx_seq, window + n_ubatch) cells, plus the recurrent layers' f32 state per sequence;
+what each layer holds, per family, is `llamacpp_families`. The compute buffer holds the KQ scores
+(without flash attention) or the logits of one micro-batch, whichever is larger. Weights come from
+the GGUF file tensor by tensor when there is one, else from config arithmetic.
 
-Build b11312 is commit 0c1e57098bba43ac29e6e3b677cdceebdd22334f of 2026-10-01 (as projects pinning
-it name it, e.g. "llama.cpp b11312, commit 0c1e57098..."); an earlier docstring dated it Nov 2025.
-Its source was not readable here: the rules were read in llama.cpp a5bb8ba4 (vendored whole by
-ollama/ollama ef00199fb, 2026-02-02), at these lines:
-- context padded to 256: src/llama-context.cpp:172 `GGML_PAD(cparams.n_ctx, 256)`, :178 per sequence;
-- SWA cells: src/llama-kv-cache-iswa.cpp:50 `GGML_PAD(min(size_base, n_swa*(unified ? n_seq_max :
-  1) + n_ubatch), 256)`;
-- recurrent state f32, one cell per sequence: src/llama-model.cpp:7548-7556 and :7585-7605
-  (GGML_TYPE_F32 for r and s, rs_size max(1, n_seq_max));
-- layer split: src/llama-model.cpp:2548-2556; K/V per layer: `llamacpp_families`.
-The f16 cache default, flash attention auto and the launch flags are llama-server's common/
-(common.h, arg.cpp), not vendored by Ollama; they stay as read for 0c1e57098 (tests/data/
-engine_flags.yaml).
+Build b11312 is commit 0c1e57098bba43ac29e6e3b677cdceebdd22334f of 2026-10-01. Its source is read
+as vendored in llama-cpp-python 0.3.36 (PyPI sdist llama_cpp_python-0.3.36.tar.gz, uploaded
+2026-10-01; CHANGELOG: "update llama.cpp to ggml-org/llama.cpp@0c1e57098"), at these lines:
+- context padded to 256: src/llama-context.cpp:290, per sequence :292-306;
+- llama-server defaults: cache_type_k/v F16 (common/common.h:589-590), n_ubatch 512 (:454),
+  flash_attn_type AUTO (:501), kv_unified false (:575; tools/server/server.cpp:156-160 turns it on
+  only for -np auto); auto flash attention resolved by probing the device
+  (src/llama-context.cpp:557-560); a quantized V cache with -fa off refused
+  (src/llama-context.cpp:3840-3848 "quantized V cache requires flash_attn to be enabled");
+- layer split: src/llama-model.cpp:1560-1597; the input layer on the CPU (:1602-1605); llama-server's
+  -fit (on by default, common/common.h:478) changes nothing once -ngl is given, as gpusize's launch
+  line does (common/fit.cpp:463-464 "n_gpu_layers already set by user");
+- K/V and state per layer and the cache classes: `llamacpp_families`.
+The compute buffer is not llama.cpp's graph reserve but Ollama's estimate of it (GraphSize), checked
+against logged llama.cpp buffers (tests/core/test_engines.py).
 """
 
 from __future__ import annotations
@@ -34,7 +36,6 @@ from gpusize.core.engines.llamacpp_families import (
     LLAMACPP_CTX_PAD,
     LLAMACPP_KV_BYTES,
     LLAMACPP_UBATCH,
-    family_notes,
     family_refusal,
     layer_cache_bytes,
     layer_devices,
@@ -71,15 +72,15 @@ __all__ = [
 ]
 
 VERSION = "0c1e57098 (b11312, 2026-10-01)"
-#: llama-server's cache type when -ctk/-ctv are not given (common/common.h cache_type_k = F16).
+#: llama-server's cache type when -ctk/-ctv are not given (common/common.h:589-590 cache_type_k/v = F16).
 LLAMACPP_KV_DEFAULT = "f16"
 #: Flash attention when the user sets neither --flash-attn nor --no-flash-attn: the modelled release
-#: defaults `-fa` to auto (common/common.h `flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO`, since
-#: ggml-org/llama.cpp#15434, Aug 2025), which llama_context turns on when the device supports flash
-#: attention for the model's head sizes, as CUDA does on every NVIDIA GPU gpusize lists.
+#: defaults `-fa` to auto (common/common.h:501 `flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO`, since
+#: ggml-org/llama.cpp#15434, Aug 2025), which llama_context turns on when the device runs the flash
+#: attention op (src/llama-context.cpp:557-560 probe), as CUDA does on every NVIDIA GPU gpusize lists.
 LLAMACPP_FLASH_ATTN_DEFAULT = True
 #: KV cache types that are quantized: llama.cpp refuses such a V cache without flash attention
-#: (llama-context.cpp: "V cache quantization requires flash_attn").
+#: (src/llama-context.cpp:3846 "quantized V cache requires flash_attn to be enabled").
 LLAMACPP_QUANTIZED_KV = frozenset(k for k in LLAMACPP_KV_BYTES if k not in ("f32", "f16", "bf16"))
 
 
@@ -304,7 +305,6 @@ ENGINE = EngineModel(
     serves=True,
     splits_layers=True,
     refuses_context=lambda spec, work: family_refusal(spec) or refusal(work),
-    notes=lambda spec, work: family_notes(spec),
     prefix_cache="llama-server's per-slot prompt cache (cache_prompt, on by default: a request reuses "
     "the prefix it shares with the slot's previous prompt)",
 )
