@@ -16,6 +16,9 @@ __all__ = ["BatchAssumptions", "BatchReport", "BatchRowAnswer", "batch_exit_code
 
 @dataclass(frozen=True)
 class BatchRowAnswer:
+    """One batch row's answer: the command line it ran, its exit status and message, and the report
+    the single command would give."""
+
     #: The row's line in the file (1-based; a CSV header is line 1).
     line: int
     command: str
@@ -45,6 +48,8 @@ class BatchAssumptions:
 
 @dataclass(frozen=True, kw_only=True)
 class BatchReport:
+    """The answer of `batch`: one row answer per input row, in input order (its `--json`)."""
+
     gpusize_version: str
     command: str
     rows: tuple[BatchRowAnswer, ...]

@@ -22,6 +22,8 @@ __all__ = [
 
 @dataclass(frozen=True, kw_only=True)
 class ModelRow:
+    """One model of `models`: its names, family and parameter counts."""
+
     name: str
     hf_id: str
     aliases: tuple[str, ...]
@@ -47,6 +49,8 @@ class CatalogAssumptions:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelsReport:
+    """The answer of `models`: the catalog's models matching the query (its `--json`)."""
+
     gpusize_version: str
     command: str
     query: str | None
@@ -56,6 +60,8 @@ class ModelsReport:
 
 @dataclass(frozen=True, kw_only=True)
 class GpusReport:
+    """The answer of `gpus`: the GPUs of the catalogs (its `--json`)."""
+
     gpusize_version: str
     command: str
     gpus: tuple[GpuSpec, ...]

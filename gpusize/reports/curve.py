@@ -29,6 +29,8 @@ __all__ = ["CurveAssumptions", "CurveReport", "build_curve"]
 
 @dataclass(frozen=True, kw_only=True)
 class CurveAssumptions:
+    """What a curve assumed: the engine and its settings, the weight and KV formats, and its notes."""
+
     engine: str
     settings: dict[str, float | int | str]
     weight_format: str
@@ -42,6 +44,8 @@ class CurveAssumptions:
 
 @dataclass(frozen=True, kw_only=True)
 class CurveReport:
+    """The answer of `curve`: concurrency against context length on one GPU set (its `--json`)."""
+
     gpusize_version: str
     command: str
     fits: bool

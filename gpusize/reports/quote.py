@@ -45,6 +45,9 @@ __all__ = ["QuoteAssumptions", "QuoteReport", "build_quote"]
 
 @dataclass(frozen=True, kw_only=True)
 class QuoteAssumptions:
+    """What a quote assumed: the engine, the ranking key, the speed targets, layout and throughput
+    models, and prices."""
+
     engine: str
     ranking: str
     #: Each user's decode speed floor (tokens/s) and longest time to first token (s; None: any).
@@ -64,6 +67,8 @@ class QuoteAssumptions:
 
 @dataclass(frozen=True, kw_only=True)
 class QuoteReport:
+    """The answer of `quote`: each GPU type's option for the load, ranked (its `--json`)."""
+
     gpusize_version: str
     command: str
     fits: bool

@@ -52,6 +52,8 @@ __all__ = [
 
 @dataclass(frozen=True, kw_only=True)
 class PowerInfo:
+    """The power of a serving plan: GPU TDP, the server's draw range and its power supplies."""
+
     gpu_tdp_w: float
     total_w_low: float
     total_w_high: float
@@ -64,6 +66,8 @@ class PowerInfo:
 
 @dataclass(frozen=True, kw_only=True)
 class ServeAssumptions:
+    """What a serving plan assumed: the engine, the throughput and load models, prices and hours."""
+
     engine: str
     throughput: str
     load: str
@@ -76,6 +80,8 @@ class ServeAssumptions:
 
 @dataclass(frozen=True, kw_only=True)
 class ServeReport:
+    """The answer of `serve`: the layouts compared for the load and the one recommended (its `--json`)."""
+
     gpusize_version: str
     command: str
     #: A layout runs the model on these GPUs.

@@ -45,6 +45,8 @@ __all__ = [
 
 @dataclass(frozen=True, kw_only=True)
 class TrainParams:
+    """The parameters a training job holds and the share of them it trains."""
+
     total: int
     trainable: int
     trainable_fraction: float
@@ -52,6 +54,8 @@ class TrainParams:
 
 @dataclass(frozen=True, kw_only=True)
 class TimeRow:
+    """The job's time and cost on one GPU count, with the modelled scaling and its range."""
+
     num_gpus: int
     fits: bool
     #: Modelled per-GPU throughput relative to one GPU (training/speed.py: collectives not hidden).
@@ -66,6 +70,9 @@ class TimeRow:
 
 @dataclass(frozen=True, kw_only=True)
 class TimeInfo:
+    """How long a training job takes: its token budget and FLOPs, the fitted efficiency, and one row per
+    GPU count."""
+
     token_budget: int
     flops_per_token: float
     total_flops: float
@@ -82,6 +89,9 @@ class TimeInfo:
 
 @dataclass(frozen=True, kw_only=True)
 class TrainReport:
+    """The answer of `train`: memory per GPU for each GPU type and count, suggestions and time (its
+    `--json`)."""
+
     gpusize_version: str
     command: str
     fits: bool

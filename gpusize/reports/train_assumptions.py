@@ -30,6 +30,9 @@ __all__ = ["VERSIONS", "TrainAssumptions", "train_assumptions"]
 
 @dataclass(frozen=True, kw_only=True)
 class TrainAssumptions:
+    """What a training plan assumed: framework and versions, optimizer, allocator, activation and
+    communication models."""
+
     framework: str
     versions: str
     optimizer: str

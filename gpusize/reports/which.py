@@ -25,6 +25,8 @@ __all__ = ["WhichAssumptions", "WhichReport", "build_which"]
 
 @dataclass(frozen=True, kw_only=True)
 class WhichAssumptions:
+    """What a `which` answer assumed: the engine, the ordering, the layout and the notes."""
+
     engine: str
     #: capability or speed (--sort)
     sort: str
@@ -40,6 +42,8 @@ class WhichAssumptions:
 
 @dataclass(frozen=True, kw_only=True)
 class WhichReport:
+    """The answer of `which`: the catalog models that fit the GPUs, in order (its `--json`)."""
+
     gpusize_version: str
     command: str
     fits: bool

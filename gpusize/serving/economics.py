@@ -91,6 +91,8 @@ SMALL_PSU_W, LARGE_PSU_W = 1600, 3000
 
 @dataclass(frozen=True)
 class PowerPlan:
+    """A server's power: GPU draw, the total range and the power-supply modules that carry it."""
+
     gpu_w: float
     total_w_low: float
     total_w_high: float

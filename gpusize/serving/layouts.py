@@ -104,6 +104,8 @@ class Demand:
 
 @dataclass(frozen=True, kw_only=True)
 class Layout:
+    """One serving layout: replicas of a model split over GPUs, whether it fits, and its speed and cost."""
+
     replicas: int
     tensor_parallel: int
     #: GPUs one replica spans and how it splits the model over them: tensor (vLLM, SGLang), or

@@ -363,6 +363,8 @@ def rank(options: list[Option], per_user: bool = False) -> list[Option]:
 
 @dataclass(frozen=True)
 class CurvePoint:
+    """One context length of a curve: the concurrency the plan holds there and whether it fits."""
+
     context_tokens: int
     max_concurrency: float
     #: The plan holds `users` sequences of this context, and whether by a thin margin

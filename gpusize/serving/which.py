@@ -108,6 +108,8 @@ class CatalogEntry:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelFit:
+    """One model's row in `which`: its names, parameters and how it runs on the GPUs asked for."""
+
     name: str
     hf_id: str
     family: str | None

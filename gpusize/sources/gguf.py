@@ -49,6 +49,9 @@ _BLOCK = re.compile(r"^blk\.(\d{1,18})\.")
 
 @dataclass(frozen=True)
 class GgufModel:
+    """A GGUF file as read: its architecture, file type, config and the bytes of its tensors by kind
+    and block."""
+
     path: str
     architecture: str
     file_type: str

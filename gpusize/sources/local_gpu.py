@@ -24,6 +24,8 @@ __all__ = ["LocalGpu", "detect", "local_spec", "parse_nvidia_smi"]
 
 @dataclass(frozen=True)
 class LocalGpu:
+    """A GPU of this machine as NVML or nvidia-smi reports it: name, total and free MiB."""
+
     name: str
     total_mib: int
     free_mib: int

@@ -33,6 +33,8 @@ _SOURCE = re.compile(r"^(https://\S+.*|unverified \(.+\))$", re.DOTALL)
 
 @dataclass(frozen=True)
 class OllamaTag:
+    """One row of the Ollama tag table: the tag, the catalog model and dtype it ships, and its source."""
+
     tag: str
     model: str
     dtype: str

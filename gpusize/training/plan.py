@@ -40,6 +40,8 @@ class Suggestion:
 
 @dataclass(frozen=True, kw_only=True)
 class TrainCandidate:
+    """One training configuration on one GPU type and count: its sharding, memory per GPU and verdict."""
+
     gpu: str
     gpu_full_name: str
     num_gpus: int

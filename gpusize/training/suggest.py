@@ -65,6 +65,8 @@ class TrainSuggestion:
 
 @dataclass(frozen=True)
 class _Variant:
+    """A changed training setup a suggestion tries: the lever, its changes and the setup it gives."""
+
     lever: str
     changes: tuple[Change, ...]
     summary: str

@@ -104,6 +104,9 @@ def llamacpp_compute_bytes(
 
 @dataclass(frozen=True)
 class LlamaCppSplit:
+    """Where a llama.cpp plan keeps things under `-ngl`: weights, KV and state on the GPUs and in system
+    RAM, the compute buffer, and each GPU's share under `-sm layer`."""
+
     gpu_layers: int
     gpu_weight_bytes: int
     cpu_weight_bytes: int

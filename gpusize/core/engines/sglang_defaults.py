@@ -41,6 +41,9 @@ MAX_PREFILL_TOKENS = 16384
 
 @dataclass(frozen=True)
 class SglangDefaults:
+    """SGLang's defaults for one GPU and release: chunked prefill size, CUDA-graph batch limit and
+    static memory fraction."""
+
     chunked_prefill: int
     cuda_graph_max_bs: int
     mem_fraction_static: float
