@@ -11,6 +11,7 @@ setting, measured, predicted, residual) with per-engine MAE and worst case, cali
     python bench/calibrate_throughput.py --loso > bench/VALIDATION.md   # leave one source out
     python bench/calibrate_throughput.py --moe-kernel --loso   # the same for the tried MoE model
     python bench/calibrate_throughput.py --expert-bytes --loso   # ... the tried per-byte expert model
+    python bench/calibrate_throughput.py --moe-config --loso   # ... the tried tuned-config expert model
     python bench/calibrate_throughput.py --loso --write-ranges   # ... and re-range the answers:
         # bench/results/loso.json and gpusize/serving/speed_ranges.py (`--from-results`: from the
         # recorded loso.json, no refit)
@@ -217,6 +218,8 @@ def scenario(rid: str) -> Scenario:
     )
     model = engine_model(rec.engine)
     work = resolve(spec, request, model.settings, model.releases)
+    if USE_MOE_CONFIG and record_release(rid):  # the speed model's release only (tuned configs)
+        work = replace(work, engine=replace(work.engine, version=record_release(rid)))
     gpu = _gpu(u["gpu"], u.get("interconnect"))
     llamacpp = None
     if rec.engine == "llamacpp":
@@ -491,6 +494,51 @@ def use_expert_bytes(keep_floor: bool) -> None:
         print(f"# {name} = {rounded(value)}", file=sys.stderr)
 
 
+#: The tried tuned-config model (bench/VALIDATION.md), `--moe-config`: the per-routed-expert cost takes
+#: `expert_tuned_s` where the record's release ships a tuned fused-MoE Triton config for the layer on
+#: its GPU (`gpusize.serving.moe_config`), `expert_s` elsewhere; both fitted in the vLLM decode stage
+#: from START (SGLang inherits them, as it does `expert_s`). MOE_RELEASE: the release each MoE record
+#: ran, by id prefix (bench/moe_configs_build.py reads those wheels; a main-branch build: the nearest).
+MOE_CONFIG_NAMES = ("vllm.expert_s", "vllm.expert_tuned_s")
+MOE_RELEASE = {
+    "gs-vllm-gptoss120b-h100": "0.10.2",
+    "gs-vllm-": "0.11.0",
+    "gs-sglang-": "0.5.4.post2",
+    "vllmblog-": "0.19.1",
+    "sglang-gptoss120b-": "0.5.2",
+    "vllm-issue22331-": "0.10.1",
+    "achatbot183-": "0.5.2",
+    "inferencex1061-": "0.17.0",
+    "inferencex1092-": "0.17.0",
+    "inferencex870-": "0.5.9",
+    "sglang10404-": "0.5.3",
+    "sglang18195-": "0.5.8",
+}
+USE_MOE_CONFIG = False
+
+
+def record_release(rid: str) -> str | None:
+    """The release a MoE record ran (MOE_RELEASE, first matching prefix), None elsewhere."""
+    return next((v for prefix, v in MOE_RELEASE.items() if rid.startswith(prefix)), None)
+
+
+def use_moe_config() -> None:
+    """Switch this process to the tried tuned-config model and fit it from START."""
+    global STAGES, USE_MOE_CONFIG
+    USE_MOE_CONFIG = True
+    STAGES = tuple(
+        (
+            engines,
+            classes,
+            tuple(n for name in names for n in (MOE_CONFIG_NAMES if name == "vllm.expert_s" else (name,))),
+        )
+        for engines, classes, names in STAGES
+    )
+    print("# fitting the tuned-config expert model from START", file=sys.stderr)
+    for name, value in fit().items():
+        print(f"# {name} = {rounded(value)}", file=sys.stderr)
+
+
 def constant(name: str) -> float:
     head, _, rest = name.partition(".")
     if head in calibrated.ENGINE_SPEED:
@@ -656,6 +704,7 @@ START = {
     "step_s": 1e-3,
     "layer_s": 5e-5,
     "expert_s": 5e-6,
+    "expert_tuned_s": 5e-6,
     # the experts' bytes read a second time at an H100 SXM's 3.35 TB/s
     "expert_byte_s": 3e-13,
     # one SM streaming its share of an H100 SXM's 3.35 TB/s at 2 bytes a weight (132 SMs): 79 us per
@@ -1131,6 +1180,8 @@ if __name__ == "__main__":
         use_moe_kernel()
     if "--expert-bytes" in sys.argv or "--expert-bytes-floor" in sys.argv:
         use_expert_bytes(keep_floor="--expert-bytes-floor" in sys.argv)
+    if "--moe-config" in sys.argv:
+        use_moe_config()
     if "--fit" in sys.argv:
         for name, value in fit().items():
             print(f"{name} = {rounded(value)!r}")

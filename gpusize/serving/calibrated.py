@@ -8,7 +8,9 @@ README's "Throughput model". The figures of the last fit are in bench/RESULTS.md
 by a fit that never saw its source (leave one source out, `--loso`) in bench/VALIDATION.md.
 
 Decode step time on one GPU group (`gpusize.serving.throughput.decode_step`):
-    step = step_s + layer_s x layers + expert_s x experts touched (summed over MoE layers)
+    step = step_s + layer_s x layers + expert_s x experts touched (summed over MoE layers;
+           expert_tuned_s in its place where the release ships a tuned fused-MoE config: tried, not
+           adopted, zero in the published constants)
            + moe_layer_s x MoE layers (these two x ROCM_KERNEL_FLOOR_FACTOR on AMD) + sequence_s x sequences
            + max(bytes read / (bandwidth x bandwidth_efficiency), flops / (TFLOPS x prefill_mfu))
            [+ per MoE layer max(0, tile weights / 1e6 x moe_mweight_s / SMs - expert bytes / (bandwidth
@@ -60,6 +62,11 @@ class EngineSpeed:
     step_s: float = 0.0
     layer_s: float = 0.0
     expert_s: float = 0.0
+    #: Seconds per routed expert run where the engine release ships a tuned fused-MoE Triton config
+    #: for the layer's shape on the GPU (`moe_config.tuned_config`); `expert_s` is then the cost under
+    #: the kernel's default tiles. Tried (`bench/calibrate_throughput.py --moe-config`), not adopted
+    #: (bench/VALIDATION.md), so zero in the published constants: every expert run costs `expert_s`.
+    expert_tuned_s: float = 0.0
     moe_layer_s: float = 0.0
     #: Seconds one SM spends per million weights its MoE kernel's thread blocks load (BLOCK_N x BLOCK_K
     #: tiles, once per M block: load, dequantize, a BLOCK_M-row MMA), per kernel family

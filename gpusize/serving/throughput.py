@@ -375,15 +375,37 @@ def kernel_floor_factor(gpu: GpuSpec) -> float:
     return calibrated.ROCM_KERNEL_FLOOR_FACTOR if gpu.vendor == "AMD" else 1.0
 
 
-def _fixed_s(spec: ModelSpec, speed: calibrated.EngineSpeed, sequences: int, gpu: GpuSpec) -> float:
+def expert_run_s(
+    spec: ModelSpec, work: Workload, gpu: GpuSpec, tp: int, speed: calibrated.EngineSpeed
+) -> float:
+    """Seconds per routed expert run: `expert_tuned_s` where the engine release ships a tuned
+    fused-MoE Triton config for the layer on this GPU (`moe_config.tuned_config`) and the engine has
+    that constant (the tried model, zero in the published constants), else `expert_s`."""
+    if not speed.expert_tuned_s or spec.moe is None:
+        return speed.expert_s
+    # start-up: the shipped config list is read only by the tried tuned-config model
+    from gpusize.serving.moe_config import tuned_config
+
+    return speed.expert_tuned_s if tuned_config(spec, work, gpu, tp) else speed.expert_s
+
+
+def _fixed_s(
+    spec: ModelSpec,
+    speed: calibrated.EngineSpeed,
+    sequences: int,
+    gpu: GpuSpec,
+    expert_s: float | None = None,
+) -> float:
     """The fitted costs a step pays whatever it reads: per step, per layer, per routed expert run
-    (experts touched x MoE layers; zero under the tried MoE-kernel model, `_moe_kernel_s`), per MoE
+    (experts touched x MoE layers, at `expert_s`, default the engine's; zero under the tried
+    MoE-kernel model, `_moe_kernel_s`), per MoE
     layer (routing and the MoE kernels' launches: a floor) and per sequence. The three kernel
     floors are scaled by `kernel_floor_factor` (ROCm's dispatch on AMD GPUs)."""
     moe_layers = sum(1 for layer in spec.layers if layer.ffn == "moe")
     experts = spec.moe.num_experts * experts_touched(spec, sequences) * moe_layers if spec.moe else 0.0
     launches = (speed.layer_s * len(spec.layers) + speed.moe_layer_s * moe_layers) * kernel_floor_factor(gpu)
-    return speed.step_s + launches + speed.expert_s * experts + speed.sequence_s * sequences
+    per_expert = speed.expert_s if expert_s is None else expert_s
+    return speed.step_s + launches + per_expert * experts + speed.sequence_s * sequences
 
 
 def decode_step(
@@ -411,7 +433,7 @@ def decode_step(
     tokens = sequences * verified
     t_cmp = 2 * spec.params.active * tokens / tp / (tflops * 1e12 * speed.prefill_mfu) if tflops else 0.0
     comm = 2 * len(spec.layers) * allreduce_s(gpu, tp, tokens * spec.hidden_size * 2)
-    fixed = _fixed_s(spec, speed, sequences, gpu)
+    fixed = _fixed_s(spec, speed, sequences, gpu, expert_run_s(spec, work, gpu, tp, speed))
     t_host = host_copy_s(spec, work, gpu, tp)
     # under speculative decoding one verification step yields `accepted` tokens per sequence: the
     # time per generated token, what every caller reads as the step, is the step over them
