@@ -65,6 +65,8 @@ GAPS: dict[str, tuple[str, Callable[[ModelSpec, ParamCounts], int]]] = {
     "Kimi-K2-Instruct-0905": ("scale", _fixed(62_503_000)),  # 4,392 more than the July release
     "Qwen3-235B-A22B-FP8": ("scale", _fixed(14_269_952)),
     "MiniMax-M2": ("scale", _fixed(13_880_064)),  # 128x128 blocks: experts 13,713,408 + attention 166,656
+    "MiniMax-M2.5": ("scale", _fixed(13_880_064)),  # the same architecture and FP8 blocks as M2
+    "MiniMax-M2.7": ("scale", _fixed(13_880_064)),
     "Kimi-VL-A3B-Instruct": ("estimate", _fixed(28_849_984)),  # MoonViT: generic ViT estimate
     "Kimi-VL-A3B-Thinking": ("estimate", _fixed(28_849_984)),
     # FP8 scale elements: 36 layers x (512 BF16 + 16 F32), inferred from the Hub's dtype totals
