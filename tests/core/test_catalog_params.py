@@ -160,3 +160,30 @@ def test_qwen3_vl_tower_is_exact_layer_by_layer() -> None:
         if entry.config["model_type"] in ("qwen3_vl", "qwen3_vl_moe"):
             vision = parse_config(entry.config).vision
             assert vision is not None and vision.exact, entry.name
+
+
+#: Issue 26: the multimodal families whose towers gpusize reads exactly (config-derived, not estimated).
+EXACT_TOWER_TYPES = (
+    "qwen2_vl",
+    "qwen2_5_vl",
+    "qwen3_vl",
+    "qwen3_vl_moe",
+    "qwen3_5",
+    "qwen3_5_moe",
+    "gemma4",
+    "llama4",
+)
+
+
+def test_multimodal_families_read_their_towers_exactly() -> None:
+    """Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5/3.6, Gemma 4 and Llama-4 entries: each has a tower and
+    it is counted exactly; Qwen2-VL-7B's and Qwen2.5-VL-3B's totals (tower included) match the Hub's."""
+    towers = {}
+    for entry in MODELS:
+        if entry.config["model_type"] in EXACT_TOWER_TYPES:
+            vision = parse_config(entry.config).vision
+            assert vision is not None and vision.exact, entry.name
+            towers[entry.name] = vision.params
+    assert towers["Qwen2-VL-7B-Instruct"] == 675_759_104
+    assert towers["Qwen2.5-VL-3B-Instruct"] == 668_684_288
+    assert set(EXACT_TOWER_TYPES) <= {m.config["model_type"] for m in MODELS}
