@@ -117,6 +117,9 @@ LLAMACPP_ARCH: dict[str, Arch] = {
     "phi3": Arch("phi3"),
     "qwen2": Arch("qwen2"),
     "qwen2_moe": Arch("qwen2moe"),
+    # Qwen2-VL and Qwen2.5-VL both convert to qwen2vl (LLM_ARCH_QWEN2VL; M-RoPE, plain attention cache)
+    "qwen2_vl": Arch("qwen2vl"),
+    "qwen2_5_vl": Arch("qwen2vl"),
     "qwen3": Arch("qwen3"),
     "qwen3_moe": Arch("qwen3moe"),
     "qwen3_next": Arch("qwen3next"),
