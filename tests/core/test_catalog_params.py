@@ -65,6 +65,8 @@ GAPS: dict[str, tuple[str, Callable[[ModelSpec, ParamCounts], int]]] = {
     "Kimi-K2-Instruct-0905": ("scale", _fixed(62_503_000)),  # 4,392 more than the July release
     "Qwen3-235B-A22B-FP8": ("scale", _fixed(14_269_952)),
     "MiniMax-M2": ("scale", _fixed(13_880_064)),  # 128x128 blocks: experts 13,713,408 + attention 166,656
+    "MiniMax-M2.5": ("scale", _fixed(13_880_064)),  # the same architecture and FP8 blocks as M2
+    "MiniMax-M2.7": ("scale", _fixed(13_880_064)),
     "Kimi-VL-A3B-Instruct": ("estimate", _fixed(28_849_984)),  # MoonViT: generic ViT estimate
     "Kimi-VL-A3B-Thinking": ("estimate", _fixed(28_849_984)),
     # FP8 scale elements: 36 layers x (512 BF16 + 16 F32), inferred from the Hub's dtype totals
@@ -158,3 +160,30 @@ def test_qwen3_vl_tower_is_exact_layer_by_layer() -> None:
         if entry.config["model_type"] in ("qwen3_vl", "qwen3_vl_moe"):
             vision = parse_config(entry.config).vision
             assert vision is not None and vision.exact, entry.name
+
+
+#: Issue 26: the multimodal families whose towers gpusize reads exactly (config-derived, not estimated).
+EXACT_TOWER_TYPES = (
+    "qwen2_vl",
+    "qwen2_5_vl",
+    "qwen3_vl",
+    "qwen3_vl_moe",
+    "qwen3_5",
+    "qwen3_5_moe",
+    "gemma4",
+    "llama4",
+)
+
+
+def test_multimodal_families_read_their_towers_exactly() -> None:
+    """Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3.5/3.6, Gemma 4 and Llama-4 entries: each has a tower and
+    it is counted exactly; Qwen2-VL-7B's and Qwen2.5-VL-3B's totals (tower included) match the Hub's."""
+    towers = {}
+    for entry in MODELS:
+        if entry.config["model_type"] in EXACT_TOWER_TYPES:
+            vision = parse_config(entry.config).vision
+            assert vision is not None and vision.exact, entry.name
+            towers[entry.name] = vision.params
+    assert towers["Qwen2-VL-7B-Instruct"] == 675_759_104
+    assert towers["Qwen2.5-VL-3B-Instruct"] == 668_684_288
+    assert set(EXACT_TOWER_TYPES) <= {m.config["model_type"] for m in MODELS}

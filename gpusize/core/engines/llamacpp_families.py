@@ -147,6 +147,9 @@ LLAMACPP_ARCH: dict[str, Arch] = {
     "phi3": Arch("phi3"),
     "qwen2": Arch("qwen2"),
     "qwen2_moe": Arch("qwen2moe"),
+    # Qwen2-VL and Qwen2.5-VL both convert to qwen2vl (LLM_ARCH_QWEN2VL; M-RoPE, plain attention cache)
+    "qwen2_vl": Arch("qwen2vl"),
+    "qwen2_5_vl": Arch("qwen2vl"),
     "qwen3": Arch("qwen3"),
     "qwen3_5_moe_text": Arch("qwen35moe"),
     "qwen3_5_text": Arch("qwen35"),
