@@ -9,10 +9,13 @@ Every recurrent layer keeps its state in one page of the same KV pool as the att
    (vllm/model_executor/layers/mamba/mamba_utils.py `MambaStateShapeCalculator`,
    `MambaStateDtypeCalculator`);
 2. the attention block size is raised to the smallest multiple of the kernel alignment (16 tokens;
-   64 for MLA) whose attention page holds a mamba page, and the mamba page is padded up to that
-   attention page (vllm/model_executor/models/config.py `HybridAttentionMambaModelConfig.
-   verify_and_update_config`, `mamba_cache_mode` "none": prefix caching is off by default for
-   hybrid models, `ModelConfig.is_prefix_caching_supported`);
+   64 for MLA; 128 for MLA from 0.27.0, `MLA_HYBRID_ALIGNMENT`) whose attention page holds a mamba
+   page, and the mamba page is padded up to that attention page (vllm/model_executor/models/
+   config.py `HybridAttentionMambaModelConfig.verify_and_update_config`; in the 0.27.0-0.33.0
+   wheels vllm/platforms/interface.py `Platform._align_hybrid_block_size`), `mamba_cache_mode`
+   "none": prefix caching is off by default for hybrid models up to 0.27.1 (engine/arg_utils.py
+   `default_prefix_caching = ... and not model_config.is_hybrid`; on from 0.28.0, "align" mode,
+   two state blocks per request: not modelled yet);
 3. the layers are grouped by type with the group-size rule of vllm/v1/core/kv_cache_utils.py
    `_get_kv_cache_groups_uniform_page_size` (the state layers are one more type), the pool holds
    available // (page x group_size) blocks, a request takes cdiv(context, block) blocks in each
@@ -22,24 +25,45 @@ Every recurrent layer keeps its state in one page of the same KV pool as the att
 The SSM dtype with `--mamba-ssm-cache-dtype auto`: the config's `mamba_ssm_dtype` for Qwen3.5
 (`Qwen3_5ForConditionalGenerationConfig`), the config's `mamba_ssm_cache_dtype` or float16 for
 Nemotron-H (`NemotronHForCausalLMConfig`), the conv dtype otherwise; Kimi Delta Attention keeps its
-recurrent state in fp32 whatever the flag (`kda_state_dtype`).
+recurrent state in fp32 under `auto` (`kda_state_dtype`; from 0.30.0 an explicit float32 or bfloat16
+chooses it, a flag gpusize does not offer).
 """
 
 from __future__ import annotations
 
 from gpusize.core.kinds import mixer_kind
 from gpusize.core.kvcache import GROUP_SIZE_RATIO, KvGroup, KvLayout, group_size, groups_of
+from gpusize.core.releases import parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import activation_dtype
 from gpusize.core.workload import Workload
 from gpusize.units import DTYPE_BYTES
 
-__all__ = ["STATE_GROUP", "holds_state", "mamba_page_bytes", "ssm_dtype", "state_dtypes", "with_state_pages"]
+__all__ = [
+    "MLA_HYBRID_ALIGNMENT",
+    "MLA_HYBRID_ALIGNMENT_SINCE",
+    "STATE_GROUP",
+    "block_alignment",
+    "holds_state",
+    "mamba_page_bytes",
+    "ssm_dtype",
+    "state_dtypes",
+    "with_state_pages",
+]
 
 #: The group kind of recurrent-state layers in a KvLayout: one block per request.
 STATE_GROUP = "state"
 #: Nemotron-H's SSM state dtype when the config names none (NemotronHForCausalLMConfig).
 NEMOTRON_SSM_DEFAULT = "fp16"
+#: The block alignment of a hybrid whose attention is MLA (Kimi-Linear, Kimi-K3), read in the 0.27.0
+#: wheel (vllm/platforms/interface.py `Platform._align_hybrid_block_size`: "TRTLLM/FlashInfer MLA
+#: decode kernels require the physical number of kernel blocks to be aligned to 128 /
+#: kernel_block_size ... make the manager block size a multiple of 128",
+#: `kernel_block_alignment_size = max(kernel_block_alignment_size, 128)`); the same line in every
+#: wheel from 0.27.0 to 0.33.0, absent from 0.26.0 and earlier (bench/release_sources.py grep).
+MLA_HYBRID_ALIGNMENT = 128
+#: The first release with `MLA_HYBRID_ALIGNMENT`.
+MLA_HYBRID_ALIGNMENT_SINCE = "0.27.0"
 
 
 def ssm_dtype(spec: ModelSpec, conv_dtype: str) -> str:
@@ -84,7 +108,7 @@ def with_state_pages(
     if layout is None or not page:
         return layout
     per_token = layout.page_bytes // layout.block_size
-    align = layout.block_size  # the kernel alignment: 16 (FlashAttention), 64 (MLA backends)
+    align = block_alignment(spec, layout.block_size, work)
     block = max(layout.block_size, align * -(-page // (align * per_token)))
     counts = dict(spec.attention_kinds)
     counts[(STATE_GROUP, None)] = sum(
@@ -95,6 +119,16 @@ def with_state_pages(
         KvGroup(kind, window) for (kind, window), n in counts.items() for _ in range(groups_of(n, size))
     )
     return KvLayout(block * per_token, block, size, groups, layout.draft_page_bytes)
+
+
+def block_alignment(spec: ModelSpec, block: int, work: Workload) -> int:
+    """The multiple the hybrid block size is raised by: the kernel block (16 for FlashAttention, 64
+    for the MLA backends), at least `MLA_HYBRID_ALIGNMENT` for MLA from `MLA_HYBRID_ALIGNMENT_SINCE`."""
+    since = parse_version(MLA_HYBRID_ALIGNMENT_SINCE)
+    assert since is not None
+    if spec.mla is not None and work.release.version >= since:
+        return max(block, MLA_HYBRID_ALIGNMENT)
+    return block
 
 
 def holds_state(layout: KvLayout | None) -> bool:
