@@ -161,13 +161,14 @@ HYBRID_NOTE = (
 
 
 #: Kimi-K3 (attention residuals, latent MoE, gated MLA and KDA): sized from vLLM's vllm/models/kimi_k3
-#: (nvidia/model.py, mla.py, kda.py, read at vllm-project/vllm main commits 006193b5, 01b867e8,
-#: 055e47c2). vLLM registers KimiK3ForConditionalGeneration from 0.27.0 (family_support); each
-#: release's own copy of that module was not compared, so the answer says where the sizing is from.
+#: (nvidia/model.py, mla.py, kda.py, kda_metadata.py, common/*, and transformers_utils/configs/
+#: kimi_k3.py), read in every release from 0.27.0 (the first that registers
+#: KimiK3ForConditionalGeneration, family_support) to 0.33.0; the figures per release and what
+#: changed between them: tests/core/test_kimi_k3_releases.py.
 KIMI_K3_NOTE = (
-    "Kimi-K3: sized as vLLM's vllm/models/kimi_k3 allocates it on main (the MLA latent per token, the "
+    "Kimi-K3: sized as vLLM {version}'s vllm/models/kimi_k3 allocates it (the MLA latent per token, the "
     "KDA state per sequence, the attention-residual block stack in the activations); vLLM serves it from "
-    "0.27.0, and {version}'s own copy of that module was not compared"
+    "0.27.0"
 )
 
 
