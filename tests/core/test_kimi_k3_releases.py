@@ -35,9 +35,13 @@ with what gpusize computes:
   release; from 0.30.0 `--mamba-ssm-cache-dtype float32|bfloat16` chooses the recurrent dtype ("auto"
   stays fp32; gpusize offers no such flag, so its default is the release's). 0.29.0-0.32.0 append a
   RecoverSSM record only with `cache_config.use_kda_recoverssm` (init=False, speculative decoding).
-- hybrid pages (platforms/interface.py `_align_hybrid_block_size`): from 0.27.0 an MLA hybrid's block
-  is a multiple of 128 (`hybrid.MLA_HYBRID_ALIGNMENT`), not of the MLA kernel's 64: the one figure
-  gpusize computed otherwise.
+- hybrid pages, the two rules gpusize had otherwise: (1) platforms/interface.py
+  `_align_hybrid_block_size`: from 0.27.0 an MLA hybrid's block is a multiple of 128
+  (`hybrid.MLA_HYBRID_ALIGNMENT`), not of the MLA kernel's 64; (2) blocks per request in a state
+  group (v1/kv_cache_interface.py `MambaSpec.max_memory_usage_bytes`): 1 in 0.27.x (prefix caching
+  off for hybrids, engine/arg_utils.py), 2 from 0.28.0 (prefix caching on, mamba_cache_mode
+  "align"), 3 from 0.29.0 where KimiK3DeltaAttention's prefill backend is FlashKDA (compute
+  capability 9, 10 or 12: `num_prefill_checkpoint_blocks`).
 - attention residuals (nvidia/model.py `KimiLinearModel.forward`): `block_residual =
   hidden_states.new_empty(tokens, num_attn_res_blocks, hidden)`, num_attn_res_blocks =
   cdiv(end_layer, attn_res_block_size), in every release.
@@ -50,12 +54,13 @@ from dataclasses import replace
 import pytest
 
 from gpusize.core import kvcache
+from gpusize.core.engines import engine
 from gpusize.core.engines.vllm import hybrid
 from gpusize.core.engines.vllm.overhead import activation_bytes
 from gpusize.core.engines.vllm.scheduler import SchedulerLimits
 from gpusize.core.params import ATTN_RES_LAYER_VECTORS, ATTN_RES_MODEL_VECTORS, count_params
 from gpusize.core.releases import VLLM
-from tests.helpers import catalog_spec, workload
+from tests.helpers import catalog_spec, find_gpu, workload
 
 H = 7168
 #: Config-derived total (tests/core/test_family_kimi_k3.py), the same in every release read.
@@ -131,3 +136,56 @@ def test_kimi_linear_alignment_changes_at_0_27_0(version: str, block: int) -> No
         spec, kvcache.kv_layout(spec, 2.0, 2), workload(spec, 32768, version=version), 2
     )
     assert layout is not None and layout.block_size == block
+
+
+#: Blocks per request per state group: prefix caching off for hybrids up to 0.27.1 (one block), on
+#: from 0.28.0 ("align": two), plus FlashKDA's prefill checkpoint block from 0.29.0 on compute
+#: capability 9, 10 or 12 (H200 9.0; the A100's 8.0 takes the Triton prefill, no checkpoint).
+STATE_BLOCKS = [
+    ("0.27.0", "H200", 1),
+    ("0.27.1", "H200", 1),
+    ("0.28.0", "H200", 2),
+    ("0.29.0", "H200", 3),
+    ("0.29.0", "A100-SXM", 2),
+    ("0.33.0", "H200", 3),
+    ("0.33.0", "B200", 3),
+    ("0.33.0", "A100-SXM", 2),
+]
+
+
+@pytest.mark.parametrize(("version", "gpu", "held"), STATE_BLOCKS)
+@pytest.mark.parametrize(("tp", "block"), [(1, 5760), (2, 2944), (4, 1536), (8, 768)])
+def test_state_blocks_per_request_follow_the_release(
+    version: str, gpu: str, held: int, tp: int, block: int
+) -> None:
+    """Before: one state block per request in every release. 24 MLA layers make one full group of 24
+    and the 69 KDA layers three state groups; a 32k request at TP8 in 0.33.0 on an H200 holds
+    cdiv(32,768, 768) = 43 full blocks + 3 x 3 state blocks = 52 (46 in 0.27.0)."""
+    spec = catalog_spec("Kimi-K3")
+    work = workload(spec, 32768, version=version)
+    assert hybrid.state_blocks(spec, work, find_gpu(gpu)) == held
+    layout = hybrid.with_state_pages(
+        spec, kvcache.kv_layout(spec, 2.0, tp, 1.5), work, tp, 1.5, find_gpu(gpu)
+    )
+    assert layout is not None and layout.block_size == block and layout.group_size == 24
+    assert [g.kind for g in layout.groups] == ["full", "state", "state", "state"]
+    assert kvcache.blocks_per_request(layout, 32768, 8192) == -(-32768 // block) + 3 * held
+
+
+@pytest.mark.parametrize(("version", "held"), [("0.27.1", 1), ("0.28.0", 2), ("0.33.0", 2)])
+def test_kimi_linear_takes_align_mode_without_the_kda_checkpoint(version: str, held: int) -> None:
+    """Kimi-Linear's KDA layer (KimiLinearGatedDeltaNetAttention, no full-rank gate) exports no
+    prefill checkpoint: two blocks from 0.28.0 on an H200, not three."""
+    spec = catalog_spec("Kimi-Linear-48B-A3B-Instruct")
+    assert hybrid.state_blocks(spec, workload(spec, 32768, version=version), find_gpu("H200")) == held
+
+
+def test_fit_holds_fewer_k3_requests_from_0_28_0() -> None:
+    """More blocks per request: Kimi-K3 on 8 x B300 (compute capability 10.3) at 32k holds 50.6
+    requests in 0.27.0 (46 blocks each), 41.8 in 0.33.0 (52 blocks each; the pool is smaller too)."""
+    spec = catalog_spec("Kimi-K3")
+    b300 = find_gpu("B300")
+    old = engine("vllm").evaluate(spec, b300, 8, workload(spec, 32768, version="0.27.0"))
+    new = engine("vllm").evaluate(spec, b300, 8, workload(spec, 32768, version="0.33.0"))
+    assert old.max_concurrency is not None and new.max_concurrency is not None
+    assert new.max_concurrency < old.max_concurrency
