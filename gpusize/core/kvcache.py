@@ -134,6 +134,9 @@ class KvGroup:
     window: int | None
     #: Tokens per block of this group when vLLM raised it to unify page sizes (0 = the layout's).
     block_size: int = 0
+    #: Blocks one request holds in a state group (vLLM MambaSpec.max_memory_usage_bytes: 1, or 2 and
+    #: more under prefix caching's "align" mode, core/engines/vllm/hybrid.py `state_blocks`).
+    state_blocks: int = 1
 
 
 @dataclass(frozen=True)
@@ -271,8 +274,8 @@ def blocks_per_request(layout: KvLayout, context: int, max_num_batched_tokens: i
     total = 0
     for group in layout.groups:
         bs = group.block_size or layout.block_size
-        if group.kind == "state":  # a recurrent layer's state: one block per request (vLLM MambaSpec)
-            total += 1
+        if group.kind == "state":  # a recurrent layer's state (vLLM MambaSpec)
+            total += group.state_blocks
         elif group.kind == "full" or group.window is None:
             total += -(-context // bs)
         elif group.kind == "sliding":

@@ -20,9 +20,10 @@ from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 __all__ = ["ATTN_RES_LAYER_VECTORS", "ATTN_RES_MODEL_VECTORS", "count_params", "layer_params"]
 
 #: Kimi-K3 attention residuals (vLLM vllm/models/kimi_k3/nvidia/model.py `KimiDecoderLayer`, read at
-#: vllm-project/vllm commit 006193b5): per layer two RMSNorms (self_attention_res_norm, mlp_res_norm)
-#: and two pseudo-queries (self_attention_res_proj, mlp_res_proj: ReplicatedLinear(hidden, 1), no
-#: quantization), four vectors of hidden_size beside the input and post-attention norms it keeps.
+#: vllm-project/vllm commit 006193b5 and in every wheel from 0.27.0 to 0.33.0): per layer two RMSNorms
+#: (self_attention_res_norm, mlp_res_norm) and two pseudo-queries (self_attention_res_proj, mlp_res_proj:
+#: ReplicatedLinear(hidden, 1), no quantization), four vectors of hidden_size beside the input and
+#: post-attention norms it keeps.
 ATTN_RES_LAYER_VECTORS = 4
 #: `KimiLinearModel`: output_attn_res_norm and output_attn_res_proj mix the blocks once more before
 #: the final norm (two vectors of hidden_size).

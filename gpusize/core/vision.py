@@ -179,12 +179,13 @@ def kimi_k3_vision_params(t: Tower, text_hidden: int) -> int:
     """Kimi-K3's MoonViT3dPretrainedModel + KimiK25MultiModalProjector as vLLM builds them from
     KimiK3VisionConfig (vllm/model_executor/models/kimi_k25_vit.py and
     vllm/foundation/integrations/transformers_utils/configs/kimi_k3.py, read at vllm-project/vllm commit
-    055e47c2), for its layout (norm_type rmsnorm, attn_bias / linear_bias / patch_embed_proj_bias false,
-    mlp2, patchmergerv2; `core.parse` refuses others): a bias-free Conv2d patch embedding, the learned
-    position grid (the temporal sin-cos table is a buffer), per block two RMSNorms, wqkv h -> 3q and wo
-    q -> h (q = qkv_hidden_size), fc0 h -> i and fc1 i -> h, all bias-free; a final RMSNorm; the
-    projector Linear(m, m) and Linear(m, text width) without biases and an RMSNorm over the text
-    width (m = merge^2 x h; vLLM sets text_hidden_size to the text model's hidden_size)."""
+    055e47c2; vllm/transformers_utils/configs/kimi_k3.py in the 0.27.0-0.33.0 wheels: the same tensors in
+    each), for its layout (norm_type rmsnorm, attn_bias / linear_bias / patch_embed_proj_bias false, mlp2,
+    patchmergerv2; `core.parse` refuses others): a bias-free Conv2d patch embedding, the learned position grid
+    (the temporal sin-cos table is a buffer), per block two RMSNorms, wqkv h -> 3q and wo q -> h (q =
+    qkv_hidden_size), fc0 h -> i and fc1 i -> h, all bias-free; a final RMSNorm; the projector Linear(m, m)
+    and Linear(m, text width) without biases and an RMSNorm over the text width (m = merge^2 x h; vLLM sets
+    text_hidden_size to the text model's hidden_size)."""
     h, i, m = t.hidden_size, t.intermediate_size, t.spatial_merge_size**2 * t.hidden_size
     q = t.qkv_hidden_size or h
     embed = t.num_channels * t.patch_size**2 * h + t.num_position_embeddings * h

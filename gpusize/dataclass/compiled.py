@@ -463,10 +463,10 @@ CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is se
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.kind,self.window,self.block_size,)==(other.kind,other.window,other.block_size,)
+   return (self.kind,self.window,self.block_size,self.state_blocks,)==(other.kind,other.window,other.block_size,other.state_blocks,)
   return NotImplemented
  return __eq__
-CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.kind,self.window,self.block_size,)==(other.kind,other.window,other.block_size,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.kind,self.window,self.block_size,self.state_blocks,)==(other.kind,other.window,other.block_size,other.state_blocks,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __eq__(self,other):
@@ -1384,9 +1384,9 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.kind,self.
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.kind,self.window,self.block_size,))
+  return hash((self.kind,self.window,self.block_size,self.state_blocks,))
  return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.kind,self.window,self.block_size,))\n return __hash__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.kind,self.window,self.block_size,self.state_blocks,))\n return __hash__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __hash__(self):
@@ -2150,9 +2150,9 @@ CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qual
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(kind={self.kind!r}, window={self.window!r}, block_size={self.block_size!r})"
+  return self.__class__.__qualname__ + f"(kind={self.kind!r}, window={self.window!r}, block_size={self.block_size!r}, state_blocks={self.state_blocks!r})"
  return __repr__
-CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(kind={self.kind!r}, window={self.window!r}, block_size={self.block_size!r})"\n return __repr__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(kind={self.kind!r}, window={self.window!r}, block_size={self.block_size!r}, state_blocks={self.state_blocks!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -3362,13 +3362,14 @@ def __create_fn__(_type_kind, _type_gbytes_per_s, _type_source, MISSING, _HAS_DE
  return __init__
 CODE["def __create_fn__(_type_kind, _type_gbytes_per_s, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,kind:_type_kind,gbytes_per_s:_type_gbytes_per_s,source:_type_source)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'kind',kind)\n  __dataclass_builtins_object__.__setattr__(self,'gbytes_per_s',gbytes_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'source',source)\n return __init__"] = __create_fn__.__code__
 
-def __create_fn__(_type_kind, _type_window, _type_block_size, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_block_size, _return_type):
- def __init__(self,kind:_type_kind,window:_type_window,block_size:_type_block_size=_dflt_block_size)->_return_type:
+def __create_fn__(_type_kind, _type_window, _type_block_size, _type_state_blocks, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_block_size, _dflt_state_blocks, _return_type):
+ def __init__(self,kind:_type_kind,window:_type_window,block_size:_type_block_size=_dflt_block_size,state_blocks:_type_state_blocks=_dflt_state_blocks)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'kind',kind)
   __dataclass_builtins_object__.__setattr__(self,'window',window)
   __dataclass_builtins_object__.__setattr__(self,'block_size',block_size)
+  __dataclass_builtins_object__.__setattr__(self,'state_blocks',state_blocks)
  return __init__
-CODE["def __create_fn__(_type_kind, _type_window, _type_block_size, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_block_size, _return_type):\n def __init__(self,kind:_type_kind,window:_type_window,block_size:_type_block_size=_dflt_block_size)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'kind',kind)\n  __dataclass_builtins_object__.__setattr__(self,'window',window)\n  __dataclass_builtins_object__.__setattr__(self,'block_size',block_size)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_kind, _type_window, _type_block_size, _type_state_blocks, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_block_size, _dflt_state_blocks, _return_type):\n def __init__(self,kind:_type_kind,window:_type_window,block_size:_type_block_size=_dflt_block_size,state_blocks:_type_state_blocks=_dflt_state_blocks)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'kind',kind)\n  __dataclass_builtins_object__.__setattr__(self,'window',window)\n  __dataclass_builtins_object__.__setattr__(self,'block_size',block_size)\n  __dataclass_builtins_object__.__setattr__(self,'state_blocks',state_blocks)\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_layer_bytes, _type_token_embd_bytes, _type_output_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,layer_bytes:_type_layer_bytes,token_embd_bytes:_type_token_embd_bytes,output_bytes:_type_output_bytes)->_return_type:
@@ -4904,11 +4905,11 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('kind','window','block_size',):
+  if type(self) is cls or name in ('kind','window','block_size','state_blocks',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'kind\',\'window\',\'block_size\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'kind\',\'window\',\'block_size\',\'state_blocks\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
@@ -5904,11 +5905,11 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,v
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('kind','window','block_size',):
+  if type(self) is cls or name in ('kind','window','block_size','state_blocks',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'kind\',\'window\',\'block_size\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'kind\',\'window\',\'block_size\',\'state_blocks\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):

@@ -6,14 +6,17 @@ low-rank forget gate f_a (hidden -> head_dim, replicated) and f_b (head_dim -> P
 b_proj hidden -> heads; three depthwise short convolutions over q, k and v (P x kernel each, no bias,
 fp32); A_log per head; the output gate g_a (hidden -> head_dim, replicated) and g_b (head_dim -> P);
 the gated RMSNorm o_norm over one head; o_proj P -> hidden. Kimi-K3 (`use_full_rank_gate`; vLLM
-vllm/models/kimi_k3/nvidia/kda.py `KimiK3DeltaAttention`, read at vllm-project/vllm commit 055e47c2)
+vllm/models/kimi_k3/nvidia/kda.py `KimiK3DeltaAttention`, read in the 0.27.0, 0.27.1, 0.28.0,
+0.29.0, 0.30.0, 0.31.0, 0.32.0 and 0.33.0 wheels and at vllm-project/vllm commit 055e47c2: the same
+tensors in each)
 replaces g_a / g_b by one g_proj hidden -> P, packed into in_proj_qkvgfab with q, k, v, f_a and b
 (f_a alone stays replicated); the state is the same `kda_state_shape`.
 
 State per sequence (vLLM mamba_utils `kda_state_shape` / `kda_state_dtype`): three conv windows of
 (kernel - 1) x P / tp in the model dtype (`--mamba-cache-dtype`), and a recurrent state of
-heads / tp x head_dim x head_dim kept in fp32 whatever the flags. vLLM shards the heads over TP
-(`assert num_heads % tp_size == 0`).
+heads / tp x head_dim x head_dim kept in fp32 (under `--mamba-ssm-cache-dtype auto`; from the 0.30.0
+wheel float32 or bfloat16 there chooses it, a flag gpusize does not offer). vLLM shards the heads
+over TP (`assert num_heads % tp_size == 0`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from gpusize.core.spec import LayerSpec, Mixer, ModelSpec, ParamCounts
 
 __all__ = ["KIND", "RECURRENT_BYTES"]
 
-#: vLLM keeps the KDA recurrent state in torch.float32 (`kda_state_dtype` returns it fixed).
+#: vLLM keeps the KDA recurrent state in torch.float32 (`kda_state_dtype`: fixed in the 0.27.0-0.29.0
+#: wheels, the `--mamba-ssm-cache-dtype auto` choice from 0.30.0).
 RECURRENT_BYTES = 4
 
 

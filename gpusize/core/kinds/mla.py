@@ -4,7 +4,9 @@ shared latent for K and V.
 Parameters: deepseek_v3 modeling (q_a/q_b or q_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj, the
 two latent norms); the down-projections are replicated on every TP rank by vLLM. Kimi-K3 adds an
 output gate, g_proj hidden -> heads x v_head_dim (vLLM vllm/models/kimi_k3/nvidia/mla.py
-`MultiHeadLatentAttention`, read at vllm-project/vllm commit 01b867e8), and keeps the same latent
+`MultiHeadLatentAttention`, read at vllm-project/vllm commit 01b867e8 and in the 0.27.0-0.33.0
+wheels: a ColumnParallelLinear up to 0.28.0, the tensor-parallel shard 2 of `fused_qkv_a_g_proj`
+from 0.29.0, the same bytes per GPU), and keeps the same latent
 cache: head_size = kv_lora_rank + qk_rope_head_dim in `get_kv_cache_spec` (its layers are NoPE, the
 rope part is still stored). KV per token: the
 latent, kv_lora_rank + qk_rope_head_dim, whatever the heads and the TP size: every rank holds the

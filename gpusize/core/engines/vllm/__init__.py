@@ -30,7 +30,7 @@ from gpusize.core.engines.vllm.behaviour import (
     utilization,
 )
 from gpusize.core.engines.vllm.families import family_refusal, kv_default
-from gpusize.core.engines.vllm.hybrid import with_state_pages
+from gpusize.core.engines.vllm.hybrid import state_blocks, with_state_pages
 from gpusize.core.engines.vllm.levers import LEVERS
 from gpusize.core.engines.vllm.lora import lora_note
 from gpusize.core.engines.vllm.overhead import (
@@ -154,20 +154,27 @@ def effective_settings(
 #: How vLLM keeps a hybrid's recurrent state (core/engines/vllm/hybrid.py), in the model notes.
 HYBRID_NOTE = (
     "recurrent layers keep their state in the KV pool: vLLM raises the attention block size until one "
-    "block's page holds one layer's state, pads the state page to it and gives each running request one "
-    "block per state layer (the conv state in the model dtype, the recurrent state in the dtype the "
-    "model fixes); prefix caching stays off for hybrids by default"
+    "block's page holds one layer's state, pads the state page to it and gives each running request "
+    "{blocks} per state layer (the conv state in the model dtype, the recurrent state in the dtype the "
+    "model fixes); {prefix}"
+)
+#: HYBRID_NOTE's last clause, up to 0.27.1 and from hybrid.ALIGN_MODE_SINCE.
+HYBRID_PREFIX_OFF = "prefix caching stays off for hybrids by default"
+HYBRID_PREFIX_ALIGN = (
+    "prefix caching is on for hybrids by default (mamba_cache_mode align: a request keeps its running "
+    "state and the last block-aligned one)"
 )
 
 
 #: Kimi-K3 (attention residuals, latent MoE, gated MLA and KDA): sized from vLLM's vllm/models/kimi_k3
-#: (nvidia/model.py, mla.py, kda.py, read at vllm-project/vllm main commits 006193b5, 01b867e8,
-#: 055e47c2). vLLM registers KimiK3ForConditionalGeneration from 0.27.0 (family_support); each
-#: release's own copy of that module was not compared, so the answer says where the sizing is from.
+#: (nvidia/model.py, mla.py, kda.py, kda_metadata.py, common/*, and transformers_utils/configs/
+#: kimi_k3.py), read in every release from 0.27.0 (the first that registers
+#: KimiK3ForConditionalGeneration, family_support) to 0.33.0; the figures per release and what
+#: changed between them: tests/core/test_kimi_k3_releases.py.
 KIMI_K3_NOTE = (
-    "Kimi-K3: sized as vLLM's vllm/models/kimi_k3 allocates it on main (the MLA latent per token, the "
+    "Kimi-K3: sized as vLLM {version}'s vllm/models/kimi_k3 allocates it (the MLA latent per token, the "
     "KDA state per sequence, the attention-residual block stack in the activations); vLLM serves it from "
-    "0.27.0, and {version}'s own copy of that module was not compared"
+    "0.27.0"
 )
 
 
@@ -204,7 +211,13 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
     if spec.attention_layers and any(
         mixer_kind(spec, layer).state_elements(spec, layer) for layer in spec.layers
     ):
-        notes.append(HYBRID_NOTE)
+        held = state_blocks(spec, work, None)
+        notes.append(
+            HYBRID_NOTE.format(
+                blocks="one block" if held == 1 else f"{held} blocks",
+                prefix=HYBRID_PREFIX_OFF if held == 1 else HYBRID_PREFIX_ALIGN,
+            )
+        )
     if spec.mla is not None and spec.mla.indexer is not None:
         notes.append(
             f"DeepSeek sparse attention: every layer caches the MLA latent (vLLM's fp8_ds_mla format, "

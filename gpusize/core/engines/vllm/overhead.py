@@ -102,10 +102,10 @@ def activation_bytes(
     sort path holds SORT_SAMPLER_EXTRA_COPIES more; V1 0.7.x: the 16-bit logits of every dummy token,
     no sampler; V0: `_v0_activation_bytes`); hidden: copies x tokens x hidden x 2 B; fused MoE
     workspace (vLLM fused_moe caches): tokens x top_k x (3 x expert width / tp + hidden) x 2 B (with
-    expert parallelism a rank runs 1/tp of the routed tokens at full width); Kimi-K3's attention
-    residuals: tokens x cdiv(layers, attn_res_block_size) x hidden x 2 B (vllm/models/kimi_k3/nvidia/
-    model.py `KimiLinearModel.forward`: `block_residual = hidden_states.new_empty(tokens,
-    num_attn_res_blocks, hidden)`). A vision encoder's profile is the reserve
+    expert parallelism a rank runs 1/tp of the routed tokens at full width); Kimi-K3's attention residuals:
+    tokens x cdiv(layers, attn_res_block_size) x hidden x 2 B (vllm/models/kimi_k3/nvidia/model.py
+    `KimiLinearModel.forward`, the same in the 0.27.0-0.33.0 wheels: `block_residual =
+    hidden_states.new_empty(tokens, num_attn_res_blocks, hidden)`). A vision encoder's profile is the reserve
     `multimodal.encoder_profile`."""
     tokens = limits.max_num_batched_tokens
     rows = min(limits.max_num_seqs, tokens)

@@ -67,7 +67,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     if layout is not None and not beh.hybrid_kv:  # V0 and V1 before 0.9.1: one group, whole context
         layout = _unified(layout, spec)
     else:
-        layout = with_state_pages(spec, layout, work, tp, beh.hybrid_group_ratio)
+        layout = with_state_pages(spec, layout, work, tp, beh.hybrid_group_ratio, gpu)
     # The recurrent state lives in the pool's pages when the model has attention layers (hybrid.py).
     state = 0 if holds_state(layout) else kvcache.recurrent_state_bytes(spec, work.kv_bytes, tp) * work.batch
     held = reserves_of(RESERVES, spec, gpu, tp, work)
