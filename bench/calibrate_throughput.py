@@ -114,9 +114,20 @@ def _document() -> dict[str, Any]:
     return data
 
 
+def multinode_records() -> list[dict[str, Any]]:
+    """The records of one engine over several servers (`use.nodes` > 1): the holdout of the network
+    term, predicted through gpusize/serving/nodes.py by tests/serving/test_multinode_records.py. The
+    one-server harness here (its fit, holdout classes and leave-one-source-out ranges) leaves them
+    out: it predicts one server's speed, without the inter-node traffic."""
+    return [r for r in _document()["records"] if r["use"].get("nodes", 1) > 1]
+
+
 def load_records() -> list[Record]:
+    """The one-server records (multinode_records are left out)."""
     out = []
     for r in _document()["records"]:
+        if r["use"].get("nodes", 1) > 1:
+            continue
         use = dict(r["use"])
         out.append(
             Record(

@@ -1,0 +1,193 @@
+"""The network term of `serve --nodes` (serving/nodes.py, core/network.py) against published
+multi-node measurements: the records of tests/data/throughput_records.yaml with `use.nodes` > 1
+(bench/calibrate_throughput.multinode_records), a holdout the fit never sees. Each figure is
+predicted by the layout the record ran (`use.layout`: tensor = TP over every GPU, pipeline = TP x PP,
+expert = DP attention x EP) and must fall inside the range the answer prints with it (out of sample
+by source, gpusize/serving/speed_ranges.py), or be a stated miss (`known_miss`, strict).
+
+`python -m tests.serving.test_multinode_records` prints the measured / predicted ratio of every figure.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import pytest
+
+from bench import calibrate_throughput as cal
+from gpusize.core.network import node_link
+from gpusize.serving.layouts import Demand, Layout, compare
+from gpusize.serving.nodes import node_layouts
+from gpusize.sources.catalog import find_gpu
+from tests.helpers import catalog_spec, workload
+
+#: Figure -> (Layout attribute of the estimate, of its low end, of its high end, seconds -> record unit).
+FIGURES = {
+    "per_request_tokens_per_s": (
+        "per_request_tokens_per_s",
+        "per_request_tokens_per_s_low",
+        "per_request_tokens_per_s_high",
+        1.0,
+    ),
+    "output_tokens_per_s": (
+        "aggregate_tokens_per_s",
+        "aggregate_tokens_per_s_low",
+        "aggregate_tokens_per_s_high",
+        1.0,
+    ),
+    "ttft_ms": ("ttft_s", "ttft_s_low", "ttft_s_high", 1000.0),
+}
+
+
+def _records() -> list[dict[str, Any]]:
+    return cal.multinode_records()
+
+
+def _demand(use: dict[str, Any], users: int | None = None) -> Demand:
+    return Demand(
+        users=users or int(use.get("concurrency", 1)),
+        prompt_tokens=use["prompt_tokens"],
+        output_tokens=use["output_tokens"],
+    )
+
+
+def _work(use: dict[str, Any]) -> Any:
+    spec = catalog_spec(use["model"])
+    ctx = max(use["prompt_tokens"] + use["output_tokens"], 256)
+    return spec, workload(
+        spec,
+        ctx,
+        dtype=use.get("dtype", "auto"),
+        kv_dtype=use.get("kv_dtype", "auto"),
+        engine_name=use["engine"],
+    )
+
+
+def _is(layout: Layout, kind: str) -> bool:
+    spans = layout.replicas == 1 and layout.gpus_per_replica > 8
+    if kind == "tensor":
+        return spans and layout.pipeline_parallel == 1 and layout.expert_parallel == 1
+    if kind == "pipeline":
+        return spans and layout.pipeline_parallel > 1
+    return spans and layout.expert_parallel > 1
+
+
+@cache
+def predicted(rid: str) -> Layout:
+    """The layout of `serve --nodes` the record ran, as gpusize estimates it."""
+    (record,) = [r for r in _records() if r["id"] == rid]
+    use = record["use"]
+    spec, work = _work(use)
+    gpu = find_gpu(use["gpu"])
+    layouts = node_layouts(spec, gpu, use["nodes"], work, _demand(use), node_link(gpu, use.get("node_link")))
+    (got,) = [x for x in layouts if _is(x, use["layout"])]
+    assert got.fits, got.reason
+    return got
+
+
+def ratios(record: dict[str, Any]) -> dict[str, tuple[float, float, float]]:
+    """figure -> (measured / predicted, range low / predicted, range high / predicted)."""
+    got = predicted(record["id"])
+    out = {}
+    for figure, measured in record["figures"].items():
+        value, low, high, scale = (getattr(got, a) if isinstance(a, str) else a for a in FIGURES[figure])
+        assert value and low and high
+        out[figure] = (measured / (value * scale), low / value, high / value)
+    return out
+
+
+def misses(record: dict[str, Any]) -> list[str]:
+    """The figures whose measurement is outside the range the answer prints."""
+    return [f for f, (r, low, high) in ratios(record).items() if not low <= r <= high]
+
+
+def ratio_table() -> str:
+    lines = ["| record | figure | measured / predicted | printed range |", "|---|---|---:|---|"]
+    for record in _records():
+        for figure, (r, low, high) in ratios(record).items():
+            lines.append(f"| {record['id']} | {figure} | {r:.2f} | {low:.2f}-{high:.2f} |")
+    return "\n".join(lines)
+
+
+def _cases() -> list[Any]:
+    return [
+        pytest.param(
+            r,
+            id=r["id"],
+            marks=[pytest.mark.xfail(strict=True, reason="; ".join(r["known_miss"].values()))]
+            if r.get("known_miss")
+            else [],
+        )
+        for r in _records()
+    ]
+
+
+def test_the_records_are_multinode_holdout_with_their_conditions() -> None:
+    records = _records()
+    assert len(records) >= 4
+    ids = {r.id for r in cal.load_records()}
+    for r in records:
+        use = r["use"]
+        assert r["id"] not in ids  # the one-server fit and its LOSO ranges never see them
+        assert use["set"] == "holdout" and use["layout"] in ("tensor", "pipeline", "expert")
+        assert use["gpus"] == 8 * use["nodes"] and use["node_link"] in ("ib", "roce", "ethernet")
+        assert r["source"].startswith("https://github.com/") and r["quote"]
+        assert set(r.get("known_miss") or {}) <= set(r["figures"])
+
+
+@pytest.mark.parametrize("record", _cases())
+def test_the_measurement_is_inside_the_printed_range(record: dict[str, Any]) -> None:
+    assert misses(record) == []
+
+
+@pytest.mark.parametrize("record", _records(), ids=lambda r: r["id"])
+def test_the_misses_are_the_stated_ones(record: dict[str, Any]) -> None:
+    """Strict: a figure that comes inside its range is no longer a known miss."""
+    assert sorted(misses(record)) == sorted(record.get("known_miss") or {})
+
+
+def test_eager_tp16_across_servers_is_slower_than_the_network_term_says() -> None:
+    # the reason of the DeepSeek-V3 2 x 8 H200 misses: the same source's single-server runs are
+    # inside the printed range, the two-server runs 7-8x slower than estimated; per step, two servers
+    # are 4-6x slower than one where gpusize's TP16 is at most 1.2x slower than its TP8, and the
+    # inter-node all-reduces gpusize counts are a few ms of the ~630-720 ms difference
+    records = [r for r in _records() if "single_node" in r]
+    assert len(records) == 2
+    for record in records:
+        use, one = record["use"], record["single_node"]
+        spec, work = _work(use)
+        gpu = find_gpu(use["gpu"])
+        (tp8,) = [
+            x for x in compare(spec, gpu, 8, work, _demand(use, one["concurrency"])) if x.tensor_parallel == 8
+        ]
+        assert tp8.aggregate_tokens_per_s_low is not None and tp8.aggregate_tokens_per_s_high is not None
+        assert tp8.aggregate_tokens_per_s_low <= one["output_tokens_per_s"] <= tp8.aggregate_tokens_per_s_high
+        got = predicted(record["id"])
+        assert got.per_request_tokens_per_s is not None and tp8.per_request_tokens_per_s is not None
+        assert 6 < got.per_request_tokens_per_s / record["figures"]["per_request_tokens_per_s"] < 9
+        measured = one["per_request_tokens_per_s"] / record["figures"]["per_request_tokens_per_s"]
+        estimated = tp8.per_request_tokens_per_s / got.per_request_tokens_per_s
+        assert measured > 4 and estimated < 1.2
+        step_gap = 1 / record["figures"]["per_request_tokens_per_s"] - 1 / one["per_request_tokens_per_s"]
+        assert got.network_s_per_step is not None and got.network_s_per_step < 0.02 < 0.6 < step_gap
+
+
+def test_one_request_over_tp16_misses_by_more_than_the_network_term() -> None:
+    # the reason of the DeepSeek-R1 2 x 8 H100 misses: the estimate is about 2.2x too fast, the
+    # inter-node all-reduces it counts (122 per step, two 15 us messages each) are 3.7 ms of a
+    # 10.4 ms estimated step against the 23.1 ms measured; the network alone would need about
+    # 4x the modelled latency per cross-server all-reduce
+    record = next(r for r in _records() if r["id"] == "tt356-sglang-dsr1-2x8xh100-ib-c1-128")
+    got = predicted(record["id"])
+    assert got.per_request_tokens_per_s is not None and got.network_s_per_step is not None
+    assert 2.0 < got.per_request_tokens_per_s / record["figures"]["per_request_tokens_per_s"] < 2.5
+    assert 0.003 < got.network_s_per_step < 0.0045
+    measured_step = 1 / record["figures"]["per_request_tokens_per_s"]
+    gap = measured_step - 1 / got.per_request_tokens_per_s
+    per_allreduce = (got.network_s_per_step + gap) / 122
+    assert 120e-6 < per_allreduce < 150e-6
+
+
+if __name__ == "__main__":
+    print(ratio_table())
