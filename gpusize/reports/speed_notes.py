@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpusize.serving.load import METRIC_WORDS, MIN_RANGE_FIGURES, SpeedRange
+from gpusize.serving.load import (
+    ACROSS_SERVERS_MEASURED,
+    ACROSS_SERVERS_RUNS,
+    METRIC_WORDS,
+    MIN_RANGE_FIGURES,
+    SpeedRange,
+)
 
 __all__ = ["speed_range_notes"]
 
@@ -14,12 +20,21 @@ __all__ = ["speed_range_notes"]
 def speed_range_notes(ranges: Iterable[SpeedRange]) -> list[str]:
     """One note per group the speed ranges of an answer come from, once each, in order: its range,
     figures out of sample by source and mean error (flagged above 30%); the figures a group has no
-    range for (not calibrated there) on one line per engine, architecture and load."""
+    range for (not calibrated there) on one line per engine, architecture and load; one engine across
+    servers on one line, with what the public multi-server runs measured."""
     unique = list(dict.fromkeys(ranges))
     notes = [f"speed range, {r.words()}" for r in unique if r.calibrated]
+    if any(r.basis == "servers" for r in unique):
+        low, high = ACROSS_SERVERS_MEASURED
+        notes.append(
+            "speed not calibrated for one engine across servers (tensor, pipeline or expert parallel "
+            f"over the link): no range shown; the {ACROSS_SERVERS_RUNS} public runs of SGLang TP16 over "
+            f"2 servers measured {low:g}-{high:g}x gpusize's tokens/s estimate, so read such a "
+            "layout's speed as an upper bound"
+        )
     bare: dict[str, list[SpeedRange]] = {}
     for r in unique:
-        if not r.calibrated:
+        if not r.calibrated and r.basis != "servers":
             bare.setdefault(r.where(), []).append(r)
     for where, members in bare.items():
         metrics = ", ".join(METRIC_WORDS[r.metric] for r in members)

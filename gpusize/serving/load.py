@@ -23,12 +23,15 @@ from gpusize.serving import calibrated, speed_ranges
 from gpusize.serving.throughput import LlamaCppPlacement, Speed, decode_step, prefill_seconds
 
 __all__ = [
+    "ACROSS_SERVERS_MEASURED",
+    "ACROSS_SERVERS_RUNS",
     "BANDS",
     "METRIC_WORDS",
     "MIN_RANGE_FIGURES",
     "WIDE_GROUP_ERROR",
     "LoadPoint",
     "SpeedRange",
+    "across_servers",
     "band",
     "burst",
     "ranged",
@@ -65,6 +68,13 @@ METRIC_WORDS = {
 }
 #: A group whose out-of-sample mean error is above this is flagged in the answer (issue 25's bound).
 WIDE_GROUP_ERROR = 0.30
+#: What the public measurements of one engine spread over several servers show: the holdout records
+#: of tests/data/throughput_records.yaml with `use.nodes` > 1 (SGLang TP16 of DeepSeek-V3/R1 over
+#: 2 x 8 H100/H200 on InfiniBand; 2 sources, 4 runs) ran at these multiples of gpusize's tokens/s
+#: estimate, per user and in aggregate (tests/serving/test_multinode_records.py recomputes them). Too
+#: few to calibrate: a layout across servers is printed without a range, with these figures.
+ACROSS_SERVERS_RUNS = 4
+ACROSS_SERVERS_MEASURED = (0.13, 0.45)
 
 
 def band(concurrency: int) -> str:
@@ -79,8 +89,9 @@ class SpeedRange:
     fell against estimates made by a fit that never saw their source (`speed_ranges.RANGES`).
 
     `low` / `high` multiply the estimate (for ttft, a time); None when the speed is not calibrated
-    there (`basis` "none": no group of the engine with enough figures). `basis` "group": the group's
-    own figures; "engine": too few of them, the engine's pooled range widened to hold them."""
+    there (`basis` "none": no group of the engine with enough figures; "servers": one engine across
+    servers, `ACROSS_SERVERS_MEASURED`). `basis` "group": the group's own figures; "engine": too few
+    of them, the engine's pooled range widened to hold them."""
 
     metric: str
     engine: str  # the engine, "/<vendor>" on a GPU other than NVIDIA's
@@ -112,6 +123,13 @@ class SpeedRange:
         error = f", mean error {self.mean_error:.0%}" if self.mean_error is not None else ""
         wide = self.mean_error is not None and self.mean_error > WIDE_GROUP_ERROR
         flag = f", above {WIDE_GROUP_ERROR:.0%}: read the range, not the estimate" if wide else ""
+        if self.basis == "servers":
+            low, high = ACROSS_SERVERS_MEASURED
+            return (
+                f"{group}, one engine across servers: not calibrated, no range shown (the "
+                f"{ACROSS_SERVERS_RUNS} public runs of SGLang TP16 over 2 servers measured {low:g}-{high:g}x "
+                "gpusize's tokens/s estimate: read it as an upper bound)"
+            )
         if self.low is None or self.high is None:
             return f"{group}: not calibrated, no range shown ({self.figures} out-of-sample figures, too few)"
         span = f"{self.low:g}-{self.high:g}x the estimate"
@@ -147,6 +165,24 @@ def speed_range(engine: str, vendor: str, moe: bool, concurrency: int, metric: s
         high = max(pooled[3], own[3]) if own else pooled[3]
         return made(low, high, "engine")
     return made(None, None, "none")
+
+
+def across_servers(rng: SpeedRange) -> SpeedRange:
+    """`rng` for a layout whose one engine spans servers: not calibrated (no range), saying what the
+    public multi-server runs measured (`ACROSS_SERVERS_MEASURED`)."""
+    return SpeedRange(
+        rng.metric,
+        rng.engine,
+        rng.arch,
+        rng.band,
+        rng.figures,
+        rng.mean_error,
+        None,
+        None,
+        "servers",
+        rng.engine_figures,
+        rng.generated,
+    )
 
 
 def shown_ranges(ranges: Iterable[SpeedRange], values: Iterable[float | None]) -> tuple[SpeedRange, ...]:

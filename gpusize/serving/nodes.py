@@ -236,8 +236,9 @@ def _layout(
     kv = kv_per_seq_gpu * math.ceil(active / max(1, (GPUS_PER_NODE * nodes) if ep > 1 else 1))
     headroom = g.usable_bytes - (g.total_bytes - g.kv_cache_bytes) - kv
     per_kind = "decode" if in_flight <= 1 else "aggregate"
-    ranges = tuple(
-        load.speed_range(engine_name, gpu.vendor, moe, in_flight, m) for m in (per_kind, "aggregate", "ttft")
+    ranges = tuple(  # one engine across servers: no single-server range applies
+        load.across_servers(load.speed_range(engine_name, gpu.vendor, moe, in_flight, m))
+        for m in (per_kind, "aggregate", "ttft")
     )
     per_low, per_high = load.ranged(per_request, ranges[0])
     agg_low, agg_high = load.ranged(aggregate, ranges[1])
