@@ -330,8 +330,9 @@ def build_serve_report(
                 )
                 + (
                     [
-                        "speed not calibrated for the disaggregated split: no range shown (one published "
-                        "prefill/decode measurement to check it against, none out of sample)"
+                        "speed not calibrated for the disaggregated split: no range shown (the published "
+                        "prefill/decode runs it is checked against are too few for an out-of-sample range, "
+                        "and none is reproduced on all of TTFT, decode speed and throughput)"
                     ]
                     if split is not None
                     else []
