@@ -12,6 +12,7 @@ setting, measured, predicted, residual) with per-engine MAE and worst case, cali
     python bench/calibrate_throughput.py --moe-kernel --loso   # the same for the tried MoE model
     python bench/calibrate_throughput.py --expert-bytes --loso   # ... the tried per-byte expert model
     python bench/calibrate_throughput.py --moe-config --loso   # ... the tried tuned-config expert model
+    python bench/calibrate_throughput.py --nccl-pcie --loso   # ... NCCL's PCIe all-reduce latency
     python bench/calibrate_throughput.py --loso --write-ranges   # ... and re-range the answers:
         # bench/results/loso.json and gpusize/serving/speed_ranges.py (`--from-results`: from the
         # recorded loso.json, no refit)
