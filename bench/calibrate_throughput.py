@@ -12,6 +12,7 @@ setting, measured, predicted, residual) with per-engine MAE and worst case, cali
     python bench/calibrate_throughput.py --moe-kernel --loso   # the same for the tried MoE model
     python bench/calibrate_throughput.py --expert-bytes --loso   # ... the tried per-byte expert model
     python bench/calibrate_throughput.py --moe-config --loso   # ... the tried tuned-config expert model
+    python bench/calibrate_throughput.py --nccl-pcie --loso   # ... NCCL's PCIe all-reduce latency
     python bench/calibrate_throughput.py --loso --write-ranges   # ... and re-range the answers:
         # bench/results/loso.json and gpusize/serving/speed_ranges.py (`--from-results`: from the
         # recorded loso.json, no refit)
@@ -215,6 +216,7 @@ def scenario(rid: str) -> Scenario:
         name=rec.engine,
         gpu_memory_utilization=u.get("utilization"),
         n_gpu_layers=u.get("n_gpu_layers"),
+        enforce_eager=bool(u.get("enforce_eager", False)),
     )
     stored = _stored(spec, u["gguf"]) if "gguf" in u else None
     request = Request(
@@ -548,6 +550,19 @@ def use_moe_config() -> None:
     print("# fitting the tuned-config expert model from START", file=sys.stderr)
     for name, value in fit().items():
         print(f"# {name} = {rounded(value)}", file=sys.stderr)
+
+
+#: The tried PCIe all-reduce model (bench/VALIDATION.md, "Tried: NCCL's PCIe latency"), `--nccl-pcie`:
+#: over peer-to-peer PCIe a CUDA-graph step's all-reduce pays NCCL's own LL ring latency
+#: (calibrated.NCCL_RING_LL_BASE_S + 2 (tp - 1) x NCCL_PCI_RING_LL_HOP_S, NCCL's tuning model, not
+#: fitted); an eager step (`use.enforce_eager`: vLLM before CUDA graphs) keeps the fitted
+#: ALLREDUCE_HOP_S["pcie"] per ring step. No calibration record changes (the only peer-to-peer PCIe
+#: TP records ran eager), so nothing is refitted (tests/serving/test_pcie_allreduce.py: what moves).
+
+
+def use_nccl_pcie() -> None:
+    """Switch this process to the tried NCCL PCIe latency for CUDA-graph steps."""
+    calibrated.ALLREDUCE_PCIE_NCCL = True
 
 
 def constant(name: str) -> float:
@@ -1193,6 +1208,8 @@ if __name__ == "__main__":
         use_expert_bytes(keep_floor="--expert-bytes-floor" in sys.argv)
     if "--moe-config" in sys.argv:
         use_moe_config()
+    if "--nccl-pcie" in sys.argv:
+        use_nccl_pcie()
     if "--fit" in sys.argv:
         for name, value in fit().items():
             print(f"{name} = {rounded(value)!r}")

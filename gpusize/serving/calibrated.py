@@ -32,11 +32,14 @@ from gpusize.dataclass import dataclass
 __all__ = [
     "ALLREDUCE_HOP_S",
     "ALLREDUCE_NVLINK_S",
+    "ALLREDUCE_PCIE_NCCL",
     "DEFAULT_HOST_GBPS",
     "ENGINE_SPEED",
     "HOST_EFFICIENCY",
     "LAYER_SPLIT_HOP_S",
     "MEMORY_CLASSES",
+    "NCCL_PCI_RING_LL_HOP_S",
+    "NCCL_RING_LL_BASE_S",
     "ROCM_KERNEL_FLOOR_FACTOR",
     "ROW_SPLIT_SYNC_S",
     "EngineSpeed",
@@ -171,6 +174,14 @@ ROCM_KERNEL_FLOOR_FACTOR = 2.4
 #: GeForce cards, whose peer-to-peer NVIDIA disables; fitted on dennislee22's TP=2 runs, two
 #: single-GPU pods joined by Ray, which cannot reach each other's memory).
 ALLREDUCE_HOP_S = {"pcie": 2.49e-05, "pcie-host": 2.33e-05}
+#: NCCL's own latency model of a single-server ring all-reduce in its LL protocol (the one it picks
+#: for a decode step's few-KiB messages; LL128 is off over PCIe): baseLat[Ring][LL] + 2 (tp - 1) x
+#: hwLat[PCI][Ring][LL] (NVIDIA/nccl src/graph/tuning.cc, ncclTopoTuneModel, commit b6475625: 6.6 us
+#: and 1.0 us). Tried in place of the fitted `ALLREDUCE_HOP_S["pcie"]` ring (peer-to-peer PCIe only),
+#: `python bench/calibrate_throughput.py --nccl-pcie`; not adopted (bench/VALIDATION.md), so off.
+NCCL_RING_LL_BASE_S = 6.6e-06
+NCCL_PCI_RING_LL_HOP_S = 1.0e-06
+ALLREDUCE_PCIE_NCCL = False
 #: llama.cpp `-sm layer`: seconds added per token for each GPU boundary a token crosses.
 LAYER_SPLIT_HOP_S = 7.99e-05
 #: llama.cpp `-sm row`: seconds per layer and per GPU to gather the row-split matmuls on the main GPU.

@@ -115,17 +115,24 @@ def link(gpu: GpuSpec) -> tuple[str, float]:
     return ("pcie-host", pcie / 2) if no_p2p else ("pcie", pcie)
 
 
-def allreduce_s(gpu: GpuSpec, tp: int, n_bytes: float) -> float:
+def allreduce_s(gpu: GpuSpec, tp: int, n_bytes: float, eager: bool = False) -> float:
     """One all-reduce of `n_bytes` over `tp` GPUs: over NVLink a fitted latency (one-shot custom
-    all-reduce), over PCIe a ring of 2 (tp - 1) steps of a fitted latency each; plus the ring's
-    2 (tp - 1) / tp x bytes over the link."""
+    all-reduce), over PCIe a ring of 2 (tp - 1) steps of a fitted latency each (under the tried
+    `ALLREDUCE_PCIE_NCCL`, peer-to-peer PCIe pays NCCL's LL ring latency instead where the step is
+    captured in CUDA graphs, not `eager`: the fitted steps came from a release without them, whose
+    host launched each all-reduce); plus the ring's 2 (tp - 1) / tp x bytes over the link."""
     if tp == 1:
         return 0.0
     kind, gbps = link(gpu)
     if kind == "nvlink" and gpu.interconnect == "bridge-pairs" and tp > 2:
         kind, gbps = "pcie", PCIE_GBPS.get(gpu.pcie_gen or 4, 32.0)  # bridges join pairs only
     steps = 2 * (tp - 1)
-    latency = calibrated.ALLREDUCE_NVLINK_S if kind == "nvlink" else steps * calibrated.ALLREDUCE_HOP_S[kind]
+    if kind == "nvlink":
+        latency = calibrated.ALLREDUCE_NVLINK_S
+    elif kind == "pcie" and calibrated.ALLREDUCE_PCIE_NCCL and not eager:  # tried, off by default
+        latency = calibrated.NCCL_RING_LL_BASE_S + steps * calibrated.NCCL_PCI_RING_LL_HOP_S
+    else:
+        latency = steps * calibrated.ALLREDUCE_HOP_S[kind]
     return latency + steps / tp * n_bytes / (gbps * 1e9)
 
 
@@ -432,7 +439,8 @@ def decode_step(
     accepted, verified, draft_s = _speculative(spec, work, tp, bandwidth, speed)
     tokens = sequences * verified
     t_cmp = 2 * spec.params.active * tokens / tp / (tflops * 1e12 * speed.prefill_mfu) if tflops else 0.0
-    comm = 2 * len(spec.layers) * allreduce_s(gpu, tp, tokens * spec.hidden_size * 2)
+    eager = work.engine.enforce_eager
+    comm = 2 * len(spec.layers) * allreduce_s(gpu, tp, tokens * spec.hidden_size * 2, eager)
     fixed = _fixed_s(spec, speed, sequences, gpu, expert_run_s(spec, work, gpu, tp, speed))
     t_host = host_copy_s(spec, work, gpu, tp)
     # under speculative decoding one verification step yields `accepted` tokens per sequence: the
@@ -550,7 +558,11 @@ def prefill_seconds(
     peak = tp * tflops * 1e12
     dense = sequences * 2 * spec.params.active * new / (peak * speed.prefill_mfu)
     attend = sequences * attention / (peak * (speed.attention_mfu or speed.prefill_mfu))
-    comm = 2 * len(spec.layers) * allreduce_s(gpu, tp, sequences * new * spec.hidden_size * 2)
+    comm = (
+        2
+        * len(spec.layers)
+        * allreduce_s(gpu, tp, sequences * new * spec.hidden_size * 2, work.engine.enforce_eager)
+    )
     return dense + attend + comm + host_copy_s(spec, work, gpu, tp)
 
 
