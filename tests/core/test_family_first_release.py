@@ -33,6 +33,26 @@ CATALOG = {
     "mimo_v2_flash": "MiMo-V2-Flash",
     "step3p7": "Step-3.7-Flash",
     "minimax_m3": "MiniMax-M3",
+    "gemma3_text": "gemma-3-4b-it",
+    "glm4_moe": "GLM-4.5-Air",
+    "gpt_oss": "gpt-oss-20b",
+    "llama4_text": "Llama-4-Scout-17B-16E-Instruct",
+    "mimo": "MiMo-7B-Base",
+    "minimax_m2": "MiniMax-M2",
+    "qwen2_5_vl": "Qwen2.5-VL-3B-Instruct",
+    "qwen3": "Qwen3-8B",
+    "qwen3_moe": "Qwen3-30B-A3B",
+    "qwen3_next": "Qwen3-Next-80B-A3B-Instruct",
+    "qwen3_vl_text": "Qwen3-VL-8B-Instruct",
+    "qwen3_vl_moe_text": "Qwen3-VL-30B-A3B-Instruct",
+    "mistral4": "Mistral-Small-4-119B-2603",
+    "nemotron-nas": "Llama-3_3-Nemotron-Super-49B-v1",
+    "starcoder2": "starcoder2-7b",
+    # gated by architecture (a family served under several)
+    "Mistral3ForConditionalGeneration": "Mistral-Small-3.1-24B-Instruct-2503",
+    "KimiK25ForConditionalGeneration": "Kimi-K2.5",
+    "KimiVLForConditionalGeneration": "Kimi-VL-A3B-Instruct",
+    "DeepseekV3ForCausalLM": "DeepSeek-V3",
 }
 SYNTHETIC: dict[str, dict[str, Any]] = {"granitemoehybrid": GRANITE_H, "falcon_h1": FALCON_H1}
 
@@ -66,12 +86,46 @@ GATES = [
     ("vllm", "minimax_m3", "0.23.0", "0.24.0"),
     ("vllm", "granitemoehybrid", "0.8.5.post1", "0.9.0"),
     ("vllm", "falcon_h1", "0.8.5.post1", "0.9.0"),
+    # families older than 2026 that came after the oldest modelled release (bench/engine_families.py)
+    ("vllm", "gemma3_text", "0.7.3", "0.8.0"),
+    ("vllm", "glm4_moe", "0.9.2", "0.10.0"),
+    ("vllm", "gpt_oss", "0.10.0", "0.10.1"),
+    ("vllm", "llama4_text", "0.8.2", "0.8.3"),
+    ("vllm", "mimo", "0.8.5.post1", "0.9.0"),
+    ("vllm", "minimax_m2", "0.11.0", "0.11.1"),
+    ("vllm", "qwen2_5_vl", "0.7.1", "0.7.2"),
+    ("vllm", "qwen3", "0.8.3", "0.8.4"),
+    ("vllm", "qwen3_moe", "0.8.3", "0.8.4"),
+    ("vllm", "qwen3_next", "0.10.1.1", "0.10.2"),
+    ("vllm", "qwen3_vl_text", "0.10.2", "0.11.0"),
+    ("vllm", "qwen3_vl_moe_text", "0.10.2", "0.11.0"),
+    ("vllm", "Mistral3ForConditionalGeneration", "0.8.2", "0.8.3"),
+    ("vllm", "mistral4", "0.11.2", "0.12.0"),
+    ("vllm", "KimiK25ForConditionalGeneration", "0.14.1", "0.15.0"),
+    ("vllm", "KimiVLForConditionalGeneration", "0.8.4", "0.8.5"),
+    ("sglang", "DeepseekV3ForCausalLM", "0.4.0.post1", "0.4.1"),
+    ("sglang", "gemma3_text", "0.4.4.post1", "0.4.4.post2"),
+    ("sglang", "glm4_moe", "0.4.9.post4", "0.4.9.post5"),
+    ("sglang", "gpt_oss", "0.4.10.post2", "0.5.1"),
+    ("sglang", "llama4_text", "0.4.4.post4", "0.4.5"),
+    ("sglang", "mimo", "0.4.6.post2", "0.4.6.post3"),
+    ("sglang", "minimax_m2", "0.5.4", "0.5.4.post1"),
+    ("sglang", "nemotron-nas", "0.4.10.post2", "0.5.1"),
+    ("sglang", "qwen2_5_vl", "0.4.3", "0.4.3.post1"),
+    ("sglang", "qwen3", "0.4.5.post1", "0.4.5.post2"),
+    ("sglang", "qwen3_moe", "0.4.5.post1", "0.4.5.post2"),
+    ("sglang", "qwen3_next", "0.5.1.post3", "0.5.2"),
+    ("sglang", "qwen3_vl_text", "0.5.2", "0.5.3"),
+    ("sglang", "qwen3_vl_moe_text", "0.5.2", "0.5.3"),
+    ("sglang", "starcoder2", "0.5.2", "0.5.3"),
+    ("sglang", "KimiK25ForConditionalGeneration", "0.5.8.post1", "0.5.9"),
+    ("sglang", "KimiVLForConditionalGeneration", "0.4.6.post1", "0.4.6.post2"),
 ]
 
 
 def _spec(family: str) -> ModelSpec:
     spec = parse_config(SYNTHETIC[family]) if family in SYNTHETIC else catalog_spec(CATALOG[family])
-    assert spec.family == family.split(":")[0]
+    assert family.split(":")[0] in (spec.family, spec.architecture)
     return spec
 
 

@@ -20,7 +20,7 @@ from gpusize.serving.launch import sglang_command
 from gpusize.sources.catalog import find_gpu
 from tests.helpers import catalog_spec
 
-QWEN = catalog_spec("Qwen3-8B")
+QWEN = catalog_spec("Llama-3.1-8B")  # a family every modelled SGLang release runs
 
 
 def _work(version: str, kv_dtype: str = "auto", **settings: object) -> Workload:
@@ -29,7 +29,9 @@ def _work(version: str, kv_dtype: str = "auto", **settings: object) -> Workload:
 
 
 def _command(work: Workload) -> list[str]:
-    command = sglang_command("Qwen/Qwen3-8B", None, 1, work, 0.85, QWEN, find_gpu("H100-SXM")).command
+    command = sglang_command(
+        "meta-llama/Llama-3.1-8B", None, 1, work, 0.85, QWEN, find_gpu("H100-SXM")
+    ).command
     assert command is not None
     return shlex.split(command)
 

@@ -90,7 +90,7 @@ def test_v0_batch_defaults(ctx: int, tokens: int) -> None:
 
 
 def test_v0_multimodal_batches_at_least_5120_tokens() -> None:
-    spec = catalog_spec("gemma-3-4b-it")
+    spec = catalog_spec("Qwen2-VL-7B-Instruct")  # a multimodal family 0.7.2 runs
     assert spec.vision is not None
     work = workload(spec, 4096, version="0.7.2")
     assert vllm.scheduler_limits(find_gpu("H100-SXM"), work, spec=spec).max_num_batched_tokens == 5120

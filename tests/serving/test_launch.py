@@ -93,7 +93,7 @@ def test_bitsandbytes_prints_the_flags_that_quantize_while_loading() -> None:
 
 def test_sglang_before_fp8_e4m3_prints_the_fp8_cache_it_has() -> None:
     """SGLang 0.4.0 takes --kv-cache-dtype auto or fp8_e5m2 only (fp8_e4m3 came with #2786)."""
-    spec = catalog_spec("Qwen3-8B")
+    spec = catalog_spec("Llama-3.1-8B")  # a family 0.4.0 runs (Qwen3 came in 0.4.5.post2)
     old = workload(spec, 8192, kv_dtype="fp8", engine_name="sglang", version="0.4.0")
     new = workload(spec, 8192, kv_dtype="fp8", engine_name="sglang", version="0.5.3")
     for work, flag in ((old, "fp8_e5m2"), (new, "fp8_e4m3")):

@@ -181,6 +181,176 @@ FIRST_RELEASE: dict[tuple[str, str], Since] = {
         "Falcon-H1",
         "models/falcon_h1.py registers FalconH1ForCausalLM from the 0.5.3 wheel (not 0.5.2)",
     ),
+    ("vllm", "gemma3_text"): Since(
+        "0.8.0",
+        "Gemma 3",
+        "registry.py lists Gemma3ForCausalLM and Gemma3ForConditionalGeneration from the 0.8.0 wheel "
+        "(not 0.7.3)",
+    ),
+    ("vllm", "glm4_moe"): Since(
+        "0.10.0",
+        "GLM-4.5/4.6/4.7",
+        "registry.py lists Glm4MoeForCausalLM from the 0.10.0 wheel (not 0.9.2)",
+    ),
+    ("vllm", "gpt_oss"): Since(
+        "0.10.1",
+        "gpt-oss",
+        "registry.py lists GptOssForCausalLM from the 0.10.1 wheel (not 0.10.0)",
+    ),
+    ("vllm", "llama4_text"): Since(
+        "0.8.3",
+        "Llama 4",
+        "registry.py lists Llama4ForConditionalGeneration from the 0.8.3 wheel (not 0.8.2)",
+    ),
+    ("vllm", "mimo"): Since(
+        "0.9.0",
+        "MiMo",
+        "registry.py lists MiMoForCausalLM from the 0.9.0 wheel (not 0.8.5.post1)",
+    ),
+    ("vllm", "minimax_m2"): Since(
+        "0.11.1",
+        "MiniMax-M2",
+        "registry.py lists MiniMaxM2ForCausalLM from the 0.11.1 wheel (not 0.11.0)",
+    ),
+    ("vllm", "qwen2_5_vl"): Since(
+        "0.7.2",
+        "Qwen2.5-VL",
+        "registry.py lists Qwen2_5_VLForConditionalGeneration from the 0.7.2 wheel (not 0.7.1)",
+    ),
+    ("vllm", "qwen3"): Since(
+        "0.8.4",
+        "Qwen3",
+        "registry.py lists Qwen3ForCausalLM from the 0.8.4 wheel (not 0.8.3)",
+    ),
+    ("vllm", "qwen3_moe"): Since(
+        "0.8.4",
+        "Qwen3 MoE",
+        "registry.py lists Qwen3MoeForCausalLM from the 0.8.4 wheel (not 0.8.3)",
+    ),
+    ("vllm", "qwen3_next"): Since(
+        "0.10.2",
+        "Qwen3-Next",
+        "registry.py lists Qwen3NextForCausalLM from the 0.10.2 wheel (not 0.10.1.1)",
+    ),
+    ("vllm", "qwen3_vl_text"): Since(
+        "0.11.0",
+        "Qwen3-VL",
+        "registry.py lists Qwen3VLForConditionalGeneration from the 0.11.0 wheel (not 0.10.2)",
+    ),
+    ("vllm", "qwen3_vl_moe_text"): Since(
+        "0.11.0",
+        "Qwen3-VL MoE",
+        "registry.py lists Qwen3VLMoeForConditionalGeneration from the 0.11.0 wheel (not 0.10.2)",
+    ),
+    ("vllm", "Mistral3ForConditionalGeneration"): Since(
+        "0.8.3",
+        "Mistral Small 3.1+ (Mistral3ForConditionalGeneration)",
+        "registry.py lists Mistral3ForConditionalGeneration from the 0.8.3 wheel (not 0.8.2)",
+    ),
+    ("vllm", "mistral4"): Since(
+        "0.12.0",
+        "Mistral 4 (MLA + MoE)",
+        "registry.py lists MistralLarge3ForCausalLM (the class vLLM's transformers_utils/configs/mistral.py "
+        "maps MLA MoE Mistral checkpoints to) from the 0.12.0 wheel (not 0.11.2); a later first release "
+        "for the HF mistral4 text config itself was not found",
+    ),
+    ("vllm", "KimiK25ForConditionalGeneration"): Since(
+        "0.15.0",
+        "Kimi-K2.5",
+        "registry.py lists KimiK25ForConditionalGeneration from the 0.15.0 wheel (not 0.14.1)",
+    ),
+    ("vllm", "KimiVLForConditionalGeneration"): Since(
+        "0.8.5",
+        "Kimi-VL",
+        "registry.py lists KimiVLForConditionalGeneration from the 0.8.5 wheel (not 0.8.4)",
+    ),
+    ("sglang", "DeepseekV3ForCausalLM"): Since(
+        "0.4.1",
+        "DeepSeek-V3 / Kimi-K2 (DeepseekV3ForCausalLM)",
+        "models/deepseek_v2.py registers it (EntryClass) from the 0.4.1 wheel (not 0.4.0.post2)",
+    ),
+    ("sglang", "gemma3_text"): Since(
+        "0.4.4.post2",
+        "Gemma 3",
+        "models/gemma3_causal.py registers Gemma3ForCausalLM (EntryClass) from the 0.4.4.post2 wheel (not "
+        "0.4.4.post1)",
+    ),
+    ("sglang", "glm4_moe"): Since(
+        "0.4.9.post5",
+        "GLM-4.5/4.6/4.7",
+        "models/glm4_moe.py registers it (EntryClass) from the 0.4.9.post5 wheel (not 0.4.9.post4)",
+    ),
+    ("sglang", "gpt_oss"): Since(
+        "0.5.1",
+        "gpt-oss",
+        "models/gpt_oss.py registers it (EntryClass) from the 0.5.1 wheel, the first final release after the "
+        "0.5.0 release candidates (not 0.4.10.post2)",
+    ),
+    ("sglang", "llama4_text"): Since(
+        "0.4.5",
+        "Llama 4",
+        "models/mllama4.py registers it (EntryClass) from the 0.4.5 wheel (not 0.4.4.post4)",
+    ),
+    ("sglang", "mimo"): Since(
+        "0.4.6.post3",
+        "MiMo",
+        "models/xiaomi_mimo.py registers it (EntryClass) from the 0.4.6.post3 wheel (not 0.4.6.post2)",
+    ),
+    ("sglang", "minimax_m2"): Since(
+        "0.5.4.post1",
+        "MiniMax-M2",
+        "models/minimax_m2.py registers it (EntryClass) from the 0.5.4.post1 wheel (not 0.5.4)",
+    ),
+    ("sglang", "nemotron-nas"): Since(
+        "0.5.1",
+        "Llama-Nemotron (DeciLM)",
+        "models/nemotron_nas.py registers it (EntryClass) from the 0.5.1 wheel (not 0.4.10.post2)",
+    ),
+    ("sglang", "qwen2_5_vl"): Since(
+        "0.4.3.post1",
+        "Qwen2.5-VL",
+        "models/qwen2_5_vl.py registers it (EntryClass) from the 0.4.3.post1 wheel (not 0.4.3)",
+    ),
+    ("sglang", "qwen3"): Since(
+        "0.4.5.post2",
+        "Qwen3",
+        "models/qwen3.py registers it (EntryClass) from the 0.4.5.post2 wheel (not 0.4.5.post1)",
+    ),
+    ("sglang", "qwen3_moe"): Since(
+        "0.4.5.post2",
+        "Qwen3 MoE",
+        "models/qwen3_moe.py registers it (EntryClass) from the 0.4.5.post2 wheel (not 0.4.5.post1)",
+    ),
+    ("sglang", "qwen3_next"): Since(
+        "0.5.2",
+        "Qwen3-Next",
+        "models/qwen3_next.py registers it (EntryClass) from the 0.5.2 wheel (not 0.5.1.post3)",
+    ),
+    ("sglang", "qwen3_vl_text"): Since(
+        "0.5.3",
+        "Qwen3-VL",
+        "models/qwen3_vl.py registers it (EntryClass) from the 0.5.3 wheel (not 0.5.2)",
+    ),
+    ("sglang", "qwen3_vl_moe_text"): Since(
+        "0.5.3",
+        "Qwen3-VL MoE",
+        "models/qwen3_vl_moe.py registers it (EntryClass) from the 0.5.3 wheel (not 0.5.2)",
+    ),
+    ("sglang", "starcoder2"): Since(
+        "0.5.3",
+        "StarCoder2",
+        "models/starcoder2.py registers it (EntryClass) from the 0.5.3 wheel (not 0.5.2)",
+    ),
+    ("sglang", "KimiK25ForConditionalGeneration"): Since(
+        "0.5.9",
+        "Kimi-K2.5",
+        "models/kimi_k25.py registers it (EntryClass) from the 0.5.9 wheel (not 0.5.8.post1)",
+    ),
+    ("sglang", "KimiVLForConditionalGeneration"): Since(
+        "0.4.6.post2",
+        "Kimi-VL",
+        "models/kimi_vl.py registers it (EntryClass) from the 0.4.6.post2 wheel (not 0.4.6.post1)",
+    ),
 }
 
 
@@ -195,8 +365,18 @@ def family_key(spec: ModelSpec) -> str:
 def family_refusal(engine: str, label: str, spec: ModelSpec, work: Workload) -> str | None:
     """Why release `work.release` of `engine` (printed as `label`) cannot run this model's family, or
     None when it can."""
-    since = FIRST_RELEASE.get((engine, spec.architecture)) or FIRST_RELEASE.get((engine, family_key(spec)))
-    first = parse_version(since.release) if since else None
+    # Both the architecture's and the family's gate apply (Mistral-Small-4 is a Mistral3 wrapper, 0.8.3,
+    # around a Mistral 4 decoder, 0.12.0): the later one decides.
+    gates = [
+        g
+        for g in (
+            FIRST_RELEASE.get((engine, spec.architecture)),
+            FIRST_RELEASE.get((engine, family_key(spec))),
+        )
+        if g
+    ]
+    dated = [(v, g) for g in gates if (v := parse_version(g.release)) is not None]
+    first, since = max(dated, key=lambda d: d[0]) if dated else (None, None)
     if since is None or first is None or not work.release.engine or work.release.version >= first:
         return None
     return (
