@@ -36,14 +36,42 @@ def option_flag(key: str) -> str:
 
 def argv_for(command: str, model: str | None, options: Mapping[str, object]) -> list[str]:
     """The command line of one configuration: the command, the model (for the commands that take one)
-    and one `--flag value` per option; a boolean option is its bare flag when true and left out when
-    false; a list repeats the flag (`--models-file a --models-file b`); None or "" leaves it out."""
+    and one `--flag value` per option; a switch (an option that takes no value) is its bare flag when
+    true, its `--no-` form when false where it has one (else left out), true or false given as a JSON
+    boolean or a CSV cell (`TRUE_WORDS`, `FALSE_WORDS`); a list repeats the flag (`--models-file a
+    --models-file b`); None or "" leaves it out."""
     if command not in COMMANDS:
         raise UsageError(f"unknown command '{safe(command[:40])}'; use one of {', '.join(COMMANDS)}")
     argv = [command] + ([model] if model else [])
+    switches = _switches(command)
     for key, value in options.items():
-        argv += _words(option_flag(key), value)
+        flag = option_flag(key)
+        argv += _switch(flag, value, switches[flag]) if flag in switches else _words(flag, value)
     return argv
+
+
+@functools.cache
+def _switches(command: str) -> dict[str, str | None]:
+    """The command's options that take no value (click's flags), by long flag -> its off form."""
+    found: dict[str, str | None] = {}
+    for param in _click_app().commands[command].params:  # type: ignore[attr-defined]
+        if getattr(param, "is_flag", False) and not getattr(param, "count", False):
+            off = next((o for o in param.secondary_opts if o.startswith("--")), None)
+            for name in param.opts:
+                if name.startswith("--"):
+                    found[name] = off
+    return found
+
+
+def _switch(flag: str, value: object, off: str | None) -> list[str]:
+    word = value.strip().lower() if isinstance(value, str) else value
+    if word is None or word == "":
+        return []
+    if word is True or word in TRUE_WORDS:
+        return [flag]
+    if word is False or word in FALSE_WORDS:
+        return [off] if off else []
+    raise UsageError(f"invalid {flag} {safe(str(value)[:40])!r}: a switch takes true or false")
 
 
 def _words(flag: str, value: object) -> list[str]:

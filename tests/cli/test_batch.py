@@ -175,14 +175,14 @@ def test_the_library_batch(tmp_path: Path) -> None:
 
 #: Rows with a bad value, each refused by a different check: click's own type conversion (an
 #: integer option), a gpusize parser (context), a setting's range, a choice, an unknown flag, a
-#: switch given a value, a value that looks like a flag; and a repeated flag (click keeps the last).
+#: value that looks like a flag; and a repeated flag (click keeps the last). (A switch's cell is true
+#: or false, read by the batch itself: test_a_csv_cell_turns_a_switch_on_or_off.)
 BAD_ROWS = [
     ["fit", "Qwen3-8B", "--gpus", "two"],
     ["fit", "Qwen3-8B", "--ctx", "9q"],
     ["fit", "Qwen3-8B", "--gpu-memory-utilization", "1.5"],
     ["fit", "Qwen3-8B", "--engine", "vllmx"],
     ["fit", "Qwen3-8B", "--colour", "red"],
-    ["fit", "Qwen3-8B", "--enforce-eager", "maybe"],
     ["fit", "Qwen3-8B", "--ctx", "-5"],
     ["fit", "Qwen3-8B", "--gpu", "H100", "--gpu", "L4"],
     ["serve", "Qwen3-8B", "--users", "-3"],
@@ -277,3 +277,17 @@ def test_a_plain_line_binds_the_values_click_parses(argv: list[str]) -> None:
     parsed = binding.command.make_context(argv[0], argv[1:]).params
     bound = _bound(binding, argv).params
     assert {k: (type(v), v) for k, v in bound.items()} == {k: (type(v), v) for k, v in parsed.items()}
+
+
+def test_a_csv_cell_turns_a_switch_on_or_off(tmp_path: Path) -> None:
+    # a CSV cell is text: "true" was passed as `--enforce-eager true`, which click refuses
+    rows = "model,gpu,enforce_eager,flash_attn,engine\nQwen3-8B,H100,true,,\nQwen3-8B,H100,no,,\n"
+    rows += "Qwen3-8B,RTX4090,,false,llamacpp\nQwen3-8B,H100,maybe,,\n"
+    (tmp_path / "rows.csv").write_text(rows)
+    lines = cli("batch", str(tmp_path / "rows.csv"), "--format", "jsonl").stdout.splitlines()
+    got = [json.loads(line) for line in lines]
+    assert got[0]["argv"][-1] == "--enforce-eager" and got[0]["exit_code"] == 0
+    assert got[1]["argv"][-1] == "--no-enforce-eager" and got[1]["exit_code"] == 0
+    assert "--no-flash-attn" in got[2]["argv"] and got[2]["exit_code"] == 0
+    assert got[3]["exit_code"] == 2 and "a switch takes true or false" in got[3]["error"]
+    assert argv_for("fit", "Qwen3-8B", {"enforce_eager": True}) == ["fit", "Qwen3-8B", "--enforce-eager"]
