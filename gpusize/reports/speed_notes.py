@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gpusize.serving.load import (
-    ACROSS_SERVERS_MEASURED,
-    ACROSS_SERVERS_RUNS,
+    ACROSS_SERVERS_WORDS,
     METRIC_WORDS,
     MIN_RANGE_FIGURES,
     SpeedRange,
@@ -25,12 +24,9 @@ def speed_range_notes(ranges: Iterable[SpeedRange]) -> list[str]:
     unique = list(dict.fromkeys(ranges))
     notes = [f"speed range, {r.words()}" for r in unique if r.calibrated]
     if any(r.basis == "servers" for r in unique):
-        low, high = ACROSS_SERVERS_MEASURED
         notes.append(
             "speed not calibrated for one engine across servers (tensor, pipeline or expert parallel "
-            f"over the link): no range shown; the {ACROSS_SERVERS_RUNS} public runs of SGLang TP16 over "
-            f"2 servers measured {low:g}-{high:g}x gpusize's tokens/s estimate, so read such a "
-            "layout's speed as an upper bound"
+            f"over the link): no range shown; {ACROSS_SERVERS_WORDS}"
         )
     bare: dict[str, list[SpeedRange]] = {}
     for r in unique:

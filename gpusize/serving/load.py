@@ -25,6 +25,7 @@ from gpusize.serving.throughput import LlamaCppPlacement, Speed, decode_step, pr
 __all__ = [
     "ACROSS_SERVERS_MEASURED",
     "ACROSS_SERVERS_RUNS",
+    "ACROSS_SERVERS_WORDS",
     "BANDS",
     "METRIC_WORDS",
     "MIN_RANGE_FIGURES",
@@ -75,6 +76,12 @@ WIDE_GROUP_ERROR = 0.30
 #: few to calibrate: a layout across servers is printed without a range, with these figures.
 ACROSS_SERVERS_RUNS = 4
 ACROSS_SERVERS_MEASURED = (0.13, 0.45)
+#: What the answer says of them, wherever it says it.
+ACROSS_SERVERS_WORDS = (
+    f"the {ACROSS_SERVERS_RUNS} public runs of SGLang TP16 over 2 servers measured "
+    f"{ACROSS_SERVERS_MEASURED[0]:g}-{ACROSS_SERVERS_MEASURED[1]:g}x gpusize's tokens/s estimate: read "
+    "it as an upper bound"
+)
 
 
 def band(concurrency: int) -> str:
@@ -124,11 +131,8 @@ class SpeedRange:
         wide = self.mean_error is not None and self.mean_error > WIDE_GROUP_ERROR
         flag = f", above {WIDE_GROUP_ERROR:.0%}: read the range, not the estimate" if wide else ""
         if self.basis == "servers":
-            low, high = ACROSS_SERVERS_MEASURED
             return (
-                f"{group}, one engine across servers: not calibrated, no range shown (the "
-                f"{ACROSS_SERVERS_RUNS} public runs of SGLang TP16 over 2 servers measured {low:g}-{high:g}x "
-                "gpusize's tokens/s estimate: read it as an upper bound)"
+                f"{group}, one engine across servers: not calibrated, no range shown ({ACROSS_SERVERS_WORDS})"
             )
         if self.low is None or self.high is None:
             return f"{group}: not calibrated, no range shown ({self.figures} out-of-sample figures, too few)"
