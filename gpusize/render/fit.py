@@ -95,20 +95,13 @@ def _split_label(c: Candidate) -> str:
     return f"TP={c.tensor_parallel}" + (f" x PP={c.pipeline_parallel}" if c.pipeline_parallel > 1 else "")
 
 
-#: The KV line shows one per-token figure while the total is within this of batch x tokens x it.
-_KV_AGREES = 0.005
-
-
-def _kv_how(batch: int, tokens: int, total: int, per_token: int, dtype: str) -> str:
-    """The KV cache term's line: batch x tokens x bytes a token when the total is that product; else
-    (sliding windows, recurrent state, an engine's own cell) the total's average a token beside the
-    full-attention figure, so the line never multiplies out to another number than the table's."""
-    plain = f"{batch} x {tokens:,} tokens x {per_token:,} B ({dtype})"
-    held = batch * tokens
-    if not held or abs(total - held * per_token) <= _KV_AGREES * held * per_token:
-        return plain
+def _kv_how(batch: int, tokens: int, per_token: int, average: int | None, dtype: str) -> str:
+    """The KV cache term's line, which multiplies out to the table's figure: batch x tokens x bytes a
+    token, or the total's average a token beside the figure before windows and state."""
+    if average is None:
+        return f"{batch} x {tokens:,} tokens x {per_token:,} B ({dtype})"
     return (
-        f"{batch} x {tokens:,} tokens x {total / held:,.0f} B on average ({dtype}; with sliding windows, "
+        f"{batch} x {tokens:,} tokens x {average:,} B on average ({dtype}; with sliding windows, "
         f"recurrent state and the engine's layout; {per_token:,} B a token before them)"
     )
 
@@ -138,7 +131,13 @@ def memory_table(report: FitReport, width: int, style: Style) -> str:
     )
     how = [
         f"{report.model.params_total:,} params, {w.weight_dtype}",
-        _kv_how(w.batch, w.context_tokens, m.kv_cache_bytes, m.kv_cache_bytes_per_token, w.kv_cache_dtype),
+        _kv_how(
+            w.batch,
+            w.context_tokens,
+            m.kv_cache_bytes_per_token,
+            m.kv_average_per_token(w.batch * w.context_tokens),
+            w.kv_cache_dtype,
+        ),
         "estimate: the engine's profile peak",
         f"estimate: {overhead_how}",
         "what the engine reserves (its budget): 'need' below",

@@ -50,6 +50,18 @@ class MemoryBreakdown:
     #: What the engine reserves under its own flags (LoRA slots, a draft model, ...), inside the total.
     reserves: tuple[Reserve, ...] = ()
 
+    def kv_average_per_token(self, tokens: int) -> int | None:
+        """The KV total's bytes per token held when it is not `tokens` x `kv_cache_bytes_per_token`
+        (sliding windows, recurrent state, the engine's own layout), else None."""
+        product = tokens * self.kv_cache_bytes_per_token
+        if not tokens or abs(self.kv_cache_bytes - product) <= KV_PRODUCT_TOLERANCE * product:
+            return None
+        return round(self.kv_cache_bytes / tokens)
+
+
+#: The KV total counts as tokens x bytes a token while within this share of that product.
+KV_PRODUCT_TOLERANCE = 0.005
+
 
 @dataclass(frozen=True, kw_only=True)
 class FitAssumptions:

@@ -9,15 +9,32 @@ import json
 import re
 
 from gpusize.render.fit import _kv_how
+from gpusize.reports.fit import MemoryBreakdown
 from tests.helpers import cli as run
 
 
+def _memory(kv: int, per_token: int) -> MemoryBreakdown:
+    return MemoryBreakdown(
+        weights_bytes=0,
+        kv_cache_bytes=kv,
+        kv_cache_bytes_per_token=per_token,
+        activations_bytes=0,
+        overhead_bytes=0,
+        total_bytes=kv,
+        outside_budget_bytes=0,
+    )
+
+
 def test_a_plain_total_keeps_the_product() -> None:
-    assert _kv_how(2, 8192, 2 * 8192 * 147_456, 147_456, "bf16") == "2 x 8,192 tokens x 147,456 B (bf16)"
+    average = _memory(2 * 8192 * 147_456, 147_456).kv_average_per_token(2 * 8192)
+    assert average is None
+    assert _kv_how(2, 8192, 147_456, average, "bf16") == "2 x 8,192 tokens x 147,456 B (bf16)"
 
 
 def test_a_windowed_total_says_its_average_and_the_figure_before_windows() -> None:
-    line = _kv_how(1, 131_072, 18_300_272_640, 901_120, "bf16")
+    average = _memory(18_300_272_640, 901_120).kv_average_per_token(131_072)
+    assert average == 139_620
+    line = _kv_how(1, 131_072, 901_120, average, "bf16")
     assert line.startswith("1 x 131,072 tokens x 139,620 B on average (bf16;")
     assert "901,120 B a token before them" in line
 
