@@ -97,7 +97,7 @@ def test_glm52_shared_indexer_layers_keep_no_indexer(tp: int) -> None:
 
 def test_glm52_needs_vllm_with_index_cache() -> None:
     refused = cli("fit", "GLM-5.2", "--gpu", "H200", "--ctx", "32k", "--engine-version", "0.22.1")
-    assert refused.code == 2 and "the first release that does is 0.23.0" in refused.stderr
+    assert refused.code == 2 and "the first vLLM release that does is 0.23.0" in refused.stderr
     assert cli("fit", "GLM-5", "--gpu", "H200", "--ctx", "32k", "--engine-version", "0.22.1").code in (0, 1)
 
 
@@ -120,7 +120,7 @@ def test_bad_indexer_types_name_the_field(types: list[str], words: str) -> None:
 def test_release_before_the_family_is_refused_naming_the_first(name: str, first: str, before: str) -> None:
     refused = cli("fit", name, "--gpu", "H200", "--ctx", "32k", "--engine-version", before)
     assert refused.code == 2 and refused.stdout == ""
-    assert f"the first release that does is {first}" in refused.stderr
+    assert f"the first vLLM release that does is {first}" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     assert cli("fit", name, "--gpu", "H200", "--ctx", "32k", "--engine-version", first).code in (0, 1)
 

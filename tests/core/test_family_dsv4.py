@@ -111,7 +111,7 @@ def test_bad_compress_ratios_name_the_field(ratios: list[int], words: str) -> No
 
 def test_releases_before_deepseek_v4_are_refused() -> None:
     refused = cli("fit", FLASH, "--gpu", "H200", "--ctx", "32k", "--engine-version", "0.19.1")
-    assert refused.code == 2 and "the first release that does is 0.20.0" in refused.stderr
+    assert refused.code == 2 and "the first vLLM release that does is 0.20.0" in refused.stderr
     assert cli("fit", FLASH, "--gpu", "H200", "--ctx", "32k", "--engine-version", "0.20.0").code == 0
 
 

@@ -37,6 +37,30 @@ class Since(NamedTuple):
 
 #: (engine, model family, `family_key` variant or architecture) -> the first release that runs it.
 FIRST_RELEASE: dict[tuple[str, str], Since] = {
+    ("vllm", "deepseek_v32"): Since(
+        "0.11.0",
+        "DeepSeek-V3.2",
+        "vllm-project/vllm#25896 '[New Model] DeepSeek-V3.2', merged 2025-09-29; registry.py lists "
+        "DeepseekV32ForCausalLM from the 0.11.0 wheel (not 0.10.2)",
+    ),
+    ("vllm", "glm_moe_dsa"): Since(
+        "0.16.0",
+        "GLM-5",
+        "vllm-project/vllm#34124 (GlmMoeDsaForCausalLM on deepseek_v2.py), merged February 2026; registry.py "
+        "lists it from the 0.16.0 wheel (not 0.15.1)",
+    ),
+    ("vllm", "glm_moe_dsa:index_cache"): Since(
+        "0.23.0",
+        "GLM-5.2 with shared indexers (IndexCache)",
+        "vllm-project/vllm-ascend issue #10583: IndexCache runs natively from vLLM 0.23.0; earlier releases "
+        "build an indexer in every layer, which the checkpoint does not hold for its shared layers",
+    ),
+    ("vllm", "deepseek_v4"): Since(
+        "0.20.0",
+        "DeepSeek-V4",
+        "vllm-project/vllm#40760 (vllm/models/deepseek_v4), opened on release day 2026-04-24; registry.py "
+        "lists DeepseekV4ForCausalLM from the 0.20.0 wheel (not 0.19.1)",
+    ),
     ("vllm", "gemma4_text"): Since(
         "0.19.0",
         "Gemma 4",
@@ -356,25 +380,21 @@ FIRST_RELEASE: dict[tuple[str, str], Since] = {
 
 def family_key(spec: ModelSpec) -> str:
     """The model's key in FIRST_RELEASE: its family, or a variant engines served later (Nemotron-H
-    with MoE blocks, "nemotron_h:moe")."""
+    with MoE blocks, "nemotron_h:moe"; GLM-5.2's shared indexers, "glm_moe_dsa:index_cache")."""
     if spec.family == "nemotron_h" and any(layer.ffn == "moe" for layer in spec.layers):
         return "nemotron_h:moe"
+    if spec.family == "glm_moe_dsa" and any(layer.shares_indexer for layer in spec.layers):
+        return "glm_moe_dsa:index_cache"
     return spec.family
 
 
 def family_refusal(engine: str, label: str, spec: ModelSpec, work: Workload) -> str | None:
     """Why release `work.release` of `engine` (printed as `label`) cannot run this model's family, or
     None when it can."""
-    # Both the architecture's and the family's gate apply (Mistral-Small-4 is a Mistral3 wrapper, 0.8.3,
-    # around a Mistral 4 decoder, 0.12.0): the later one decides.
-    gates = [
-        g
-        for g in (
-            FIRST_RELEASE.get((engine, spec.architecture)),
-            FIRST_RELEASE.get((engine, family_key(spec))),
-        )
-        if g
-    ]
+    # The architecture's, the variant's and the family's gates all apply (Mistral-Small-4 is a Mistral3
+    # wrapper, 0.8.3, around a Mistral 4 decoder, 0.12.0): the latest decides.
+    keys = (spec.architecture, family_key(spec), spec.family)
+    gates = [g for g in (FIRST_RELEASE.get((engine, key)) for key in keys) if g]
     dated = [(v, g) for g in gates if (v := parse_version(g.release)) is not None]
     first, since = max(dated, key=lambda d: d[0]) if dated else (None, None)
     if since is None or first is None or not work.release.engine or work.release.version >= first:

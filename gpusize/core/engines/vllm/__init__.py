@@ -29,7 +29,7 @@ from gpusize.core.engines.vllm.behaviour import (
     quantization_refusal,
     utilization,
 )
-from gpusize.core.engines.vllm.families import family_refusal, kv_default
+from gpusize.core.engines.vllm.families import kv_default
 from gpusize.core.engines.vllm.hybrid import state_blocks, with_state_pages
 from gpusize.core.engines.vllm.levers import LEVERS
 from gpusize.core.engines.vllm.lora import lora_note
@@ -257,8 +257,7 @@ ENGINE = EngineModel(
     effective_settings=effective_settings,
     releases=VLLM,
     refuses_context=lambda spec, work: (
-        family_refusal(spec, work.release.version)
-        or engine_refusal(work)
+        engine_refusal(work)
         or quantization_refusal(spec, work)
         or context_refusal(spec, work.context_tokens, behaviour(work.release.version))
     ),
