@@ -91,10 +91,14 @@ LITGPT = S.Kernels(
 #: torchtune of April 2024: eager, the model returns fp32 logits kept through backward (4) + the
 #: saved log-softmax (4) + two fp32 gradients (4 + 4).
 TORCHTUNE_2024 = S.Kernels("torchtune eager (2024)", "eager", 16.0)
+#: transformers 4.4x with non-reentrant checkpoints: fsdp_qlora's train.py (05ed9f2, train.py:783,
+#: `reentrant_checkpointing` False by default: CheckpointImpl.NO_REENTRANT) and PEFT's FSDP LoRA
+#: example (`--use_reentrant False`).
+TRANSFORMERS_4_NO_REENTRANT = replace(S.TRANSFORMERS_4, reentrant_checkpointing=False)
 #: fsdp_qlora's train.py: pure bf16, torch AdamW, rank 64 on q,k,v,gate,up,down, FSDP1, transformers
 #: 4.4x (its loss keeps the logits through backward).
 FSDP_QLORA = S.TrainSetup(
-    "qlora", 2048, precision="bf16", lora_rank=64, lora_modules=QKV_MLP, kernels=S.TRANSFORMERS_4
+    "qlora", 2048, precision="bf16", lora_rank=64, lora_modules=QKV_MLP, kernels=TRANSFORMERS_4_NO_REENTRANT
 )
 
 
@@ -297,7 +301,13 @@ CASES = [
         "peft-fsdp-lora-l2-70b-8gpu",
         "meta-llama__Llama-2-70b-hf",
         S.TrainSetup(
-            "lora", 2048, batch=8, grad_accum=4, lora_rank=8, sharding="fsdp", kernels=S.TRANSFORMERS_4
+            "lora",
+            2048,
+            batch=8,
+            grad_accum=4,
+            lora_rank=8,
+            sharding="fsdp",
+            kernels=TRANSFORMERS_4_NO_REENTRANT,
         ),
         8,
         "A100-80GB",

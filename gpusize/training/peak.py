@@ -23,6 +23,7 @@ from gpusize.training.activations import (
     loss_forward_bytes,
 )
 from gpusize.training.anatomy import largest_layer_params, largest_linear_params
+from gpusize.training.reshard_hook import input_grads_kept_bytes
 from gpusize.training.setup import (
     NF4_BYTES_PER_PARAM,
     PAGED_OPTIMIZERS,
@@ -122,11 +123,13 @@ class TrainMemory:
         return self.device_bytes
 
 
-def gathered_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
+def gathered_bytes(spec: ModelSpec, setup: TrainSetup, layers: int = 2, tables: int = 1) -> int:
     """Weights ZeRO-3 / FSDP hold unsharded at once: the layer being computed, the next one
     prefetched (FSDP limit_all_gathers keeps two units in flight; BACKWARD_PRE prefetch) and the
     larger of embedding and lm_head (gathered at the ends of the pass), in their stored format (NF4
-    decoder layers under QLoRA)."""
+    decoder layers under QLoRA). `layers=1, tables=2`: at the first decoder layer's backward, the last,
+    nothing is left to prefetch but the FSDP1 root, whose embedding and lm_head stay unsharded from its
+    forward (torch 2.4.1 fsdp/_runtime_utils.py:490-496, the root is not resharded after forward)."""
     sb = state_bytes(setup.precision, setup.method, setup)
     layer = (
         NF4_BYTES_PER_PARAM
@@ -134,9 +137,12 @@ def gathered_bytes(spec: ModelSpec, setup: TrainSetup) -> int:
         else (sb.weight if setup.method == "full" else sb.frozen)
     )
     table = sb.weight if setup.method == "full" else (2 if setup.method == "qlora" else sb.frozen)
-    return int(
-        2 * largest_layer_params(spec) * layer + max(spec.params.embedding, spec.params.lm_head) * table
+    ends = (
+        max(spec.params.embedding, spec.params.lm_head)
+        if tables == 1
+        else spec.params.embedding + spec.params.lm_head
     )
+    return int(layers * largest_layer_params(spec) * layer + ends * table)
 
 
 def nccl_bytes(num_gpus: int, interconnect: str = "nvswitch") -> int:
@@ -247,6 +253,12 @@ def peak_terms(spec: ModelSpec, setup: TrainSetup, n: int) -> TrainMemory:
     buffers = buffers_bytes(spec, setup, n)
     acts = activations_bytes(spec, setup)
     held = held_activations_bytes(spec, setup)
+    # FSDP1 + reentrant checkpoints + LoRA: every checkpoint and layer-input gradient is kept to the
+    # end of backward (training.reshard_hook), on top of the first layer's working set
+    kept = input_grads_kept_bytes(spec, setup, n)
+    if kept:  # that moment is the first layer's backward: one layer and the root gathered
+        kept += min(gathered_bytes(spec, setup, 1, 2), weights_bytes(spec, setup)) - gathered
+        acts = max(acts, held + kept + backward_working_bytes(spec, setup))
     if fresh_gradients(setup, n):
         # Gradients appear in backward as activations go: at the loss no gradient exists yet, at the
         # first layer's backward the output head's gradient, at the end all of them with one layer's
@@ -258,8 +270,8 @@ def peak_terms(spec: ModelSpec, setup: TrainSetup, n: int) -> TrainMemory:
         )
         live = max(
             held + loss,
-            held + backward_working_bytes(spec, setup) + head,
-            grads + last_layer_bytes(spec, setup),
+            held + kept + backward_working_bytes(spec, setup) + head,
+            grads + last_layer_bytes(spec, setup) + (held + kept if kept else 0),
         )
     else:
         live = grads + acts

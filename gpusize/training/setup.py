@@ -229,6 +229,10 @@ class Kernels:
     #: bitsandbytes before 0.43.2 saved every 4-bit linear's input in MatMul4Bit (PR #1270):
     #: `training.quantized.bnb_saved_input_bytes`.
     bnb_saves_input: bool = False
+    #: Gradient checkpointing through `torch.utils.checkpoint(use_reentrant=True)`: transformers
+    #: 4.35-4.57's default (`gradient_checkpointing_enable`); 5.0 made it False. Under FSDP1 with LoRA
+    #: it keeps each layer's input and its gradient through backward (`training.reshard_hook`).
+    reentrant_checkpointing: bool = False
     #: The framework release followed, for the assumptions.
     version: str = ""
 
@@ -254,6 +258,7 @@ TRANSFORMERS_4 = Kernels(
     autocast=True,
     fp32_adapters=True,
     attention_copy=False,
+    reentrant_checkpointing=True,
     version="transformers 4.4x, peft 0.1x",
 )
 #: torchtune recipes with compile=True and CEWithChunkedOutputLoss.

@@ -23,6 +23,7 @@ from gpusize.training.activations import backward_working_bytes, layer_activatio
 from gpusize.training.device import train_memory
 from gpusize.training.peak import TrainMemory
 from gpusize.training.quantized import bnb_saved_input_bytes, fp32_stream
+from gpusize.training.reshard_hook import input_grads_kept_bytes, reshard_hook_keeps_inputs
 from tests.conftest import FIXTURES
 from tests.torch_training_records import reference_spec
 
@@ -53,43 +54,22 @@ KERNELS = {
 #: Allowed residual on the allocated peak. The 2405 release is where the two 4-bit terms were read
 #: against (in-sample); 2409 was added afterwards and not tuned on (held out): its one-GPU rows sit
 #: above 2405's by the transformers 4.x loss constant (14 B per logit element; these runs measure
-#: 12.8: +4% on Mistral-7B at 4 x 4096).
+#: 12.8: +4% on Mistral-7B at 4 x 4096). Two-GPU rows (FSDP1), both releases, since FSDP1's
+#: reshard-only hook is modelled (`training.reshard_hook`): QLoRA -2.2% to +5.5%, LoRA +0.5% to +4.3%.
 TOLERANCE = {"2405": 0.06, "2409": 0.09}
+FSDP_TOLERANCE = 0.06
 
-_FSDP = (
-    "KNOWN MISS: QLoRA under FSDP1 (bnb_4bit_quant_storage, AMP) holds more per token than the "
-    "sharded accounting: not identified, not modelled"
-)
 #: Residuals outside the tolerance, each with its reason, asserted at the value +-3 points so that a
-#: change that moves them shows here.
-EXPLAINED = {
-    "fms-a100-mistral7b-qlora-baseline-2gpu-bs2": (-0.127, _FSDP),
-    "fms-a100-mistral7b-qlora-baseline-2gpu-bs4": (-0.116, _FSDP),
-    "fms-a100-mixtral8x7b-qlora-baseline-2gpu-bs2": (-0.079, _FSDP),
-    "fms-a100-mixtral8x7b-qlora-baseline-2gpu-bs4": (-0.109, _FSDP),
-    "fms-a100-l2-70b-qlora-baseline-2gpu-bs2": (-0.206, _FSDP),
-    "fms-a100-mistral7b-qlora-accelerated-2gpu-bs2": (-0.127, _FSDP),
-    "fms-a100-mistral7b-qlora-accelerated-2gpu-bs4": (-0.116, _FSDP),
-    "fms-a100-mixtral8x7b-qlora-accelerated-2gpu-bs2": (-0.078, _FSDP),
-    "fms-a100-mixtral8x7b-qlora-accelerated-2gpu-bs4": (-0.108, _FSDP),
-    "fms-a100-l2-70b-qlora-accelerated-2gpu-bs2": (-0.206, _FSDP),
-    "fms-a100-2409-mistral7b-qlora-baseline-2gpu-bs2": (-0.086, _FSDP),
-    "fms-a100-2409-mistral7b-qlora-baseline-2gpu-bs4": (-0.093, _FSDP),
-    "fms-a100-2409-mixtral8x7b-qlora-baseline-2gpu-bs2": (-0.074, _FSDP),
-    "fms-a100-2409-mixtral8x7b-qlora-baseline-2gpu-bs4": (-0.096, _FSDP),
-    "fms-a100-2409-l2-70b-qlora-baseline-2gpu-bs2": (-0.222, _FSDP),
-    "fms-a100-2409-l2-70b-qlora-baseline-2gpu-bs4": (-0.279, _FSDP),
-    "fms-a100-2409-mistral7b-qlora-accelerated-2gpu-bs2": (-0.086, _FSDP),
-    "fms-a100-2409-mistral7b-qlora-accelerated-2gpu-bs4": (-0.093, _FSDP),
-    "fms-a100-2409-mixtral8x7b-qlora-accelerated-2gpu-bs2": (-0.074, _FSDP),
-    "fms-a100-2409-mixtral8x7b-qlora-accelerated-2gpu-bs4": (-0.096, _FSDP),
-    "fms-a100-2409-l2-70b-qlora-accelerated-2gpu-bs2": (-0.222, _FSDP),
-    "fms-a100-2409-l2-70b-qlora-accelerated-2gpu-bs4": (-0.279, _FSDP),
-}
-#: Runs that did not finish but are predicted to fit.
+#: change that moves them shows here (none since the FSDP1 term).
+EXPLAINED: dict[str, tuple[float, str]] = {}
+#: Runs that did not finish but are predicted to fit: 2405's Llama-2-70B QLoRA at 4 x 4096 on two
+#: GPUs, bitsandbytes 0.43.1 (its 4-bit inputs kept): 70.1 GiB allocated, 78.1 GiB on the device
+#: predicted against the A100's 79.3 (in 2409, with bitsandbytes' fix, the same run fit at 67.6 GiB
+#: allocated, 78.96 on the device; predicted 69.0 / 77.0).
+_NEAR = "within 1.2 GiB of the device's limit: the allocator's last retries are not modelled that closely"
 OOM_MISSES = {
-    "fms-a100-l2-70b-qlora-baseline-2gpu-bs4-oom": _FSDP + " (57.9 GiB predicted on the device)",
-    "fms-a100-l2-70b-qlora-accelerated-2gpu-bs4-oom": _FSDP + " (57.9 GiB predicted on the device)",
+    "fms-a100-l2-70b-qlora-baseline-2gpu-bs4-oom": _NEAR,
+    "fms-a100-l2-70b-qlora-accelerated-2gpu-bs4-oom": _NEAR,
 }
 
 
@@ -151,7 +131,8 @@ def test_allocated_peak(row: Row) -> None:
         want, why = EXPLAINED[row.rid]
         assert abs(err - want) <= 0.03, f"{row.rid}: {err:+.1%}, documented {want:+.1%} ({why})"
     else:
-        assert abs(err) <= TOLERANCE[row.release], f"{err:+.1%}"
+        tol = FSDP_TOLERANCE if row.gpus > 1 else TOLERANCE[row.release]
+        assert abs(err) <= tol, f"{err:+.1%}"
 
 
 @pytest.mark.parametrize("row", rows("oom"), ids=lambda r: r.rid)
@@ -252,3 +233,44 @@ def test_moe_device_figure_replays_one_experts_tensors() -> None:
         if "mixtral8x7b-qlora" in row.rid and row.gpus == 1
     ]
     assert len(errs) == 8 and sum(abs(e) for e in errs) / len(errs) <= 0.10
+
+
+def _fsdp_pairs() -> list[tuple[Row, Row]]:
+    """Two-GPU rows that finished at 2 x 4096 and 4 x 4096 per GPU, same release and configuration."""
+    fits = {row.rid: row for row in rows("fits") if row.gpus == 2 and row.rec["method"] != "full"}
+    bigger = {rid: rid.replace("-bs2", "-bs4") for rid in fits if rid.endswith("-bs2")}
+    return [(fits[rid], fits[big]) for rid, big in bigger.items() if big in fits]
+
+
+@pytest.mark.parametrize("pair", _fsdp_pairs(), ids=lambda p: p[0].rid)
+def test_fsdp_cost_per_token_as_measured(pair: tuple[Row, Row]) -> None:
+    """Under FSDP1 with LoRA / QLoRA and reentrant checkpoints, what 8192 more tokens per GPU cost
+    (bs4 minus bs2) is within 12% of the table (-9% to +11%): every checkpoint and its layer-input
+    gradient stay to the end of backward (`training.reshard_hook`). Before: -6% to -38% (Llama-2-70B
+    14.9 GiB predicted against 24.2 measured), 8 of the 14 pairs outside."""
+    small, big = pair
+    pred = big.predict().allocated_peak_bytes - small.predict().allocated_peak_bytes
+    meas = int(big.rec["peak_alloc_bytes"]) - int(small.rec["peak_alloc_bytes"])
+    assert abs(pred / meas - 1) <= 0.12, (small.rid, pred / GIB, meas / GIB)
+
+
+def test_reshard_hook_only_where_it_runs() -> None:
+    """FSDP1 keeps the layer inputs and their gradients only for LoRA / QLoRA (frozen decoder units)
+    on 2+ GPUs with reentrant checkpoints kept on the GPU: not for full training, one GPU, ZeRO-3,
+    transformers 5's non-reentrant checkpoints, no checkpointing or offloaded checkpoints."""
+    spec = reference_spec("Mistral-7B-v0.1")
+    job = S.TrainSetup("qlora", 4096, batch=2, sharding="fsdp", kernels=S.TRANSFORMERS_4)
+    kept = input_grads_kept_bytes(spec, job, 2)
+    assert kept == 32 * 4096 * 2 * 8192  # one bf16 hidden state per layer and token
+    assert input_grads_kept_bytes(spec, replace(job, method="lora"), 8) == kept
+    assert reshard_hook_keeps_inputs(job, 2)
+    for other, n in (
+        (replace(job, method="full"), 2),
+        (job, 1),
+        (replace(job, sharding="zero3"), 2),
+        (replace(job, kernels=S.TRANSFORMERS), 2),
+        (replace(job, grad_ckpt=False), 2),
+        (replace(job, kernels=replace(S.TRANSFORMERS_4, offload_checkpoints=True)), 2),
+    ):
+        assert not reshard_hook_keeps_inputs(other, n), other
+        assert input_grads_kept_bytes(spec, other, n) == 0
