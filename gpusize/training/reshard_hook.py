@@ -21,8 +21,9 @@ at 4e81c64: torch 2.4.1, transformers 4.44.2, peft 0.12.0, accelerate 0.33.0); u
    parameter, `_register_post_backward_reshard_only_hook` (:1475-1503) registers a multi-grad hook on
    the layer's inputs. `register_multi_grad_hook` (autograd/graph.py:469, 498) keeps, in the hook's
    closure, the AccumulateGrad node of each input, a leaf here (graph.py:159-164), and that node holds
-   the leaf itself: a Python / C++ cycle the garbage collector does not see (pytorch/pytorch#183211:
-   "THPCppFunction_traverse bails out ... the cycle is invisible to the Python cyclic GC").
+   the leaf itself: a Python / C++ cycle the garbage collector does not see (csrc/autograd/
+   python_cpp_function.cpp `THPCppFunction_traverse` visits a node's hook dicts, never
+   AccumulateGrad's variable; pytorch/pytorch#183211 on FSDP1's cycles through AccumulateGrad).
 4. The leaf receives its gradient in `.grad` (`torch.autograd.backward` then `inp.grad`,
    utils/checkpoint.py:313-315). Leaf, saved input storage and gradient stay alive until
    `_finalize_params` removes the hook (_runtime_utils.py:1178) in the post-backward final callback,
