@@ -3,11 +3,12 @@ with reentrant `torch.utils.checkpoint` (pure): each decoder layer's input and i
 backward pass ends.
 
 Read at the releases fms-acceleration's 2409 table pinned (scripts/benchmarks/refs/requirements.txt
-at 4e81c64: torch 2.4.1, transformers 4.44.2, peft 0.12.0, accelerate 0.33.0); unchanged in torch
-2.5.1 and 2.6.0:
+at 4e81c64: torch 2.4.1, transformers 4.44.2, peft 0.12.0, accelerate 0.33.0); the hook call is in
+torch 2.1.0 to 2.6.0 (not 2.0.1), the rest unchanged in 2.5.1 and 2.6.0:
 
-1. Reentrant checkpointing. transformers 4.35-4.57 `PreTrainedModel.gradient_checkpointing_enable`
-   (4.44.2 modeling_utils.py:2361-2362) defaults to `{"use_reentrant": True}`, and the Trainer
+1. Reentrant checkpointing. transformers 4.38-4.57 `PreTrainedModel.gradient_checkpointing_enable`
+   (4.44.2 modeling_utils.py:2361-2362) defaults to `{"use_reentrant": True}` (earlier 4.x leave
+   it to torch, whose default is True), and the Trainer
    passes `{}` (trainer.py:2067-2073), for which torch takes `use_reentrant=True`
    (utils/checkpoint.py:456-466). transformers 5.0 switched the default to False
    (modeling_utils.py:3099). `Kernels.reentrant_checkpointing`.

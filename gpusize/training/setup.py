@@ -230,8 +230,9 @@ class Kernels:
     #: `training.quantized.bnb_saved_input_bytes`.
     bnb_saves_input: bool = False
     #: Gradient checkpointing through `torch.utils.checkpoint(use_reentrant=True)`: transformers
-    #: 4.35-4.57's default (`gradient_checkpointing_enable`); 5.0 made it False. Under FSDP1 with LoRA
-    #: it keeps each layer's input and its gradient through backward (`training.reshard_hook`).
+    #: 4.x's default (`gradient_checkpointing_enable`, explicit from 4.38); 5.0 made it False.
+    #: Under FSDP1 with LoRA it keeps each layer's input and its gradient through backward
+    #: (`training.reshard_hook`).
     reentrant_checkpointing: bool = False
     #: The framework release followed, for the assumptions.
     version: str = ""
