@@ -12,6 +12,7 @@ setting, measured, predicted, residual) with per-engine MAE and worst case, cali
     python bench/calibrate_throughput.py --moe-kernel --loso   # the same for the tried MoE model
     python bench/calibrate_throughput.py --expert-bytes --loso   # ... the tried per-byte expert model
     python bench/calibrate_throughput.py --moe-config --loso   # ... the tried tuned-config expert model
+    python bench/calibrate_throughput.py --expert-blocks --loso   # ... per-expert cost + per gate_up block
     python bench/calibrate_throughput.py --nccl-pcie --loso   # ... NCCL's PCIe all-reduce latency
     python bench/calibrate_throughput.py --loso --write-ranges   # ... and re-range the answers:
         # bench/results/loso.json and gpusize/serving/speed_ranges.py (`--from-results`: from the
@@ -507,6 +508,41 @@ def use_expert_bytes(keep_floor: bool) -> None:
         print(f"# {name} = {rounded(value)}", file=sys.stderr)
 
 
+#: The tried per-block expert model (bench/VALIDATION.md), `--expert-blocks`: beside the fixed
+#: per-routed-expert cost `expert_s`, `expert_block_s` per thread block of the expert's gate_up GEMM
+#: on one GPU (`throughput.expert_column_blocks`: ceil(2 x intermediate / tp / BLOCK_N), what shrinks
+#: with TP in vLLM's fused_moe grid), both fitted in the vLLM decode stage from START (SGLang and
+#: Transformers inherit them).
+EXPERT_BLOCKS_NAMES = ("vllm.expert_s", "vllm.expert_block_s")
+
+
+#: `--expert-blocks-pinned`: `expert_block_s` held at the slope gpt-oss-120b's two H100 calibration
+#: records give on their own (implied per-expert cost 2.3-2.8 us at TP=1, 45 blocks of 128, and
+#: 1.25-1.64 us at TP=2, 23 blocks: about 0.05 us a block), `expert_s` and the rest refitted: what the
+#: Qwen3-Next TP ratio and the out-of-sample figures become when the TP-shrinking part is forced in.
+EXPERT_BLOCK_PINNED_S = 5e-8
+
+
+def use_expert_blocks(pinned: bool = False) -> None:
+    """Switch this process to the tried per-block expert model and fit it from START (`pinned`:
+    expert_block_s held at EXPERT_BLOCK_PINNED_S, not fitted)."""
+    global STAGES
+    names_in = EXPERT_BLOCKS_NAMES[:1] if pinned else EXPERT_BLOCKS_NAMES
+    STAGES = tuple(
+        (
+            engines,
+            classes,
+            tuple(n for name in names for n in (names_in if name == "vllm.expert_s" else (name,))),
+        )
+        for engines, classes, names in STAGES
+    )
+    if pinned:
+        set_constant("vllm.expert_block_s", EXPERT_BLOCK_PINNED_S)
+    print("# fitting the per-block expert model from START", file=sys.stderr)
+    for name, value in fit().items():
+        print(f"# {name} = {rounded(value)}", file=sys.stderr)
+
+
 #: The tried tuned-config model (bench/VALIDATION.md), `--moe-config`: the per-routed-expert cost takes
 #: `expert_tuned_s` where the record's release ships a tuned fused-MoE Triton config for the layer on
 #: its GPU (`gpusize.serving.moe_config`), `expert_s` elsewhere; both fitted in the vLLM decode stage
@@ -733,6 +769,9 @@ START = {
     "expert_tuned_s": 5e-6,
     # the experts' bytes read a second time at an H100 SXM's 3.35 TB/s
     "expert_byte_s": 3e-13,
+    # a tenth of a microsecond per thread block: a few hundred cycles of a block's prologue, K loop
+    # start and epilogue at an H100's 1.98 GHz boost clock
+    "expert_block_s": 1e-7,
     # one SM streaming its share of an H100 SXM's 3.35 TB/s at 2 bytes a weight (132 SMs): 79 us per
     # million weights
     "moe_mweight_s": 1e-4,
@@ -1208,6 +1247,8 @@ if __name__ == "__main__":
         use_expert_bytes(keep_floor="--expert-bytes-floor" in sys.argv)
     if "--moe-config" in sys.argv:
         use_moe_config()
+    if "--expert-blocks" in sys.argv or "--expert-blocks-pinned" in sys.argv:
+        use_expert_blocks(pinned="--expert-blocks-pinned" in sys.argv)
     if "--nccl-pcie" in sys.argv:
         use_nccl_pcie()
     if "--fit" in sys.argv:

@@ -12,6 +12,9 @@ Decode step time on one GPU group (`gpusize.serving.throughput.decode_step`):
            expert_tuned_s in its place where the release ships a tuned fused-MoE config: tried, not
            adopted, zero in the published constants)
            + moe_layer_s x MoE layers (these two x ROCM_KERNEL_FLOOR_FACTOR on AMD) + sequence_s x sequences
+           [+ expert_block_s x gate_up thread blocks per expert run (summed like expert_s),
+              ceil(2 x intermediate / tp / BLOCK_N): the part of an expert run that shrinks with TP;
+              tried, not adopted (bench/VALIDATION.md), zero in the published constants]
            + max(bytes read / (bandwidth x bandwidth_efficiency), flops / (TFLOPS x prefill_mfu))
            [+ per MoE layer max(0, tile weights / 1e6 x moe_mweight_s / SMs - expert bytes / (bandwidth
               x bandwidth_efficiency)): the MoE kernel at the slower of its bytes over the bandwidth and
@@ -82,6 +85,12 @@ class EngineSpeed:
     #: Tried in place of `expert_s` (`bench/calibrate_throughput.py --expert-bytes`), not adopted
     #: (bench/VALIDATION.md), so zero in the published constants.
     expert_byte_s: float = 0.0
+    #: Seconds per thread block of a routed expert's fused-MoE gate_up GEMM on one GPU, beside
+    #: `expert_s` (`throughput.expert_column_blocks`: ceil(2 x intermediate / tp / BLOCK_N), the part
+    #: of an expert run that shrinks with tensor parallelism down to one block). Tried
+    #: (`bench/calibrate_throughput.py --expert-blocks`), not adopted (bench/VALIDATION.md), so zero in
+    #: the published constants.
+    expert_block_s: float = 0.0
     sequence_s: float = 0.0
     #: Fractions of the dense tensor peak reached by the matmuls of prefill (and of a compute-bound
     #: batched decode step: the same kernels) and by prefill attention (QK^T, PV).

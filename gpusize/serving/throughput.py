@@ -55,6 +55,7 @@ __all__ = [
     "assumptions",
     "decode_step",
     "decode_weight_bytes",
+    "expert_column_blocks",
     "experts_touched",
     "host_copy_s",
     "kv_read_bytes",
@@ -382,18 +383,41 @@ def kernel_floor_factor(gpu: GpuSpec) -> float:
     return calibrated.ROCM_KERNEL_FLOOR_FACTOR if gpu.vendor == "AMD" else 1.0
 
 
+def expert_column_blocks(spec: ModelSpec, work: Workload, tp: int, sequences: int) -> int:
+    """Thread blocks ONE M block of one touched expert runs in the fused-MoE gate_up GEMM under
+    tensor parallel `tp`: ceil(N / BLOCK_N), N = (2 if gated else 1) x moe_intermediate_size / tp (the
+    expert's slice on this GPU), BLOCK_N the kernel's tile at this batch (`moe_tile`). vLLM's
+    `invoke_fused_moe_kernel` (vllm/model_executor/layers/fused_moe/fused_moe.py, commit 000d1458)
+    launches cdiv(EM, BLOCK_SIZE_M) x cdiv(N, BLOCK_SIZE_N) programs, each looping over all of K
+    (the hidden width, whatever the TP): the programs per expert fall as 1/tp down to one, the work
+    of each does not. The down GEMM's programs (N = hidden) do not depend on tp. 0 when dense."""
+    moe = spec.moe
+    if moe is None:
+        return 0
+    _, block_n, _ = moe_tile(work.weights.name, max(sequences, 1), moe.num_experts)
+    gate_up = (2 if moe.gated else 1) * _cdiv(moe.moe_intermediate_size, tp)
+    return _cdiv(gate_up, block_n)
+
+
 def expert_run_s(
-    spec: ModelSpec, work: Workload, gpu: GpuSpec, tp: int, speed: calibrated.EngineSpeed
+    spec: ModelSpec, work: Workload, gpu: GpuSpec, tp: int, speed: calibrated.EngineSpeed, sequences: int = 1
 ) -> float:
     """Seconds per routed expert run: `expert_tuned_s` where the engine release ships a tuned
     fused-MoE Triton config for the layer on this GPU (`moe_config.tuned_config`) and the engine has
-    that constant (the tried model, zero in the published constants), else `expert_s`."""
+    that constant (the tried model, zero in the published constants), else `expert_s`; plus
+    `expert_block_s` per gate_up thread block of the expert on one GPU (`expert_column_blocks`: the
+    part that shrinks with tp down to one block; the tried model, zero in the published constants)."""
+    blocks = (
+        speed.expert_block_s * expert_column_blocks(spec, work, tp, sequences)
+        if speed.expert_block_s
+        else 0.0
+    )
     if not speed.expert_tuned_s or spec.moe is None:
-        return speed.expert_s
+        return speed.expert_s + blocks
     # start-up: the shipped config list is read only by the tried tuned-config model
     from gpusize.serving.moe_config import tuned_config
 
-    return speed.expert_tuned_s if tuned_config(spec, work, gpu, tp) else speed.expert_s
+    return (speed.expert_tuned_s if tuned_config(spec, work, gpu, tp) else speed.expert_s) + blocks
 
 
 def _fixed_s(
@@ -441,7 +465,7 @@ def decode_step(
     t_cmp = 2 * spec.params.active * tokens / tp / (tflops * 1e12 * speed.prefill_mfu) if tflops else 0.0
     eager = work.engine.enforce_eager
     comm = 2 * len(spec.layers) * allreduce_s(gpu, tp, tokens * spec.hidden_size * 2, eager)
-    fixed = _fixed_s(spec, speed, sequences, gpu, expert_run_s(spec, work, gpu, tp, speed))
+    fixed = _fixed_s(spec, speed, sequences, gpu, expert_run_s(spec, work, gpu, tp, speed, sequences))
     t_host = host_copy_s(spec, work, gpu, tp)
     # under speculative decoding one verification step yields `accepted` tokens per sequence: the
     # time per generated token, what every caller reads as the step, is the step over them
