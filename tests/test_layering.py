@@ -36,7 +36,7 @@ FORBIDDEN = {
     "errors": {"units", "core", "sources", "serving", "training", "reports", "render", "cli", "api"},
 }
 #: Third-party modules that may be imported inside a function (optional or slow to import).
-HEAVY = {"huggingface_hub", "gguf", "pynvml", "pydantic", "importlib"}
+HEAVY = {"huggingface_hub", "gguf", "pynvml", "pydantic", "importlib", "typer"}
 
 
 def _modules(package: Path = PACKAGE) -> dict[str, Path]:

@@ -7,10 +7,9 @@ import os
 from collections.abc import Callable
 from typing import Annotated
 
-import typer
-
 from gpusize.cli.app import finish
 from gpusize.cli.capture import current
+from gpusize.cli.declare import Option
 from gpusize.cli.emit import taken
 from gpusize.cli.output import write_file
 from gpusize.cli.prepare import choice
@@ -32,7 +31,7 @@ MAX_NODE_GPUS = 64
 
 ServeFormat = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--format",
         help="Output: table (the default), json (the same as --json), markdown, csv, or the plan as "
         "manifests: k8s (Kubernetes Deployment or LeaderWorkerSet + Service; with --disaggregate an "
@@ -41,11 +40,11 @@ ServeFormat = Annotated[
 ]
 OutputDir = Annotated[
     str | None,
-    typer.Option("--output", "-o", help="With --format k8s|compose: write one file per object into DIR."),
+    Option("--output", "-o", help="With --format k8s|compose: write one file per object into DIR."),
 ]
 NodeGpus = Annotated[
     int | None,
-    typer.Option(
+    Option(
         "--node-gpus",
         help="With --format k8s: GPUs of one Kubernetes node (default: the server sized); a replica on "
         "more runs as a LeaderWorkerSet over nodes.",
