@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -115,6 +114,8 @@ def run_command(argv: list[str] | None, command: Callable[..., Any] | None = Non
         if code is not None:
             return code
         if os.environ.get("GPUSIZE_DEBUG") == "1":
+            import traceback  # noqa: PLC0415 - start-up: only for an internal error
+
             write_stderr("".join(traceback.format_exc()))
         return fail(
             f"internal error: {type(exc).__name__}: {exc} (set GPUSIZE_DEBUG=1 for a traceback; please "
