@@ -1,6 +1,9 @@
-"""`fit` prints no speed, so a `fit` run does not import the speed model (serving.load, throughput,
-the speed ranges): importing it cost about 5% of fit's start-up instructions when reports.common
-pulled it in (bench/bench_instructions.py). Measured in a fresh process, as a user's run is."""
+"""What a plain run imports, measured in a fresh process as a user's run is (bench/RESULTS.md:
+start-up). A module kept off a command's path is a start-up figure: typer and click (the line is
+bound by `cli.bind`, ~80M of fit's ~520M instructions with them), the speed model on `fit` (which
+prints no speed: ~5% of its instructions), the manifest modules and yaml on `serve` and `quote`
+(only `--format k8s|compose` writes manifests), and the standard library's archive, temporary-file
+and traceback modules (only a written file or an internal error needs them)."""
 
 from __future__ import annotations
 
@@ -8,23 +11,51 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SPEED = ("gpusize.serving.load", "gpusize.serving.throughput", "gpusize.serving.speed_ranges")
+EVERY_RUN = ("typer", "click", "yaml", "pydantic", "rich", "shutil", "tempfile", "traceback", "difflib")
+MANIFESTS = ("gpusize.render.deploy", "gpusize.serving.deploy", "gpusize.serving.dynamo")
 
 
-def test_a_fit_run_does_not_import_the_speed_model() -> None:
+def _imported(argv: list[str], modules: tuple[str, ...]) -> list[str]:
     code = (
         "import contextlib, io, sys\n"
-        "from gpusize.cli import register\n"
-        "from gpusize.cli.app import run_command\n"
-        "register(['fit'])\n"
+        "from gpusize.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    try:\n"
-        "        run_command(['fit', 'Qwen3-8B', '--gpu', 'H100', '-q'])\n"
-        "    except SystemExit:\n"
-        "        pass\n"
-        f"print(sorted(m for m in {SPEED!r} if m in sys.modules))\n"
+        f"        main({argv!r})\n"
+        "    except SystemExit as exc:\n"
+        "        assert exc.code in (0, 1), exc.code\n"
+        f"print(sorted(m for m in {modules!r} if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    return eval(out.stdout.strip().splitlines()[-1])  # noqa: S307 - our own printed list
+
+
+def test_a_fit_run_does_not_import_the_speed_model() -> None:
+    assert _imported(["fit", "Qwen3-8B", "--gpu", "H100", "-q"], SPEED) == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["fit", "Qwen3-32B", "--ctx", "32k"],
+        ["fit", "Qwen3-32B", "--ctx", "32k", "--json"],
+        ["serve", "Qwen3-8B", "--users", "64", "--gpu", "L40S", "--gpus", "4"],
+        ["quote", "Llama-3.3-70B", "--ctx", "32k"],
+        ["which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k"],
+        ["train", "Qwen3-8B", "--method", "lora", "--gpu", "H100"],
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
+def test_a_plain_run_imports_no_parser_no_yaml_and_no_manifests(argv: list[str]) -> None:
+    assert _imported(argv, EVERY_RUN + MANIFESTS) == []
+
+
+def test_the_check_sees_an_import() -> None:
+    """The same check on a run that does write manifests: yaml is there (so [] above means absent)."""
+    argv = ["serve", "Qwen3-8B", "--users", "64", "--gpu", "L40S", "--format", "k8s"]
+    assert _imported(argv, ("yaml", "gpusize.render.deploy")) == ["gpusize.render.deploy", "yaml"]

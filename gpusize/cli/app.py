@@ -1,4 +1,7 @@
-"""The Typer app and the one place errors become exit codes.
+"""How a command line is run, and the one place errors become exit codes.
+
+A plain line is bound by `cli.bind` without importing typer; any other goes to the typer app
+(`cli.typer_app`).
 
 Exit status is the answer, as with grep: 0 fits / ok, 1 does not fit (the report is still printed),
 2 bad input or could not answer (one line on stderr), 3 internal error (GPUSIZE_DEBUG=1 prints the
@@ -9,53 +12,44 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from collections.abc import Callable
 from typing import Any
 
-import typer
-
-from gpusize import __version__
+from gpusize.cli.bind import bind
 from gpusize.cli.capture import current
 from gpusize.cli.output import silence_stdout, write_stderr, write_stdout
 from gpusize.errors import GpusizeError
 from gpusize.render.text import safe
 
-__all__ = ["app", "click_errors", "fail", "finish", "main", "run_command"]
-
-app = typer.Typer(
-    add_completion=True,
-    no_args_is_help=False,
-    rich_markup_mode=None,
-    pretty_exceptions_enable=False,
-    help="How much GPU memory does this LLM need, and which GPUs in one server run it?",
-)
+__all__ = ["Exit", "click_errors", "fail", "finish", "main", "run_command", "typer_app"]
 
 
-def _version(value: bool) -> None:
-    if value:
-        write_stdout(f"gpusize {__version__}\n")
-        raise typer.Exit(0)
+class Exit(Exception):  # noqa: N818 - typer's own name for it
+    """How a command ends with its verdict (where typer parses the line, as typer.Exit would)."""
+
+    def __init__(self, exit_code: int = 0) -> None:
+        super().__init__(exit_code)
+        self.exit_code = exit_code
 
 
-@app.callback(invoke_without_command=True)
-def _root(
-    ctx: typer.Context,
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version."
-    ),
-) -> None:
-    """gpusize sizes LLM inference and training memory and picks the smallest set of GPUs in one server."""
-    if ctx.invoked_subcommand is None:
-        write_stdout(ctx.get_help() + "\n")
-        raise typer.Exit(0)
+def typer_app() -> Any:
+    """The typer app of every registered command (imports typer: only for lines typer parses)."""
+    from gpusize.cli.typer_app import app  # noqa: PLC0415 - start-up: typer only for lines it parses
+
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # `from gpusize.cli.app import app`: the typer app
+        return typer_app()
+    raise AttributeError(name)
 
 
 def finish(text: str | None, code: int) -> None:
     """Print the answer (unless quiet) and end with its verdict."""
     if text:
         write_stdout(text)
-    raise typer.Exit(code)
+    raise Exit(code)
 
 
 def fail(message: str, hint: str | None = None, code: int = 2) -> int:
@@ -96,16 +90,15 @@ def _reader_went_away() -> bool:
 
 
 def run_command(argv: list[str] | None, command: Callable[..., Any] | None = None) -> int:
-    """Run one command line; `command`: the click command built from `app` once (batch rows reuse it,
-    as building it is most of a small command's cost), else `app` builds it for this call."""
+    """Run one command line: bound by `cli.bind` where it is plain, else parsed by `command` (the click
+    command built from the typer app once, which batch rows reuse) or by the typer app."""
     try:
-        result = (command or app)(args=argv, standalone_mode=False)
+        bound = bind(argv) if argv is not None else None
+        result = bound() if bound is not None else (command or typer_app())(args=argv, standalone_mode=False)
     except GpusizeError as exc:
         return fail(str(exc), exc.hint)
-    except typer.Exit as exc:
-        return int(exc.exit_code)
-    except typer.Abort:
-        return fail("aborted")
+    except Exit as exc:
+        return exc.exit_code
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # a reader gone before the answer (shell completion, click's own echo)
@@ -117,9 +110,12 @@ def run_command(argv: list[str] | None, command: Callable[..., Any] | None = Non
             return 0
         raise
     except Exception as exc:  # noqa: BLE001 - the CLI boundary: nothing may read as "does not fit"
-        if isinstance(exc, click_errors()):
-            return fail(exc.format_message().splitlines()[0])  # type: ignore[attr-defined]
+        code = _typer_outcome(exc)
+        if code is not None:
+            return code
         if os.environ.get("GPUSIZE_DEBUG") == "1":
+            import traceback  # noqa: PLC0415 - start-up: only for an internal error
+
             write_stderr("".join(traceback.format_exc()))
         return fail(
             f"internal error: {type(exc).__name__}: {exc} (set GPUSIZE_DEBUG=1 for a traceback; please "
@@ -127,6 +123,22 @@ def run_command(argv: list[str] | None, command: Callable[..., Any] | None = Non
             code=3,
         )
     return result if isinstance(result, int) else 0
+
+
+def _typer_outcome(exc: Exception) -> int | None:
+    """The exit code of typer's own outcomes (Exit, Abort, click's usage errors); None for any other
+    exception. Only a line typer parsed can raise them, so typer is looked at only when imported."""
+    if "typer" not in sys.modules:
+        return None
+    import typer  # noqa: PLC0415 - imported already when one of its outcomes is raised
+
+    if isinstance(exc, typer.Exit):
+        return int(exc.exit_code)
+    if isinstance(exc, typer.Abort):
+        return fail("aborted")
+    if isinstance(exc, click_errors()):
+        return fail(exc.format_message().splitlines()[0])  # type: ignore[attr-defined]
+    return None
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import typer
-
 from gpusize import __version__
 from gpusize.cli import prepare
-from gpusize.cli.app import app
+from gpusize.cli.declare import Argument, Option, command
 from gpusize.cli.emit import answer
 from gpusize.cli.invoke import argv_for, run_captured
 from gpusize.cli.options import Json, Quiet
@@ -21,9 +19,9 @@ from gpusize.sources.batch_file import BatchRow, read_batch
 __all__ = ["batch", "run_rows"]
 
 
-@app.command(short_help="Answer many configurations from a CSV or JSON Lines file.")
+@command(short_help="Answer many configurations from a CSV or JSON Lines file.")
 def batch(
-    file: str = typer.Argument(
+    file: str = Argument(
         ...,
         metavar="FILE",
         help="CSV with a header, or JSON Lines (one object a line); '-' reads standard input. Columns: "
@@ -32,7 +30,7 @@ def batch(
     ),
     quiet: Quiet = False,
     as_json: Json = False,
-    fmt: str | None = typer.Option(
+    fmt: str | None = Option(
         None, "--format", help="table (default), csv, jsonl (one object a row) or json (one object)."
     ),
 ) -> None:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import typer
-
 from gpusize.cli import prepare
-from gpusize.cli.app import app
+from gpusize.cli.declare import Argument, command
 from gpusize.cli.emit import answer
 from gpusize.cli.options import Format, GpusFile, Json, ModelsFile, Quiet
 from gpusize.render.catalogs import render_gpus, render_models
@@ -14,9 +12,9 @@ from gpusize.reports.catalogs import build_gpus, build_models
 __all__ = ["gpus", "models"]
 
 
-@app.command(short_help="The model catalog, by family and size.")
+@command(short_help="The model catalog, by family and size.")
 def models(
-    query: str | None = typer.Argument(
+    query: str | None = Argument(
         None, help="Filter by a part of the name, alias, Hub id or family.", metavar="QUERY"
     ),
     models_file: ModelsFile = None,
@@ -40,7 +38,7 @@ def models(
     )
 
 
-@app.command(short_help="The GPU catalog, with prices and their dates.")
+@command(short_help="The GPU catalog, with prices and their dates.")
 def gpus(gpus_file: GpusFile = None, quiet: Quiet = False, as_json: Json = False, fmt: Format = None) -> None:
     """List the GPU catalog (bundled + user files).
 

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import typer
-
 from gpusize.cli import prepare
-from gpusize.cli.app import app
+from gpusize.cli.declare import Option, command
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
     Dtype,
@@ -38,7 +36,7 @@ from gpusize.units import parse_count
 __all__ = ["curve"]
 
 
-@app.command(short_help="Concurrent sequences against context length for one plan.")
+@command(short_help="Concurrent sequences against context length for one plan.")
 @engine_options("vllm", "sglang", "trtllm")
 def curve(
     model: Model,
@@ -48,7 +46,7 @@ def curve(
     nodes: Nodes = None,
     interconnect: NodeInterconnect = None,
     node_bandwidth: NodeBandwidth = None,
-    users: int | None = typer.Option(
+    users: int | None = Option(
         None, "--users", help="Concurrent sequences each context is tested with (default 1)."
     ),
     dtype: Dtype = "auto",
@@ -60,7 +58,7 @@ def curve(
     revision: Revision = None,
     models_file: ModelsFile = None,
     gpus_file: GpusFile = None,
-    svg: str | None = typer.Option(None, "--svg", help="Also save the rendering as an SVG file."),
+    svg: str | None = Option(None, "--svg", help="Also save the rendering as an SVG file."),
     quiet: Quiet = False,
     as_json: Json = False,
     fmt: Format = None,

@@ -5,23 +5,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Annotated
-
-import typer
+from typing import TYPE_CHECKING, Annotated
 
 from gpusize.cli.app import finish
 from gpusize.cli.capture import current
+from gpusize.cli.declare import Option
 from gpusize.cli.emit import taken
 from gpusize.cli.output import write_file
 from gpusize.cli.prepare import choice
-from gpusize.core.model import ResolvedModel
 from gpusize.errors import OutputError, UsageError
-from gpusize.render.deploy import manifest_text, manifests_text
 from gpusize.render.text import Style, safe
-from gpusize.reports.deploy import deploy_plan, graph_plan
-from gpusize.reports.serve import ServeReport
-from gpusize.serving.deploy import Manifest, compose_manifest, kubernetes_manifests
-from gpusize.serving.dynamo import graph_manifest
+
+if TYPE_CHECKING:
+    from gpusize.core.model import ResolvedModel
+    from gpusize.reports.serve import ServeReport
+    from gpusize.serving.deploy import Manifest
 
 __all__ = ["DEPLOY_FORMATS", "NodeGpus", "OutputDir", "ServeFormat", "deploy_answer", "wants_deploy"]
 
@@ -32,7 +30,7 @@ MAX_NODE_GPUS = 64
 
 ServeFormat = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--format",
         help="Output: table (the default), json (the same as --json), markdown, csv, or the plan as "
         "manifests: k8s (Kubernetes Deployment or LeaderWorkerSet + Service; with --disaggregate an "
@@ -41,11 +39,11 @@ ServeFormat = Annotated[
 ]
 OutputDir = Annotated[
     str | None,
-    typer.Option("--output", "-o", help="With --format k8s|compose: write one file per object into DIR."),
+    Option("--output", "-o", help="With --format k8s|compose: write one file per object into DIR."),
 ]
 NodeGpus = Annotated[
     int | None,
-    typer.Option(
+    Option(
         "--node-gpus",
         help="With --format k8s: GPUs of one Kubernetes node (default: the server sized); a replica on "
         "more runs as a LeaderWorkerSet over nodes.",
@@ -80,6 +78,8 @@ def deploy_answer(
 ) -> None:
     """Print or write the manifests of the plan and end with the plan's verdict (`code`); a batch row
     or library call takes the report (with `summary`, serve's text) and writes nothing."""
+    from gpusize.render.deploy import manifest_text, manifests_text  # noqa: PLC0415 - start-up: manifests only
+
     kind = choice(fmt, DEPLOY_FORMATS, "--format")
     manifests = _manifests(report, resolved, kind, node_gpus)
     if current() is not None and output_dir is not None:
@@ -110,6 +110,10 @@ def _manifests(
     report: ServeReport, resolved: ResolvedModel, kind: str, node_gpus: int | None
 ) -> list[Manifest]:
     """The objects of the plan: with --disaggregate, the NVIDIA Dynamo graph of its split."""
+    from gpusize.reports.deploy import deploy_plan, graph_plan  # noqa: PLC0415 - start-up: manifests only
+    from gpusize.serving.deploy import compose_manifest, kubernetes_manifests  # noqa: PLC0415 - start-up: manifests only
+    from gpusize.serving.dynamo import graph_manifest  # noqa: PLC0415 - start-up: manifests only
+
     model_path, is_file = resolved.path, resolved.source == "gguf"
     if report.disaggregated is not None:
         if kind != "k8s":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpusize.cli import prepare
-from gpusize.cli.app import app
+from gpusize.cli.declare import command
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
     Batch,
@@ -37,7 +37,7 @@ from gpusize.reports.fit import build_fit_report
 __all__ = ["fit"]
 
 
-@app.command(short_help="Memory needed and the smallest set of GPUs in one server.")
+@command(short_help="Memory needed and the smallest set of GPUs in one server.")
 @engine_options("vllm", "sglang", "llamacpp", "transformers", "ollama", "trtllm")
 def fit(
     model: Model,

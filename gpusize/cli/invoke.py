@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import typer
-
 from gpusize.cli import COMMANDS, register
-from gpusize.cli.app import app, click_errors, run_command
+from gpusize.cli.app import Exit, click_errors, run_command, typer_app
+from gpusize.cli.bind import bind, switch_flags
 from gpusize.cli.capture import Captured, capture
-from gpusize.cli.direct import DirectApp
 from gpusize.errors import UsageError
 from gpusize.render.text import safe
 
@@ -53,6 +52,9 @@ def argv_for(command: str, model: str | None, options: Mapping[str, object]) -> 
 @functools.cache
 def _switches(command: str) -> dict[str, str | None]:
     """The command's options that take no value (click's flags), by long flag -> its off form."""
+    declared = switch_flags(command)
+    if declared is not None:
+        return declared
     found: dict[str, str | None] = {}
     for param in _click_app().commands[command].params:  # type: ignore[attr-defined]
         if getattr(param, "is_flag", False) and not getattr(param, "count", False):
@@ -94,22 +96,19 @@ def run_captured(argv: list[str]) -> Captured:
     """Run one command line in this process and return its answer as a value (nothing printed): the
     report, the exit code the command would end with, and its error line when it could not answer."""
     with capture() as got:
-        got.code = run_command(argv, _direct_app())
+        got.code = run_command(argv, _click_app())
     return got
 
 
 @functools.cache
 def _click_app() -> Callable[..., Any]:
-    """The click command of the whole app with every command registered, built once per process."""
+    """The click command of the whole app with every command registered, built once per process (for
+    the lines `cli.bind` leaves to click)."""
+    import typer  # noqa: PLC0415 - only for lines click parses
+
     register([])
-    command: Callable[..., Any] = typer.main.get_command(app)
+    command: Callable[..., Any] = typer.main.get_command(typer_app())
     return command
-
-
-@functools.cache
-def _direct_app() -> DirectApp:
-    """The app binding plain command lines itself (`cli.direct`), click for any other, built once."""
-    return DirectApp(_click_app())
 
 
 def report_of(argv: list[str]) -> Any:
@@ -118,11 +117,27 @@ def report_of(argv: list[str]) -> Any:
     (an unknown option, a bad number) is raised as UsageError."""
     with capture() as got:
         try:
-            _direct_app()(args=argv, standalone_mode=False)
-        except typer.Exit:
+            bound = bind(argv)
+            if bound is not None:
+                bound()
+            else:
+                _click_app()(args=argv, standalone_mode=False)
+        except Exit:
             pass
-        except click_errors() as exc:
-            raise UsageError(exc.format_message().splitlines()[0]) from None  # type: ignore[attr-defined]
+        except Exception as exc:
+            _raise_usage(exc)
     if got.report is None:
         raise UsageError(got.error or f"'{safe(' '.join(argv)[:80])}' gives no report")
     return got.report
+
+
+def _raise_usage(exc: Exception) -> None:
+    """typer's Exit ends the call; click's usage error is raised as UsageError; any other is raised."""
+    if "typer" in sys.modules:
+        import typer  # noqa: PLC0415 - imported already when one of its outcomes is raised
+
+        if isinstance(exc, typer.Exit):
+            return
+        if isinstance(exc, click_errors()):
+            raise UsageError(exc.format_message().splitlines()[0]) from None  # type: ignore[attr-defined]
+    raise exc

@@ -12,8 +12,7 @@ import inspect
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
-import typer
-
+from gpusize.cli.declare import Argument, Option
 from gpusize.core.releases import SGLANG, VLLM
 from gpusize.core.settings import ENGINE_LABELS, EngineName, EngineSettings, Setting, declared
 from gpusize.core.workload import DTYPES, KV_DTYPES
@@ -94,7 +93,7 @@ def complete_gpu(incomplete: str) -> list[str]:
 
 Model = Annotated[
     str,
-    typer.Argument(
+    Argument(
         help="A catalog name or alias (gpusize models), any Hugging Face Hub id (org/name), a local "
         "config.json or model folder, or a .gguf file. Example: Qwen3-32B",
         metavar="MODEL",
@@ -104,17 +103,17 @@ Model = Annotated[
 ]
 Ctx = Annotated[
     str,
-    typer.Option(
+    Option(
         "--ctx",
         "--max-model-len",
         "--context-length",
         help="Context length per sequence: 8192, 32k, 128k, 1m (k = 1024).",
     ),
 ]
-Batch = Annotated[int, typer.Option("--batch", help="Concurrent sequences at full context.")]
+Batch = Annotated[int, Option("--batch", help="Concurrent sequences at full context.")]
 Dtype = Annotated[
     str,
-    typer.Option(
+    Option(
         "--dtype",
         help=f"Weights: {', '.join(DTYPES)} (auto = the checkpoint's own), bpwN for exactly N bits "
         "per weight (EXL2: bpw2.5), or a GGUF type with llama-quantize's mixture (Q4_K_M, Q8_0, "
@@ -123,7 +122,7 @@ Dtype = Annotated[
 ]
 KvDtype = Annotated[
     str,
-    typer.Option(
+    Option(
         "--kv-dtype",
         "--kv-cache-dtype",
         help=f"KV cache: {', '.join(KV_DTYPES)}; with --engine llamacpp also its own cache types "
@@ -132,7 +131,7 @@ KvDtype = Annotated[
 ]
 GpuName = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--gpu",
         help="A GPU type (gpusize gpus), or 'local' for this machine's GPUs.",
         autocompletion=complete_gpu,
@@ -140,11 +139,11 @@ GpuName = Annotated[
 ]
 GpuCount = Annotated[
     int | None,
-    typer.Option("--gpus", "--tp", "--tensor-parallel-size", help="GPUs in one server: 1, 2, 4 or 8."),
+    Option("--gpus", "--tp", "--tensor-parallel-size", help="GPUs in one server: 1, 2, 4 or 8."),
 ]
 Quantization = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--quantization",
         help="As the engines take it: fp8 (on-the-fly FP8), bitsandbytes (in-flight 4-bit), or the "
         "checkpoint's own method (awq, gptq, compressed-tensors, mxfp4).",
@@ -152,7 +151,7 @@ Quantization = Annotated[
 ]
 RopeScaling = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--rope-scaling",
         help="Size with a rope scaling the config lacks: yarn:FACTOR[:ORIGINAL] (Qwen3 at 128k, as its model "
         "card says: yarn:4:32768); ORIGINAL defaults to the config's max_position_embeddings.",
@@ -160,13 +159,13 @@ RopeScaling = Annotated[
 ]
 ReservedMib = Annotated[
     int,
-    typer.Option(
+    Option(
         "--reserved-mib", help="Memory other processes hold on each GPU (a desktop, another server), MiB."
     ),
 ]
 PrefixHitRate = Annotated[
     float,
-    typer.Option(
+    Option(
         "--prefix-hit-rate",
         help="Fraction of each prompt's tokens the engine's prefix cache serves (0-1; a workload "
         "input: shared system prompts, multi-turn chats). Prefill computes the rest; memory unchanged.",
@@ -174,7 +173,7 @@ PrefixHitRate = Annotated[
 ]
 MinTokensPerUser = Annotated[
     float,
-    typer.Option(
+    Option(
         "--min-tokens-per-s-per-user",
         help="Each user's decode speed floor, tok/s; layouts and options meeting it come first (default "
         f"{READING_TOKENS_PER_S:g}: about twice reading speed).",
@@ -182,29 +181,25 @@ MinTokensPerUser = Annotated[
 ]
 MaxTtft = Annotated[
     float | None,
-    typer.Option(
-        "--max-ttft-s", help="Longest time to first token, s; layouts and options meeting it come first."
-    ),
+    Option("--max-ttft-s", help="Longest time to first token, s; layouts and options meeting it come first."),
 ]
 AcceptanceRate = Annotated[
     float | None,
-    typer.Option(
+    Option(
         "--acceptance-rate",
         help="Speculative decoding: the chance each proposed token is accepted (0-1, a stated input; "
         "e.g. 0.7 for an EAGLE-3 head on chat): speed estimates take (1 - a^(k+1)) / (1 - a) tokens "
         "per step.",
     ),
 ]
-Mtp = Annotated[bool, typer.Option("--mtp", help="Load the checkpoint's MTP layers (speculative decoding).")]
+Mtp = Annotated[bool, Option("--mtp", help="Load the checkpoint's MTP layers (speculative decoding).")]
 BestEffort = Annotated[
     bool,
-    typer.Option(
-        "--best-effort", help="Size an unsupported architecture as a Llama-style decoder (flagged)."
-    ),
+    Option("--best-effort", help="Size an unsupported architecture as a Llama-style decoder (flagged)."),
 ]
 Disaggregate = Annotated[
     bool,
-    typer.Option(
+    Option(
         "--disaggregate",
         help="Also plan disaggregated prefill/decode: a prefill and a decode pool of their own TP and "
         "count, the KV transfer per request, compared with the aggregated layout (an estimate).",
@@ -212,7 +207,7 @@ Disaggregate = Annotated[
 ]
 Nodes = Annotated[
     int | None,
-    typer.Option(
+    Option(
         "--nodes",
         help="Plan N servers of 8 GPUs (2-64) and the traffic between them (an estimate): fit and curve "
         "take TP=8 x PP=N when one server is not enough; serve and quote compare replicas, TP x PP, TP "
@@ -221,7 +216,7 @@ Nodes = Annotated[
 ]
 NodeInterconnect = Annotated[
     str | None,
-    typer.Option(
+    Option(
         "--interconnect",
         help="With --nodes: the link between servers, ib, roce or ethernet (default ib at the GPU's DGX "
         "rate, 400 Gb/s per GPU on H100/H200/B200; else one shared 100 GbE NIC).",
@@ -229,33 +224,33 @@ NodeInterconnect = Annotated[
 ]
 NodeBandwidth = Annotated[
     float | None,
-    typer.Option(
+    Option(
         "--node-bandwidth",
         help="With --nodes: GB/s per GPU between servers, one direction (400 Gb/s NDR = 50).",
     ),
 ]
 Revision = Annotated[
     str | None,
-    typer.Option("--revision", help="Hub branch, tag or commit (default main); skips the catalog."),
+    Option("--revision", help="Hub branch, tag or commit (default main); skips the catalog."),
 ]
 ModelsFile = Annotated[
     list[str] | None,
-    typer.Option("--models-file", help="Extra model catalog YAML (repeat; or GPUSIZE_MODELS)."),
+    Option("--models-file", help="Extra model catalog YAML (repeat; or GPUSIZE_MODELS)."),
 ]
 GpusFile = Annotated[
-    list[str] | None, typer.Option("--gpus-file", help="Extra GPU catalog YAML (or GPUSIZE_GPUS).")
+    list[str] | None, Option("--gpus-file", help="Extra GPU catalog YAML (or GPUSIZE_GPUS).")
 ]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing; the exit code is the answer.")]
-Json = Annotated[bool, typer.Option("--json", help="Print one JSON object (sizes in integer bytes).")]
+Quiet = Annotated[bool, Option("--quiet", "-q", help="Print nothing; the exit code is the answer.")]
+Json = Annotated[bool, Option("--json", help="Print one JSON object (sizes in integer bytes).")]
 ShowAll = Annotated[
-    bool, typer.Option("--all", help="Every row: each GPU type (fit, train), or every model (which).")
+    bool, Option("--all", help="Every row: each GPU type (fit, train), or every model (which).")
 ]
 Format = Annotated[
-    str | None, typer.Option("--format", help="Output: table (the default) or json (the same as --json).")
+    str | None, Option("--format", help="Output: table (the default) or json (the same as --json).")
 ]
 SheetFormat = Annotated[
     str | None,
-    typer.Option("--format", help="Output: table (the default), json (the same as --json), markdown or csv."),
+    Option("--format", help="Output: table (the default), json (the same as --json), markdown or csv."),
 ]
 
 
@@ -284,10 +279,10 @@ def _help(name: str, setting: Setting, engines: tuple[EngineName, ...]) -> str:
 def _option(name: str, setting: Setting, field_type: Any, default: Any, help_text: str) -> inspect.Parameter:
     """The typer option of one declared setting: its own flag (booleans as --x/--no-x), its help."""
     if field_type is bool:  # a switch; a None default leaves it to the engine's own default
-        option = typer.Option(f"{setting.flag}/--no-{setting.flag[2:]}", help=help_text, show_default=False)
+        option = Option(f"{setting.flag}/--no-{setting.flag[2:]}", help=help_text, show_default=False)
         annotation: Any = Annotated[bool if default is False else bool | None, option]
     else:
-        option = typer.Option(setting.flag, *setting.aliases, help=help_text)
+        option = Option(setting.flag, *setting.aliases, help=help_text)
         base = str if name == "name" else field_type
         annotation = Annotated[base | None, option]
         default = None

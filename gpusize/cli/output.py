@@ -18,7 +18,6 @@ import errno
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
 
 from gpusize.cli.capture import current
@@ -123,6 +122,8 @@ def write_file(path: str, text: str) -> None:
     parent = target.parent
     if not parent.is_dir():
         raise OutputError(f"{shown}: the folder {safe(str(parent), limit=200)} does not exist")
+    import tempfile  # noqa: PLC0415 - start-up: only when a file is written
+
     try:
         fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{target.name[:50]}.", suffix=".tmp")
     except OSError as exc:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import sys
 
-import typer
-
 from gpusize.cli import prepare
-from gpusize.cli.app import app, finish
+from gpusize.cli.app import finish
+from gpusize.cli.declare import Option, command
 from gpusize.cli.emit import output_format, taken
 from gpusize.cli.options import (
     AcceptanceRate,
@@ -51,22 +50,22 @@ __all__ = ["quote"]
 FORMATS = ("table", "markdown", "csv", "json", "html")
 
 
-@app.command(short_help="Server options side by side: fit, speed, price, power.")
+@command(short_help="Server options side by side: fit, speed, price, power.")
 @engine_options("vllm", "sglang", "trtllm")
 def quote(
     model: Model,
     *,
     ctx: Ctx = "8k",
-    users: int | None = typer.Option(None, "--users", help="Concurrent users to serve."),
+    users: int | None = Option(None, "--users", help="Concurrent users to serve."),
     prefix_hit_rate: PrefixHitRate = 0.0,
-    utilization_hours: float = typer.Option(
+    utilization_hours: float = Option(
         730.0,
         "--utilization-hours",
         help="Hours a month the servers would be rented, for buy versus rent (730 = every hour).",
     ),
     min_speed: MinTokensPerUser = READING_TOKENS_PER_S,
     max_ttft_s: MaxTtft = None,
-    gpu: list[str] | None = typer.Option(
+    gpu: list[str] | None = Option(
         None,
         "--gpu",
         help="GPU types to compare (repeat); default a standard set.",
@@ -82,13 +81,13 @@ def quote(
     nodes: Nodes = None,
     interconnect: NodeInterconnect = None,
     node_bandwidth: NodeBandwidth = None,
-    fmt: str | None = typer.Option(
+    fmt: str | None = Option(
         None,
         "--format",
         help="Output: table (the default), json (the same as --json), markdown, csv or html.",
     ),
-    output: str | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
-    svg: str | None = typer.Option(
+    output: str | None = Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    svg: str | None = Option(
         None,
         "--svg",
         help="Also save a chart of the options (memory per GPU, $/1M tokens, tok/s per user) as SVG.",

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import typer
-
 from gpusize.cli import prepare
-from gpusize.cli.app import app
+from gpusize.cli.declare import Option, command
 from gpusize.cli.deploy import NodeGpus, OutputDir, ServeFormat, deploy_answer, wants_deploy
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
@@ -46,16 +44,16 @@ from gpusize.units import parse_count, parse_tokens
 __all__ = ["serve"]
 
 
-@app.command(short_help="Replicas vs tensor parallel on one server for a load.")
+@command(short_help="Replicas vs tensor parallel on one server for a load.")
 @engine_options("vllm", "sglang", "llamacpp", "ollama", "trtllm")
 def serve(
     model: Model,
     *,
     ctx: Ctx = "8k",
-    users: int | None = typer.Option(None, "--users", help="Concurrent users (sequences in flight)."),
-    rps: float | None = typer.Option(None, "--rps", help="Requests per second (instead of --users)."),
-    prompt: str = typer.Option("1k", "--prompt-tokens", help="Prompt length per request (with --rps, TTFT)."),
-    output: str = typer.Option("256", "--output-tokens", help="Output tokens per request (with --rps)."),
+    users: int | None = Option(None, "--users", help="Concurrent users (sequences in flight)."),
+    rps: float | None = Option(None, "--rps", help="Requests per second (instead of --users)."),
+    prompt: str = Option("1k", "--prompt-tokens", help="Prompt length per request (with --rps, TTFT)."),
+    output: str = Option("256", "--output-tokens", help="Output tokens per request (with --rps)."),
     prefix_hit_rate: PrefixHitRate = 0.0,
     min_speed: MinTokensPerUser = READING_TOKENS_PER_S,
     max_ttft_s: MaxTtft = None,
@@ -72,7 +70,7 @@ def serve(
     rope_scaling: RopeScaling = None,
     reserved_mib: ReservedMib = 0,
     acceptance_rate: AcceptanceRate = None,
-    host_bandwidth: float | None = typer.Option(
+    host_bandwidth: float | None = Option(
         None,
         "--host-bandwidth",
         help="llama.cpp: peak GB/s of system RAM for layers left off the GPUs (default 89.6: "

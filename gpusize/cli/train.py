@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import cast
 
-import typer
-
 from gpusize.cli import prepare
-from gpusize.cli.app import app
+from gpusize.cli.declare import Option, command
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
     BestEffort,
@@ -34,56 +32,50 @@ from gpusize.units import parse_budget, parse_count, parse_tokens
 __all__ = ["train"]
 
 
-@app.command(short_help="Training and fine-tuning memory, GPUs, time and cost.")
+@command(short_help="Training and fine-tuning memory, GPUs, time and cost.")
 def train(
     model: Model,
-    method: str = typer.Option(..., "--method", help="full, lora or qlora."),
-    seq: str = typer.Option("2048", "--seq", help="Tokens per sequence: 2048, 8k, 32k."),
-    batch: int = typer.Option(1, "--batch", help="Sequences per GPU per micro-batch."),
-    grad_accum: int = typer.Option(1, "--grad-accum", help="Micro-batches accumulated per step."),
-    optimizer: str = typer.Option(
+    method: str = Option(..., "--method", help="full, lora or qlora."),
+    seq: str = Option("2048", "--seq", help="Tokens per sequence: 2048, 8k, 32k."),
+    batch: int = Option(1, "--batch", help="Sequences per GPU per micro-batch."),
+    grad_accum: int = Option(1, "--grad-accum", help="Micro-batches accumulated per step."),
+    optimizer: str = Option(
         "adamw",
         "--optimizer",
         help="adamw (torch AdamW, foreach), adamw-fused, adamw-forloop, adamw-8bit, paged-adamw, "
         "paged-adamw-8bit (bitsandbytes), adafactor, sgd (momentum) or sgd-nomomentum.",
     ),
-    optimizer_in_backward: bool = typer.Option(
+    optimizer_in_backward: bool = Option(
         False,
         "--optimizer-in-backward",
         help="Step each parameter as its gradient is ready (torchtune optimizer_in_bwd; --grad-accum 1).",
     ),
-    precision: str = typer.Option("bf16-mixed", "--precision", help="bf16-mixed, bf16 or fp32."),
-    grad_ckpt: bool = typer.Option(
-        True, "--grad-ckpt/--no-grad-ckpt", help="Activation checkpointing per layer."
-    ),
-    lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank (lora and qlora)."),
-    lora_targets: str = typer.Option(
-        "all-linear", "--lora-targets", help="all-linear or attention (q, k, v, o)."
-    ),
-    sharding: str = typer.Option(
+    precision: str = Option("bf16-mixed", "--precision", help="bf16-mixed, bf16 or fp32."),
+    grad_ckpt: bool = Option(True, "--grad-ckpt/--no-grad-ckpt", help="Activation checkpointing per layer."),
+    lora_rank: int = Option(16, "--lora-rank", help="LoRA rank (lora and qlora)."),
+    lora_targets: str = Option("all-linear", "--lora-targets", help="all-linear or attention (q, k, v, o)."),
+    sharding: str = Option(
         "fsdp",
         "--sharding",
         help="none (one GPU), ddp, zero1, zero2, zero3 or fsdp; with --nodes also hsdp (FSDP sharded inside "
         "each server, replicated across).",
     ),
-    offload: str = typer.Option(
-        "none", "--offload", help="none, optimizer (ZeRO-Offload) or params (zero3/fsdp)."
-    ),
+    offload: str = Option("none", "--offload", help="none, optimizer (ZeRO-Offload) or params (zero3/fsdp)."),
     gpu: GpuName = None,
     gpus: GpuCount = None,
     nodes: Nodes = None,
     interconnect: NodeInterconnect = None,
     node_bandwidth: NodeBandwidth = None,
-    tokens: str | None = typer.Option(None, "--tokens", help="Token budget for time and cost: 500M, 1B."),
-    framework: str = typer.Option(
+    tokens: str | None = Option(None, "--tokens", help="Token budget for time and cost: 500M, 1B."),
+    framework: str = Option(
         "transformers", "--framework", help="transformers (eager + SDPA), torchtune or unsloth."
     ),
-    transformers_version: str = typer.Option(
+    transformers_version: str = Option(
         "5",
         "--transformers-version",
         help="transformers: 5 (5.x, default) or 4 (4.4x: logits kept in backward).",
     ),
-    expandable_segments: bool = typer.Option(
+    expandable_segments: bool = Option(
         False,
         "--expandable-segments",
         help="PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (less allocator fragmentation).",

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import cast
 
-import typer
-
 from gpusize.cli import prepare
-from gpusize.cli.app import app
+from gpusize.cli.declare import Option, command
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
     Ctx,
@@ -36,7 +34,7 @@ from gpusize.units import parse_tokens
 __all__ = ["which"]
 
 
-@app.command(short_help="The catalog models that fit given GPUs.")
+@command(short_help="The catalog models that fit given GPUs.")
 @engine_options("vllm", "sglang", "trtllm")
 def which(
     gpu: GpuName = None,
@@ -48,13 +46,13 @@ def which(
     engine_values: EngineValues,
     reserved_mib: ReservedMib = 0,
     show_all: ShowAll = False,
-    sort: str = typer.Option(
+    sort: str = Option(
         "capability",
         "--sort",
         help="capability (newest generation first, then largest; the rule is printed under the table) "
         "or speed (fastest decode first).",
     ),
-    top: int | None = typer.Option(
+    top: int | None = Option(
         None, "--top", min=1, max=1000, help="List only the first N models that fit (the misses stay)."
     ),
     models_file: ModelsFile = None,

@@ -87,14 +87,6 @@ CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is se
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.command,self.flags,self.arguments,self.defaults,self.per_line,)==(other.command,other.flags,other.arguments,other.defaults,other.per_line,)
-  return NotImplemented
- return __eq__
-CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.command,self.flags,self.arguments,self.defaults,self.per_line,)==(other.command,other.flags,other.arguments,other.defaults,other.per_line,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
    return (self.command,self.note,self.engine_version,)==(other.command,other.note,other.engine_version,)
   return NotImplemented
  return __eq__
@@ -1108,12 +1100,6 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.color,))\n
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.command,self.flags,self.arguments,self.defaults,self.per_line,))
- return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.command,self.flags,self.arguments,self.defaults,self.per_line,))\n return __hash__'] = __create_fn__.__code__
-
-def __create_fn__():
- def __hash__(self):
   return hash((self.command,self.note,self.engine_version,))
  return __hash__
 CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.command,self.note,self.engine_version,))\n return __hash__'] = __create_fn__.__code__
@@ -1865,12 +1851,6 @@ def __create_fn__():
   return self.__class__.__qualname__ + f"(color={self.color!r})"
  return __repr__
 CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(color={self.color!r})"\n return __repr__'] = __create_fn__.__code__
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(command={self.command!r}, flags={self.flags!r}, arguments={self.arguments!r}, defaults={self.defaults!r}, per_line={self.per_line!r})"
- return __repr__
-CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(command={self.command!r}, flags={self.flags!r}, arguments={self.arguments!r}, defaults={self.defaults!r}, per_line={self.per_line!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -2679,16 +2659,6 @@ def __create_fn__(_type_color, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builti
   __dataclass_builtins_object__.__setattr__(self,'color',color)
  return __init__
 CODE["def __create_fn__(_type_color, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_color, _return_type):\n def __init__(self,color:_type_color=_dflt_color)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'color',color)\n return __init__"] = __create_fn__.__code__
-
-def __create_fn__(_type_command, _type_flags, _type_arguments, _type_defaults, _type_per_line, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,command:_type_command,flags:_type_flags,arguments:_type_arguments,defaults:_type_defaults,per_line:_type_per_line)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'command',command)
-  __dataclass_builtins_object__.__setattr__(self,'flags',flags)
-  __dataclass_builtins_object__.__setattr__(self,'arguments',arguments)
-  __dataclass_builtins_object__.__setattr__(self,'defaults',defaults)
-  __dataclass_builtins_object__.__setattr__(self,'per_line',per_line)
- return __init__
-CODE["def __create_fn__(_type_command, _type_flags, _type_arguments, _type_defaults, _type_per_line, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,command:_type_command,flags:_type_flags,arguments:_type_arguments,defaults:_type_defaults,per_line:_type_per_line)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'command',command)\n  __dataclass_builtins_object__.__setattr__(self,'flags',flags)\n  __dataclass_builtins_object__.__setattr__(self,'arguments',arguments)\n  __dataclass_builtins_object__.__setattr__(self,'defaults',defaults)\n  __dataclass_builtins_object__.__setattr__(self,'per_line',per_line)\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_command, _type_note, _type_engine_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_note, _dflt_engine_version, _return_type):
  def __init__(self,command:_type_command,note:_type_note=_dflt_note,engine_version:_type_engine_version=_dflt_engine_version)->_return_type:
@@ -4539,14 +4509,6 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('command','flags','arguments','defaults','per_line',):
-   raise FrozenInstanceError(f"cannot delete field {name!r}")
-  super(cls, self).__delattr__(name)
- return __delattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'command\',\'flags\',\'arguments\',\'defaults\',\'per_line\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
-
-def __create_fn__(cls, FrozenInstanceError):
- def __delattr__(self,name):
   if type(self) is cls or name in ('command','note','engine_version',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
@@ -5536,14 +5498,6 @@ def __create_fn__(cls, FrozenInstanceError):
   super(cls, self).__setattr__(name, value)
  return __setattr__
 CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'color\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
-
-def __create_fn__(cls, FrozenInstanceError):
- def __setattr__(self,name,value):
-  if type(self) is cls or name in ('command','flags','arguments','defaults','per_line',):
-   raise FrozenInstanceError(f"cannot assign to field {name!r}")
-  super(cls, self).__setattr__(name, value)
- return __setattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'command\',\'flags\',\'arguments\',\'defaults\',\'per_line\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import shutil
 import textwrap
 import unicodedata
 from typing import TextIO
@@ -61,8 +60,17 @@ def terminal_width(stream: TextIO) -> int:
     if raw.strip().isdigit() and 20 <= int(raw) <= 1000:
         return int(raw)
     if hasattr(stream, "isatty") and stream.isatty():
-        return max(20, min(shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns, 1000))
+        return max(20, min(_columns(stream) or DEFAULT_WIDTH, 1000))
     return DEFAULT_WIDTH
+
+
+def _columns(stream: TextIO) -> int:
+    """The terminal's width as `shutil.get_terminal_size` reads it (0: unknown), without importing
+    shutil (and the archive modules it imports) on every start."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return 0
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,6 @@ from gpusize.reports.fit import model_notes
 from gpusize.reports.speed_notes import speed_range_notes
 from gpusize.serving import calibrated, economics, throughput
 from gpusize.serving.disagg import Disaggregated, disaggregate
-from gpusize.serving.dynamo import dynamo_launch
 from gpusize.serving.launch import (
     SERVER_COMMANDS,
     LaunchCommand,
@@ -236,6 +235,8 @@ def pd_launch(
         )
         for tp in {split.prefill.tensor_parallel, split.decode.tensor_parallel}
     }
+    from gpusize.serving.dynamo import dynamo_launch  # noqa: PLC0415 - start-up: --disaggregate only
+
     return dynamo_launch(
         model.name, work.engine_version, own[split.prefill.tensor_parallel], own[split.decode.tensor_parallel]
     )

@@ -16,7 +16,6 @@ to any of its names, and says so (`Shadow`).
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 from collections.abc import Callable, Iterable
@@ -367,6 +366,8 @@ def _compact(name: str) -> str:
 def _close_names(name: str, names: list[str]) -> list[str]:
     """Up to 3 names for "did you mean": those that begin with what was typed, punctuation and case
     aside (`llama3.3` -> Llama-3.3-70B), shortest first, then difflib's closest ignoring case."""
+    import difflib  # noqa: PLC0415 - start-up: only for an unknown name
+
     compact = _compact(name)
     prefixed = sorted((n for n in names if compact and _compact(n).startswith(compact)), key=len)
     by_case = {n.lower(): n for n in names}

@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import tempfile
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -135,6 +134,8 @@ def store(kind: str, digest: str, rows: list[dict[str, Any]], types: RowTypes) -
     head = {"format": CACHE_FORMAT, "kind": kind, "digest": digest, "fields": names}
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        import tempfile  # noqa: PLC0415 - start-up: only when a file is written
+
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".catalog-", suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
             handle.write(json.dumps(head, separators=(",", ":"))[:-1].encode() + b',"rows":[')

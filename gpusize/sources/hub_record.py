@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +50,8 @@ def write_record(endpoint: str, repo_id: str, commit: str, dtype_elements: dict[
     tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # noqa: PLC0415 - start-up: only when a file is written
+
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".hub-dtypes-", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(record, handle, separators=(",", ":"), sort_keys=True)

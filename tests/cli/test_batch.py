@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 import gpusize
-from gpusize.cli.capture import capture
 from gpusize.cli.invoke import argv_for
 from gpusize.errors import InputError, UnknownNameError, UsageError
 from gpusize.reports.batch import batch_exit_code
@@ -227,56 +226,6 @@ def test_rows_of_the_bench_grid_answer_as_their_single_commands(tmp_path: Path) 
         row = json.loads(line)
         assert row["exit_code"] == alone.code
         assert json.dumps(row["result"], indent=2) == alone.stdout.rstrip("\n"), (model, gpu, ctx)
-
-
-def test_a_plain_line_is_bound_without_click_s_parser() -> None:
-    """The batch's speed: a row of the plain shape never reaches click's parser (a third of a
-    row's time); any other line does, for click's own answer."""
-    from gpusize.cli.direct import DirectApp
-    from gpusize.cli.invoke import _click_app
-
-    lines: list[list[str]] = []
-
-    class Recorder:
-        commands = _click_app().commands  # type: ignore[attr-defined]
-
-        def __call__(self, args: list[str], standalone_mode: bool = False) -> int:
-            lines.append(args)
-            return 7
-
-    direct = DirectApp(Recorder())
-    with capture() as got:
-        assert direct(args=["fit", "Qwen3-8B", "--gpu", "H100", "--enforce-eager"]) == 0
-    assert lines == [] and got.report is not None and got.report.fits
-    assert direct(args=["fit", "Qwen3-8B", "--colour", "red"]) == 7
-    assert direct(args=["fit", "--help"]) == 7
-    assert lines == [["fit", "Qwen3-8B", "--colour", "red"], ["fit", "--help"]]
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["fit", "Qwen3-8B", "--gpu", "H100", "--ctx", "32k", "--enforce-eager", "--gpus", "2"],
-        ["fit", "Qwen3-8B", "--engine", "llamacpp", "--no-flash-attn", "--n-gpu-layers", "10"],
-        ["fit", "Qwen3-8B", "--gpu-memory-utilization", "0.8", "--json", "--quiet"],
-        ["serve", "Qwen3-8B", "--users", "64", "--gpu", "L40S", "--gpus", "4"],
-        ["quote", "Qwen3-8B", "--format", "csv"],
-        ["train", "Llama-3.1-8B", "--method", "lora", "--gpu", "H100", "--tokens", "1B"],
-        ["curve", "Qwen3-8B", "--gpu", "H100"],
-        ["which", "--gpu", "L4", "--gpus", "1"],
-    ],
-    ids=lambda a: " ".join(a[:3]),
-)
-def test_a_plain_line_binds_the_values_click_parses(argv: list[str]) -> None:
-    """Every parameter's value, bound without click's parser, is the value click's parse gives."""
-    from gpusize.cli.direct import _binding, _bound
-    from gpusize.cli.invoke import _click_app
-
-    binding = _binding(_click_app(), argv[0])
-    assert binding is not None
-    parsed = binding.command.make_context(argv[0], argv[1:]).params
-    bound = _bound(binding, argv).params
-    assert {k: (type(v), v) for k, v in bound.items()} == {k: (type(v), v) for k, v in parsed.items()}
 
 
 def test_a_csv_cell_turns_a_switch_on_or_off(tmp_path: Path) -> None:
