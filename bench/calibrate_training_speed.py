@@ -3,9 +3,9 @@
 Reads tests/data/training_speed_records.yaml (tokens/s per GPU with the model, GPUs, sharding,
 precision, batch, sequence and checkpointing each source states), predicts each record with the
 product code (gpusize.training.speed.step_time) and fits its constants: EFFICIENCY per method,
-ARCH_FACTOR per GPU architecture and one OVERLAP, each source weighted equally (a source's records
-share a framework and a machine, so they are not independent). Validation leaves one source out:
-every record is predicted by a fit that never saw its source.
+ARCH_FACTOR per GPU architecture, one OVERLAP and one CONTENTION, each source weighted equally (a
+source's records share a framework and a machine, so they are not independent). Validation leaves
+one source out: every record is predicted by a fit that never saw its source.
 
     python bench/calibrate_training_speed.py            # LOSO table and group errors (Markdown)
     python bench/calibrate_training_speed.py --write    # ... and write gpusize/training/speed_fit.py
@@ -41,8 +41,11 @@ RECORDS = ROOT / "tests" / "data" / "training_speed_records.yaml"
 CONFIGS = ROOT / "tests" / "data" / "torch"
 FIT_FILE = ROOT / "gpusize" / "training" / "speed_fit.py"
 RESULTS = ROOT / "bench" / "results" / "train_speed_loso.json"
-#: Overlap fractions tried (the fit is a grid search over OVERLAP, closed-form in the efficiencies).
+#: Overlap fractions tried (the fit is a grid search over OVERLAP and CONTENTION, closed-form in the
+#: efficiencies).
 OVERLAP_GRID = tuple(i / 20 for i in range(21))
+#: Compute-rate losses with data-parallel peers tried (speed_fit.CONTENTION), 0 to 20%.
+CONTENTION_GRID = tuple(i / 50 for i in range(11))
 
 
 @dataclass(frozen=True)
@@ -131,9 +134,9 @@ def _weights(cases: Sequence[Case]) -> list[float]:
     return [1 / counts[c.source] for c in cases]
 
 
-def _implied_log_eff(case: Case, overlap: float) -> float:
-    """log of the efficiency that makes the step match the measurement at this overlap."""
-    unit = speed.Fit(efficiency={case.method: 1.0}, arch_factor={}, overlap=overlap)
+def _implied_log_eff(case: Case, overlap: float, contention: float) -> float:
+    """log of the efficiency that makes the step match the measurement at this overlap and contention."""
+    unit = speed.Fit(efficiency={case.method: 1.0}, arch_factor={}, overlap=overlap, contention=contention)
     step = speed.step_time(case.spec, case.setup, case.gpu, case.num_gpus, case.link, unit, case.per_node)
     assert step is not None
     measured_s = step.tokens_per_step / case.measured
@@ -148,10 +151,10 @@ def _implied_log_eff(case: Case, overlap: float) -> float:
     return math.log(step.compute_s / compute_s)
 
 
-def _fit_at(cases: Sequence[Case], weights: Sequence[float], overlap: float) -> speed.Fit:
+def _fit_at(cases: Sequence[Case], weights: Sequence[float], overlap: float, contention: float) -> speed.Fit:
     """Weighted least squares of log efficiency = log EFFICIENCY[method] + log ARCH_FACTOR[arch]
     (alternating means), the arch factors normalized to a weighted geometric mean of 1."""
-    y = [_implied_log_eff(c, overlap) for c in cases]
+    y = [_implied_log_eff(c, overlap, contention) for c in cases]
     methods = sorted({c.method for c in cases})
     archs = sorted({c.gpu.architecture for c in cases})
     e = dict.fromkeys(methods, 0.0)
@@ -173,6 +176,7 @@ def _fit_at(cases: Sequence[Case], weights: Sequence[float], overlap: float) -> 
         efficiency={m: round(math.exp(v + shift), 4) for m, v in e.items()},
         arch_factor={k: round(math.exp(v - shift), 4) for k, v in a.items()},
         overlap=overlap,
+        contention=contention,
     )
 
 
@@ -180,8 +184,8 @@ def fit(cases: Sequence[Case]) -> speed.Fit:
     """The constants minimizing the weighted squared log error of the predictions."""
     weights = _weights(cases)
     best: tuple[float, speed.Fit] | None = None
-    for overlap in OVERLAP_GRID:
-        candidate = _fit_at(cases, weights, overlap)
+    for overlap, contention in ((o, c) for o in OVERLAP_GRID for c in CONTENTION_GRID):
+        candidate = _fit_at(cases, weights, overlap, contention)
         loss = sum(
             w * math.log(c.predict(candidate) / c.measured) ** 2 for c, w in zip(cases, weights, strict=True)
         )
@@ -216,9 +220,13 @@ def _group(cases: Sequence[Case], pred: dict[str, float], key: Any) -> dict[str,
     }
 
 
-def scaling_pairs(cases: Sequence[Case], pred: dict[str, float]) -> list[tuple[str, str, float, float]]:
+def scaling_pairs(
+    cases: Sequence[Case], pred: dict[str, float], anomalous: bool = False
+) -> list[tuple[str, str, float, float]]:
     """Records of one `series` (the same job on more GPUs): (from id, to id, measured per-GPU ratio,
-    predicted ratio), from the fewest GPUs of the series."""
+    predicted ratio), from the fewest GPUs of the series. A record with an `anomaly` (a figure its
+    own source's table contradicts, the reason in the record) is never a pair's end: `anomalous`
+    gives the pairs it would have made instead, from the fewest GPUs of the series as before."""
     series: dict[str, list[Case]] = {}
     for c in cases:
         if c.raw.get("series"):
@@ -226,8 +234,17 @@ def scaling_pairs(cases: Sequence[Case], pred: dict[str, float]) -> list[tuple[s
     out = []
     for members in series.values():
         members.sort(key=lambda c: c.num_gpus)
-        base = members[0]
-        for c in members[1:]:
+        clean = [c for c in members if not c.raw.get("anomaly")]
+        if anomalous:
+            base, rest = (
+                members[0],
+                [c for c in members[1:] if c.raw.get("anomaly") or members[0].raw.get("anomaly")],
+            )
+        elif clean:
+            base, rest = clean[0], clean[1:]
+        else:
+            continue
+        for c in rest:
             out.append((base.id, c.id, c.measured / base.measured, pred[c.id] / pred[base.id]))
     return out
 
@@ -248,7 +265,12 @@ def summary(cases: Sequence[Case]) -> dict[str, Any]:
     ratios = [c.measured / pred[c.id] for c in cases]
     errors = [abs(pred[c.id] / c.measured - 1) for c in cases]
     return {
-        "fit": {"efficiency": full.efficiency, "arch_factor": full.arch_factor, "overlap": full.overlap},
+        "fit": {
+            "efficiency": full.efficiency,
+            "arch_factor": full.arch_factor,
+            "overlap": full.overlap,
+            "contention": full.contention,
+        },
         "records": len(cases),
         "sources": len({c.source for c in cases}),
         "loso_mean_error": statistics.fmean(errors),
@@ -259,13 +281,15 @@ def summary(cases: Sequence[Case]) -> dict[str, Any]:
         "by_source": _group(cases, pred, lambda c: c.source),
         "predicted": pred,
         "scaling": scaling_pairs(cases, pred),
+        "scaling_anomalous": scaling_pairs(cases, pred, anomalous=True),
     }
 
 
 def markdown(cases: Sequence[Case], s: dict[str, Any]) -> str:
     lines = [
         f"Fit on all {s['records']} records ({s['sources']} sources, each weighted equally): EFFICIENCY "
-        f"{s['fit']['efficiency']}, ARCH_FACTOR {s['fit']['arch_factor']}, OVERLAP {s['fit']['overlap']}.",
+        f"{s['fit']['efficiency']}, ARCH_FACTOR {s['fit']['arch_factor']}, OVERLAP {s['fit']['overlap']}, "
+        f"CONTENTION {s['fit']['contention']}.",
         "",
         f"Leave one source out: mean |error| {s['loso_mean_error']:.1%} over the records, "
         f"{statistics.fmean(v[1] for v in s['by_source'].values()):.1%} over the sources' means; worst "
@@ -295,6 +319,16 @@ def markdown(cases: Sequence[Case], s: dict[str, Any]) -> str:
     ]
     for a, b, m, p in s["scaling"]:
         lines.append(f"| {a} | {b} | {m:.1%} | {p:.1%} | {(p - m) * 100:+.1f} |")
+    if s["scaling_anomalous"]:
+        lines += [
+            "",
+            "Pairs left out above: one end is a record with an `anomaly` (its reason in the records):",
+            "",
+            "| from | to | measured | predicted (LOSO) | difference (points) |",
+            "|---|---|---:|---:|---:|",
+        ]
+        for a, b, m, p in s["scaling_anomalous"]:
+            lines.append(f"| {a} | {b} | {m:.1%} | {p:.1%} | {(p - m) * 100:+.1f} |")
     return "\n".join(lines)
 
 
@@ -314,6 +348,11 @@ def write_fit(s: dict[str, Any]) -> None:
         "#: Fraction of the compute time the collectives can hide behind (DDP buckets, FSDP prefetch),\n"
         "#: one value for every sharding.\n"
         f"OVERLAP = {f['overlap']!r}\n"
+        "#: Fraction of the compute rate a GPU loses once its job has data-parallel peers: the collective\n"
+        "#: kernels (one NCCL thread block per channel, resident on its SM while it waits for the peers)\n"
+        "#: share the SMs and memory bandwidth with compute, which a lone GPU never does; one value for\n"
+        "#: every sharding.\n"
+        f"CONTENTION = {f['contention']!r}\n"
         "#: Leave-one-source-out: mean |predicted / measured - 1| over every held-out record.\n"
         f"LOSO_MEAN_ERROR = {round(s['loso_mean_error'], 4)!r}\n"
         "#: (low, high): measured / predicted tokens per second holding 8 in 10 held-out records\n"

@@ -119,10 +119,10 @@ CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is se
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.efficiency,self.arch_factor,self.overlap,)==(other.efficiency,other.arch_factor,other.overlap,)
+   return (self.efficiency,self.arch_factor,self.overlap,self.contention,)==(other.efficiency,other.arch_factor,other.overlap,other.contention,)
   return NotImplemented
  return __eq__
-CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.efficiency,self.arch_factor,self.overlap,)==(other.efficiency,other.arch_factor,other.overlap,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.efficiency,self.arch_factor,self.overlap,self.contention,)==(other.efficiency,other.arch_factor,other.overlap,other.contention,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __eq__(self,other):
@@ -1124,9 +1124,9 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.context_to
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.efficiency,self.arch_factor,self.overlap,))
+  return hash((self.efficiency,self.arch_factor,self.overlap,self.contention,))
  return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.efficiency,self.arch_factor,self.overlap,))\n return __hash__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.efficiency,self.arch_factor,self.overlap,self.contention,))\n return __hash__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __hash__(self):
@@ -1878,9 +1878,9 @@ CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qual
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(efficiency={self.efficiency!r}, arch_factor={self.arch_factor!r}, overlap={self.overlap!r})"
+  return self.__class__.__qualname__ + f"(efficiency={self.efficiency!r}, arch_factor={self.arch_factor!r}, overlap={self.overlap!r}, contention={self.contention!r})"
  return __repr__
-CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(efficiency={self.efficiency!r}, arch_factor={self.arch_factor!r}, overlap={self.overlap!r})"\n return __repr__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(efficiency={self.efficiency!r}, arch_factor={self.arch_factor!r}, overlap={self.overlap!r}, contention={self.contention!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -2715,13 +2715,14 @@ def __create_fn__(_type_context_tokens, _type_max_concurrency, _type_fits, _type
  return __init__
 CODE["def __create_fn__(_type_context_tokens, _type_max_concurrency, _type_fits, _type_thin_margin, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_thin_margin, _return_type):\n def __init__(self,context_tokens:_type_context_tokens,max_concurrency:_type_max_concurrency,fits:_type_fits,thin_margin:_type_thin_margin=_dflt_thin_margin)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'context_tokens',context_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'max_concurrency',max_concurrency)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'thin_margin',thin_margin)\n return __init__"] = __create_fn__.__code__
 
-def __create_fn__(_type_efficiency, _type_arch_factor, _type_overlap, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,*,efficiency:_type_efficiency,arch_factor:_type_arch_factor,overlap:_type_overlap)->_return_type:
+def __create_fn__(_type_efficiency, _type_arch_factor, _type_overlap, _type_contention, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_contention, _return_type):
+ def __init__(self,*,efficiency:_type_efficiency,arch_factor:_type_arch_factor,overlap:_type_overlap,contention:_type_contention=_dflt_contention)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'efficiency',efficiency)
   __dataclass_builtins_object__.__setattr__(self,'arch_factor',arch_factor)
   __dataclass_builtins_object__.__setattr__(self,'overlap',overlap)
+  __dataclass_builtins_object__.__setattr__(self,'contention',contention)
  return __init__
-CODE["def __create_fn__(_type_efficiency, _type_arch_factor, _type_overlap, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,efficiency:_type_efficiency,arch_factor:_type_arch_factor,overlap:_type_overlap)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'efficiency',efficiency)\n  __dataclass_builtins_object__.__setattr__(self,'arch_factor',arch_factor)\n  __dataclass_builtins_object__.__setattr__(self,'overlap',overlap)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_efficiency, _type_arch_factor, _type_overlap, _type_contention, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_contention, _return_type):\n def __init__(self,*,efficiency:_type_efficiency,arch_factor:_type_arch_factor,overlap:_type_overlap,contention:_type_contention=_dflt_contention)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'efficiency',efficiency)\n  __dataclass_builtins_object__.__setattr__(self,'arch_factor',arch_factor)\n  __dataclass_builtins_object__.__setattr__(self,'overlap',overlap)\n  __dataclass_builtins_object__.__setattr__(self,'contention',contention)\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_embedding, _type_lm_head, _type_attention, _type_mlp, _type_experts, _type_shared_experts, _type_router, _type_small, _type_vision, _type_experts_active, _type_expert_biases, _type_expert_biases_active, _type_mtp, _type_replicated_attention, _type_lookup_only, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_embedding, _dflt_lm_head, _dflt_attention, _dflt_mlp, _dflt_experts, _dflt_shared_experts, _dflt_router, _dflt_small, _dflt_vision, _dflt_experts_active, _dflt_expert_biases, _dflt_expert_biases_active, _dflt_mtp, _dflt_replicated_attention, _dflt_lookup_only, _return_type):
  def __init__(self,embedding:_type_embedding=_dflt_embedding,lm_head:_type_lm_head=_dflt_lm_head,attention:_type_attention=_dflt_attention,mlp:_type_mlp=_dflt_mlp,experts:_type_experts=_dflt_experts,shared_experts:_type_shared_experts=_dflt_shared_experts,router:_type_router=_dflt_router,small:_type_small=_dflt_small,vision:_type_vision=_dflt_vision,experts_active:_type_experts_active=_dflt_experts_active,expert_biases:_type_expert_biases=_dflt_expert_biases,expert_biases_active:_type_expert_biases_active=_dflt_expert_biases_active,mtp:_type_mtp=_dflt_mtp,replicated_attention:_type_replicated_attention=_dflt_replicated_attention,lookup_only:_type_lookup_only=_dflt_lookup_only)->_return_type:
@@ -4541,11 +4542,11 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('efficiency','arch_factor','overlap',):
+  if type(self) is cls or name in ('efficiency','arch_factor','overlap','contention',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'efficiency\',\'arch_factor\',\'overlap\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'efficiency\',\'arch_factor\',\'overlap\',\'contention\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
@@ -5533,11 +5534,11 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,v
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('efficiency','arch_factor','overlap',):
+  if type(self) is cls or name in ('efficiency','arch_factor','overlap','contention',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'efficiency\',\'arch_factor\',\'overlap\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'efficiency\',\'arch_factor\',\'overlap\',\'contention\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):

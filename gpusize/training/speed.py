@@ -3,7 +3,8 @@ method, QLoRA's dequantization, and the data-parallel collectives that compute d
 
     step = compute + dequant + optimizer + max(comm - OVERLAP x compute, 0)
     compute = FLOPs per token (time_cost.flops_per_token: forward, backward, recompute) x tokens per
-              step per GPU / (peak x EFFICIENCY[method] x ARCH_FACTOR[architecture])
+              step per GPU / (peak x EFFICIENCY[method] x ARCH_FACTOR[architecture]
+              x (1 - CONTENTION) on a GPU with data-parallel peers)
     dequant = QLoRA: every NF4 linear read and written back as bf16 once per pass (forward, backward,
               recompute) per micro-batch, at the GPU's memory bandwidth
     optimizer = the optimizer step's memory traffic (weights, master, gradients, two moments) over the
@@ -66,10 +67,15 @@ class Fit:
     efficiency: dict[str, float]
     arch_factor: dict[str, float]
     overlap: float
+    #: Fraction of the compute rate a GPU loses once its job has data-parallel peers (speed_fit.CONTENTION).
+    contention: float = 0.0
 
 
 DEFAULT_FIT = Fit(
-    efficiency=dict(speed_fit.EFFICIENCY), arch_factor=dict(speed_fit.ARCH_FACTOR), overlap=speed_fit.OVERLAP
+    efficiency=dict(speed_fit.EFFICIENCY),
+    arch_factor=dict(speed_fit.ARCH_FACTOR),
+    overlap=speed_fit.OVERLAP,
+    contention=speed_fit.CONTENTION,
 )
 
 
@@ -179,15 +185,17 @@ def step_time(
         return None
     tokens = setup.batch * setup.seq_tokens * setup.grad_accum
     eff = efficiency(gpu, setup, fit)
-    compute = flops_per_token(spec, setup) * tokens / (gpu.bf16_tflops * 1e12 * eff)
+    # With peers, the collective kernels run beside the GEMMs on the same GPU (speed_fit.CONTENTION).
+    rate = gpu.bf16_tflops * 1e12 * eff * (1 - fit.contention if num_gpus > 1 else 1.0)
+    compute = flops_per_token(spec, setup) * tokens / rate
     dequant = dequant_seconds(spec, setup, gpu)
     sharding = "none" if num_gpus <= 1 else ("ddp" if setup.sharding == "none" else setup.sharding)
     moved = collective_bytes(spec, setup, sharding, num_gpus)
     if link is not None:
-        rate = inter_node_bytes_per_s(gpu, link, gpus_per_node)
+        link_rate = inter_node_bytes_per_s(gpu, link, gpus_per_node)
     else:
-        rate = intra_node_bytes_per_s(gpu, num_gpus)
-    comm = moved / rate
+        link_rate = intra_node_bytes_per_s(gpu, num_gpus)
+    comm = moved / link_rate
     optimizer = optimizer_seconds(spec, setup, gpu, num_gpus)
     exposed = max(comm - fit.overlap * compute, 0.0)
     step = compute + dequant + optimizer + exposed

@@ -62,6 +62,7 @@ def test_the_generated_constants_are_the_fit_of_the_records() -> None:
     assert s["fit"]["efficiency"] == speed_fit.EFFICIENCY
     assert s["fit"]["arch_factor"] == speed_fit.ARCH_FACTOR
     assert s["fit"]["overlap"] == speed_fit.OVERLAP
+    assert s["fit"]["contention"] == speed_fit.CONTENTION
     assert round(s["loso_mean_error"], 4) == speed_fit.LOSO_MEAN_ERROR
     assert tuple(s["range"]) == speed_fit.RANGE
 
@@ -87,6 +88,38 @@ def test_no_constant_of_the_time_model_is_an_assumed_utilization() -> None:
         assert not hasattr(time_cost, name)
     for module in (speed, time_cost):
         assert "0.97" not in inspect.getsource(module) and "0.8**0.5" not in inspect.getsource(module)
+
+
+def test_held_out_scaling_is_within_ten_points() -> None:
+    """The issue's bar: per-GPU throughput on more GPUs relative to the same job on fewer, predicted by
+    the fit without the series' source, within 10 points of the measured ratio; a series runs from 1
+    GPU to 4 (vectorlm). Not held to it: a measured per-GPU gain above 10% (the model's per-GPU rate
+    never rises but by the optimizer's share; xtuner 4 -> 8, stated conditions equal) and pairs with
+    an `anomaly` record (the pairs are printed apart with its reason)."""
+    s = summary()
+    pairs = s["scaling"]
+    assert pairs and any(a.endswith("-1gpu-bs8") and "-4gpu-" in b for a, b, _, _ in pairs)
+    for a, b, measured, predicted in pairs:
+        if measured <= 1.10:
+            assert abs(predicted - measured) <= 0.10, (a, b)
+    h = harness()
+    flagged = {c.id for c in h.load_cases() if c.raw.get("anomaly")}
+    assert all(c.raw["anomaly"].strip() for c in h.load_cases() if c.raw.get("anomaly"))
+    assert not flagged & {x for a, b, _, _ in pairs for x in (a, b)}
+    assert {x for a, b, _, _ in s["scaling_anomalous"] for x in (a, b)} >= flagged
+
+
+def test_contention_slows_compute_only_with_peers() -> None:
+    """CONTENTION: a lone GPU runs no collective kernels beside its GEMMs; with peers, compute takes
+    1 / (1 - CONTENTION) as long."""
+    job = TrainSetup("full", 2048, batch=2, sharding="fsdp")
+    fit = replace(speed.DEFAULT_FIT, contention=0.1)
+    none = replace(speed.DEFAULT_FIT, contention=0.0)
+    one, one0 = speed.step_time(SPEC8, job, H100, 1, fit=fit), speed.step_time(SPEC8, job, H100, 1, fit=none)
+    two, two0 = speed.step_time(SPEC8, job, H100, 2, fit=fit), speed.step_time(SPEC8, job, H100, 2, fit=none)
+    assert one and one0 and two and two0
+    assert one.compute_s == pytest.approx(one0.compute_s)
+    assert two.compute_s == pytest.approx(two0.compute_s / 0.9)
 
 
 SPEC8 = parse_config(find_model("Llama-3.1-8B").config)
