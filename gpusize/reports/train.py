@@ -76,7 +76,8 @@ class TimeInfo:
     token_budget: int
     flops_per_token: float
     total_flops: float
-    #: The fitted compute efficiency for this GPU and method (speed_fit; derived, not assumed).
+    #: The fitted compute efficiency for this GPU and method on one GPU (speed_fit; derived, not
+    #: assumed); a row with data-parallel peers computes at (1 - speed_fit.CONTENTION) of it.
     mfu: float
     gpu: str
     bf16_tflops: float | None
