@@ -293,3 +293,41 @@ def test_the_gptoss_misses_are_the_sources_ttft_and_the_fitted_moe_step() -> Non
     assert fit_growth > 3.3 and measured_growth < 1.7
     base_c32 = _aggregated(c32, 8, 4)
     assert c32["baseline"]["decode_tokens_per_s"] / base_c32.per_request_tokens_per_s > 1.5
+
+
+def test_serve_disaggregate_plans_and_compares_a_reproduced_configuration() -> None:
+    # a record inside the stated range on all three figures (dstack's SGLang 1P1D, gpt-oss-120b on
+    # four H200): `serve --disaggregate` on its GPUs and load gives a split and its comparison with
+    # the aggregated layout
+    record = _record("dstack-sglang-gptoss120b-h200-1xtp2-1xtp2-c64-out32k")
+    assert _misses(record) == []
+    use = record["use"]
+    gpus = sum(use[side]["tensor_parallel"] * use[side]["instances"] for side in ("prefill", "decode"))
+    args = [
+        "serve",
+        use["model"],
+        "--gpu",
+        use["gpu"],
+        "--gpus",
+        str(gpus),
+        "--engine",
+        record["engine"],
+        "--users",
+        str(use["users"]),
+        "--prompt-tokens",
+        str(use["prompt_tokens"]),
+        "--output-tokens",
+        str(use["output_tokens"]),
+        "--ctx",
+        str(use["context_tokens"]),
+        "--disaggregate",
+        "--json",
+    ]
+    out = run_in_process(*args)
+    assert out.code in (0, 1), out.stderr
+    split = json.loads(out.stdout)["disaggregated"]
+    assert split is not None and split["holds_load"]
+    pools = split["prefill"], split["decode"]
+    assert sum(p["instances"] * p["tensor_parallel"] for p in pools) == gpus
+    assert split["aggregated_layout"] and split["verdict"].startswith(("pays", "does not pay"))
+    assert "inside the server" in split["link"]
