@@ -26,7 +26,7 @@ from gpusize.reports.common import (
 )
 from gpusize.reports.fit import model_notes
 from gpusize.reports.speed_notes import speed_range_notes
-from gpusize.serving import calibrated, economics, throughput
+from gpusize.serving import calibrated, disagg, economics, throughput
 from gpusize.serving.disagg import Disaggregated, disaggregate
 from gpusize.serving.launch import (
     SERVER_COMMANDS,
@@ -331,9 +331,8 @@ def build_serve_report(
                 )
                 + (
                     [
-                        "speed not calibrated for the disaggregated split: no range shown (the published "
-                        "prefill/decode runs it is checked against are too few for an out-of-sample range, "
-                        "and none is reproduced on all of TTFT, decode speed and throughput)"
+                        "speed not calibrated for the disaggregated split: no range shown "
+                        f"({disagg.CHECKED_WORDS})"
                     ]
                     if split is not None
                     else []

@@ -42,6 +42,7 @@ from gpusize.serving.targets import Targets
 from gpusize.serving.throughput import decode_step, link, prefill_seconds
 
 __all__ = [
+    "CHECKED_WORDS",
     "MAX_PREFILL_UTILIZATION",
     "NVLINK_KV_EFFICIENCY",
     "Disaggregated",
@@ -58,6 +59,13 @@ MAX_PREFILL_UTILIZATION = 0.8
 NVLINK_KV_EFFICIENCY = 0.8
 #: Latency of one KV transfer inside a server (a CUDA IPC copy and its notification), seconds.
 LOCAL_TRANSFER_LATENCY_S = 50e-6
+#: What the published prefill/decode runs (tests/data/pd_records.yaml) say of the split's speed: the
+#: counts are recomputed from the records by tests/serving/test_disagg_records.py.
+CHECKED_WORDS = (
+    "of the 12 published prefill/decode runs it is checked against, 2 are reproduced on all of TTFT, "
+    "decode speed and throughput, with the decode speed at the range's edge: too few for an "
+    "out-of-sample range"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
