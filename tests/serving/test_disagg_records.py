@@ -151,6 +151,18 @@ def test_the_known_miss_is_the_one_stated() -> None:
     assert base["ttft_s"] - tp4.ttft_s > 0.4
 
 
+def _load_flags(use: dict[str, Any]) -> list[str]:
+    """The record's load as `serve` takes it: users and the prompt and output lengths."""
+    return [
+        "--users",
+        str(use["users"]),
+        "--prompt-tokens",
+        str(use["prompt_tokens"]),
+        "--output-tokens",
+        str(use["output_tokens"]),
+    ]
+
+
 def test_serve_disaggregate_plans_and_compares_the_published_configuration() -> None:
     record = _record("triton-distributed-llama70b-fp8-h100-4xtp2-1xtp8")
     use = record["use"]
@@ -161,12 +173,7 @@ def test_serve_disaggregate_plans_and_compares_the_published_configuration() -> 
         use["gpu"],
         "--nodes",
         str(use["nodes"]),
-        "--users",
-        str(use["users"]),
-        "--prompt-tokens",
-        str(use["prompt_tokens"]),
-        "--output-tokens",
-        str(use["output_tokens"]),
+        *_load_flags(use),
         "--quantization",
         use["dtype"],
         "--kv-dtype",
@@ -312,12 +319,7 @@ def test_serve_disaggregate_plans_and_compares_a_reproduced_configuration() -> N
         str(gpus),
         "--engine",
         record["engine"],
-        "--users",
-        str(use["users"]),
-        "--prompt-tokens",
-        str(use["prompt_tokens"]),
-        "--output-tokens",
-        str(use["output_tokens"]),
+        *_load_flags(use),
         "--ctx",
         str(use["context_tokens"]),
         "--disaggregate",
