@@ -104,6 +104,8 @@ class CatalogEntry:
     family: str | None = None
     #: The release month, `YYYY-MM` (the catalog's `released`), None when the catalog has none.
     released: str | None = None
+    #: `parse_config(config)`, where the catalog holds it parsed (`CatalogModel.spec`); None: parsed here.
+    spec: ModelSpec | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -150,7 +152,7 @@ def fit_one(
     --dtype auto) in its FP8 and int4 builds; a config that cannot be read is a row with its reason."""
     model = engine(request.engine.name)
     try:
-        spec = parse_config(entry.config)
+        spec = entry.spec or parse_config(entry.config)
     except ConfigError as exc:
         return _row(entry, None, fits=False, reason=str(exc))
     try:
@@ -183,10 +185,12 @@ def models_that_fit(
     """Every entry planned, ranked by `rank`. Entries with the same config (fine-tunes of one base,
     copies under other names) are planned once: a row depends on its entry only through the config
     and the names `_row` copies (`_named`)."""
-    planned: dict[str, ModelFit] = {}
+    planned: dict[object, ModelFit] = {}
     rows: list[ModelFit] = []
     for e in entries:
-        key = repr(e.config)  # of JSON values (str, numbers, bools, None, lists, dicts): equal configs
+        # The same parsed spec (a catalog parses equal configs once), else equal configs: repr of JSON
+        # values (str, numbers, bools, None, lists, dicts) is equal for equal configs.
+        key = id(e.spec) if e.spec is not None else repr(e.config)
         known = planned.get(key)
         if known is None:
             rows.append(planned.setdefault(key, fit_one(e, gpu, num_gpus, request)))

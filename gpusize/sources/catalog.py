@@ -22,16 +22,19 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.mig import mig_slices
-from gpusize.core.model import CatalogModel, normalize
+from gpusize.core.model import CatalogModel, ParsedCatalogModel, normalize
 from gpusize.core.unified import raised
 from gpusize.dataclass import dataclass
-from gpusize.errors import CatalogError, InputError, UnknownNameError
+from gpusize.errors import CatalogError, ConfigError, InputError, UnknownNameError
 from gpusize.sources import catalog_cache, shipped
 from gpusize.sources.catalog_cache import CACHE_ENV
+
+if TYPE_CHECKING:
+    from gpusize.core.spec import ModelSpec
 
 __all__ = [
     "CACHE_ENV",
@@ -85,12 +88,16 @@ def _read_bytes(path: Path) -> bytes:
         raise CatalogError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
+#: The digest of each catalog file as `validated_rows` last read it (`file_specs` keys its specs by it).
+_DIGESTS: dict[Path, str] = {}
+
+
 def validated_rows(path: Path, kind: str) -> list[dict[str, Any]]:
     """The entries of one catalog file as validated plain dicts ('gpus' or 'models'): a bundled one from
     the validated copy shipped beside it (`sources.shipped`), else cached (`sources.catalog_cache`:
     keyed by the BLAKE2b digest of the bytes, shape-checked on read)."""
     raw = _read_bytes(path)
-    digest = catalog_cache.digest_of(raw)
+    digest = _DIGESTS[path] = catalog_cache.digest_of(raw)
     types = row_types_of(kind)
     rows = shipped.rows(path, kind, digest, types) if path == data_dir() / f"{kind}.yaml" else None
     if rows is None:
@@ -216,6 +223,12 @@ class Catalogs:
     def models(self) -> tuple[CatalogModel, ...]:
         return _models_of(_identities((data_dir() / "models.yaml", *self.models_files)))[0]
 
+    def parsed_models(self) -> tuple[ParsedCatalogModel, ...]:
+        """`models()`, each with its config parsed (`ParsedCatalogModel.spec`): decoded from the specs
+        stored for its catalog file (`sources.shipped_specs`), else parsed, and stored for a user's."""
+        merged = _models_of(_identities((data_dir() / "models.yaml", *self.models_files)), parsed=True)[0]
+        return cast("tuple[ParsedCatalogModel, ...]", merged)  # `_file_models` made each one parsed
+
     def shadows(self) -> tuple[Shadow, ...]:
         """User entries that replace a bundled (or an earlier file's) entry by name; reads only the
         catalogs that have user files."""
@@ -338,12 +351,64 @@ def _slices_of(gpus: tuple[GpuSpec, ...]) -> tuple[GpuSpec, ...]:
 
 
 @functools.lru_cache(maxsize=8)
-def _models_of(files: tuple[_Identity, ...]) -> tuple[tuple[CatalogModel, ...], tuple[Shadow, ...]]:
+def _models_of(
+    files: tuple[_Identity, ...], parsed: bool = False
+) -> tuple[tuple[CatalogModel, ...], tuple[Shadow, ...]]:
     tagged = (
-        (given, i, _model(r)) for given, f in _given(files) for i, r in enumerate(validated_rows(f, "models"))
+        (given, i, model) for given, f in _given(files) for i, model in enumerate(_file_models(f, parsed))
     )
     merged: tuple[tuple[CatalogModel, ...], tuple[Shadow, ...]] = _merge("model", tagged, lambda m: m.keys)
     return merged
+
+
+def _file_models(path: Path, parsed: bool) -> list[CatalogModel] | list[ParsedCatalogModel]:
+    """The models of one catalog file; with `parsed`, each with its spec (`file_specs`)."""
+    rows = validated_rows(path, "models")
+    if not parsed:
+        return [_model(r) for r in rows]
+    specs = file_specs(path, rows)
+    return [
+        ParsedCatalogModel(**{**r, "aliases": tuple(r.get("aliases") or ())}, spec=s)
+        for r, s in zip(rows, specs, strict=True)
+    ]
+
+
+def file_specs(path: Path, rows: list[dict[str, Any]]) -> list[ModelSpec | None]:
+    """The parsed config of each row of a models catalog file (None: it does not parse): the bundled
+    file's from data/models.specs.json, a user file's from the cache; else parsed (equal configs
+    once, sharing one spec) and, for a user file, stored in the cache."""
+    from gpusize.sources import shipped_specs  # start-up: only a command that plans the whole catalog
+
+    digest = _DIGESTS.get(path) or catalog_cache.digest_of(_read_bytes(path))
+    bundled = path == data_dir() / "models.yaml"
+    if bundled:
+        stored = shipped_specs.read(shipped_specs.specs_path(path), digest, len(rows))
+    else:
+        stored = shipped_specs.load_cached(digest, len(rows))
+    if stored is not None:
+        return stored
+    specs = parsed_specs(rows)
+    if not bundled:
+        shipped_specs.store_cached(digest, specs)
+    return specs
+
+
+def parsed_specs(rows: list[dict[str, Any]]) -> list[ModelSpec | None]:
+    """`parse_config` of each row's config, None where it raises ConfigError (the caller parses it
+    again to say why); equal configs are parsed once and share the spec."""
+    from gpusize.core.parse import parse_config  # start-up: the parser, only where specs are not stored
+
+    seen: dict[str, ModelSpec | None] = {}
+    out: list[ModelSpec | None] = []
+    for row in rows:
+        key = repr(row["config"])  # of JSON values: equal reprs, equal configs
+        if key not in seen:
+            try:
+                seen[key] = parse_config(row["config"])
+            except ConfigError:
+                seen[key] = None
+        out.append(seen[key])
+    return out
 
 
 def _given(files: tuple[_Identity, ...]) -> list[tuple[str | None, Path]]:
