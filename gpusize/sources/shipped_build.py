@@ -19,7 +19,7 @@ def main() -> None:  # pragma: no cover - run by hand; tests/sources/test_shippe
         shipped.shipped_path(path).write_text(content, encoding="utf-8")
         print(f"wrote {shipped.shipped_path(path)}")
         if kind == "models":
-            specs = shipped_specs.encode(catalog.parsed_specs(rows))
+            specs = shipped_specs.encode(catalog.parsed_specs([r["config"] for r in rows]))
             target = shipped_specs.specs_path(path)
             target.write_text(shipped_specs.text(catalog_cache.digest_of(raw), specs), encoding="utf-8")
             print(f"wrote {target}")
