@@ -1444,12 +1444,6 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.metric,sel
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.mixer,self.window,self.chunked,self.num_attention_heads,self.num_key_value_heads,self.ffn,self.intermediate_size,self.compress_ratio,self.shares_indexer,self.head_dim,self.v_head_dim,self.k_eq_v,self.sinks,self.head_gate,self.index_heads,self.index_head_dim,self.extra_vectors,))
- return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.mixer,self.window,self.chunked,self.num_attention_heads,self.num_key_value_heads,self.ffn,self.intermediate_size,self.compress_ratio,self.shares_indexer,self.head_dim,self.v_head_dim,self.k_eq_v,self.sinks,self.head_gate,self.index_heads,self.index_head_dim,self.extra_vectors,))\n return __hash__'] = __create_fn__.__code__
-
-def __create_fn__():
- def __hash__(self):
   return hash((self.model_type,self.hidden_size,self.intermediate_size,self.num_hidden_layers,self.num_channels,self.patch_size,self.image_size,self.params,self.exact,self.temporal_patch_size,self.spatial_merge_size,self.out_hidden_size,self.deepstack_layers,))
  return __hash__
 CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.model_type,self.hidden_size,self.intermediate_size,self.num_hidden_layers,self.num_channels,self.patch_size,self.image_size,self.params,self.exact,self.temporal_patch_size,self.spatial_merge_size,self.out_hidden_size,self.deepstack_layers,))\n return __hash__'] = __create_fn__.__code__
