@@ -10,6 +10,7 @@ against the GPUs' whole memory) skips the full plan of a build that cannot fit.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import field, replace
 from itertools import chain
@@ -21,7 +22,7 @@ from gpusize.core.parse import parse_config
 from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Change
-from gpusize.core.weights import linear_bytes_per_gpu
+from gpusize.core.weights import WeightFormat, linear_bytes_per_gpu, weight_format
 from gpusize.core.workload import Request, Workload
 from gpusize.dataclass import dataclass
 from gpusize.errors import ConfigError, InputError
@@ -162,16 +163,16 @@ def fit_one(
         beyond = longest and request.context_tokens > longest
         reason = f"its maximum context is {longest:,} tokens" if beyond else str(exc)
         return _row(entry, spec, fits=False, reason=reason, shortfall=float("inf"))
-    builds: Iterator[tuple[Workload, tuple[Change, ...], str]] = iter([(work, (), "")])
+    builds: Iterator[_Build] = iter([(work.weights, lambda: work, ())])
     own = spec.quantization is None  # a pre-quantized checkpoint is itself a build of its base model
     if quantized and own and request.dtype == "auto" and model.quantizes_on_load:
         builds = chain(builds, _builds(spec, request, work, gpu))  # prepared only when reached
     miss: tuple[str, float] = ("", 0.0)
-    for build, changes, _ in builds:
-        if _weights_exceed(spec, build, gpu, num_gpus):
-            miss = (_weights_reason(spec, build, gpu, num_gpus), _ratio(spec, build, gpu, num_gpus))
+    for weights, made, changes in builds:
+        if _weights_exceed(spec, weights, gpu, num_gpus):  # before preparing the build: most miss here
+            miss = (_weights_reason(spec, weights, gpu, num_gpus), _ratio(spec, weights, gpu, num_gpus))
             continue
-        build = on_gpu(spec, gpu, build)  # the KV dtype the engine's auto picks on this GPU
+        build = on_gpu(spec, gpu, made())  # the KV dtype the engine's auto picks on this GPU
         best, replicas = _layout(spec, gpu, num_gpus, build, model)
         if best.fits and best.per_gpu is not None:
             return _fitting(entry, spec, gpu, build, best, replicas, changes)
@@ -220,15 +221,21 @@ def rank(rows: list[ModelFit], sort: Sort = "capability") -> list[ModelFit]:
 # --------------------------------------------------------------------------- builds and layouts
 
 
-def _builds(
-    spec: ModelSpec, request: Request, work: Workload, gpu: GpuSpec
-) -> Iterator[tuple[Workload, tuple[Change, ...], str]]:
+#: A build `which` tries: its weights, the workload that runs them (prepared when called) and the
+#: flags it needs.
+_Build = tuple[WeightFormat, Callable[[], Workload], tuple[Change, ...]]
+
+
+def _builds(spec: ModelSpec, request: Request, work: Workload, gpu: GpuSpec) -> Iterator[_Build]:
     """The FP8 and int4 builds smaller than the checkpoint (FP8 needs compute capability 8.0+), each
-    prepared when the one before it did not fit (most models fit in their own weights or not at all)."""
-    for dtype, change, note in QUANTIZED_BUILDS:
+    tried when the one before it did not fit (most models fit in their own weights or not at all),
+    and prepared only when its weights pass the bound: they are what `prepare` resolves for a
+    request of that dtype (`weight_format`; `which` states no checkpoint bytes)."""
+    for dtype, change, _ in QUANTIZED_BUILDS:
         smaller = work.weights.linear_bytes > (1.5 if dtype == "fp8" else 0.75)
         if smaller and (dtype != "fp8" or gpu.supports_bf16):
-            yield prepare(spec, replace(request, dtype=dtype)), (change,), note
+            asked = replace(request, dtype=dtype)
+            yield weight_format(spec, dtype), functools.partial(prepare, spec, asked), (change,)
 
 
 def _layout(
@@ -301,20 +308,18 @@ def _row(
 # --------------------------------------------------------------------------- why not
 
 
-def _weights_exceed(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> bool:
+def _weights_exceed(spec: ModelSpec, weights: WeightFormat, gpu: GpuSpec, n: int) -> bool:
     """The cheap lower bound: the linear weights alone, split over n GPUs, above a GPU's memory."""
-    return linear_bytes_per_gpu(spec, work.weights, n) > gpu.visible_bytes
+    return linear_bytes_per_gpu(spec, weights, n) > gpu.visible_bytes
 
 
-def _ratio(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> float:
-    return linear_bytes_per_gpu(spec, work.weights, n) / gpu.visible_bytes
+def _ratio(spec: ModelSpec, weights: WeightFormat, gpu: GpuSpec, n: int) -> float:
+    return linear_bytes_per_gpu(spec, weights, n) / gpu.visible_bytes
 
 
-def _weights_reason(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> str:
-    per = linear_bytes_per_gpu(spec, work.weights, n) / GIB
-    return (
-        f"{work.weight_dtype} weights alone {per:,.1f} GiB per GPU, {gpu.visible_bytes / GIB:.1f} GiB on each"
-    )
+def _weights_reason(spec: ModelSpec, weights: WeightFormat, gpu: GpuSpec, n: int) -> str:
+    per = linear_bytes_per_gpu(spec, weights, n) / GIB
+    return f"{weights.name} weights alone {per:,.1f} GiB per GPU, {gpu.visible_bytes / GIB:.1f} GiB on each"
 
 
 def _need_ratio(c: Candidate) -> float:
