@@ -368,10 +368,10 @@ def _collector_paused() -> Iterator[list[int]]:
     try:
         yield size
     finally:
+        if sum(size) >= LARGE_CATALOG:
+            gc.freeze()  # first: enabling runs the collection the reading has made due
         if enabled:
             gc.enable()
-        if sum(size) >= LARGE_CATALOG:
-            gc.freeze()
 
 
 @functools.lru_cache(maxsize=8)
