@@ -18,7 +18,6 @@ from typing import Any, Literal
 
 from gpusize.core.engines import EngineModel, engine, on_gpu, prepare
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.parse import parse_config
 from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Change
@@ -153,7 +152,7 @@ def fit_one(
     --dtype auto) in its FP8 and int4 builds; a config that cannot be read is a row with its reason."""
     model = engine(request.engine.name)
     try:
-        spec = entry.spec or parse_config(entry.config)
+        spec = entry.spec or _parsed(entry.config)
     except ConfigError as exc:
         return _row(entry, None, fits=False, reason=str(exc))
     try:
@@ -178,6 +177,12 @@ def fit_one(
             return _fitting(entry, spec, gpu, build, best, replicas, changes)
         miss = (_short_reason(best, build), _need_ratio(best))
     return _row(entry, spec, fits=False, reason=miss[0], shortfall=miss[1])
+
+
+def _parsed(config: dict[str, Any]) -> ModelSpec:
+    from gpusize.core.parse import parse_config  # start-up: a catalog read parsed has every spec
+
+    return parse_config(config)
 
 
 def models_that_fit(
