@@ -23,7 +23,7 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Change
 from gpusize.core.weights import WeightFormat, linear_bytes_per_gpu, weight_format
 from gpusize.core.workload import Request, Workload
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replaced
 from gpusize.errors import ConfigError, InputError
 from gpusize.serving import load, throughput
 from gpusize.units import GIB
@@ -207,11 +207,10 @@ def models_that_fit(
 
 def _named(row: ModelFit, entry: CatalogEntry) -> ModelFit:
     """`row` (planned for another entry of the same config) as this entry's: the fields of `_row`
-    that come from the entry rather than from the config. What `replace` makes, without running
-    `__init__` again (a ModelFit only stores its fields): 10,000 copies of one row took 0.1 s."""
-    named: ModelFit = object.__new__(ModelFit)
-    named.__dict__.update(
-        vars(row), name=entry.name, hf_id=entry.hf_id, family=entry.family, released=entry.released
+    that come from the entry rather than from the config (`replaced`: 10,000 copies of one row took
+    0.1 s with `replace`)."""
+    named: ModelFit = replaced(
+        row, name=entry.name, hf_id=entry.hf_id, family=entry.family, released=entry.released
     )
     return named
 
