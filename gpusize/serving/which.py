@@ -167,8 +167,9 @@ def fit_one(
     if quantized and own and request.dtype == "auto" and model.quantizes_on_load:
         builds = chain(builds, _builds(spec, request, work, gpu))  # prepared only when reached
     miss: tuple[str, float] = ("", 0.0)
+    offload = int((request.engine.cpu_offload_gb or 0) * GIB)
     for weights, made, changes in builds:
-        if _weights_exceed(spec, weights, gpu, num_gpus):  # before preparing the build: most miss here
+        if _weights_exceed(spec, weights, gpu, num_gpus, offload):  # before preparing: most miss here
             miss = (_weights_reason(spec, weights, gpu, num_gpus), _ratio(spec, weights, gpu, num_gpus))
             continue
         build = on_gpu(spec, gpu, made())  # the KV dtype the engine's auto picks on this GPU
@@ -312,9 +313,11 @@ def _row(
 # --------------------------------------------------------------------------- why not
 
 
-def _weights_exceed(spec: ModelSpec, weights: WeightFormat, gpu: GpuSpec, n: int) -> bool:
-    """The cheap lower bound: the linear weights alone, split over n GPUs, above a GPU's memory."""
-    return linear_bytes_per_gpu(spec, weights, n) > gpu.visible_bytes
+def _weights_exceed(spec: ModelSpec, weights: WeightFormat, gpu: GpuSpec, n: int, offload: int) -> bool:
+    """The cheap lower bound: the linear weights alone, split over n GPUs, less the `offload` bytes
+    --cpu-offload-gb may keep in CPU memory (at most that much per GPU: core/engines/vllm/pool.py
+    `offloaded_bytes`, SGLang's alike), above a GPU's memory. It proves a miss, never a fit."""
+    return linear_bytes_per_gpu(spec, weights, n) - offload > gpu.visible_bytes
 
 
 def _ratio(spec: ModelSpec, weights: WeightFormat, gpu: GpuSpec, n: int) -> float:

@@ -5,6 +5,7 @@ this process, over every bundled model and a user catalog."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,16 @@ def test_a_user_catalog_is_answered_from_its_cached_specs(
     plain = _plain(monkeypatch, args)
     assert first == again == plain
     assert "skipped u-2" in first[0].stderr
+
+
+def test_the_weights_bound_leaves_room_for_offloaded_weights() -> None:
+    """--cpu-offload-gb keeps up to that many GiB of weights per GPU in CPU memory, so the bound that
+    skips a model (its linear weights alone above a GPU) must subtract them: `which` said Llama-3.3-70B
+    does not fit one RTX4090 with 200 GiB offloaded ("int4 weights alone 32.9 GiB per GPU") where
+    `fit` with the same flag plans it at 8.2 of 21.8 GiB."""
+    args = ("--gpu", "RTX4090", "--ctx", "8k", "--cpu-offload-gb", "200")
+    fit = cli("fit", "Llama-3.3-70B", *args, "--json")
+    which = cli("which", *args, "--json")
+    assert fit.code == 0 and which.code == 0
+    row = next(m for m in json.loads(which.stdout)["models"] if m["name"] == "Llama-3.3-70B-Instruct")
+    assert row["fits"], row["reason"]
