@@ -77,9 +77,10 @@ def run(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
 def which_in_process(n: int) -> float:
     from gpusize.core.workload import Request
     from gpusize.serving.which import CatalogEntry, models_that_fit
-    from gpusize.sources.catalog import find_gpu, load_models
+    from gpusize.sources.catalog import Catalogs, find_gpu
 
-    entries = [CatalogEntry(e.name, e.hf_id, e.config, e.family, e.released) for e in load_models()]
+    models = Catalogs().parsed_models()  # as `which` reads them: with their stored specs
+    entries = [CatalogEntry(e.name, e.hf_id, e.config, e.family, e.released, e.spec) for e in models]
     gpu, request = find_gpu("RTX4090"), Request(context_tokens=32768)
     times = []
     for _ in range(n):

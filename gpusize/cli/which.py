@@ -83,7 +83,7 @@ def which(
         draft=prepare.draft_model(settings, cats),
     )
     order = cast("Sort", prepare.choice(sort, tuple(SORTS), "--sort"))
-    report = build_which(cats.models(), where.gpus[0], count, req, order, top)
+    report = build_which(cats.parsed_models(), where.gpus[0], count, req, order, top)
     for skipped in report.skipped:
         warn(skipped)  # one unreadable catalog model is skipped, never the whole answer
     answer(

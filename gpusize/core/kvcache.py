@@ -20,6 +20,7 @@ The pool models vLLM 0.19's v1 KV-cache manager (vllm/v1/core/kv_cache_utils.py)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from gpusize.core.kinds import kv_bytes_per_token, mixer_kind, state_elements
@@ -158,10 +159,17 @@ class KvLayout:
         return self.page_bytes * self.group_size + self.draft_page_bytes
 
 
+#: Layouts `kv_layout` keeps (a few kB each): the fit test and the speed model ask for the same
+#: model's layout again (`which` 170 times for 92 plans, `quote` over 1,000 GPU types 4,000 times).
+LAYOUTS_KEPT = 1024
+
+
+@functools.lru_cache(maxsize=LAYOUTS_KEPT)
 def kv_layout(
     spec: ModelSpec, kv_bytes: float, tp: int, group_ratio: float = GROUP_SIZE_RATIO
 ) -> KvLayout | None:
-    """The engine's KV grouping for this model on one GPU; None when no layer keeps a KV cache."""
+    """The engine's KV grouping for this model on one GPU; None when no layer keeps a KV cache.
+    A pure function of its arguments, so a kept answer (LAYOUTS_KEPT) is the answer."""
     layers = spec.attention_layers
     if not layers:
         return None

@@ -7,12 +7,15 @@ catalog or the Hub); reports take them as values and never import sources (STYLE
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpusize.core.weights import StoredLayers
 from gpusize.dataclass import dataclass
 
-__all__ = ["CatalogModel", "ResolvedModel", "normalize"]
+if TYPE_CHECKING:
+    from gpusize.core.spec import ModelSpec
+
+__all__ = ["CatalogModel", "ParsedCatalogModel", "ResolvedModel", "normalize"]
 
 
 def normalize(name: str) -> str:
@@ -40,6 +43,15 @@ class CatalogModel:
     @property
     def keys(self) -> set[str]:
         return {normalize(k) for k in (self.name, self.hf_id, *self.aliases)}
+
+
+@dataclass(frozen=True)
+class ParsedCatalogModel(CatalogModel):
+    """A catalog model with its config as `core.parse.parse_config` reads it (`Catalogs.parsed_models`:
+    stored with the catalog, sources/shipped_specs.py), so a command that plans the whole catalog
+    does not parse it; `spec` is None where the config does not parse (the planner says why)."""
+
+    spec: ModelSpec | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

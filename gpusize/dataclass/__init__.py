@@ -22,7 +22,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["dataclass", "misses", "table_is_cheap"]
+__all__ = ["dataclass", "misses", "replaced", "table_is_cheap"]
 
 #: Texts compiled at run time since start-up because the table lacked them (the build's check).
 _MISSES: list[str] = []
@@ -110,3 +110,29 @@ def table_is_cheap(dont_write_bytecode: bool, source: str = _SOURCE, pyc: str = 
 def misses() -> list[str]:
     """The method texts compiled at run time so far (empty when the table covers every class)."""
     return list(_MISSES)
+
+
+#: Each class `replaced` has copied: its field names, in order, and as a set.
+_FIELDS: dict[type, tuple[tuple[str, ...], frozenset[str]]] = {}
+
+
+def replaced(value: Any, /, **changes: Any) -> Any:
+    """`dataclasses.replace(value, **changes)` for a dataclass whose `__init__` only stores its fields
+    (no `__post_init__`, no InitVar): the fields copied into a new instance, `__init__` not run again
+    (replace introspects the class and sets each field anew: 5,000 of them were a tenth of `quote`
+    over 1,000 GPU types, bench/RESULTS.md issue 24). What else the instance keeps (a cached hash, a
+    cached property) is not copied, as replace would not. A name that is not a field is refused."""
+    cls = type(value)
+    known = _FIELDS.get(cls)
+    if known is None:
+        if hasattr(cls, "__post_init__") or not dataclasses.is_dataclass(cls):
+            raise TypeError(f"replaced() copies only a plain dataclass, not {cls.__name__}")
+        order = tuple(f.name for f in dataclasses.fields(cls))
+        known = _FIELDS[cls] = (order, frozenset(order))
+    names, allowed = known
+    if not changes.keys() <= allowed:
+        raise TypeError(f"{cls.__name__} has no field {sorted(changes.keys() - allowed)[0]!r}")
+    own = value.__dict__
+    copy = object.__new__(cls)
+    copy.__dict__.update({name: own[name] for name in names}, **changes)
+    return copy

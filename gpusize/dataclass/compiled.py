@@ -1430,12 +1430,6 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.metric,sel
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.mixer,self.window,self.chunked,self.num_attention_heads,self.num_key_value_heads,self.ffn,self.intermediate_size,self.compress_ratio,self.shares_indexer,self.head_dim,self.v_head_dim,self.k_eq_v,self.sinks,self.head_gate,self.index_heads,self.index_head_dim,self.extra_vectors,))
- return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.mixer,self.window,self.chunked,self.num_attention_heads,self.num_key_value_heads,self.ffn,self.intermediate_size,self.compress_ratio,self.shares_indexer,self.head_dim,self.v_head_dim,self.k_eq_v,self.sinks,self.head_gate,self.index_heads,self.index_head_dim,self.extra_vectors,))\n return __hash__'] = __create_fn__.__code__
-
-def __create_fn__():
- def __hash__(self):
   return hash((self.model_type,self.hidden_size,self.intermediate_size,self.num_hidden_layers,self.num_channels,self.patch_size,self.image_size,self.params,self.exact,self.temporal_patch_size,self.spatial_merge_size,self.out_hidden_size,self.deepstack_layers,))
  return __hash__
 CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.model_type,self.hidden_size,self.intermediate_size,self.num_hidden_layers,self.num_channels,self.patch_size,self.image_size,self.params,self.exact,self.temporal_patch_size,self.spatial_merge_size,self.out_hidden_size,self.deepstack_layers,))\n return __hash__'] = __create_fn__.__code__
@@ -3697,15 +3691,16 @@ def __create_fn__(_type_name, _type_hf_id, _type_aliases, _type_family, _type_mo
  return __init__
 CODE["def __create_fn__(_type_name, _type_hf_id, _type_aliases, _type_family, _type_model_type, _type_params_total, _type_params_active, _type_params_published, _type_max_context_tokens, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,name:_type_name,hf_id:_type_hf_id,aliases:_type_aliases,family:_type_family,model_type:_type_model_type,params_total:_type_params_total,params_active:_type_params_active,params_published:_type_params_published,max_context_tokens:_type_max_context_tokens,source:_type_source)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)\n  __dataclass_builtins_object__.__setattr__(self,'aliases',aliases)\n  __dataclass_builtins_object__.__setattr__(self,'family',family)\n  __dataclass_builtins_object__.__setattr__(self,'model_type',model_type)\n  __dataclass_builtins_object__.__setattr__(self,'params_total',params_total)\n  __dataclass_builtins_object__.__setattr__(self,'params_active',params_active)\n  __dataclass_builtins_object__.__setattr__(self,'params_published',params_published)\n  __dataclass_builtins_object__.__setattr__(self,'max_context_tokens',max_context_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'source',source)\n return __init__"] = __create_fn__.__code__
 
-def __create_fn__(_type_name, _type_hf_id, _type_config, _type_family, _type_released, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_family, _dflt_released, _return_type):
- def __init__(self,name:_type_name,hf_id:_type_hf_id,config:_type_config,family:_type_family=_dflt_family,released:_type_released=_dflt_released)->_return_type:
+def __create_fn__(_type_name, _type_hf_id, _type_config, _type_family, _type_released, _type_spec, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_family, _dflt_released, _dflt_spec, _return_type):
+ def __init__(self,name:_type_name,hf_id:_type_hf_id,config:_type_config,family:_type_family=_dflt_family,released:_type_released=_dflt_released,spec:_type_spec=_dflt_spec)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'name',name)
   __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)
   __dataclass_builtins_object__.__setattr__(self,'config',config)
   __dataclass_builtins_object__.__setattr__(self,'family',family)
   __dataclass_builtins_object__.__setattr__(self,'released',released)
+  __dataclass_builtins_object__.__setattr__(self,'spec',spec)
  return __init__
-CODE["def __create_fn__(_type_name, _type_hf_id, _type_config, _type_family, _type_released, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_family, _dflt_released, _return_type):\n def __init__(self,name:_type_name,hf_id:_type_hf_id,config:_type_config,family:_type_family=_dflt_family,released:_type_released=_dflt_released)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)\n  __dataclass_builtins_object__.__setattr__(self,'config',config)\n  __dataclass_builtins_object__.__setattr__(self,'family',family)\n  __dataclass_builtins_object__.__setattr__(self,'released',released)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_name, _type_hf_id, _type_config, _type_family, _type_released, _type_spec, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_family, _dflt_released, _dflt_spec, _return_type):\n def __init__(self,name:_type_name,hf_id:_type_hf_id,config:_type_config,family:_type_family=_dflt_family,released:_type_released=_dflt_released,spec:_type_spec=_dflt_spec)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)\n  __dataclass_builtins_object__.__setattr__(self,'config',config)\n  __dataclass_builtins_object__.__setattr__(self,'family',family)\n  __dataclass_builtins_object__.__setattr__(self,'released',released)\n  __dataclass_builtins_object__.__setattr__(self,'spec',spec)\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_name, _type_hf_id, _type_family, _type_released, _type_params_total, _type_params_active, _type_fits, _type_weight_dtype, _type_changes, _type_replicas, _type_tensor_parallel, _type_headroom_bytes, _type_max_concurrency, _type_kv_cache_capacity_tokens, _type_tokens_per_s, _type_tokens_per_s_low, _type_tokens_per_s_high, _type_speed_range, _type_thin_margin, _type_reason, _type_shortfall, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_released, _dflt_weight_dtype, _dflt_changes, _dflt_replicas, _dflt_tensor_parallel, _dflt_headroom_bytes, _dflt_max_concurrency, _dflt_kv_cache_capacity_tokens, _dflt_tokens_per_s, _dflt_tokens_per_s_low, _dflt_tokens_per_s_high, _dflt_speed_range, _dflt_thin_margin, _dflt_reason, _dflt_shortfall, _return_type):
  def __init__(self,*,name:_type_name,hf_id:_type_hf_id,family:_type_family,released:_type_released=_dflt_released,params_total:_type_params_total,params_active:_type_params_active,fits:_type_fits,weight_dtype:_type_weight_dtype=_dflt_weight_dtype,changes:_type_changes=_dflt_changes,replicas:_type_replicas=_dflt_replicas,tensor_parallel:_type_tensor_parallel=_dflt_tensor_parallel,headroom_bytes:_type_headroom_bytes=_dflt_headroom_bytes,max_concurrency:_type_max_concurrency=_dflt_max_concurrency,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens=_dflt_kv_cache_capacity_tokens,tokens_per_s:_type_tokens_per_s=_dflt_tokens_per_s,tokens_per_s_low:_type_tokens_per_s_low=_dflt_tokens_per_s_low,tokens_per_s_high:_type_tokens_per_s_high=_dflt_tokens_per_s_high,speed_range:_type_speed_range=_dflt_speed_range,thin_margin:_type_thin_margin=_dflt_thin_margin,reason:_type_reason=_dflt_reason,shortfall:_type_shortfall=_dflt_shortfall)->_return_type:
@@ -3747,6 +3742,22 @@ def __create_fn__(_type_name, _type_hf_id, _type_source, _type_config, _type_ali
   __dataclass_builtins_object__.__setattr__(self,'released_source',released_source)
  return __init__
 CODE["def __create_fn__(_type_name, _type_hf_id, _type_source, _type_config, _type_aliases, _type_params_published, _type_params_source, _type_family, _type_released, _type_released_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_aliases, _dflt_params_published, _dflt_params_source, _dflt_family, _dflt_released, _dflt_released_source, _return_type):\n def __init__(self,name:_type_name,hf_id:_type_hf_id,source:_type_source,config:_type_config,aliases:_type_aliases=_dflt_aliases,params_published:_type_params_published=_dflt_params_published,params_source:_type_params_source=_dflt_params_source,family:_type_family=_dflt_family,released:_type_released=_dflt_released,released_source:_type_released_source=_dflt_released_source)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)\n  __dataclass_builtins_object__.__setattr__(self,'source',source)\n  __dataclass_builtins_object__.__setattr__(self,'config',config)\n  __dataclass_builtins_object__.__setattr__(self,'aliases',aliases)\n  __dataclass_builtins_object__.__setattr__(self,'params_published',params_published)\n  __dataclass_builtins_object__.__setattr__(self,'params_source',params_source)\n  __dataclass_builtins_object__.__setattr__(self,'family',family)\n  __dataclass_builtins_object__.__setattr__(self,'released',released)\n  __dataclass_builtins_object__.__setattr__(self,'released_source',released_source)\n return __init__"] = __create_fn__.__code__
+
+def __create_fn__(_type_name, _type_hf_id, _type_source, _type_config, _type_aliases, _type_params_published, _type_params_source, _type_family, _type_released, _type_released_source, _type_spec, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_aliases, _dflt_params_published, _dflt_params_source, _dflt_family, _dflt_released, _dflt_released_source, _dflt_spec, _return_type):
+ def __init__(self,name:_type_name,hf_id:_type_hf_id,source:_type_source,config:_type_config,aliases:_type_aliases=_dflt_aliases,params_published:_type_params_published=_dflt_params_published,params_source:_type_params_source=_dflt_params_source,family:_type_family=_dflt_family,released:_type_released=_dflt_released,released_source:_type_released_source=_dflt_released_source,spec:_type_spec=_dflt_spec)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'name',name)
+  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)
+  __dataclass_builtins_object__.__setattr__(self,'source',source)
+  __dataclass_builtins_object__.__setattr__(self,'config',config)
+  __dataclass_builtins_object__.__setattr__(self,'aliases',aliases)
+  __dataclass_builtins_object__.__setattr__(self,'params_published',params_published)
+  __dataclass_builtins_object__.__setattr__(self,'params_source',params_source)
+  __dataclass_builtins_object__.__setattr__(self,'family',family)
+  __dataclass_builtins_object__.__setattr__(self,'released',released)
+  __dataclass_builtins_object__.__setattr__(self,'released_source',released_source)
+  __dataclass_builtins_object__.__setattr__(self,'spec',spec)
+ return __init__
+CODE["def __create_fn__(_type_name, _type_hf_id, _type_source, _type_config, _type_aliases, _type_params_published, _type_params_source, _type_family, _type_released, _type_released_source, _type_spec, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_aliases, _dflt_params_published, _dflt_params_source, _dflt_family, _dflt_released, _dflt_released_source, _dflt_spec, _return_type):\n def __init__(self,name:_type_name,hf_id:_type_hf_id,source:_type_source,config:_type_config,aliases:_type_aliases=_dflt_aliases,params_published:_type_params_published=_dflt_params_published,params_source:_type_params_source=_dflt_params_source,family:_type_family=_dflt_family,released:_type_released=_dflt_released,released_source:_type_released_source=_dflt_released_source,spec:_type_spec=_dflt_spec)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)\n  __dataclass_builtins_object__.__setattr__(self,'source',source)\n  __dataclass_builtins_object__.__setattr__(self,'config',config)\n  __dataclass_builtins_object__.__setattr__(self,'aliases',aliases)\n  __dataclass_builtins_object__.__setattr__(self,'params_published',params_published)\n  __dataclass_builtins_object__.__setattr__(self,'params_source',params_source)\n  __dataclass_builtins_object__.__setattr__(self,'family',family)\n  __dataclass_builtins_object__.__setattr__(self,'released',released)\n  __dataclass_builtins_object__.__setattr__(self,'released_source',released_source)\n  __dataclass_builtins_object__.__setattr__(self,'spec',spec)\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_name, _type_linear_bytes, _type_other_bytes, _type_unquantized, _type_expert_pad, _type_note, _type_checkpoint_scale, _type_expert_bytes, _type_gguf, _type_embedding_bytes, _type_lm_head_bytes, _type_small_bytes, _type_overrides, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unquantized, _dflt_expert_pad, _dflt_note, _dflt_checkpoint_scale, _dflt_expert_bytes, _dflt_gguf, _dflt_embedding_bytes, _dflt_lm_head_bytes, _dflt_small_bytes, _dflt_overrides, _return_type):
  def __init__(self,name:_type_name,linear_bytes:_type_linear_bytes,other_bytes:_type_other_bytes,unquantized:_type_unquantized=_dflt_unquantized,expert_pad:_type_expert_pad=_dflt_expert_pad,note:_type_note=_dflt_note,checkpoint_scale:_type_checkpoint_scale=_dflt_checkpoint_scale,expert_bytes:_type_expert_bytes=_dflt_expert_bytes,gguf:_type_gguf=_dflt_gguf,embedding_bytes:_type_embedding_bytes=_dflt_embedding_bytes,lm_head_bytes:_type_lm_head_bytes=_dflt_lm_head_bytes,small_bytes:_type_small_bytes=_dflt_small_bytes,overrides:_type_overrides=_dflt_overrides)->_return_type:
@@ -5038,11 +5049,11 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('name','hf_id','config','family','released',):
+  if type(self) is cls or name in ('name','hf_id','config','family','released','spec',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'name\',\'hf_id\',\'config\',\'family\',\'released\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'name\',\'hf_id\',\'config\',\'family\',\'released\',\'spec\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
@@ -5051,6 +5062,14 @@ def __create_fn__(cls, FrozenInstanceError):
   super(cls, self).__delattr__(name)
  return __delattr__
 CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'name\',\'hf_id\',\'family\',\'released\',\'params_total\',\'params_active\',\'fits\',\'weight_dtype\',\'changes\',\'replicas\',\'tensor_parallel\',\'headroom_bytes\',\'max_concurrency\',\'kv_cache_capacity_tokens\',\'tokens_per_s\',\'tokens_per_s_low\',\'tokens_per_s_high\',\'speed_range\',\'thin_margin\',\'reason\',\'shortfall\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('name','hf_id','source','config','aliases','params_published','params_source','family','released','released_source','spec',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'name\',\'hf_id\',\'source\',\'config\',\'aliases\',\'params_published\',\'params_source\',\'family\',\'released\',\'released_source\',\'spec\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
@@ -6030,11 +6049,11 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,v
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('name','hf_id','config','family','released',):
+  if type(self) is cls or name in ('name','hf_id','config','family','released','spec',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'name\',\'hf_id\',\'config\',\'family\',\'released\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'name\',\'hf_id\',\'config\',\'family\',\'released\',\'spec\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
@@ -6043,6 +6062,14 @@ def __create_fn__(cls, FrozenInstanceError):
   super(cls, self).__setattr__(name, value)
  return __setattr__
 CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'name\',\'hf_id\',\'family\',\'released\',\'params_total\',\'params_active\',\'fits\',\'weight_dtype\',\'changes\',\'replicas\',\'tensor_parallel\',\'headroom_bytes\',\'max_concurrency\',\'kv_cache_capacity_tokens\',\'tokens_per_s\',\'tokens_per_s_low\',\'tokens_per_s_high\',\'speed_range\',\'thin_margin\',\'reason\',\'shortfall\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('name','hf_id','source','config','aliases','params_published','params_source','family','released','released_source','spec',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'name\',\'hf_id\',\'source\',\'config\',\'aliases\',\'params_published\',\'params_source\',\'family\',\'released\',\'released_source\',\'spec\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):

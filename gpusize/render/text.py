@@ -40,6 +40,8 @@ def safe(text: str, keep_newlines: bool = False, limit: int = 10_000) -> str:
     tab, DEL, C1, and newlines unless kept) as `\\x1b`; format characters (Unicode category Cf: bidi
     controls such as U+202E, zero-width joiners and spaces, U+FEFF), line and paragraph separators and
     lone surrogates (Cs, which no UTF-8 stream can carry) as `\\u200d`."""
+    if text.isascii() and text.isprintable():  # nothing to escape (most text): the loop's answer
+        return text if len(text) <= limit else text[:limit] + "..."
     out = []
     for ch in text[:limit]:
         code = ord(ch)

@@ -7,7 +7,8 @@ from dataclasses import field
 from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.model import CatalogModel
+from gpusize.core.model import CatalogModel, ParsedCatalogModel
+from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Request
 from gpusize.dataclass import dataclass
 from gpusize.reports.common import (
@@ -64,6 +65,11 @@ class WhichReport:
         return tuple(note for note in self.assumptions.notes if note.startswith("skipped "))
 
 
+def _parsed(model: CatalogModel) -> ModelSpec | None:
+    """The model's spec where the catalog was read parsed (None: `which` parses the config)."""
+    return model.spec if isinstance(model, ParsedCatalogModel) else None
+
+
 def build_which(
     models: tuple[CatalogModel, ...],
     gpu: GpuSpec,
@@ -72,7 +78,7 @@ def build_which(
     sort: Sort = "capability",
     top: int | None = None,
 ) -> WhichReport:
-    entries = [CatalogEntry(m.name, m.hf_id, m.config, m.family, m.released) for m in models]
+    entries = [CatalogEntry(m.name, m.hf_id, m.config, m.family, m.released, _parsed(m)) for m in models]
     rows = models_that_fit(entries, gpu, num_gpus, request, sort)
     unreadable = [r for r in rows if r.params_total == 0]
     notes = tuple(f"skipped {r.name}: {r.reason}" for r in unreadable)

@@ -11,14 +11,14 @@ requested context (llama.cpp: the parallel slots that fit); load is spread evenl
 from __future__ import annotations
 
 import math
-from dataclasses import field, replace
+from dataclasses import field
 
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES, Candidate, PerGpu, thin_margin
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replaced
 from gpusize.serving import calibrated, economics, load
 from gpusize.serving.targets import Targets
 from gpusize.serving.throughput import LlamaCppPlacement
@@ -360,8 +360,10 @@ def compare(
     """Every layout of `num_gpus` GPUs for the demand, each marked by whether its users get the targets."""
     aim = targets or Targets()
     layouts = [evaluate_layout(spec, gpu, r, tp, work, demand, host_gbps) for r, tp in layouts_for(num_gpus)]
+    # `replaced`: what replace makes, a tenth of quote over 1,000 GPU types faster
     return [
-        replace(x, meets_targets=x.fits and aim.met_by(x.per_request_tokens_per_s, x.ttft_s)) for x in layouts
+        replaced(x, meets_targets=x.fits and aim.met_by(x.per_request_tokens_per_s, x.ttft_s))
+        for x in layouts
     ]
 
 

@@ -16,21 +16,26 @@ to any of its names, and says so (`Shadow`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.mig import mig_slices
-from gpusize.core.model import CatalogModel, normalize
+from gpusize.core.model import CatalogModel, ParsedCatalogModel, normalize
 from gpusize.core.unified import raised
 from gpusize.dataclass import dataclass
-from gpusize.errors import CatalogError, InputError, UnknownNameError
+from gpusize.errors import CatalogError, ConfigError, InputError, UnknownNameError
 from gpusize.sources import catalog_cache, shipped
 from gpusize.sources.catalog_cache import CACHE_ENV
+
+if TYPE_CHECKING:
+    from gpusize.core.spec import ModelSpec
 
 __all__ = [
     "CACHE_ENV",
@@ -84,12 +89,16 @@ def _read_bytes(path: Path) -> bytes:
         raise CatalogError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
+#: The digest of each catalog file as `validated_rows` last read it (`file_specs` keys its specs by it).
+_DIGESTS: dict[Path, str] = {}
+
+
 def validated_rows(path: Path, kind: str) -> list[dict[str, Any]]:
     """The entries of one catalog file as validated plain dicts ('gpus' or 'models'): a bundled one from
     the validated copy shipped beside it (`sources.shipped`), else cached (`sources.catalog_cache`:
     keyed by the BLAKE2b digest of the bytes, shape-checked on read)."""
     raw = _read_bytes(path)
-    digest = catalog_cache.digest_of(raw)
+    digest = _DIGESTS[path] = catalog_cache.digest_of(raw)
     types = row_types_of(kind)
     rows = shipped.rows(path, kind, digest, types) if path == data_dir() / f"{kind}.yaml" else None
     if rows is None:
@@ -215,6 +224,11 @@ class Catalogs:
     def models(self) -> tuple[CatalogModel, ...]:
         return _models_of(_identities((data_dir() / "models.yaml", *self.models_files)))[0]
 
+    def parsed_models(self) -> tuple[ParsedCatalogModel, ...]:
+        """`models()`, each with its config parsed (`ParsedCatalogModel.spec`): decoded from the specs
+        stored for its catalog file (`sources.shipped_specs`), else parsed, and stored for a user's."""
+        return _parsed_of(_identities((data_dir() / "models.yaml", *self.models_files)))
+
     def shadows(self) -> tuple[Shadow, ...]:
         """User entries that replace a bundled (or an earlier file's) entry by name; reads only the
         catalogs that have user files."""
@@ -336,13 +350,104 @@ def _slices_of(gpus: tuple[GpuSpec, ...]) -> tuple[GpuSpec, ...]:
     return tuple(s for g in gpus for s in mig_slices(g))
 
 
+#: Entries from which a merged catalog is a large one (`_collector_paused`): a user's file of
+#: thousands; the bundled catalog alone has a few hundred.
+LARGE_CATALOG = 2_000
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[list[int]]:
+    """No garbage collection while a catalog is read (JSON values and frozen entries hold no cycle:
+    the collections find nothing, and with 10,000 entries took a third of reading them and half of
+    `which` after); a large one (LARGE_CATALOG entries, the count appended to the list yielded) is
+    then left out of later collections (`gc.freeze`: it lives as long as the process)."""
+    size: list[int] = []
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield size
+    finally:
+        if sum(size) >= LARGE_CATALOG:
+            gc.freeze()  # first: enabling runs the collection the reading has made due
+        if enabled:
+            gc.enable()
+
+
 @functools.lru_cache(maxsize=8)
-def _models_of(files: tuple[_Identity, ...]) -> tuple[tuple[CatalogModel, ...], tuple[Shadow, ...]]:
-    tagged = (
-        (given, i, _model(r)) for given, f in _given(files) for i, r in enumerate(validated_rows(f, "models"))
-    )
-    merged: tuple[tuple[CatalogModel, ...], tuple[Shadow, ...]] = _merge("model", tagged, lambda m: m.keys)
+def _models_of(files: tuple[_Identity, ...]) -> _MergedModels:
+    with _collector_paused() as size:
+        merged = _merged_models(files)
+        size.append(len(merged[0]))
     return merged
+
+
+def _merged_models(files: tuple[_Identity, ...]) -> _MergedModels:
+    per_file = tuple((f, [_model(r) for r in validated_rows(f, "models")]) for _, f in _given(files))
+    tagged = (
+        (given, i, model)
+        for (given, _), (_, models) in zip(_given(files), per_file, strict=True)
+        for i, model in enumerate(models)
+    )
+    merged, shadows = _merge("model", tagged, lambda m: m.keys)
+    return merged, shadows, per_file
+
+
+#: The merged models of some catalog files, the shadowed names, and each file's own models.
+_MergedModels = tuple[
+    tuple[CatalogModel, ...], tuple[Shadow, ...], tuple[tuple[Path, list[CatalogModel]], ...]
+]
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_of(files: tuple[_Identity, ...]) -> tuple[ParsedCatalogModel, ...]:
+    """The merged models (`_models_of`, read once for both), each with its file's spec of it."""
+    merged, _, per_file = _models_of(files)
+    with _collector_paused() as size:
+        spec_of: dict[int, ModelSpec | None] = {}
+        for path, models in per_file:
+            specs = file_specs(path, [m.config for m in models])
+            spec_of.update(zip(map(id, models), specs, strict=True))
+        parsed = tuple(ParsedCatalogModel(**vars(m), spec=spec_of[id(m)]) for m in merged)
+        size.append(len(parsed))
+    return parsed
+
+
+def file_specs(path: Path, configs: list[dict[str, Any]]) -> list[ModelSpec | None]:
+    """The parsed config of each model of a models catalog file (None: it does not parse): the
+    bundled file's from data/models.specs.json, a user file's from the cache; else parsed (equal
+    configs once, sharing one spec) and, for a user file, stored in the cache."""
+    from gpusize.sources import shipped_specs  # start-up: only a command that plans the whole catalog
+
+    digest = _DIGESTS.get(path) or catalog_cache.digest_of(_read_bytes(path))
+    bundled = path == data_dir() / "models.yaml"
+    if bundled:
+        stored = shipped_specs.read(shipped_specs.specs_path(path), digest, len(configs))
+    else:
+        stored = shipped_specs.load_cached(digest, len(configs))
+    if stored is not None:
+        return stored
+    specs = parsed_specs(configs)
+    if not bundled:
+        shipped_specs.store_cached(digest, specs)
+    return specs
+
+
+def parsed_specs(configs: list[dict[str, Any]]) -> list[ModelSpec | None]:
+    """`parse_config` of each config, None where it raises ConfigError (the planner parses it again
+    to say why); equal configs are parsed once and share the spec."""
+    from gpusize.core.parse import parse_config  # start-up: the parser, only where specs are not stored
+
+    seen: dict[str, ModelSpec | None] = {}
+    out: list[ModelSpec | None] = []
+    for config in configs:
+        key = repr(config)  # of JSON values: equal reprs, equal configs
+        if key not in seen:
+            try:
+                seen[key] = parse_config(config)
+            except ConfigError:
+                seen[key] = None
+        out.append(seen[key])
+    return out
 
 
 def _given(files: tuple[_Identity, ...]) -> list[tuple[str | None, Path]]:

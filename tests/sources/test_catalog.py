@@ -162,7 +162,11 @@ def test_wheel_ships_catalogs(tmp_path: Path) -> None:
     )
     wheel = next(dist.glob("gpusize-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    assert {"gpusize/data/gpus.validated.json", "gpusize/data/models.validated.json"} <= set(names)
+    assert {
+        "gpusize/data/gpus.validated.json",
+        "gpusize/data/models.validated.json",
+        "gpusize/data/models.specs.json",
+    } <= set(names)
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"

@@ -5,6 +5,7 @@ DeltaNet, Kimi Delta, Mamba-2). Pure values; field names follow the Transformers
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Literal
 
 from gpusize.dataclass import dataclass
@@ -71,6 +72,20 @@ class LayerSpec:
     #: Extra weight vectors of hidden_size in this layer beyond the model's norms (Gemma 4's MoE
     #: block: three more norms and the router's scale).
     extra_vectors: int = 0
+
+    def __hash__(self) -> int:
+        """The hash of the fields, computed once per layer (kept in its __dict__, as ModelSpec's):
+        `ModelSpec.layer_counts` hashes every layer of a model, 10,000 hashes of one object per kind
+        for `which` over the catalog (bench/RESULTS.md, issue 24). Equal layers hash equal."""
+        known: int | None = self.__dict__.get("_hash")
+        if known is None:
+            known = hash(tuple(getattr(self, name) for name in _LAYER_FIELDS))
+            object.__setattr__(self, "_hash", known)
+        return known
+
+
+#: The fields LayerSpec's hash covers (all of them are compared), listed once.
+_LAYER_FIELDS = tuple(f.name for f in fields(LayerSpec))
 
 
 @dataclass(frozen=True, kw_only=True)
