@@ -28,6 +28,8 @@ against logged llama.cpp buffers (tests/core/test_engines.py).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from dataclasses import replace
 
 from gpusize.core import runtime
@@ -119,7 +121,7 @@ class LlamaCppSplit:
 
 def llamacpp_split(
     spec: ModelSpec,
-    layer_bytes: list[int],
+    layer_bytes: Sequence[int],
     embd_bytes: int,
     output_bytes: int,
     n_gpu_layers: int,
@@ -135,10 +137,11 @@ def llamacpp_split(
     n_layer = len(layer_bytes)
     ngl = max(0, min(n_gpu_layers, n_layer + 1))
     devices = layer_devices(n_layer, ngl, num_gpus)
-    caches = layer_cache_bytes(spec, n_ctx, kv_type, n_seq, flash_attention=flash_attention)
-    cache = [kv + state for kv, state in caches] if len(caches) == n_layer else _spread(caches, n_layer)
+    cache = _layer_totals(spec, n_ctx, kv_type, n_seq, flash_attention, n_layer)
     weights, kv = [0] * num_gpus, [0] * num_gpus
-    for il, device in enumerate(devices[:n_layer]):
+    start = n_layer + 1 - ngl  # the first layer on a GPU (layer_devices)
+    for il in range(start, n_layer):
+        device = devices[il]
         if device is not None:
             weights[device] += layer_bytes[il]
             kv[device] += cache[il]
@@ -156,6 +159,20 @@ def llamacpp_split(
     cpu_weights = sum(layer_bytes) + embd_bytes + output_bytes - sum(weights)
     per_gpu = tuple(zip(weights, kv, strict=True))
     return LlamaCppSplit(ngl, sum(weights), cpu_weights, sum(kv), kv_total - sum(kv), compute, per_gpu)
+
+
+#: Cached: the same for every -ngl the offload search tries (offload_variant), and for every GPU type
+#: and count a fit tries at one context; a few hundred contexts of a few models at a time.
+@functools.lru_cache(maxsize=256)
+def _layer_totals(
+    spec: ModelSpec, n_ctx: int, kv_type: str, n_seq: int, flash_attention: bool, n_layer: int
+) -> tuple[int, ...]:
+    """KV + state bytes of each of the `n_layer` blocks (`layer_cache_bytes`; spread evenly when the
+    GGUF's block count differs from the config's layers)."""
+    caches = layer_cache_bytes(spec, n_ctx, kv_type, n_seq, flash_attention=flash_attention)
+    if len(caches) != n_layer:
+        return tuple(_spread(caches, n_layer))
+    return tuple(kv + state for kv, state in caches)
 
 
 def _spread(caches: tuple[tuple[int, int], ...], n_layer: int) -> list[int]:
@@ -200,15 +217,19 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload) -> Ca
 
 
 def split_candidate(
-    spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload
+    spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload, n_gpu_layers: int | None = None
 ) -> tuple[Candidate, LlamaCppSplit]:
+    """The candidate and its split, with `n_gpu_layers` in place of the workload's -ngl when given
+    (the offload search tries many on one workload)."""
     stored = work.stored_layers or estimated_layers(spec, work.weights)
     n_ctx = work.context_tokens * work.batch
-    ngl = len(stored.layer_bytes) + 1 if work.engine.n_gpu_layers is None else work.engine.n_gpu_layers
+    ngl = work.engine.n_gpu_layers if n_gpu_layers is None else n_gpu_layers
+    if ngl is None:
+        ngl = len(stored.layer_bytes) + 1
     output = stored.output_bytes or stored.token_embd_bytes
     split = llamacpp_split(
         spec,
-        list(stored.layer_bytes),
+        stored.layer_bytes,
         stored.token_embd_bytes,
         output,
         ngl,
@@ -276,7 +297,7 @@ def offload_variant(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> Va
     lo, hi = 0, min(work.engine.n_gpu_layers or layers, layers) - 1
     while lo < hi:  # the largest count that fits
         mid = (lo + hi + 1) // 2
-        fits = evaluate(spec, gpu, n, replace(work, engine=replace(work.engine, n_gpu_layers=mid))).fits
+        fits = split_candidate(spec, gpu, n, work, mid)[0].fits
         lo, hi = (mid, hi) if fits else (lo, mid - 1)
     if lo < 1:
         return None
