@@ -20,6 +20,7 @@ The pool models vLLM 0.19's v1 KV-cache manager (vllm/v1/core/kv_cache_utils.py)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from gpusize.core.kinds import kv_bytes_per_token, mixer_kind, state_elements
@@ -99,6 +100,9 @@ def kv_bytes_per_token_per_layer(
     return int((kv_width(spec, on_gpu, layer) - index) * kv_bytes + index * index_bytes)
 
 
+#: Cached (a few models x dtypes x TP sizes): read by every plan, whole-model figure and note of a fit,
+#: on every row of a batch (bench/RESULTS.md).
+@functools.lru_cache(maxsize=256)
 def kv_cache_bytes_per_token(spec: ModelSpec, kv_bytes: float, tp: int = 1) -> int:
     """Bytes per token summed over every attention layer on one GPU (Llama-3-8B bf16: 131,072)."""
     return sum(
@@ -158,6 +162,8 @@ class KvLayout:
         return self.page_bytes * self.group_size + self.draft_page_bytes
 
 
+#: Cached as kv_cache_bytes_per_token (a frozen value): every evaluation and effective setting reads it.
+@functools.lru_cache(maxsize=256)
 def kv_layout(
     spec: ModelSpec, kv_bytes: float, tp: int, group_ratio: float = GROUP_SIZE_RATIO
 ) -> KvLayout | None:

@@ -9,7 +9,7 @@ rejects a setting it does not use (InputError, exit 2) instead of echoing it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field, replace
+from dataclasses import field
 
 from gpusize.core.gguf_quant import ftype_name
 from gpusize.core.releases import Release, Releases
@@ -33,7 +33,7 @@ from gpusize.core.weights import (
     checkpoint_agreement,
     weight_format,
 )
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replace
 from gpusize.errors import InputError
 from gpusize.units import DTYPE_BYTES, canonical_dtype
 

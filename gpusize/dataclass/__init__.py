@@ -17,12 +17,15 @@ gpusize's classes is being made; elsewhere, or where it does not exist, this is 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sys
 import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-__all__ = ["dataclass", "misses", "table_is_cheap"]
+__all__ = ["dataclass", "misses", "replace", "table_is_cheap"]
+
+_T = TypeVar("_T")
 
 #: Texts compiled at run time since start-up because the table lacked them (the build's check).
 _MISSES: list[str] = []
@@ -110,3 +113,43 @@ def table_is_cheap(dont_write_bytecode: bool, source: str = _SOURCE, pyc: str = 
 def misses() -> list[str]:
     """The method texts compiled at run time so far (empty when the table covers every class)."""
     return list(_MISSES)
+
+
+def replace(obj: _T, /, **changes: Any) -> _T:
+    """`dataclasses.replace(obj, **changes)` for a plain frozen dataclass (every field an init field,
+    no InitVar, no __post_init__, no slots), without its per-field checks: the new object holds the
+    same field values but the changed ones, and none of what `obj` keeps beside its fields (a cached
+    hash or property). A fit search builds a few workloads per lever it tries, and vLLM's settings
+    have some fifty fields: the standard function was a third of the one-GPU suggestions
+    (bench/RESULTS.md, batch, all-distinct rows). Any other class, or a name that is not a field,
+    goes to the standard function."""
+    kind: type = type(obj)
+    names = _field_names(kind)
+    if names is None or not changes.keys() <= names.keys():
+        return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+    held = obj.__dict__
+    state = {name: held[name] for name in names}
+    state.update(changes)
+    new: _T = object.__new__(kind)
+    new.__dict__.update(state)
+    return new
+
+
+@functools.cache
+def _field_names(cls: type) -> dict[str, None] | None:
+    """The fields of a class `replace` may copy directly, in order (a dict, for the membership test);
+    None for any other class."""
+    own = vars(cls)  # the class itself a dataclass (not a subclass of one), making its own __init__
+    params = own.get("__dataclass_params__")
+    if (
+        params is None
+        or not params.frozen
+        or not params.init
+        or "__post_init__" in dir(cls)
+        or "__slots__" in own
+    ):
+        return None
+    declared = dataclasses.fields(cls)  # the fields proper (no InitVar or ClassVar pseudo-fields)
+    if len(declared) != len(own["__dataclass_fields__"]) or not all(f.init for f in declared):
+        return None
+    return dict.fromkeys(f.name for f in declared)

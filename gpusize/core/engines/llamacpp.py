@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import replace
 
 from gpusize.core import runtime
 from gpusize.core.engines.base import EngineModel
@@ -51,7 +50,7 @@ from gpusize.core.plan import Candidate, PerGpu, context_problem
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import estimated_layers
 from gpusize.core.workload import Workload
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replace
 from gpusize.units import GIB
 
 __all__ = [

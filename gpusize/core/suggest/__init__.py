@@ -13,8 +13,6 @@ The package: `values` (what a suggestion is, the lever order), `variants` (the l
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from gpusize.core.engines import EngineModel
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Change
@@ -25,6 +23,7 @@ from gpusize.core.suggest.evaluate import evaluated
 from gpusize.core.suggest.values import MAX_SUGGESTIONS, OTHER_GPU_TYPES, RANKING, Scope, Suggestion
 from gpusize.core.suggest.variants import last_resort, on_gpu, other_types, shorter_context, variants
 from gpusize.core.workload import EngineSettings, Workload
+from gpusize.dataclass import replace
 from gpusize.units import DTYPE_BYTES
 
 __all__ = [

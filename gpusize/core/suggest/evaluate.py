@@ -4,7 +4,6 @@ fits on a safe margin; and the order of the counts tried."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 
 from gpusize.core.engines import EngineModel
 from gpusize.core.gpu import GpuSpec
@@ -16,6 +15,7 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest.values import Suggestion
 from gpusize.core.weights import linear_bytes_per_gpu, weight_format
 from gpusize.core.workload import Workload
+from gpusize.dataclass import replace
 
 __all__ = ["evaluated", "first_fit_of", "suggestion", "thin", "weights_alone_too_big", "with_weights"]
 

@@ -4,8 +4,6 @@ resorts when no one-server change fits."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from gpusize.core.engines import EngineModel
 from gpusize.core.engines.base import NodesEvaluator
 from gpusize.core.gpu import GpuSpec
@@ -22,6 +20,7 @@ from gpusize.core.suggest.evaluate import (
 )
 from gpusize.core.suggest.values import OTHER_GPU_TYPES, RANKING, Scope, Suggestion
 from gpusize.core.workload import Workload
+from gpusize.dataclass import replace
 from gpusize.units import DTYPE_BYTES
 
 __all__ = [

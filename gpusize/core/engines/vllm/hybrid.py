@@ -141,7 +141,7 @@ def with_state_pages(
     block = max(layout.block_size, align * -(-page // (align * per_token)))
     counts = dict(spec.attention_kinds)
     counts[(STATE_GROUP, None)] = sum(
-        1 for layer in spec.layers if mixer_kind(spec, layer).state_elements(spec, layer) > 0
+        n for layer, n in spec.layer_counts if mixer_kind(spec, layer).state_elements(spec, layer) > 0
     )
     size = group_size(counts.values(), group_ratio)
     held = state_blocks(spec, work, gpu)

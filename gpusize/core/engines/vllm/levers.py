@@ -3,14 +3,13 @@ more room, and a pipeline across servers (core/levers.py; searched by core/sugge
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from gpusize.core.engines.vllm.behaviour import utilization
 from gpusize.core.engines.vllm.pool import THIN_MARGIN
 from gpusize.core.engines.vllm.scheduler import scheduler_limits, scheduler_note
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers, Variant, one
 from gpusize.core.workload import Workload
+from gpusize.dataclass import replace
 
 __all__ = ["HIGH_UTILIZATION", "LEVERS", "MIN_SEQS", "setting_levers"]
 
