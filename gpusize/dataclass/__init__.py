@@ -125,7 +125,7 @@ def replace(obj: _T, /, **changes: Any) -> _T:
     goes to the standard function."""
     kind: type = type(obj)
     names = _field_names(kind)
-    if names is None or not changes.keys() <= names.keys():
+    if names is None or any(name not in names for name in changes):
         return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
     held = obj.__dict__
     state = {name: held[name] for name in names}

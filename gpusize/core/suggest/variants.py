@@ -13,9 +13,9 @@ from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest.evaluate import (
     evaluated,
+    fewest_counts,
     first_fit_of,
     suggestion,
-    weights_alone_too_big,
     with_weights,
 )
 from gpusize.core.suggest.values import OTHER_GPU_TYPES, RANKING, Scope, Suggestion
@@ -171,10 +171,10 @@ def other_types(spec: ModelSpec, work: Workload, model: EngineModel, scope: Scop
     asked = {g.name for g in scope.gpus}
     counts = [n for n in TP_SIZES if n <= 8]
     bounds = []
-    for order, gpu in enumerate(scope.others):
-        if gpu.name in asked:
-            continue
-        fewest = next((n for n in counts if not weights_alone_too_big(spec, work, gpu, n)), None)
+    others = [(order, gpu) for order, gpu in enumerate(scope.others) if gpu.name not in asked]
+    for (order, gpu), fewest in zip(
+        others, fewest_counts(spec, work, [g for _, g in others], counts), strict=True
+    ):
         if fewest is not None:  # else no count gives an answer (`evaluated`)
             bounds.append((_ranked_at(gpu, fewest), order, gpu, fewest))
     found: list[tuple[tuple[bool, float, int, int, int], int, Suggestion]] = []
