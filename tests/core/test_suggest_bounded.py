@@ -229,3 +229,16 @@ def test_a_model_parsed_again_is_the_same_spec_unless_written_otherwise() -> Non
     as_float = {**scaled, "rope_scaling": {**scaled["rope_scaling"], "factor": 4.0}}
     assert parse_config(scaled) == parse_config(as_float)
     assert repr(parse_config(scaled)) == repr(parse_config(as_float))  # the parser writes 4 as 4.0
+
+
+def test_a_kept_hash_is_the_hash_of_the_fields_and_a_copy_hashes_its_own() -> None:
+    """Workload and EngineSettings keep their hash (the evaluation cache hashes them for every plan
+    tried): it is the hash of their fields, as the dataclass's own was, and a changed copy has its
+    own."""
+    spec, work = _work("Qwen3-8B", 4096, "vllm")
+    for value in (work, work.engine):
+        assert hash(value) == hash(tuple(getattr(value, f.name) for f in dataclasses.fields(value)))
+    longer = replace(work, context_tokens=8192)
+    assert hash(longer) == hash(dataclasses.replace(work, context_tokens=8192)) != hash(work)
+    seqs = replace(work.engine, max_num_seqs=64)
+    assert hash(seqs) == hash(dataclasses.replace(work.engine, max_num_seqs=64)) != hash(work.engine)
