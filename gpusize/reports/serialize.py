@@ -128,8 +128,16 @@ _CONVERSIONS: dict[type, Any] = {}
 
 
 def _text(value: str) -> str:
-    """`value` with each lone surrogate replaced by U+FFFD, so the JSON is valid UTF-8."""
-    return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+    """`value` with each lone surrogate replaced by U+FFFD, so the JSON is valid UTF-8. Text that
+    encodes as UTF-8 holds none (the codec refuses every surrogate), found without the pattern's
+    scan: a fit's notes are non-ASCII prose, some twenty strings a row of a batch."""
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", value)
+    return value
 
 
 def to_json(value: Any) -> str:
