@@ -100,6 +100,9 @@ def kv_bytes_per_token_per_layer(
     return int((kv_width(spec, on_gpu, layer) - index) * kv_bytes + index * index_bytes)
 
 
+#: Cached (a few models x dtypes x TP sizes): read by every plan, whole-model figure and note of a fit,
+#: on every row of a batch (bench/RESULTS.md).
+@functools.lru_cache(maxsize=256)
 def kv_cache_bytes_per_token(spec: ModelSpec, kv_bytes: float, tp: int = 1) -> int:
     """Bytes per token summed over every attention layer on one GPU (Llama-3-8B bf16: 131,072)."""
     return sum(
@@ -293,6 +296,13 @@ def blocks_per_request(layout: KvLayout, context: int, max_num_batched_tokens: i
     return total
 
 
+def _one_block_per_block(group: KvGroup, block_size: int) -> bool:
+    """Whether a request of c x block_size tokens holds c blocks of this group (`blocks_per_request`:
+    a full-attention group, or one without a window, at the layout's block size)."""
+    full = group.kind != "state" and (group.kind == "full" or group.window is None)
+    return full and (group.block_size or block_size) == block_size
+
+
 def request_kv_bytes(layout: KvLayout, context: int, max_num_batched_tokens: int) -> int:
     """KV bytes one request of `context` tokens reserves on one GPU."""
     return blocks_per_request(layout, context, max_num_batched_tokens) * layout.bytes_per_block
@@ -301,8 +311,20 @@ def request_kv_bytes(layout: KvLayout, context: int, max_num_batched_tokens: int
 def largest_context(
     layout: KvLayout, num_blocks: int, batch: int, max_num_batched_tokens: int, limit: int
 ) -> int:
-    """Largest context (multiple of the block size, <= limit) of which `batch` requests fit."""
+    """Largest context (multiple of the block size, <= limit) of which `batch` requests fit: found by
+    bisection, or, when every group holds one block per block size of context (full attention at the
+    layout's block size), as the quotient the bisection would reach."""
     lo, hi = 0, limit // layout.block_size
+    groups = len(layout.groups)
+    if (
+        hi > 0
+        and batch > 0
+        and groups
+        and all(_one_block_per_block(g, layout.block_size) for g in layout.groups)
+    ):
+        # blocks_per_request(mid x block) = groups x mid, rising with mid: the largest mid <= hi with
+        # batch x groups x mid <= num_blocks
+        return max(0, min(hi, num_blocks // (batch * groups))) * layout.block_size
     while lo < hi:
         mid = (lo + hi + 1) // 2
         need = batch * blocks_per_request(layout, mid * layout.block_size, max_num_batched_tokens)

@@ -9,7 +9,7 @@ across servers) is declared here by the engine's own module, so no module compar
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from gpusize.core.gpu import GpuSpec
@@ -45,7 +45,7 @@ def one(lever: str, flag: str, value: str, summary: str, note: str | None, work:
 
 #: The engine's own settings that leave the KV cache more room on this GPU (vLLM: fewer sequences per
 #: step, a higher memory utilization), each a variant.
-SettingLevers = Callable[[Workload, GpuSpec], list[Variant]]
+SettingLevers = Callable[[Workload, GpuSpec], Sequence[Variant]]
 #: Layers left in system RAM (llama.cpp -ngl): the variant with the most layers on `n` GPUs that fit.
 Offload = Callable[[ModelSpec, Workload, GpuSpec, int], Variant | None]
 

@@ -9,7 +9,7 @@ rejects a setting it does not use (InputError, exit 2) instead of echoing it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field, replace
+from dataclasses import field, fields
 
 from gpusize.core.gguf_quant import ftype_name
 from gpusize.core.releases import Release, Releases
@@ -33,7 +33,7 @@ from gpusize.core.weights import (
     checkpoint_agreement,
     weight_format,
 )
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replace
 from gpusize.errors import InputError
 from gpusize.units import DTYPE_BYTES, canonical_dtype
 
@@ -130,9 +130,22 @@ class Workload:
         """True when the weights are the checkpoint's own (dtype auto), so its FP8 blocks constrain TP."""
         return self.requested_dtype == "auto"
 
+    def __hash__(self) -> int:
+        """The hash of the fields (the dataclass's own), computed once per workload (kept in its
+        __dict__, as ModelSpec keeps its hash): each engine's evaluation cache hashes the workload of
+        every plan a fit tries (bench/RESULTS.md, batch). Equal workloads hash equal."""
+        known: int | None = self.__dict__.get("_hash")
+        if known is None:
+            known = hash(tuple(getattr(self, name) for name in _WORKLOAD_FIELDS))
+            object.__setattr__(self, "_hash", known)
+        return known
+
     def with_context(self, context_tokens: int, batch: int | None = None) -> Workload:
         """The same workload at another context (and batch): what a curve or a search varies."""
         return replace(self, context_tokens=context_tokens, batch=self.batch if batch is None else batch)
+
+
+_WORKLOAD_FIELDS = tuple(f.name for f in fields(Workload))
 
 
 def kv_dtype_for(spec: ModelSpec, requested: str, weight_dtype: str) -> str:

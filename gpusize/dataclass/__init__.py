@@ -17,12 +17,15 @@ gpusize's classes is being made; elsewhere, or where it does not exist, this is 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sys
 import types
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-__all__ = ["dataclass", "misses", "replaced", "table_is_cheap"]
+__all__ = ["dataclass", "misses", "replace", "table_is_cheap"]
+
+_T = TypeVar("_T")
 
 #: Texts compiled at run time since start-up because the table lacked them (the build's check).
 _MISSES: list[str] = []
@@ -112,27 +115,42 @@ def misses() -> list[str]:
     return list(_MISSES)
 
 
-#: Each class `replaced` has copied: its field names, in order, and as a set.
-_FIELDS: dict[type, tuple[tuple[str, ...], frozenset[str]]] = {}
+def replace(obj: _T, /, **changes: Any) -> _T:
+    """`dataclasses.replace(obj, **changes)` for a plain dataclass (its own generated __init__, every
+    field an init field, no InitVar, no __post_init__, no slots), without its per-field checks and
+    without running __init__ again: the new object holds the same field values but the changed ones,
+    and none of what `obj` keeps beside its fields (a cached hash or property), as the standard
+    function. A fit search builds a few workloads per lever it tries, and vLLM's settings have some
+    fifty fields: the standard function was a third of the one-GPU suggestions (bench/RESULTS.md,
+    batch, all-distinct rows); 5,000 copies were a tenth of `quote` over 1,000 GPU types. Any other
+    class, or a name that is not a field, goes to the standard function (which runs __post_init__,
+    or refuses the name)."""
+    kind: type = type(obj)
+    names = _field_names(kind)
+    if names is None or any(name not in names for name in changes):
+        return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
+    held = obj.__dict__
+    state = {name: held[name] for name in names}
+    state.update(changes)
+    new: _T = object.__new__(kind)
+    new.__dict__.update(state)
+    return new
 
 
-def replaced(value: Any, /, **changes: Any) -> Any:
-    """`dataclasses.replace(value, **changes)` for a dataclass whose `__init__` only stores its fields
-    (no `__post_init__`, no InitVar): the fields copied into a new instance, `__init__` not run again
-    (replace introspects the class and sets each field anew: 5,000 of them were a tenth of `quote`
-    over 1,000 GPU types, bench/RESULTS.md issue 24). What else the instance keeps (a cached hash, a
-    cached property) is not copied, as replace would not. A name that is not a field is refused."""
-    cls = type(value)
-    known = _FIELDS.get(cls)
-    if known is None:
-        if hasattr(cls, "__post_init__") or not dataclasses.is_dataclass(cls):
-            raise TypeError(f"replaced() copies only a plain dataclass, not {cls.__name__}")
-        order = tuple(f.name for f in dataclasses.fields(cls))
-        known = _FIELDS[cls] = (order, frozenset(order))
-    names, allowed = known
-    if not changes.keys() <= allowed:
-        raise TypeError(f"{cls.__name__} has no field {sorted(changes.keys() - allowed)[0]!r}")
-    own = value.__dict__
-    copy = object.__new__(cls)
-    copy.__dict__.update({name: own[name] for name in names}, **changes)
-    return copy
+@functools.cache
+def _field_names(cls: type) -> dict[str, None] | None:
+    """The fields of a class `replace` may copy directly, in order (a dict, for the membership test);
+    None for any other class."""
+    own = vars(cls)  # the class itself a dataclass (not a subclass of one), making its own __init__
+    params = own.get("__dataclass_params__")
+    if (
+        params is None
+        or not params.init
+        or "__post_init__" in dir(cls)
+        or "__slots__" in own
+    ):
+        return None
+    declared = dataclasses.fields(cls)  # the fields proper (no InitVar or ClassVar pseudo-fields)
+    if len(declared) != len(own["__dataclass_fields__"]) or not all(f.init for f in declared):
+        return None
+    return dict.fromkeys(f.name for f in declared)

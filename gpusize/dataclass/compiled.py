@@ -1112,12 +1112,6 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.context_to
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.context_tokens,self.batch,self.requested_dtype,self.weights,self.kv_cache_dtype,self.kv_bytes,self.include_mtp,self.requested_kv_dtype,self.engine,self.release,self.reserved_bytes,self.checkpoint_warning,self.stored_layers,self.load_quantization,self.draft,self.acceptance_rate,))
- return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.context_tokens,self.batch,self.requested_dtype,self.weights,self.kv_cache_dtype,self.kv_bytes,self.include_mtp,self.requested_kv_dtype,self.engine,self.release,self.reserved_bytes,self.checkpoint_warning,self.stored_layers,self.load_quantization,self.draft,self.acceptance_rate,))\n return __hash__'] = __create_fn__.__code__
-
-def __create_fn__():
- def __hash__(self):
   return hash((self.context_tokens,self.max_concurrency,self.fits,self.thin_margin,))
  return __hash__
 CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.context_tokens,self.max_concurrency,self.fits,self.thin_margin,))\n return __hash__'] = __create_fn__.__code__
@@ -1523,12 +1517,6 @@ def __create_fn__():
   return hash((self.name,self.total_mib,self.free_mib,))
  return __hash__
 CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.name,self.total_mib,self.free_mib,))\n return __hash__'] = __create_fn__.__code__
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.name,self.version,self.gpu_memory_utilization,self.max_num_seqs,self.max_num_batched_tokens,self.enforce_eager,self.enable_expert_parallel,self.flashinfer_sampler,self.vllm_use_v1,self.cpu_offload_gb,self.enable_lora,self.max_loras,self.max_lora_rank,self.max_cpu_loras,self.lora_dtype,self.lora_paths,self.max_loras_per_batch,self.limit_mm_per_prompt,self.language_model_only,self.mm_encoder_tp_mode,self.speculative_config,self.mem_fraction_static,self.chunked_prefill_size,self.max_running_requests,self.swa_full_tokens_ratio,self.max_mamba_cache_size,self.mamba_ssm_dtype,self.enable_multimodal,self.enable_dp_attention,self.dp_size,self.speculative_algorithm,self.speculative_draft_model_path,self.speculative_num_steps,self.speculative_eagle_topk,self.speculative_num_draft_tokens,self.n_gpu_layers,self.flash_attn,self.split_mode,self.num_gpu,self.num_parallel,self.gpu_overhead,self.attn_implementation,self.transformers_version,self.expandable_segments,self.kv_cache_free_gpu_memory_fraction,self.max_batch_size,self.max_num_tokens,self.pp_size,self.ep_size,self.enable_attention_dp,self.tokens_per_block,))
- return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.name,self.version,self.gpu_memory_utilization,self.max_num_seqs,self.max_num_batched_tokens,self.enforce_eager,self.enable_expert_parallel,self.flashinfer_sampler,self.vllm_use_v1,self.cpu_offload_gb,self.enable_lora,self.max_loras,self.max_lora_rank,self.max_cpu_loras,self.lora_dtype,self.lora_paths,self.max_loras_per_batch,self.limit_mm_per_prompt,self.language_model_only,self.mm_encoder_tp_mode,self.speculative_config,self.mem_fraction_static,self.chunked_prefill_size,self.max_running_requests,self.swa_full_tokens_ratio,self.max_mamba_cache_size,self.mamba_ssm_dtype,self.enable_multimodal,self.enable_dp_attention,self.dp_size,self.speculative_algorithm,self.speculative_draft_model_path,self.speculative_num_steps,self.speculative_eagle_topk,self.speculative_num_draft_tokens,self.n_gpu_layers,self.flash_attn,self.split_mode,self.num_gpu,self.num_parallel,self.gpu_overhead,self.attn_implementation,self.transformers_version,self.expandable_segments,self.kv_cache_free_gpu_memory_fraction,self.max_batch_size,self.max_num_tokens,self.pp_size,self.ep_size,self.enable_attention_dp,self.tokens_per_block,))\n return __hash__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __hash__(self):

@@ -18,6 +18,7 @@ import json
 import math
 import re
 from dataclasses import fields, is_dataclass
+from math import isfinite
 from typing import Any
 
 __all__ = ["to_data", "to_json"]
@@ -27,11 +28,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @functools.cache
-def _json_names(cls: type) -> tuple[str, ...]:
+def _json_names(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The names a dataclass is written under, in order: its JSON fields, then its listed properties
     (found once per class: `dataclasses.fields` rebuilds its tuple on every call)."""
     own = tuple(f.name for f in fields(cls) if f.metadata.get("json", True))
-    return own + tuple(getattr(cls, "__json_properties__", ()))
+    return own, tuple(getattr(cls, "__json_properties__", ()))
 
 
 def to_data(value: Any) -> Any:
@@ -56,7 +57,15 @@ def _finite(value: float) -> float | None:
 
 
 def _items(value: Any) -> list[Any]:
-    return [to_data(v) for v in value]
+    out = []
+    # None, bools, ints and ASCII text as they are, without a call (a batch of 10,000 rows converts a
+    # few million values; bench/RESULTS.md)
+    for v in value:
+        kind = type(v)
+        out.append(
+            v if v is None or kind is int or kind is bool or (kind is str and v.isascii()) else to_data(v)
+        )
+    return out
 
 
 def _sorted_items(value: Any) -> list[Any]:
@@ -71,9 +80,24 @@ def _named(value: Any) -> dict[str, Any]:
     return {name: to_data(v) for name, v in value._asdict().items()}
 
 
-def _dataclass(names: tuple[str, ...]) -> Any:
+def _dataclass(names: tuple[tuple[str, ...], tuple[str, ...]]) -> Any:
+    own, computed = names
+
     def convert(value: Any) -> dict[str, Any]:
-        return {name: to_data(getattr(value, name)) for name in names}
+        held = value.__dict__  # a field's value, without getattr's look-up through the class
+        out = {}
+        for name in own:  # None, bools, ints, ASCII text and finite floats as they are, without a call
+            v = held[name]
+            kind = type(v)
+            if v is None or kind is int or kind is bool or (kind is str and v.isascii()):
+                out[name] = v
+            elif kind is float:
+                out[name] = v if isfinite(v) else None
+            else:
+                out[name] = to_data(v)
+        for name in computed:
+            out[name] = to_data(getattr(value, name))
+        return out
 
     return convert
 
@@ -104,8 +128,16 @@ _CONVERSIONS: dict[type, Any] = {}
 
 
 def _text(value: str) -> str:
-    """`value` with each lone surrogate replaced by U+FFFD, so the JSON is valid UTF-8."""
-    return value if value.isascii() else _SURROGATE.sub("\ufffd", value)
+    """`value` with each lone surrogate replaced by U+FFFD, so the JSON is valid UTF-8. Text that
+    encodes as UTF-8 holds none (the codec refuses every surrogate), found without the pattern's
+    scan: a fit's notes are non-ASCII prose, some twenty strings a row of a batch."""
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", value)
+    return value
 
 
 def to_json(value: Any) -> str:

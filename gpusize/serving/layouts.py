@@ -18,7 +18,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES, Candidate, PerGpu, thin_margin
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
-from gpusize.dataclass import dataclass, replaced
+from gpusize.dataclass import dataclass, replace
 from gpusize.serving import calibrated, economics, load
 from gpusize.serving.targets import Targets
 from gpusize.serving.throughput import LlamaCppPlacement
@@ -362,7 +362,7 @@ def compare(
     layouts = [evaluate_layout(spec, gpu, r, tp, work, demand, host_gbps) for r, tp in layouts_for(num_gpus)]
     # `replaced`: what replace makes, a tenth of quote over 1,000 GPU types faster
     return [
-        replaced(x, meets_targets=x.fits and aim.met_by(x.per_request_tokens_per_s, x.ttft_s))
+        replace(x, meets_targets=x.fits and aim.met_by(x.per_request_tokens_per_s, x.ttft_s))
         for x in layouts
     ]
 

@@ -15,7 +15,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES, Candidate, PerGpu, smallest_fit
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
-from gpusize.dataclass import dataclass, replaced
+from gpusize.dataclass import dataclass, replace
 from gpusize.serving import economics
 from gpusize.serving.layouts import Demand, Layout, compare, recommend
 from gpusize.serving.load import SpeedRange
@@ -315,7 +315,7 @@ def with_money(option: Option, gpu: GpuSpec, servers: int | None, users: int | N
     price = option.usd_per_hour
     fleet = price * servers if price and servers else None
     purchase = gpu.purchase_price_usd * option.num_gpus if gpu.purchase_price_usd else None
-    priced: Option = replaced(  # what replace makes, without running __init__ again
+    priced: Option = replace(  # what replace makes, without running __init__ again
         option,
         servers=servers,
         fleet_usd_per_hour=fleet,

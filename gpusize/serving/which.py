@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
-from dataclasses import field, replace
+from dataclasses import field
 from itertools import chain
 from typing import Any, Literal
 
@@ -23,7 +23,7 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Change
 from gpusize.core.weights import WeightFormat, linear_bytes_per_gpu, weight_format
 from gpusize.core.workload import Request, Workload
-from gpusize.dataclass import dataclass, replaced
+from gpusize.dataclass import dataclass, replace
 from gpusize.errors import ConfigError, InputError
 from gpusize.serving import load, throughput
 from gpusize.units import GIB
@@ -208,9 +208,9 @@ def models_that_fit(
 
 def _named(row: ModelFit, entry: CatalogEntry) -> ModelFit:
     """`row` (planned for another entry of the same config) as this entry's: the fields of `_row`
-    that come from the entry rather than from the config (`replaced`: 10,000 copies of one row took
-    0.1 s with `replace`)."""
-    named: ModelFit = replaced(
+    that come from the entry rather than from the config (gpusize.dataclass.replace: 10,000 copies
+    of one row took 0.1 s with the standard library's)."""
+    named: ModelFit = replace(
         row, name=entry.name, hf_id=entry.hf_id, family=entry.family, released=entry.released
     )
     return named

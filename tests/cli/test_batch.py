@@ -47,6 +47,42 @@ def test_each_row_answers_as_its_single_command(tmp_path: Path) -> None:
         assert sorted(row["argv"]) == sorted(argv_for(command, model, options))
 
 
+#: All-distinct fit rows as bench/bench_batch.py draws them (issue 22): one GPU enough, several (with
+#: the one-card and fewer-GPU suggestions), none (with the other GPU types), and other engines.
+DISTINCT = [
+    ("Qwen3-32B", "L40S", "1088", "vllm"),
+    ("Qwen3-32B", "RTX4090", "9216", "vllm"),
+    ("Llama-3.3-70B", "H100", "5120", "vllm"),
+    ("Llama-3.3-70B", "A100-80GB", "16960", "vllm"),
+    ("Llama-3.3-70B", "RTX4090", "3136", "vllm"),
+    ("Qwen3-30B-A3B", "RTX4090", "12288", "vllm"),
+    ("DeepSeek-V3", "H100", "1024", "vllm"),
+    ("DeepSeek-V3", "L40S", "7232", "vllm"),
+    ("DeepSeek-V3", "H200", "2112", "vllm"),
+    ("gpt-oss-20b", "RTX4090", "15040", "vllm"),
+    ("Mistral-7B-v0.1", "H100", "4160", "vllm"),
+    ("Qwen3-32B", "L4", "6208", "sglang"),
+    ("Llama-3.3-70B", "RTX4090", "8256", "llamacpp"),
+]
+
+
+def test_all_distinct_fit_rows_answer_as_their_single_commands(tmp_path: Path) -> None:
+    """The bounded suggestion searches and the cached engine terms change no answer: each row of
+    distinct configurations, among them the ones that search for suggestions, is the single command's
+    JSON, byte for byte."""
+    lines = ["command,model,gpu,ctx,engine"] + [f"fit,{m},{g},{c},{e}" for m, g, c, e in DISTINCT]
+    out = cli("batch", _csv(tmp_path, "\n".join(lines) + "\n"), "--format", "jsonl")
+    rows = out.stdout.splitlines()
+    assert len(rows) == len(DISTINCT)
+    for line, (model, gpu, ctx, engine) in zip(rows, DISTINCT, strict=True):
+        alone = cli("fit", model, "--gpu", gpu, "--ctx", ctx, "--engine", engine, "--json")
+        row = json.loads(line)
+        assert row["exit_code"] == alone.code
+        assert json.dumps(row["result"]) == json.dumps(json.loads(alone.stdout)), (model, gpu, ctx)
+    suggested = [json.loads(line)["result"] for line in rows]
+    assert any(r["suggestions"] for r in suggested) and any(r["one_gpu"] for r in suggested)
+
+
 def test_a_row_that_fails_is_data_and_the_batch_goes_on(tmp_path: Path) -> None:
     text = "model,gpu,ctx\nQwen3-8B,H100,8k\nNo-Such-Model,H100,8k\nQwen3-8B,H100,9q\nQwen3-8B,L4,8k\n"
     out = cli("batch", _csv(tmp_path, text), "--json")

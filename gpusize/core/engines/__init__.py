@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Callable
-from dataclasses import replace
 
 from gpusize.core.engines.base import UNVERSIONED, EngineModel
 from gpusize.core.engines.family_support import family_refusal
@@ -18,6 +17,7 @@ from gpusize.core.plan import Candidate, Evaluator, refused
 from gpusize.core.registry import ENGINE_MODULES
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import KV_DTYPES, EngineSettings, Request, Workload, resolve
+from gpusize.dataclass import replace
 from gpusize.errors import InputError
 from gpusize.units import DTYPE_BYTES
 

@@ -28,7 +28,9 @@ against logged llama.cpp buffers (tests/core/test_engines.py).
 
 from __future__ import annotations
 
-from dataclasses import replace
+import functools
+import itertools
+from collections.abc import Sequence
 
 from gpusize.core import runtime
 from gpusize.core.engines.base import EngineModel
@@ -49,7 +51,7 @@ from gpusize.core.plan import Candidate, PerGpu, context_problem
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import estimated_layers
 from gpusize.core.workload import Workload
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replace
 from gpusize.units import GIB
 
 __all__ = [
@@ -119,7 +121,7 @@ class LlamaCppSplit:
 
 def llamacpp_split(
     spec: ModelSpec,
-    layer_bytes: list[int],
+    layer_bytes: Sequence[int],
     embd_bytes: int,
     output_bytes: int,
     n_gpu_layers: int,
@@ -135,17 +137,16 @@ def llamacpp_split(
     n_layer = len(layer_bytes)
     ngl = max(0, min(n_gpu_layers, n_layer + 1))
     devices = layer_devices(n_layer, ngl, num_gpus)
-    caches = layer_cache_bytes(spec, n_ctx, kv_type, n_seq, flash_attention=flash_attention)
-    cache = [kv + state for kv, state in caches] if len(caches) == n_layer else _spread(caches, n_layer)
+    cache = _layer_totals(spec, n_ctx, kv_type, n_seq, flash_attention, n_layer)
+    weight_sums, cache_sums = _running_sums(tuple(layer_bytes)), _running_sums(cache)
     weights, kv = [0] * num_gpus, [0] * num_gpus
-    for il, device in enumerate(devices[:n_layer]):
-        if device is not None:
-            weights[device] += layer_bytes[il]
-            kv[device] += cache[il]
+    for device, first, end in _device_runs(n_layer, ngl, num_gpus):  # each GPU's layers, by sums
+        weights[device] += weight_sums[end] - weight_sums[first]
+        kv[device] += cache_sums[end] - cache_sums[first]
     output_device = devices[n_layer]
     if output_device is not None:
         weights[output_device] += output_bytes
-    kv_total = sum(cache)
+    kv_total = cache_sums[-1]
     compute = (
         llamacpp_compute_bytes(
             spec, _pad(n_ctx, LLAMACPP_CTX_PAD), flash_attention, output_on_gpu=output_device is not None
@@ -153,9 +154,46 @@ def llamacpp_split(
         if ngl
         else 0
     )
-    cpu_weights = sum(layer_bytes) + embd_bytes + output_bytes - sum(weights)
+    cpu_weights = weight_sums[-1] + embd_bytes + output_bytes - sum(weights)
     per_gpu = tuple(zip(weights, kv, strict=True))
     return LlamaCppSplit(ngl, sum(weights), cpu_weights, sum(kv), kv_total - sum(kv), compute, per_gpu)
+
+
+#: Cached (three small integers): the offload search tries a dozen -ngl on every row of a batch.
+@functools.lru_cache(maxsize=1024)
+def _device_runs(n_layer: int, n_gpu_layers: int, num_gpus: int) -> tuple[tuple[int, int, int], ...]:
+    """(GPU, first layer, end) of each run of consecutive decoder layers on one GPU (`layer_devices`;
+    the output head, il = n_layer, not among them)."""
+    runs: list[tuple[int, int, int]] = []
+    for il, device in enumerate(layer_devices(n_layer, n_gpu_layers, num_gpus)[:n_layer]):
+        if device is None:
+            continue
+        if runs and runs[-1][0] == device and runs[-1][2] == il:
+            runs[-1] = (device, runs[-1][1], il + 1)
+        else:
+            runs.append((device, il, il + 1))
+    return tuple(runs)
+
+
+#: Cached (a few models' layer bytes and caches at a few hundred contexts): read for every -ngl tried.
+@functools.lru_cache(maxsize=512)
+def _running_sums(values: tuple[int, ...]) -> tuple[int, ...]:
+    """0 and the running sums of `values` (so a run's bytes are a difference)."""
+    return (0, *itertools.accumulate(values))
+
+
+#: Cached: the same for every -ngl the offload search tries (offload_variant), and for every GPU type
+#: and count a fit tries at one context; a few hundred contexts of a few models at a time.
+@functools.lru_cache(maxsize=256)
+def _layer_totals(
+    spec: ModelSpec, n_ctx: int, kv_type: str, n_seq: int, flash_attention: bool, n_layer: int
+) -> tuple[int, ...]:
+    """KV + state bytes of each of the `n_layer` blocks (`layer_cache_bytes`; spread evenly when the
+    GGUF's block count differs from the config's layers)."""
+    caches = layer_cache_bytes(spec, n_ctx, kv_type, n_seq, flash_attention=flash_attention)
+    if len(caches) != n_layer:
+        return tuple(_spread(caches, n_layer))
+    return tuple(kv + state for kv, state in caches)
 
 
 def _spread(caches: tuple[tuple[int, int], ...], n_layer: int) -> list[int]:
@@ -202,22 +240,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload) -> Ca
 def split_candidate(
     spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload
 ) -> tuple[Candidate, LlamaCppSplit]:
-    stored = work.stored_layers or estimated_layers(spec, work.weights)
-    n_ctx = work.context_tokens * work.batch
-    ngl = len(stored.layer_bytes) + 1 if work.engine.n_gpu_layers is None else work.engine.n_gpu_layers
-    output = stored.output_bytes or stored.token_embd_bytes
-    split = llamacpp_split(
-        spec,
-        list(stored.layer_bytes),
-        stored.token_embd_bytes,
-        output,
-        ngl,
-        n_ctx,
-        cache_type(work),
-        flash_attention(work),
-        work.batch,
-        num_gpus,
-    )
+    split = _split(spec, num_gpus, work, work.engine.n_gpu_layers)
     context = runtime.CUDA_CONTEXT_TP1
     capacity = gpu.visible_bytes - context
     weights, kv = max(split.per_gpu, key=sum)  # the fullest GPU decides the fit
@@ -248,13 +271,42 @@ def split_candidate(
         fits=reason is None,
         reason=reason,
         per_gpu=per_gpu,
-        kv_cache_capacity_tokens=n_ctx,
+        kv_cache_capacity_tokens=work.context_tokens * work.batch,
         max_concurrency=float(work.batch),
         max_context_tokens=work.context_tokens,
         host_bytes=split.cpu_weight_bytes + split.cpu_kv_bytes,
         usd_per_hour=gpu.price_for(num_gpus),
     )
     return candidate, split
+
+
+def _split(spec: ModelSpec, num_gpus: int, work: Workload, n_gpu_layers: int | None) -> LlamaCppSplit:
+    """The workload's split with -ngl `n_gpu_layers` (None: every layer and the output head)."""
+    stored = work.stored_layers or estimated_layers(spec, work.weights)
+    ngl = len(stored.layer_bytes) + 1 if n_gpu_layers is None else n_gpu_layers
+    return llamacpp_split(
+        spec,
+        stored.layer_bytes,
+        stored.token_embd_bytes,
+        stored.output_bytes or stored.token_embd_bytes,
+        ngl,
+        work.context_tokens * work.batch,
+        cache_type(work),
+        flash_attention(work),
+        work.batch,
+        num_gpus,
+    )
+
+
+def _fits(spec: ModelSpec, gpu: GpuSpec, num_gpus: int, work: Workload, n_gpu_layers: int) -> bool:
+    """`split_candidate(...).fits` with -ngl `n_gpu_layers`, without building the candidate (the
+    offload search asks it for every count it tries)."""
+    split = _split(spec, num_gpus, work, n_gpu_layers)
+    total = max(sum(g) for g in split.per_gpu) + split.compute_bytes  # the fullest GPU, as there
+    return (
+        context_problem(spec, work.context_tokens) is None
+        and total <= gpu.visible_bytes - runtime.CUDA_CONTEXT_TP1
+    )
 
 
 def effective_settings(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> dict[str, float | int | str]:
@@ -276,7 +328,7 @@ def offload_variant(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> Va
     lo, hi = 0, min(work.engine.n_gpu_layers or layers, layers) - 1
     while lo < hi:  # the largest count that fits
         mid = (lo + hi + 1) // 2
-        fits = evaluate(spec, gpu, n, replace(work, engine=replace(work.engine, n_gpu_layers=mid))).fits
+        fits = _fits(spec, gpu, n, work, mid)
         lo, hi = (mid, hi) if fits else (lo, mid - 1)
     if lo < 1:
         return None

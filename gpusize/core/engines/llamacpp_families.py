@@ -257,6 +257,8 @@ def _v_width(spec: ModelSpec, layer: LayerSpec) -> int:
     return layer.v_head_dim or layer.head_dim or spec.head_dim
 
 
+#: Cached (three small integers): read for every -ngl the offload search tries, on every row of a batch.
+@functools.lru_cache(maxsize=1024)
 def layer_devices(n_layer: int, n_gpu_layers: int, num_gpus: int) -> tuple[int | None, ...]:
     """The GPU (0-based) of each layer il = 0..n_layer (n_layer: the output head) under -sm layer, or
     None on the CPU: llama.cpp offloads the last `n_gpu_layers` and splits them by free memory, equal

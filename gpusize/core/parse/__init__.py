@@ -12,6 +12,7 @@ MLA, linear attention, Mamba), `layout` (per-layer mixer, window and FFN), `visi
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Any
 
@@ -86,7 +87,27 @@ def parse_config(config: Any, best_effort: bool = False, where: str = "config.js
     spec = _spec(config, text, f, family, rules)
     if unknown is not None:  # (a copy of the spec costs; `which` parses every catalog model)
         spec = replace(spec, best_effort_from=unknown)
-    return replace(spec, params=count_params(spec))
+    return _shared(replace(spec, params=count_params(spec)))
+
+
+#: Specs kept by `_first_equal` (bounded: more models than one process sizes at a time; a batch
+#: names a few).
+SPECS_SHARED = 64
+
+
+def _shared(spec: ModelSpec) -> ModelSpec:
+    """The first spec parsed equal to `spec` and written alike (its repr: 4 and 4.0 are equal, not
+    alike), else `spec`: a model parsed again (each `gpusize batch` run in one process, the API) gives
+    the same object, so the caches keyed on a spec (the engine's evaluations, llama.cpp's layer
+    caches) find it by identity instead of comparing every field and layer (bench/RESULTS.md, batch,
+    all-distinct rows). Specs are frozen, so sharing one is safe."""
+    first = _first_equal(spec)
+    return first if first is spec or repr(first) == repr(spec) else spec
+
+
+@functools.lru_cache(maxsize=SPECS_SHARED)
+def _first_equal(spec: ModelSpec) -> ModelSpec:
+    return spec
 
 
 def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, rules: Family) -> ModelSpec:

@@ -92,6 +92,16 @@ class EngineSettings(  # the parts in reverse field order
             object.__setattr__(self, "_given", known)
         return known
 
+    def __hash__(self) -> int:
+        """The hash of the fields (the dataclass's own), computed once per value and kept beside
+        `_given`: a fit's evaluation cache and its levers hash the settings of every workload they
+        see, some twenty-five times a row of a batch (bench/RESULTS.md). Equal settings hash equal."""
+        known: int | None = self.__dict__.get("_hash")
+        if known is None:
+            known = hash(tuple(getattr(self, f.name) for f in _DECLARED))
+            object.__setattr__(self, "_hash", known)
+        return known
+
 
 _DECLARED: tuple[Field[Any], ...] = tuple(fields(EngineSettings))
 

@@ -13,18 +13,17 @@ The package: `values` (what a suggestion is, the lever order), `variants` (the l
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from gpusize.core.engines import EngineModel
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Change
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.search import undominated
 from gpusize.core.spec import ModelSpec
-from gpusize.core.suggest.evaluate import evaluated
+from gpusize.core.suggest.evaluate import evaluated, weights_alone_too_big
 from gpusize.core.suggest.values import MAX_SUGGESTIONS, OTHER_GPU_TYPES, RANKING, Scope, Suggestion
 from gpusize.core.suggest.variants import last_resort, on_gpu, other_types, shorter_context, variants
 from gpusize.core.workload import EngineSettings, Workload
+from gpusize.dataclass import replace
 from gpusize.units import DTYPE_BYTES
 
 __all__ = [
@@ -82,6 +81,8 @@ def one_card(
     `offloaders` (llama.cpp) with layers left in system RAM; every one evaluated, cheapest first."""
     found = list(fixes(spec, work, model, Scope(gpus=(gpu,), count=1, max_count=1)))
     for variant in variants(spec, work, model, gpu):  # a lever that fits one GPU at a shorter context
+        if weights_alone_too_big(spec, variant.work, gpu, 1):
+            continue  # no context fits (`shorter_context` evaluates each through `evaluated`)
         c = model.evaluate(spec, gpu, 1, variant.work)
         shorter = None if c.fits else shorter_context(spec, variant.work, model, gpu, c, 1)
         if shorter:

@@ -4,7 +4,6 @@ fits on a safe margin; and the order of the counts tried."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 
 from gpusize.core.engines import EngineModel
 from gpusize.core.gpu import GpuSpec
@@ -16,8 +15,17 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest.values import Suggestion
 from gpusize.core.weights import linear_bytes_per_gpu, weight_format
 from gpusize.core.workload import Workload
+from gpusize.dataclass import replace
 
-__all__ = ["evaluated", "first_fit_of", "suggestion", "thin", "weights_alone_too_big", "with_weights"]
+__all__ = [
+    "evaluated",
+    "fewest_counts",
+    "first_fit_of",
+    "suggestion",
+    "thin",
+    "weights_alone_too_big",
+    "with_weights",
+]
 
 
 def first_fit_of(
@@ -57,6 +65,21 @@ def weights_alone_too_big(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int)
     if work.engine.n_gpu_layers is not None:
         return False
     return linear_bytes_per_gpu(spec, work.weights, n) > gpu.visible_bytes
+
+
+def fewest_counts(
+    spec: ModelSpec, work: Workload, gpus: list[GpuSpec], counts: list[int]
+) -> list[int | None]:
+    """For each GPU, the first of `counts` where the weights alone are not too big
+    (`weights_alone_too_big`), or None: the bytes per GPU found once per count, not per GPU type."""
+    if work.engine.n_gpu_layers is not None:
+        return [counts[0] if counts else None for _ in gpus]
+    linear = [(n, linear_bytes_per_gpu(spec, work.weights, n)) for n in counts]
+    out = []
+    for gpu in gpus:
+        visible = gpu.visible_bytes
+        out.append(next((n for n, need in linear if need <= visible), None))
+    return out
 
 
 def suggestion(c: Candidate, variant: _Variant, gpu: GpuSpec) -> Suggestion:

@@ -4,8 +4,6 @@ resorts when no one-server change fits."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from gpusize.core.engines import EngineModel
 from gpusize.core.engines.base import NodesEvaluator
 from gpusize.core.gpu import GpuSpec
@@ -13,9 +11,16 @@ from gpusize.core.levers import Change, one
 from gpusize.core.levers import Variant as _Variant
 from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.spec import ModelSpec
-from gpusize.core.suggest.evaluate import evaluated, first_fit_of, suggestion, with_weights
+from gpusize.core.suggest.evaluate import (
+    evaluated,
+    fewest_counts,
+    first_fit_of,
+    suggestion,
+    with_weights,
+)
 from gpusize.core.suggest.values import OTHER_GPU_TYPES, RANKING, Scope, Suggestion
 from gpusize.core.workload import Workload
+from gpusize.dataclass import replace
 from gpusize.units import DTYPE_BYTES
 
 __all__ = [
@@ -39,10 +44,7 @@ def on_gpu(
     if scope.count:  # the same workload on more GPUs (without a fixed count, the plan tried them all)
         plain = _Variant("gpus", (), "more GPUs", None, work)
         out += first_fit_of(spec, gpu, [n for n in counts if n > scope.count], plain, model, scope.count)
-    for variant in variants(spec, work, model, gpu):
-        out += first_fit_of(spec, gpu, counts, variant, model, scope.count)
-    for variant in model.levers.settings(work, gpu):
-        out += first_fit_of(spec, gpu, counts, variant, model, scope.count)
+    out += _per_lever(spec, work, model, gpu, counts, scope.count)
     widest = model.evaluate(spec, gpu, scope.count or counts[-1], work) if counts else None
     shorter = shorter_context(spec, work, model, gpu, widest, scope.count)
     fewer = smaller_batch(spec, work, model, gpu, widest, scope.count)
@@ -50,6 +52,26 @@ def on_gpu(
     out += [s for s in (fewer, shorter, offloaded) if s]
     if len(scope.gpus) > 1:  # no --gpu was given: name the type
         out = [replace(s, changes=(Change("--gpu", gpu.name), *s.changes)) for s in out]
+    return out
+
+
+def _per_lever(
+    spec: ModelSpec, work: Workload, model: EngineModel, gpu: GpuSpec, counts: list[int], count: int | None
+) -> list[Suggestion]:
+    """The quantizing variants then the engine's settings, each at the fewest of `counts` where it
+    fits, a variant tried only below the fewest GPUs an earlier variant of its lever needs (bounded
+    search, issue 24): on one GPU type a lever's suggestions rank by their GPU count alone (price,
+    memory and GPUs all grow with it) and the first among equals is kept (Ranking.best_per_lever), so
+    a later one at as many GPUs is never shown and need not be evaluated."""
+    out: list[Suggestion] = []
+    fewest: dict[str, int] = {}
+    for variant in (*variants(spec, work, model, gpu), *model.levers.settings(work, gpu)):
+        below = fewest.get(variant.lever)
+        tried = counts if below is None else [n for n in counts if n < below]
+        made = first_fit_of(spec, gpu, tried, variant, model, count)
+        if made:
+            fewest[variant.lever] = made[0].num_gpus
+        out += made
     return out
 
 
@@ -140,7 +162,47 @@ def shorter_context(
 
 
 def other_types(spec: ModelSpec, work: Workload, model: EngineModel, scope: Scope) -> list[Suggestion]:
-    """The cheapest other GPU types that run the workload as it is (fewest GPUs each)."""
+    """The cheapest other GPU types that run the workload as it is (fewest GPUs each), as if every
+    type were tried (`_every_type`), by a bounded search (issue 24): each type's answer costs at least
+    its price at the fewest GPUs its weights allow (`weights_alone_too_big`), so the types are tried
+    from the cheapest such bound and the search stops once OTHER_GPU_TYPES answers rank before the
+    next type's bound. The bound holds as a fitting plan on n GPUs is priced for n (`price_for`, every
+    engine's Candidate); an answer below its bound falls back to trying every type."""
+    asked = {g.name for g in scope.gpus}
+    counts = [n for n in TP_SIZES if n <= 8]
+    bounds = []
+    others = [(order, gpu) for order, gpu in enumerate(scope.others) if gpu.name not in asked]
+    for (order, gpu), fewest in zip(
+        others, fewest_counts(spec, work, [g for _, g in others], counts), strict=True
+    ):
+        if fewest is not None:  # else no count gives an answer (`evaluated`)
+            bounds.append((_ranked_at(gpu, fewest), order, gpu, fewest))
+    found: list[tuple[tuple[bool, float, int, int, int], int, Suggestion]] = []
+    for bound, order, gpu, fewest in sorted(bounds, key=lambda b: (b[0], b[1])):
+        if len(found) >= OTHER_GPU_TYPES and found[OTHER_GPU_TYPES - 1][:2] < (bound, order):
+            break
+        variant = _Variant("gpu", (Change("--gpu", gpu.name),), f"{gpu.name} instead", None, work)
+        made = first_fit_of(spec, gpu, [n for n in counts if n >= fewest], variant, model, scope.count)
+        for s in made:  # one at most: the fewest GPUs of this type
+            key = RANKING.key(s)
+            if key < bound:  # not the bound promised: try every type
+                return _every_type(spec, work, model, scope)
+            found = sorted([*found, (key, order, s)], key=_first_two)
+    return [s for _, _, s in found[:OTHER_GPU_TYPES]]
+
+
+def _first_two(found: tuple[tuple[bool, float, int, int, int], int, Suggestion]) -> tuple[object, ...]:
+    return found[:2]
+
+
+def _ranked_at(gpu: GpuSpec, n: int) -> tuple[bool, float, int, int, int]:
+    """The ranking key (Ranking.key) of an answer of another GPU type on n of them."""
+    price = gpu.price_for(n)
+    return (price is None, price or 0.0, n, gpu.visible_bytes * n, RANKING.levers.index("gpu"))
+
+
+def _every_type(spec: ModelSpec, work: Workload, model: EngineModel, scope: Scope) -> list[Suggestion]:
+    """`other_types` by trying every type at every count."""
     asked = {g.name for g in scope.gpus}
     counts = [n for n in TP_SIZES if n <= 8]
     found = []

@@ -27,6 +27,9 @@ def rope_cache_bytes(spec: ModelSpec, fmt: WeightFormat) -> int:
     return int(spec.max_position_embeddings * spec.head_dim * fmt.other_bytes)
 
 
+#: Cached (a few models x formats x TP sizes; an int each): every plan of every engine reads it, a fit
+#: a dozen times and a batch on every row (bench/RESULTS.md).
+@functools.lru_cache(maxsize=512)
 def weights_bytes(
     spec: ModelSpec, fmt: WeightFormat, tp: int = 1, include_mtp: bool = False, expert_parallel: bool = False
 ) -> int:

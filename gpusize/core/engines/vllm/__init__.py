@@ -196,7 +196,7 @@ def _at_least_0_11(work: Workload) -> bool:
 def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
     """What vLLM does with this model that the answer depends on."""
     notes = []
-    windows = any(layer.window for layer in spec.attention_layers)
+    windows = any(layer.window for layer, _ in spec.attention_layer_counts)  # each distinct layer once
     beh = behaviour_of(work, spec)
     if windows and not beh.hybrid_kv:
         notes.append(
@@ -209,7 +209,7 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
             "request, as vLLM's hybrid KV allocator does"
         )
     if spec.attention_layers and any(
-        mixer_kind(spec, layer).state_elements(spec, layer) for layer in spec.layers
+        mixer_kind(spec, layer).state_elements(spec, layer) for layer, _ in spec.layer_counts
     ):
         held = state_blocks(spec, work, None)
         notes.append(

@@ -32,6 +32,8 @@ chooses it, a flag gpusize does not offer).
 
 from __future__ import annotations
 
+import functools
+
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.kinds import mixer_kind
 from gpusize.core.kvcache import GROUP_SIZE_RATIO, KvGroup, KvLayout, group_size, groups_of
@@ -106,6 +108,9 @@ def state_dtypes(spec: ModelSpec, work: Workload) -> tuple[str, str]:
     return conv, ssm_dtype(spec, conv)
 
 
+#: Cached (four small keys, an int): every vLLM evaluation and block size reads it, for every model
+#: (0 for one without recurrent layers), on every row of a batch (bench/RESULTS.md).
+@functools.lru_cache(maxsize=256)
 def mamba_page_bytes(spec: ModelSpec, tp: int, conv_dtype: str, ssm: str) -> int:
     """Bytes of one recurrent layer's state on one GPU (the unpadded mamba page); 0 without one.
 
@@ -141,7 +146,7 @@ def with_state_pages(
     block = max(layout.block_size, align * -(-page // (align * per_token)))
     counts = dict(spec.attention_kinds)
     counts[(STATE_GROUP, None)] = sum(
-        1 for layer in spec.layers if mixer_kind(spec, layer).state_elements(spec, layer) > 0
+        n for layer, n in spec.layer_counts if mixer_kind(spec, layer).state_elements(spec, layer) > 0
     )
     size = group_size(counts.values(), group_ratio)
     held = state_blocks(spec, work, gpu)

@@ -3,7 +3,8 @@ more room, and a pipeline across servers (core/levers.py; searched by core/sugge
 
 from __future__ import annotations
 
-from dataclasses import replace
+import functools
+from collections.abc import Sequence
 
 from gpusize.core.engines.vllm.behaviour import utilization
 from gpusize.core.engines.vllm.pool import THIN_MARGIN
@@ -11,6 +12,7 @@ from gpusize.core.engines.vllm.scheduler import scheduler_limits, scheduler_note
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers, Variant, one
 from gpusize.core.workload import Workload
+from gpusize.dataclass import replace
 
 __all__ = ["HIGH_UTILIZATION", "LEVERS", "MIN_SEQS", "setting_levers"]
 
@@ -50,9 +52,25 @@ def _halvings(value: int, floor: int) -> list[int]:
     return out
 
 
+#: Cached (a few dozen workloads at a time; each variant a few kB): a fit asks for them twice per GPU
+#: type, for its one-GPU suggestions and the setting that needs fewer GPUs, on every row of a batch
+#: (bench/RESULTS.md). Built from the workload and GPU alone, so a kept answer is the answer.
+@functools.lru_cache(maxsize=64)
+def _kept_levers(work: Workload, gpu: GpuSpec) -> tuple[Variant, ...]:
+    return tuple(setting_levers(work, gpu))
+
+
+def _setting_levers(work: Workload, gpu: GpuSpec) -> Sequence[Variant]:
+    """`setting_levers`, kept (`_kept_levers`) where the GPU can be hashed."""
+    try:
+        return _kept_levers(work, gpu)
+    except TypeError:  # a GpuSpec built by a caller that cannot be hashed: not kept
+        return setting_levers(work, gpu)
+
+
 LEVERS = Levers(
     count_flag="--tensor-parallel-size",
     context_flag="--max-model-len",
     thin_margin=THIN_MARGIN,
-    settings=setting_levers,
+    settings=_setting_levers,
 )

@@ -1,0 +1,244 @@
+"""The bounded suggestion searches (issue 24) answer as the searches that try everything: other GPU
+types from the cheapest possible answer up, a lever's later variants only below its fewest GPUs,
+llama.cpp's -ngl search on running sums, a full-attention pool's largest context as a quotient; and
+they evaluate less (issue 22: `gpusize batch` over all-distinct rows)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import random
+
+import pytest
+
+from gpusize.core import kvcache
+from gpusize.core.engines import engine, llamacpp, prepare
+from gpusize.core.engines.llamacpp_families import layer_cache_bytes, layer_devices
+from gpusize.core.gpu import GpuSpec
+from gpusize.core.parse import parse_config
+from gpusize.core.plan import Candidate
+from gpusize.core.spec import ModelSpec
+from gpusize.core.suggest import Scope, Suggestion, fixes, one_card
+from gpusize.core.suggest.evaluate import first_fit_of
+from gpusize.core.workload import EngineSettings, Request, Workload
+from gpusize.dataclass import replace
+from gpusize.sources.catalog import find_gpu, find_model, load_gpus
+from tests.helpers import catalog_spec
+
+#: The module (the package exports a function of the same name).
+variants = importlib.import_module("gpusize.core.suggest.variants")
+
+#: (model, GPU, context, engine): one GPU enough, several, none at all, and llama.cpp's own levers.
+CASES = [
+    ("Qwen3-32B", "L40S", 8192, "vllm"),
+    ("Qwen3-32B", "RTX4090", 16384, "vllm"),
+    ("Llama-3.3-70B", "H100", 4096, "vllm"),
+    ("Llama-3.3-70B", "A100-80GB", 12288, "vllm"),
+    ("Qwen3-30B-A3B", "RTX4090", 2048, "vllm"),
+    ("DeepSeek-V3", "H100", 1024, "vllm"),
+    ("DeepSeek-V3", "L40S", 16384, "vllm"),
+    ("Qwen3-32B", "L4", 32768, "sglang"),
+    ("Qwen3-8B", "L4", 40960, "sglang"),
+    ("Llama-3.3-70B", "RTX4090", 32768, "llamacpp"),
+]
+
+
+def _work(name: str, ctx: int, engine_name: str) -> tuple[ModelSpec, Workload]:
+    spec = catalog_spec(name)
+    return spec, prepare(spec, Request(context_tokens=ctx, engine=EngineSettings(name=engine_name)))
+
+
+def _every_variant(
+    spec: ModelSpec, work: Workload, model: object, gpu: GpuSpec, counts: list[int], count: int | None
+) -> list[Suggestion]:
+    """The levers as they were searched before issue 24: every variant at every count."""
+    m = engine(work.engine.name)
+    out: list[Suggestion] = []
+    for variant in (*variants.variants(spec, work, m, gpu), *m.levers.settings(work, gpu)):
+        out += first_fit_of(spec, gpu, counts, variant, m, count)
+    return out
+
+
+@pytest.mark.parametrize(("name", "gpu_name", "ctx", "engine_name"), CASES)
+def test_the_bounded_searches_suggest_what_trying_everything_does(
+    name: str, gpu_name: str, ctx: int, engine_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec, work = _work(name, ctx, engine_name)
+    model, gpu = engine(engine_name), find_gpu(gpu_name)
+    others = tuple(g for g in load_gpus() if g.name != gpu.name)
+    scopes = [Scope(gpus=(gpu,), others=others), Scope(gpus=(gpu,), count=1, max_count=1)]
+    bounded = [fixes(spec, work, model, s) for s in scopes] + [one_card(spec, work, model, gpu)]
+    monkeypatch.setattr(variants, "other_types", variants._every_type)
+    monkeypatch.setattr(variants, "_per_lever", _every_variant)
+    monkeypatch.setattr("gpusize.core.suggest.other_types", variants._every_type)
+    everything = [fixes(spec, work, model, s) for s in scopes] + [one_card(spec, work, model, gpu)]
+    assert bounded == everything
+
+
+def test_other_gpu_types_are_tried_from_the_cheapest_possible_answer_up() -> None:
+    """DeepSeek-V3 fits on no number of H100s: the other types are tried from the cheapest answer
+    each could give, and the search stops once three answers rank before the rest; trying every type
+    evaluated each of them at every count its weights allow (issue 24)."""
+    spec, work = _work("DeepSeek-V3", 4096, "vllm")
+    calls: list[str] = []
+    model = engine("vllm")
+
+    def counted(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate:
+        calls.append(gpu.name)
+        return model.evaluate(spec, gpu, n, work)
+
+    counting = dataclasses.replace(model, evaluate=counted)
+    scope = Scope(gpus=(find_gpu("H100"),), others=load_gpus())
+    found = variants.other_types(spec, work, counting, scope)
+    bounded = len(calls)
+    calls.clear()
+    assert variants._every_type(spec, work, counting, scope) == found
+    assert len(found) == 3
+    assert bounded <= len(calls) // 2, (bounded, len(calls))
+
+
+def test_an_answer_below_its_bound_falls_back_to_trying_every_type() -> None:
+    """An engine that priced a plan below n x the GPU's price would break the bound: the search
+    notices and tries every type."""
+    spec, work = _work("Llama-3.3-70B", 4096, "vllm")
+    model = engine("vllm")
+
+    def cheap(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate:
+        c = model.evaluate(spec, gpu, n, work)
+        return dataclasses.replace(c, usd_per_hour=0.01) if c.fits else c
+
+    odd = dataclasses.replace(model, evaluate=cheap)
+    scope = Scope(gpus=(find_gpu("H100"),), others=load_gpus())
+    assert variants.other_types(spec, work, odd, scope) == variants._every_type(spec, work, odd, scope)
+
+
+def _split_by_loop(
+    spec: ModelSpec, layer_bytes: list[int], output: int, ngl: int, n_ctx: int, num_gpus: int
+) -> tuple[tuple[int, int], ...]:
+    """Each GPU's (weights, KV) layer by layer, as llamacpp_split summed them before issue 24."""
+    n_layer = len(layer_bytes)
+    devices = layer_devices(n_layer, max(0, min(ngl, n_layer + 1)), num_gpus)
+    cache = [kv + state for kv, state in layer_cache_bytes(spec, n_ctx, "f16", 1)]
+    weights, kv = [0] * num_gpus, [0] * num_gpus
+    for il, device in enumerate(devices[:n_layer]):
+        if device is not None:
+            weights[device] += layer_bytes[il]
+            kv[device] += cache[il]
+    if devices[n_layer] is not None:
+        weights[devices[n_layer]] += output
+    return tuple(zip(weights, kv, strict=True))
+
+
+def test_llamacpp_split_sums_each_gpus_layers_as_the_layer_by_layer_loop() -> None:
+    spec = catalog_spec("Llama-3.1-8B")
+    pick = random.Random(24)
+    for _ in range(300):
+        layer_bytes = [pick.randrange(1, 1 << 30) for _ in range(spec.num_hidden_layers)]
+        ngl, gpus, n_ctx = (
+            pick.randrange(0, 40),
+            pick.choice([1, 2, 3, 4, 8]),
+            pick.choice([512, 8192, 40000]),
+        )
+        split = llamacpp.llamacpp_split(spec, layer_bytes, 7, 11, ngl, n_ctx, "f16", True, 1, gpus)
+        assert split.per_gpu == _split_by_loop(spec, layer_bytes, 11, ngl, n_ctx, gpus)
+
+
+def test_the_offload_search_finds_the_count_trying_every_count_finds() -> None:
+    spec, work = _work("Llama-3.3-70B", 8192, "llamacpp")
+    for gpu_name in ("RTX4090", "L40S", "H100"):
+        gpu = find_gpu(gpu_name)
+        found = llamacpp.offload_variant(spec, work, gpu, 1)
+        fitting = [
+            n
+            for n in range(1, spec.num_hidden_layers + 1)
+            if llamacpp.evaluate(
+                spec, gpu, 1, replace(work, engine=replace(work.engine, n_gpu_layers=n))
+            ).fits
+        ]
+        assert found is not None and found.work.engine.n_gpu_layers == max(fitting)
+
+
+def _largest_by_bisection(layout: kvcache.KvLayout, blocks: int, batch: int, batched: int, limit: int) -> int:
+    lo, hi = 0, limit // layout.block_size
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        need = batch * kvcache.blocks_per_request(layout, mid * layout.block_size, batched)
+        lo, hi = (mid, hi) if need <= blocks else (lo, mid - 1)
+    return lo * layout.block_size
+
+
+def test_the_largest_context_is_the_one_the_bisection_reaches() -> None:
+    pick = random.Random(22)
+    for _ in range(3000):
+        block = pick.choice([16, 64, 256])
+        groups = tuple(
+            kvcache.KvGroup(
+                pick.choice(["full", "full", "sliding", "chunked", "state"]),
+                pick.choice([None, 128, 4096]),
+                pick.choice([0, 0, block, 32]),
+            )
+            for _ in range(pick.randint(1, 4))
+        )
+        layout = kvcache.KvLayout(4096, block, pick.randint(1, 3), groups)
+        args = (layout, pick.randint(-5, 100_000), pick.randint(0, 8), pick.choice([2048, 8192]))
+        limit = pick.randint(-100, 200_000)
+        assert kvcache.largest_context(*args, limit) == _largest_by_bisection(*args, limit)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plain:
+    a: int
+    b: str = "x"
+
+    @functools.cached_property
+    def twice(self) -> int:
+        return 2 * self.a
+
+
+@dataclasses.dataclass(frozen=True)
+class _Checked:
+    a: int
+
+    def __post_init__(self) -> None:
+        if self.a < 0:
+            raise ValueError("a < 0")
+
+
+def test_replace_copies_the_fields_and_nothing_kept_beside_them() -> None:
+    plain = _Plain(3)
+    assert plain.twice == 6
+    changed = replace(plain, a=5)
+    assert changed == dataclasses.replace(plain, a=5) and changed.twice == 10
+    settings = EngineSettings(max_num_seqs=8)
+    assert settings.given() == ("max_num_seqs",)
+    assert replace(settings, max_num_seqs=None).given() == ()
+    with pytest.raises(ValueError, match="a < 0"):  # a class that checks itself goes the standard way
+        replace(_Checked(1), a=-1)
+    with pytest.raises(TypeError):
+        replace(plain, c=1)
+
+
+def test_a_model_parsed_again_is_the_same_spec_unless_written_otherwise() -> None:
+    config = find_model("Qwen3-8B").config
+    assert parse_config(dict(config)) is parse_config(dict(config))
+    scaled = {
+        **config,
+        "rope_scaling": {"rope_type": "yarn", "factor": 4, "original_max_position_embeddings": 32768},
+    }
+    as_float = {**scaled, "rope_scaling": {**scaled["rope_scaling"], "factor": 4.0}}
+    assert parse_config(scaled) == parse_config(as_float)
+    assert repr(parse_config(scaled)) == repr(parse_config(as_float))  # the parser writes 4 as 4.0
+
+
+def test_a_kept_hash_is_the_hash_of_the_fields_and_a_copy_hashes_its_own() -> None:
+    """Workload and EngineSettings keep their hash (the evaluation cache hashes them for every plan
+    tried): it is the hash of their fields, as the dataclass's own was, and a changed copy has its
+    own."""
+    spec, work = _work("Qwen3-8B", 4096, "vllm")
+    for value in (work, work.engine):
+        assert hash(value) == hash(tuple(getattr(value, f.name) for f in dataclasses.fields(value)))
+    longer = replace(work, context_tokens=8192)
+    assert hash(longer) == hash(dataclasses.replace(work, context_tokens=8192)) != hash(work)
+    seqs = replace(work.engine, max_num_seqs=64)
+    assert hash(seqs) == hash(dataclasses.replace(work.engine, max_num_seqs=64)) != hash(work.engine)

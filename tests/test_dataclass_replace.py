@@ -1,0 +1,44 @@
+"""`gpusize.dataclass.replace` makes what `dataclasses.replace` makes (issue 24: the copies of quote
+over 1,000 GPU types and which over 10,000 models), without carrying what an instance caches."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, fields
+
+import pytest
+
+from gpusize.dataclass import replace
+from gpusize.serving.which import ModelFit
+from tests.helpers import catalog_spec
+
+
+def test_replace_is_replace() -> None:
+    row = ModelFit(name="a", hf_id="x/a", family=None, params_total=1, params_active=1, fits=True)
+    for changes in ({}, {"name": "b", "released": "2026-01"}, {"fits": False, "reason": "why"}):
+        got, want = replace(row, **changes), dataclasses.replace(row, **changes)
+        assert got == want and repr(got) == repr(want) and type(got) is ModelFit
+        assert [f.name for f in fields(got)] == list(vars(got))  # the fields, in order
+    with pytest.raises(TypeError):  # the standard function's refusal
+        replace(row, nmae="b")
+
+
+def test_replace_does_not_carry_a_cached_hash() -> None:
+    spec = catalog_spec("Qwen3-8B")
+    hash(spec)  # cached in its __dict__
+    wider = replace(spec, hidden_size=spec.hidden_size + 1)
+    assert "_hash" not in vars(wider) and hash(wider) == hash(dataclasses.replace(spec, hidden_size=spec.hidden_size + 1))
+
+
+def test_replace_runs_post_init() -> None:
+    """A class with __post_init__ goes to the standard function, so its check still runs."""
+    @dataclass(frozen=True)
+    class Checked:
+        n: int
+
+        def __post_init__(self) -> None:
+            assert self.n >= 0
+
+    assert replace(Checked(1), n=2) == Checked(2)
+    with pytest.raises(AssertionError):
+        replace(Checked(1), n=-1)
