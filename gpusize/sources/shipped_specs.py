@@ -26,7 +26,6 @@ import dataclasses
 import functools
 import json
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -263,6 +262,8 @@ def store_cached(digest: str, specs: list[ModelSpec | None]) -> None:
     folder = catalog_cache.cache_dir()
     if folder is None or parser_fingerprint() is None:
         return
+    import tempfile  # noqa: PLC0415 - start-up: only when a user catalog's specs are first stored
+
     try:
         content = text(digest, encode(specs))
         folder.mkdir(parents=True, exist_ok=True)
