@@ -120,7 +120,12 @@ def train_memory(
     setup = per_gpu_setup(setup, n)
     m = allocated_memory(spec, setup, n, interconnect)
     m = replace(m, fragmentation_bytes=fragmentation_bytes(spec, setup, n))
-    if visible_bytes is not None and m.device_bytes > visible_bytes:
+    # a tight replay's cache is >= 0, so it cannot bring a job whose allocated peak + context is
+    # already above the GPU under it: replayed only when it can (the same answer, without the replay)
+    if (
+        visible_bytes is not None
+        and m.device_bytes > visible_bytes >= m.allocated_peak_bytes + m.overhead_bytes
+    ):
         tight = fragmentation_bytes(spec, setup, n, visible_bytes - m.overhead_bytes)
         if tight >= 0 and m.allocated_peak_bytes + tight + m.overhead_bytes <= visible_bytes:
             m = replace(m, fragmentation_bytes=tight)

@@ -45,3 +45,43 @@ def test_cached_replays_give_the_answers_of_replaying_each(
     monkeypatch.setattr(device, "_replay", each)
     assert answers(model, method, seq, gpus) == cached
     assert replays  # the sample reaches the allocator replay
+
+
+def always_tight(spec, setup, n, interconnect, visible):  # type: ignore[no-untyped-def]
+    """train_memory as it was: a capacity-limited replay whenever the device figure is above the GPU."""
+    setup = device.per_gpu_setup(setup, n)
+    m = device.allocated_memory(spec, setup, n, interconnect)
+    m = device.replace(m, fragmentation_bytes=device.fragmentation_bytes(spec, setup, n))
+    if m.device_bytes > visible:
+        tight = device.fragmentation_bytes(spec, setup, n, visible - m.overhead_bytes)
+        if tight >= 0 and m.allocated_peak_bytes + tight + m.overhead_bytes <= visible:
+            m = device.replace(m, fragmentation_bytes=tight)
+    return m
+
+
+@pytest.mark.parametrize(("model", "method", "seq", "gpus"), SAMPLE)
+def test_no_tight_replay_under_an_allocated_peak_above_the_gpu(
+    model: str, method: str, seq: int, gpus: tuple[str, ...]
+) -> None:
+    spec, job = catalog_spec(model), ts.TrainSetup(method=method, seq_tokens=seq)
+    for gpu in load_gpus():
+        for n in (1, 2, 8):
+            got = device.train_memory(spec, job, n, gpu.interconnect, gpu.visible_bytes)
+            assert got == always_tight(spec, job, n, gpu.interconnect, gpu.visible_bytes)
+
+
+def test_a_job_above_the_gpu_on_its_allocated_peak_is_not_replayed_at_capacity(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec, job, gpu = catalog_spec("Qwen3-8B"), ts.TrainSetup(method="full", seq_tokens=131072), find_gpu("L4")
+    capacities: list[int | None] = []
+    plain = device._replay
+
+    def counted(spec, setup, num_gpus, capacity=None):  # type: ignore[no-untyped-def]
+        capacities.append(capacity)
+        return plain(spec, setup, num_gpus, capacity)
+
+    monkeypatch.setattr(device, "_replay", counted)
+    mem = device.train_memory(spec, job, 1, gpu.interconnect, gpu.visible_bytes)
+    assert mem.allocated_peak_bytes > gpu.visible_bytes
+    assert capacities == [None]
