@@ -175,15 +175,13 @@ class _Pool:
         self.segments = 0
         self.reserved = 0
         self.segment_sizes: dict[int, int] = {}
-        #: segments that are one free block (what release_cached_blocks can give back)
-        self.idle: set[int] = set()
 
     def copy(self) -> _Pool:
         """An independent copy."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new.free, new.blocks, new.ends = list(self.free), dict(self.blocks), dict(self.ends)
-        new.segment_sizes, new.idle = dict(self.segment_sizes), set(self.idle)
+        new.segment_sizes = dict(self.segment_sizes)
         return new
 
     def cached(self, size: int) -> bool:
@@ -196,7 +194,11 @@ class _Pool:
 
     def release_cached(self) -> None:
         """release_cached_blocks: give every segment that is one free block back to the driver."""
-        for seg in list(self.idle):
+        # the segments that are one free block, found here rather than tracked on every request
+        # (only a capacity-limited replay asks; the order of giving them back changes nothing)
+        blocks = self.blocks
+        idle = [seg for seg, size in self.segment_sizes.items() if blocks.get(seg << _OFF) == size << 1 | 1]
+        for seg in idle:
             self._drop(seg << _OFF)
             self.reserved -= self.segment_sizes.pop(seg)
 
@@ -205,8 +207,6 @@ class _Pool:
         self.ends[key + size] = key
         if free:
             bisect.insort(self.free, size << _KEY | key)
-            if not key & _OFF_MASK and self.segment_sizes.get(key >> _OFF) == size:
-                self.idle.add(key >> _OFF)
 
     def _drop(self, key: int) -> None:
         value = self.blocks.pop(key)
@@ -215,54 +215,50 @@ class _Pool:
         if value & 1:
             free = self.free
             del free[bisect.bisect_left(free, size << _KEY | key)]
-            self.idle.discard(key >> _OFF)
 
     def malloc(self, size: int) -> tuple[int, int]:
         """Take a block for `size` (already rounded); returns (block key, block size). (_drop and
-        _put inlined: the replay's hot path.)"""
+        _put inlined, an entry rewritten only where it changes: the replay's hot path.)"""
         free, blocks, ends = self.free, self.blocks, self.ends
         i = bisect.bisect_left(free, size << _KEY)
-        if i < len(free):
+        if i < len(free):  # its entries stay: `ends` of its end, `blocks` rewritten below
             entry = free.pop(i)
             block, key = entry >> _KEY, entry & _KEY_MASK
-            del blocks[key], ends[key + block]
-            self.idle.discard(key >> _OFF)
         else:
             block, key = segment_size(size), self.segments << _OFF
             self.segments += 1
             self.reserved += block
             self.segment_sizes[key >> _OFF] = block
+            ends[key + block] = key
         if block - size >= self.split_min:
-            self._put(key + size, block - size, True)
+            rest = key + size
+            blocks[rest] = (block - size) << 1 | 1
+            ends[key + block], ends[rest] = rest, key
+            bisect.insort(free, (block - size) << _KEY | rest)
             block = size
         blocks[key] = block << 1
-        ends[key + block] = key
         return key, block
 
-    def release(self, key: int) -> None:
-        """Free the (allocated) block at `key`, merged with its free neighbours."""
+    def release(self, key: int, size: int) -> None:
+        """Free the (allocated) block of `size` bytes at `key`, merged with its free neighbours."""
         blocks, ends, free = self.blocks, self.ends, self.free
-        size = blocks.pop(key) >> 1
-        del ends[key + size]
-        nxt = blocks.get(key + size)
+        del blocks[key]
+        end = key + size
+        nxt = blocks.get(end)
         if nxt is not None and nxt & 1:
             extra = nxt >> 1
-            del blocks[key + size], ends[key + size + extra]
-            del free[bisect.bisect_left(free, extra << _KEY | (key + size))]
-            self.idle.discard(key >> _OFF)
-            size += extra
+            del blocks[end], ends[end]
+            del free[bisect.bisect_left(free, extra << _KEY | end)]
+            end += extra  # ends[end] is set below
         prev = ends.get(key)
         if prev is not None and blocks[prev] & 1:
             extra = blocks.pop(prev) >> 1
             del ends[key]
             del free[bisect.bisect_left(free, extra << _KEY | prev)]
-            self.idle.discard(key >> _OFF)
-            key, size = prev, size + extra
-        blocks[key] = size << 1 | 1
-        ends[key + size] = key
-        bisect.insort(free, size << _KEY | key)
-        if not key & _OFF_MASK and self.segment_sizes.get(key >> _OFF) == size:
-            self.idle.add(key >> _OFF)
+            key = prev
+        blocks[key] = (end - key) << 1 | 1
+        ends[end] = key
+        bisect.insort(free, (end - key) << _KEY | key)
 
 
 class _ExpandablePool(_Pool):
@@ -402,7 +398,8 @@ def _run(
                 rounded = KIB512
             index = 0 if rounded <= SMALL_SIZE else 1
             pool = small if index == 0 else large
-            if tracking and not (pool.free and pool.free[-1] >= rounded << _KEY):  # not pool.cached
+            fresh = not (pool.free and pool.free[-1] >= rounded << _KEY)  # not pool.cached: a new segment
+            if tracking and fresh:
                 need = small.reserved + large.reserved + pool.new_segment_bytes(rounded)
                 if capacity is None:
                     assert snapshots is not None
@@ -432,15 +429,16 @@ def _run(
             allocated += block
             if allocated > peak:
                 peak = allocated
-            reserved = small.reserved + large.reserved
-            if reserved > reserved_peak:
-                reserved_peak = reserved
+            if fresh:  # a block from the cache leaves the reserved figure as it was
+                reserved = small.reserved + large.reserved
+                if reserved > reserved_peak:
+                    reserved_peak = reserved
         else:
             got = live.pop(-handle, None)
             if got is None:
                 continue
             index, key, block = got
-            (small if index == 0 else large).release(key)
+            (small if index == 0 else large).release(key, block)
             allocated -= block
     if capacity is None:
         low = 0
