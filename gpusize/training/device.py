@@ -204,6 +204,14 @@ def _device(spec: ModelSpec, setup: TrainSetup, n: int, interconnect: str, ancho
     return alloc + max(frag, 0) + overhead_bytes(n, interconnect)
 
 
+@functools.lru_cache(maxsize=1024)
+def _probes(spec: ModelSpec, job: TrainSetup, n: int, interconnect: str, lever: str) -> dict[int, int]:
+    """The figures a search has probed for this job, by the lever's value (`lever`: "seq device", "seq
+    allocated" or "batch device"): the searches of every GPU type at one count probe the same
+    function of it (only the budget differs), their first probes alike, so each is computed once."""
+    return {}
+
+
 def largest_seq(
     spec: ModelSpec,
     setup: TrainSetup,
@@ -219,12 +227,18 @@ def largest_seq(
     peak + the memory outside PyTorch. The allocated peak never falls with length; the cache nearly so."""
     n = max(num_gpus, 1)
     job = per_gpu_setup(setup, n)
+    probed = _probes(spec, job, n, interconnect, f"seq {figure}")
 
     def need(seq: int) -> int:
-        trial = replace(job, seq_tokens=seq)
-        if figure == "allocated":
-            return peak_terms(spec, trial, n).allocated_peak_bytes + overhead_bytes(n, interconnect)
-        return _device(spec, trial, n, interconnect, job)
+        got = probed.get(seq)
+        if got is None:
+            trial = replace(job, seq_tokens=seq)
+            if figure == "allocated":
+                got = peak_terms(spec, trial, n).allocated_peak_bytes + overhead_bytes(n, interconnect)
+            else:
+                got = _device(spec, trial, n, interconnect, job)
+            probed[seq] = got
+        return got
 
     lo, hi = 0, limit
     while lo < hi:
@@ -240,9 +254,12 @@ def largest_batch(
     one sequence does not."""
     n = max(num_gpus, 1)
     job = per_gpu_setup(setup, n)
+    probed = _probes(spec, job, n, interconnect, "batch device")
     lo, hi = 0, 4096
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        fits = _device(spec, replace(job, batch=mid), n, interconnect, job) <= budget_bytes
-        lo, hi = (mid, hi) if fits else (lo, mid - 1)
+        need = probed.get(mid)
+        if need is None:
+            need = probed[mid] = _device(spec, replace(job, batch=mid), n, interconnect, job)
+        lo, hi = (mid, hi) if need <= budget_bytes else (lo, mid - 1)
     return lo
