@@ -115,15 +115,13 @@ class Trace:
 
     def alloc(self, size: int) -> int:
         """Allocate `size` bytes (0 is ignored); returns the handle to free it with."""
-        self._next += 1
+        handle = self._next = self._next + 1
         if size > 0:
-            self.events.append(self._next)
-            self.events.append(size)
-        return self._next
+            self.events += (handle, size)
+        return handle
 
     def free(self, handle: int) -> None:
-        self.events.append(-handle)
-        self.events.append(0)
+        self.events += (-handle, 0)
 
     def temp(self, size: int) -> None:
         """A tensor allocated and freed at once (an op's workspace or a short-lived result)."""

@@ -4,6 +4,7 @@ the trainable parameter count.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 
 from gpusize.core.kinds import has_attention_projections, mixer_parts
@@ -144,11 +145,13 @@ def _layer_params(spec: ModelSpec, layer: LayerSpec) -> int:
     return sum(lin.fan_in * lin.fan_out * lin.count for lin in layer_linears(spec, layer))
 
 
+@functools.lru_cache(maxsize=256)  # of the spec alone, read by every memory figure of a job
 def largest_layer_params(spec: ModelSpec) -> int:
     """Linear weights of the biggest decoder layer: the unit FSDP / ZeRO-3 gathers at once."""
     return max((_layer_params(spec, layer) for layer, _ in spec.layer_counts), default=0)
 
 
+@functools.lru_cache(maxsize=256)
 def largest_linear_params(spec: ModelSpec) -> int:
     """The biggest single weight matrix of the decoder (what a 4-bit kernel dequantizes at once)."""
     return max(

@@ -195,11 +195,13 @@ def load_peak_bytes(spec: ModelSpec, setup: TrainSetup, weights: int) -> int:
     return weights + max(2 * largest_linear_params(spec), upcast)
 
 
+@functools.lru_cache(maxsize=4096)  # replace() costs more than the lookup; asked per candidate
 def per_gpu_setup(setup: TrainSetup, num_gpus: int) -> TrainSetup:
     """One GPU needs no sharding engine."""
     return replace(setup, sharding="none") if num_gpus <= 1 and setup.sharding != "none" else setup
 
 
+@functools.lru_cache(maxsize=4096)  # the fit test and the plan of each GPU type ask it again
 def allocated_memory(
     spec: ModelSpec, setup: TrainSetup, num_gpus: int = 1, interconnect: str = "nvswitch"
 ) -> TrainMemory:
