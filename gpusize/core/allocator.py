@@ -314,12 +314,13 @@ def replay(trace: Trace, expandable_segments: bool = False, capacity: int | None
     return _run(_State.fresh(expandable_segments), trace.events, capacity)
 
 
-#: Bytes of reserved-memory growth between two snapshots kept by a `Replayer` (4 GiB: a few dozen
+#: Bytes of reserved-memory growth between two snapshots kept by a `Replayer` (16 GiB: a few
 #: snapshots for a GPU's worth; a capacity replay starts at most that far before it can differ). Any
-#: spacing gives the same peaks; 4 GiB copies the allocator a quarter as often as 1 GiB did, for the
-#: same capacity replays (bench/RESULTS.md, issue 24: 0.46 -> 0.41 CPU s of replays for
-#: `train Qwen3-8B --method full --seq 128k`).
-SNAPSHOT_BYTES = 4 << 30
+#: spacing gives the same peaks; since a capacity replay is skipped where the allocated peak alone is
+#: above the GPU (training/device.py), most traces get one or none, and copying the allocator costs
+#: more than the replay it saves: 4 -> 16 GiB, the replays of `train Qwen3-8B --method full --seq
+#: 128k` 0.40 -> 0.36 CPU s (bench/RESULTS.md, issue 24; 1 GiB -> 4 GiB before, 0.46 -> 0.41 s).
+SNAPSHOT_BYTES = 16 << 30
 
 
 class Replayer:

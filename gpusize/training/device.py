@@ -49,7 +49,7 @@ def _sizes(spec: ModelSpec, setup: TrainSetup, num_gpus: int) -> StepSizes:
     return _step_sizes(spec, setup, num_gpus)
 
 
-#: Replayers kept: each holds its trace and a snapshot of the allocator per GiB of growth (tens of MB
+#: Replayers kept: each holds its trace and a snapshot of the allocator per SNAPSHOT_BYTES of growth (MBs
 #: for a long sequence), so a process that plans many jobs (a test run, `gpusize batch`, the library)
 #: keeps at most this many; one `train` command replays about 26 (bench: 32 -> 160 MB peak RSS for
 #: `train Qwen3-8B --seq 128k`, 2.7 s; 256 let a test process grow to 7 GB).
