@@ -122,10 +122,14 @@ def _ffn_linears(spec: ModelSpec, layer: LayerSpec) -> tuple[Linear, ...]:
     return ()
 
 
-@functools.lru_cache(maxsize=1024)  # every memory figure of a LoRA job asks it
 def lora_params(spec: ModelSpec, rank: int, modules: tuple[str, ...] = ALL_LINEAR) -> int:
     """Adapter parameters: rank x (fan_in + fan_out) for every targeted linear (A: r x in, B: out x r;
     Hu et al. 2021, LoRA, section 4.1). Llama-3.1-8B, rank 16, all-linear: 41,943,040."""
+    return _lora_params(spec, rank, tuple(modules))
+
+
+@functools.lru_cache(maxsize=1024)  # every memory figure of a LoRA job asks it
+def _lora_params(spec: ModelSpec, rank: int, modules: tuple[str, ...]) -> int:
     return sum(
         rank * (lin.fan_in + lin.fan_out) * lin.count * times
         for layer, times in spec.layer_counts
