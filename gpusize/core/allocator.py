@@ -115,15 +115,13 @@ class Trace:
 
     def alloc(self, size: int) -> int:
         """Allocate `size` bytes (0 is ignored); returns the handle to free it with."""
-        self._next += 1
+        handle = self._next = self._next + 1
         if size > 0:
-            self.events.append(self._next)
-            self.events.append(size)
-        return self._next
+            self.events += (handle, size)
+        return handle
 
     def free(self, handle: int) -> None:
-        self.events.append(-handle)
-        self.events.append(0)
+        self.events += (-handle, 0)
 
     def temp(self, size: int) -> None:
         """A tensor allocated and freed at once (an op's workspace or a short-lived result)."""
@@ -175,15 +173,13 @@ class _Pool:
         self.segments = 0
         self.reserved = 0
         self.segment_sizes: dict[int, int] = {}
-        #: segments that are one free block (what release_cached_blocks can give back)
-        self.idle: set[int] = set()
 
     def copy(self) -> _Pool:
         """An independent copy."""
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new.free, new.blocks, new.ends = list(self.free), dict(self.blocks), dict(self.ends)
-        new.segment_sizes, new.idle = dict(self.segment_sizes), set(self.idle)
+        new.segment_sizes = dict(self.segment_sizes)
         return new
 
     def cached(self, size: int) -> bool:
@@ -196,7 +192,11 @@ class _Pool:
 
     def release_cached(self) -> None:
         """release_cached_blocks: give every segment that is one free block back to the driver."""
-        for seg in list(self.idle):
+        # the segments that are one free block, found here rather than tracked on every request
+        # (only a capacity-limited replay asks; the order of giving them back changes nothing)
+        blocks = self.blocks
+        idle = [seg for seg, size in self.segment_sizes.items() if blocks.get(seg << _OFF) == size << 1 | 1]
+        for seg in idle:
             self._drop(seg << _OFF)
             self.reserved -= self.segment_sizes.pop(seg)
 
@@ -205,8 +205,6 @@ class _Pool:
         self.ends[key + size] = key
         if free:
             bisect.insort(self.free, size << _KEY | key)
-            if not key & _OFF_MASK and self.segment_sizes.get(key >> _OFF) == size:
-                self.idle.add(key >> _OFF)
 
     def _drop(self, key: int) -> None:
         value = self.blocks.pop(key)
@@ -215,54 +213,50 @@ class _Pool:
         if value & 1:
             free = self.free
             del free[bisect.bisect_left(free, size << _KEY | key)]
-            self.idle.discard(key >> _OFF)
 
     def malloc(self, size: int) -> tuple[int, int]:
         """Take a block for `size` (already rounded); returns (block key, block size). (_drop and
-        _put inlined: the replay's hot path.)"""
+        _put inlined, an entry rewritten only where it changes: the replay's hot path.)"""
         free, blocks, ends = self.free, self.blocks, self.ends
         i = bisect.bisect_left(free, size << _KEY)
-        if i < len(free):
+        if i < len(free):  # its entries stay: `ends` of its end, `blocks` rewritten below
             entry = free.pop(i)
             block, key = entry >> _KEY, entry & _KEY_MASK
-            del blocks[key], ends[key + block]
-            self.idle.discard(key >> _OFF)
         else:
             block, key = segment_size(size), self.segments << _OFF
             self.segments += 1
             self.reserved += block
             self.segment_sizes[key >> _OFF] = block
+            ends[key + block] = key
         if block - size >= self.split_min:
-            self._put(key + size, block - size, True)
+            rest = key + size
+            blocks[rest] = (block - size) << 1 | 1
+            ends[key + block], ends[rest] = rest, key
+            bisect.insort(free, (block - size) << _KEY | rest)
             block = size
         blocks[key] = block << 1
-        ends[key + block] = key
         return key, block
 
-    def release(self, key: int) -> None:
-        """Free the (allocated) block at `key`, merged with its free neighbours."""
+    def release(self, key: int, size: int) -> None:
+        """Free the (allocated) block of `size` bytes at `key`, merged with its free neighbours."""
         blocks, ends, free = self.blocks, self.ends, self.free
-        size = blocks.pop(key) >> 1
-        del ends[key + size]
-        nxt = blocks.get(key + size)
+        del blocks[key]
+        end = key + size
+        nxt = blocks.get(end)
         if nxt is not None and nxt & 1:
             extra = nxt >> 1
-            del blocks[key + size], ends[key + size + extra]
-            del free[bisect.bisect_left(free, extra << _KEY | (key + size))]
-            self.idle.discard(key >> _OFF)
-            size += extra
+            del blocks[end], ends[end]
+            del free[bisect.bisect_left(free, extra << _KEY | end)]
+            end += extra  # ends[end] is set below
         prev = ends.get(key)
         if prev is not None and blocks[prev] & 1:
             extra = blocks.pop(prev) >> 1
             del ends[key]
             del free[bisect.bisect_left(free, extra << _KEY | prev)]
-            self.idle.discard(key >> _OFF)
-            key, size = prev, size + extra
-        blocks[key] = size << 1 | 1
-        ends[key + size] = key
-        bisect.insort(free, size << _KEY | key)
-        if not key & _OFF_MASK and self.segment_sizes.get(key >> _OFF) == size:
-            self.idle.add(key >> _OFF)
+            key = prev
+        blocks[key] = (end - key) << 1 | 1
+        ends[end] = key
+        bisect.insort(free, (end - key) << _KEY | key)
 
 
 class _ExpandablePool(_Pool):
@@ -320,12 +314,13 @@ def replay(trace: Trace, expandable_segments: bool = False, capacity: int | None
     return _run(_State.fresh(expandable_segments), trace.events, capacity)
 
 
-#: Bytes of reserved-memory growth between two snapshots kept by a `Replayer` (4 GiB: a few dozen
+#: Bytes of reserved-memory growth between two snapshots kept by a `Replayer` (16 GiB: a few
 #: snapshots for a GPU's worth; a capacity replay starts at most that far before it can differ). Any
-#: spacing gives the same peaks; 4 GiB copies the allocator a quarter as often as 1 GiB did, for the
-#: same capacity replays (bench/RESULTS.md, issue 24: 0.46 -> 0.41 CPU s of replays for
-#: `train Qwen3-8B --method full --seq 128k`).
-SNAPSHOT_BYTES = 4 << 30
+#: spacing gives the same peaks; since a capacity replay is skipped where the allocated peak alone is
+#: above the GPU (training/device.py), most traces get one or none, and copying the allocator costs
+#: more than the replay it saves: 4 -> 16 GiB, the replays of `train Qwen3-8B --method full --seq
+#: 128k` 0.40 -> 0.36 CPU s (bench/RESULTS.md, issue 24; 1 GiB -> 4 GiB before, 0.46 -> 0.41 s).
+SNAPSHOT_BYTES = 16 << 30
 
 
 class Replayer:
@@ -402,7 +397,8 @@ def _run(
                 rounded = KIB512
             index = 0 if rounded <= SMALL_SIZE else 1
             pool = small if index == 0 else large
-            if tracking and not (pool.free and pool.free[-1] >= rounded << _KEY):  # not pool.cached
+            fresh = not (pool.free and pool.free[-1] >= rounded << _KEY)  # not pool.cached: a new segment
+            if tracking and fresh:
                 need = small.reserved + large.reserved + pool.new_segment_bytes(rounded)
                 if capacity is None:
                     assert snapshots is not None
@@ -432,15 +428,16 @@ def _run(
             allocated += block
             if allocated > peak:
                 peak = allocated
-            reserved = small.reserved + large.reserved
-            if reserved > reserved_peak:
-                reserved_peak = reserved
+            if fresh:  # a block from the cache leaves the reserved figure as it was
+                reserved = small.reserved + large.reserved
+                if reserved > reserved_peak:
+                    reserved_peak = reserved
         else:
             got = live.pop(-handle, None)
             if got is None:
                 continue
             index, key, block = got
-            (small if index == 0 else large).release(key)
+            (small if index == 0 else large).release(key, block)
             allocated -= block
     if capacity is None:
         low = 0

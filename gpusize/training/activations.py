@@ -255,6 +255,7 @@ def _working_per_token(spec: ModelSpec, setup: TrainSetup, resident: float) -> f
     return _working_cached(spec, _per_token(setup), resident)
 
 
+@functools.lru_cache(maxsize=4096)  # replace() costs more than the lookup (a search asks per probe)
 def _per_token(setup: TrainSetup) -> TrainSetup:
     """`setup` with the fields no per-token figure reads (sequence length, micro-batch, accumulation:
     only the totals multiply by `tokens_per_gpu`) fixed, as the key of the per-token cache."""

@@ -4,7 +4,7 @@ the trainable parameter count.
 
 from __future__ import annotations
 
-from collections import Counter
+import functools
 
 from gpusize.core.kinds import has_attention_projections, mixer_parts
 from gpusize.core.spec import LayerSpec, ModelSpec
@@ -125,9 +125,14 @@ def _ffn_linears(spec: ModelSpec, layer: LayerSpec) -> tuple[Linear, ...]:
 def lora_params(spec: ModelSpec, rank: int, modules: tuple[str, ...] = ALL_LINEAR) -> int:
     """Adapter parameters: rank x (fan_in + fan_out) for every targeted linear (A: r x in, B: out x r;
     Hu et al. 2021, LoRA, section 4.1). Llama-3.1-8B, rank 16, all-linear: 41,943,040."""
+    return _lora_params(spec, rank, tuple(modules))
+
+
+@functools.lru_cache(maxsize=1024)  # every memory figure of a LoRA job asks it
+def _lora_params(spec: ModelSpec, rank: int, modules: tuple[str, ...]) -> int:
     return sum(
         rank * (lin.fan_in + lin.fan_out) * lin.count * times
-        for layer, times in Counter(spec.layers).items()
+        for layer, times in spec.layer_counts
         for lin in layer_linears(spec, layer)
         if lin.module in modules
     )
@@ -144,11 +149,13 @@ def _layer_params(spec: ModelSpec, layer: LayerSpec) -> int:
     return sum(lin.fan_in * lin.fan_out * lin.count for lin in layer_linears(spec, layer))
 
 
+@functools.lru_cache(maxsize=256)  # of the spec alone, read by every memory figure of a job
 def largest_layer_params(spec: ModelSpec) -> int:
     """Linear weights of the biggest decoder layer: the unit FSDP / ZeRO-3 gathers at once."""
     return max((_layer_params(spec, layer) for layer, _ in spec.layer_counts), default=0)
 
 
+@functools.lru_cache(maxsize=256)
 def largest_linear_params(spec: ModelSpec) -> int:
     """The biggest single weight matrix of the decoder (what a 4-bit kernel dequantizes at once)."""
     return max(

@@ -49,7 +49,7 @@ def _sizes(spec: ModelSpec, setup: TrainSetup, num_gpus: int) -> StepSizes:
     return _step_sizes(spec, setup, num_gpus)
 
 
-#: Replayers kept: each holds its trace and a snapshot of the allocator per GiB of growth (tens of MB
+#: Replayers kept: each holds its trace and a snapshot of the allocator per SNAPSHOT_BYTES of growth (MBs
 #: for a long sequence), so a process that plans many jobs (a test run, `gpusize batch`, the library)
 #: keeps at most this many; one `train` command replays about 26 (bench: 32 -> 160 MB peak RSS for
 #: `train Qwen3-8B --seq 128k`, 2.7 s; 256 let a test process grow to 7 GB).
@@ -120,7 +120,12 @@ def train_memory(
     setup = per_gpu_setup(setup, n)
     m = allocated_memory(spec, setup, n, interconnect)
     m = replace(m, fragmentation_bytes=fragmentation_bytes(spec, setup, n))
-    if visible_bytes is not None and m.device_bytes > visible_bytes:
+    # a tight replay's cache is >= 0, so it cannot bring a job whose allocated peak + context is
+    # already above the GPU under it: replayed only when it can (the same answer, without the replay)
+    if (
+        visible_bytes is not None
+        and m.device_bytes > visible_bytes >= m.allocated_peak_bytes + m.overhead_bytes
+    ):
         tight = fragmentation_bytes(spec, setup, n, visible_bytes - m.overhead_bytes)
         if tight >= 0 and m.allocated_peak_bytes + tight + m.overhead_bytes <= visible_bytes:
             m = replace(m, fragmentation_bytes=tight)
@@ -199,6 +204,14 @@ def _device(spec: ModelSpec, setup: TrainSetup, n: int, interconnect: str, ancho
     return alloc + max(frag, 0) + overhead_bytes(n, interconnect)
 
 
+@functools.lru_cache(maxsize=1024)
+def _probes(spec: ModelSpec, job: TrainSetup, n: int, interconnect: str, lever: str) -> dict[int, int]:
+    """The figures a search has probed for this job, by the lever's value (`lever`: "seq device", "seq
+    allocated" or "batch device"): the searches of every GPU type at one count probe the same
+    function of it (only the budget differs), their first probes alike, so each is computed once."""
+    return {}
+
+
 def largest_seq(
     spec: ModelSpec,
     setup: TrainSetup,
@@ -214,12 +227,18 @@ def largest_seq(
     peak + the memory outside PyTorch. The allocated peak never falls with length; the cache nearly so."""
     n = max(num_gpus, 1)
     job = per_gpu_setup(setup, n)
+    probed = _probes(spec, job, n, interconnect, f"seq {figure}")
 
     def need(seq: int) -> int:
-        trial = replace(job, seq_tokens=seq)
-        if figure == "allocated":
-            return peak_terms(spec, trial, n).allocated_peak_bytes + overhead_bytes(n, interconnect)
-        return _device(spec, trial, n, interconnect, job)
+        got = probed.get(seq)
+        if got is None:
+            trial = replace(job, seq_tokens=seq)
+            if figure == "allocated":
+                got = peak_terms(spec, trial, n).allocated_peak_bytes + overhead_bytes(n, interconnect)
+            else:
+                got = _device(spec, trial, n, interconnect, job)
+            probed[seq] = got
+        return got
 
     lo, hi = 0, limit
     while lo < hi:
@@ -235,9 +254,12 @@ def largest_batch(
     one sequence does not."""
     n = max(num_gpus, 1)
     job = per_gpu_setup(setup, n)
+    probed = _probes(spec, job, n, interconnect, "batch device")
     lo, hi = 0, 4096
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        fits = _device(spec, replace(job, batch=mid), n, interconnect, job) <= budget_bytes
-        lo, hi = (mid, hi) if fits else (lo, mid - 1)
+        need = probed.get(mid)
+        if need is None:
+            need = probed[mid] = _device(spec, replace(job, batch=mid), n, interconnect, job)
+        lo, hi = (mid, hi) if need <= budget_bytes else (lo, mid - 1)
     return lo

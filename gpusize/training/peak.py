@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import field, replace
+from typing import NamedTuple
 
 from gpusize.core import allocator, runtime
 from gpusize.core.spec import ModelSpec
@@ -201,11 +202,13 @@ def load_peak_bytes(spec: ModelSpec, setup: TrainSetup, weights: int) -> int:
     return weights + max(2 * largest_linear_params(spec), upcast)
 
 
+@functools.lru_cache(maxsize=4096)  # replace() costs more than the lookup; asked per candidate
 def per_gpu_setup(setup: TrainSetup, num_gpus: int) -> TrainSetup:
     """One GPU needs no sharding engine."""
     return replace(setup, sharding="none") if num_gpus <= 1 and setup.sharding != "none" else setup
 
 
+@functools.lru_cache(maxsize=4096)  # the fit test and the plan of each GPU type ask it again
 def allocated_memory(
     spec: ModelSpec, setup: TrainSetup, num_gpus: int = 1, interconnect: str = "nvswitch"
 ) -> TrainMemory:
@@ -217,9 +220,33 @@ def allocated_memory(
     )
 
 
+class _StateTerms(NamedTuple):
+    """The terms of `peak_terms` that do not depend on the tokens per GPU (bytes per GPU)."""
+
+    weights: int
+    master: int
+    grads: int
+    optim: int
+    #: Host RAM per GPU before any offloaded activation checkpoints.
+    host: int
+    paged: int
+    step: int
+    buffers: int
+    #: The output head's gradient live at the first layer's backward (fresh gradients).
+    head: int
+    load: int
+
+
 @functools.lru_cache(maxsize=4096)
-def peak_terms(spec: ModelSpec, setup: TrainSetup, n: int) -> TrainMemory:
-    """Every term of train_memory but the allocator cache and the memory outside PyTorch."""
+def _without_tokens(setup: TrainSetup) -> TrainSetup:
+    """`setup` with its sequence length and micro-batch fixed: the key of `_state_terms`, which
+    read neither (the searches vary them; accumulation stays, fresh_gradients reads it)."""
+    return replace(setup, seq_tokens=1, batch=1)
+
+
+@functools.lru_cache(maxsize=4096)
+def _state_terms(spec: ModelSpec, setup: TrainSetup, n: int) -> _StateTerms:
+    """Model states, buffers, step temporaries and the load: the terms no token count moves."""
     stage = SHARD_STAGE[setup.sharding] if n > 1 else 0
     sb = state_bytes(setup.precision, setup.method, setup)
     weights, grads = weights_bytes(spec, setup), gradients_bytes(spec, setup)
@@ -244,33 +271,46 @@ def peak_terms(spec: ModelSpec, setup: TrainSetup, n: int) -> TrainMemory:
     if setup.offload == "params":
         host += (weights_bytes(spec, setup) + gradients_bytes(spec, setup)) // n
         weights, grads = gathered, min(grads, layer_grads)
-    if setup.grad_ckpt and setup.kernels.offload_checkpoints:
-        host += checkpoint_bytes_per_token(spec, setup) * setup.tokens_per_gpu
     paged = 0
     if setup.optimizer in PAGED_OPTIMIZERS and setup.offload == "none":
         paged, optim = optim, 0
     step = 0 if setup.offload != "none" else step_temporary_bytes(spec, setup, n if stage >= 1 else 1)
-    buffers = buffers_bytes(spec, setup, n)
+    head = int(max(spec.params.lm_head, spec.params.embedding * spec.tie_word_embeddings) * sb.grad)
+    head = min(head if setup.method == "full" else 0, grads)
+    load = load_peak_bytes(spec, setup, weights + master)
+    return _StateTerms(
+        weights, master, grads, optim, host, paged, step, buffers_bytes(spec, setup, n), head, load
+    )
+
+
+@functools.lru_cache(maxsize=4096)
+def peak_terms(spec: ModelSpec, setup: TrainSetup, n: int) -> TrainMemory:
+    """Every term of train_memory but the allocator cache and the memory outside PyTorch."""
+    t = _state_terms(spec, _without_tokens(setup), n)
+    weights, master, grads, optim, host, step, buffers = (
+        t.weights, t.master, t.grads, t.optim, t.host, t.step, t.buffers
+    )  # fmt: skip
+    if setup.grad_ckpt and setup.kernels.offload_checkpoints:
+        host += checkpoint_bytes_per_token(spec, setup) * setup.tokens_per_gpu
     acts = activations_bytes(spec, setup)
     held = held_activations_bytes(spec, setup)
     # FSDP1 + reentrant checkpoints + LoRA: every checkpoint and layer-input gradient is kept to the
     # end of backward (training.reshard_hook), on top of the first layer's working set
     kept = input_grads_kept_bytes(spec, setup, n)
     if kept:  # that moment is the first layer's backward: one layer and the root gathered
-        kept += min(gathered_bytes(spec, setup, 1, 2), weights_bytes(spec, setup)) - gathered
+        whole = weights_bytes(spec, setup)
+        kept += min(gathered_bytes(spec, setup, 1, 2), whole) - min(gathered_bytes(spec, setup), whole)
         acts = max(acts, held + kept + backward_working_bytes(spec, setup))
     if fresh_gradients(setup, n):
         # Gradients appear in backward as activations go: at the loss no gradient exists yet, at the
         # first layer's backward the output head's gradient, at the end all of them with one layer's
         # activations and workspace left (the peak is the largest moment, not the sum).
-        head = int(max(spec.params.lm_head, spec.params.embedding * spec.tie_word_embeddings) * sb.grad)
-        head = min(head if setup.method == "full" else 0, grads)
         loss = max(
             loss_forward_bytes(spec, setup) + autocast_cache_bytes(spec, setup), logits_bytes(spec, setup)
         )
         live = max(
             held + loss,
-            held + kept + backward_working_bytes(spec, setup) + head,
+            held + kept + backward_working_bytes(spec, setup) + t.head,
             grads + last_layer_bytes(spec, setup) + (held + kept if kept else 0),
         )
     else:
@@ -280,7 +320,7 @@ def peak_terms(spec: ModelSpec, setup: TrainSetup, n: int) -> TrainMemory:
     phases = {
         "forward/backward": static + grads + acts - overlap,
         "optimizer step": static + grads + step,
-        "load": load_peak_bytes(spec, setup, weights + master),
+        "load": t.load,
     }
     phase = max(phases, key=lambda k: phases[k])
     return TrainMemory(
@@ -295,7 +335,7 @@ def peak_terms(spec: ModelSpec, setup: TrainSetup, n: int) -> TrainMemory:
         overlap_bytes=overlap,
         step_bytes=step,
         buffers_bytes=buffers,
-        paged_bytes=paged,
+        paged_bytes=t.paged,
         load_peak_bytes=phases["load"],
         allocated_peak_bytes=phases[phase] + allocator.cublas_workspace_bytes("Hopper"),
         peak_phase=phase,

@@ -154,6 +154,14 @@ class StateBytes:
     activation: float
 
 
+#: The five answers of `state_bytes` (frozen, so shared: it is asked many times per memory figure).
+_FP32_STATES = StateBytes(4, 0, 4, 4, 4, 4)
+_FP32_ADAPTERS = StateBytes(4, 0, 4, 4, 2, 2)
+_BF16_STATES = StateBytes(2, 0, 2, 2, 2, 2)
+_AMP_STATES = StateBytes(4, 0, 4, 4, 2, 2)
+_MIXED_STATES = StateBytes(2, 4, 2, 4, 2, 2)
+
+
 def state_bytes(precision: Precision, method: Method, setup: TrainSetup | None = None) -> StateBytes:
     """bf16-mixed: bf16 weights + fp32 master + bf16 grads + fp32 moments (ZeRO paper 3.1: 2+2+12;
     DeepSpeed's bf16 optimizer; PyTorch FSDP MixedPrecision with fp32 shards is 4+4+8, the same 16
@@ -164,17 +172,17 @@ def state_bytes(precision: Precision, method: Method, setup: TrainSetup | None =
     bf16: everything bf16, moments too (torch.optim keeps state in the parameter dtype: 2+2+4).
     fp32: 4+4+8. Frozen base weights stay in the checkpoint's 16-bit dtype unless fp32."""
     if precision == "fp32":
-        return StateBytes(4, 0, 4, 4, 4, 4)
+        return _FP32_STATES
     adapters32 = method != "full" and (
         precision == "bf16-mixed" or bool(setup and setup.kernels.fp32_adapters)
     )
     if adapters32:
-        return StateBytes(4, 0, 4, 4, 2, 2)
+        return _FP32_ADAPTERS
     if precision == "bf16":
-        return StateBytes(2, 0, 2, 2, 2, 2)
+        return _BF16_STATES
     if setup is not None and autocast_amp(setup):
-        return StateBytes(4, 0, 4, 4, 2, 2)
-    return StateBytes(2, 4, 2, 4, 2, 2)
+        return _AMP_STATES
+    return _MIXED_STATES
 
 
 def autocast_amp(setup: TrainSetup) -> bool:

@@ -4,8 +4,6 @@ optimizer states, in integer bytes.
 
 from __future__ import annotations
 
-from collections import Counter
-
 from gpusize.core.spec import ModelSpec
 from gpusize.training.anatomy import largest_linear_params, layer_linears, trainable_params
 from gpusize.training.setup import (
@@ -83,14 +81,14 @@ def adafactor_state_elements(spec: ModelSpec, setup: TrainSetup) -> int:
         r = setup.lora_rank
         return sum(
             (r + lin.fan_in + lin.fan_out + r) * lin.count * times
-            for layer, times in Counter(spec.layers).items()
+            for layer, times in spec.layer_counts
             for lin in layer_linears(spec, layer)
             if lin.module in setup.lora_modules
         )
     h, v = spec.hidden_size, spec.vocab_size
     linears = sum(
         (lin.fan_in + lin.fan_out) * lin.count * times
-        for layer, times in Counter(spec.layers).items()
+        for layer, times in spec.layer_counts
         for lin in layer_linears(spec, layer)
     )
     tables = (v + h) * (1 + (spec.params.lm_head > 0))

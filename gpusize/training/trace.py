@@ -16,6 +16,8 @@ split.
 
 from __future__ import annotations
 
+import functools
+
 from gpusize.core.allocator import Trace
 from gpusize.core.spec import ModelSpec
 from gpusize.dataclass import dataclass
@@ -68,12 +70,20 @@ def _pieces(spec: ModelSpec, total: int, full: bool) -> list[int]:
     if not full:
         per = total // max(len(spec.layers), 1)
         return [per] * len(spec.layers)
+    raw, whole = _raw_pieces(spec)
+    scale = total / whole
+    return [int(r * scale) for r in raw if r > 0]
+
+
+@functools.lru_cache(maxsize=64)
+def _raw_pieces(spec: ModelSpec) -> tuple[tuple[int, ...], int]:
+    """The model's tensors in parameters (embedding, each layer's linears, lm_head) and their sum (at
+    least 1): `_pieces` scales them, many times per trace."""
     raw = [spec.params.embedding]
     for layer in spec.layers:
         raw += [lin.fan_in * lin.fan_out * lin.count for lin in layer_linears(spec, layer)]
     raw.append(spec.params.lm_head)
-    scale = total / max(sum(raw), 1)
-    return [int(r * scale) for r in raw if r > 0]
+    return tuple(raw), max(sum(raw), 1)
 
 
 def _chunks(total: int, count: int) -> list[int]:
