@@ -174,6 +174,7 @@ def _gpu(name: str, interconnect: str | None) -> GpuSpec:
             bandwidth_gbps=g["bandwidth_gbps"],
             bf16_tflops=g.get("bf16_tflops"),
             pcie_gen=g.get("pcie_gen"),
+            nvlink_gbps=g.get("nvlink_gbps"),
         )
     else:
         gpu = find_gpu(name)
@@ -543,6 +544,29 @@ def use_expert_blocks(pinned: bool = False) -> None:
         print(f"# {name} = {rounded(value)}", file=sys.stderr)
 
 
+#: The tried per-weight expert model (bench/VALIDATION.md), `--expert-size`: beside the fixed
+#: per-routed-expert cost `expert_s`, `expert_weight_s` per weight of the whole expert
+#: (`throughput.expert_weights`: a cost that grows with the expert's size, the same at every TP),
+#: both fitted in the vLLM decode stage from START (SGLang and Transformers inherit them).
+EXPERT_SIZE_NAMES = ("vllm.expert_s", "vllm.expert_weight_s")
+
+
+def use_expert_size() -> None:
+    """Switch this process to the tried per-weight expert model and fit it from START."""
+    global STAGES
+    STAGES = tuple(
+        (
+            engines,
+            classes,
+            tuple(n for name in names for n in (EXPERT_SIZE_NAMES if name == "vllm.expert_s" else (name,))),
+        )
+        for engines, classes, names in STAGES
+    )
+    print("# fitting the per-weight expert model from START", file=sys.stderr)
+    for name, value in fit().items():
+        print(f"# {name} = {rounded(value)}", file=sys.stderr)
+
+
 #: The tried tuned-config model (bench/VALIDATION.md), `--moe-config`: the per-routed-expert cost takes
 #: `expert_tuned_s` where the record's release ships a tuned fused-MoE Triton config for the layer on
 #: its GPU (`gpusize.serving.moe_config`), `expert_s` elsewhere; both fitted in the vLLM decode stage
@@ -562,6 +586,8 @@ MOE_RELEASE = {
     "inferencex870-": "0.5.9",
     "sglang10404-": "0.5.3",
     "sglang18195-": "0.5.8",
+    "vllm23151-": "0.10.1",
+    "sglang10467-": "0.5.3",
 }
 USE_MOE_CONFIG = False
 
@@ -628,10 +654,16 @@ def set_constant(name: str, value: float) -> None:
         setattr(calibrated, head, value)
 
 
+#: Up to how many sequences in flight a record's time per output token fits the decode stage (above:
+#: the load stage). `--decode-16` raises it to 16 (the tried expert-size model's companion: the one
+#: vLLM small-expert calibration record, PR 23151's Qwen3-30B-A3B, ran 10 sequences).
+DECODE_SEQUENCES = 8
+
+
 def fit_class(rec: Record, figure: str) -> str:
-    """The stage a figure is fitted in: the time per output token at up to 8 sequences is decode-bound
-    (it fits the decode constants), above that it is throughput under load."""
-    if figure == "per_request_tokens_per_s" and rec.concurrency <= 8:
+    """The stage a figure is fitted in: the time per output token at up to DECODE_SEQUENCES sequences
+    is decode-bound (it fits the decode constants), above that it is throughput under load."""
+    if figure == "per_request_tokens_per_s" and rec.concurrency <= DECODE_SEQUENCES:
         return "decode"
     return rec.figure_class(figure)
 
@@ -772,6 +804,8 @@ START = {
     # a tenth of a microsecond per thread block: a few hundred cycles of a block's prologue, K loop
     # start and epilogue at an H100's 1.98 GHz boost clock
     "expert_block_s": 1e-7,
+    # a tenth of a microsecond per million weights of the expert
+    "expert_weight_s": 1e-13,
     # one SM streaming its share of an H100 SXM's 3.35 TB/s at 2 bytes a weight (132 SMs): 79 us per
     # million weights
     "moe_mweight_s": 1e-4,
@@ -1241,6 +1275,8 @@ def write_ranges(path: Path = LOSO_RESULTS, module: Path = RANGES_MODULE) -> Non
 
 
 if __name__ == "__main__":
+    if "--decode-16" in sys.argv:
+        DECODE_SEQUENCES = 16
     if "--moe-kernel" in sys.argv:
         use_moe_kernel()
     if "--expert-bytes" in sys.argv or "--expert-bytes-floor" in sys.argv:
@@ -1249,6 +1285,15 @@ if __name__ == "__main__":
         use_moe_config()
     if "--expert-blocks" in sys.argv or "--expert-blocks-pinned" in sys.argv:
         use_expert_blocks(pinned="--expert-blocks-pinned" in sys.argv)
+    if "--expert-size" in sys.argv:
+        use_expert_size()
+    if "--decode-16" in sys.argv and not any(
+        flag in sys.argv
+        for flag in ("--expert-size", "--expert-bytes", "--expert-bytes-floor", "--expert-blocks")
+    ):
+        print("# refitting with the decode stage up to 16 sequences", file=sys.stderr)
+        for name, value in fit().items():
+            print(f"# {name} = {rounded(value)}", file=sys.stderr)
     if "--nccl-pcie" in sys.argv:
         use_nccl_pcie()
     if "--fit" in sys.argv:

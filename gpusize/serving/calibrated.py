@@ -91,6 +91,12 @@ class EngineSpeed:
     #: (`bench/calibrate_throughput.py --expert-blocks`), not adopted (bench/VALIDATION.md), so zero in
     #: the published constants.
     expert_block_s: float = 0.0
+    #: Seconds per weight of a routed expert run, the whole expert (all TP ranks: gate, up and down,
+    #: `throughput.expert_weights`), beside `expert_s`: a per-expert cost that grows with the expert's
+    #: size and not with its slice on one GPU (the measured Qwen3-Next steps are TP-independent).
+    #: Tried (`bench/calibrate_throughput.py --expert-size`), not adopted (bench/VALIDATION.md), so
+    #: zero in the published constants.
+    expert_weight_s: float = 0.0
     sequence_s: float = 0.0
     #: Fractions of the dense tensor peak reached by the matmuls of prefill (and of a compute-bound
     #: batched decode step: the same kernels) and by prefill attention (QK^T, PV).
@@ -120,14 +126,14 @@ _VLLM = EngineSpeed(
     "vllm",
     {"hbm3": 0.836, "hbm2": 0.726},
     step_s=0.000212,
-    layer_s=3.06e-05,
+    layer_s=3.07e-05,
     expert_s=4.01e-06,
     moe_layer_s=3e-06,
-    sequence_s=9.45e-05,
+    sequence_s=9.22e-05,
     prefill_mfu=0.521,
     request_s=0.0473,
     fitted_on="vLLM 0.10-0.11 (gpustack performance lab, dennislee22 sweeps) and Oct 2023 "
-    "(mlc-ai/llm-perf-bench) on A100 and H100/H200: 15 decode, 39 load and 24 first-token figures",
+    "(mlc-ai/llm-perf-bench) on A100 and H100/H200: 15 decode, 41 load and 24 first-token figures",
 )
 
 ENGINE_SPEED: dict[str, EngineSpeed] = {
@@ -137,7 +143,7 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
     "sglang": replace(
         _VLLM,
         engine="sglang",
-        step_s=0.000955,
+        step_s=0.000957,
         request_s=0.0222,
         fitted_on="SGLang 0.5.3 (gpustack performance lab, H100): step and request costs over vLLM's "
         "kernel constants",
@@ -177,7 +183,7 @@ ALLREDUCE_NVLINK_S = 4.78e-06
 #: experts run inside one fused kernel launch). Fitted on the AMD calibration records alone: ROCm vLLM
 #: on MI300X (ROCm/vllm docs/dev-docker, Llama-3.1-70B/405B FP8 TP=8; InferenceX PR #1092,
 #: gpt-oss-120b TP=8); the NVIDIA floors left every AMD single-stream figure 29-44% too fast.
-ROCM_KERNEL_FLOOR_FACTOR = 2.4
+ROCM_KERNEL_FLOOR_FACTOR = 2.41
 #: Over PCIe the all-reduce is a ring of 2 x (tp - 1) steps; latency of one step, with peer-to-peer
 #: ("pcie": Oct 2023 vLLM on A100 PCIe, mlc-ai/llm-perf-bench) and through host memory ("pcie-host":
 #: GeForce cards, whose peer-to-peer NVIDIA disables; fitted on dennislee22's TP=2 runs, two

@@ -1,0 +1,60 @@
+"""The tried per-weight expert cost (`--expert-size`, not adopted: bench/VALIDATION.md): beside the
+fixed `expert_s`, `expert_weight_s` per weight of the whole routed expert (throughput.expert_weights:
+gate, up and down over every TP rank), a cost that grows with the expert's size and is the same at
+every tensor-parallel size."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from gpusize.serving import calibrated, throughput
+from gpusize.sources.catalog import find_gpu
+from tests.helpers import catalog_spec, workload
+
+H200 = find_gpu("H200-SXM")
+
+
+@pytest.mark.parametrize(
+    ("model", "weights"),
+    [
+        ("Qwen3-Next-80B-A3B-Instruct", 3 * 2048 * 512),  # 512 experts of 2048 x 512
+        ("Qwen3-30B-A3B", 3 * 2048 * 768),
+        ("gpt-oss-120b", 3 * 2880 * 2880),
+        ("DeepSeek-R1", 3 * 7168 * 2048),
+        ("Qwen3-8B", 0),  # dense
+    ],
+)
+def test_expert_weights_are_the_whole_expert(model: str, weights: int) -> None:
+    assert throughput.expert_weights(catalog_spec(model)) == weights
+
+
+def test_off_in_the_published_constants_and_the_same_at_every_tp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Zero in every published engine; set, a step of Qwen3-Next at 8 sequences pays expert_weight_s x
+    3 x 2048 x 512 weights x 74.74 touched experts x 48 MoE layers more, at TP=2 as at TP=8."""
+    assert all(speed.expert_weight_s == 0.0 for speed in calibrated.ENGINE_SPEED.values())
+    spec = catalog_spec("Qwen3-Next-80B-A3B-Instruct")
+    work = workload(spec, 4096, engine_name="sglang")
+    base = calibrated.engine_speed("sglang")
+    before = {tp: throughput.decode_step(spec, work, H200, tp, 8, 3000) for tp in (2, 8)}
+    monkeypatch.setitem(calibrated.ENGINE_SPEED, "sglang", replace(base, expert_weight_s=1e-13))
+    after = {tp: throughput.decode_step(spec, work, H200, tp, 8, 3000) for tp in (2, 8)}
+    runs = 512 * throughput.experts_touched(spec, 8) * 48
+    for tp in (2, 8):
+        b, a = before[tp], after[tp]
+        assert b is not None and a is not None
+        assert a.step_s - b.step_s == pytest.approx(1e-13 * 3 * 2048 * 512 * runs)
+        assert a.fixed_s - b.fixed_s == pytest.approx(a.step_s - b.step_s)
+
+
+def test_tried_stage_fits_both_costs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--expert-size` fits expert_s and expert_weight_s in the vLLM decode stage."""
+    from bench import calibrate_throughput as cal
+
+    monkeypatch.setattr(cal, "fit", dict)  # the stages only: the fit itself is the bench's
+    monkeypatch.setattr(cal, "STAGES", cal.STAGES)
+    monkeypatch.setattr(calibrated, "ENGINE_SPEED", dict(calibrated.ENGINE_SPEED))
+    cal.use_expert_size()
+    names = next(st for st in cal.STAGES if st[0] == ("vllm",) and st[1] == ("decode",))[2]
+    assert tuple(n for n in names if n.startswith("vllm.expert")) == cal.EXPERT_SIZE_NAMES
