@@ -27,7 +27,7 @@ def models(
     Example: gpusize models qwen3
     """
     cats = prepare.catalogs(models_file, None)
-    report = build_models(cats.models(), query, tuple(str(f) for f in cats.models_files))
+    report = build_models(cats.parsed_models(), query, tuple(str(f) for f in cats.models_files))
     answer(
         report,
         1 if query and not report.models else 0,

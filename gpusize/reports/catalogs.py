@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from gpusize import __version__
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.model import CatalogModel
-from gpusize.core.parse import parse_config
+from gpusize.core.model import ParsedCatalogModel
 from gpusize.dataclass import dataclass
-from gpusize.errors import ConfigError
 from gpusize.reports.common import price_note
 
 __all__ = [
@@ -68,15 +66,13 @@ class GpusReport:
     assumptions: CatalogAssumptions
 
 
-def _row(m: CatalogModel) -> ModelRow:
-    total: int | None = None
-    active: int | None = None
-    ctx: int | None = None
-    try:
-        spec = parse_config(m.config)
+def _row(m: ParsedCatalogModel) -> ModelRow:
+    """The listing's row of one model; its counts from the spec stored with the catalog (None where the
+    config does not parse: `fit` on it says why)."""
+    spec = m.spec
+    total = active = ctx = None
+    if spec is not None:
         total, active, ctx = spec.params.total, spec.params.active, spec.max_context
-    except ConfigError:
-        pass
     model_type = m.config.get("model_type")
     return ModelRow(
         name=m.name,
@@ -93,7 +89,7 @@ def _row(m: CatalogModel) -> ModelRow:
 
 
 def build_models(
-    models: tuple[CatalogModel, ...], query: str | None, user_files: tuple[str, ...] = ()
+    models: tuple[ParsedCatalogModel, ...], query: str | None, user_files: tuple[str, ...] = ()
 ) -> ModelsReport:
     """The catalog models matching `query` (a substring of name, alias, Hub id or family), by family then
     size."""

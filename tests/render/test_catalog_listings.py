@@ -6,13 +6,13 @@ from __future__ import annotations
 from gpusize.render.catalogs import fmt_params, render_gpus, render_models
 from gpusize.render.text import Style
 from gpusize.reports.catalogs import build_gpus, build_models
-from gpusize.sources.catalog import load_gpus, load_models
+from gpusize.sources.catalog import Catalogs, load_gpus
 
 PLAIN = Style(color=False)
 
 
 def test_models_are_grouped_by_family_then_size() -> None:
-    report = build_models(load_models(), None)
+    report = build_models(Catalogs.with_env().parsed_models(), None)
     keys = [(m.family.lower(), m.params_total or 0) for m in report.models]
     assert keys == sorted(keys)
     text = render_models(report, 160, PLAIN)
