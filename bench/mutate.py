@@ -397,18 +397,18 @@ MUTANTS = [
         "    replicated = (\n"
         '        counts.replicated_attention * quant["attention"]\n'
         '        + _latent_projections(spec) * quant["shared_experts"]\n'
-        "        + (counts.small + counts.router) * _or(",
+        "        + _vectors_bytes(counts, fmt)\n",
         "        + (counts.vision + counts.router) * fmt.other_bytes\n    )\n"
         "    replicated = (\n"
         '        counts.replicated_attention * quant["attention"]\n'
         '        + _latent_projections(spec) * quant["shared_experts"]\n'
-        "        + counts.small * _or(",
+        "        + counts.small * _or(fmt.small_bytes, fmt.other_bytes)\n",
         "router weights sharded instead of replicated",
     ),
     Mutant(
         PER_GPU,
-        "(counts.small + counts.router) * _or(",
-        "counts.small * _or(",
+        "    return (counts.small + counts.router) * _or(",
+        "    return counts.small * _or(",
         "router weights dropped",
     ),
     Mutant(

@@ -11,7 +11,7 @@ import math
 from gpusize.core.gguf_tensors import gguf_layer_bytes
 from gpusize.core.kinds.attention import head_width, value_width
 from gpusize.core.params import layer_params
-from gpusize.core.spec import LayerSpec, ModelSpec
+from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 from gpusize.core.weights.formats import WeightFormat
 from gpusize.dataclass import dataclass
 
@@ -60,7 +60,7 @@ def weights_bytes(
     replicated = (
         counts.replicated_attention * quant["attention"]
         + _latent_projections(spec) * quant["shared_experts"]
-        + (counts.small + counts.router) * _or(fmt.small_bytes, fmt.other_bytes)
+        + _vectors_bytes(counts, fmt)
     )
     extra_kv = _replicated_kv_weights(spec, tp) * quant["attention"]
     # MTP modules (speculative decoding) are decoder layers quantized like the others.
@@ -113,17 +113,21 @@ def _layer_bytes(spec: ModelSpec, layer: LayerSpec, fmt: WeightFormat) -> int:
     """Bytes of one decoder layer in `fmt`, each role at its own width as `weights_bytes` counts it (a
     checkpoint with FP4 experts beside FP8 attention, DeepSeek-V4's, stores its experts at half a
     byte: one `linear_bytes` for every role put DeepSeek-V4-Flash's layers above its whole weights, and
-    `--cpu-offload-gb 200` then left it negative weights on the GPU). Experts padded as the kernel
-    stores them whole (gpt-oss's MXFP4)."""
+    `--cpu-offload-gb 200` then left it negative weights on the GPU). As the file stores them: no
+    kernel's padding (vLLM pads gpt-oss's MXFP4 experts after loading, `weights_bytes`)."""
     counts = layer_params(spec, layer)
     linear = (
         counts.attention * fmt.role_bytes("attention")
         + counts.mlp * fmt.role_bytes("mlp")
-        + counts.experts * _expert_padding(spec, fmt, 1) * fmt.role_bytes("experts")
+        + counts.experts * fmt.role_bytes("experts")
         + counts.shared_experts * fmt.role_bytes("shared_experts")
     )
-    small = (counts.small + counts.router) * _or(fmt.small_bytes, fmt.other_bytes)
-    return int((linear + small) * fmt.checkpoint_scale)
+    return int((linear + _vectors_bytes(counts, fmt)) * fmt.checkpoint_scale)
+
+
+def _vectors_bytes(counts: ParamCounts, fmt: WeightFormat) -> float:
+    """Norms, biases and routers (never quantized by a weight-only format)."""
+    return (counts.small + counts.router) * _or(fmt.small_bytes, fmt.other_bytes)
 
 
 def linear_bytes_per_gpu(spec: ModelSpec, fmt: WeightFormat, n: int) -> float:
