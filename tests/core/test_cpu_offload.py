@@ -70,3 +70,62 @@ def test_the_command_line_json_and_launch_flag_follow_the_declaration() -> None:
     assert "--cpu-offload-gb 20" in data["launch"]["vllm"]["command"]
     refused = run_in_process("fit", MODEL, "--cpu-offload-gb", "-1")
     assert refused.code == 2 and "--cpu-offload-gb" in refused.stderr
+
+
+def _catalog_specs() -> list[tuple[str, object]]:
+    from gpusize.core.parse import parse_config
+    from gpusize.sources.catalog import Catalogs
+
+    specs = []
+    for entry in Catalogs.with_env().models():
+        try:
+            specs.append((entry.name, parse_config(entry.config)))
+        except InputError:  # a config the parser refuses says so elsewhere (tests/sources)
+            continue
+    return specs
+
+
+@pytest.mark.parametrize("dtype", ["auto", "fp8"])
+def test_the_layers_embeddings_and_head_are_the_whole_weights(dtype: str) -> None:
+    """The per-layer bytes that `--cpu-offload-gb` (and llama.cpp's `-ngl`) move are the weights' own
+    accounting, role by role: with the token embedding and the output head they sum to
+    `weights_bytes` (less the vision tower and the rope table, which no layer holds) for every bundled
+    model, mixed formats included (FP4 experts beside FP8 attention, NVFP4 heads, MXFP4 padding)."""
+    from gpusize.core.weights import weights_bytes
+    from gpusize.core.weights.per_gpu import rope_cache_bytes
+
+    checked = 0
+    for name, spec in _catalog_specs():
+        try:
+            work = workload(spec, 1024, dtype=dtype)
+        except InputError:  # a dtype this model's checkpoint cannot take, or a context it refuses
+            continue
+        fmt = work.weights
+        stored = estimated_layers(spec, fmt)
+        parts = (
+            sum(stored.layer_bytes)
+            + stored.token_embd_bytes
+            + (stored.output_bytes if spec.params.lm_head else 0)
+        )
+        whole = (
+            weights_bytes(spec, fmt, 1) - spec.params.vision * fmt.other_bytes - rope_cache_bytes(spec, fmt)
+        )
+        assert parts == pytest.approx(whole, rel=1e-4, abs=1024), (name, fmt.name)
+        checked += 1
+    assert checked > 150
+
+
+def test_offloading_everything_leaves_the_embeddings_and_head() -> None:
+    """DeepSeek-V4-Flash (FP8 attention, FP4 experts) with 200 GiB offloaded on one RTX4090: every
+    decoder layer moves, the embeddings and head stay. One `linear_bytes` for every role made its
+    layers 1.5x its FP4 experts, and the GPU's weights came out at -54.1 GiB."""
+    spec = catalog_spec("DeepSeek-V4-Flash")
+    work = workload(spec, 8192, cpu_offload_gb=200)
+    gpu = find_gpu("RTX4090")
+    fit = engine("vllm").evaluate(spec, gpu, 1, work)
+    stored = estimated_layers(spec, work.weights)
+    assert offloaded_bytes(spec, work, 1) == sum(stored.layer_bytes) < 200 * GIB
+    from gpusize.core.weights import weights_bytes
+
+    left = weights_bytes(spec, work.weights, 1) - sum(stored.layer_bytes)
+    assert fit.fits and fit.per_gpu.weights_bytes == left >= stored.token_embd_bytes + stored.output_bytes

@@ -109,6 +109,23 @@ def _replicated_kv_weights(spec: ModelSpec, tp: int) -> float:
     return extra
 
 
+def _layer_bytes(spec: ModelSpec, layer: LayerSpec, fmt: WeightFormat) -> int:
+    """Bytes of one decoder layer in `fmt`, each role at its own width as `weights_bytes` counts it (a
+    checkpoint with FP4 experts beside FP8 attention, DeepSeek-V4's, stores its experts at half a
+    byte: one `linear_bytes` for every role put DeepSeek-V4-Flash's layers above its whole weights, and
+    `--cpu-offload-gb 200` then left it negative weights on the GPU). Experts padded as the kernel
+    stores them whole (gpt-oss's MXFP4)."""
+    counts = layer_params(spec, layer)
+    linear = (
+        counts.attention * fmt.role_bytes("attention")
+        + counts.mlp * fmt.role_bytes("mlp")
+        + counts.experts * _expert_padding(spec, fmt, 1) * fmt.role_bytes("experts")
+        + counts.shared_experts * fmt.role_bytes("shared_experts")
+    )
+    small = (counts.small + counts.router) * _or(fmt.small_bytes, fmt.other_bytes)
+    return int((linear + small) * fmt.checkpoint_scale)
+
+
 def linear_bytes_per_gpu(spec: ModelSpec, fmt: WeightFormat, n: int) -> float:
     """A cheap lower bound of what one of `n` GPUs holds: the linear weights alone, split n ways. Above
     a GPU's memory it rules a plan out before sizing it (`which`, fix suggestions)."""
@@ -135,9 +152,8 @@ def estimated_layers(spec: ModelSpec, fmt: WeightFormat) -> StoredLayers:
         return StoredLayers(blocks, embd, output)
     sizes: dict[LayerSpec, int] = {}  # identical layers (one object per kind) counted once
     for layer, _ in spec.layer_counts:
-        counts = layer_params(spec, layer)
-        sizes[layer] = int(counts.linear * fmt.linear_bytes + counts.small * fmt.other_bytes)
+        sizes[layer] = _layer_bytes(spec, layer, fmt)
     layers = [sizes[layer] for layer in spec.layers]
-    embd = int(spec.params.embedding * fmt.other_bytes)
-    output = int(spec.params.lm_head * fmt.other_bytes) or embd
+    embd = int(spec.params.embedding * _or(fmt.embedding_bytes, fmt.other_bytes))
+    output = int(spec.params.lm_head * _or(fmt.lm_head_bytes, fmt.other_bytes)) or embd
     return StoredLayers(tuple(layers), embd, output)
