@@ -143,12 +143,7 @@ def _field_names(cls: type) -> dict[str, None] | None:
     None for any other class."""
     own = vars(cls)  # the class itself a dataclass (not a subclass of one), making its own __init__
     params = own.get("__dataclass_params__")
-    if (
-        params is None
-        or not params.init
-        or "__post_init__" in dir(cls)
-        or "__slots__" in own
-    ):
+    if params is None or not params.init or "__post_init__" in dir(cls) or "__slots__" in own:
         return None
     declared = dataclasses.fields(cls)  # the fields proper (no InitVar or ClassVar pseudo-fields)
     if len(declared) != len(own["__dataclass_fields__"]) or not all(f.init for f in declared):

@@ -362,8 +362,7 @@ def compare(
     layouts = [evaluate_layout(spec, gpu, r, tp, work, demand, host_gbps) for r, tp in layouts_for(num_gpus)]
     # `replaced`: what replace makes, a tenth of quote over 1,000 GPU types faster
     return [
-        replace(x, meets_targets=x.fits and aim.met_by(x.per_request_tokens_per_s, x.ttft_s))
-        for x in layouts
+        replace(x, meets_targets=x.fits and aim.met_by(x.per_request_tokens_per_s, x.ttft_s)) for x in layouts
     ]
 
 
