@@ -283,9 +283,10 @@ def test_the_gptoss_misses_are_the_sources_ttft_and_the_fitted_moe_step() -> Non
     # the same in the collocated baseline
     ids = [r["id"] for r in _records() if r["id"].startswith("rayserve-vllm-gptoss120b")]
     assert len(ids) == 4
+    ttft_misses = 0
     for record_id in ids:
         record = _record(record_id)
-        assert "ttft" in [m.split(":")[0] for m in _misses(record)]
+        ttft_misses += "ttft" in [m.split(":")[0] for m in _misses(record)]
         got = _predicted(record)
         assert got.ttft_s is not None and record["figures"]["ttft_s"] / got.ttft_s > 2.4
         if "baseline" in record:
@@ -293,6 +294,9 @@ def test_the_gptoss_misses_are_the_sources_ttft_and_the_fitted_moe_step() -> Non
             replicas, tp = int(layout[0]), int(layout.split("TP=")[1].split()[0])
             agg = _aggregated(record, replicas * tp, tp)
             assert agg.ttft_s is not None and record["baseline"]["ttft_s"] / agg.ttft_s > 1.9
+    # every TTFT is 2.4x+ the prediction; the c8 record's 2.46x lies inside the wide range of vLLM
+    # MoE at 8-31 in flight (widened by the small-expert records), the other three outside theirs
+    assert ttft_misses == 3
     c4 = _record("rayserve-vllm-gptoss120b-h100-1xtp4-1xtp4-c4")
     c32 = _record("rayserve-vllm-gptoss120b-h100-1xtp4-1xtp4-c32")
     fit_growth = _predicted(c4).per_request_tokens_per_s / _predicted(c32).per_request_tokens_per_s
