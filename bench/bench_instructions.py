@@ -26,6 +26,7 @@ COMMANDS = {
     "which": ["which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k", "-q"],
     "serve": ["serve", "Qwen3-32B", "--gpu", "H100", "--users", "20", "-q"],
     "quote": ["quote", "Llama-3.3-70B", "--ctx", "32k", "-q"],
+    "models": ["models", "-q"],
     "train 128k": ["train", "Qwen3-8B", "--method", "full", "--seq", "128k", "-q"],
 }
 BARE = ["-c", "import typer, rich, pydantic, yaml"]
