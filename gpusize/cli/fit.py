@@ -42,7 +42,7 @@ __all__ = ["fit"]
 def fit(
     model: Model,
     *,
-    ctx: Ctx = "8k",
+    ctx: Ctx = None,
     batch: Batch = 1,
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",

@@ -24,7 +24,9 @@ __all__ = [
     "AcceptanceRate",
     "Batch",
     "BestEffort",
+    "CatalogCtx",
     "Ctx",
+    "DEFAULT_CONTEXT_TOKENS",
     "Disaggregate",
     "Dtype",
     "Format",
@@ -101,15 +103,24 @@ Model = Annotated[
         autocompletion=complete_model,
     ),
 ]
+#: The context a model is sized at when --ctx is not given (fit, serve, quote): this, or the model's
+#: max_position_embeddings where that is shorter (an engine refuses a context past it: vLLM's
+#: "User-specified max_model_len ... is greater than the derived max_model_len").
+DEFAULT_CONTEXT_TOKENS = 8192
+#: The context option's names (vLLM's and Ollama's spellings beside gpusize's own).
+CTX_FLAGS = ("--ctx", "--max-model-len", "--context-length")
+CTX_HELP = "Context length per sequence: 8192, 32k, 128k, 1m (k = 1024)"
 Ctx = Annotated[
-    str,
+    str | None,
     Option(
-        "--ctx",
-        "--max-model-len",
-        "--context-length",
-        help="Context length per sequence: 8192, 32k, 128k, 1m (k = 1024).",
+        *CTX_FLAGS,
+        help=f"{CTX_HELP}; default 8k, or the model's max_position_embeddings where that is shorter.",
+        show_default=False,
     ),
 ]
+#: `which`'s context: one for every model of the catalog (a model whose positions stop short of it
+#: does not fit, and says so).
+CatalogCtx = Annotated[str, Option(*CTX_FLAGS, help=f"{CTX_HELP}.")]
 Batch = Annotated[int, Option("--batch", help="Concurrent sequences at full context.")]
 Dtype = Annotated[
     str,

@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from gpusize.cli.options import EngineValues
+from gpusize.cli.options import DEFAULT_CONTEXT_TOKENS, EngineValues
 from gpusize.cli.output import warn, write_stderr
 from gpusize.core.engines import engine, runs_on
 from gpusize.core.engines import prepare as prepare_workload
@@ -260,7 +260,7 @@ def rope_scaled(spec: ModelSpec, rope: str | None) -> ModelSpec:
 def request(
     resolved: ResolvedModel,
     spec: ModelSpec,
-    ctx: str,
+    ctx: str | None,
     engine_values: EngineValues,
     *,
     batch: int = 1,
@@ -284,7 +284,7 @@ def request(
     settings = engine_settings(engine_values, default)
     engine_on_devices(settings.name, devices)
     return Request(
-        context_tokens=parse_tokens(ctx),
+        context_tokens=context_tokens(ctx, spec),
         batch=parse_count(batch, "--batch", 1 << 16),
         dtype=weight,
         kv_dtype=kv_dtype.strip().lower(),  # the engine checks it (llama.cpp has its own names)
@@ -297,6 +297,22 @@ def request(
         reserved_bytes=reserved_bytes(reserved_mib),
         load_quantization=load_quantization(spec, quantization, weight),
     )
+
+
+def context_tokens(ctx: str | None, spec: ModelSpec) -> int:
+    """--ctx in tokens; not given, DEFAULT_CONTEXT_TOKENS, or the model's max_position_embeddings
+    where that is shorter (said on stderr): the default is gpusize's, and sizing it past the model
+    would only repeat the engine's refusal of a context the user never asked for."""
+    if ctx is not None:
+        return parse_tokens(ctx)
+    longest = spec.max_position_embeddings
+    if longest and longest < DEFAULT_CONTEXT_TOKENS:
+        warn(
+            f"--ctx not given: sized at {longest:,} tokens, the model's max_position_embeddings "
+            f"(the default, {DEFAULT_CONTEXT_TOKENS:,}, is past it); pass --ctx to choose"
+        )
+        return longest
+    return DEFAULT_CONTEXT_TOKENS
 
 
 def _devices(names: Sequence[str | None], cats: Catalogs | None) -> list[GpuSpec]:

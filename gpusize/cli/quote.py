@@ -55,7 +55,7 @@ FORMATS = ("table", "markdown", "csv", "json", "html")
 def quote(
     model: Model,
     *,
-    ctx: Ctx = "8k",
+    ctx: Ctx = None,
     users: int | None = Option(None, "--users", help="Concurrent users to serve."),
     prefix_hit_rate: PrefixHitRate = 0.0,
     utilization_hours: float = Option(

@@ -49,7 +49,7 @@ __all__ = ["serve"]
 def serve(
     model: Model,
     *,
-    ctx: Ctx = "8k",
+    ctx: Ctx = None,
     users: int | None = Option(None, "--users", help="Concurrent users (sequences in flight)."),
     rps: float | None = Option(None, "--rps", help="Requests per second (instead of --users)."),
     prompt: str = Option("1k", "--prompt-tokens", help="Prompt length per request (with --rps, TTFT)."),

@@ -8,7 +8,7 @@ from gpusize.cli import prepare
 from gpusize.cli.declare import Option, command
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
-    Ctx,
+    CatalogCtx,
     Dtype,
     EngineValues,
     GpuCount,
@@ -40,7 +40,7 @@ def which(
     gpu: GpuName = None,
     *,
     gpus: GpuCount = 1,
-    ctx: Ctx = "8k",
+    ctx: CatalogCtx = "8k",
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
     engine_values: EngineValues,
