@@ -27,6 +27,8 @@ COMMANDS = {
     "serve": ["serve", "Qwen3-32B", "--gpu", "H100", "--users", "20", "-q"],
     "quote": ["quote", "Llama-3.3-70B", "--ctx", "32k", "-q"],
     "models": ["models", "-q"],
+    "train": ["train", "Qwen3-8B", "--method", "full", "-q"],
+    "train lora": ["train", "Qwen3-8B", "--method", "lora", "--gpu", "H100", "-q"],
     "train 128k": ["train", "Qwen3-8B", "--method", "full", "--seq", "128k", "-q"],
 }
 BARE = ["-c", "import typer, rich, pydantic, yaml"]
