@@ -91,9 +91,10 @@ def _reader_went_away() -> bool:
 
 def run_command(argv: list[str] | None, command: Callable[..., Any] | None = None) -> int:
     """Run one command line: bound by `cli.bind` where it is plain, else parsed by `command` (the click
-    command built from the typer app once, which batch rows reuse) or by the typer app."""
+    command built from the typer app once, which batch rows and the library reuse: their lines are
+    never a shell's completion) or by the typer app."""
     try:
-        bound = bind(argv) if argv is not None else None
+        bound = bind(argv, from_shell=command is None) if argv is not None else None
         result = bound() if bound is not None else (command or typer_app())(args=argv, standalone_mode=False)
     except GpusizeError as exc:
         return fail(str(exc), exc.hint)

@@ -86,9 +86,11 @@ class _Unmodelled(Exception):
 _TABLES: dict[Callable[..., Any], _Table | None] = {}
 
 
-def bind(argv: list[str]) -> Bound | None:
-    """`argv` bound to its registered command, or None: typer parses it (see the module's docstring)."""
-    if not argv or _completing():
+def bind(argv: list[str], from_shell: bool = True) -> Bound | None:
+    """`argv` bound to its registered command, or None: typer parses it (see the module's docstring).
+    `from_shell`: the process's own command line, which a shell's completion may be asking about; a
+    batch row or a library call never is (the environment scan is 4% of a batch row)."""
+    if not argv or (from_shell and _completing()):
         return None
     found = COMMANDS_DECLARED.get(argv[0])
     if found is None:

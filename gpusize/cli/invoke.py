@@ -117,7 +117,7 @@ def report_of(argv: list[str]) -> Any:
     (an unknown option, a bad number) is raised as UsageError."""
     with capture() as got:
         try:
-            bound = bind(argv)
+            bound = bind(argv, from_shell=False)
             if bound is not None:
                 bound()
             else:

@@ -162,6 +162,8 @@ def test_completion_is_left_to_typer(monkeypatch: pytest.MonkeyPatch) -> None:
     assert bind(["fit", "Qwen3-8B"]) is not None
     monkeypatch.setenv("_GPUSIZE_COMPLETE", "complete_bash")
     assert bind(["fit", "Qwen3-8B"]) is None
+    # a batch row or a library call is never a shell's completion: bound all the same
+    assert bind(["fit", "Qwen3-8B"], from_shell=False) is not None
 
 
 def test_switches_are_the_flags_typer_builds() -> None:
