@@ -465,18 +465,30 @@ MOE_KERNEL_FIT = {
 }
 
 
-def use_moe_kernel() -> None:
-    """Switch this process to the tried MoE model: the vLLM decode stage fits the kernel's times in
-    place of `expert_s` (set to 0), and the constants are those of its full fit (MOE_KERNEL_FIT)."""
+def _expert_cost_fitted_as(replacement: tuple[str, ...]) -> None:
+    """The fitted stages with `vllm.expert_s` replaced by the constants of a tried expert model."""
     global STAGES
     STAGES = tuple(
         (
             engines,
             classes,
-            tuple(n for name in names for n in (MOE_KERNEL_NAMES if name == "vllm.expert_s" else (name,))),
+            tuple(n for name in names for n in (replacement if name == "vllm.expert_s" else (name,))),
         )
         for engines, classes, names in STAGES
     )
+
+
+def _refit(model: str) -> None:
+    """Fit the tried `model` from START and print its constants (stderr)."""
+    print(f"# fitting the {model} expert model from START", file=sys.stderr)
+    for name, value in fit().items():
+        print(f"# {name} = {rounded(value)}", file=sys.stderr)
+
+
+def use_moe_kernel() -> None:
+    """Switch this process to the tried MoE model: the vLLM decode stage fits the kernel's times in
+    place of `expert_s` (set to 0), and the constants are those of its full fit (MOE_KERNEL_FIT)."""
+    _expert_cost_fitted_as(MOE_KERNEL_NAMES)
     set_constant("vllm.expert_s", 0.0)
     for name, value in MOE_KERNEL_FIT.items():
         set_constant(name, value)
@@ -492,21 +504,11 @@ EXPERT_BYTES_NAMES = ("vllm.expert_byte_s",)
 
 def use_expert_bytes(keep_floor: bool) -> None:
     """Switch this process to the tried per-byte expert model and fit it from START."""
-    global STAGES
     extra = ("vllm.expert_s", *EXPERT_BYTES_NAMES) if keep_floor else EXPERT_BYTES_NAMES
-    STAGES = tuple(
-        (
-            engines,
-            classes,
-            tuple(n for name in names for n in (extra if name == "vllm.expert_s" else (name,))),
-        )
-        for engines, classes, names in STAGES
-    )
+    _expert_cost_fitted_as(extra)
     if not keep_floor:
         set_constant("vllm.expert_s", 0.0)
-    print("# fitting the per-byte expert model from START", file=sys.stderr)
-    for name, value in fit().items():
-        print(f"# {name} = {rounded(value)}", file=sys.stderr)
+    _refit("per-byte")
 
 
 #: The tried per-block expert model (bench/VALIDATION.md), `--expert-blocks`: beside the fixed
@@ -527,21 +529,11 @@ EXPERT_BLOCK_PINNED_S = 5e-8
 def use_expert_blocks(pinned: bool = False) -> None:
     """Switch this process to the tried per-block expert model and fit it from START (`pinned`:
     expert_block_s held at EXPERT_BLOCK_PINNED_S, not fitted)."""
-    global STAGES
     names_in = EXPERT_BLOCKS_NAMES[:1] if pinned else EXPERT_BLOCKS_NAMES
-    STAGES = tuple(
-        (
-            engines,
-            classes,
-            tuple(n for name in names for n in (names_in if name == "vllm.expert_s" else (name,))),
-        )
-        for engines, classes, names in STAGES
-    )
+    _expert_cost_fitted_as(names_in)
     if pinned:
         set_constant("vllm.expert_block_s", EXPERT_BLOCK_PINNED_S)
-    print("# fitting the per-block expert model from START", file=sys.stderr)
-    for name, value in fit().items():
-        print(f"# {name} = {rounded(value)}", file=sys.stderr)
+    _refit("per-block")
 
 
 #: The tried per-weight expert model (bench/VALIDATION.md), `--expert-size`: beside the fixed
@@ -553,18 +545,8 @@ EXPERT_SIZE_NAMES = ("vllm.expert_s", "vllm.expert_weight_s")
 
 def use_expert_size() -> None:
     """Switch this process to the tried per-weight expert model and fit it from START."""
-    global STAGES
-    STAGES = tuple(
-        (
-            engines,
-            classes,
-            tuple(n for name in names for n in (EXPERT_SIZE_NAMES if name == "vllm.expert_s" else (name,))),
-        )
-        for engines, classes, names in STAGES
-    )
-    print("# fitting the per-weight expert model from START", file=sys.stderr)
-    for name, value in fit().items():
-        print(f"# {name} = {rounded(value)}", file=sys.stderr)
+    _expert_cost_fitted_as(EXPERT_SIZE_NAMES)
+    _refit("per-weight")
 
 
 #: The tried tuned-config model (bench/VALIDATION.md), `--moe-config`: the per-routed-expert cost takes
@@ -599,19 +581,10 @@ def record_release(rid: str) -> str | None:
 
 def use_moe_config() -> None:
     """Switch this process to the tried tuned-config model and fit it from START."""
-    global STAGES, USE_MOE_CONFIG
+    global USE_MOE_CONFIG
     USE_MOE_CONFIG = True
-    STAGES = tuple(
-        (
-            engines,
-            classes,
-            tuple(n for name in names for n in (MOE_CONFIG_NAMES if name == "vllm.expert_s" else (name,))),
-        )
-        for engines, classes, names in STAGES
-    )
-    print("# fitting the tuned-config expert model from START", file=sys.stderr)
-    for name, value in fit().items():
-        print(f"# {name} = {rounded(value)}", file=sys.stderr)
+    _expert_cost_fitted_as(MOE_CONFIG_NAMES)
+    _refit("tuned-config")
 
 
 #: The tried PCIe all-reduce model (bench/VALIDATION.md, "Tried: NCCL's PCIe latency"), `--nccl-pcie`:
