@@ -163,6 +163,13 @@ def _load_flags(use: dict[str, Any]) -> list[str]:
     ]
 
 
+def _disaggregated(args: list[str]) -> Any:
+    """The `disaggregated` object of `serve ... --disaggregate --json` (the command answered)."""
+    out = run_in_process(*args)
+    assert out.code in (0, 1), out.stderr
+    return json.loads(out.stdout)["disaggregated"]
+
+
 def test_serve_disaggregate_plans_and_compares_the_published_configuration() -> None:
     record = _record("triton-distributed-llama70b-fp8-h100-4xtp2-1xtp8")
     use = record["use"]
@@ -183,9 +190,7 @@ def test_serve_disaggregate_plans_and_compares_the_published_configuration() -> 
         "--disaggregate",
         "--json",
     ]
-    out = run_in_process(*args)
-    assert out.code in (0, 1), out.stderr
-    split = json.loads(out.stdout)["disaggregated"]
+    split = _disaggregated(args)
     assert split is not None
     pools = split["prefill"], split["decode"]
     assert sum(p["instances"] * p["tensor_parallel"] for p in pools) == 16
@@ -329,9 +334,7 @@ def test_serve_disaggregate_plans_and_compares_a_reproduced_configuration() -> N
         "--disaggregate",
         "--json",
     ]
-    out = run_in_process(*args)
-    assert out.code in (0, 1), out.stderr
-    split = json.loads(out.stdout)["disaggregated"]
+    split = _disaggregated(args)
     assert split is not None and split["holds_load"]
     pools = split["prefill"], split["decode"]
     assert sum(p["instances"] * p["tensor_parallel"] for p in pools) == gpus
