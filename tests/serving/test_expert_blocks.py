@@ -5,15 +5,10 @@ fused_moe grid that shrinks with tensor parallelism down to one block)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from gpusize.serving import calibrated, throughput
-from gpusize.sources.catalog import find_gpu
-from tests.helpers import catalog_spec, workload
-
-H200 = find_gpu("H200-SXM")
+from tests.helpers import catalog_spec, qwen3_next_step_gains, workload
 
 
 @pytest.mark.parametrize(
@@ -52,18 +47,11 @@ def test_off_in_the_published_constants_and_adds_blocks_times_runs(monkeypatch: 
     of the blocks: the TP=2 step gains four times what the TP=8 step does."""
     assert all(speed.expert_block_s == 0.0 for speed in calibrated.ENGINE_SPEED.values())
     spec = catalog_spec("Qwen3-Next-80B-A3B-Instruct")
-    work = workload(spec, 4096, engine_name="sglang")
-    base = calibrated.engine_speed("sglang")
-    before = {tp: throughput.decode_step(spec, work, H200, tp, 8, 3000) for tp in (2, 8)}
-    monkeypatch.setitem(calibrated.ENGINE_SPEED, "sglang", replace(base, expert_block_s=5e-8))
-    after = {tp: throughput.decode_step(spec, work, H200, tp, 8, 3000) for tp in (2, 8)}
     runs = 512 * throughput.experts_touched(spec, 8) * 48
-    gained = {}
-    for tp in (2, 8):
-        b, a = before[tp], after[tp]
-        assert b is not None and a is not None
-        gained[tp] = a.step_s - b.step_s
-        assert a.fixed_s - b.fixed_s == pytest.approx(gained[tp])
+    gains = qwen3_next_step_gains(monkeypatch, expert_block_s=5e-8)
+    gained = {tp: step for tp, (step, _) in gains.items()}
+    for step, fixed in gains.values():
+        assert fixed == pytest.approx(step)
     assert gained[2] == pytest.approx(5e-8 * 16 * runs)
     assert gained[2] == pytest.approx(4 * gained[8])
 

@@ -5,15 +5,10 @@ every tensor-parallel size."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from gpusize.serving import calibrated, throughput
-from gpusize.sources.catalog import find_gpu
-from tests.helpers import catalog_spec, workload
-
-H200 = find_gpu("H200-SXM")
+from tests.helpers import catalog_spec, qwen3_next_step_gains
 
 
 @pytest.mark.parametrize(
@@ -35,17 +30,10 @@ def test_off_in_the_published_constants_and_the_same_at_every_tp(monkeypatch: py
     3 x 2048 x 512 weights x 74.74 touched experts x 48 MoE layers more, at TP=2 as at TP=8."""
     assert all(speed.expert_weight_s == 0.0 for speed in calibrated.ENGINE_SPEED.values())
     spec = catalog_spec("Qwen3-Next-80B-A3B-Instruct")
-    work = workload(spec, 4096, engine_name="sglang")
-    base = calibrated.engine_speed("sglang")
-    before = {tp: throughput.decode_step(spec, work, H200, tp, 8, 3000) for tp in (2, 8)}
-    monkeypatch.setitem(calibrated.ENGINE_SPEED, "sglang", replace(base, expert_weight_s=1e-13))
-    after = {tp: throughput.decode_step(spec, work, H200, tp, 8, 3000) for tp in (2, 8)}
     runs = 512 * throughput.experts_touched(spec, 8) * 48
-    for tp in (2, 8):
-        b, a = before[tp], after[tp]
-        assert b is not None and a is not None
-        assert a.step_s - b.step_s == pytest.approx(1e-13 * 3 * 2048 * 512 * runs)
-        assert a.fixed_s - b.fixed_s == pytest.approx(a.step_s - b.step_s)
+    for step, fixed in qwen3_next_step_gains(monkeypatch, expert_weight_s=1e-13).values():
+        assert step == pytest.approx(1e-13 * 3 * 2048 * 512 * runs)
+        assert fixed == pytest.approx(step)
 
 
 def test_tried_stage_fits_both_costs(monkeypatch: pytest.MonkeyPatch) -> None:
