@@ -538,7 +538,7 @@ def use_expert_blocks(pinned: bool = False) -> None:
 
 #: The tried per-weight expert model (bench/VALIDATION.md), `--expert-size`: beside the fixed
 #: per-routed-expert cost `expert_s`, `expert_weight_s` per weight of the whole expert
-#: (`throughput.expert_weights`: a cost that grows with the expert's size, the same at every TP),
+#: (`core.params.routed_expert_params`: a cost that grows with the expert's size, the same at every TP),
 #: both fitted in the vLLM decode stage from START (SGLang and Transformers inherit them).
 EXPERT_SIZE_NAMES = ("vllm.expert_s", "vllm.expert_weight_s")
 

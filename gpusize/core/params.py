@@ -17,7 +17,13 @@ from dataclasses import replace
 from gpusize.core.kinds import mixer_kind
 from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 
-__all__ = ["ATTN_RES_LAYER_VECTORS", "ATTN_RES_MODEL_VECTORS", "count_params", "layer_params"]
+__all__ = [
+    "ATTN_RES_LAYER_VECTORS",
+    "ATTN_RES_MODEL_VECTORS",
+    "count_params",
+    "layer_params",
+    "routed_expert_params",
+]
 
 #: Kimi-K3 attention residuals (vLLM vllm/models/kimi_k3/nvidia/model.py `KimiDecoderLayer`, read at
 #: vllm-project/vllm commit 006193b5 and in every wheel from 0.27.0 to 0.33.0): per layer two RMSNorms
@@ -74,6 +80,16 @@ def _mlp_weights(spec: ModelSpec, width: int) -> tuple[int, int]:
     return 2 * h * width, (width + h) * spec.mlp_bias
 
 
+def routed_expert_params(spec: ModelSpec) -> int:
+    """Linear weights of one routed expert, whole (every TP rank's slice together): gate, up and down
+    (no gate for Nemotron-H's relu2 experts) between the width it reads and writes (the hidden size,
+    or the latent one of a latent MoE) and moe_intermediate_size. 0 for a dense model."""
+    moe = spec.moe
+    if moe is None:
+        return 0
+    return (3 if moe.gated else 2) * (moe.latent_size or spec.hidden_size) * moe.moe_intermediate_size
+
+
 def _ffn_params(spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
     if layer.ffn == "dense":
         weights, bias = _mlp_weights(spec, layer.intermediate_size)
@@ -83,8 +99,7 @@ def _ffn_params(spec: ModelSpec, layer: LayerSpec) -> ParamCounts:
     assert spec.moe is not None
     moe, h = spec.moe, spec.hidden_size
     mats = 3 if moe.gated else 2  # gate, up, down; Nemotron-H's relu2 experts have no gate
-    width_in = moe.latent_size or h  # latent MoE: experts read and write the latent space
-    per_expert = mats * width_in * moe.moe_intermediate_size
+    per_expert = routed_expert_params(spec)
     expert_bias = (2 * moe.moe_intermediate_size + h) * moe.expert_bias
     router = h * moe.num_experts + moe.num_experts * (moe.router_bias + moe.score_correction_bias)
     router += h * moe.shared_expert_gate

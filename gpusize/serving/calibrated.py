@@ -92,7 +92,7 @@ class EngineSpeed:
     #: the published constants.
     expert_block_s: float = 0.0
     #: Seconds per weight of a routed expert run, the whole expert (all TP ranks: gate, up and down,
-    #: `throughput.expert_weights`), beside `expert_s`: a per-expert cost that grows with the expert's
+    #: `core.params.routed_expert_params`), beside `expert_s`: a per-expert cost that grows with the expert's
     #: size and not with its slice on one GPU (the measured Qwen3-Next steps are TP-independent).
     #: Tried (`bench/calibrate_throughput.py --expert-size`), not adopted (bench/VALIDATION.md), so
     #: zero in the published constants.

@@ -26,6 +26,7 @@ from __future__ import annotations
 from gpusize.core import kvcache
 from gpusize.core.engines import engine
 from gpusize.core.gpu import PCIE_GBPS, GpuSpec
+from gpusize.core.params import routed_expert_params
 from gpusize.core.spec import ModelSpec
 from gpusize.core.speculative import (
     draft_format,
@@ -56,7 +57,6 @@ __all__ = [
     "decode_step",
     "decode_weight_bytes",
     "expert_column_blocks",
-    "expert_weights",
     "experts_touched",
     "host_copy_s",
     "kv_read_bytes",
@@ -400,16 +400,6 @@ def expert_column_blocks(spec: ModelSpec, work: Workload, tp: int, sequences: in
     return _cdiv(gate_up, block_n)
 
 
-def expert_weights(spec: ModelSpec) -> int:
-    """Weights of one routed expert, whole (every TP rank's slice together): (3 if gated else 2) x
-    the width it reads and writes (hidden, or the latent) x moe_intermediate_size, as
-    `core.params` counts them. 0 when dense."""
-    moe = spec.moe
-    if moe is None:
-        return 0
-    return (3 if moe.gated else 2) * (moe.latent_size or spec.hidden_size) * moe.moe_intermediate_size
-
-
 def expert_run_s(
     spec: ModelSpec, work: Workload, gpu: GpuSpec, tp: int, speed: calibrated.EngineSpeed, sequences: int = 1
 ) -> float:
@@ -424,7 +414,7 @@ def expert_run_s(
         else 0.0
     )
     if speed.expert_weight_s:  # the tried per-weight expert cost (zero in the published constants)
-        blocks += speed.expert_weight_s * expert_weights(spec)
+        blocks += speed.expert_weight_s * routed_expert_params(spec)
     if not speed.expert_tuned_s or spec.moe is None:
         return speed.expert_s + blocks
     # start-up: the shipped config list is read only by the tried tuned-config model

@@ -1,5 +1,5 @@
 """The tried per-weight expert cost (`--expert-size`, not adopted: bench/VALIDATION.md): beside the
-fixed `expert_s`, `expert_weight_s` per weight of the whole routed expert (throughput.expert_weights:
+fixed `expert_s`, `expert_weight_s` per weight of the whole routed expert (core.params.routed_expert_params:
 gate, up and down over every TP rank), a cost that grows with the expert's size and is the same at
 every tensor-parallel size."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpusize.core import params
 from gpusize.serving import calibrated, throughput
 from tests.helpers import catalog_spec, qwen3_next_step_gains
 
@@ -22,7 +23,7 @@ from tests.helpers import catalog_spec, qwen3_next_step_gains
     ],
 )
 def test_expert_weights_are_the_whole_expert(model: str, weights: int) -> None:
-    assert throughput.expert_weights(catalog_spec(model)) == weights
+    assert params.routed_expert_params(catalog_spec(model)) == weights
 
 
 def test_off_in_the_published_constants_and_the_same_at_every_tp(monkeypatch: pytest.MonkeyPatch) -> None:
