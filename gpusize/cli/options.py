@@ -26,6 +26,7 @@ __all__ = [
     "BestEffort",
     "CatalogCtx",
     "Ctx",
+    "DEFAULT_CONTEXT",
     "DEFAULT_CONTEXT_TOKENS",
     "Disaggregate",
     "Dtype",
@@ -107,6 +108,8 @@ Model = Annotated[
 #: max_position_embeddings where that is shorter (an engine refuses a context past it: vLLM's
 #: "User-specified max_model_len ... is greater than the derived max_model_len").
 DEFAULT_CONTEXT_TOKENS = 8192
+#: The same, as --ctx spells it (`which`'s default and the help).
+DEFAULT_CONTEXT = f"{DEFAULT_CONTEXT_TOKENS // 1024}k"
 #: The context option's names (vLLM's and Ollama's spellings beside gpusize's own).
 CTX_FLAGS = ("--ctx", "--max-model-len", "--context-length")
 CTX_HELP = "Context length per sequence: 8192, 32k, 128k, 1m (k = 1024)"
@@ -114,7 +117,8 @@ Ctx = Annotated[
     str | None,
     Option(
         *CTX_FLAGS,
-        help=f"{CTX_HELP}; default 8k, or the model's max_position_embeddings where that is shorter.",
+        help=f"{CTX_HELP}; default {DEFAULT_CONTEXT}, or the model's max_position_embeddings where that "
+        "is shorter.",
         show_default=False,
     ),
 ]

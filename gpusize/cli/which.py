@@ -8,6 +8,7 @@ from gpusize.cli import prepare
 from gpusize.cli.declare import Option, command
 from gpusize.cli.emit import answer
 from gpusize.cli.options import (
+    DEFAULT_CONTEXT,
     CatalogCtx,
     Dtype,
     EngineValues,
@@ -40,7 +41,7 @@ def which(
     gpu: GpuName = None,
     *,
     gpus: GpuCount = 1,
-    ctx: CatalogCtx = "8k",
+    ctx: CatalogCtx = DEFAULT_CONTEXT,
     dtype: Dtype = "auto",
     kv_dtype: KvDtype = "auto",
     engine_values: EngineValues,
