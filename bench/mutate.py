@@ -423,8 +423,8 @@ MUTANTS = [
         '        + counts.mlp * quant["mlp"]\n'
         "        + experts\n"
         '        + (counts.shared_experts - _latent_projections(spec)) * quant["shared_experts"]\n'
-        "        + counts.embedding * _or(fmt.embedding_bytes, fmt.other_bytes)\n"
-        "        + counts.lm_head * _or(fmt.lm_head_bytes, fmt.other_bytes)\n"
+        "        + counts.embedding * _per_embedding(fmt)\n"
+        "        + counts.lm_head * _per_lm_head(fmt)\n"
         "        + counts.vision * fmt.other_bytes\n"
         "    )\n"
         "    replicated = (\n"
@@ -433,8 +433,8 @@ MUTANTS = [
         '        + counts.mlp * quant["mlp"]\n'
         "        + experts\n"
         '        + (counts.shared_experts - _latent_projections(spec)) * quant["shared_experts"]\n'
-        "        + counts.embedding * _or(fmt.embedding_bytes, fmt.other_bytes)\n"
-        "        + counts.lm_head * _or(fmt.lm_head_bytes, fmt.other_bytes)\n"
+        "        + counts.embedding * _per_embedding(fmt)\n"
+        "        + counts.lm_head * _per_lm_head(fmt)\n"
         "        + counts.vision * fmt.other_bytes\n"
         "    )\n"
         "    replicated = (\n"

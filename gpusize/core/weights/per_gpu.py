@@ -53,8 +53,8 @@ def weights_bytes(
         + counts.mlp * quant["mlp"]
         + experts
         + (counts.shared_experts - _latent_projections(spec)) * quant["shared_experts"]
-        + counts.embedding * _or(fmt.embedding_bytes, fmt.other_bytes)
-        + counts.lm_head * _or(fmt.lm_head_bytes, fmt.other_bytes)
+        + counts.embedding * _per_embedding(fmt)
+        + counts.lm_head * _per_lm_head(fmt)
         + counts.vision * fmt.other_bytes
     )
     replicated = (
@@ -81,6 +81,16 @@ def _latent_projections(spec: ModelSpec) -> int:
 
 def _or(value: float | None, default: float) -> float:
     return default if value is None else value
+
+
+def _per_embedding(fmt: WeightFormat) -> float:
+    """Bytes per weight of the token embedding (a GGUF type's own, else the unquantized width)."""
+    return _or(fmt.embedding_bytes, fmt.other_bytes)
+
+
+def _per_lm_head(fmt: WeightFormat) -> float:
+    """Bytes per weight of the output head (a GGUF type's or an NVFP4 head's own, else unquantized)."""
+    return _or(fmt.lm_head_bytes, fmt.other_bytes)
 
 
 def _expert_padding(spec: ModelSpec, fmt: WeightFormat, tp: int) -> float:
@@ -158,6 +168,6 @@ def estimated_layers(spec: ModelSpec, fmt: WeightFormat) -> StoredLayers:
     for layer, _ in spec.layer_counts:
         sizes[layer] = _layer_bytes(spec, layer, fmt)
     layers = [sizes[layer] for layer in spec.layers]
-    embd = int(spec.params.embedding * _or(fmt.embedding_bytes, fmt.other_bytes))
-    output = int(spec.params.lm_head * _or(fmt.lm_head_bytes, fmt.other_bytes)) or embd
+    embd = int(spec.params.embedding * _per_embedding(fmt))
+    output = int(spec.params.lm_head * _per_lm_head(fmt)) or embd
     return StoredLayers(tuple(layers), embd, output)
