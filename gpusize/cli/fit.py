@@ -90,7 +90,7 @@ def fit(
         ),
     )
     where = prepare.targets(gpu, cats, gpus)
-    others = cats.gpus() if where.local_count is None else ()  # this machine's GPUs: no other type
+    others = prepare.all_gpus(cats) if where.local_count is None else ()  # this machine's GPUs: no other type
     report = build_fit_report(resolved, spec, work, where.gpus, gpus, where.max_count, nodes, others)
     answer(
         report,

@@ -157,6 +157,12 @@ def find_gpu(cats: Catalogs, name: str) -> GpuSpec:
     return _reused(("gpu", id(cats), name), lambda: cats.find_gpu(name))
 
 
+def all_gpus(cats: Catalogs) -> tuple[GpuSpec, ...]:
+    """`cats.gpus()`, read once per batch (each read checks the catalog files' identities: three
+    `stat` calls a row of a batch)."""
+    return _reused(("gpus", id(cats)), cats.gpus)
+
+
 def catalogs(models_files: list[str] | None, gpus_files: list[str] | None) -> Catalogs:
     key = ("catalogs", tuple(models_files or ()), tuple(gpus_files or ()))
     return _reused(key, lambda: _read_catalogs(models_files, gpus_files))
@@ -204,8 +210,15 @@ def _load_model(
 
 def engine_settings(values: EngineValues, default: EngineName = "vllm") -> EngineSettings:
     """The engine settings a command line gives, each checked against its declaration; `default` is
-    the engine when --engine is not given."""
-    return settings_from(values, default)
+    the engine when --engine is not given. Within a batch, equal values give the one settings value
+    (its hash, kept on it, is then computed once for every row that shares it, not once a row)."""
+    try:
+        # with each value's type: 1, 1.0 and True are equal keys, not equal command lines
+        key = ("settings", default, *sorted((k, type(v).__name__, v) for k, v in values.items()))
+        hash(key)
+    except TypeError:  # a value that is not hashable: read afresh
+        return settings_from(values, default)
+    return _reused(key, lambda: settings_from(values, default))
 
 
 def quantized_dtype(spec: ModelSpec, quantization: str | None, dtype: str) -> str:
@@ -394,7 +407,7 @@ def targets(name: str | None, cats: Catalogs, wanted: int | None = None) -> Targ
     """A catalog GPU, every catalog GPU (None), or `local`: this machine's GPUs, whose count bounds
     --gpus (asking for 8 on a machine with one is an error, not a plan)."""
     if not name:
-        return Targets(list(cats.gpus()), 8, None)
+        return Targets(list(all_gpus(cats)), 8, None)
     if name.strip().lower() != "local":
         gpu = find_gpu(cats, name)
         # a MIG slice: as many as one GPU holds, as replicas; a unified-memory machine: one

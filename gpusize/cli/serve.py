@@ -127,7 +127,7 @@ def serve(
     host = prepare.number(host_bandwidth, "--host-bandwidth", 0, 10_000)
     work = prepare.workload(spec, req)
     where = prepare.targets(gpu, cats, gpus)
-    others = cats.gpus() if where.local_count is None else ()  # this machine's GPUs: no other type
+    others = prepare.all_gpus(cats) if where.local_count is None else ()  # this machine's GPUs: no other type
     scope = Scope(gpus=(where.gpus[0],), others=others, count=gpus, max_count=where.max_count)
     if disaggregated and (engine(req.engine.name).splits_layers or engine(req.engine.name).budget is None):
         raise UsageError(

@@ -125,7 +125,7 @@ def train(
     cats = prepare.catalogs(models_file, gpus_file)
     resolved, spec = prepare.load_model(model, revision, best_effort, cats)
     where = prepare.targets(gpu, cats, count)
-    others = cats.gpus() if where.local_count is None else ()  # this machine's GPUs: no other type
+    others = prepare.all_gpus(cats) if where.local_count is None else ()  # this machine's GPUs: no other type
     plan = prepare.node_plan(nodes, interconnect, node_bandwidth, where.gpus[0], count)
     if plan is not None and job.sharding == "none":
         raise UsageError(

@@ -51,6 +51,8 @@ def algo_bytes(algo: str, group: int, hidden: int = 4096) -> float:
 
 #: Module names that are no decoder linear role (embeddings, vision towers and projectors, MTP heads).
 _NOT_A_ROLE = ("embed", "vision", "visual", "mm_projector", "multi_modal", "patch_merge", "mtp")
+#: The same words as one search (an exclude list names up to a few thousand modules: DeepSeek NVFP4).
+_NOT_A_ROLE_SEARCH = re.compile("|".join(map(re.escape, _NOT_A_ROLE))).search
 #: A whole decoder layer: `model.layers.3*`, `model.layers.3.*`.
 _LAYER_ONLY = re.compile(r"(?:^|\.)layers\.(\d+)(?:\*|\.\*)?$")
 #: Mixer projections of Nemotron-H blocks (attention and Mamba-2 alike are `mixer`).
@@ -63,7 +65,7 @@ def modelopt_roles(name: str, layers: int) -> tuple[str, ...]:
     a whole decoder layer (`model.layers.3*`) its attention and dense MLP; a layer numbered at or past
     `layers` (the MTP layer DeepSeek and GLM number after the decoder), routers and embeddings none."""
     low = name.lower()
-    if any(word in low for word in _NOT_A_ROLE):
+    if _NOT_A_ROLE_SEARCH(low):
         return ()
     whole = _LAYER_ONLY.search(low)
     if whole:

@@ -5,6 +5,8 @@ mixed precision, GPTQ/AWQ/compressed-tensors int groups, and the modules each le
 
 from __future__ import annotations
 
+import functools
+
 from gpusize.core.modelopt import algo_bytes, modelopt_roles
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights.formats import (
@@ -43,9 +45,12 @@ def checkpoint_agreement(spec: ModelSpec, fmt: WeightFormat, stored_bytes: int) 
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
     """The checkpoint's own quantization_config as a WeightFormat (`--dtype auto` on a quantized
-    checkpoint); `other` is the bytes per weight of what it leaves unquantized."""
+    checkpoint); `other` is the bytes per weight of what it leaves unquantized. Kept per (spec,
+    other) (a spec keeps its hash): `which` asks for each quantized model's format two or three times,
+    and a ModelOpt exclude list is matched module by module (DeepSeek NVFP4: ~1,000 names)."""
     q = spec.quantization
     assert q is not None
     skip = _modelopt_skipped(spec) if q.modelopt else _unquantized_roles(q.not_converted)
