@@ -143,8 +143,8 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
     "sglang": replace(
         _VLLM,
         engine="sglang",
-        step_s=0.000957,
-        request_s=0.0222,
+        step_s=0.000808,
+        request_s=0.0224,
         fitted_on="SGLang 0.5.3 (gpustack performance lab, H100): step and request costs over vLLM's "
         "kernel constants",
     ),

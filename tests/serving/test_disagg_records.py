@@ -214,13 +214,15 @@ def _aggregated(record: dict[str, Any], gpus: int, tp: int) -> Any:
 
 
 def test_the_a10_tp4_miss_is_the_decode_step_not_the_split() -> None:
-    # Mooncake's SGLang 1P1D (TP=4 each) at 1 request/s: aggregate and TTFT inside the range, the
-    # decode speed about 2.2x the prediction; the source's aggregated baseline (2 x TP=4 on the same
-    # 8 GPUs) misses the same way while its TTFT agrees, so it is the TP=4 step on four PCIe A10s
+    # Mooncake's SGLang 1P1D (TP=4 each) at 1 request/s: the aggregate inside the range, the TTFT just
+    # under it (0.49x), the decode speed about 2.2x the prediction; the source's aggregated baseline
+    # (2 x TP=4 on the same 8 GPUs) misses the same way while its TTFT agrees, so it is the TP=4 step
+    # on four PCIe A10s
     record = _record("mooncake-sglang-qwen2.5-7b-gptq-a10-1p1d-tp4-rate1")
     got = _predicted(record)
     assert got.holds_load and got.ttft_s is not None
-    assert [m.split(":")[0] for m in _misses(record)] == ["decode"]
+    assert [m.split(":")[0] for m in _misses(record)] == ["decode", "ttft"]
+    assert 0.45 < record["figures"]["ttft_s"] / got.ttft_s < 0.54
     assert 2.0 < record["figures"]["decode_tokens_per_s"] / got.per_request_tokens_per_s < 2.5
     base = record["baseline"]
     agg = _aggregated(record, 8, 4)
@@ -312,11 +314,11 @@ def test_the_gptoss_misses_are_the_sources_ttft_and_the_fitted_moe_step() -> Non
 
 
 def test_serve_disaggregate_plans_and_compares_a_reproduced_configuration() -> None:
-    # a record inside the stated range on all three figures (dstack's SGLang 1P1D, gpt-oss-120b on
-    # four H200): `serve --disaggregate` on its GPUs and load gives a split and its comparison with
-    # the aggregated layout
+    # the record nearest the stated range (dstack's SGLang 1P1D, gpt-oss-120b on four H200: the
+    # aggregate and TTFT inside, the decode speed just past the edge): `serve --disaggregate` on its
+    # GPUs and load gives a split and its comparison with the aggregated layout
     record = _record("dstack-sglang-gptoss120b-h200-1xtp2-1xtp2-c64-out32k")
-    assert _misses(record) == []
+    assert [m.split(":")[0] for m in _misses(record)] == ["decode"]
     use = record["use"]
     gpus = sum(use[side]["tensor_parallel"] * use[side]["instances"] for side in ("prefill", "decode"))
     args = [
