@@ -66,12 +66,18 @@ def install(where: Path) -> Path:
     return env_dir
 
 
-def run(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
-    """(wall seconds, peak RSS in KiB) of one fresh process."""
+def run_status(argv: list[str], env: dict[str, str]) -> tuple[float, int, int]:
+    """(wall seconds, peak RSS in KiB, exit status) of one fresh process."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd="/")
-    _, _, usage = os.wait4(proc.pid, 0)
-    return time.perf_counter() - start, usage.ru_maxrss
+    _, status, usage = os.wait4(proc.pid, 0)
+    return time.perf_counter() - start, usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+
+
+def run(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
+    """(wall seconds, peak RSS in KiB) of one fresh process."""
+    wall, rss, _ = run_status(argv, env)
+    return wall, rss
 
 
 def which_in_process(n: int) -> float:
