@@ -42,6 +42,7 @@ from gpusize.core.parse import parse_config
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import EngineSettings, Request, StoredLayers, Workload, resolve
 from gpusize.serving import calibrated, load, speed_ranges
+from gpusize.serving.layouts import Demand
 from gpusize.serving.throughput import LlamaCppPlacement, decode_step, prefill_seconds
 from gpusize.sources.catalog import find_gpu, find_model
 
@@ -280,10 +281,13 @@ def predict(rec: Record, figure: str) -> float | None:
         seconds = load.static_batch_seconds(s.spec, s.work, s.gpu, s.tp, c, prompt, output)
         return seconds
     cap = capacity(rec.id)
+    # the share of each prompt the engine's prefix cache serves, where the benchmark's own procedure
+    # says (`use.prefix_hit_rate`), by the rule every plan uses (Demand.cached_tokens)
+    cached = Demand(prefix_hit_rate=float(u.get("prefix_hit_rate", 0.0))).cached_tokens(prompt)
     if kind == "steady":
-        point = load.steady(s.spec, s.work, s.gpu, s.tp, c, prompt, output, cap, s.llamacpp)
+        point = load.steady(s.spec, s.work, s.gpu, s.tp, c, prompt, output, cap, s.llamacpp, cached=cached)
     else:
-        point = load.burst(s.spec, s.work, s.gpu, s.tp, c, prompt, output, cap)
+        point = load.burst(s.spec, s.work, s.gpu, s.tp, c, prompt, output, cap, cached=cached)
     if point is None:
         return None
     if figure == "per_request_tokens_per_s":

@@ -129,11 +129,11 @@ _VLLM = EngineSpeed(
     layer_s=3.07e-05,
     expert_s=4.01e-06,
     moe_layer_s=3e-06,
-    sequence_s=9.22e-05,
-    prefill_mfu=0.521,
-    request_s=0.0473,
+    sequence_s=9.21e-05,
+    prefill_mfu=0.52,
+    request_s=0.047,
     fitted_on="vLLM 0.10-0.11 (gpustack performance lab, dennislee22 sweeps) and Oct 2023 "
-    "(mlc-ai/llm-perf-bench) on A100 and H100/H200: 15 decode, 41 load and 24 first-token figures",
+    "(mlc-ai/llm-perf-bench) on A100 and H100/H200: 15 decode, 36 load and 29 first-token figures",
 )
 
 ENGINE_SPEED: dict[str, EngineSpeed] = {
