@@ -15,9 +15,9 @@ __all__ = ["ARCH_FACTOR", "CONTENTION", "EFFICIENCY", "GENERATED", "LOSO_MEAN_ER
 #: The date of the fit.
 GENERATED = "2026-12-02"
 #: Fraction of the bf16 peak the step's FLOPs reach, by method, on the records' mean architecture.
-EFFICIENCY: dict[str, float] = {"full": 0.5727, "lora": 0.5477, "qlora": 0.4839}
+EFFICIENCY: dict[str, float] = {"full": 0.5376, "lora": 0.5331, "qlora": 0.4681}
 #: Multiplier of EFFICIENCY by GPU architecture (catalog `architecture`); others take 1.
-ARCH_FACTOR: dict[str, float] = {"Ampere": 1.1063, "Hopper": 0.7479}
+ARCH_FACTOR: dict[str, float] = {"Ampere": 1.1231, "Hopper": 0.7508}
 #: Fraction of the compute time the collectives can hide behind (DDP buckets, FSDP prefetch),
 #: one value for every sharding.
 OVERLAP = 0.35
@@ -25,9 +25,9 @@ OVERLAP = 0.35
 #: kernels (one NCCL thread block per channel, resident on its SM while it waits for the peers)
 #: share the SMs and memory bandwidth with compute, which a lone GPU never does; one value for
 #: every sharding.
-CONTENTION = 0.1
+CONTENTION = 0.06
 #: Leave-one-source-out: mean |predicted / measured - 1| over every held-out record.
-LOSO_MEAN_ERROR = 0.1455
+LOSO_MEAN_ERROR = 0.1465
 #: (low, high): measured / predicted tokens per second holding 8 in 10 held-out records
 #: (nearest ranks, rounded outwards): an estimate's interval.
-RANGE = (0.81, 1.35)
+RANGE = (0.81, 1.31)
