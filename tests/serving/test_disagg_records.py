@@ -312,11 +312,11 @@ def test_the_gptoss_misses_are_the_sources_ttft_and_the_fitted_moe_step() -> Non
 
 
 def test_serve_disaggregate_plans_and_compares_a_reproduced_configuration() -> None:
-    # a record inside the stated range on all three figures (dstack's SGLang 1P1D, gpt-oss-120b on
-    # four H200): `serve --disaggregate` on its GPUs and load gives a split and its comparison with
-    # the aggregated layout
+    # the record nearest the stated range (dstack's SGLang 1P1D, gpt-oss-120b on four H200: its
+    # aggregate and TTFT inside, its decode speed a few points over SGLang's range): `serve
+    # --disaggregate` on its GPUs and load gives a split and its comparison with the aggregated layout
     record = _record("dstack-sglang-gptoss120b-h200-1xtp2-1xtp2-c64-out32k")
-    assert _misses(record) == []
+    assert [m.split(":")[0] for m in _misses(record)] == ["decode"]
     use = record["use"]
     gpus = sum(use[side]["tensor_parallel"] * use[side]["instances"] for side in ("prefill", "decode"))
     args = [
