@@ -26,6 +26,7 @@ COMMANDS = {
     "which": ["which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k", "-q"],
     "serve": ["serve", "Qwen3-32B", "--gpu", "H100", "--users", "20", "-q"],
     "quote": ["quote", "Llama-3.3-70B", "--ctx", "32k", "-q"],
+    "curve": ["curve", "Qwen3-8B", "--gpu", "H100", "-q"],
     "models": ["models", "-q"],
     "train": ["train", "Qwen3-8B", "--method", "full", "-q"],
     "train lora": ["train", "Qwen3-8B", "--method", "lora", "--gpu", "H100", "-q"],

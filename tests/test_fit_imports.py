@@ -56,6 +56,30 @@ def test_a_plain_run_imports_no_parser_no_yaml_and_no_manifests(argv: list[str])
     assert _imported(argv, EVERY_RUN + MANIFESTS) == []
 
 
+#: What only an export or a plan across servers needs: the HTML escapes (html.entities is a large
+#: table), the CSV writer, the exports and charts, and the multi-server layouts.
+EXPORTS = ("html", "csv", "gpusize.render.export", "gpusize.render.chart", "gpusize.serving.nodes")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["quote", "Llama-3.3-70B", "--ctx", "32k"],
+        ["serve", "Qwen3-8B", "--users", "64", "--gpu", "L40S", "--gpus", "4"],
+        ["curve", "Qwen3-8B", "--gpu", "H100"],
+        ["which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k"],
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
+def test_a_table_run_imports_no_export_and_no_multinode_plan(argv: list[str]) -> None:
+    assert _imported(argv, EXPORTS) == []
+
+
+def test_an_export_imports_what_it_writes() -> None:
+    argv = ["quote", "Llama-3.3-70B", "--ctx", "32k", "--format", "csv"]
+    assert _imported(argv, EXPORTS) == ["csv", "gpusize.render.chart", "gpusize.render.export", "html"]
+
+
 def test_the_check_sees_an_import() -> None:
     """The same check on a run that does write manifests: yaml is there (so [] above means absent)."""
     argv = ["serve", "Qwen3-8B", "--users", "64", "--gpu", "L40S", "--format", "k8s"]

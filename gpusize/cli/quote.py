@@ -35,8 +35,6 @@ from gpusize.cli.options import (
 from gpusize.cli.output import distinct_outputs, write_file
 from gpusize.core.engines import engine, engines_that
 from gpusize.errors import UsageError
-from gpusize.render.chart import quote_chart_svg
-from gpusize.render.export import to_csv, to_html, to_markdown
 from gpusize.render.quote import render_quote
 from gpusize.render.text import Style, terminal_width
 from gpusize.reports.quote import build_quote
@@ -146,17 +144,27 @@ def quote(
     )
     code = 0 if report.fits else 1
     if svg:
+        from gpusize.render.chart import quote_chart_svg  # noqa: PLC0415 - start-up: only --svg
+
         write_file(svg, quote_chart_svg(report))
     taken(report, code, lambda width, style: render_quote(report, width, style))
     width, style = terminal_width(sys.stdout), Style.for_stream(sys.stdout)
     text = {
         "table": lambda: render_quote(report, width, style if output is None else Style()),
-        "markdown": lambda: to_markdown(report),
-        "csv": lambda: to_csv(report),
-        "html": lambda: to_html(report),
+        "markdown": lambda: _export("to_markdown", report),
+        "csv": lambda: _export("to_csv", report),
+        "html": lambda: _export("to_html", report),
         "json": lambda: to_json(report) + "\n",
     }[form]()
     if output:
         write_file(output, text)
         finish(None, code)
     finish(None if quiet else text, code)
+
+
+def _export(name: str, report: object) -> str:
+    """A quote export (render/export.py: markdown, CSV, HTML), imported only when one is asked for."""
+    from gpusize.render import export  # noqa: PLC0415 - start-up: html, csv and the chart
+
+    text: str = getattr(export, name)(report)
+    return text

@@ -5,7 +5,6 @@ curve (the HTML page's, `curve --svg`). Rendering only; every text is escaped (`
 
 from __future__ import annotations
 
-import html
 import math
 
 from gpusize.render.format import human_tokens
@@ -31,6 +30,8 @@ _WIDTH, _LABEL, _ROW, _PAD = 820, 230, 24, 16
 
 
 def _h(text: str) -> str:
+    import html  # noqa: PLC0415 - start-up: only a chart escapes (html.entities is a large table)
+
     return html.escape(safe(text))
 
 

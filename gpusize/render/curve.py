@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from gpusize.render.chart import concurrency_svg
 from gpusize.render.fit import settings_text
 from gpusize.render.quote import curve_lines
 from gpusize.render.text import Style, paragraph
@@ -21,6 +20,8 @@ def _head(report: CurveReport) -> str:
 
 def curve_chart_svg(report: CurveReport) -> str:
     """The curve as an SVG chart (`curve --svg`), the question in its title."""
+    from gpusize.render.chart import concurrency_svg  # noqa: PLC0415 - start-up: only `curve --svg`
+
     return concurrency_svg(report.points, None, width=760, height=320, heading=_head(report))
 
 

@@ -13,7 +13,6 @@ printed to stdout too.
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Callable, Sequence
 from dataclasses import fields
@@ -105,6 +104,8 @@ def _value_cell(value: Value, digits: int) -> str:
 def value_csv(columns: Sequence[ValueColumn], rows: Sequence[Any]) -> str:
     """Plain values as CSV: a header row (each header names its unit), then one row per row; numbers
     as digits and a point, an unknown value as an empty cell."""
+    import csv  # noqa: PLC0415 - start-up: only a CSV export writes one
+
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([header for header, _, _ in columns])

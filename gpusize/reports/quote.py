@@ -26,7 +26,6 @@ from gpusize.reports.fit import model_notes
 from gpusize.reports.speed_notes import speed_range_notes
 from gpusize.serving import economics, throughput
 from gpusize.serving.layouts import Demand, prefix_note
-from gpusize.serving.nodes import node_option
 from gpusize.serving.quote import (
     RANKING,
     CurvePoint,
@@ -103,6 +102,8 @@ def build_quote(
     limits = max_gpus or {}
     aim = targets or Targets()
     if nodes:
+        from gpusize.serving.nodes import node_option  # noqa: PLC0415 - start-up: only quote --nodes
+
         demand = Demand(users=users or 1, prefix_hit_rate=prefix_hit_rate)
         options = rank(
             [

@@ -35,7 +35,6 @@ from gpusize.serving.launch import (
     llamacpp_command,
 )
 from gpusize.serving.layouts import Demand, Layout, compare, prefix_note, recommend
-from gpusize.serving.nodes import node_launch, node_layouts
 from gpusize.serving.targets import Targets
 
 __all__ = [
@@ -263,6 +262,8 @@ def build_serve_report(
     work = on_gpu(spec, gpu, work)  # the KV dtype the engine's auto picks on this GPU
     aim = targets or Targets()
     if nodes is not None:
+        from gpusize.serving.nodes import node_layouts  # noqa: PLC0415 - start-up: only serve --nodes
+
         layouts = node_layouts(spec, gpu, nodes.nodes, work, demand, nodes.link, aim)
         num_gpus = nodes.nodes * nodes.gpus_per_node
     else:
@@ -292,7 +293,7 @@ def build_serve_report(
         why=why,
         launch=(
             launch_commands(resolved, spec, gpu, work, pick)
-            | node_launch(pick, nodes)
+            | _node_launch(pick, nodes)
             | pd_launch(resolved, spec, gpu, work, split)
         )
         if pick
@@ -342,3 +343,12 @@ def build_serve_report(
         nodes=nodes,
         disaggregated=split,
     )
+
+
+def _node_launch(pick: Layout, plan: NodePlan | None) -> dict[str, LaunchCommand]:
+    """`serving.nodes.node_launch`: nothing on one server, imported only for a plan across servers."""
+    if plan is None:
+        return {}
+    from gpusize.serving.nodes import node_launch  # noqa: PLC0415 - start-up: only serve --nodes
+
+    return node_launch(pick, plan)
