@@ -93,8 +93,8 @@ class Record:
 
     def figure_class(self, figure: str) -> str:
         kind = FIGURE_CLASS[figure]
-        if kind == "decode" and self.concurrency > 1:
-            return "aggregate"
+        if kind == "decode":
+            kind = load.per_request_metric(self.concurrency)
         if figure == "end_to_end_latency_s" and self.concurrency == 1:
             return "decode"
         return kind

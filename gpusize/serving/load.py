@@ -35,6 +35,7 @@ __all__ = [
     "across_servers",
     "band",
     "burst",
+    "per_request_metric",
     "ranged",
     "shown_ranges",
     "speed_range",
@@ -143,6 +144,13 @@ class SpeedRange:
                 return f"{group}: {span} ({pooled}: no figure of this group)"
             return f"{group}: {span} ({pooled}, widened to hold this group's {self.figures}{error}{flag})"
         return f"{group}: {span} (8 in 10 of {self.figures} figures out of sample by source{error}{flag})"
+
+
+def per_request_metric(sequences: int) -> str:
+    """The metric group a per-request speed is validated in, and so ranged by: single-stream decode at
+    one sequence in flight, else the load's (bench/calibrate_throughput.py's `Record.figure_class`
+    files a per-request figure at two or more in flight under "aggregate")."""
+    return "decode" if sequences <= 1 else "aggregate"
 
 
 def speed_range(engine: str, vendor: str, moe: bool, concurrency: int, metric: str) -> SpeedRange:

@@ -235,7 +235,7 @@ def _layout(
     per_request, aggregate, ttft = point if point else (None, None, None)
     kv = kv_per_seq_gpu * math.ceil(active / max(1, (GPUS_PER_NODE * nodes) if ep > 1 else 1))
     headroom = g.usable_bytes - (g.total_bytes - g.kv_cache_bytes) - kv
-    per_kind = "decode" if in_flight <= 1 else "aggregate"
+    per_kind = load.per_request_metric(in_flight)
     ranges = tuple(  # one engine across servers: no single-server range applies
         load.across_servers(load.speed_range(engine_name, gpu.vendor, moe, in_flight, m))
         for m in (per_kind, "aggregate", "ttft")
