@@ -21,6 +21,8 @@ from gpusize.core.weights import (
     weight_format,
     weights_bytes,
 )
+from gpusize.errors import GpusizeError
+from gpusize.sources.catalog import Catalogs
 from gpusize.units import GIB
 from tests.helpers import workload
 from tests.strategies import dense, mla, moe, spec_of
@@ -196,6 +198,27 @@ def test_mxfp4_expert_padding_per_rank() -> None:
     for tp, pad in ((1, 768 / 640), (2, 768 / 640 * 128 / 96)):
         gap = weights_bytes(spec, fmt, tp) - weights_bytes(spec, unpadded, tp)
         assert abs(gap - experts * (pad - 1) / tp) <= 1
+
+
+@pytest.mark.parametrize("dtype", ["auto", "bf16", "fp8", "int4"])
+def test_the_cheap_bound_never_passes_the_weights(dtype: str) -> None:
+    """`linear_bytes_per_gpu` rules plans out before sizing them (`which`, fix suggestions), so it must
+    stay at or under `weights_bytes` for every bundled model: DeepSeek-V4's FP4 experts beside FP8
+    attention, and an NVFP4 checkpoint's 4-bit roles, at their own widths (one `linear_bytes` put
+    DeepSeek-V4-Flash at 132 GB a GPU of two against its 74 GB, ruling out cards it fits)."""
+    checked = 0
+    for entry in Catalogs().parsed_models():
+        spec = entry.spec
+        if spec is None:
+            continue
+        try:
+            fmt = weight_format(spec, dtype)
+        except GpusizeError:  # a dtype this checkpoint cannot be served in
+            continue
+        for n in (1, 2, 4, 8):
+            assert linear_bytes_per_gpu(spec, fmt, n) <= weights_bytes(spec, fmt, n), (entry.name, n)
+        checked += 1
+    assert checked > 100
 
 
 # --------------------------------------------------------------------------- rope, checkpoint

@@ -126,13 +126,18 @@ def _layer_bytes(spec: ModelSpec, layer: LayerSpec, fmt: WeightFormat) -> int:
     `--cpu-offload-gb 200` then left it negative weights on the GPU). As the file stores them: no
     kernel's padding (vLLM pads gpt-oss's MXFP4 experts after loading, `weights_bytes`)."""
     counts = layer_params(spec, layer)
-    linear = (
+    return int((_linear_bytes(counts, fmt) + _vectors_bytes(counts, fmt)) * fmt.checkpoint_scale)
+
+
+def _linear_bytes(counts: ParamCounts, fmt: WeightFormat) -> float:
+    """The decoder's linear weights, each role at its own bytes per weight (FP4 experts beside FP8
+    attention, an NVFP4 checkpoint's unquantized modules), before the checkpoint's scale."""
+    return (
         counts.attention * fmt.role_bytes("attention")
         + counts.mlp * fmt.role_bytes("mlp")
         + counts.experts * fmt.role_bytes("experts")
         + counts.shared_experts * fmt.role_bytes("shared_experts")
     )
-    return int((linear + _vectors_bytes(counts, fmt)) * fmt.checkpoint_scale)
 
 
 def _vectors_bytes(counts: ParamCounts, fmt: WeightFormat) -> float:
@@ -141,9 +146,11 @@ def _vectors_bytes(counts: ParamCounts, fmt: WeightFormat) -> float:
 
 
 def linear_bytes_per_gpu(spec: ModelSpec, fmt: WeightFormat, n: int) -> float:
-    """A cheap lower bound of what one of `n` GPUs holds: the linear weights alone, split n ways. Above
-    a GPU's memory it rules a plan out before sizing it (`which`, fix suggestions)."""
-    return spec.params.linear * fmt.linear_bytes / n
+    """A cheap lower bound of what one of `n` GPUs holds: the linear weights alone, each role at its own
+    width (`_linear_bytes`), split n ways. Above a GPU's memory it rules a plan out before sizing it
+    (`which`, fix suggestions), so it must never pass `weights_bytes`: one `linear_bytes` for every
+    role put DeepSeek-V4-Flash's FP4 experts at FP8 width, 132 GB a GPU of two for its 74 GB."""
+    return _linear_bytes(spec.params, fmt) * fmt.checkpoint_scale / n
 
 
 @dataclass(frozen=True)
