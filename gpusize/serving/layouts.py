@@ -289,7 +289,7 @@ def evaluate_layout(
     # every replica runs the same load; with fewer sequences than replicas some stand idle
     aggregate = point.aggregate_tokens_per_s * min(replicas, in_flight) if point else None
     ttft = point.ttft_s if point else None
-    per_kind = load.per_request_metric(point.sequences if point else 2)
+    per_kind = load.per_request_metric(point.sequences) if point else "aggregate"
     cost = economics.cost_per_million_tokens(price, aggregate) if price and aggregate else None
     ranges = speed_ranges_for(spec, gpu, work, math.ceil(in_flight / replicas), per_kind)
     per_low, per_high = load.ranged(per_request, ranges[0])
