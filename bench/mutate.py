@@ -522,8 +522,8 @@ MUTANTS = [
     ),
     Mutant(
         PER_GPU,
-        "return spec.params.linear * fmt.linear_bytes / n",
-        "return spec.params.linear * fmt.linear_bytes",
+        "return _linear_bytes(spec.params, fmt) * fmt.checkpoint_scale / n",
+        "return _linear_bytes(spec.params, fmt) * fmt.checkpoint_scale",
         "linear lower bound not split",
     ),
     Mutant(
