@@ -43,7 +43,7 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import EngineSettings, Request, StoredLayers, Workload, resolve
 from gpusize.serving import calibrated, load, speed_ranges
 from gpusize.serving.layouts import Demand
-from gpusize.serving.throughput import LlamaCppPlacement, decode_step, prefill_seconds
+from gpusize.serving.throughput import LlamaCppPlacement, build_on, decode_step, prefill_seconds
 from gpusize.sources.catalog import find_gpu, find_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +53,16 @@ GIB = 1 << 30
 #: GGUF file types: (token embedding, output head, average) bits per weight, from ggml's block sizes
 #: (Q4_K: 144 B per 256 = 4.5; Q6_K: 210 B per 256 = 6.5625; Q4_0: 18 B per 32 = 4.5). The Q4_K_M
 #: average, used when a record states no file size, is Meta-Llama-3-8B's: 4.58 GiB x 8 / 8.03 B params.
-GGUF_BITS = {"Q4_K_M": (4.5, 6.5625, 4.90), "Q4_0": (4.5, 6.5625, 4.5), "F16": (16.0, 16.0, 16.0)}
+GGUF_BITS = {
+    "Q4_K_M": (4.5, 6.5625, 4.90),
+    "Q4_0": (4.5, 6.5625, 4.5),
+    "Q8_0": (8.5, 8.5, 8.5),
+    "F16": (16.0, 16.0, 16.0),
+    "BF16": (16.0, 16.0, 16.0),
+    # gpt-oss MXFP4 files: experts MXFP4 (4.25 bits), the embedding and head Q8_0 (llama-quantize's
+    # MXFP4_MOE keeps the other tensors at 8 bits); every such record gives the file's size
+    "MXFP4": (8.5, 8.5, 4.25),
+}
 
 #: Figure -> the class whose tolerance applies: single-stream decode, throughput under load, first token.
 FIGURE_CLASS = {
@@ -83,9 +92,21 @@ class Record:
 
     @property
     def group(self) -> str:
-        """The engine, with "/AMD" for the ROCm builds: AMD GPUs fit only the ROCm constants
-        (`ROCM_NAMES`), so their accuracy is reported apart from the engine's claim."""
-        return self.engine + ("/AMD" if scenario(self.id).gpu.vendor == "AMD" else "")
+        """The engine, with "/AMD" for the ROCm builds of vLLM and SGLang (AMD GPUs fit only the ROCm
+        constants, `ROCM_NAMES`) and llama.cpp's build where it has constants of its own
+        ("llamacpp/metal"): the rule every answer's range follows (`load.speed_group`)."""
+        s = scenario(self.id)
+        return load.speed_group(self.engine, s.gpu.vendor, build_on(s.work, s.gpu))
+
+    @property
+    def domain(self) -> str:
+        """Which constants the record may fit: its build's ("metal", "vulkan", "rocm": llama.cpp's own),
+        the ROCm constants on AMD ("AMD"), else the engine's ("")."""
+        s = scenario(self.id)
+        build = build_on(s.work, s.gpu)
+        if build not in (None, "cuda"):
+            return str(build)
+        return "AMD" if s.gpu.vendor == "AMD" else ""
 
     @property
     def concurrency(self) -> int:
@@ -220,6 +241,7 @@ def scenario(rid: str) -> Scenario:
         gpu_memory_utilization=u.get("utilization"),
         n_gpu_layers=u.get("n_gpu_layers"),
         enforce_eager=bool(u.get("enforce_eager", False)),
+        backend=u.get("backend"),
     )
     stored = _stored(spec, u["gguf"]) if "gguf" in u else None
     request = Request(
@@ -409,6 +431,28 @@ STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
             "ROW_SPLIT_SYNC_S",
             "HOST_EFFICIENCY",
         ),
+    ),
+    # llama.cpp's other builds, each on its own records (`Record.domain`): bandwidth efficiency per
+    # memory class it was measured on and the per-token floors; the CUDA build's prompt constants
+    (
+        ("llamacpp",),
+        ("decode",),
+        ("llamacpp/metal.bandwidth_efficiency.lpddr", "llamacpp/metal.step_s", "llamacpp/metal.layer_s"),
+    ),
+    (
+        ("llamacpp",),
+        ("decode",),
+        (
+            "llamacpp/vulkan.bandwidth_efficiency.gddr",
+            "llamacpp/vulkan.bandwidth_efficiency.lpddr",
+            "llamacpp/vulkan.step_s",
+            "llamacpp/vulkan.layer_s",
+        ),
+    ),
+    (
+        ("llamacpp",),
+        ("decode",),
+        ("llamacpp/rocm.bandwidth_efficiency.lpddr", "llamacpp/rocm.step_s", "llamacpp/rocm.layer_s"),
     ),
     (
         ("llamacpp",),
@@ -700,14 +744,22 @@ def nelder_mead(f: Any, x0: list[float], steps: int = 1500, scale: float = 0.3) 
 ROCM_NAMES = ("ROCM_KERNEL_FLOOR_FACTOR",)
 
 
+def names_domain(names: tuple[str, ...]) -> str:
+    """Which records constants are fitted on (`Record.domain`): a build's ("llamacpp/metal.step_s" ->
+    "metal"), the ROCm constants' ("AMD"), else the engine's ("")."""
+    if names and all(n in ROCM_NAMES for n in names):
+        return "AMD"
+    head = names[0].partition(".")[0] if names else ""
+    return head.partition("/")[2]
+
+
 def calibration_records(engines: tuple[str, ...], names: tuple[str, ...] = ()) -> list[Record]:
-    """The calibration records of these engines that fit the constants `names`: the AMD GPUs' for
-    the ROCm constants (`ROCM_NAMES`), the other GPUs' for every other constant."""
-    amd = bool(names) and all(n in ROCM_NAMES for n in names)
+    """The calibration records of these engines that fit the constants `names`: a build's own for its
+    constants, the AMD GPUs' for the ROCm constants (`ROCM_NAMES`), the other GPUs' for every other
+    constant."""
+    domain = names_domain(names)
     return [
-        r
-        for r in load_records()
-        if r.set == "calibration" and r.engine in engines and (scenario(r.id).gpu.vendor == "AMD") == amd
+        r for r in load_records() if r.set == "calibration" and r.engine in engines and r.domain == domain
     ]
 
 

@@ -13,7 +13,7 @@ from gpusize.cli.declare import Option
 from gpusize.cli.emit import taken
 from gpusize.cli.output import write_file
 from gpusize.cli.prepare import choice
-from gpusize.errors import OutputError, UsageError
+from gpusize.errors import InputError, OutputError, UsageError
 from gpusize.render.text import Style, safe
 
 if TYPE_CHECKING:
@@ -75,12 +75,15 @@ def deploy_answer(
     quiet: bool,
     code: int,
     summary: Callable[[int, Style], str],
+    vendor: str = "NVIDIA",
 ) -> None:
     """Print or write the manifests of the plan and end with the plan's verdict (`code`); a batch row
-    or library call takes the report (with `summary`, serve's text) and writes nothing."""
+    or library call takes the report (with `summary`, serve's text) and writes nothing. `vendor`: of
+    the GPU sized (manifests are written for NVIDIA GPUs only, `_check_devices`)."""
     from gpusize.render.deploy import manifest_text, manifests_text  # noqa: PLC0415 - start-up: manifests only
 
     kind = choice(fmt, DEPLOY_FORMATS, "--format")
+    _check_devices(report, vendor)
     manifests = _manifests(report, resolved, kind, node_gpus)
     if current() is not None and output_dir is not None:
         raise UsageError("-o DIR writes manifest files from the command line only, not from a batch row")
@@ -104,6 +107,23 @@ def deploy_answer(
         write_file(path, manifest_text(manifest))
         written.append(path)
     finish(None if quiet else "".join(f"wrote {safe(p, limit=300)}\n" for p in written), code)
+
+
+def _check_devices(report: ServeReport, vendor: str) -> None:
+    """Refuse what the manifests cannot run: they request `nvidia.com/gpu` (the NVIDIA device plugin)
+    and run each engine's CUDA image (serving/deploy.py SERVER_IMAGES), so a plan on another vendor's
+    GPU, or llama.cpp built for another backend, would be written as a deployment that does not start."""
+    if vendor != "NVIDIA":
+        raise InputError(
+            f"manifests request nvidia.com/gpu and run CUDA images: gpusize writes none for {vendor} "
+            f"GPUs ({report.gpu_full_name}); run the launch command on the host"
+        )
+    backend = report.workload.engine.backend
+    if backend not in (None, "cuda"):
+        raise InputError(
+            f"manifests run llama.cpp's CUDA image (server-cuda), not its {backend} build: drop "
+            "--backend, or run the launch command on the host"
+        )
 
 
 def _manifests(

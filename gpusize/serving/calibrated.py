@@ -46,7 +46,9 @@ __all__ = [
     "ROCM_KERNEL_FLOOR_FACTOR",
     "ROW_SPLIT_SYNC_S",
     "EngineSpeed",
+    "backend_calibrated",
     "engine_speed",
+    "speed_key",
 ]
 
 #: Memory technologies as the catalog names them (prefix) -> the class a bandwidth efficiency is fitted
@@ -108,6 +110,10 @@ class EngineSpeed:
     request_s: float = 0.0
     #: What the constants were fitted on, for the assumptions line.
     fitted_on: str = ""
+    #: The engine build these constants were fitted on where it has several (llama.cpp's "metal",
+    #: "vulkan", "rocm": ENGINE_SPEED["llamacpp/metal"], ...); None: the engine's own fit (CUDA on NVIDIA
+    #: GPUs, with `ROCM_KERNEL_FLOOR_FACTOR` for AMD).
+    build: str | None = None
 
     def efficiency(self, memory_class: str) -> float:
         eff = self.bandwidth_efficiency
@@ -136,6 +142,19 @@ _VLLM = EngineSpeed(
     "(mlc-ai/llm-perf-bench) on A100 and H100/H200: 15 decode, 36 load and 29 first-token figures",
 )
 
+_LLAMACPP = EngineSpeed(
+    "llamacpp",
+    {"gddr": 0.926, "hbm2": 0.507},
+    step_s=0.00104,
+    layer_s=5.84e-05,
+    expert_s=0.0,  # no all-GPU llama.cpp MoE record to fit it on
+    prefill_mfu=0.663,
+    attention_mfu=0.124,
+    prefill_tflops_ceiling=120.0,
+    fitted_on="llama.cpp May 2024 (XiongjieDai/GPU-Benchmarks-on-LLM-Inference) and Oct 2023 "
+    "(mlc-ai/llm-perf-bench) on GeForce, RTX Ada and A100: 17 decode and 4 prompt figures",
+)
+
 ENGINE_SPEED: dict[str, EngineSpeed] = {
     "vllm": _VLLM,
     # SGLang runs the same kernel families (FlashInfer / Triton / CUTLASS) under CUDA graphs: vLLM's
@@ -148,17 +167,36 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
         fitted_on="SGLang 0.5.3 (gpustack performance lab, H100): step and request costs over vLLM's "
         "kernel constants",
     ),
-    "llamacpp": EngineSpeed(
-        "llamacpp",
-        {"gddr": 0.926, "hbm2": 0.507},
-        step_s=0.00104,
-        layer_s=5.84e-05,
-        expert_s=0.0,  # no all-GPU llama.cpp MoE record to fit it on
-        prefill_mfu=0.663,
-        attention_mfu=0.124,
-        prefill_tflops_ceiling=120.0,
-        fitted_on="llama.cpp May 2024 (XiongjieDai/GPU-Benchmarks-on-LLM-Inference) and Oct 2023 "
-        "(mlc-ai/llm-perf-bench) on GeForce, RTX Ada and A100: 17 decode and 4 prompt figures",
+    "llamacpp": _LLAMACPP,
+    # llama.cpp's other builds (`core.engines.llamacpp.backend`): their own bandwidth efficiencies and
+    # per-token floors, fitted on their own records (bench/calibrate_throughput.py `BUILD_STAGES`);
+    # the prompt constants are the CUDA build's (no Apple or Strix Halo GPU has a catalog TFLOPS).
+    "llamacpp/metal": replace(
+        _LLAMACPP,
+        build="metal",
+        bandwidth_efficiency={"lpddr": 0.867},
+        step_s=0.000676,
+        layer_s=0.000168,
+        fitted_on="llama.cpp Metal, Aug 2023 and May 2024 (llama.cpp PR #2917, XiongjieDai/GPU-Benchmarks-on-"
+        "LLM-Inference) on M1 Max, M2 Ultra and M3 Max: 10 decode figures",
+    ),
+    "llamacpp/vulkan": replace(
+        _LLAMACPP,
+        build="vulkan",
+        bandwidth_efficiency={"gddr": 0.957, "lpddr": 0.805},
+        step_s=0.00205,
+        layer_s=1.2e-05,
+        fitted_on="llama.cpp Vulkan, 2026 (llama.cpp PR #21024 on an RTX 3090, "
+        "kyuz0/amd-strix-halo-toolboxes RADV on Strix Halo): 10 decode figures",
+    ),
+    "llamacpp/rocm": replace(
+        _LLAMACPP,
+        build="rocm",
+        bandwidth_efficiency={"lpddr": 0.829},
+        step_s=0.000577,
+        layer_s=0.000128,
+        fitted_on="llama.cpp ROCm 7.2.3, 2026 (kyuz0/amd-strix-halo-toolboxes on Strix Halo): 8 decode "
+        "figures",
     ),
     # PyTorch eager (Transformers generate): vLLM's kernels, a per-layer cost of eager launches.
     "transformers": replace(
@@ -209,5 +247,18 @@ DEFAULT_HOST_GBPS = 89.6
 HOST_EFFICIENCY = 0.394
 
 
-def engine_speed(name: str) -> EngineSpeed:
-    return ENGINE_SPEED.get(name, ENGINE_SPEED["vllm"])
+def speed_key(name: str, backend: str | None = None) -> str:
+    """The ENGINE_SPEED entry of an engine run on a backend: "llamacpp/metal" for llama.cpp's own
+    fitted constants of a non-CUDA build, else the engine's (llama.cpp's are CUDA's)."""
+    return f"{name}/{backend}" if backend and backend != "cuda" else name
+
+
+def backend_calibrated(name: str, backend: str | None) -> bool:
+    """Whether this engine's build has constants of its own (False: it borrows the engine's CUDA ones)."""
+    return speed_key(name, backend) in ENGINE_SPEED
+
+
+def engine_speed(name: str, backend: str | None = None) -> EngineSpeed:
+    """The fitted constants of an engine (llama.cpp: of its `backend` build where they are fitted, else
+    of its CUDA build)."""
+    return ENGINE_SPEED.get(speed_key(name, backend)) or ENGINE_SPEED.get(name, ENGINE_SPEED["vllm"])

@@ -21,7 +21,7 @@ from gpusize.core.workload import Workload
 from gpusize.dataclass import dataclass, replace
 from gpusize.serving import calibrated, economics, load
 from gpusize.serving.targets import Targets
-from gpusize.serving.throughput import LlamaCppPlacement
+from gpusize.serving.throughput import LlamaCppPlacement, build_on
 
 __all__ = [
     "EVIDENCE",
@@ -221,7 +221,11 @@ def speed_ranges_for(
     aggregate), aggregate and TTFT, by the group of `per_instance` sequences in flight per engine."""
 
     def of(metric: str) -> load.SpeedRange:
-        return load.speed_range(work.engine.name, gpu.vendor, spec.moe is not None, per_instance, metric)
+        return load.speed_range(
+            work.engine.name, gpu.vendor, spec.moe is not None, per_instance, metric, build
+        )
+
+    build = build_on(work, gpu)
 
     return of(per_kind), of("aggregate"), of("ttft")
 

@@ -20,7 +20,7 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.dataclass import dataclass
 from gpusize.serving import calibrated, speed_ranges
-from gpusize.serving.throughput import LlamaCppPlacement, Speed, decode_step, prefill_seconds
+from gpusize.serving.throughput import LlamaCppPlacement, Speed, decode_step, prefill_seconds, speed_on
 
 __all__ = [
     "ACROSS_SERVERS_MEASURED",
@@ -153,12 +153,23 @@ def per_request_metric(sequences: int) -> str:
     return "decode" if sequences <= 1 else "aggregate"
 
 
-def speed_range(engine: str, vendor: str, moe: bool, concurrency: int, metric: str) -> SpeedRange:
-    """The range of a `metric` (decode | aggregate | ttft) estimate for `engine` on a GPU of `vendor`,
-    a dense or MoE model, `concurrency` sequences in flight per engine instance: its group's, its
-    engine's pooled one when the group has fewer than MIN_RANGE_FIGURES figures (widened to hold
-    them), none ("not calibrated") when the engine has fewer of the metric."""
-    who = engine if vendor == "NVIDIA" else f"{engine}/{vendor}"
+def speed_group(engine: str, vendor: str, build: str | None = None) -> str:
+    """The group a speed estimate is validated and ranged in (bench/calibrate_throughput.py's
+    `Record.group` is this rule): an engine build with constants of its own by that name
+    ("llamacpp/metal", `calibrated.speed_key`), else the engine, with the GPU's vendor off NVIDIA
+    ("vllm/AMD": the ROCm builds fit only their own constant)."""
+    key = calibrated.speed_key(engine, build)
+    return key if key != engine or vendor == "NVIDIA" else f"{engine}/{vendor}"
+
+
+def speed_range(
+    engine: str, vendor: str, moe: bool, concurrency: int, metric: str, build: str | None = None
+) -> SpeedRange:
+    """The range of a `metric` (decode | aggregate | ttft) estimate for `engine` (its `build`) on a GPU
+    of `vendor`, a dense or MoE model, `concurrency` sequences in flight per engine instance: its
+    group's (`speed_group`), its engine's pooled one when the group has fewer than MIN_RANGE_FIGURES
+    figures (widened to hold them), none ("not calibrated") when the engine has fewer of the metric."""
+    who = speed_group(engine, vendor, build)
     arch, where = ("MoE" if moe else "dense"), band(concurrency)
     own = speed_ranges.RANGES.get((who, arch, where, metric))
     pooled = speed_ranges.RANGES.get((who, "*", "*", metric))
@@ -240,7 +251,7 @@ def steady(
     split = llamacpp.gpus if llamacpp and llamacpp.split_mode == "row" else 1
     prefill = (t_pf or 0.0) / split
     tpot = step.step_s + (batch - 1) / max(output, 1) * prefill
-    first = calibrated.engine_speed(work.engine.name).request_s + prefill + step.step_s
+    first = speed_on(work, gpu).request_s + prefill + step.step_s
     cycle = first + (max(output, 1) - 1) * tpot
     queued = max(users - batch, 0) / batch * cycle  # clients beyond capacity wait for a slot
     ttft = first + queued if t_pf is not None else None
@@ -270,7 +281,7 @@ def burst(
     duration = requests * t_pf + requests * out / batch * step.step_s
     waves = math.ceil(requests / batch)
     wave_s = batch * t_pf + out * step.step_s
-    ttft = calibrated.engine_speed(work.engine.name).request_s + (batch + 1) / 2 * t_pf
+    ttft = speed_on(work, gpu).request_s + (batch + 1) / 2 * t_pf
     ttft += (waves - 1) / 2 * wave_s
     # a sequence admitted early decodes while the rest of its wave is prefilled (chunked prefill)
     tpot = step.step_s + (batch - 1) / 2 * t_pf / out

@@ -15,18 +15,30 @@ from __future__ import annotations
 __all__ = ["GENERATED", "RANGES"]
 
 #: The date of the LOSO run the ranges come from.
-GENERATED = "2026-12-02"
+GENERATED = "2026-12-03"
 
 #: (engine, arch, band, metric) -> (figures, mean |predicted / measured - 1|, low, high): low and
 #: high multiply an estimate (for ttft, a time) to give the interval that holds 8 in 10 of the
 #: group's measured / predicted ratios (10th and 90th percentiles, rounded outwards). Arch and
 #: band "*": all of the engine's figures of the metric, pooled.
 RANGES: dict[tuple[str, str, str, str], tuple[int, float, float, float]] = {
-    ("llamacpp", "*", "*", "decode"): (47, 0.133, 0.87, 1.22),
+    ("llamacpp", "*", "*", "decode"): (49, 0.137, 0.88, 1.24),
     ("llamacpp", "*", "*", "ttft"): (10, 0.427, 0.74, 1.67),
-    ("llamacpp", "MoE", "1", "decode"): (4, 0.193, 0.77, 1.1),
+    ("llamacpp", "MoE", "1", "decode"): (6, 0.209, 0.79, 1.32),
     ("llamacpp", "dense", "1", "decode"): (43, 0.127, 0.92, 1.23),
     ("llamacpp", "dense", "1", "ttft"): (10, 0.427, 0.74, 1.67),
+    ("llamacpp/metal", "*", "*", "decode"): (15, 0.127, 0.76, 1.08),
+    ("llamacpp/metal", "MoE", "1", "decode"): (1, 0.17, 0.85, 0.86),
+    ("llamacpp/metal", "dense", "1", "decode"): (14, 0.124, 0.76, 1.08),
+    ("llamacpp/rocm", "*", "*", "decode"): (10, 0.205, 0.81, 1.17),
+    ("llamacpp/rocm", "MoE", "1", "decode"): (8, 0.221, 0.73, 1.05),
+    ("llamacpp/rocm", "dense", "1", "decode"): (2, 0.144, 1.16, 1.18),
+    ("llamacpp/vulkan", "*", "*", "decode"): (15, 0.269, 0.7, 1.11),
+    ("llamacpp/vulkan", "*", "*", "ttft"): (3, 0.363, 0.62, 1.2),
+    ("llamacpp/vulkan", "MoE", "1", "decode"): (9, 0.392, 0.62, 1.08),
+    ("llamacpp/vulkan", "MoE", "1", "ttft"): (1, 0.342, 1.34, 1.35),
+    ("llamacpp/vulkan", "dense", "1", "decode"): (6, 0.085, 1.03, 1.16),
+    ("llamacpp/vulkan", "dense", "1", "ttft"): (2, 0.374, 0.62, 0.64),
     ("sglang", "*", "*", "aggregate"): (25, 0.47, 0.72, 2.89),
     ("sglang", "*", "*", "decode"): (10, 0.136, 0.96, 1.29),
     ("sglang", "*", "*", "ttft"): (9, 0.769, 0.6, 25.37),

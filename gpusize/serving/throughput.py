@@ -377,10 +377,13 @@ def _tflops(gpu: GpuSpec, work: Workload) -> float | None:
     return gpu.bf16_tflops
 
 
-def kernel_floor_factor(gpu: GpuSpec) -> float:
+def kernel_floor_factor(gpu: GpuSpec, speed: calibrated.EngineSpeed | None = None) -> float:
     """How many times the NVIDIA-fitted kernel floors (per layer, per MoE layer, per routed expert
     run) a step pays on this GPU: `calibrated.ROCM_KERNEL_FLOOR_FACTOR` on AMD (ROCm, HIP graphs),
-    1 elsewhere."""
+    1 elsewhere, and 1 for constants fitted on their own build (`EngineSpeed.build`: llama.cpp's ROCm
+    and Vulkan floors are measured on AMD GPUs, not scaled from NVIDIA's)."""
+    if speed is not None and speed.build is not None:
+        return 1.0
     return calibrated.ROCM_KERNEL_FLOOR_FACTOR if gpu.vendor == "AMD" else 1.0
 
 
@@ -437,9 +440,24 @@ def _fixed_s(
     floors are scaled by `kernel_floor_factor` (ROCm's dispatch on AMD GPUs)."""
     moe_layers = sum(1 for layer in spec.layers if layer.ffn == "moe")
     experts = spec.moe.num_experts * experts_touched(spec, sequences) * moe_layers if spec.moe else 0.0
-    launches = (speed.layer_s * len(spec.layers) + speed.moe_layer_s * moe_layers) * kernel_floor_factor(gpu)
+    launches = (speed.layer_s * len(spec.layers) + speed.moe_layer_s * moe_layers) * kernel_floor_factor(
+        gpu, speed
+    )
     per_expert = speed.expert_s if expert_s is None else expert_s
     return speed.step_s + launches + per_expert * experts + speed.sequence_s * sequences
+
+
+def build_on(work: Workload, gpu: GpuSpec) -> str | None:
+    """The build a plan's engine runs on `gpu` (llama.cpp's backend, `EngineModel.build`); None for the
+    engines that have one build."""
+    build = engine(work.engine.name).build
+    return None if build is None else build(work, gpu)
+
+
+def speed_on(work: Workload, gpu: GpuSpec) -> calibrated.EngineSpeed:
+    """The fitted constants the plan's engine runs with on `gpu`: those of its build where they are
+    fitted (`calibrated.engine_speed`), else the engine's."""
+    return calibrated.engine_speed(work.engine.name, build_on(work, gpu))
 
 
 def decode_step(
@@ -455,7 +473,7 @@ def decode_step(
     (tensor parallel `tp` for vLLM/SGLang/transformers; `llamacpp` for llama.cpp's splits)."""
     if not gpu.bandwidth_gbps:
         return None
-    speed = calibrated.engine_speed(work.engine.name)
+    speed = speed_on(work, gpu)
     bandwidth = gpu.bandwidth_gbps * 1e9 * speed.efficiency(memory_class(gpu))
     if engine(work.engine.name).splits_layers:
         return _llamacpp_step(spec, work, gpu, sequences, context, llamacpp or LlamaCppPlacement(), bandwidth)
@@ -523,7 +541,7 @@ def _llamacpp_step(
 ) -> Speed:
     """llama.cpp: blocks on the GPUs at GPU bandwidth (one GPU after another with -sm layer, all at
     once with -sm row), blocks left in host memory at host bandwidth, in series."""
-    speed = calibrated.engine_speed("llamacpp")
+    speed = speed_on(work, gpu)
     stored = work.stored_layers or estimated_layers(spec, work.weights)
     blocks, head = stored_decode_bytes(spec, stored, sequences)
     kv = kv_read_bytes(spec, work, 1, context) * sequences / max(len(blocks), 1)
@@ -572,7 +590,7 @@ def prefill_seconds(
     new = prompt - min(max(cached, 0), prompt)
     if not tflops or new <= 0:
         return 0.0 if tflops else None
-    speed = calibrated.engine_speed(work.engine.name)
+    speed = speed_on(work, gpu)
     if speed.prefill_tflops_ceiling:
         tflops = min(tflops * speed.prefill_mfu, speed.prefill_tflops_ceiling) / speed.prefill_mfu
     attn_width = spec.num_attention_heads * spec.head_dim
@@ -595,7 +613,7 @@ def prefill_seconds(
 
 def assumptions(gpu: GpuSpec, work: Workload) -> str:
     """One line on how the speed estimates were made for this engine and GPU."""
-    speed = calibrated.engine_speed(work.engine.name)
+    speed = speed_on(work, gpu)
     kind = memory_class(gpu)
     eff = speed.efficiency(kind)
     note = (
@@ -605,6 +623,13 @@ def assumptions(gpu: GpuSpec, work: Workload) -> str:
     kernel = moe_kernel_family(work.weights.name)
     if speed.mweight_s(kernel):
         moe += f", {kernel} MoE kernel at {1e-3 / speed.mweight_s(kernel):.1f} G weights per SM per s"
+    build = build_on(work, gpu)
+    if build is not None:
+        label = engine(work.engine.name).build_labels.get(build, build)
+        own = calibrated.backend_calibrated(work.engine.name, build)
+        note += (
+            f", {label} build" if own else f", {label} build (no {label} record: the CUDA build's constants)"
+        )
     if engine(work.engine.name).splits_layers:
         multi = (
             f"-sm layer runs the GPUs one after another (+{calibrated.LAYER_SPLIT_HOP_S * 1e6:.0f} us per "

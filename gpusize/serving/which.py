@@ -275,7 +275,9 @@ def _fitting(
         spec, work, gpu, best.tensor_parallel, 1, work.context_tokens // 2, placement
     )
     tokens = speed.per_sequence_tokens_per_s if speed else None
-    rng = load.speed_range(work.engine.name, gpu.vendor, spec.moe is not None, 1, "decode")
+    rng = load.speed_range(
+        work.engine.name, gpu.vendor, spec.moe is not None, 1, "decode", throughput.build_on(work, gpu)
+    )
     low, high = load.ranged(tokens, rng)
     return replace(
         _row(entry, spec, fits=True),

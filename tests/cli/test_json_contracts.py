@@ -79,6 +79,7 @@ WORKLOAD = {
     "workload.engine.gpu_overhead",
     "workload.engine.name",
     "workload.engine.split_mode",
+    "workload.engine.backend",
     "workload.engine.transformers_version",
     "workload.engine.version",
     "workload.engine.vllm_use_v1",

@@ -68,7 +68,7 @@ def test_booleans_take_a_no_form() -> None:
 def test_settings_of_each_engine_follow_the_declarations() -> None:
     assert settings_of("vllm") >= {"gpu_memory_utilization", "max_num_seqs", "version"}
     assert "mem_fraction_static" in settings_of("sglang") and "mem_fraction_static" not in settings_of("vllm")
-    assert settings_of("llamacpp") == {"n_gpu_layers", "flash_attn", "split_mode"}
+    assert settings_of("llamacpp") == {"n_gpu_layers", "flash_attn", "split_mode", "backend"}
     assert "name" not in settings_of("vllm")
 
 

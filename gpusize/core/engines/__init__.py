@@ -34,8 +34,8 @@ def engine(name: str) -> EngineModel:
     nodes = model.nodes
     return replace(
         model,
-        evaluate=on_device(model.name, model.label, _kv_on_gpu(model.evaluate)),
-        nodes=None if nodes is None else on_device(model.name, model.label, _kv_on_gpu(nodes)),
+        evaluate=on_device(model, _kv_on_gpu(model.evaluate)),
+        nodes=None if nodes is None else on_device(model, _kv_on_gpu(nodes)),
     )
 
 
@@ -85,14 +85,17 @@ def runs_on(gpu: GpuSpec) -> str:
 EVALUATIONS_KEPT = 4096
 
 
-def on_device(engine_name: str, label: str, evaluate: Evaluator) -> Evaluator:
+def on_device(model: EngineModel, evaluate: Evaluator) -> Evaluator:
     """`evaluate`, refusing a plan the device rules forbid before any arithmetic (so no search, in any
-    command, tries tensor parallel on a MIG slice); each answer kept for the same arguments (equal
-    model, GPU, count and workload), up to EVALUATIONS_KEPT."""
+    command, tries tensor parallel on a MIG slice), and one the engine refuses on that GPU
+    (`EngineModel.refuses_device`: llama.cpp's CUDA build on an AMD GPU); each answer kept for the
+    same arguments (equal model, GPU, count and workload), up to EVALUATIONS_KEPT."""
     kept: dict[tuple[ModelSpec, GpuSpec, int, Workload], Candidate] = {}
 
     def checked(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate:
-        problem = device_problem(engine_name, label, gpu, n)
+        problem = device_problem(model.name, model.label, gpu, n)
+        if problem is None and model.refuses_device is not None:
+            problem = model.refuses_device(gpu, work)
         return refused(gpu, n, problem) if problem else evaluate(spec, gpu, n, work)
 
     def guarded(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate:

@@ -36,6 +36,9 @@ EffectiveSettings = Callable[[ModelSpec, GpuSpec, int, Workload], dict[str, floa
 #: together (llama.cpp: a quantized V cache without flash attention), as its own message; or None.
 ContextRefusal = Callable[[ModelSpec, Workload], str | None]
 
+#: Why the engine's settings cannot run on this GPU (llama.cpp's CUDA build on an AMD GPU), or None.
+DeviceRefusal = Callable[[GpuSpec, Workload], str | None]
+
 #: The fraction of each GPU the engine budgets for a plan of `tp` GPUs (vLLM's gpu_memory_utilization,
 #: SGLang's mem_fraction_static): what its launch command passes.
 Budget = Callable[[ModelSpec, GpuSpec, int, Workload], float]
@@ -88,6 +91,13 @@ class EngineModel:
     effective_settings: EffectiveSettings = _none
     releases: Releases = UNVERSIONED
     refuses_context: ContextRefusal = _accepts
+    #: Refuses a plan on a GPU its settings cannot run on, before any arithmetic (`core.engines.on_device`).
+    refuses_device: DeviceRefusal | None = None
+    #: The build a plan runs on a GPU, where the engine's speed depends on it (llama.cpp's backend:
+    #: "cuda", "rocm", "vulkan", "metal"; serving/calibrated.py fits constants per build); None: one build.
+    build: Callable[[Workload, GpuSpec], str] | None = None
+    #: The builds as text names them ("Metal").
+    build_labels: Mapping[str, str] = field(default_factory=dict)
     #: What a fix suggestion may change on this engine (core/levers.py), declared by its module.
     levers: Levers = NO_LEVERS
     #: KV cache types under the engine's own names (llama.cpp's f16, q8_0, q4_0, ...) -> bytes per

@@ -55,12 +55,16 @@ from gpusize.dataclass import dataclass, replace
 from gpusize.units import GIB
 
 __all__ = [
+    "BACKEND_LABELS",
+    "BACKEND_VENDOR",
     "ENGINE",
     "LLAMACPP_CTX_PAD",
     "LLAMACPP_KV_BYTES",
     "LEVERS",
     "LLAMACPP_UBATCH",
     "LlamaCppSplit",
+    "backend",
+    "backend_problem",
     "cache_type",
     "evaluate",
     "flash_attention",
@@ -207,6 +211,39 @@ def flash_attention(work: Workload) -> bool:
     """Whether llama.cpp runs flash attention: the user's -fa on|off, else the release's default.
     Every llama.cpp answer (sizing, settings, launch command) reads this one decision."""
     return LLAMACPP_FLASH_ATTN_DEFAULT if work.engine.flash_attn is None else work.engine.flash_attn
+
+
+#: The GPU vendor each of llama.cpp's backends runs on (`core.settings.local.LLAMACPP_BACKENDS`; None:
+#: any GPU with a Vulkan driver): ggml-cuda needs an NVIDIA GPU, ggml-hip AMD's ROCm, ggml-metal
+#: Apple silicon (ggml-org/llama.cpp docs/build.md). A GPU's default is its vendor's own backend;
+#: any other vendor's GPU runs the Vulkan build.
+BACKEND_VENDOR: dict[str, str | None] = {"cuda": "NVIDIA", "rocm": "AMD", "metal": "Apple", "vulkan": None}
+#: The backends as llama-bench's "backend" column and the build docs write them.
+BACKEND_LABELS = {"cuda": "CUDA", "rocm": "ROCm", "metal": "Metal", "vulkan": "Vulkan"}
+
+
+def backend(work: Workload, gpu: GpuSpec) -> str:
+    """The llama.cpp build a plan on `gpu` runs: the user's --backend, else the one made for the GPU's
+    vendor (BACKEND_VENDOR), else Vulkan. The speed model and the launch note read this one decision."""
+    if work.engine.backend is not None:
+        return work.engine.backend
+    return _own_backend(gpu) or "vulkan"
+
+
+def _own_backend(gpu: GpuSpec) -> str | None:
+    """The backend made for the GPU's vendor (BACKEND_VENDOR), None for a vendor without one."""
+    return next((name for name, vendor in BACKEND_VENDOR.items() if vendor == gpu.vendor), None)
+
+
+def backend_problem(gpu: GpuSpec, work: Workload) -> str | None:
+    """Why the --backend asked cannot run on `gpu` (a CUDA build on an AMD GPU); None when it can."""
+    vendor = BACKEND_VENDOR.get(work.engine.backend or "")
+    if vendor is None or vendor == gpu.vendor:
+        return None
+    label = BACKEND_LABELS[work.engine.backend or ""]
+    own = _own_backend(gpu)
+    builds = f"--backend {own} or vulkan" if own else "--backend vulkan"
+    return f"llama.cpp's {label} build runs on {vendor} GPUs, not on {gpu.full_name}: give {builds}"
 
 
 def refusal(work: Workload) -> str | None:
@@ -360,6 +397,9 @@ ENGINE = EngineModel(
     serves=True,
     splits_layers=True,
     refuses_context=lambda spec, work: family_refusal(spec) or refusal(work),
+    refuses_device=backend_problem,
+    build=backend,
+    build_labels=BACKEND_LABELS,
     prefix_cache="llama-server's per-slot prompt cache (cache_prompt, on by default: a request reuses "
     "the prefix it shares with the slot's previous prompt)",
 )

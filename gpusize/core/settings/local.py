@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from gpusize.core.settings.declaration import setting, settings_part
 
-__all__ = ["ATTN_IMPLEMENTATIONS", "SPLIT_MODES", "TRANSFORMERS_VERSIONS", "LocalSettings"]
+__all__ = [
+    "ATTN_IMPLEMENTATIONS",
+    "LLAMACPP_BACKENDS",
+    "SPLIT_MODES",
+    "TRANSFORMERS_VERSIONS",
+    "LocalSettings",
+]
 
 #: llama.cpp's ways to spread one model over several GPUs (`-sm`): whole layers per GPU, run one GPU
 #: after another for each token (the default), or every matrix split by rows across the GPUs.
 SPLIT_MODES = ("layer", "row")
+#: llama.cpp's GPU backends, as llama-bench's "backend" column names them: a build choice (CMake
+#: GGML_CUDA, GGML_HIP, GGML_VULKAN, GGML_METAL; the images server-cuda, server-rocm, server-vulkan of
+#: ghcr.io/ggml-org/llama.cpp, docs/docker.md), not a llama-server flag. Which GPUs each runs on is
+#: the engine's rule (`core.engines.llamacpp.BACKEND_VENDOR`).
+LLAMACPP_BACKENDS = ("cuda", "rocm", "vulkan", "metal")
 #: transformers attention implementations (`--attn-implementation`).
 ATTN_IMPLEMENTATIONS = ("sdpa", "flash_attention_2", "eager")
 #: "5": transformers 5.x (and 4.56-4.57): DynamicSlidingWindowLayer, boolean SDPA masks.
@@ -46,6 +57,17 @@ class LocalSettings:
         engines=("llamacpp",),
         help="spread the model over GPUs by layer (default) or row.",
         choices=SPLIT_MODES,
+    )
+    #: llama.cpp's build (one of LLAMACPP_BACKENDS); None: the GPU vendor's own (CUDA on NVIDIA, ROCm
+    #: on AMD, Metal on Apple; `core.engines.llamacpp.backend`). Not printed as a flag: llama-server
+    #: has none; the launch note names the build.
+    backend: str | None = setting(
+        default=None,
+        flag="--backend",
+        engines=("llamacpp",),
+        help="llama.cpp build: cuda, rocm, vulkan or metal (default the GPU vendor's: CUDA on NVIDIA, "
+        "ROCm on AMD, Metal on Apple).",
+        choices=LLAMACPP_BACKENDS,
     )
     #: Ollama (core/engines/ollama.py), under its own names: Modelfile num_gpu, OLLAMA_NUM_PARALLEL,
     #: OLLAMA_GPU_OVERHEAD (bytes); the launch lines print them as env vars / PARAMETER lines.

@@ -1,0 +1,140 @@
+"""llama.cpp's builds (CUDA, ROCm, Vulkan, Metal): which GPUs each runs on, which one a plan runs by
+default, the speed constants each is estimated with, and how an answer names it.
+
+The rules have no logged figure of their own (the fitted constants are checked by
+tests/serving/test_throughput_conformance.py): they follow llama.cpp's build docs (docs/build.md:
+GGML_CUDA needs an NVIDIA GPU, GGML_HIP AMD's ROCm, GGML_METAL Apple silicon; Vulkan any GPU with a
+Vulkan driver) and its images (docs/docker.md: server-cuda, server-rocm, server-vulkan)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpusize.core.engines import engine
+from gpusize.core.engines.llamacpp import BACKEND_VENDOR, backend, backend_problem
+from gpusize.dataclass import replace
+from gpusize.serving import calibrated, load, throughput
+from gpusize.serving.launch import llamacpp_command
+from gpusize.sources.catalog import find_gpu
+from tests.helpers import catalog_spec, run_in_process, workload
+
+SPEC = catalog_spec("Llama-3.1-8B")
+
+
+def _work(build: str | None = None):  # type: ignore[no-untyped-def]
+    return workload(SPEC, 4096, engine_name="llamacpp", backend=build)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "expected"),
+    [
+        ("H100-SXM", "cuda"),
+        ("RTX4090", "cuda"),
+        ("MI300X", "rocm"),
+        ("Strix-Halo-128GB", "rocm"),
+        ("M2-Ultra-192GB", "metal"),
+    ],
+)
+def test_a_plan_runs_the_gpu_vendors_own_build_by_default(gpu: str, expected: str) -> None:
+    assert backend(_work(), find_gpu(gpu)) == expected
+
+
+def test_a_vendor_without_a_build_of_its_own_runs_vulkan() -> None:
+    other = replace(find_gpu("RTX4090"), name="Arc-X", full_name="Intel Arc X", vendor="Intel")
+    assert backend(_work(), other) == "vulkan"
+    assert backend_problem(other, _work("vulkan")) is None
+    assert "--backend vulkan" in (backend_problem(other, _work("cuda")) or "")
+
+
+@pytest.mark.parametrize("build", sorted(BACKEND_VENDOR))
+@pytest.mark.parametrize("gpu", ["H100-SXM", "MI300X", "M2-Ultra-192GB"])
+def test_a_build_runs_only_on_its_vendors_gpus(build: str, gpu: str) -> None:
+    card = find_gpu(gpu)
+    problem = backend_problem(card, _work(build))
+    runs = BACKEND_VENDOR[build] in (None, card.vendor)
+    assert (problem is None) == runs
+    if problem:  # the message names the build, the GPU and what runs there
+        assert card.full_name in problem and "vulkan" in problem
+
+
+def test_a_refused_build_is_a_refused_plan_before_any_arithmetic() -> None:
+    cand = engine("llamacpp").evaluate(SPEC, find_gpu("H100-SXM"), 1, _work("metal"))
+    assert not cand.fits and "Metal build runs on Apple GPUs" in (cand.reason or "")
+
+
+def test_each_build_is_estimated_with_its_own_constants() -> None:
+    strix = find_gpu("Strix-Halo-128GB")
+    rocm = throughput.decode_step(SPEC, _work(), strix, 1, 1, 512)
+    vulkan = throughput.decode_step(SPEC, _work("vulkan"), strix, 1, 1, 512)
+    assert rocm is not None and vulkan is not None and rocm.step_s != vulkan.step_s
+    assert throughput.speed_on(_work("vulkan"), strix) is calibrated.engine_speed("llamacpp", "vulkan")
+    assert throughput.speed_on(_work(), find_gpu("H100-SXM")) is calibrated.ENGINE_SPEED["llamacpp"]
+    assert throughput.speed_on(_work(), find_gpu("M2-Ultra-192GB")).build == "metal"
+
+
+def test_the_rocm_floor_factor_scales_only_the_nvidia_fitted_floors() -> None:
+    """ROCM_KERNEL_FLOOR_FACTOR is vLLM's and SGLang's ROCm builds' (fitted over their NVIDIA floors):
+    llama.cpp's ROCm and Vulkan floors are fitted on AMD GPUs themselves."""
+    amd = find_gpu("MI300X")
+    assert throughput.kernel_floor_factor(amd) == calibrated.ROCM_KERNEL_FLOOR_FACTOR
+    assert throughput.kernel_floor_factor(amd, calibrated.engine_speed("llamacpp", "rocm")) == 1.0
+    assert (
+        throughput.kernel_floor_factor(amd, calibrated.engine_speed("vllm"))
+        == calibrated.ROCM_KERNEL_FLOOR_FACTOR
+    )
+
+
+def test_a_build_without_constants_borrows_the_engines_and_says_so() -> None:
+    built = replace(_work(), engine=replace(_work().engine, backend="vulkan"))
+    saved = calibrated.ENGINE_SPEED.pop("llamacpp/vulkan")
+    try:
+        gpu = find_gpu("RTX4090")
+        assert throughput.speed_on(built, gpu) is calibrated.ENGINE_SPEED["llamacpp"]
+        assert "no Vulkan record: the CUDA build's constants" in throughput.assumptions(gpu, built)
+    finally:
+        calibrated.ENGINE_SPEED["llamacpp/vulkan"] = saved
+    assert "Vulkan build" in throughput.assumptions(find_gpu("RTX4090"), built)
+
+
+@pytest.mark.parametrize(
+    ("engine_name", "vendor", "build", "group"),
+    [
+        ("llamacpp", "NVIDIA", "cuda", "llamacpp"),
+        ("llamacpp", "NVIDIA", "vulkan", "llamacpp/vulkan"),
+        ("llamacpp", "AMD", "rocm", "llamacpp/rocm"),
+        ("llamacpp", "Apple", "metal", "llamacpp/metal"),
+        ("vllm", "AMD", None, "vllm/AMD"),
+        ("vllm", "NVIDIA", None, "vllm"),
+    ],
+)
+def test_an_answers_range_is_its_builds_group(
+    engine_name: str, vendor: str, build: str | None, group: str
+) -> None:
+    assert load.speed_group(engine_name, vendor, build) == group
+
+
+def test_the_launch_line_names_the_build_asked_and_takes_no_backend_flag() -> None:
+    line = llamacpp_command("/m/model.gguf", "gguf", _work("vulkan"), 33)
+    assert line.command is not None and "--backend" not in line.command
+    assert "server-vulkan" in (line.note or "") and "GGML_VULKAN" in (line.note or "")
+    assert llamacpp_command("/m/model.gguf", "gguf", _work(), 33).note is None
+
+
+def test_cli_backend_on_the_wrong_gpu_says_which_build_runs_there() -> None:
+    proc = run_in_process(
+        "fit", "Llama-3.1-8B", "--engine", "llamacpp", "--backend", "cuda", "--gpu", "MI300X"
+    )
+    assert proc.code == 1
+    assert "--backend rocm or vulkan" in " ".join(proc.stdout.split())
+
+
+def test_cli_backend_is_refused_for_other_engines() -> None:
+    proc = run_in_process("fit", "Llama-3.1-8B", "--backend", "vulkan", "--gpu", "H100")
+    assert proc.code == 2 and proc.stderr.count("\n") == 1
+
+
+def test_manifests_are_refused_off_nvidia_and_off_the_cuda_image() -> None:
+    """The manifests request nvidia.com/gpu and run CUDA images (serving/deploy.py): a plan on an AMD
+    GPU would be a deployment that never schedules."""
+    proc = run_in_process("serve", "Llama-3.1-8B", "--gpu", "MI300X", "--users", "4", "--format", "k8s")
+    assert proc.code == 2 and "nvidia.com/gpu" in proc.stderr and proc.stderr.count("\n") == 1
