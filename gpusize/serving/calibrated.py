@@ -155,6 +155,24 @@ _LLAMACPP = EngineSpeed(
     "(mlc-ai/llm-perf-bench) on GeForce, RTX Ada and A100: 17 decode and 4 prompt figures",
 )
 
+
+def _llamacpp_build(
+    build: str, efficiency: dict[str, float], step_s: float, layer_s: float, fitted_on: str
+) -> EngineSpeed:
+    """One of llama.cpp's other builds (`core.engines.llamacpp.backend`): its own bandwidth efficiency
+    per memory class it was measured on and per-token floors, fitted on its own records
+    (bench/calibrate_throughput.py, `Record.domain`); its prompt constants are the CUDA build's (no
+    Apple or Strix Halo GPU has a catalog TFLOPS)."""
+    return replace(
+        _LLAMACPP,
+        build=build,
+        bandwidth_efficiency=efficiency,
+        step_s=step_s,
+        layer_s=layer_s,
+        fitted_on=fitted_on,
+    )
+
+
 ENGINE_SPEED: dict[str, EngineSpeed] = {
     "vllm": _VLLM,
     # SGLang runs the same kernel families (FlashInfer / Triton / CUTLASS) under CUDA graphs: vLLM's
@@ -168,35 +186,29 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
         "kernel constants",
     ),
     "llamacpp": _LLAMACPP,
-    # llama.cpp's other builds (`core.engines.llamacpp.backend`): their own bandwidth efficiencies and
-    # per-token floors, fitted on their own records (bench/calibrate_throughput.py `BUILD_STAGES`);
-    # the prompt constants are the CUDA build's (no Apple or Strix Halo GPU has a catalog TFLOPS).
-    "llamacpp/metal": replace(
-        _LLAMACPP,
-        build="metal",
-        bandwidth_efficiency={"lpddr": 0.867},
-        step_s=0.000676,
-        layer_s=0.000168,
-        fitted_on="llama.cpp Metal, Aug 2023 and May 2024 (llama.cpp PR #2917, XiongjieDai/GPU-Benchmarks-on-"
-        "LLM-Inference) on M1 Max, M2 Ultra and M3 Max: 10 decode figures",
+    # llama.cpp's other builds, each fitted on its own records (`_llamacpp_build`)
+    "llamacpp/metal": _llamacpp_build(
+        "metal",
+        {"lpddr": 0.867},
+        0.000676,
+        0.000168,
+        "llama.cpp Metal, Aug 2023 and May 2024 (llama.cpp PR #2917, XiongjieDai/GPU-Benchmarks-on-LLM-"
+        "Inference) on M1 Max, M2 Ultra and M3 Max: 10 decode figures",
     ),
-    "llamacpp/vulkan": replace(
-        _LLAMACPP,
-        build="vulkan",
-        bandwidth_efficiency={"gddr": 0.957, "lpddr": 0.805},
-        step_s=0.00205,
-        layer_s=1.2e-05,
-        fitted_on="llama.cpp Vulkan, 2026 (llama.cpp PR #21024 on an RTX 3090, "
-        "kyuz0/amd-strix-halo-toolboxes RADV on Strix Halo): 10 decode figures",
+    "llamacpp/vulkan": _llamacpp_build(
+        "vulkan",
+        {"gddr": 0.957, "lpddr": 0.805},
+        0.00205,
+        1.2e-05,
+        "llama.cpp Vulkan, 2026 (llama.cpp PR #21024 on an RTX 3090, kyuz0/amd-strix-halo-toolboxes RADV "
+        "on Strix Halo): 10 decode figures",
     ),
-    "llamacpp/rocm": replace(
-        _LLAMACPP,
-        build="rocm",
-        bandwidth_efficiency={"lpddr": 0.829},
-        step_s=0.000577,
-        layer_s=0.000128,
-        fitted_on="llama.cpp ROCm 7.2.3, 2026 (kyuz0/amd-strix-halo-toolboxes on Strix Halo): 8 decode "
-        "figures",
+    "llamacpp/rocm": _llamacpp_build(
+        "rocm",
+        {"lpddr": 0.829},
+        0.000577,
+        0.000128,
+        "llama.cpp ROCm 7.2.3, 2026 (kyuz0/amd-strix-halo-toolboxes on Strix Halo): 8 decode figures",
     ),
     # PyTorch eager (Transformers generate): vLLM's kernels, a per-layer cost of eager launches.
     "transformers": replace(
