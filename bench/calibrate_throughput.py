@@ -71,7 +71,13 @@ FIGURE_CLASS = {
     "end_to_end_latency_s": "aggregate",
     "ttft_ms": "ttft",
     "prefill_tokens_per_s": "ttft",
+    # the spread of the time to first token over a run's requests (`load.FirstTokenSpread`, no fitted
+    # constant of its own): classes no stage fits on, reported beside the mean
+    "ttft_median_ms": "ttft_p50",
+    "ttft_p99_ms": "ttft_p99",
 }
+#: The quantile each spread figure is (vLLM's and SGLang's bench_serving print the median and P99).
+FIGURE_QUANTILE = {"ttft_median_ms": 0.5, "ttft_p99_ms": 0.99}
 
 
 @dataclass(frozen=True)
@@ -316,6 +322,9 @@ def predict(rec: Record, figure: str) -> float | None:
         return point.per_request_tokens_per_s
     if figure == "output_tokens_per_s":
         return point.aggregate_tokens_per_s
+    if figure in FIGURE_QUANTILE:
+        at = point.ttft_quantile(FIGURE_QUANTILE[figure])
+        return at * 1000 if at is not None else None
     return point.ttft_s * 1000 if point.ttft_s is not None else None
 
 
@@ -433,7 +442,7 @@ STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
         ),
     ),
     # llama.cpp's other builds, each on its own records (`Record.domain`): bandwidth efficiency per
-    # memory class it was measured on and the per-token floors; the CUDA build's prompt constants
+    # memory class it was measured on, the per-token floors and the prompt's MFU
     (
         ("llamacpp",),
         ("decode",),
@@ -454,6 +463,7 @@ STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
         ("decode",),
         ("llamacpp/rocm.bandwidth_efficiency.lpddr", "llamacpp/rocm.step_s", "llamacpp/rocm.layer_s"),
     ),
+    (("llamacpp",), ("ttft",), ("llamacpp/metal.prefill_mfu",)),
     (
         ("llamacpp",),
         ("ttft",),
@@ -980,6 +990,8 @@ def validation_groups(
     for row in table:
         if row.error is None or (not misses and row.figure in row.record.known_miss):
             continue
+        if "metric" not in keys and row.kind not in RANGED_METRICS:  # the TTFT spread: by metric only
+            continue
         r = row.record
         values = {
             "engine": r.group,
@@ -1003,7 +1015,7 @@ def tp_scaling(table: list[Row]) -> list[tuple[str, str, str, str, tuple[int, in
     groups: dict[tuple[str, str, str, str, int, int, int], list[Row]] = {}
     for row in table:
         u = row.record.use
-        if row.predicted is None or "tp" not in u or row.kind == "ttft":
+        if row.predicted is None or "tp" not in u or row.kind not in ("decode", "aggregate"):
             continue
         key = (
             row.record.source,
@@ -1231,6 +1243,10 @@ def range_multiplier(row: dict[str, Any]) -> float:
     return 1 / ratio if is_time != (row["metric"] == "ttft") else ratio
 
 
+#: The metrics answers print ranges for (`load.METRIC_WORDS`); the TTFT spread classes are not.
+RANGED_METRICS = ("decode", "aggregate", "ttft")
+
+
 def ranges_table(
     result_rows: list[dict[str, Any]],
 ) -> dict[tuple[str, str, str, str], tuple[int, float, float, float]]:
@@ -1241,6 +1257,8 @@ def ranges_table(
     pool all of an engine's figures of the metric."""
     groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
     for row in result_rows:
+        if row["metric"] not in RANGED_METRICS:  # the TTFT spread figures: reported, not ranged
+            continue
         for key in (
             (row["engine"], row["arch"], row["band"], row["metric"]),
             (row["engine"], "*", "*", row["metric"]),

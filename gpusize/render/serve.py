@@ -11,6 +11,7 @@ from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, block, paragraph, shell_command
 from gpusize.reports.serve import ServeReport
 from gpusize.serving.layouts import THIN_MARGIN_NOTE, Layout, layout_name
+from gpusize.serving.load import STEADY_P99_OVER_MEDIAN
 from gpusize.units import GIB
 
 __all__ = [
@@ -184,6 +185,7 @@ def render_serve(report: ServeReport, width: int, style: Style) -> str:
         *_failure_lines(report, width),
         paragraph(targets_line(report), width),
         paragraph(f"Why: {report.why}", width),
+        *[paragraph(line, width) for line in ttft_spread_lines(report)],
         *[paragraph(line, width) for line in disaggregated_lines(report)],
         *[paragraph(line, width) for line in suggestion_lines(report.suggestions, False)],
     ]
@@ -213,7 +215,7 @@ def render_serve(report: ServeReport, width: int, style: Style) -> str:
 
 def serve_markdown(report: ServeReport) -> str:
     """The comparison as Markdown: why, the launch commands, every layout and the assumptions."""
-    lead = [md(targets_line(report)), f"**Why:** {md(report.why)}"]
+    lead = [md(targets_line(report)), f"**Why:** {md(report.why)}", *map(md, ttft_spread_lines(report))]
     lead += [
         f"**Launch ({md(name)}):** `{launch.command.replace('`', '')}`"
         for name, launch in report.launch.items()
@@ -256,12 +258,28 @@ def serve_csv_columns(report: ServeReport) -> list[ValueColumn]:
         ("TTFT low (s)", lambda x: x.ttft_s_low, 3),
         ("TTFT best (s)", lambda x: x.ttft_s, 3),
         ("TTFT high (s)", lambda x: x.ttft_s_high, 3),
+        ("TTFT p50 (s)", lambda x: x.ttft_p50_s, 3),
+        ("TTFT p90 (s)", lambda x: x.ttft_p90_s, 3),
         ("price ($/h)", lambda x: x.usd_per_hour, 4),
         ("price ($/month)", lambda x: x.usd_per_month, 2),
         ("price low ($/1M tokens)", lambda x: x.usd_per_million_tokens_low, 4),
         ("price best ($/1M tokens)", lambda x: x.usd_per_million_tokens, 4),
         ("price high ($/1M tokens)", lambda x: x.usd_per_million_tokens_high, 4),
         ("if one GPU fails", lambda x: x.one_gpu_failure if x.fits else x.reason, 0),
+    ]
+
+
+def ttft_spread_lines(report: ServeReport) -> list[str]:
+    """How the recommended layout's time to first token spreads over its requests (its p50 and p90)."""
+    pick = report.recommendation
+    if pick is None or pick.ttft_p50_s is None or pick.ttft_p90_s is None:
+        return []
+    return [
+        f"TTFT at this load ({pick.replicas} x {pick.gpus_per_replica} GPU): half the requests within "
+        f"{pick.ttft_p50_s:.2f} s, nine in ten within {pick.ttft_p90_s:.2f} s or more (estimates: the "
+        "load model's schedule, each request's wait for the running step and the prefills and waves "
+        f"before it; published steady-load runs put their P99 at {STEADY_P99_OVER_MEDIAN[0]}-"
+        f"{STEADY_P99_OVER_MEDIAN[1]}x the median, a scheduling spread the model leaves out)"
     ]
 
 

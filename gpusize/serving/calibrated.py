@@ -157,18 +157,24 @@ _LLAMACPP = EngineSpeed(
 
 
 def _llamacpp_build(
-    build: str, efficiency: dict[str, float], step_s: float, layer_s: float, fitted_on: str
+    build: str,
+    efficiency: dict[str, float],
+    step_s: float,
+    layer_s: float,
+    fitted_on: str,
+    prefill_mfu: float | None = None,
 ) -> EngineSpeed:
     """One of llama.cpp's other builds (`core.engines.llamacpp.backend`): its own bandwidth efficiency
     per memory class it was measured on and per-token floors, fitted on its own records
-    (bench/calibrate_throughput.py, `Record.domain`); its prompt constants are the CUDA build's (no
-    Apple or Strix Halo GPU has a catalog TFLOPS)."""
+    (bench/calibrate_throughput.py, `Record.domain`), and its prompt MFU where one fits its records
+    (Metal); else the CUDA build's prompt constants."""
     return replace(
         _LLAMACPP,
         build=build,
         bandwidth_efficiency=efficiency,
         step_s=step_s,
         layer_s=layer_s,
+        prefill_mfu=_LLAMACPP.prefill_mfu if prefill_mfu is None else prefill_mfu,
         fitted_on=fitted_on,
     )
 
@@ -193,7 +199,8 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
         0.000676,
         0.000168,
         "llama.cpp Metal, Aug 2023 and May 2024 (llama.cpp PR #2917, XiongjieDai/GPU-Benchmarks-on-LLM-"
-        "Inference) on M1 Max, M2 Ultra and M3 Max: 10 decode figures",
+        "Inference) on M1 Max, M2 Ultra and M3 Max: 10 decode and 11 prompt figures",
+        prefill_mfu=0.633,
     ),
     "llamacpp/vulkan": _llamacpp_build(
         "vulkan",

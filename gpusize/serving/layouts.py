@@ -135,6 +135,10 @@ class Layout:
     ttft_s: float | None = None
     ttft_s_low: float | None = None
     ttft_s_high: float | None = None
+    #: The time to first token half and nine in ten of the requests get at most, by the load model's
+    #: own schedule (`load.FirstTokenSpread`); None where there is no estimate.
+    ttft_p50_s: float | None = None
+    ttft_p90_s: float | None = None
     #: The ranges above, one per group they come from (engine, dense/MoE, band, metric): the JSON's
     #: `speed_ranges[]`; a range with `basis` "none" is a speed not calibrated there (no low / high).
     speed_ranges: tuple[load.SpeedRange, ...] = field(default=(), metadata={"sheet": False})
@@ -320,6 +324,8 @@ def evaluate_layout(
         ttft_s=ttft,
         ttft_s_low=ttft_low,
         ttft_s_high=ttft_high,
+        ttft_p50_s=point.ttft_quantile(load.TTFT_QUANTILES[0]) if point and ttft is not None else None,
+        ttft_p90_s=point.ttft_quantile(load.TTFT_QUANTILES[1]) if point and ttft is not None else None,
         speed_ranges=load.shown_ranges(ranges, (per_request, aggregate, ttft)),
         bound=point.step.bound if point else None,
         kv_cache_bytes=at_load.kv_cache_bytes,

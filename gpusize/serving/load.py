@@ -28,8 +28,11 @@ __all__ = [
     "ACROSS_SERVERS_WORDS",
     "BANDS",
     "METRIC_WORDS",
+    "TTFT_QUANTILES",
     "MIN_RANGE_FIGURES",
+    "STEADY_P99_OVER_MEDIAN",
     "WIDE_GROUP_ERROR",
+    "FirstTokenSpread",
     "LoadPoint",
     "SpeedRange",
     "across_servers",
@@ -45,15 +48,64 @@ __all__ = [
 
 
 @dataclass(frozen=True)
+class FirstTokenSpread:
+    """How the time to first token spreads over a load's requests, by the load model's own schedule
+    (no constant of its own): `quantile(q)` as `np.percentile` (linear between ranks) reads a
+    benchmark's requests, which is how `vllm bench serve` prints its median and P99 TTFT.
+
+    - A burst (`requests` at once, served `batch` at a time): request i waits for the i % batch
+      prefills before it in its wave and for i // batch waves of `wave_s`; the first is served after
+      `first_s`. The TTFTs rise with i, so the quantile is read off the service order.
+    - Steady load (`requests` = 0): each request arrives at a random point of the running decode
+      step, so its TTFT is the mean give or take half a step (`first_s` the mean, `wave_s` the
+      step): uniform over [mean - step / 2, mean + step / 2].
+    """
+
+    first_s: float
+    prefill_s: float = 0.0
+    batch: int = 1
+    requests: int = 0
+    wave_s: float = 0.0
+
+    def quantile(self, q: float) -> float:
+        if not self.requests:
+            return self.first_s + (q - 0.5) * self.wave_s
+        rank = q * (self.requests - 1)
+        low = int(rank)
+        at_low, at_next = self._served(low), self._served(min(low + 1, self.requests - 1))
+        return at_low + (rank - low) * (at_next - at_low)
+
+    def _served(self, i: int) -> float:
+        wave, place = divmod(i, self.batch)
+        return self.first_s + place * self.prefill_s + wave * self.wave_s
+
+
+#: P99 over median time to first token that published steady-load runs measured (the model's spread
+#: there is half a step each way): gpustack's performance-lab pages, vLLM and SGLang at 1-8 requests
+#: in flight on H100/A100/H200 (tests/data/throughput_records.yaml `gs-*` records' ttft_p99_ms /
+#: ttft_median_ms: 1.22 to 4.04; tests/serving/test_ttft_spread.py checks the range against them).
+STEADY_P99_OVER_MEDIAN = (1.2, 4.1)
+#: The quantiles of the time to first token an answer gives beside its mean (`Layout.ttft_p50_s`,
+#: `ttft_p90_s`).
+TTFT_QUANTILES = (0.5, 0.9)
+
+
+@dataclass(frozen=True)
 class LoadPoint:
     """One engine instance under load: the sequences decoding together, the speed each sees, the
-    instance's output tokens per second and the mean time to first token."""
+    instance's output tokens per second, the mean time to first token and how it spreads over the
+    requests (`spread`: None where the mean is)."""
 
     sequences: int
     per_request_tokens_per_s: float
     aggregate_tokens_per_s: float
     ttft_s: float | None
     step: Speed
+    spread: FirstTokenSpread | None = None
+
+    def ttft_quantile(self, q: float) -> float | None:
+        """The time to first token that a share `q` of the requests waits at most (an ESTIMATE)."""
+        return None if self.spread is None else self.spread.quantile(q)
 
 
 #: Concurrency bands the speed ranges are grouped by (sequences in flight per engine instance): the
@@ -117,16 +169,21 @@ class SpeedRange:
     def calibrated(self) -> bool:
         return self.low is not None and self.high is not None
 
+    def who(self) -> str:
+        """The engine of the group in words: "vLLM on AMD", "llama.cpp's Metal build" (`speed_group`)."""
+        engine, _, part = self.engine.partition("/")
+        model = engine_model(engine)
+        if part in model.build_labels:
+            return f"{model.label}'s {model.build_labels[part]} build"
+        return model.label + (f" on {part}" if part else "")
+
     def where(self) -> str:
         """The group in words, without the metric: "vLLM on AMD MoE, 2-7 in flight"."""
-        engine, _, vendor = self.engine.partition("/")
-        on = f" on {vendor}" if vendor else ""
-        return f"{engine_model(engine).label}{on} {self.arch}, {self.band} in flight"
+        return f"{self.who()} {self.arch}, {self.band} in flight"
 
     def words(self) -> str:
         """One plain line for the notes of an answer the range is printed with."""
-        engine, _, vendor = self.engine.partition("/")
-        who = engine_model(engine).label + (f" on {vendor}" if vendor else "")
+        who = self.who()
         group = f"{self.where()}, {METRIC_WORDS[self.metric]}"
         error = f", mean error {self.mean_error:.0%}" if self.mean_error is not None else ""
         wide = self.mean_error is not None and self.mean_error > WIDE_GROUP_ERROR
@@ -255,7 +312,8 @@ def steady(
     cycle = first + (max(output, 1) - 1) * tpot
     queued = max(users - batch, 0) / batch * cycle  # clients beyond capacity wait for a slot
     ttft = first + queued if t_pf is not None else None
-    return LoadPoint(batch, 1 / tpot, batch * max(output, 1) / cycle, ttft, step)
+    spread = FirstTokenSpread(ttft, wave_s=step.step_s) if ttft is not None else None
+    return LoadPoint(batch, 1 / tpot, batch * max(output, 1) / cycle, ttft, step, spread)
 
 
 def burst(
@@ -281,11 +339,13 @@ def burst(
     duration = requests * t_pf + requests * out / batch * step.step_s
     waves = math.ceil(requests / batch)
     wave_s = batch * t_pf + out * step.step_s
-    ttft = speed_on(work, gpu).request_s + (batch + 1) / 2 * t_pf
+    request_s = speed_on(work, gpu).request_s
+    ttft = request_s + (batch + 1) / 2 * t_pf
     ttft += (waves - 1) / 2 * wave_s
     # a sequence admitted early decodes while the rest of its wave is prefilled (chunked prefill)
     tpot = step.step_s + (batch - 1) / 2 * t_pf / out
-    return LoadPoint(batch, 1 / tpot, requests * out / duration, ttft, step)
+    spread = FirstTokenSpread(request_s + t_pf, t_pf, batch, requests, wave_s)
+    return LoadPoint(batch, 1 / tpot, requests * out / duration, ttft, step, spread)
 
 
 def static_batch_seconds(
