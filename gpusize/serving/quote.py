@@ -165,7 +165,7 @@ class ServerPlan:
         return self.fits and self.layout.thin_margin
 
 
-#: Plans already made in one quote, by everything they depend on (`_shared`): GPU types alike in
+#: Plans already made in one quote, by everything they depend on (`_kept`): GPU types alike in
 #: what a plan reads are planned once.
 Plans = dict[tuple[object, ...], Any]
 
@@ -184,24 +184,32 @@ def option_for(
     does, the largest that runs the model), laid out as `serve` recommends; never more than
     `max_count` GPUs (this machine's, for --gpu local). `plans`: those of earlier GPU types of the
     same quote, shared by a GPU whose plan_key matches."""
-    plan: ServerPlan = _shared(
-        plans,
-        lambda: ("option", plan_key(gpu), spec, work, demand, count, max_count, targets),
-        lambda: plan_for(spec, gpu, work, demand, count, max_count, targets),
-    )
-    return labeled(gpu, plan)
 
+    def make() -> ServerPlan:
+        return plan_for(spec, gpu, work, demand, count, max_count, targets)
 
-def _shared(plans: Plans | None, key: Callable[[], tuple[object, ...]], make: Callable[[], Any]) -> Any:
-    """The plan kept in `plans` under `key()`, everything it depends on, made and kept on first use;
-    made each time without `plans`."""
     if plans is None:
-        return make()
-    wanted = key()
-    found = plans.get(wanted)
+        return labeled(gpu, make())
+    key = ("option", plan_key(gpu), spec, work, demand, count, max_count, targets)
+    plan: ServerPlan = _kept(plans, key, make)
+    return _label(plans, gpu, plan)
+
+
+def _kept(plans: Plans, key: tuple[object, ...], make: Callable[[], Any]) -> Any:
+    """The plan kept in `plans` under `key`, everything it depends on; made and kept on first use."""
+    found = plans.get(key)
     if found is None:
-        found = plans[wanted] = make()
+        found = plans[key] = make()
     return found
+
+
+def _label(plans: Plans, gpu: GpuSpec, plan: ServerPlan) -> Option:
+    """`labeled(gpu, plan)`, made once per plan and price: labeled reads nothing of the GPU but its
+    plan key, its name and its price, so a GPU type of the same plan and price gets that option under
+    its own name (5,000 fields a quote over 1,000 copies of one card would build again)."""
+    key = ("labeled", id(plan), gpu.price_usd_per_hour)  # the plan is kept in `plans`: its id stays its own
+    option: Option = _kept(plans, key, lambda: labeled(gpu, plan))
+    return option if option.gpu == gpu.name else replace(option, gpu=gpu.name)
 
 
 def plan_for(
@@ -316,12 +324,17 @@ def for_load(
     else as many servers of the largest size as hold every user at once, each sized and laid out for
     its share of the load (so its speed and $/1M tokens are those of that share); a server has at most
     `max_count` GPUs (--gpu local: the machine's). `plans`: as option_for's."""
-    plan, servers = _shared(
-        plans,
-        lambda: ("load", plan_key(gpu), spec, work, users, max_count, prefix_hit_rate, targets),
-        lambda: _fleet_plan(spec, gpu, work, users, max_count, prefix_hit_rate, targets),
-    )
-    option = labeled(gpu, plan)
+
+    def make() -> tuple[ServerPlan, int]:
+        return _fleet_plan(spec, gpu, work, users, max_count, prefix_hit_rate, targets)
+
+    if plans is None:
+        plan, servers = make()
+        option = labeled(gpu, plan)
+    else:
+        key = ("load", plan_key(gpu), spec, work, users, max_count, prefix_hit_rate, targets)
+        plan, servers = _kept(plans, key, make)
+        option = _label(plans, gpu, plan)
     return with_money(option, gpu, servers if option.fits else None, users, hours)
 
 

@@ -110,17 +110,18 @@ def test_a_shared_plan_is_the_full_evaluation(model: str, engine_name: str) -> N
     demand = Demand(users=1)
     shared_any = False
     for gpu in GPUS:
-        copy = relabeled(gpu)
-        same = plan_key(copy) == plan_key(gpu)
-        shared_any |= same
-        plans: Plans = {}
-        option_for(spec, gpu, on_gpu(spec, gpu, work), demand, plans=plans)
-        got = option_for(spec, copy, on_gpu(spec, copy, work), demand, plans=plans)
-        assert got == option_for(spec, copy, on_gpu(spec, copy, work), demand), gpu.name
-        assert len(plans) == (1 if same else 2), gpu.name
-        loads: Plans = {}
-        for_load(spec, gpu, on_gpu(spec, gpu, work), 40, plans=loads)
-        got = for_load(spec, copy, on_gpu(spec, copy, work), 40, plans=loads)
-        assert got == for_load(spec, copy, on_gpu(spec, copy, work), 40), gpu.name
-        assert len(loads) == (1 if same else 2), gpu.name
+        for copy in (relabeled(gpu), replace(gpu, name=f"{gpu.name}-copy", aliases=())):  # the same price
+            same = plan_key(copy) == plan_key(gpu)
+            shared_any |= same
+            plans: Plans = {}
+            option_for(spec, gpu, on_gpu(spec, gpu, work), demand, plans=plans)
+            got = option_for(spec, copy, on_gpu(spec, copy, work), demand, plans=plans)
+            assert got == option_for(spec, copy, on_gpu(spec, copy, work), demand), gpu.name
+            assert got.gpu == copy.name
+            assert len([k for k in plans if k[0] == "option"]) == (1 if same else 2), gpu.name
+            loads: Plans = {}
+            for_load(spec, gpu, on_gpu(spec, gpu, work), 40, plans=loads)
+            got = for_load(spec, copy, on_gpu(spec, copy, work), 40, plans=loads)
+            assert got == for_load(spec, copy, on_gpu(spec, copy, work), 40), gpu.name
+            assert len([k for k in loads if k[0] == "load"]) == (1 if same else 2), gpu.name
     assert shared_any
