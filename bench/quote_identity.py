@@ -78,6 +78,30 @@ def commands(folder: Path, names: dict[str, list[str]]) -> dict[str, list[str]]:
     out["mig and unified"] = ["quote", "Qwen3-8B", "--gpu", "H100-SXM-MIG-3g.40gb", "--gpu", "DGX-Spark"]
     out["deepseek --nodes 2"] = ["quote", "DeepSeek-V3", "--gpu", "H100", "--gpu", "H200", "--nodes", "2"]
     out["llama --nodes 2 --json"] = [*llama, "--gpu", "H100", "--gpu", "B200", "--nodes", "2", "--json"]
+    copies = ["--gpus-file", str(folder / "copies.yaml")]
+    out["unknown name among copies"] = [
+        *llama,
+        *copies,
+        "--gpu",
+        "Card-1",
+        "--gpu",
+        "Card-1000",
+        "--gpu",
+        "Card-2",
+    ]
+    out["MIG slice and alias with copies"] = [
+        *[
+            "quote",
+            "Qwen3-8B",
+            *copies,
+            "--gpu",
+            "card7-alt",
+            "--gpu",
+            "H100-SXM-MIG-3g.40gb",
+            "--gpu",
+            "h100",
+        ]
+    ]
     out["serve"] = ["serve", "Qwen3-32B", "--gpu", "H100", "--users", "20"]
     out["serve --json"] = [
         "serve",

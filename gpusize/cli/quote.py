@@ -104,6 +104,7 @@ def quote(
     distinct_outputs({"-o": output, "--svg": svg})
     with prepare.reuse():  # each --gpu looked up once, for the engine check and the targets both
         cats = prepare.catalogs(models_file, gpus_file)
+        prepare.known_gpus(cats, gpu or ())
         resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
         req = prepare.request(
             resolved,
