@@ -88,15 +88,17 @@ EVALUATIONS_KEPT = 4096
 def on_device(engine_name: str, label: str, evaluate: Evaluator) -> Evaluator:
     """`evaluate`, refusing a plan the device rules forbid before any arithmetic (so no search, in any
     command, tries tensor parallel on a MIG slice); each answer kept for the same arguments (equal
-    model, GPU, count and workload), up to EVALUATIONS_KEPT."""
-    kept: dict[tuple[ModelSpec, GpuSpec, int, Workload], Candidate] = {}
+    model, GPU, count and workload), up to EVALUATIONS_KEPT. The GPU's free memory is part of the key:
+    GpuSpec's equality leaves it out (a `--gpu local` measurement, not a fact of the type), and the
+    vLLM pool subtracts what other processes hold."""
+    kept: dict[tuple[ModelSpec, GpuSpec, int | None, int, Workload], Candidate] = {}
 
     def checked(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate:
         problem = device_problem(engine_name, label, gpu, n)
         return refused(gpu, n, problem) if problem else evaluate(spec, gpu, n, work)
 
     def guarded(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate:
-        key = (spec, gpu, n, work)
+        key = (spec, gpu, gpu.free_mib, n, work)
         try:
             found = kept.get(key)
         except TypeError:  # a value that cannot be hashed (a GpuSpec built by a caller): not kept
