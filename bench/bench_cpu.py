@@ -10,7 +10,8 @@ median of the per-round ratios command / floor.
 Commands: `train 128k` (train Qwen3-8B --method full --seq 128k -q), `which` (the bundled catalog),
 `which 10k` (a 10,000-model user catalog, bench/bench_catalog.py's entries: one config under
 10,000 names), `which 10k distinct` (10,000 configs, each its own MLP width), `quote 1k` (Llama-3.3-70B
-over 1,000 user GPU types).
+over 1,000 user GPU types: copies of H100-SXM under new names), `quote 1k distinct` (1,000 types, each
+its own memory, bandwidth and price).
 
 Usage: python bench/bench_cpu.py REV [ROUNDS] [NAME ...]     (figures in bench/RESULTS.md)
 """
@@ -46,6 +47,15 @@ def commands(folder: Path) -> dict[str, list[str]]:
             "--gpus-file",
             gpus,
             *(arg for i in range(GPUS) for arg in ("--gpu", f"Card-{i}")),
+        ],
+        "quote 1k distinct": [
+            "quote",
+            "Llama-3.3-70B",
+            "--ctx",
+            "32k",
+            "--gpus-file",
+            str(folder / "distinct-gpus.yaml"),
+            *(arg for i in range(GPUS) for arg in ("--gpu", f"Var-{i}")),
         ],
     }
 
@@ -95,6 +105,19 @@ def write_catalogs(folder: Path) -> None:
     h100 = next(g for g in bundled if g["name"] == "H100-SXM")
     gpus = [{**h100, "name": f"Card-{i}", "aliases": [f"card{i}-alt"]} for i in range(GPUS)]
     (folder / "gpus.yaml").write_text(yaml.safe_dump(gpus, sort_keys=False))
+    distinct_gpus = [  # each type its own memory, bandwidth and price: no two share a plan
+        {
+            **h100,
+            "name": f"Var-{i}",
+            "aliases": [],
+            "memory_mib": 40_000 + 97 * i,
+            "cuda_visible_gib": None,
+            "bandwidth_gbps": 1_500 + 3 * i,
+            "price_usd_per_hour": round(1.0 + 0.01 * i, 2),
+        }
+        for i in range(GPUS)
+    ]
+    (folder / "distinct-gpus.yaml").write_text(yaml.safe_dump(distinct_gpus, sort_keys=False))
 
 
 def main() -> None:

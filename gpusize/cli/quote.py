@@ -102,30 +102,32 @@ def quote(
     """
     form = output_format(fmt, as_json, FORMATS)
     distinct_outputs({"-o": output, "--svg": svg})
-    cats = prepare.catalogs(models_file, gpus_file)
-    resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
-    req = prepare.request(
-        resolved,
-        spec,
-        ctx,
-        engine_values,
-        dtype=dtype,
-        kv_dtype=kv_dtype,
-        quantization=quantization,
-        reserved_mib=reserved_mib,
-        cats=cats,
-        gpus=list(gpu or ()),
-        acceptance_rate=acceptance_rate,
-    )
-    if not engine(req.engine.name).pages_kv:
-        raise UsageError(
-            f"quote compares {engines_that(lambda m: m.pages_kv)} servers; "
-            f"--engine {req.engine.name} is sized by 'fit'"
+    with prepare.reuse():  # each --gpu looked up once, for the engine check and the targets both
+        cats = prepare.catalogs(models_file, gpus_file)
+        prepare.known_gpus(cats, gpu or ())
+        resolved, spec = prepare.load_model(model, revision, False, cats, rope_scaling)
+        req = prepare.request(
+            resolved,
+            spec,
+            ctx,
+            engine_values,
+            dtype=dtype,
+            kv_dtype=kv_dtype,
+            quantization=quantization,
+            reserved_mib=reserved_mib,
+            cats=cats,
+            gpus=list(gpu or ()),
+            acceptance_rate=acceptance_rate,
         )
-    hit_rate = prepare.hit_rate(prefix_hit_rate)
-    prepare.prefix_cache(req.engine.name, hit_rate)
-    work = prepare.workload(spec, req)
-    targets = [prepare.targets(name, cats) for name in gpu or DEFAULT_QUOTE_GPUS]
+        if not engine(req.engine.name).pages_kv:
+            raise UsageError(
+                f"quote compares {engines_that(lambda m: m.pages_kv)} servers; "
+                f"--engine {req.engine.name} is sized by 'fit'"
+            )
+        hit_rate = prepare.hit_rate(prefix_hit_rate)
+        prepare.prefix_cache(req.engine.name, hit_rate)
+        work = prepare.workload(spec, req)
+        targets = [prepare.targets(name, cats) for name in gpu or DEFAULT_QUOTE_GPUS]
     gpus = [t.gpus[0] for t in targets]
     hours = prepare.number(utilization_hours, "--utilization-hours", 0, 744)
     aim = prepare.speed_targets(min_speed, max_ttft_s)

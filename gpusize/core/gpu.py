@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, fields
 from typing import Literal
 
 from gpusize.dataclass import dataclass
@@ -87,13 +87,17 @@ BF16_MIN_COMPUTE_CAPABILITY = (8, 0)
 
 #: Field metadata of a derived fact (a MIG slice's): never in a catalog file, not in `gpus --json`.
 _DERIVED = {"catalog": False, "json": False}
+#: Field metadata of a label, a provenance or a price: no server plan reads it, so GPUs differing only
+#: there share one plan, which each option labels with its own (serving/plan_key.py). The name is one
+#: too, but for the tables keyed by it (plan_key).
+_LABEL = {"plan": False}
 
 
 @dataclass(frozen=True)
 class GpuSpec:
     """One accelerator type. Memory in MiB as the device reports it; everything else as sourced."""
 
-    name: str
+    name: str = field(metadata=_LABEL)
     full_name: str
     vendor: Vendor
     segment: Segment
@@ -103,8 +107,8 @@ class GpuSpec:
     memory_mib: int
     ecc: Literal["on", "off", "none"]
     interconnect: Interconnect
-    source: str
-    aliases: tuple[str, ...] = ()
+    source: str = field(metadata=_LABEL)
+    aliases: tuple[str, ...] = field(default=(), metadata=_LABEL)
     #: NVIDIA CUDA compute capability, "major.minor" (None for AMD and Intel).
     compute_capability: str | None = None
     #: AMD LLVM target (gfx942...), None elsewhere.
@@ -124,21 +128,21 @@ class GpuSpec:
     tdp_w: float | None = None
     #: Maximum MIG instances (0 = no MIG; None = supported, count unsourced).
     mig_instances: int | None = None
-    price_usd_per_hour: float | None = None
+    price_usd_per_hour: float | None = field(default=None, metadata=_LABEL)
     #: The date of the price's source (YYYY-MM-DD), per GPU.
-    price_date: str | None = None
+    price_date: str | None = field(default=None, metadata=_LABEL)
     #: Where the price comes from (the offer, or why there is none).
-    price_source: str | None = None
+    price_source: str | None = field(default=None, metadata=_LABEL)
     #: Purchase price per GPU in USD (buy versus rent), dated and sourced; `purchase_price_kind` says
     #: what kind of price it is (launch MSRP, street estimate).
-    purchase_price_usd: float | None = None
+    purchase_price_usd: float | None = field(default=None, metadata=_LABEL)
     #: YYYY-MM-DD, or YYYY-MM / YYYY where the source gives no day.
-    purchase_price_date: str | None = None
-    purchase_price_kind: str | None = None
-    purchase_price_source: str | None = None
+    purchase_price_date: str | None = field(default=None, metadata=_LABEL)
+    purchase_price_kind: str | None = field(default=None, metadata=_LABEL)
+    purchase_price_source: str | None = field(default=None, metadata=_LABEL)
     #: When the facts in `source` were last checked against the sources it names (YYYY-MM-DD).
-    source_date: str | None = None
-    notes: str | None = None
+    source_date: str | None = field(default=None, metadata=_LABEL)
+    notes: str | None = field(default=None, metadata=_LABEL)
     #: The GPU shares the host's RAM (Apple M-series, NVIDIA GB10, AMD Strix Halo): memory_mib is what the
     #: GPU may use by default (Metal's recommendedMaxWorkingSetSize, the GTT pool), not a separate VRAM.
     unified_memory: bool = False
@@ -158,9 +162,19 @@ class GpuSpec:
     free_mib: int | None = field(default=None, compare=False, metadata={"json": False, "catalog": False})
     #: The user catalog file this entry comes from, as given; None for the bundled catalog. Set by
     #: `sources.catalog`, never read from a file (`"catalog": False`: not a field a catalog may hold).
-    catalog_file: str | None = field(default=None, compare=False, metadata={"catalog": False})
+    catalog_file: str | None = field(default=None, compare=False, metadata={"catalog": False, **_LABEL})
 
     __json_properties__ = ("visible_bytes", "visible_is_measured", "supports_bf16")
+
+    def __hash__(self) -> int:
+        """The hash of the compared fields, computed once per GPU (kept in its __dict__, as ModelSpec
+        keeps its hash): each engine's evaluation cache hashes the GPU of every plan, 8,000 times in a
+        quote over 1,000 GPU types. Equal GPUs hash equal."""
+        known: int | None = self.__dict__.get("_hash")
+        if known is None:
+            known = hash(tuple(getattr(self, name) for name in _HASHED))
+            object.__setattr__(self, "_hash", known)
+        return known
 
     @property
     def reported_bytes(self) -> int:
@@ -273,3 +287,7 @@ class GpuSpec:
     def price_for(self, count: int) -> float | None:
         """Indicative USD per hour for `count` of these GPUs; None when unpriced."""
         return self.price_usd_per_hour * count if self.price_usd_per_hour else None
+
+
+#: The fields GpuSpec's hash covers (compare=True where hash is unset, or hash=True), listed once.
+_HASHED = tuple(f.name for f in fields(GpuSpec) if (f.compare if f.hash is None else f.hash))

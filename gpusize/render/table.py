@@ -91,11 +91,17 @@ def render_table(
     header = GAP.join(_cell(h, w, columns[i].align) for i, h, w in layout.shown)
     lines.append(style(header.rstrip(), "bold"))
     lines.append(GAP.join("-" * w for _, _, w in layout.shown))
+    # each shown column's padding and cell styles, found once for all its rows (a quote over 1,000 GPU
+    # types has 9,000 cells)
+    padded = [
+        (i, w, str.rjust if columns[i].align == "right" else str.ljust, dict(columns[i].styles))
+        for i, _, w in layout.shown
+    ]
     for row in rows:
         cells = []
-        for i, _, w in layout.shown:
-            text = _cell(row[i], w, columns[i].align)
-            styles = dict(columns[i].styles).get(row[i].strip())
+        for i, w, pad, by_value in padded:
+            text = pad(row[i], w)
+            styles = by_value.get(row[i].strip()) if by_value else None
             cells.append(style(text, *styles) if styles else text)
         lines.append(GAP.join(cells).rstrip())
     for i in layout.below:

@@ -95,13 +95,45 @@ class Style:
 
 def paragraph(text: str, width: int) -> str:
     """Prose made safe and wrapped to the terminal, continuation lines indented by two spaces."""
+    shown, limit = safe(text), max(width, 20)
+    if _plain(shown):  # the lines textwrap makes, found by str.rfind: 3 us a line against its 50
+        return _greedy(shown, limit)
     return textwrap.fill(
-        safe(text),
-        width=max(width, 20),
-        subsequent_indent="  ",
-        break_long_words=False,
-        break_on_hyphens=False,
+        shown, width=limit, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
     )
+
+
+#: The whitespace textwrap splits on (textwrap._whitespace) beside the single space between words.
+_SPACES = ("\t", "\n", "\x0b", "\x0c", "\r", "  ")
+
+
+def _plain(text: str) -> bool:
+    """ASCII words split by single spaces, none at either end: textwrap's chunks are then the words
+    and the spaces between them, each line the longest run of words that fits (a word of Unicode
+    spaces alone, which textwrap drops at a line's ends, is not ASCII)."""
+    return text.isascii() and not (
+        text.startswith(" ") or text.endswith(" ") or any(w in text for w in _SPACES)
+    )
+
+
+def _greedy(text: str, width: int) -> str:
+    """`textwrap.fill(text, width, subsequent_indent="  ", break_long_words=False,
+    break_on_hyphens=False)` of a `_plain` text: a word joins the line when it and its space fit;
+    a word longer than a line stands alone (never broken). `paragraph` wraps a line of every option
+    of a quote (1,000 buy-versus-rent lines over 1,000 GPU types: tests/render/test_wrap.py holds it
+    to textwrap)."""
+    lines: list[str] = []
+    rest, room = text, width
+    while len(rest) > room:
+        cut = rest.rfind(" ", 0, room + 1)  # the last space that leaves the line's words within room
+        if cut < 0:  # a first word longer than the line: alone on it
+            cut = rest.find(" ")
+            if cut < 0:
+                break
+        lines.append(rest[:cut])
+        rest, room = rest[cut + 1 :], width - 2  # continuation lines are indented by two spaces
+    lines.append(rest)
+    return "\n  ".join(lines)
 
 
 def block(text: str, width: int) -> str:

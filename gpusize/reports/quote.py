@@ -30,6 +30,7 @@ from gpusize.serving.quote import (
     RANKING,
     CurvePoint,
     Option,
+    Plans,
     Targets,
     concurrency_curve,
     for_load,
@@ -101,6 +102,7 @@ def build_quote(
     option is then those servers laid out as `serve --nodes` recommends."""
     limits = max_gpus or {}
     aim = targets or Targets()
+    plans: Plans = {}  # GPU types alike in all a plan reads are planned once (serving/plan_key.py)
     if nodes:
         from gpusize.serving.nodes import node_option  # noqa: PLC0415 - start-up: only quote --nodes
 
@@ -122,7 +124,15 @@ def build_quote(
         options = rank(
             [
                 for_load(
-                    spec, g, on_gpu(spec, g, work), users, hours, limits.get(g.name, 8), prefix_hit_rate, aim
+                    spec,
+                    g,
+                    on_gpu(spec, g, work),
+                    users,
+                    hours,
+                    limits.get(g.name, 8),
+                    prefix_hit_rate,
+                    aim,
+                    plans,
                 )
                 for g in gpus
             ],
@@ -139,6 +149,7 @@ def build_quote(
                         Demand(users=1, prefix_hit_rate=prefix_hit_rate),
                         max_count=limits.get(g.name, 8),
                         targets=aim,
+                        plans=plans,
                     ),
                     g,
                     None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import field
+from typing import TypedDict
 
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
@@ -30,14 +31,17 @@ __all__ = [
     "TIE_FRACTION",
     "Demand",
     "Layout",
+    "LayoutPrices",
     "compare",
     "concurrency_for",
     "evaluate_layout",
     "layout_name",
+    "layout_prices",
     "layouts_for",
     "mean_context",
     "prefix_note",
     "recommend",
+    "repriced",
 ]
 
 #: Layouts whose aggregate throughput is within this fraction of the best count as a tie; ties go
@@ -259,7 +263,7 @@ def evaluate_layout(
             fits=False,
             reason=candidate.reason or "no sequence of this context fits",
             one_gpu_failure=failure,
-            usd_per_hour=price,
+            **layout_prices(price, False, None, None, None),
         )
     placement = LlamaCppPlacement(tp, split, host_gbps or calibrated.DEFAULT_HOST_GBPS) if llamacpp else None
     capacity = replicas * per_replica_cap
@@ -298,7 +302,6 @@ def evaluate_layout(
     aggregate = point.aggregate_tokens_per_s * min(replicas, in_flight) if point else None
     ttft = point.ttft_s if point else None
     per_kind = load.per_request_metric(point.sequences) if point else "aggregate"
-    cost = economics.cost_per_million_tokens(price, aggregate) if price and aggregate else None
     ranges = speed_ranges_for(spec, gpu, work, math.ceil(in_flight / replicas), per_kind)
     per_low, per_high = load.ranged(per_request, ranges[0])
     agg_low, agg_high = load.ranged(aggregate, ranges[1])
@@ -331,16 +334,55 @@ def evaluate_layout(
         kv_cache_bytes=at_load.kv_cache_bytes,
         headroom_bytes=at_load.headroom_bytes,
         one_gpu_failure=failure,
-        usd_per_hour=price,
-        usd_per_month=price * economics.HOURS_PER_MONTH if price else None,
-        usd_per_million_tokens=cost,
-        usd_per_million_tokens_low=economics.cost_per_million_tokens(price, agg_high)
-        if price and agg_high
-        else None,
-        usd_per_million_tokens_high=economics.cost_per_million_tokens(price, agg_low)
-        if price and agg_low
-        else None,
+        **layout_prices(price, True, aggregate, agg_low, agg_high),
     )
+
+
+class LayoutPrices(TypedDict, total=False):
+    """The price fields of a Layout (`layout_prices`), given to it as keywords."""
+
+    usd_per_hour: float | None
+    usd_per_month: float | None
+    usd_per_million_tokens: float | None
+    usd_per_million_tokens_low: float | None
+    usd_per_million_tokens_high: float | None
+
+
+def layout_prices(
+    price: float | None, fits: bool, aggregate: float | None, low: float | None, high: float | None
+) -> LayoutPrices:
+    """A layout's prices from its GPUs' indicative USD per hour (`price`): that hour, and for a layout
+    that fits, the month and the USD per 1M tokens at its aggregate speed, the range from the speed's
+    (`low`, `high`: the fastest speed is the cheapest token)."""
+    if not fits:
+        return {"usd_per_hour": price}
+    return {
+        "usd_per_hour": price,
+        "usd_per_month": price * economics.HOURS_PER_MONTH if price else None,
+        "usd_per_million_tokens": economics.cost_per_million_tokens(price, aggregate)
+        if price and aggregate
+        else None,
+        "usd_per_million_tokens_low": economics.cost_per_million_tokens(price, high)
+        if price and high
+        else None,
+        "usd_per_million_tokens_high": economics.cost_per_million_tokens(price, low)
+        if price and low
+        else None,
+    }
+
+
+def repriced(layout: Layout, gpu: GpuSpec) -> Layout:
+    """`layout` with the prices of `gpu` (a GPU with the same plan: serving/plan_key.py), computed as
+    evaluate_layout computes them."""
+    price = gpu.price_for(layout.replicas * layout.gpus_per_replica)
+    if price == layout.usd_per_hour:
+        return layout
+    speeds = (
+        layout.aggregate_tokens_per_s,
+        layout.aggregate_tokens_per_s_low,
+        layout.aggregate_tokens_per_s_high,
+    )
+    return replace(layout, **layout_prices(price, layout.fits, *speeds))
 
 
 def _at_load(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload, sequences: int) -> PerGpu | None:

@@ -21,22 +21,11 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
+from gpusize.serving.gpu_tables import DEVICE_NAME
 from gpusize.serving.moe_config_files import SHIPPED
 
 __all__ = ["DEVICE_NAME", "config_file_name", "normalise", "release_key", "tuned_config"]
 
-#: Catalog GPU -> `torch.cuda.get_device_name()` (NVML's name, what both engines read) with spaces as
-#: underscores, as the config files spell it (e.g. vLLM 0.11.0's `E=512,N=64,device_name=NVIDIA_H200.json`,
-#: `E=512,N=128,device_name=NVIDIA_H100_80GB_HBM3.json`, `E=64,N=640,device_name=NVIDIA_A100-SXM4-80GB.json`).
-DEVICE_NAME = {
-    "H200-SXM": "NVIDIA_H200",
-    "H100-SXM": "NVIDIA_H100_80GB_HBM3",
-    "A100-80GB": "NVIDIA_A100-SXM4-80GB",
-    "A100-40GB": "NVIDIA_A100-SXM4-40GB",
-    "B200": "NVIDIA_B200",
-    "MI300X": "AMD_Instinct_MI300X",
-    "MI325X": "AMD_Instinct_MI325X",
-}
 #: Expert weight formats the fused_moe Triton kernel runs, -> its dtype selector.
 FUSED_MOE_DTYPE: dict[str, str | None] = {"bf16": None, "fp16": None, "fp8": "fp8_w8a8"}
 

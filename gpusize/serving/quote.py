@@ -17,8 +17,9 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.dataclass import dataclass, replace
 from gpusize.serving import economics
-from gpusize.serving.layouts import Demand, Layout, compare, recommend
+from gpusize.serving.layouts import Demand, Layout, compare, recommend, repriced
 from gpusize.serving.load import SpeedRange
+from gpusize.serving.plan_key import plan_key
 from gpusize.serving.targets import READING_TOKENS_PER_S, Targets
 
 __all__ = [
@@ -27,6 +28,8 @@ __all__ = [
     "Targets",
     "CurvePoint",
     "Option",
+    "Plans",
+    "ServerPlan",
     "concurrency_curve",
     "for_load",
     "RANKING",
@@ -34,6 +37,8 @@ __all__ = [
     "option_for",
     "option_from",
     "option_layout",
+    "labeled",
+    "plan_for",
     "rank",
     "with_money",
 ]
@@ -135,6 +140,36 @@ def _caveats(gpu: GpuSpec, tp: int, option_visible_measured: bool) -> tuple[str,
     return tuple(notes)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ServerPlan:
+    """One GPU type's server as `option_for` sizes it, before the GPU's name and prices label it as an
+    Option: what GPU types with the same plan_key (serving/plan_key.py) share."""
+
+    num_gpus: int
+    layout: Layout
+    #: Memory per GPU of the plan that runs it (None when none fits).
+    per_gpu: PerGpu | None
+    fits: bool
+    reason: str | None
+
+    @property
+    def serves_all(self) -> bool:
+        return self.layout.serves_all
+
+    @property
+    def capacity_sequences(self) -> int:
+        return self.layout.capacity_sequences
+
+    @property
+    def thin_margin(self) -> bool:
+        return self.fits and self.layout.thin_margin
+
+
+#: Plans already made in one quote, by everything they depend on (`_kept`): GPU types alike in
+#: what a plan reads are planned once.
+Plans = dict[tuple[object, ...], Any]
+
+
 def option_for(
     spec: ModelSpec,
     gpu: GpuSpec,
@@ -143,10 +178,50 @@ def option_for(
     count: int | None = None,
     max_count: int = max(TP_SIZES),
     targets: Targets | None = None,
+    plans: Plans | None = None,
 ) -> Option:
     """The smallest server of this GPU type that holds the whole demand (or, when none of 1/2/4/8
     does, the largest that runs the model), laid out as `serve` recommends; never more than
-    `max_count` GPUs (this machine's, for --gpu local)."""
+    `max_count` GPUs (this machine's, for --gpu local). `plans`: those of earlier GPU types of the
+    same quote, shared by a GPU whose plan_key matches."""
+
+    def make() -> ServerPlan:
+        return plan_for(spec, gpu, work, demand, count, max_count, targets)
+
+    if plans is None:
+        return labeled(gpu, make())
+    key = ("option", plan_key(gpu), spec, work, demand, count, max_count, targets)
+    plan: ServerPlan = _kept(plans, key, make)
+    return _label(plans, gpu, plan)
+
+
+def _kept(plans: Plans, key: tuple[object, ...], make: Callable[[], Any]) -> Any:
+    """The plan kept in `plans` under `key`, everything it depends on; made and kept on first use."""
+    found = plans.get(key)
+    if found is None:
+        found = plans[key] = make()
+    return found
+
+
+def _label(plans: Plans, gpu: GpuSpec, plan: ServerPlan) -> Option:
+    """`labeled(gpu, plan)`, made once per plan and price: labeled reads nothing of the GPU but its
+    plan key, its name and its price, so a GPU type of the same plan and price gets that option under
+    its own name (5,000 fields a quote over 1,000 copies of one card would build again)."""
+    key = ("labeled", id(plan), gpu.price_usd_per_hour)  # the plan is kept in `plans`: its id stays its own
+    option: Option = _kept(plans, key, lambda: labeled(gpu, plan))
+    return option if option.gpu == gpu.name else replace(option, gpu=gpu.name)
+
+
+def plan_for(
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    work: Workload,
+    demand: Demand,
+    count: int | None = None,
+    max_count: int = max(TP_SIZES),
+    targets: Targets | None = None,
+) -> ServerPlan:
+    """`option_for`'s server before its labels: the GPU count, the layout, the memory per GPU."""
     sizes = (count,) if count else tuple(n for n in TP_SIZES if n <= max_count) or (1,)
     model = engine(work.engine.name)
     # a MIG slice / unified-memory device holds one instance: more of them are replicas (below)
@@ -164,17 +239,18 @@ def option_for(
         best = model.evaluate(spec, gpu, more_pick.gpus_per_replica, work)
         n, layouts, pick = bigger, more, more_pick
     layout = pick or next((x for x in layouts if x.gpus_per_replica == n), layouts[-1])
-    g = best.per_gpu if best.fits else None
     fits = best.fits and pick is not None
-    return option_from(
-        gpu,
-        n,
-        layout,
-        g,
-        fits,
-        best.reason or (None if pick else "no layout fits"),
-        _caveats(gpu, layout.tensor_parallel, gpu.visible_is_measured),
+    reason = best.reason or (None if pick else "no layout fits")
+    return ServerPlan(
+        num_gpus=n, layout=layout, per_gpu=best.per_gpu if best.fits else None, fits=fits, reason=reason
     )
+
+
+def labeled(gpu: GpuSpec, plan: ServerPlan) -> Option:
+    """The option of `plan` on this GPU type: its name, its prices and its caveats."""
+    layout = repriced(plan.layout, gpu)
+    caveats = _caveats(gpu, layout.tensor_parallel, gpu.visible_is_measured)
+    return option_from(gpu, plan.num_gpus, layout, plan.per_gpu, plan.fits, plan.reason, caveats)
 
 
 def option_from(
@@ -242,25 +318,41 @@ def for_load(
     max_count: int = max(TP_SIZES),
     prefix_hit_rate: float = 0.0,
     targets: Targets | None = None,
+    plans: Plans | None = None,
 ) -> Option:
     """The option of this GPU type for `users` concurrent users: one server when one holds them all,
     else as many servers of the largest size as hold every user at once, each sized and laid out for
     its share of the load (so its speed and $/1M tokens are those of that share); a server has at most
-    `max_count` GPUs (--gpu local: the machine's)."""
-    one = option_for(
-        spec,
-        gpu,
-        work,
-        Demand(users=users, prefix_hit_rate=prefix_hit_rate),
-        max_count=max_count,
-        targets=targets,
-    )
-    option, servers = one, 1
-    if one.fits and not one.serves_all:
-        option, servers = _fleet(
-            one, users, lambda n: _share(spec, gpu, work, users, n, one, targets, prefix_hit_rate)
-        )
+    `max_count` GPUs (--gpu local: the machine's). `plans`: as option_for's."""
+
+    def make() -> tuple[ServerPlan, int]:
+        return _fleet_plan(spec, gpu, work, users, max_count, prefix_hit_rate, targets)
+
+    if plans is None:
+        plan, servers = make()
+        option = labeled(gpu, plan)
+    else:
+        key = ("load", plan_key(gpu), spec, work, users, max_count, prefix_hit_rate, targets)
+        plan, servers = _kept(plans, key, make)
+        option = _label(plans, gpu, plan)
     return with_money(option, gpu, servers if option.fits else None, users, hours)
+
+
+def _fleet_plan(
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    work: Workload,
+    users: int,
+    max_count: int,
+    prefix_hit_rate: float,
+    targets: Targets | None,
+) -> tuple[ServerPlan, int]:
+    """for_load's server before its labels, and how many of it."""
+    demand = Demand(users=users, prefix_hit_rate=prefix_hit_rate)
+    one = plan_for(spec, gpu, work, demand, max_count=max_count, targets=targets)
+    if not (one.fits and not one.serves_all):
+        return one, 1
+    return _fleet(one, users, lambda n: _share(spec, gpu, work, users, n, one, targets, prefix_hit_rate))
 
 
 def _share(
@@ -269,22 +361,22 @@ def _share(
     work: Workload,
     users: int,
     servers: int,
-    one: Option,
+    one: ServerPlan,
     targets: Targets | None,
     prefix_hit_rate: float,
-) -> Option:
+) -> ServerPlan:
     """One server of a fleet of `servers`, sized and laid out for its share of `users`."""
     demand = Demand(users=math.ceil(users / servers), prefix_hit_rate=prefix_hit_rate)
-    return option_for(spec, gpu, work, demand, one.num_gpus, targets=targets)
+    return plan_for(spec, gpu, work, demand, one.num_gpus, targets=targets)
 
 
-def _fleet(one: Option, users: int, share_of: Callable[[int], Option]) -> tuple[Option, int]:
+def _fleet(one: ServerPlan, users: int, share_of: Callable[[int], ServerPlan]) -> tuple[ServerPlan, int]:
     """The fewest servers whose share each server holds at once: each share changes the server's
     layout and capacity (a safe layout may hold more than a thin one), so settle, trying fewer
     servers while a share is held and more while it queues; a fleet held on a thin margin gets one
     more server when that one holds the load safely."""
     option, servers = one, math.ceil(users / max(one.capacity_sequences, 1))
-    held: tuple[Option, int] | None = None
+    held: tuple[ServerPlan, int] | None = None
     tried: set[int] = set()
     for _ in range(6):
         if servers in tried:

@@ -39,6 +39,7 @@ from gpusize.core.weights import StoredLayers, estimated_layers, rope_cache_byte
 from gpusize.core.workload import Workload
 from gpusize.dataclass import dataclass
 from gpusize.serving import calibrated
+from gpusize.serving.gpu_tables import SM_COUNT
 
 __all__ = [
     "PCIE_GBPS",
@@ -166,40 +167,6 @@ MOE_TILE_FP8 = (64, 128, 128)
 #: 4-bit weights without native MXFP), BLOCK_M 16 at decode batch sizes.
 MOE_TILE_MXFP4 = (16, 128, 128)
 
-#: Streaming multiprocessors (NVIDIA) or compute units (AMD) per GPU, from the vendors' architecture
-#: whitepapers and datasheets: A100 (NVIDIA A100 Tensor Core GPU Architecture, 108 SMs), H100 SXM5 /
-#: PCIe (NVIDIA H100 Tensor Core GPU Architecture, 132 / 114), H200 and GH200 (the H100 die, 132),
-#: B200 (NVIDIA Blackwell datasheet, 148), L40S / L40 / RTX 6000 Ada (142), L4 (58), RTX 4090 (128),
-#: RTX 5090 (170), RTX PRO 6000 Blackwell (188), A10 (72), A40 / RTX A6000 (84), MI300X / MI325X (AMD
-#: CDNA 3 whitepaper, 304 CUs), MI350X / MI355X (AMD CDNA 4 whitepaper, 256 CUs).
-SM_COUNT: dict[str, int] = {
-    "A100-40GB": 108,
-    "A100-80GB": 108,
-    "A100-40GB-PCIe": 108,
-    "A100-80GB-PCIe": 108,
-    "H100-SXM": 132,
-    "H100-NVL": 132,
-    "H100-PCIe": 114,
-    "H200-SXM": 132,
-    "H200-NVL": 132,
-    "GH200": 132,
-    "GH200-144GB": 132,
-    "B200": 148,
-    "L40S": 142,
-    "L40": 142,
-    "RTX6000-Ada": 142,
-    "L4": 58,
-    "RTX4090": 128,
-    "RTX5090": 170,
-    "RTX-PRO-6000": 188,
-    "A10": 72,
-    "A40": 84,
-    "RTX-A6000": 84,
-    "MI300X": 304,
-    "MI325X": 304,
-    "MI350X": 256,
-    "MI355X": 256,
-}
 #: A GPU not in SM_COUNT: its SMs estimated from its dense BF16 TFLOPS at H100 SXM's rate per SM
 #: (989.4 TFLOPS / 132 SMs): fewer SMs than an older or smaller architecture has, so a slower MoE
 #: kernel (conservative).

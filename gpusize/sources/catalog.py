@@ -266,6 +266,16 @@ class Catalogs:
                 _refuse_mig_name(name, gpus, slices)
                 raise
 
+    def found_gpus(self, names: Iterable[str]) -> list[GpuSpec | None]:
+        """What `find_gpu` finds for each name in the user catalogs' merged GPUs, the catalogs read
+        once for all (each read checks the files' identities: a quote over 1,000 user GPU types named
+        them 1,000 times); None where only find_gpu answers (a MIG slice, a raised share, an unknown
+        name, the bundled catalog alone)."""
+        if not self.gpus_files:
+            return [None for _ in names]
+        index = _index(self.gpus(), _gpu_keys)
+        return [index.get(_lookup_key(name)) for name in names]
+
     def find_model(self, name: str) -> CatalogModel:
         """A catalog model by short name, alias or Hub id (case-insensitive; 'Qwen/Qwen3-32B' works)."""
         if not self.models_files:  # the bundled catalog alone: its shipped index finds the row

@@ -45,3 +45,25 @@ def test_at_most_evaluations_kept_are_held(monkeypatch: pytest.MonkeyPatch) -> N
     engine("vllm").evaluate(spec, gpu, 1, works[1])
     engine("vllm").evaluate(spec, gpu, 1, works[2])  # the third: the kept ones are let go
     assert engine("vllm").evaluate(spec, gpu, 1, works[0]) is not first
+
+
+def test_a_gpu_of_other_free_memory_is_evaluated_again() -> None:
+    """`--gpu local`'s free memory is left out of GpuSpec's equality, not out of the kept answers: the
+    vLLM pool subtracts what other processes hold."""
+    spec, gpu = catalog_spec("Qwen3-8B"), find_gpu("H100")
+    work = workload(spec, 8192)
+    whole = engine("vllm").evaluate(spec, gpu, 1, work)
+    busy = replace(gpu, free_mib=40_000)
+    assert busy == gpu
+    held = engine("vllm").evaluate(spec, busy, 1, work)
+    assert held != whole
+    fresh = importlib.import_module("gpusize.core.engines.vllm").ENGINE.evaluate
+    assert held == fresh(spec, busy, 1, work)
+
+
+def test_a_gpu_keeps_its_hash() -> None:
+    """GpuSpec hashes its compared fields once (kept beside them); a copy computes its own."""
+    gpu = replace(find_gpu("L4"))
+    assert hash(gpu) == hash(replace(gpu)) == hash(gpu)
+    assert gpu.__dict__["_hash"] == hash(gpu)
+    assert hash(replace(gpu, memory_mib=gpu.memory_mib + 1)) != hash(gpu)

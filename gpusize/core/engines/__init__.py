@@ -89,8 +89,10 @@ def on_device(model: EngineModel, evaluate: Evaluator) -> Evaluator:
     """`evaluate`, refusing a plan the device rules forbid before any arithmetic (so no search, in any
     command, tries tensor parallel on a MIG slice), and one the engine refuses on that GPU
     (`EngineModel.refuses_device`: llama.cpp's CUDA build on an AMD GPU); each answer kept for the
-    same arguments (equal model, GPU, count and workload), up to EVALUATIONS_KEPT."""
-    kept: dict[tuple[ModelSpec, GpuSpec, int, Workload], Candidate] = {}
+    same arguments (equal model, GPU, count and workload), up to EVALUATIONS_KEPT. The GPU's free
+    memory is part of the key: GpuSpec's equality leaves it out (a `--gpu local` measurement, not a
+    fact of the type), and the vLLM pool subtracts what other processes hold."""
+    kept: dict[tuple[ModelSpec, GpuSpec, int | None, int, Workload], Candidate] = {}
 
     def checked(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate:
         problem = device_problem(model.name, model.label, gpu, n)
@@ -99,7 +101,7 @@ def on_device(model: EngineModel, evaluate: Evaluator) -> Evaluator:
         return refused(gpu, n, problem) if problem else evaluate(spec, gpu, n, work)
 
     def guarded(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) -> Candidate:
-        key = (spec, gpu, n, work)
+        key = (spec, gpu, gpu.free_mib, n, work)
         try:
             found = kept.get(key)
         except TypeError:  # a value that cannot be hashed (a GpuSpec built by a caller): not kept
