@@ -19,9 +19,9 @@ from gpusize.reports.common import (
     gpu_files,
 )
 from gpusize.reports.speed_notes import speed_range_notes
-from gpusize.serving.which import SORTS, CatalogEntry, ModelFit, Sort, models_that_fit
+from gpusize.serving.which import SORTS, CatalogEntry, ModelFit, Sort, any_fits, models_that_fit
 
-__all__ = ["WhichAssumptions", "WhichReport", "build_which"]
+__all__ = ["WhichAssumptions", "WhichReport", "build_which", "which_verdict"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +70,24 @@ def _parsed(model: CatalogModel) -> ModelSpec | None:
     return model.spec if isinstance(model, ParsedCatalogModel) else None
 
 
+def _entries(models: tuple[CatalogModel, ...]) -> list[CatalogEntry]:
+    return [CatalogEntry(m.name, m.hf_id, m.config, m.family, m.released, _parsed(m)) for m in models]
+
+
+def _skipped(rows: list[ModelFit]) -> tuple[str, ...]:
+    """The notes on the models left out: those whose config could not be read (no parameters)."""
+    return tuple(f"skipped {r.name}: {r.reason}" for r in rows if r.params_total == 0)
+
+
+def which_verdict(
+    models: tuple[CatalogModel, ...], gpu: GpuSpec, num_gpus: int, request: Request
+) -> tuple[bool, tuple[str, ...]]:
+    """`build_which(...).fits` and `.skipped`, all that `which --quiet` prints (its exit code and the
+    skipped models' warnings), planning only until a model fits (`serving.which.any_fits`)."""
+    fits, unreadable = any_fits(_entries(models), gpu, num_gpus, request)
+    return fits, _skipped(unreadable)
+
+
 def build_which(
     models: tuple[CatalogModel, ...],
     gpu: GpuSpec,
@@ -78,10 +96,8 @@ def build_which(
     sort: Sort = "capability",
     top: int | None = None,
 ) -> WhichReport:
-    entries = [CatalogEntry(m.name, m.hf_id, m.config, m.family, m.released, _parsed(m)) for m in models]
-    rows = models_that_fit(entries, gpu, num_gpus, request, sort)
-    unreadable = [r for r in rows if r.params_total == 0]
-    notes = tuple(f"skipped {r.name}: {r.reason}" for r in unreadable)
+    rows = models_that_fit(_entries(models), gpu, num_gpus, request, sort)
+    notes = _skipped(rows)
     fitting = [r for r in rows if r.fits]
     any_fit = bool(fitting)
     if top is not None:

@@ -35,6 +35,7 @@ __all__ = [
     "ModelFit",
     "Sort",
     "SortRule",
+    "any_fits",
     "fit_one",
     "generation",
     "models_that_fit",
@@ -204,6 +205,29 @@ def models_that_fit(
         else:
             rows.append(_named(known, e))
     return rank(rows, sort)
+
+
+def any_fits(
+    entries: list[CatalogEntry], gpu: GpuSpec, num_gpus: int, request: Request
+) -> tuple[bool, list[ModelFit]]:
+    """What `which --quiet` answers, planning as few entries as it can: whether `models_that_fit`
+    would list a model that fits, and its rows without parameters (the configs that cannot be read:
+    the skipped warnings), in its order. The specs are planned smallest first and only until one
+    fits (most queries fit the smallest model: one plan), each once (its rows differ only in names);
+    an entry without one (a config to parse, or that does not parse) is planned as `models_that_fit`
+    plans it."""
+    specs = {id(e.spec): e for e in reversed(entries) if e.spec is not None}  # the first entry of each
+    empty = {key for key, e in specs.items() if e.spec and e.spec.params.total == 0}
+    unparsed = [fit_one(e, gpu, num_gpus, request) for e in entries if e.spec is None or id(e.spec) in empty]
+    planned = (e for key, e in sorted(specs.items(), key=_size) if key not in empty)
+    fits = any(r.fits for r in unparsed) or any(fit_one(e, gpu, num_gpus, request).fits for e in planned)
+    return fits, rank([r for r in unparsed if r.params_total == 0])
+
+
+def _size(item: tuple[int, CatalogEntry]) -> int:
+    """An entry's parameters: the fewest are the likeliest to fit."""
+    spec = item[1].spec
+    return spec.params.total if spec else 0
 
 
 def _named(row: ModelFit, entry: CatalogEntry) -> ModelFit:
