@@ -11,9 +11,12 @@ import os
 import subprocess
 import sys
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, fields, replace
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -252,3 +255,47 @@ def test_the_column_check_keeps_and_refuses_what_the_value_check_did(kind: str, 
         )
     expected = all(_shape_ok_per_value(r, types) for r in rows)
     assert catalog_cache._shape_ok(rows, types) is expected
+
+
+def _stored_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[dict[str, object]], Path]:
+    """Five models under other names, two configs between them, stored in a cache folder."""
+    monkeypatch.setenv(catalog.CACHE_ENV, str(tmp_path))
+    bundled = catalog.validated_rows(catalog.data_dir() / "models.yaml", "models")
+    rows = [{**bundled[i % 2], "name": f"m-{i}", "hf_id": f"acme/m-{i}"} for i in range(5)]
+    catalog_cache.store("models", "d" * 64, rows, catalog.row_types_of("models"))
+    (path,) = tmp_path.glob("catalog-*-models-*.json")
+    return rows, path
+
+
+def test_repeated_values_are_stored_once_and_read_back_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows, path = _stored_models(tmp_path, monkeypatch)
+    data = json.loads(path.read_text())
+    assert len(data["shared"]["config"]) == 2 and "name" not in data["shared"]
+    read = catalog_cache.load("models", "d" * 64, catalog.row_types_of("models"))
+    assert read == rows
+    assert read is not None and read[0]["config"] is read[2]["config"]  # one decoded value, shared
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda d: d["rows"][1].__setitem__(d["fields"].index("config"), 2),  # no such value
+        lambda d: d["rows"][1].__setitem__(d["fields"].index("config"), -1),
+        lambda d: d["rows"][1].__setitem__(d["fields"].index("config"), True),  # a bool, not an index
+        lambda d: d["rows"][1].__setitem__(d["fields"].index("config"), {}),  # a value where an index is
+        lambda d: d["shared"]["config"].__setitem__(0, "text"),  # a value of the wrong type
+        lambda d: d["shared"].__setitem__("aliases", [["a"]]),  # a field that is never shared
+        lambda d: d["shared"].__setitem__("bogus", []),
+        lambda d: d.__setitem__("shared", []),
+    ],
+)
+def test_a_spoiled_shared_value_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spoil: Callable[[dict[str, Any]], None]
+) -> None:
+    _, path = _stored_models(tmp_path, monkeypatch)
+    data = json.loads(path.read_text())
+    spoil(data)
+    path.write_text(json.dumps(data))
+    assert catalog_cache.load("models", "d" * 64, catalog.row_types_of("models")) is None
