@@ -8,7 +8,6 @@ from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import CatalogModel, ParsedCatalogModel
-from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Request
 from gpusize.dataclass import dataclass
 from gpusize.reports.common import (
@@ -19,7 +18,7 @@ from gpusize.reports.common import (
     gpu_files,
 )
 from gpusize.reports.speed_notes import speed_range_notes
-from gpusize.serving.which import SORTS, CatalogEntry, ModelFit, Sort, any_fits, models_that_fit
+from gpusize.serving.which import SORTS, CatalogEntry, Entry, ModelFit, Sort, any_fits, models_that_fit
 
 __all__ = ["WhichAssumptions", "WhichReport", "build_which", "which_verdict"]
 
@@ -65,13 +64,15 @@ class WhichReport:
         return tuple(note for note in self.assumptions.notes if note.startswith("skipped "))
 
 
-def _parsed(model: CatalogModel) -> ModelSpec | None:
-    """The model's spec where the catalog was read parsed (None: `which` parses the config)."""
-    return model.spec if isinstance(model, ParsedCatalogModel) else None
+def _entries(models: tuple[CatalogModel, ...]) -> list[Entry]:
+    return list(map(_entry, models))
 
 
-def _entries(models: tuple[CatalogModel, ...]) -> list[CatalogEntry]:
-    return [CatalogEntry(m.name, m.hf_id, m.config, m.family, m.released, _parsed(m)) for m in models]
+def _entry(model: CatalogModel) -> Entry:
+    """The model as `which` plans it: a parsed one as it is, another with its config to parse."""
+    if isinstance(model, ParsedCatalogModel):
+        return model
+    return CatalogEntry(model.name, model.hf_id, model.config, model.family, model.released)
 
 
 def _skipped(rows: list[ModelFit]) -> tuple[str, ...]:

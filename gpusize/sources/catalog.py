@@ -29,7 +29,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.mig import mig_slices
 from gpusize.core.model import CatalogModel, ParsedCatalogModel, normalize
 from gpusize.core.unified import raised
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, made
 from gpusize.errors import CatalogError, ConfigError, InputError, UnknownNameError
 from gpusize.sources import catalog_cache, shipped
 from gpusize.sources.catalog_cache import CACHE_ENV
@@ -129,7 +129,7 @@ def _gpu(row: dict[str, Any], catalog_file: str | None = None) -> GpuSpec:
 
 
 def _model(row: dict[str, Any]) -> CatalogModel:
-    return CatalogModel(**{**row, "aliases": tuple(row.get("aliases") or ())})
+    return made(CatalogModel, {**row, "aliases": tuple(row.get("aliases") or ())})
 
 
 def merge_by_name(entries: Iterable[Any], keys_of: Any, on_replace: Any = None) -> tuple[Any, ...]:
@@ -417,12 +417,7 @@ def _parsed_of(files: tuple[_Identity, ...]) -> tuple[ParsedCatalogModel, ...]:
 
 
 def _with_spec(model: CatalogModel, spec: ModelSpec | None) -> ParsedCatalogModel:
-    """`ParsedCatalogModel(**vars(model), spec=spec)`, its fields set without running the frozen
-    `__init__` again (one `object.__setattr__` a field: 10,000 models of a user catalog took 15 ms);
-    the class has no `__post_init__` and keeps nothing beside its fields."""
-    parsed: ParsedCatalogModel = object.__new__(ParsedCatalogModel)
-    vars(parsed).update(vars(model), spec=spec)
-    return parsed
+    return made(ParsedCatalogModel, {**vars(model), "spec": spec})
 
 
 def file_specs(path: Path, configs: list[dict[str, Any]]) -> list[ModelSpec | None]:
