@@ -220,7 +220,8 @@ def any_fits(
     would list a model that fits, and its rows without parameters (the configs that cannot be read:
     the skipped warnings), in its order. The specs are planned smallest first and only until one
     fits (most queries fit the smallest model: one plan), each once (its rows differ only in names);
-    an entry without one (a config to parse, or that does not parse) is planned as `models_that_fit`
+    an entry without one (a config to parse, or that does not parse) or whose spec has no parameters
+    (a row `which` names among the skipped, under each of its names) is planned as `models_that_fit`
     plans it."""
     specs = {id(e.spec): e for e in reversed(entries) if e.spec is not None}  # the first entry of each
     empty = {key for key, e in specs.items() if e.spec and e.spec.params.total == 0}
