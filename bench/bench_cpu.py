@@ -11,7 +11,9 @@ Commands: `train 128k` (train Qwen3-8B --method full --seq 128k -q), `which` (th
 `which 10k` (a 10,000-model user catalog, bench/bench_catalog.py's entries: one config under
 10,000 names), `which 10k distinct` (10,000 configs, each its own MLP width), `quote 1k` (Llama-3.3-70B
 over 1,000 user GPU types: copies of H100-SXM under new names), `quote 1k distinct` (1,000 types, each
-its own memory, bandwidth and price).
+its own memory, bandwidth and price). `which` and `which 10k` are `-q` (the exit code alone, which
+plans only until a model fits); `which table` and `which 10k table` print the whole answer (every
+model planned).
 
 Usage: python bench/bench_cpu.py REV [ROUNDS] [NAME ...]     (figures in bench/RESULTS.md)
 """
@@ -37,7 +39,9 @@ def commands(folder: Path) -> dict[str, list[str]]:
     return {
         "train 128k": ["train", "Qwen3-8B", "--method", "full", "--seq", "128k", "-q"],
         "which": ["which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k", "-q"],
+        "which table": ["which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k"],
         "which 10k": ["which", "--gpu", "L4", "--models-file", models, "-q"],
+        "which 10k table": ["which", "--gpu", "L4", "--models-file", models],
         "which 10k distinct": ["which", "--gpu", "L4", "--models-file", distinct, "-q"],
         "quote 1k": [
             "quote",

@@ -24,6 +24,7 @@ COMMANDS = {
     "fit": ["fit", "Qwen3-8B", "--gpu", "H100", "-q"],
     "fit --json": ["fit", "Qwen3-32B", "--ctx", "32k", "--json"],
     "which": ["which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k", "-q"],
+    "which table": ["which", "--gpu", "RTX4090", "--gpus", "2", "--ctx", "32k"],  # every model planned
     "serve": ["serve", "Qwen3-32B", "--gpu", "H100", "--users", "20", "-q"],
     "quote": ["quote", "Llama-3.3-70B", "--ctx", "32k", "-q"],
     "curve": ["curve", "Qwen3-8B", "--gpu", "H100", "-q"],

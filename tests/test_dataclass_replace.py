@@ -44,3 +44,24 @@ def test_replace_runs_post_init() -> None:
     assert replace(Checked(1), n=2) == Checked(2)
     with pytest.raises(AssertionError):
         replace(Checked(1), n=-1)
+
+
+def test_made_is_the_class_called_with_its_fields() -> None:
+    """`made(cls, values)` is `cls(**values)`: set directly when the values are exactly the fields
+    (in any order), by the class itself when one is missing (its default) or is not a field."""
+    from gpusize.core.model import CatalogModel, ParsedCatalogModel
+    from gpusize.dataclass import made
+    from gpusize.sources.catalog import Catalogs
+
+    model = Catalogs().find_model("Qwen3-8B")
+    every = dict(reversed(list(vars(model).items())))
+    for cls, values in (
+        (CatalogModel, every),
+        (ParsedCatalogModel, {**every, "spec": catalog_spec("Qwen3-8B")}),
+        (CatalogModel, {k: v for k, v in every.items() if k != "family"}),  # the default fills it
+    ):
+        got, want = made(cls, values), cls(**values)
+        assert got == want and repr(got) == repr(want) and type(got) is cls
+        assert vars(got).keys() == {f.name for f in fields(cls)}
+    with pytest.raises(TypeError):
+        made(CatalogModel, {**every, "nmae": "b"})

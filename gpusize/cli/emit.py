@@ -14,7 +14,7 @@ from gpusize.errors import UsageError
 from gpusize.render.text import Style, terminal_width
 from gpusize.reports.serialize import to_json
 
-__all__ = ["answer", "output_format", "taken"]
+__all__ = ["answer", "only_the_verdict", "output_format", "taken", "verdict"]
 
 
 def output_format(fmt: str | None, as_json: bool, formats: tuple[str, ...]) -> str:
@@ -34,6 +34,18 @@ def taken(report: Any, code: int, text: Callable[[int, Style], str]) -> None:
     if captured is not None:
         captured.report, captured.code, captured.text = report, code, text
         finish(None, code)
+
+
+def only_the_verdict(quiet: bool) -> bool:
+    """Whether the answer is its exit code alone (--quiet, not kept as a value by `capture()`): a
+    command may then compute only what decides the code, and end with `verdict`."""
+    return quiet and current() is None
+
+
+def verdict(code: int, fmt: str | None, as_json: bool, exports: tuple[str, ...] = ()) -> None:
+    """End a --quiet answer with `code`, a format asked for refused as `answer` refuses it."""
+    output_format(fmt, as_json, ("table", "json", *exports))
+    finish(None, code)
 
 
 def answer(

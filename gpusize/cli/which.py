@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from typing import cast
 
 from gpusize.cli import prepare
 from gpusize.cli.declare import Option, command
-from gpusize.cli.emit import answer
+from gpusize.cli.emit import answer, only_the_verdict, verdict
 from gpusize.cli.options import (
     DEFAULT_CONTEXT,
     CatalogCtx,
@@ -28,11 +29,14 @@ from gpusize.cli.output import warn
 from gpusize.core.workload import KV_DTYPES, Request, weight_dtype
 from gpusize.errors import UsageError
 from gpusize.render.which import render_which, which_csv, which_markdown
-from gpusize.reports.which import build_which
+from gpusize.reports.which import build_which, which_verdict
 from gpusize.serving.which import SORTS, Sort
 from gpusize.units import parse_tokens
 
 __all__ = ["which"]
+
+#: The formats besides the table and JSON, each with its rendering of the report.
+SHEETS = {"markdown": which_markdown, "csv": which_csv}
 
 
 @command(short_help="The catalog models that fit given GPUs.")
@@ -84,6 +88,11 @@ def which(
         draft=prepare.draft_model(settings, cats),
     )
     order = cast("Sort", prepare.choice(sort, tuple(SORTS), "--sort"))
+    if only_the_verdict(quiet):  # the exit code alone: planned only until a model fits
+        fits, notes = which_verdict(cats.parsed_models(), where.gpus[0], count, req)
+        for note in notes:
+            warn(note)
+        verdict(0 if fits else 1, fmt, as_json, tuple(SHEETS))
     report = build_which(cats.parsed_models(), where.gpus[0], count, req, order, top)
     for skipped in report.skipped:
         warn(skipped)  # one unreadable catalog model is skipped, never the whole answer
@@ -94,5 +103,5 @@ def which(
         as_json,
         lambda width, style: render_which(report, show_all, width, style),
         fmt,
-        {"markdown": lambda: which_markdown(report), "csv": lambda: which_csv(report)},
+        {name: functools.partial(sheet, report) for name, sheet in SHEETS.items()},
     )

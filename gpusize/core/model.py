@@ -42,7 +42,7 @@ class CatalogModel:
 
     @property
     def keys(self) -> set[str]:
-        return {normalize(k) for k in (self.name, self.hf_id, *self.aliases)}
+        return set(map(normalize, (self.name, self.hf_id, *self.aliases)))
 
 
 @dataclass(frozen=True)

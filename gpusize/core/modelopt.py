@@ -18,6 +18,7 @@ __all__ = [
     "NVFP4_TENSOR_SCALE_BYTES",
     "algo_bytes",
     "modelopt_roles",
+    "modelopt_skipped",
 ]
 
 #: ModelOpt weight formats gpusize sizes. "W4A16_NVFP4" stores NVFP4 weights (bf16 activations), the
@@ -83,3 +84,20 @@ def modelopt_roles(name: str, layers: int) -> tuple[str, ...]:
     if "mlp" in low or "ffn" in low or low.endswith(("down_proj", "up_proj", "gate_proj")):
         return ("mlp",)
     return ()
+
+
+#: Families whose `mlp` module is the dense MLP beside the routed experts, which gpusize counts with
+#: the shared experts (Gemma 4: `layers.N.mlp` and `layers.N.experts`; core/parse/mixers.py `_moe`).
+_MLP_AS_SHARED = frozenset({"gemma4_text"})
+
+
+def modelopt_skipped(not_converted: tuple[str, ...], layers: int, family: str) -> tuple[str, ...]:
+    """The linear roles a ModelOpt checkpoint's exclude_modules / ignore list keeps unquantized, for a
+    model of `layers` decoder layers (0: none numbered) of `family`: each module name matched
+    (`modelopt_roles`). Done once, when the config is parsed (`QuantSpec.modelopt_skipped`), so that
+    the catalog's stored specs hold it: the ~1,000 names of a DeepSeek NVFP4 list, matched for the
+    catalog's ModelOpt checkpoints, were about a sixth of planning `which`'s table."""
+    roles = {role for name in not_converted for role in modelopt_roles(name, layers or 1 << 30)}
+    if "mlp" in roles and family in _MLP_AS_SHARED:
+        roles.add("shared_experts")
+    return tuple(sorted(roles))

@@ -8,7 +8,6 @@ from gpusize import __version__
 from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import CatalogModel, ParsedCatalogModel
-from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Request
 from gpusize.dataclass import dataclass
 from gpusize.reports.common import (
@@ -19,9 +18,9 @@ from gpusize.reports.common import (
     gpu_files,
 )
 from gpusize.reports.speed_notes import speed_range_notes
-from gpusize.serving.which import SORTS, CatalogEntry, ModelFit, Sort, models_that_fit
+from gpusize.serving.which import SORTS, CatalogEntry, Entry, ModelFit, Sort, any_fits, models_that_fit
 
-__all__ = ["WhichAssumptions", "WhichReport", "build_which"]
+__all__ = ["WhichAssumptions", "WhichReport", "build_which", "which_verdict"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,9 +64,29 @@ class WhichReport:
         return tuple(note for note in self.assumptions.notes if note.startswith("skipped "))
 
 
-def _parsed(model: CatalogModel) -> ModelSpec | None:
-    """The model's spec where the catalog was read parsed (None: `which` parses the config)."""
-    return model.spec if isinstance(model, ParsedCatalogModel) else None
+def _entries(models: tuple[CatalogModel, ...]) -> list[Entry]:
+    return list(map(_entry, models))
+
+
+def _entry(model: CatalogModel) -> Entry:
+    """The model as `which` plans it: a parsed one as it is, another with its config to parse."""
+    if isinstance(model, ParsedCatalogModel):
+        return model
+    return CatalogEntry(model.name, model.hf_id, model.config, model.family, model.released)
+
+
+def _skipped(rows: list[ModelFit]) -> tuple[str, ...]:
+    """The notes on the models left out: those whose config could not be read (no parameters)."""
+    return tuple(f"skipped {r.name}: {r.reason}" for r in rows if r.params_total == 0)
+
+
+def which_verdict(
+    models: tuple[CatalogModel, ...], gpu: GpuSpec, num_gpus: int, request: Request
+) -> tuple[bool, tuple[str, ...]]:
+    """`build_which(...).fits` and `.skipped`, all that `which --quiet` prints (its exit code and the
+    skipped models' warnings), planning only until a model fits (`serving.which.any_fits`)."""
+    fits, unreadable = any_fits(_entries(models), gpu, num_gpus, request)
+    return fits, _skipped(unreadable)
 
 
 def build_which(
@@ -78,10 +97,8 @@ def build_which(
     sort: Sort = "capability",
     top: int | None = None,
 ) -> WhichReport:
-    entries = [CatalogEntry(m.name, m.hf_id, m.config, m.family, m.released, _parsed(m)) for m in models]
-    rows = models_that_fit(entries, gpu, num_gpus, request, sort)
-    unreadable = [r for r in rows if r.params_total == 0]
-    notes = tuple(f"skipped {r.name}: {r.reason}" for r in unreadable)
+    rows = models_that_fit(_entries(models), gpu, num_gpus, request, sort)
+    notes = _skipped(rows)
     fitting = [r for r in rows if r.fits]
     any_fit = bool(fitting)
     if top is not None:

@@ -11,13 +11,14 @@ against the GPUs' whole memory) skips the full plan of a build that cannot fit.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import field
 from itertools import chain
 from typing import Any, Literal
 
 from gpusize.core.engines import EngineModel, engine, on_gpu, prepare
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.model import ParsedCatalogModel
 from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Change
@@ -32,9 +33,11 @@ __all__ = [
     "GENERATION_MONTHS",
     "SORTS",
     "CatalogEntry",
+    "Entry",
     "ModelFit",
     "Sort",
     "SortRule",
+    "any_fits",
     "fit_one",
     "generation",
     "models_that_fit",
@@ -108,6 +111,12 @@ class CatalogEntry:
     spec: ModelSpec | None = field(default=None, compare=False, repr=False)
 
 
+#: What `which` plans: an entry made for it, or a catalog model read parsed as it is (the same
+#: names, config, release month and spec: 10,000 entries copied from a user catalog's models were a
+#: tenth of `which --quiet` over them).
+Entry = CatalogEntry | ParsedCatalogModel
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelFit:
     """One model's row in `which`: its names, parameters and how it runs on the GPUs asked for."""
@@ -145,9 +154,7 @@ class ModelFit:
     shortfall: float = field(default=0.0, metadata={"json": False})
 
 
-def fit_one(
-    entry: CatalogEntry, gpu: GpuSpec, num_gpus: int, request: Request, quantized: bool = True
-) -> ModelFit:
+def fit_one(entry: Entry, gpu: GpuSpec, num_gpus: int, request: Request, quantized: bool = True) -> ModelFit:
     """One catalog model on all `num_gpus` GPUs, in its own weights and then (with `quantized` and
     --dtype auto) in its FP8 and int4 builds; a config that cannot be read is a row with its reason."""
     model = engine(request.engine.name)
@@ -187,7 +194,7 @@ def _parsed(config: dict[str, Any]) -> ModelSpec:
 
 
 def models_that_fit(
-    entries: list[CatalogEntry], gpu: GpuSpec, num_gpus: int, request: Request, sort: Sort = "capability"
+    entries: Sequence[Entry], gpu: GpuSpec, num_gpus: int, request: Request, sort: Sort = "capability"
 ) -> list[ModelFit]:
     """Every entry planned, ranked by `rank`. Entries with the same config (fine-tunes of one base,
     copies under other names) are planned once: a row depends on its entry only through the config
@@ -206,7 +213,31 @@ def models_that_fit(
     return rank(rows, sort)
 
 
-def _named(row: ModelFit, entry: CatalogEntry) -> ModelFit:
+def any_fits(
+    entries: Sequence[Entry], gpu: GpuSpec, num_gpus: int, request: Request
+) -> tuple[bool, list[ModelFit]]:
+    """What `which --quiet` answers, planning as few entries as it can: whether `models_that_fit`
+    would list a model that fits, and its rows without parameters (the configs that cannot be read:
+    the skipped warnings), in its order. The specs are planned smallest first and only until one
+    fits (most queries fit the smallest model: one plan), each once (its rows differ only in names);
+    an entry without one (a config to parse, or that does not parse) or whose spec has no parameters
+    (a row `which` names among the skipped, under each of its names) is planned as `models_that_fit`
+    plans it."""
+    specs = {id(e.spec): e for e in reversed(entries) if e.spec is not None}  # the first entry of each
+    empty = {key for key, e in specs.items() if e.spec and e.spec.params.total == 0}
+    unparsed = [fit_one(e, gpu, num_gpus, request) for e in entries if e.spec is None or id(e.spec) in empty]
+    planned = (e for key, e in sorted(specs.items(), key=_size) if key not in empty)
+    fits = any(r.fits for r in unparsed) or any(fit_one(e, gpu, num_gpus, request).fits for e in planned)
+    return fits, rank([r for r in unparsed if r.params_total == 0])
+
+
+def _size(item: tuple[int, Entry]) -> int:
+    """An entry's parameters: the fewest are the likeliest to fit."""
+    spec = item[1].spec
+    return spec.params.total if spec else 0
+
+
+def _named(row: ModelFit, entry: Entry) -> ModelFit:
     """`row` (planned for another entry of the same config) as this entry's: the fields of `_row`
     that come from the entry rather than from the config (gpusize.dataclass.replace: 10,000 copies
     of one row took 0.1 s with the standard library's)."""
@@ -259,7 +290,7 @@ def _layout(
 
 
 def _fitting(
-    entry: CatalogEntry,
+    entry: Entry,
     spec: ModelSpec,
     gpu: GpuSpec,
     work: Workload,
@@ -297,7 +328,7 @@ def _fitting(
 
 
 def _row(
-    entry: CatalogEntry, spec: ModelSpec | None, fits: bool, reason: str | None = None, shortfall: float = 0.0
+    entry: Entry, spec: ModelSpec | None, fits: bool, reason: str | None = None, shortfall: float = 0.0
 ) -> ModelFit:
     return ModelFit(
         name=entry.name,

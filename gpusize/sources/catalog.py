@@ -29,7 +29,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.mig import mig_slices
 from gpusize.core.model import CatalogModel, ParsedCatalogModel, normalize
 from gpusize.core.unified import raised
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, made
 from gpusize.errors import CatalogError, ConfigError, InputError, UnknownNameError
 from gpusize.sources import catalog_cache, shipped
 from gpusize.sources.catalog_cache import CACHE_ENV
@@ -129,7 +129,7 @@ def _gpu(row: dict[str, Any], catalog_file: str | None = None) -> GpuSpec:
 
 
 def _model(row: dict[str, Any]) -> CatalogModel:
-    return CatalogModel(**{**row, "aliases": tuple(row.get("aliases") or ())})
+    return made(CatalogModel, {**row, "aliases": tuple(row.get("aliases") or ())})
 
 
 def merge_by_name(entries: Iterable[Any], keys_of: Any, on_replace: Any = None) -> tuple[Any, ...]:
@@ -139,6 +139,10 @@ def merge_by_name(entries: Iterable[Any], keys_of: Any, on_replace: Any = None) 
     owner: dict[str, int] = {}
     for entry in entries:
         keys = keys_of(entry)
+        if owner.keys().isdisjoint(keys):  # a new name (most entries): nothing to replace
+            slots.append(entry)
+            owner.update(dict.fromkeys(keys, len(slots) - 1))
+            continue
         replaced = {owner[k] for k in keys if k in owner}
         for i in sorted(replaced):
             old_keys = keys_of(slots[i])
@@ -417,9 +421,13 @@ def _parsed_of(files: tuple[_Identity, ...]) -> tuple[ParsedCatalogModel, ...]:
         for path, models in per_file:
             specs = file_specs(path, [m.config for m in models])
             spec_of.update(zip(map(id, models), specs, strict=True))
-        parsed = tuple(ParsedCatalogModel(**vars(m), spec=spec_of[id(m)]) for m in merged)
+        parsed = tuple(_with_spec(m, spec_of[id(m)]) for m in merged)
         size.append(len(parsed))
     return parsed
+
+
+def _with_spec(model: CatalogModel, spec: ModelSpec | None) -> ParsedCatalogModel:
+    return made(ParsedCatalogModel, {**vars(model), "spec": spec})
 
 
 def file_specs(path: Path, configs: list[dict[str, Any]]) -> list[ModelSpec | None]:

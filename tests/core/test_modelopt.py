@@ -159,3 +159,25 @@ def test_every_modelopt_config_parses_with_its_quantization(tmp_path: Path) -> N
         (folder / "hf_quant_config.json").write_bytes(sidecar.read_bytes())
         spec = parse_config(load_config(folder))
         assert spec.quantization is not None, name
+
+
+def test_the_roles_an_exclude_list_keeps_are_matched_when_parsed() -> None:
+    """`QuantSpec.modelopt_skipped` is the exclude list matched name by name for the parsed model
+    (its layer count and family), for every ModelOpt checkpoint of the catalog, stored or parsed; any
+    other checkpoint has none (its `not_converted` is read by role, in core/weights/checkpoint.py)."""
+    from gpusize.core.modelopt import modelopt_skipped
+    from gpusize.core.parse import parse_config
+    from gpusize.sources.catalog import Catalogs
+
+    quantized = [m for m in Catalogs().parsed_models() if m.spec and m.spec.quantization]
+    assert sum(1 for m in quantized if m.spec and m.spec.quantization and m.spec.quantization.modelopt) >= 20
+    for m in quantized:
+        spec = parse_config(m.config)
+        q = spec.quantization
+        assert q is not None and m.spec == spec
+        want = modelopt_skipped(q.not_converted, len(spec.layers), spec.family) if q.modelopt else ()
+        assert q.modelopt_skipped == want, m.name
+    assert modelopt_skipped(("model.layers.61*", "model.layers.0.mlp"), 61, "gemma4_text") == (
+        "mlp",
+        "shared_experts",
+    )  # the MTP layer numbered after the decoder keeps nothing; Gemma 4's mlp is its shared expert

@@ -5,21 +5,25 @@ runtime's reserve is refused. Subprocess tests: the contract spans processes (ca
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, fields, replace
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.errors import CatalogError
-from gpusize.sources import catalog, schema
+from gpusize.sources import catalog, catalog_cache, schema
 
 
 def run(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -204,3 +208,94 @@ def test_the_user_file_note_is_one_line_per_file_however_many_gpus_it_holds() ->
     assert len(notes) == 2 and notes[0].endswith("and 3 more from a.yaml (user catalog)")
     assert notes[1] == f"{gpus[10].name} from b.yaml (user catalog)"
     assert len(gpu_files([*mine, gpus[11]])) == 10
+
+
+def _shape_ok_per_value(row: object, types: catalog_cache.RowTypes) -> bool:
+    """The rule a value at a time, as the cache checked it before format 5's column check."""
+    if not isinstance(row, list) or len(row) != len(types):
+        return False
+    for (name, allowed), value in zip(types.items(), row, strict=True):
+        if not isinstance(value, allowed) or ((value is True or value is False) and bool not in allowed):
+            return False
+        if name == "aliases" and not (isinstance(value, list) and all(isinstance(a, str) for a in value)):
+            return False
+    return True
+
+
+@functools.cache
+def _first_row(kind: str) -> list[object]:
+    row = catalog.validated_rows(catalog.data_dir() / f"{kind}.yaml", kind)[0]
+    return [row[n] for n in catalog.row_types_of(kind)]
+
+
+#: Every JSON value kind, and lists of strings or not (aliases).
+_JSON_VALUES = [True, False, 0, 3, 1.5, "s", None, [], ["a"], ["a", 1], [True], {}, {"a": 1}]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=st.sampled_from(["models", "gpus"]),
+    data=st.data(),
+)
+def test_the_column_check_keeps_and_refuses_what_the_value_check_did(kind: str, data: st.DataObject) -> None:
+    """Rows of valid values (the first row of the bundled catalog) with a few values swapped for any
+    JSON value kind, a row cut short or not a list: the cache keeps exactly the files the rule a
+    value at a time kept (the check is the cache's only guard on a file it did not just write)."""
+    types = catalog.row_types_of(kind)
+    names, good = list(types), _first_row(kind)
+    rows: list[object] = []
+    for _ in range(data.draw(st.integers(0, 4))):
+        row = list(good)
+        for i in data.draw(st.lists(st.integers(0, len(names) - 1), max_size=2)):
+            row[i] = data.draw(st.sampled_from(_JSON_VALUES))
+        rows.append(
+            data.draw(st.sampled_from([row, row[:-1], tuple(row), "row"]))
+            if data.draw(st.booleans())
+            else row
+        )
+    expected = all(_shape_ok_per_value(r, types) for r in rows)
+    assert catalog_cache._shape_ok(rows, types) is expected
+
+
+def _stored_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[dict[str, object]], Path]:
+    """Five models under other names, two configs between them, stored in a cache folder."""
+    monkeypatch.setenv(catalog.CACHE_ENV, str(tmp_path))
+    bundled = catalog.validated_rows(catalog.data_dir() / "models.yaml", "models")
+    rows = [{**bundled[i % 2], "name": f"m-{i}", "hf_id": f"acme/m-{i}"} for i in range(5)]
+    catalog_cache.store("models", "d" * 64, rows, catalog.row_types_of("models"))
+    (path,) = tmp_path.glob("catalog-*-models-*.json")
+    return rows, path
+
+
+def test_repeated_values_are_stored_once_and_read_back_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows, path = _stored_models(tmp_path, monkeypatch)
+    data = json.loads(path.read_text())
+    assert len(data["shared"]["config"]) == 2 and "name" not in data["shared"]
+    read = catalog_cache.load("models", "d" * 64, catalog.row_types_of("models"))
+    assert read == rows
+    assert read is not None and read[0]["config"] is read[2]["config"]  # one decoded value, shared
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda d: d["rows"][1].__setitem__(d["fields"].index("config"), 2),  # no such value
+        lambda d: d["rows"][1].__setitem__(d["fields"].index("config"), -1),
+        lambda d: d["rows"][1].__setitem__(d["fields"].index("config"), True),  # a bool, not an index
+        lambda d: d["rows"][1].__setitem__(d["fields"].index("config"), {}),  # a value where an index is
+        lambda d: d["shared"]["config"].__setitem__(0, "text"),  # a value of the wrong type
+        lambda d: d["shared"].__setitem__("aliases", [["a"]]),  # a field that is never shared
+        lambda d: d["shared"].__setitem__("bogus", []),
+        lambda d: d.__setitem__("shared", []),
+    ],
+)
+def test_a_spoiled_shared_value_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spoil: Callable[[dict[str, Any]], None]
+) -> None:
+    _, path = _stored_models(tmp_path, monkeypatch)
+    data = json.loads(path.read_text())
+    spoil(data)
+    path.write_text(json.dumps(data))
+    assert catalog_cache.load("models", "d" * 64, catalog.row_types_of("models")) is None

@@ -18,6 +18,7 @@ from typing import Any
 
 from gpusize.core.families import Family, family_for
 from gpusize.core.fields import BOUNDS, Fields, echo
+from gpusize.core.modelopt import modelopt_skipped
 from gpusize.core.params import count_params
 from gpusize.core.parse.basics import (
     _anatomy,
@@ -32,7 +33,7 @@ from gpusize.core.parse.layout import _check_mixers, _layers, nemotron_blocks, n
 from gpusize.core.parse.mixers import _compressed, _kimi_delta, _linear_attention, _mamba, _mla, _moe
 from gpusize.core.parse.quant import _quant
 from gpusize.core.parse.vision import _vision
-from gpusize.core.spec import ModelSpec
+from gpusize.core.spec import ModelSpec, QuantSpec
 from gpusize.errors import ConfigError
 from gpusize.units import DTYPE_ALIASES
 
@@ -170,7 +171,7 @@ def _spec(config: dict[str, Any], text: dict[str, Any], f: Fields, family: str, 
         ssm_state_dtype=_ssm_state_dtype(f),
         compressed=_compressed(f),
         vision=_vision(top, hidden),
-        quantization=_quant(config, text, f.where),
+        quantization=_with_roles(_quant(config, text, f.where), len(layers), family),
         num_nextn_predict_layers=f.integer(
             "num_nextn_predict_layers", "mtp_num_hidden_layers", kind="small", default=0, minimum=0
         ),
@@ -237,3 +238,10 @@ def with_rope_scaling(spec: ModelSpec, kind: str, factor: float, original: int |
     return replace(
         spec, rope_scaling=(kind, factor, base), max_context=int(base * factor), rope_overridden=True
     )
+
+
+def _with_roles(quant: QuantSpec | None, layers: int, family: str) -> QuantSpec | None:
+    """A ModelOpt checkpoint's quantization with the roles its exclude list keeps unquantized."""
+    if quant is None or not quant.modelopt:
+        return quant
+    return replace(quant, modelopt_skipped=modelopt_skipped(quant.not_converted, layers, family))

@@ -67,6 +67,9 @@ class QuantSpec:
     mixed: tuple[tuple[str, str, int], ...] = ()
     #: Written by NVIDIA ModelOpt: its module names map onto roles (core/modelopt.py).
     modelopt: bool = False
+    #: A ModelOpt checkpoint's roles that `not_converted` keeps unquantized, matched once when parsed
+    #: (`core.modelopt.modelopt_skipped`); empty for any other checkpoint.
+    modelopt_skipped: tuple[str, ...] = ()
     #: Bytes of one group scale (fp16 by default; compressed-tensors `scale_dtype` torch.uint8, the e8m0
     #: scale of Kimi-K3's mxfp4-pack-quantized experts, is 1).
     scale_bytes: int = 2

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from gpusize.core.modelopt import algo_bytes, modelopt_roles
+from gpusize.core.modelopt import algo_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights.formats import (
     FP4_EXPERT_BYTES,
@@ -53,7 +53,7 @@ def checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
     and a ModelOpt exclude list is matched module by module (DeepSeek NVFP4: ~1,000 names)."""
     q = spec.quantization
     assert q is not None
-    skip = _modelopt_skipped(spec) if q.modelopt else _unquantized_roles(q.not_converted)
+    skip = q.modelopt_skipped if q.modelopt else _unquantized_roles(q.not_converted)
     if q.method == "modelopt-mixed":
         return _mixed_format(spec, other, skip)
     o_share = _quantized_o_proj_share(spec) if q.modelopt and "attention" in skip else 0.0
@@ -113,22 +113,6 @@ def checkpoint_format(spec: ModelSpec, other: float) -> WeightFormat:
         skip,
         note=f"{q.label}: {per:.4f} bytes per weight with scales; embeddings and lm_head in bf16",
     )
-
-
-def _modelopt_skipped(spec: ModelSpec) -> tuple[str, ...]:
-    """The linear roles a ModelOpt checkpoint's exclude_modules / ignore list keeps unquantized."""
-    q = spec.quantization
-    assert q is not None
-    layers = len(spec.layers) or 1 << 30
-    roles = {role for name in q.not_converted for role in modelopt_roles(name, layers)}
-    if "mlp" in roles and spec.family in _MLP_AS_SHARED:
-        roles.add("shared_experts")
-    return tuple(sorted(roles))
-
-
-#: Families whose `mlp` module is the dense MLP beside the routed experts, which gpusize counts with
-#: the shared experts (Gemma 4: `layers.N.mlp` and `layers.N.experts`; core/parse/mixers.py `_moe`).
-_MLP_AS_SHARED = frozenset({"gemma4_text"})
 
 
 #: The MLA projections a ModelOpt exclude list names one by one (DeepSeek-V3.x NVFP4: q_a_proj,
