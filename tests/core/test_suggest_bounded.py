@@ -11,8 +11,10 @@ import importlib
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from gpusize.core import kvcache
+from gpusize.core import kvcache, runtime
 from gpusize.core.engines import engine, llamacpp, prepare
 from gpusize.core.engines.llamacpp_families import layer_cache_bytes, layer_devices
 from gpusize.core.gpu import GpuSpec
@@ -21,9 +23,11 @@ from gpusize.core.plan import Candidate
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Scope, Suggestion, fixes, one_card
 from gpusize.core.suggest.evaluate import first_fit_of
+from gpusize.core.weights import StoredLayers
 from gpusize.core.workload import EngineSettings, Request, Workload
 from gpusize.dataclass import replace
-from gpusize.sources.catalog import find_gpu, find_model, load_gpus
+from gpusize.errors import InputError
+from gpusize.sources.catalog import find_gpu, find_model, load_gpus, load_models
 from tests.helpers import catalog_spec
 
 #: The module (the package exports a function of the same name).
@@ -157,6 +161,84 @@ def test_the_offload_search_finds_the_count_trying_every_count_finds() -> None:
             ).fits
         ]
         assert found is not None and found.work.engine.n_gpu_layers == max(fitting)
+
+
+#: Every bundled model parsed once (the one-step -ngl search is held to the bisection over them all).
+_SPECS = {m.name: parse_config(m.config) for m in load_models()}
+
+
+@functools.cache
+def _llamacpp_work(name: str, ctx: int, batch: int, kv: str, fa: bool | None, ngl: int | None) -> Workload:
+    settings = EngineSettings(name="llamacpp", flash_attn=fa, n_gpu_layers=ngl)
+    return prepare(_SPECS[name], Request(context_tokens=ctx, batch=batch, kv_dtype=kv, engine=settings))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    name=st.sampled_from(sorted(_SPECS)),
+    gpu=st.sampled_from(load_gpus()),
+    ctx=st.integers(256, 140_000),
+    batch=st.sampled_from([1, 1, 2, 7]),
+    kv=st.sampled_from(["auto", "q8_0", "q4_0", "f32"]),
+    fa=st.sampled_from([None, True, False]),
+    ngl=st.sampled_from([None, None, 1, 5, 40, 200]),
+    stored=st.none() | st.lists(st.integers(0, 1 << 31), min_size=1, max_size=130),
+)
+def test_the_one_step_offload_search_finds_the_count_the_bisection_finds(
+    name: str,
+    gpu: GpuSpec,
+    ctx: int,
+    batch: int,
+    kv: str,
+    fa: bool | None,
+    ngl: int | None,
+    stored: list[int] | None,
+) -> None:
+    """On one GPU the -ngl search is one bisect on the layers' running sums: the count it finds is the
+    bisection's over `_fits`, for every bundled model and GPU type, contexts, batches, cache types,
+    flash attention on and off, an -ngl cap, and stored layers as a GGUF gives them (a block count
+    other than the config's, empty blocks)."""
+    spec = _SPECS[name]
+    try:
+        work = _llamacpp_work(name, ctx, batch, kv, fa, ngl)
+    except (InputError, ValueError):  # a combination llama.cpp refuses (a quantized V cache, fa off)
+        return
+    if stored is not None:
+        work = replace(work, stored_layers=StoredLayers(tuple(stored), stored[0] // 3, stored[-1] // 2))
+    layers = spec.num_hidden_layers + 1
+    top = min(work.engine.n_gpu_layers or layers, layers) - 1
+    assert llamacpp.most_layers_on_one(spec, gpu, work, top) == llamacpp.most_layers(spec, gpu, 1, work, top)
+
+
+def test_the_one_step_offload_search_finds_the_bisections_count_for_every_bundled_model() -> None:
+    """Every bundled model on a 24, 48, 80 and 141 GB card, at a context drawn per model: most such
+    models fit partly (between no layer and all), where a wrong sum or an off-by-one would show."""
+    pick, between = random.Random(22), 0
+    for name in sorted(_SPECS):
+        for gpu in (find_gpu(g) for g in ("RTX4090", "L40S", "H100", "H200")):
+            try:
+                work = _llamacpp_work(name, pick.choice([2048, 8192, 32768]), 1, "auto", None, None)
+            except (InputError, ValueError):
+                continue
+            top = _SPECS[name].num_hidden_layers
+            found = llamacpp.most_layers_on_one(_SPECS[name], gpu, work, top)
+            assert found == llamacpp.most_layers(_SPECS[name], gpu, 1, work, top), (name, gpu.name)
+            between += 0 < found < top
+    assert between > 100
+
+
+def test_the_one_step_offload_search_counts_a_gpu_filled_to_the_byte_as_fitting() -> None:
+    """A card whose memory is exactly what -ngl k needs fits k layers in both searches (the bisect's
+    boundary: at or below the capacity fits)."""
+    spec = _SPECS["Llama-3.1-70B"]
+    work = _llamacpp_work("Llama-3.1-70B", 8192, 1, "auto", None, None)
+    for k in (1, 2, 17, 40, spec.num_hidden_layers):
+        split = llamacpp._split(spec, 1, work, k)
+        need = sum(split.per_gpu[0]) + split.compute_bytes + runtime.CUDA_CONTEXT_TP1
+        gpu = replace(find_gpu("H100"), cuda_visible_gib=need / (1 << 30))
+        assert gpu.visible_bytes == need
+        found = llamacpp.most_layers_on_one(spec, gpu, work, spec.num_hidden_layers)
+        assert found == k == llamacpp.most_layers(spec, gpu, 1, work, spec.num_hidden_layers)
 
 
 def _largest_by_bisection(layout: kvcache.KvLayout, blocks: int, batch: int, batched: int, limit: int) -> int:
