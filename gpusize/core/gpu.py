@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, fields
 from typing import Literal
 
 from gpusize.dataclass import dataclass
@@ -250,13 +250,32 @@ class GpuSpec:
 
     @property
     def visible_bytes(self) -> int:
-        """What the CUDA (ROCm) runtime reports as total (vLLM's utilization multiplies this)."""
+        """What the CUDA (ROCm) runtime reports as total (vLLM's utilization multiplies this). Computed
+        once per GPU value (kept in its __dict__ beside its hash): a fit reads it some twenty-five
+        times a row of a batch (bench/RESULTS.md)."""
+        known: int | None = self.__dict__.get("_visible_bytes")
+        if known is None:
+            known = self._visible_bytes()
+            object.__setattr__(self, "_visible_bytes", known)
+        return known
+
+    def _visible_bytes(self) -> int:
         measured = self.measured_visible_gib
         if measured is not None:
             return round(measured * GIB)
         # never negative: the catalog refuses a total at or below the reserve; a GpuSpec built elsewhere
         # (--gpu local, the API) with a smaller one has nothing visible
         return max(self.memory_mib - self.assumed_reserve_mib, 0) * MIB
+
+    def __hash__(self) -> int:
+        """The hash of the compared fields (the dataclass's own), computed once per GPU value, as
+        ModelSpec keeps its hash: each engine's evaluation cache hashes the GPU of every plan a fit
+        tries (42 fields; bench/RESULTS.md, batch). Equal GPUs hash equal."""
+        known: int | None = self.__dict__.get("_hash")
+        if known is None:
+            known = hash(tuple(getattr(self, name) for name in _HASHED))
+            object.__setattr__(self, "_hash", known)
+        return known
 
     @property
     def visible_is_measured(self) -> bool:
@@ -273,3 +292,8 @@ class GpuSpec:
     def price_for(self, count: int) -> float | None:
         """Indicative USD per hour for `count` of these GPUs; None when unpriced."""
         return self.price_usd_per_hour * count if self.price_usd_per_hour else None
+
+
+#: The fields GpuSpec's equality compares (not the measured free memory, not the catalog file's name),
+#: which its hash therefore covers.
+_HASHED = tuple(f.name for f in fields(GpuSpec) if f.compare)

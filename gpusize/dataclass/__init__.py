@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import os
 import sys
 import types
@@ -130,7 +131,11 @@ def replace(obj: _T, /, **changes: Any) -> _T:
     if names is None or any(name not in names for name in changes):
         return dataclasses.replace(obj, **changes)  # type: ignore[type-var]
     held = obj.__dict__
-    state = {name: held[name] for name in names}
+    # The fields come first in the instance's dict (its __init__, or this function, set them all
+    # before anything is kept beside them), so the copy is a C-level slice, checked; else by name.
+    state = dict(itertools.islice(held.items(), len(names)))
+    if state.keys() != names.keys():
+        state = {name: held[name] for name in names}
     state.update(changes)
     new: _T = object.__new__(kind)
     new.__dict__.update(state)
