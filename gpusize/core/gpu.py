@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import field, fields
 from typing import Literal
 
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, kept_hash
 from gpusize.units import GIB, MIB
 
 __all__ = [
@@ -253,10 +254,10 @@ class GpuSpec:
         """What the CUDA (ROCm) runtime reports as total (vLLM's utilization multiplies this). Computed
         once per GPU value (kept in its __dict__ beside its hash): a fit reads it some twenty-five
         times a row of a batch (bench/RESULTS.md)."""
-        known: int | None = self.__dict__.get("_visible_bytes")
+        known: int | None = self.__dict__.get("_visible")
         if known is None:
             known = self._visible_bytes()
-            object.__setattr__(self, "_visible_bytes", known)
+            object.__setattr__(self, "_visible", known)
         return known
 
     def _visible_bytes(self) -> int:
@@ -271,11 +272,8 @@ class GpuSpec:
         """The hash of the compared fields (the dataclass's own), computed once per GPU value, as
         ModelSpec keeps its hash: each engine's evaluation cache hashes the GPU of every plan a fit
         tries (42 fields; bench/RESULTS.md, batch). Equal GPUs hash equal."""
-        known: int | None = self.__dict__.get("_hash")
-        if known is None:
-            known = hash(tuple(getattr(self, name) for name in _HASHED))
-            object.__setattr__(self, "_hash", known)
-        return known
+        known: int | None = self.__dict__.get("_hash")  # kept: no call
+        return kept_hash(self, _HASHED) if known is None else known
 
     @property
     def visible_is_measured(self) -> bool:
@@ -296,4 +294,4 @@ class GpuSpec:
 
 #: The fields GpuSpec's equality compares (not the measured free memory, not the catalog file's name),
 #: which its hash therefore covers.
-_HASHED = tuple(f.name for f in fields(GpuSpec) if f.compare)
+_HASHED = operator.attrgetter(*(f.name for f in fields(GpuSpec) if f.compare))

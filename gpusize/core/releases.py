@@ -11,10 +11,11 @@ answer says so; a version outside the ranges is refused with the ranges named.
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from dataclasses import field
 
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, kept_hash
 from gpusize.errors import InputError
 
 __all__ = ["SGLANG", "TRTLLM", "VLLM", "Release", "Releases", "Version", "parse_version"]
@@ -54,6 +55,14 @@ class Release:
     note: str | None = None
     #: The engine's name ("vLLM"); empty for engines whose releases gpusize does not tell apart.
     engine: str = ""
+
+    def __hash__(self) -> int:
+        """The fields' hash, kept (`kept_hash`): every workload of a fit holds one, hashed with it."""
+        known: int | None = self.__dict__.get("_hash")  # kept: no call
+        return kept_hash(self, _RELEASE_VALUES) if known is None else known
+
+
+_RELEASE_VALUES = operator.attrgetter("version", "label", "note", "engine")
 
 
 @dataclass(frozen=True)

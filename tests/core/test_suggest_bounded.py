@@ -324,3 +324,21 @@ def test_a_kept_hash_is_the_hash_of_the_fields_and_a_copy_hashes_its_own() -> No
     assert hash(longer) == hash(dataclasses.replace(work, context_tokens=8192)) != hash(work)
     seqs = replace(work.engine, max_num_seqs=64)
     assert hash(seqs) == hash(dataclasses.replace(work.engine, max_num_seqs=64)) != hash(work.engine)
+
+
+def test_gpus_weight_formats_and_releases_keep_the_hash_of_their_compared_fields() -> None:
+    """GpuSpec, WeightFormat and Release keep their hash too (issue 22): the hash of the fields their
+    equality compares (not a GPU's measured free memory or catalog file), taken once, and a changed
+    copy hashes its own; a GPU keeps its visible bytes, and its catalog row copies only its fields."""
+    _, work = _work("Qwen3-8B", 4096, "vllm")
+    h100 = find_gpu("H100")
+    for value in (h100, work.weights, work.release):
+        compared = tuple(getattr(value, f.name) for f in dataclasses.fields(value) if f.compare)
+        assert hash(value) == hash(compared) and value.__dict__["_hash"] == hash(compared)
+    local = replace(h100, free_mib=1000, catalog_file="mine.yaml")
+    assert local == h100 and hash(local) == hash(h100)
+    smaller = replace(h100, memory_mib=h100.memory_mib // 2, cuda_visible_gib=None)
+    assert hash(smaller) != hash(h100) and smaller.visible_bytes == smaller._visible_bytes()
+    assert h100.visible_bytes == h100._visible_bytes() == h100.__dict__["_visible"]
+    fp8 = replace(work.weights, linear_bytes=1.0)
+    assert hash(fp8) == hash(dataclasses.replace(work.weights, linear_bytes=1.0)) != hash(work.weights)
