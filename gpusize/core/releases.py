@@ -34,6 +34,15 @@ class Version:
     def __str__(self) -> str:
         return self.text
 
+    def __hash__(self) -> int:
+        """The compared fields' hash, kept (`kept_hash`): each vLLM evaluation looks its release's
+        behaviour up by version (bench/RESULTS.md, batch)."""
+        known: int | None = self.__dict__.get("_hash")  # kept: no call
+        return kept_hash(self, _VERSION_VALUES) if known is None else known
+
+
+_VERSION_VALUES = operator.attrgetter("parts", "post")
+
 
 @functools.lru_cache(maxsize=256)
 def parse_version(text: str) -> Version | None:
@@ -102,7 +111,22 @@ class Releases:
         return max(v for v in self.versions if v < cut)
 
     def resolve(self, text: str | None) -> Release:
-        """The release to model for `text` (None: the newest modelled)."""
+        """The release to model for `text` (None: the newest modelled): one Release value per text,
+        kept on the releases (up to RESOLVED_KEPT), so the rows of a batch share it and its hash; a
+        text refused is refused again."""
+        kept = self._resolved
+        found = kept.get(text)
+        if found is None:
+            found = self._resolve(text)
+            if len(kept) < RESOLVED_KEPT:
+                kept[text] = found
+        return found
+
+    @functools.cached_property
+    def _resolved(self) -> dict[str | None, Release]:
+        return {}
+
+    def _resolve(self, text: str | None) -> Release:
         if text is None:
             return Release(self.newest, f"{self.engine} {self.newest}", engine=self.engine)
         wanted = parse_version(text)
@@ -123,6 +147,10 @@ class Releases:
             "known release before it",
             self.engine,
         )
+
+
+#: Release values `Releases.resolve` keeps per engine (one per --engine-version text asked).
+RESOLVED_KEPT = 256
 
 
 #: Every vLLM release on PyPI from the first to the newest listed (the wheels read for the behaviour

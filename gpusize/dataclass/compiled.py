@@ -1592,12 +1592,6 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.page_bytes
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.parts,self.post,))
- return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.parts,self.post,))\n return __hash__'] = __create_fn__.__code__
-
-def __create_fn__():
- def __hash__(self):
   return hash((self.path,self.architecture,self.file_type,self.config,self.tensor_bytes,self.bytes_by_type,self.layer_bytes,self.token_embd_bytes,self.output_bytes,self.other_bytes,self.notes,))
  return __hash__
 CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.path,self.architecture,self.file_type,self.config,self.tensor_bytes,self.bytes_by_type,self.layer_bytes,self.token_embd_bytes,self.output_bytes,self.other_bytes,self.notes,))\n return __hash__'] = __create_fn__.__code__

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusize.core import kvcache, runtime
+from gpusize.core import releases as releases_module
 from gpusize.core.engines import engine, llamacpp, prepare
 from gpusize.core.engines.llamacpp_families import layer_cache_bytes, layer_devices
 from gpusize.core.gpu import GpuSpec
@@ -342,3 +343,16 @@ def test_gpus_weight_formats_and_releases_keep_the_hash_of_their_compared_fields
     assert h100.visible_bytes == h100._visible_bytes() == h100.__dict__["_visible"]
     fp8 = replace(work.weights, linear_bytes=1.0)
     assert hash(fp8) == hash(dataclasses.replace(work.weights, linear_bytes=1.0)) != hash(work.weights)
+
+
+def test_a_release_resolved_again_is_the_same_value_and_a_refused_one_is_refused_again() -> None:
+    """`Releases.resolve` keeps one Release per text asked (issue 22): the value the resolution gives,
+    the same object for every row of a batch; a text it refuses is refused every time, never kept."""
+    for texts in ((None, "0.19.1", "0.19.9", "0.10.1.1"), (None, "0.5.0")):
+        releases = releases_module.VLLM if texts[1] == "0.19.1" else releases_module.SGLANG
+        for text in texts:
+            assert releases.resolve(text) is releases.resolve(text) == releases._resolve(text)
+    for _ in range(2):
+        with pytest.raises(InputError):
+            releases_module.VLLM.resolve("0.0.1")
+    assert "0.0.1" not in releases_module.VLLM._resolved
