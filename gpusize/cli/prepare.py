@@ -225,8 +225,10 @@ def engine_settings(values: EngineValues, default: EngineName = "vllm") -> Engin
     the engine when --engine is not given. Within a batch, equal values give the one settings value
     (its hash, kept on it, is then computed once for every row that shares it, not once a row)."""
     try:
-        # with each value's type: 1, 1.0 and True are equal keys, not equal command lines
-        key = ("settings", default, *sorted((k, type(v).__name__, v) for k, v in values.items()))
+        # with each value's type: 1, 1.0 and True are equal keys, not equal command lines; in the
+        # values' order (a batch's rows give them in one order: built without a sort, a tenth of
+        # binding a row)
+        key = ("settings", default, tuple(values.items()), tuple(map(type, values.values())))
         hash(key)
     except TypeError:  # a value that is not hashable: read afresh
         return settings_from(values, default)

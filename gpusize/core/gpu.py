@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import field, fields
 from typing import Literal
 
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, kept_hash
 from gpusize.units import GIB, MIB
 
 __all__ = [
@@ -166,16 +167,6 @@ class GpuSpec:
 
     __json_properties__ = ("visible_bytes", "visible_is_measured", "supports_bf16")
 
-    def __hash__(self) -> int:
-        """The hash of the compared fields, computed once per GPU (kept in its __dict__, as ModelSpec
-        keeps its hash): each engine's evaluation cache hashes the GPU of every plan, 8,000 times in a
-        quote over 1,000 GPU types. Equal GPUs hash equal."""
-        known: int | None = self.__dict__.get("_hash")
-        if known is None:
-            known = hash(tuple(getattr(self, name) for name in _HASHED))
-            object.__setattr__(self, "_hash", known)
-        return known
-
     @property
     def reported_bytes(self) -> int:
         return self.memory_mib * MIB
@@ -264,13 +255,30 @@ class GpuSpec:
 
     @property
     def visible_bytes(self) -> int:
-        """What the CUDA (ROCm) runtime reports as total (vLLM's utilization multiplies this)."""
+        """What the CUDA (ROCm) runtime reports as total (vLLM's utilization multiplies this). Computed
+        once per GPU value (kept in its __dict__ beside its hash): a fit reads it some twenty-five
+        times a row of a batch (bench/RESULTS.md)."""
+        known: int | None = self.__dict__.get("_visible")
+        if known is None:
+            known = self._visible_bytes()
+            object.__setattr__(self, "_visible", known)
+        return known
+
+    def _visible_bytes(self) -> int:
         measured = self.measured_visible_gib
         if measured is not None:
             return round(measured * GIB)
         # never negative: the catalog refuses a total at or below the reserve; a GpuSpec built elsewhere
         # (--gpu local, the API) with a smaller one has nothing visible
         return max(self.memory_mib - self.assumed_reserve_mib, 0) * MIB
+
+    def __hash__(self) -> int:
+        """The hash of the compared fields (the dataclass's own), computed once per GPU value, as
+        ModelSpec keeps its hash: each engine's evaluation cache hashes the GPU of every plan a fit
+        tries (42 fields; bench/RESULTS.md, batch), 8,000 times in a quote over 1,000 GPU types. Equal
+        GPUs hash equal."""
+        known: int | None = self.__dict__.get("_hash")  # kept: no call
+        return kept_hash(self, _HASHED) if known is None else known
 
     @property
     def visible_is_measured(self) -> bool:
@@ -289,5 +297,6 @@ class GpuSpec:
         return self.price_usd_per_hour * count if self.price_usd_per_hour else None
 
 
-#: The fields GpuSpec's hash covers (compare=True where hash is unset, or hash=True), listed once.
-_HASHED = tuple(f.name for f in fields(GpuSpec) if (f.compare if f.hash is None else f.hash))
+#: The fields GpuSpec's equality compares (not the measured free memory, not the catalog file's name),
+#: which its hash therefore covers.
+_HASHED = operator.attrgetter(*(f.name for f in fields(GpuSpec) if f.compare))

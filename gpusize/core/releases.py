@@ -11,10 +11,11 @@ answer says so; a version outside the ranges is refused with the ranges named.
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from dataclasses import field
 
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, kept_hash
 from gpusize.errors import InputError
 
 __all__ = ["SGLANG", "TRTLLM", "VLLM", "Release", "Releases", "Version", "parse_version"]
@@ -32,6 +33,15 @@ class Version:
 
     def __str__(self) -> str:
         return self.text
+
+    def __hash__(self) -> int:
+        """The compared fields' hash, kept (`kept_hash`): each vLLM evaluation looks its release's
+        behaviour up by version (bench/RESULTS.md, batch)."""
+        known: int | None = self.__dict__.get("_hash")  # kept: no call
+        return kept_hash(self, _VERSION_VALUES) if known is None else known
+
+
+_VERSION_VALUES = operator.attrgetter("parts", "post")
 
 
 @functools.lru_cache(maxsize=256)
@@ -54,6 +64,14 @@ class Release:
     note: str | None = None
     #: The engine's name ("vLLM"); empty for engines whose releases gpusize does not tell apart.
     engine: str = ""
+
+    def __hash__(self) -> int:
+        """The fields' hash, kept (`kept_hash`): every workload of a fit holds one, hashed with it."""
+        known: int | None = self.__dict__.get("_hash")  # kept: no call
+        return kept_hash(self, _RELEASE_VALUES) if known is None else known
+
+
+_RELEASE_VALUES = operator.attrgetter("version", "label", "note", "engine")
 
 
 @dataclass(frozen=True)
@@ -93,7 +111,22 @@ class Releases:
         return max(v for v in self.versions if v < cut)
 
     def resolve(self, text: str | None) -> Release:
-        """The release to model for `text` (None: the newest modelled)."""
+        """The release to model for `text` (None: the newest modelled): one Release value per text,
+        kept on the releases (up to RESOLVED_KEPT), so the rows of a batch share it and its hash; a
+        text refused is refused again."""
+        kept = self._resolved
+        found = kept.get(text)
+        if found is None:
+            found = self._resolve(text)
+            if len(kept) < RESOLVED_KEPT:
+                kept[text] = found
+        return found
+
+    @functools.cached_property
+    def _resolved(self) -> dict[str | None, Release]:
+        return {}
+
+    def _resolve(self, text: str | None) -> Release:
         if text is None:
             return Release(self.newest, f"{self.engine} {self.newest}", engine=self.engine)
         wanted = parse_version(text)
@@ -114,6 +147,10 @@ class Releases:
             "known release before it",
             self.engine,
         )
+
+
+#: Release values `Releases.resolve` keeps per engine (one per --engine-version text asked).
+RESOLVED_KEPT = 256
 
 
 #: Every vLLM release on PyPI from the first to the newest listed (the wheels read for the behaviour

@@ -8,6 +8,7 @@ rejects a setting it does not use (InputError, exit 2) instead of echoing it.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from dataclasses import field, fields
 
@@ -33,7 +34,7 @@ from gpusize.core.weights import (
     checkpoint_agreement,
     weight_format,
 )
-from gpusize.dataclass import dataclass, replace
+from gpusize.dataclass import dataclass, kept_hash, replace
 from gpusize.errors import InputError
 from gpusize.units import DTYPE_BYTES, canonical_dtype
 
@@ -134,11 +135,8 @@ class Workload:
         """The hash of the fields (the dataclass's own), computed once per workload (kept in its
         __dict__, as ModelSpec keeps its hash): each engine's evaluation cache hashes the workload of
         every plan a fit tries (bench/RESULTS.md, batch). Equal workloads hash equal."""
-        known: int | None = self.__dict__.get("_hash")
-        if known is None:
-            known = hash(tuple(getattr(self, name) for name in _WORKLOAD_FIELDS))
-            object.__setattr__(self, "_hash", known)
-        return known
+        known: int | None = self.__dict__.get("_hash")  # kept: no call
+        return kept_hash(self, _WORKLOAD_VALUES) if known is None else known
 
     def with_context(self, context_tokens: int, batch: int | None = None) -> Workload:
         """The same workload at another context (and batch): what a curve or a search varies."""
@@ -146,6 +144,7 @@ class Workload:
 
 
 _WORKLOAD_FIELDS = tuple(f.name for f in fields(Workload))
+_WORKLOAD_VALUES = operator.attrgetter(*_WORKLOAD_FIELDS)
 
 
 def kv_dtype_for(spec: ModelSpec, requested: str, weight_dtype: str) -> str:

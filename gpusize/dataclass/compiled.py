@@ -1518,12 +1518,6 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.name,self.
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.name,self.linear_bytes,self.other_bytes,self.unquantized,self.expert_pad,self.note,self.checkpoint_scale,self.expert_bytes,self.gguf,self.embedding_bytes,self.lm_head_bytes,self.small_bytes,self.overrides,))
- return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.name,self.linear_bytes,self.other_bytes,self.unquantized,self.expert_pad,self.note,self.checkpoint_scale,self.expert_bytes,self.gguf,self.embedding_bytes,self.lm_head_bytes,self.small_bytes,self.overrides,))\n return __hash__'] = __create_fn__.__code__
-
-def __create_fn__():
- def __hash__(self):
   return hash((self.name,self.memory_gib,self.sm_count,self.per_gpu,self.memory_slices,))
  return __hash__
 CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.name,self.memory_gib,self.sm_count,self.per_gpu,self.memory_slices,))\n return __hash__'] = __create_fn__.__code__
@@ -1623,12 +1617,6 @@ def __create_fn__():
   return hash((self.page_bytes,self.block_size,self.group_size,self.groups,self.draft_page_bytes,))
  return __hash__
 CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.page_bytes,self.block_size,self.group_size,self.groups,self.draft_page_bytes,))\n return __hash__'] = __create_fn__.__code__
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.parts,self.post,))
- return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.parts,self.post,))\n return __hash__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __hash__(self):
@@ -1737,12 +1725,6 @@ def __create_fn__():
   return hash((self.version,self.engines,))
  return __hash__
 CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.version,self.engines,))\n return __hash__'] = __create_fn__.__code__
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.version,self.label,self.note,self.engine,))
- return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.version,self.label,self.note,self.engine,))\n return __hash__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __hash__(self):

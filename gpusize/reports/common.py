@@ -69,7 +69,8 @@ def model_facts(resolved: ResolvedModel, spec: ModelSpec) -> ModelFacts:
         num_key_value_heads=spec.num_key_value_heads,
         head_dim=spec.head_dim,
         attention_layers=len(spec.attention_layers),
-        sliding_window_layers=sum(1 for layer in spec.attention_layers if layer.window),
+        # each distinct layer once, times its count (the layer walk was a hundredth of a batch row)
+        sliding_window_layers=sum(n for layer, n in spec.attention_layer_counts if layer.window),
         vocab_size=spec.vocab_size,
         max_position_embeddings=spec.max_position_embeddings,
         max_context_tokens=spec.max_context,

@@ -11,8 +11,11 @@ import importlib
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from gpusize.core import kvcache
+from gpusize.core import kvcache, runtime
+from gpusize.core import releases as releases_module
 from gpusize.core.engines import engine, llamacpp, prepare
 from gpusize.core.engines.llamacpp_families import layer_cache_bytes, layer_devices
 from gpusize.core.gpu import GpuSpec
@@ -21,9 +24,11 @@ from gpusize.core.plan import Candidate
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import Scope, Suggestion, fixes, one_card
 from gpusize.core.suggest.evaluate import first_fit_of
+from gpusize.core.weights import StoredLayers
 from gpusize.core.workload import EngineSettings, Request, Workload
 from gpusize.dataclass import replace
-from gpusize.sources.catalog import find_gpu, find_model, load_gpus
+from gpusize.errors import InputError
+from gpusize.sources.catalog import find_gpu, find_model, load_gpus, load_models
 from tests.helpers import catalog_spec
 
 #: The module (the package exports a function of the same name).
@@ -159,6 +164,84 @@ def test_the_offload_search_finds_the_count_trying_every_count_finds() -> None:
         assert found is not None and found.work.engine.n_gpu_layers == max(fitting)
 
 
+#: Every bundled model parsed once (the one-step -ngl search is held to the bisection over them all).
+_SPECS = {m.name: parse_config(m.config) for m in load_models()}
+
+
+@functools.cache
+def _llamacpp_work(name: str, ctx: int, batch: int, kv: str, fa: bool | None, ngl: int | None) -> Workload:
+    settings = EngineSettings(name="llamacpp", flash_attn=fa, n_gpu_layers=ngl)
+    return prepare(_SPECS[name], Request(context_tokens=ctx, batch=batch, kv_dtype=kv, engine=settings))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    name=st.sampled_from(sorted(_SPECS)),
+    gpu=st.sampled_from(load_gpus()),
+    ctx=st.integers(256, 140_000),
+    batch=st.sampled_from([1, 1, 2, 7]),
+    kv=st.sampled_from(["auto", "q8_0", "q4_0", "f32"]),
+    fa=st.sampled_from([None, True, False]),
+    ngl=st.sampled_from([None, None, 1, 5, 40, 200]),
+    stored=st.none() | st.lists(st.integers(0, 1 << 31), min_size=1, max_size=130),
+)
+def test_the_one_step_offload_search_finds_the_count_the_bisection_finds(
+    name: str,
+    gpu: GpuSpec,
+    ctx: int,
+    batch: int,
+    kv: str,
+    fa: bool | None,
+    ngl: int | None,
+    stored: list[int] | None,
+) -> None:
+    """On one GPU the -ngl search is one bisect on the layers' running sums: the count it finds is the
+    bisection's over `_fits`, for every bundled model and GPU type, contexts, batches, cache types,
+    flash attention on and off, an -ngl cap, and stored layers as a GGUF gives them (a block count
+    other than the config's, empty blocks)."""
+    spec = _SPECS[name]
+    try:
+        work = _llamacpp_work(name, ctx, batch, kv, fa, ngl)
+    except (InputError, ValueError):  # a combination llama.cpp refuses (a quantized V cache, fa off)
+        return
+    if stored is not None:
+        work = replace(work, stored_layers=StoredLayers(tuple(stored), stored[0] // 3, stored[-1] // 2))
+    layers = spec.num_hidden_layers + 1
+    top = min(work.engine.n_gpu_layers or layers, layers) - 1
+    assert llamacpp.most_layers_on_one(spec, gpu, work, top) == llamacpp.most_layers(spec, gpu, 1, work, top)
+
+
+def test_the_one_step_offload_search_finds_the_bisections_count_for_every_bundled_model() -> None:
+    """Every bundled model on a 24, 48, 80 and 141 GB card, at a context drawn per model: most such
+    models fit partly (between no layer and all), where a wrong sum or an off-by-one would show."""
+    pick, between = random.Random(22), 0
+    for name in sorted(_SPECS):
+        for gpu in (find_gpu(g) for g in ("RTX4090", "L40S", "H100", "H200")):
+            try:
+                work = _llamacpp_work(name, pick.choice([2048, 8192, 32768]), 1, "auto", None, None)
+            except (InputError, ValueError):
+                continue
+            top = _SPECS[name].num_hidden_layers
+            found = llamacpp.most_layers_on_one(_SPECS[name], gpu, work, top)
+            assert found == llamacpp.most_layers(_SPECS[name], gpu, 1, work, top), (name, gpu.name)
+            between += 0 < found < top
+    assert between > 100
+
+
+def test_the_one_step_offload_search_counts_a_gpu_filled_to_the_byte_as_fitting() -> None:
+    """A card whose memory is exactly what -ngl k needs fits k layers in both searches (the bisect's
+    boundary: at or below the capacity fits)."""
+    spec = _SPECS["Llama-3.1-70B"]
+    work = _llamacpp_work("Llama-3.1-70B", 8192, 1, "auto", None, None)
+    for k in (1, 2, 17, 40, spec.num_hidden_layers):
+        split = llamacpp._split(spec, 1, work, k)
+        need = sum(split.per_gpu[0]) + split.compute_bytes + runtime.CUDA_CONTEXT_TP1
+        gpu = replace(find_gpu("H100"), cuda_visible_gib=need / (1 << 30))
+        assert gpu.visible_bytes == need
+        found = llamacpp.most_layers_on_one(spec, gpu, work, spec.num_hidden_layers)
+        assert found == k == llamacpp.most_layers(spec, gpu, 1, work, spec.num_hidden_layers)
+
+
 def _largest_by_bisection(layout: kvcache.KvLayout, blocks: int, batch: int, batched: int, limit: int) -> int:
     lo, hi = 0, limit // layout.block_size
     while lo < hi:
@@ -242,3 +325,34 @@ def test_a_kept_hash_is_the_hash_of_the_fields_and_a_copy_hashes_its_own() -> No
     assert hash(longer) == hash(dataclasses.replace(work, context_tokens=8192)) != hash(work)
     seqs = replace(work.engine, max_num_seqs=64)
     assert hash(seqs) == hash(dataclasses.replace(work.engine, max_num_seqs=64)) != hash(work.engine)
+
+
+def test_gpus_weight_formats_and_releases_keep_the_hash_of_their_compared_fields() -> None:
+    """GpuSpec, WeightFormat and Release keep their hash too (issue 22): the hash of the fields their
+    equality compares (not a GPU's measured free memory or catalog file), taken once, and a changed
+    copy hashes its own; a GPU keeps its visible bytes, and its catalog row copies only its fields."""
+    _, work = _work("Qwen3-8B", 4096, "vllm")
+    h100 = find_gpu("H100")
+    for value in (h100, work.weights, work.release):
+        compared = tuple(getattr(value, f.name) for f in dataclasses.fields(value) if f.compare)
+        assert hash(value) == hash(compared) and value.__dict__["_hash"] == hash(compared)
+    local = replace(h100, free_mib=1000, catalog_file="mine.yaml")
+    assert local == h100 and hash(local) == hash(h100)
+    smaller = replace(h100, memory_mib=h100.memory_mib // 2, cuda_visible_gib=None)
+    assert hash(smaller) != hash(h100) and smaller.visible_bytes == smaller._visible_bytes()
+    assert h100.visible_bytes == h100._visible_bytes() == h100.__dict__["_visible"]
+    fp8 = replace(work.weights, linear_bytes=1.0)
+    assert hash(fp8) == hash(dataclasses.replace(work.weights, linear_bytes=1.0)) != hash(work.weights)
+
+
+def test_a_release_resolved_again_is_the_same_value_and_a_refused_one_is_refused_again() -> None:
+    """`Releases.resolve` keeps one Release per text asked (issue 22): the value the resolution gives,
+    the same object for every row of a batch; a text it refuses is refused every time, never kept."""
+    for texts in ((None, "0.19.1", "0.19.9", "0.10.1.1"), (None, "0.5.0")):
+        releases = releases_module.VLLM if texts[1] == "0.19.1" else releases_module.SGLANG
+        for text in texts:
+            assert releases.resolve(text) is releases.resolve(text) == releases._resolve(text)
+    for _ in range(2):
+        with pytest.raises(InputError):
+            releases_module.VLLM.resolve("0.0.1")
+    assert "0.0.1" not in releases_module.VLLM._resolved

@@ -28,8 +28,10 @@ against logged llama.cpp buffers (tests/core/test_engines.py).
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
+import operator
 from collections.abc import Sequence
 
 from gpusize.core import runtime
@@ -73,6 +75,8 @@ __all__ = [
     "llamacpp_kv_bytes",
     "llamacpp_split",
     "llamacpp_state_bytes",
+    "most_layers",
+    "most_layers_on_one",
     "offload_variant",
     "refusal",
 ]
@@ -358,15 +362,44 @@ def effective_settings(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) ->
     }
 
 
+def most_layers(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload, top: int) -> int:
+    """The largest -ngl in 1..`top` whose split fits `n` GPUs (`_fits`, which rises with the count),
+    by bisection; 0 when not one fits."""
+    lo, hi = 0, top
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if _fits(spec, gpu, n, work, mid) else (lo, mid - 1)
+    return lo
+
+
+def most_layers_on_one(spec: ModelSpec, gpu: GpuSpec, work: Workload, top: int) -> int:
+    """`most_layers` on one GPU, in one step: there -ngl k puts the output head, the last k - 1 decoder
+    layers' weights and caches and one compute buffer on the GPU (`llamacpp_split`), so the largest k
+    that fits is one bisect on the running sums of the layers' bytes (the bisection asked `_fits`
+    some seven times, each building the split: a tenth of a several-GPU row of a batch,
+    bench/RESULTS.md). tests/core/test_suggest_bounded.py holds it to `most_layers`."""
+    if top < 1 or context_problem(spec, work.context_tokens) is not None:
+        return 0
+    stored = work.stored_layers or estimated_layers(spec, work.weights)
+    n_layer, n_ctx, fa = len(stored.layer_bytes), work.context_tokens * work.batch, flash_attention(work)
+    caches = _layer_totals(spec, n_ctx, cache_type(work), work.batch, fa, n_layer)
+    sums = list(itertools.accumulate(map(operator.add, stored.layer_bytes, caches), initial=0))
+    head = (stored.output_bytes or stored.token_embd_bytes) + llamacpp_compute_bytes(
+        spec, _pad(n_ctx, LLAMACPP_CTX_PAD), fa, output_on_gpu=True
+    )
+    room = gpu.visible_bytes - runtime.CUDA_CONTEXT_TP1 - head  # for the layers from `start` on
+    start = bisect.bisect_left(sums, sums[-1] - room)  # the first layer on the GPU, n_layer + 1: none
+    if start == 0:  # every layer: so every count up to `top` (a count past them all puts them all)
+        return top
+    return min(n_layer + 1 - start, top)
+
+
 def offload_variant(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> Variant | None:
     """The most layers on the GPUs (-ngl) that fit; the rest run from system RAM. None when not one
     layer fits."""
     layers = spec.num_hidden_layers + 1  # the output head counts as one layer
-    lo, hi = 0, min(work.engine.n_gpu_layers or layers, layers) - 1
-    while lo < hi:  # the largest count that fits
-        mid = (lo + hi + 1) // 2
-        fits = _fits(spec, gpu, n, work, mid)
-        lo, hi = (mid, hi) if fits else (lo, mid - 1)
+    top = min(work.engine.n_gpu_layers or layers, layers) - 1
+    lo = most_layers_on_one(spec, gpu, work, top) if n == 1 else most_layers(spec, gpu, n, work, top)
     if lo < 1:
         return None
     fewer = replace(work, engine=replace(work.engine, n_gpu_layers=lo))

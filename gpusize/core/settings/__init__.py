@@ -11,6 +11,7 @@ the field in its part (`vllm`, `reserves`, `sglang`, `local`, `trtllm`) and its 
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Mapping
 from dataclasses import Field, fields
 from typing import Any
@@ -28,6 +29,7 @@ from gpusize.core.settings.reserves import LORA_DTYPES, PAGED, ReserveSettings
 from gpusize.core.settings.sglang import SglangSettings
 from gpusize.core.settings.trtllm import TrtllmSettings
 from gpusize.core.settings.vllm import VllmSettings
+from gpusize.dataclass import kept_hash
 
 __all__ = [
     "ATTN_IMPLEMENTATIONS",
@@ -96,14 +98,12 @@ class EngineSettings(  # the parts in reverse field order
         """The hash of the fields (the dataclass's own), computed once per value and kept beside
         `_given`: a fit's evaluation cache and its levers hash the settings of every workload they
         see, some twenty-five times a row of a batch (bench/RESULTS.md). Equal settings hash equal."""
-        known: int | None = self.__dict__.get("_hash")
-        if known is None:
-            known = hash(tuple(getattr(self, f.name) for f in _DECLARED))
-            object.__setattr__(self, "_hash", known)
-        return known
+        known: int | None = self.__dict__.get("_hash")  # kept: no call
+        return kept_hash(self, _VALUES) if known is None else known
 
 
 _DECLARED: tuple[Field[Any], ...] = tuple(fields(EngineSettings))
+_VALUES = operator.attrgetter(*(f.name for f in _DECLARED))
 
 
 _DECLARED_SETTINGS: tuple[tuple[str, Setting], ...] = tuple(

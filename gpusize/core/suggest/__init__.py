@@ -13,6 +13,8 @@ The package: `values` (what a suggestion is, the lever order), `variants` (the l
 
 from __future__ import annotations
 
+import functools
+
 from gpusize.core.engines import EngineModel
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Change
@@ -22,7 +24,7 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest.evaluate import evaluated, weights_alone_too_big
 from gpusize.core.suggest.values import MAX_SUGGESTIONS, OTHER_GPU_TYPES, RANKING, Scope, Suggestion
 from gpusize.core.suggest.variants import last_resort, on_gpu, other_types, shorter_context, variants
-from gpusize.core.workload import EngineSettings, Workload
+from gpusize.core.workload import EngineName, EngineSettings, Workload
 from gpusize.dataclass import replace
 from gpusize.units import DTYPE_BYTES
 
@@ -98,13 +100,20 @@ def one_card(
     return tuple(found[:MAX_SUGGESTIONS])
 
 
+@functools.cache
+def _defaults_of(name: EngineName) -> EngineSettings:
+    """The engine's settings left at its defaults: one value (and its kept hash) for every row of a
+    batch whose one-GPU answer tries llama.cpp's offload (52 fields built a row)."""
+    return EngineSettings(name=name)
+
+
 def _offload_on(spec: ModelSpec, work: Workload, other: EngineModel, gpu: GpuSpec) -> Suggestion | None:
     """`work` under another engine (its defaults: llama.cpp's f16 KV cache), its offload lever on one
     GPU, evaluated by that engine's model."""
     kv = other.kv_default or "fp16"
     there = replace(
         work,
-        engine=EngineSettings(name=other.name),
+        engine=_defaults_of(other.name),
         release=other.releases.resolve(None),
         kv_cache_dtype=kv,
         kv_bytes=other.kv_cache_types.get(kv, DTYPE_BYTES.get(kv, 2.0)),

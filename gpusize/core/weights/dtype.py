@@ -4,6 +4,8 @@ fp8/int8/int4 weight-only quantization, `bpwN` bits per weight, or a GGUF file t
 
 from __future__ import annotations
 
+import functools
+
 from gpusize.core.gguf_quant import FTYPES, GGML_TYPES, SMALL_TYPE, bits_of, ftype_name
 from gpusize.core.gguf_tensors import gguf_layer_bytes
 from gpusize.core.params import layer_params
@@ -21,6 +23,9 @@ from gpusize.units import DTYPE_BYTES
 __all__ = ["gguf_weight_format", "weight_format"]
 
 
+#: Cached (a spec keeps its hash): every row of a batch resolves its dtype, and each lever that
+#: changes the weights again; one value per model and dtype then keeps its hash for the evaluations.
+@functools.lru_cache(maxsize=512)
 def weight_format(spec: ModelSpec, dtype: str) -> WeightFormat:
     """Resolve `--dtype` (auto = the checkpoint's own storage; bpwN = N bits per linear weight) into a
     WeightFormat."""

@@ -7,8 +7,11 @@ checkpoint's own quantization_config.
 
 from __future__ import annotations
 
+import operator
+from dataclasses import fields
+
 from gpusize.core.spec import ModelSpec
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, kept_hash
 
 __all__ = [
     "BPW_RANGE",
@@ -65,6 +68,11 @@ class WeightFormat:
     #: (role, bytes per weight) where each role has its own format (ModelOpt MIXED_PRECISION).
     overrides: tuple[tuple[str, float], ...] = ()
 
+    def __hash__(self) -> int:
+        """The fields' hash, kept (`kept_hash`): every workload of a fit holds one, hashed with it."""
+        known: int | None = self.__dict__.get("_hash")  # kept: no call
+        return kept_hash(self, _FORMAT_VALUES) if known is None else known
+
 
 #: DeepSeek's FP4 experts (`expert_dtype: fp4`): e2m1 values, two per byte, and one ue8m0 scale per
 #: 32 (the MXFP4 layout vLLM loads them into).
@@ -107,3 +115,6 @@ def activation_dtype(spec: ModelSpec) -> str:
     """The compute dtype: the checkpoint's torch_dtype, with fp32 checkpoints served in bf16
     (vLLM's dtype=auto rule) and quantized checkpoints computing in bf16/fp16."""
     return "bf16" if spec.torch_dtype in ("fp32", "fp8", "int8", "int4", "fp4") else spec.torch_dtype
+
+
+_FORMAT_VALUES = operator.attrgetter(*(f.name for f in fields(WeightFormat)))

@@ -145,6 +145,9 @@ def _vectors_bytes(counts: ParamCounts, fmt: WeightFormat) -> float:
     return (counts.small + counts.router) * _or(fmt.small_bytes, fmt.other_bytes)
 
 
+#: Cached (a spec and a format keep their hash): the fix searches ask it for every lever, GPU type and
+#: count they rule out, on every row of a batch.
+@functools.lru_cache(maxsize=1024)
 def linear_bytes_per_gpu(spec: ModelSpec, fmt: WeightFormat, n: int) -> float:
     """A cheap lower bound of what one of `n` GPUs holds: the linear weights alone, each role at its own
     width (`_linear_bytes`), split n ways. Above a GPU's memory it rules a plan out before sizing it

@@ -39,5 +39,7 @@ def kv_default(spec: ModelSpec, version: Version, gpu: GpuSpec | None = None) ->
     if spec.compressed is not None:
         return "fp8"
     sparse = spec.mla is not None and spec.mla.indexer is not None
+    if not sparse:
+        return None
     low, high = (_version(v) for v in _FP8_DEFAULT)
-    return "fp8" if sparse and low <= version <= high else None
+    return "fp8" if low <= version <= high else None

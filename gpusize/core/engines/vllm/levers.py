@@ -11,7 +11,7 @@ from gpusize.core.engines.vllm.pool import THIN_MARGIN
 from gpusize.core.engines.vllm.scheduler import scheduler_limits, scheduler_note
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers, Variant, one
-from gpusize.core.workload import Workload
+from gpusize.core.workload import EngineSettings, Workload
 from gpusize.dataclass import replace
 
 __all__ = ["HIGH_UTILIZATION", "LEVERS", "MIN_SEQS", "setting_levers"]
@@ -31,17 +31,25 @@ def setting_levers(work: Workload, gpu: GpuSpec) -> list[Variant]:
     seqs = scheduler_limits(gpu, work).max_num_seqs
     note = scheduler_note(gpu, work)
     for value in _halvings(seqs, max(work.batch, MIN_SEQS)):
-        fewer = replace(work, engine=replace(work.engine, max_num_seqs=value))
+        fewer = replace(work, engine=_with_setting(work.engine, "max_num_seqs", value))
         out.append(
             one("seqs", "--max-num-seqs", str(value), f"at most {value} sequences per step", note, fewer)
         )
     if utilization(work) < HIGH_UTILIZATION:
-        higher = replace(work, engine=replace(work.engine, gpu_memory_utilization=HIGH_UTILIZATION))
+        higher = replace(work, engine=_with_setting(work.engine, "gpu_memory_utilization", HIGH_UTILIZATION))
         summary = f"memory utilization {HIGH_UTILIZATION}"
         out.append(
             one("utilization", "--gpu-memory-utilization", f"{HIGH_UTILIZATION}", summary, None, higher)
         )
     return out
+
+
+#: Cached (settings keep their hash): the rows of a batch share their settings, and each row's levers
+#: changed them alike; one value per change then keeps its hash for the evaluations.
+@functools.lru_cache(maxsize=256)
+def _with_setting(engine: EngineSettings, name: str, value: float) -> EngineSettings:
+    """`replace(engine, **{name: value})`: the settings with one of them changed."""
+    return replace(engine, **{name: value})
 
 
 def _halvings(value: int, floor: int) -> list[int]:

@@ -22,17 +22,19 @@ __all__ = ["value_slots"]
 
 def value_slots(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Reserve | None:
     """The copied V projections of K-equals-V layers on one GPU, at the attention weights' width."""
-    layers = [layer for layer in spec.attention_layers if layer.k_eq_v]
-    if not layers or spec.mla:
+    # each distinct layer once, times its count (every evaluation asks: the layer walk was a fortieth
+    # of a batch row; the sum is of integers, so the same)
+    counted = [(layer, n) for layer, n in spec.attention_layer_counts if layer.k_eq_v]
+    if not counted or spec.mla:
         return None
     fmt = work.weights
     per_element = fmt.other_bytes if "attention" in fmt.unquantized else fmt.linear_bytes
     held = sum(
-        spec.hidden_size * max(1, layer.num_key_value_heads // tp) * value_width(spec, layer)
-        for layer in layers
+        n * spec.hidden_size * max(1, layer.num_key_value_heads // tp) * value_width(spec, layer)
+        for layer, n in counted
     )
     how = (
-        f"{len(layers)} K-equals-V layer(s): vLLM's qkv_proj keeps a V slot the checkpoint lacks and "
-        "loads the K weights into it (gemma4.py)"
+        f"{sum(n for _, n in counted)} K-equals-V layer(s): vLLM's qkv_proj keeps a V slot the "
+        "checkpoint lacks and loads the K weights into it (gemma4.py)"
     )
     return Reserve("value_slots", int(held * per_element), how)
