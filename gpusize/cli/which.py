@@ -26,7 +26,8 @@ from gpusize.cli.options import (
     engine_options,
 )
 from gpusize.cli.output import warn
-from gpusize.core.workload import KV_DTYPES, Request, weight_dtype
+from gpusize.core.engines import engine
+from gpusize.core.workload import KV_DTYPES, Request, refuse_foreign_settings, weight_dtype
 from gpusize.errors import UsageError
 from gpusize.render.which import render_which, which_csv, which_markdown
 from gpusize.reports.which import build_which, which_verdict
@@ -40,7 +41,7 @@ SHEETS = {"markdown": which_markdown, "csv": which_csv}
 
 
 @command(short_help="The catalog models that fit given GPUs.")
-@engine_options("vllm", "sglang", "trtllm")
+@engine_options("vllm", "sglang", "trtllm", "llamacpp")
 def which(
     gpu: GpuName = None,
     *,
@@ -78,6 +79,8 @@ def which(
     where = prepare.targets(gpu, cats, count)
     weight = weight_dtype(dtype)
     settings = prepare.engine_settings(engine_values)
+    # once for the query, not as every model's miss: another engine's flag is bad input (exit 2)
+    refuse_foreign_settings(settings, engine(settings.name).settings)
     prepare.engine_on_devices(settings.name, where.gpus)
     req = Request(
         context_tokens=parse_tokens(ctx),

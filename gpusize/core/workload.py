@@ -51,6 +51,7 @@ __all__ = [
     "Request",
     "StoredLayers",
     "Workload",
+    "refuse_foreign_settings",
     "kv_dtype_for",
     "resolve",
 ]
@@ -157,6 +158,18 @@ def kv_dtype_for(spec: ModelSpec, requested: str, weight_dtype: str) -> str:
     return activation_dtype(spec)
 
 
+def refuse_foreign_settings(settings: EngineSettings, uses: frozenset[str]) -> None:
+    """Refuse (InputError) the first setting given that the engine, which reads `uses`, does not:
+    another engine's flag is never taken as if used."""
+    unused = [s for s in settings.given() if s not in uses]
+    if unused:
+        flag, owner = SETTING_FLAGS[unused[0]]
+        raise InputError(
+            f"{flag} is a setting of --engine {owner} and does not apply to --engine {settings.name}: "
+            f"pass --engine {owner}, or remove it"
+        )
+
+
 def resolve(
     spec: ModelSpec,
     request: Request,
@@ -169,13 +182,7 @@ def resolve(
     modelled releases are `releases`; `own_kv` are the engine's own KV cache type names (llama.cpp's
     q8_0, q4_0, ...) with their bytes per element, `kv_default` the type it uses when none is asked."""
     own = own_kv or {}
-    unused = [s for s in request.engine.given() if s not in uses]
-    if unused:
-        flag, owner = SETTING_FLAGS[unused[0]]
-        raise InputError(
-            f"{flag} is a setting of --engine {owner} and does not apply to --engine {request.engine.name}: "
-            f"pass --engine {owner}, or remove it"
-        )
+    refuse_foreign_settings(request.engine, uses)
     if request.dtype not in DTYPES and not _is_bpw(request.dtype) and ftype_name(request.dtype) is None:
         raise InputError(_unknown_dtype(request.dtype))
     if request.kv_dtype not in KV_DTYPES and request.kv_dtype not in own:

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
 from gpusize.core.spec import ModelSpec
+from gpusize.core.workload import EngineSettings
 from gpusize.dataclass import dataclass
 
 __all__ = [
@@ -109,13 +110,28 @@ def gpu_files(gpus: Iterable[GpuSpec]) -> tuple[GpuFile, ...]:
 _NAMES_PER_NOTE = 6
 
 
-def device_notes(gpus: Iterable[GpuSpec], speed: bool = True) -> list[str]:
+def device_notes(gpus: Iterable[GpuSpec], settings: EngineSettings | None = None) -> list[str]:
     """What a device says for itself: how much of a unified memory the GPU may use (and how to raise
-    it), and, where speed is shown (`speed`), that its speed figures are not calibrated."""
+    it), and, where speed is shown for an engine run with `settings`, that its speed figures are not
+    calibrated there: not said where the engine's build has constants fitted on its own records
+    (llama.cpp's Metal, Vulkan and ROCm builds, `calibrated.engine_speed`)."""
     notes = []
     for gpu in gpus:
-        notes += [n for n in (gpu.memory_note, gpu.speed_caveat if speed else None) if n and n not in notes]
+        caveat = gpu.speed_caveat if settings is not None else None
+        if caveat and settings is not None and _own_build(settings, gpu):
+            caveat = None
+        notes += [n for n in (gpu.memory_note, caveat) if n and n not in notes]
     return notes
+
+
+def _own_build(settings: EngineSettings, gpu: GpuSpec) -> bool:
+    """Whether the engine's speed on `gpu` comes from constants fitted for its build there."""
+    # the speed model is imported only for a GPU with a caveat (AMD, Apple, unified memory)
+    from gpusize.serving import calibrated  # noqa: PLC0415 - start-up: not on an NVIDIA card's path
+    from gpusize.serving.throughput import build_of  # noqa: PLC0415 - start-up: not on an NVIDIA card's path
+
+    key = calibrated.speed_key(settings.name, build_of(settings, gpu))
+    return key != settings.name and key in calibrated.ENGINE_SPEED  # the CUDA build's are NVIDIA's
 
 
 def gpu_file_notes(gpus: Iterable[GpuSpec]) -> list[str]:

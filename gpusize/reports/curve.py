@@ -98,7 +98,7 @@ def build_curve(
             notes=tuple(
                 model_notes(resolved, spec, work)
                 + gpu_file_notes([gpu])
-                + device_notes([gpu])
+                + device_notes([gpu], work.engine)
                 + ([f"TP=8 x PP={nodes.nodes}: {nodes.words()}"] if nodes else [])
             ),
             terms=gpu.terms,

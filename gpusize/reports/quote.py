@@ -210,7 +210,7 @@ def build_quote(
             notes=tuple(
                 model_notes(resolved, spec, work)
                 + gpu_file_notes(gpus)
-                + device_notes(gpus)
+                + device_notes(gpus, work.engine)
                 + speed_range_notes(r for o in options if o.fits for r in o.speed_ranges)
                 + [plan.words() for plan in (nodes or {}).values()][:1]
             ),

@@ -320,7 +320,7 @@ def build_serve_report(
             notes=tuple(
                 model_notes(resolved, spec, work)
                 + gpu_file_notes([gpu])
-                + device_notes([gpu])
+                + device_notes([gpu], work.engine)
                 + speed_range_notes(
                     r for x in ([pick] if pick else []) + layouts if x.fits for r in x.speed_ranges
                 )

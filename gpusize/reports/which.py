@@ -132,7 +132,7 @@ def build_which(
             notes=notes
             + tuple(
                 gpu_file_notes([gpu])
-                + device_notes([gpu])
+                + device_notes([gpu], request.engine)
                 + speed_range_notes(r.speed_range for r in rows if r.fits and r.speed_range)
             ),
         ),

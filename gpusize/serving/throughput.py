@@ -36,7 +36,7 @@ from gpusize.core.speculative import (
     speculation,
 )
 from gpusize.core.weights import StoredLayers, estimated_layers, rope_cache_bytes, weights_bytes
-from gpusize.core.workload import Workload
+from gpusize.core.workload import EngineSettings, Workload
 from gpusize.dataclass import dataclass
 from gpusize.serving import calibrated
 from gpusize.serving.gpu_tables import SM_COUNT
@@ -417,8 +417,14 @@ def _fixed_s(
 def build_on(work: Workload, gpu: GpuSpec) -> str | None:
     """The build a plan's engine runs on `gpu` (llama.cpp's backend, `EngineModel.build`); None for the
     engines that have one build."""
-    build = engine(work.engine.name).build
-    return None if build is None else build(work, gpu)
+    return build_of(work.engine, gpu)
+
+
+def build_of(settings: EngineSettings, gpu: GpuSpec) -> str | None:
+    """The build an engine run with these settings runs on `gpu` (`EngineModel.build`); None for the
+    engines that have one build."""
+    build = engine(settings.name).build
+    return None if build is None else build(settings, gpu)
 
 
 def speed_on(work: Workload, gpu: GpuSpec) -> calibrated.EngineSpeed:

@@ -28,7 +28,7 @@ COMMAND_ENGINES = {
     "serve": {"vllm", "sglang", "llamacpp", "ollama", "trtllm"},
     "quote": {"vllm", "sglang", "trtllm"},
     "curve": {"vllm", "sglang", "trtllm"},
-    "which": {"vllm", "sglang", "trtllm"},
+    "which": {"vllm", "sglang", "trtllm", "llamacpp"},
 }
 
 

@@ -36,12 +36,12 @@ def _work(build: str | None = None):  # type: ignore[no-untyped-def]
     ],
 )
 def test_a_plan_runs_the_gpu_vendors_own_build_by_default(gpu: str, expected: str) -> None:
-    assert backend(_work(), find_gpu(gpu)) == expected
+    assert backend(_work().engine, find_gpu(gpu)) == expected
 
 
 def test_a_vendor_without_a_build_of_its_own_runs_vulkan() -> None:
     other = replace(find_gpu("RTX4090"), name="Arc-X", full_name="Intel Arc X", vendor="Intel")
-    assert backend(_work(), other) == "vulkan"
+    assert backend(_work().engine, other) == "vulkan"
     assert backend_problem(other, _work("vulkan")) is None
     assert "--backend vulkan" in (backend_problem(other, _work("cuda")) or "")
 
@@ -138,3 +138,29 @@ def test_manifests_are_refused_off_nvidia_and_off_the_cuda_image() -> None:
     GPU would be a deployment that never schedules."""
     proc = run_in_process("serve", "Llama-3.1-8B", "--gpu", "MI300X", "--users", "4", "--format", "k8s")
     assert proc.code == 2 and "nvidia.com/gpu" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_which_takes_llamacpps_settings_and_refuses_another_engines_once() -> None:
+    """`which --engine llamacpp --backend vulkan` plans the Vulkan build; a flag of another engine is
+    bad input for the whole query (exit 2, one line), not a miss of every catalog model."""
+    vulkan = run_in_process(
+        "which", "--gpu", "Strix-Halo-128GB", "--engine", "llamacpp", "--backend", "vulkan"
+    )
+    assert vulkan.code == 0 and "llama.cpp's Vulkan build" in " ".join(vulkan.stdout.split())
+    wrong = run_in_process("which", "--gpu", "H100", "--backend", "vulkan")
+    assert wrong.code == 2 and wrong.stderr.count("\n") == 1 and "--engine llamacpp" in wrong.stderr
+
+
+def test_a_build_fitted_on_the_device_drops_the_devices_uncalibrated_caveat() -> None:
+    """The GPU's caveat ("fitted on NVIDIA discrete GPUs only") is not said where llama.cpp's build has
+    constants of its own (Strix Halo under ROCm); it still is for llama.cpp's CUDA build on a DGX Spark
+    (its constants are the discrete GPUs') and for vLLM on an AMD GPU."""
+    from gpusize.reports.common import device_notes
+
+    strix, spark = find_gpu("Strix-Halo-128GB"), find_gpu("DGX-Spark")
+    assert strix.speed_caveat and spark.speed_caveat
+    assert strix.speed_caveat not in device_notes([strix], _work().engine)
+    assert spark.speed_caveat in device_notes([spark], _work().engine)
+    vllm = workload(SPEC, 4096).engine
+    assert find_gpu("MI300X").speed_caveat in device_notes([find_gpu("MI300X")], vllm)
+    assert strix.speed_caveat not in device_notes([strix])  # no speed shown: no caveat

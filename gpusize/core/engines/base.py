@@ -12,7 +12,7 @@ from gpusize.core.plan import Candidate, Evaluator
 from gpusize.core.releases import Releases, Version
 from gpusize.core.settings import ENGINE_LABELS, EngineName, settings_of
 from gpusize.core.spec import ModelSpec
-from gpusize.core.workload import Workload
+from gpusize.core.workload import EngineSettings, Workload
 from gpusize.dataclass import dataclass
 
 __all__ = [
@@ -95,7 +95,7 @@ class EngineModel:
     refuses_device: DeviceRefusal | None = None
     #: The build a plan runs on a GPU, where the engine's speed depends on it (llama.cpp's backend:
     #: "cuda", "rocm", "vulkan", "metal"; serving/calibrated.py fits constants per build); None: one build.
-    build: Callable[[Workload, GpuSpec], str] | None = None
+    build: Callable[[EngineSettings, GpuSpec], str] | None = None
     #: The builds as text names them ("Metal").
     build_labels: Mapping[str, str] = field(default_factory=dict)
     #: What a fix suggestion may change on this engine (core/levers.py), declared by its module.

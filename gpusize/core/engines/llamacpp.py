@@ -52,7 +52,7 @@ from gpusize.core.levers import Levers, Variant, one
 from gpusize.core.plan import Candidate, PerGpu, context_problem
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import estimated_layers
-from gpusize.core.workload import Workload
+from gpusize.core.workload import EngineSettings, Workload
 from gpusize.dataclass import dataclass, replace
 from gpusize.units import GIB
 
@@ -226,11 +226,11 @@ BACKEND_VENDOR: dict[str, str | None] = {"cuda": "NVIDIA", "rocm": "AMD", "metal
 BACKEND_LABELS = {"cuda": "CUDA", "rocm": "ROCm", "metal": "Metal", "vulkan": "Vulkan"}
 
 
-def backend(work: Workload, gpu: GpuSpec) -> str:
+def backend(settings: EngineSettings, gpu: GpuSpec) -> str:
     """The llama.cpp build a plan on `gpu` runs: the user's --backend, else the one made for the GPU's
     vendor (BACKEND_VENDOR), else Vulkan. The speed model and the launch note read this one decision."""
-    if work.engine.backend is not None:
-        return work.engine.backend
+    if settings.backend is not None:
+        return settings.backend
     return _own_backend(gpu) or "vulkan"
 
 
