@@ -43,7 +43,7 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import EngineSettings, Request, StoredLayers, Workload, resolve
 from gpusize.serving import calibrated, load, speed_ranges
 from gpusize.serving.layouts import Demand
-from gpusize.serving.throughput import LlamaCppPlacement, build_on, decode_step, prefill_seconds
+from gpusize.serving.throughput import LlamaCppPlacement, build_of, decode_step, prefill_seconds
 from gpusize.sources.catalog import find_gpu, find_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,14 +102,14 @@ class Record:
         constants, `ROCM_NAMES`) and llama.cpp's build where it has constants of its own
         ("llamacpp/metal"): the rule every answer's range follows (`load.speed_group`)."""
         s = scenario(self.id)
-        return load.speed_group(self.engine, s.gpu.vendor, build_on(s.work, s.gpu))
+        return load.speed_group(self.engine, s.gpu.vendor, build_of(s.work.engine, s.gpu))
 
     @property
     def domain(self) -> str:
         """Which constants the record may fit: its build's ("metal", "vulkan", "rocm": llama.cpp's own),
         the ROCm constants on AMD ("AMD"), else the engine's ("")."""
         s = scenario(self.id)
-        build = build_on(s.work, s.gpu)
+        build = build_of(s.work.engine, s.gpu)
         if build not in (None, "cuda"):
             return str(build)
         return "AMD" if s.gpu.vendor == "AMD" else ""

@@ -130,8 +130,8 @@ def _own_build(settings: EngineSettings, gpu: GpuSpec) -> bool:
     from gpusize.serving import calibrated  # noqa: PLC0415 - start-up: not on an NVIDIA card's path
     from gpusize.serving.throughput import build_of  # noqa: PLC0415 - start-up: not on an NVIDIA card's path
 
-    key = calibrated.speed_key(settings.name, build_of(settings, gpu))
-    return key != settings.name and key in calibrated.ENGINE_SPEED  # the CUDA build's are NVIDIA's
+    # the CUDA build's constants (build None) are the NVIDIA discrete GPUs' fit
+    return calibrated.engine_speed(settings.name, build_of(settings, gpu)).build is not None
 
 
 def gpu_file_notes(gpus: Iterable[GpuSpec]) -> list[str]:

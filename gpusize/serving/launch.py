@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from gpusize.core.engines import engine
-from gpusize.core.engines.llamacpp import BACKEND_LABELS, cache_type, flash_attention
+from gpusize.core.engines.llamacpp import BACKENDS, cache_type, flash_attention
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import Version, parse_version
 from gpusize.core.settings import launch_env, launch_flag, launch_words, taken_by
@@ -313,21 +313,12 @@ def llamacpp_command(
     return LaunchCommand(_join(words + rope), _build_note(work.engine.backend))
 
 
-#: How each llama.cpp build asked with --backend is made (ggml-org/llama.cpp docs/build.md CMake
-#: options; docs/docker.md images): the launch line is the same llama-server, the build differs.
-_BUILDS = {
-    "cuda": "cmake -DGGML_CUDA=ON, or the image ghcr.io/ggml-org/llama.cpp:server-cuda",
-    "rocm": "cmake -DGGML_HIP=ON, or the image ghcr.io/ggml-org/llama.cpp:server-rocm",
-    "vulkan": "cmake -DGGML_VULKAN=ON, or the image ghcr.io/ggml-org/llama.cpp:server-vulkan",
-    "metal": "Metal is on by default in a macOS build (GGML_METAL)",
-}
-
-
 def _build_note(backend: str | None) -> str | None:
     """The build a --backend plan runs (None when the user left the GPU vendor's own)."""
     if backend is None:
         return None
-    return f"run it with llama.cpp's {BACKEND_LABELS[backend]} build ({_BUILDS[backend]})"
+    build = BACKENDS[backend]
+    return f"run it with llama.cpp's {build.label} build ({build.made})"
 
 
 def ollama_command(

@@ -22,7 +22,7 @@ from gpusize.core.workload import Workload
 from gpusize.dataclass import dataclass, replace
 from gpusize.serving import calibrated, economics, load
 from gpusize.serving.targets import Targets
-from gpusize.serving.throughput import LlamaCppPlacement, build_on
+from gpusize.serving.throughput import LlamaCppPlacement, build_of
 
 __all__ = [
     "EVIDENCE",
@@ -233,7 +233,7 @@ def speed_ranges_for(
             work.engine.name, gpu.vendor, spec.moe is not None, per_instance, metric, build
         )
 
-    build = build_on(work, gpu)
+    build = build_of(work.engine, gpu)
 
     return of(per_kind), of("aggregate"), of("ttft")
 

@@ -414,12 +414,6 @@ def _fixed_s(
     return speed.step_s + launches + per_expert * experts + speed.sequence_s * sequences
 
 
-def build_on(work: Workload, gpu: GpuSpec) -> str | None:
-    """The build a plan's engine runs on `gpu` (llama.cpp's backend, `EngineModel.build`); None for the
-    engines that have one build."""
-    return build_of(work.engine, gpu)
-
-
 def build_of(settings: EngineSettings, gpu: GpuSpec) -> str | None:
     """The build an engine run with these settings runs on `gpu` (`EngineModel.build`); None for the
     engines that have one build."""
@@ -430,7 +424,7 @@ def build_of(settings: EngineSettings, gpu: GpuSpec) -> str | None:
 def speed_on(work: Workload, gpu: GpuSpec) -> calibrated.EngineSpeed:
     """The fitted constants the plan's engine runs with on `gpu`: those of its build where they are
     fitted (`calibrated.engine_speed`), else the engine's."""
-    return calibrated.engine_speed(work.engine.name, build_on(work, gpu))
+    return calibrated.engine_speed(work.engine.name, build_of(work.engine, gpu))
 
 
 def decode_step(
@@ -596,7 +590,7 @@ def assumptions(gpu: GpuSpec, work: Workload) -> str:
     kernel = moe_kernel_family(work.weights.name)
     if speed.mweight_s(kernel):
         moe += f", {kernel} MoE kernel at {1e-3 / speed.mweight_s(kernel):.1f} G weights per SM per s"
-    build = build_on(work, gpu)
+    build = build_of(work.engine, gpu)
     if build is not None:
         label = engine(work.engine.name).build_labels.get(build, build)
         own = calibrated.backend_calibrated(work.engine.name, build)

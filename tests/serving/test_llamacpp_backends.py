@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 
 from gpusize.core.engines import engine
-from gpusize.core.engines.llamacpp import BACKEND_VENDOR, backend, backend_problem
+from gpusize.core.engines.llamacpp import BACKENDS, backend, backend_problem
+from gpusize.core.settings.local import LLAMACPP_BACKENDS
 from gpusize.dataclass import replace
 from gpusize.serving import calibrated, load, throughput
 from gpusize.serving.launch import llamacpp_command
@@ -39,6 +40,12 @@ def test_a_plan_runs_the_gpu_vendors_own_build_by_default(gpu: str, expected: st
     assert backend(_work().engine, find_gpu(gpu)) == expected
 
 
+def test_the_engines_backends_are_the_settings_choices() -> None:
+    """One table (`BACKENDS`) holds each build's label, vendor and how it is made; its names are the
+    choices --backend takes."""
+    assert tuple(BACKENDS) == LLAMACPP_BACKENDS
+
+
 def test_a_vendor_without_a_build_of_its_own_runs_vulkan() -> None:
     other = replace(find_gpu("RTX4090"), name="Arc-X", full_name="Intel Arc X", vendor="Intel")
     assert backend(_work().engine, other) == "vulkan"
@@ -46,12 +53,12 @@ def test_a_vendor_without_a_build_of_its_own_runs_vulkan() -> None:
     assert "--backend vulkan" in (backend_problem(other, _work("cuda")) or "")
 
 
-@pytest.mark.parametrize("build", sorted(BACKEND_VENDOR))
+@pytest.mark.parametrize("build", sorted(BACKENDS))
 @pytest.mark.parametrize("gpu", ["H100-SXM", "MI300X", "M2-Ultra-192GB"])
 def test_a_build_runs_only_on_its_vendors_gpus(build: str, gpu: str) -> None:
     card = find_gpu(gpu)
     problem = backend_problem(card, _work(build))
-    runs = BACKEND_VENDOR[build] in (None, card.vendor)
+    runs = BACKENDS[build].vendor in (None, card.vendor)
     assert (problem is None) == runs
     if problem:  # the message names the build, the GPU and what runs there
         assert card.full_name in problem and "vulkan" in problem

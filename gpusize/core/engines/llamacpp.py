@@ -33,6 +33,7 @@ import functools
 import itertools
 import operator
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from gpusize.core import runtime
 from gpusize.core.engines.base import EngineModel
@@ -57,8 +58,9 @@ from gpusize.dataclass import dataclass, replace
 from gpusize.units import GIB
 
 __all__ = [
+    "BACKENDS",
     "BACKEND_LABELS",
-    "BACKEND_VENDOR",
+    "Backend",
     "ENGINE",
     "LLAMACPP_CTX_PAD",
     "LLAMACPP_KV_BYTES",
@@ -217,37 +219,52 @@ def flash_attention(work: Workload) -> bool:
     return LLAMACPP_FLASH_ATTN_DEFAULT if work.engine.flash_attn is None else work.engine.flash_attn
 
 
-#: The GPU vendor each of llama.cpp's backends runs on (`core.settings.local.LLAMACPP_BACKENDS`; None:
-#: any GPU with a Vulkan driver): ggml-cuda needs an NVIDIA GPU, ggml-hip AMD's ROCm, ggml-metal
-#: Apple silicon (ggml-org/llama.cpp docs/build.md). A GPU's default is its vendor's own backend;
-#: any other vendor's GPU runs the Vulkan build.
-BACKEND_VENDOR: dict[str, str | None] = {"cuda": "NVIDIA", "rocm": "AMD", "metal": "Apple", "vulkan": None}
-#: The backends as llama-bench's "backend" column and the build docs write them.
-BACKEND_LABELS = {"cuda": "CUDA", "rocm": "ROCm", "metal": "Metal", "vulkan": "Vulkan"}
+class Backend(NamedTuple):
+    """One of llama.cpp's GPU backends (`core.settings.local.LLAMACPP_BACKENDS`): its name as llama-bench's
+    "backend" column and the build docs write it, the GPU vendor it runs on (None: any GPU with a
+    Vulkan driver) and how the build is made (ggml-org/llama.cpp docs/build.md CMake options,
+    docs/docker.md images)."""
+
+    label: str
+    vendor: str | None
+    made: str
+
+
+#: ggml-cuda needs an NVIDIA GPU, ggml-hip AMD's ROCm, ggml-metal Apple silicon; a GPU's default is
+#: its vendor's own backend, any other vendor's GPU runs the Vulkan build.
+_IMAGE = "ghcr.io/ggml-org/llama.cpp:server-"
+BACKENDS = {
+    "cuda": Backend("CUDA", "NVIDIA", f"cmake -DGGML_CUDA=ON, or the image {_IMAGE}cuda"),
+    "rocm": Backend("ROCm", "AMD", f"cmake -DGGML_HIP=ON, or the image {_IMAGE}rocm"),
+    "vulkan": Backend("Vulkan", None, f"cmake -DGGML_VULKAN=ON, or the image {_IMAGE}vulkan"),
+    "metal": Backend("Metal", "Apple", "Metal is on by default in a macOS build (GGML_METAL)"),
+}
+#: The backends as text names them ("Metal"), for `EngineModel.build_labels`.
+BACKEND_LABELS = {name: b.label for name, b in BACKENDS.items()}
 
 
 def backend(settings: EngineSettings, gpu: GpuSpec) -> str:
     """The llama.cpp build a plan on `gpu` runs: the user's --backend, else the one made for the GPU's
-    vendor (BACKEND_VENDOR), else Vulkan. The speed model and the launch note read this one decision."""
+    vendor (BACKENDS), else Vulkan. The speed model and the launch note read this one decision."""
     if settings.backend is not None:
         return settings.backend
     return _own_backend(gpu) or "vulkan"
 
 
 def _own_backend(gpu: GpuSpec) -> str | None:
-    """The backend made for the GPU's vendor (BACKEND_VENDOR), None for a vendor without one."""
-    return next((name for name, vendor in BACKEND_VENDOR.items() if vendor == gpu.vendor), None)
+    """The backend made for the GPU's vendor (BACKENDS), None for a vendor without one."""
+    return next((name for name, b in BACKENDS.items() if b.vendor == gpu.vendor), None)
 
 
 def backend_problem(gpu: GpuSpec, work: Workload) -> str | None:
     """Why the --backend asked cannot run on `gpu` (a CUDA build on an AMD GPU); None when it can."""
-    vendor = BACKEND_VENDOR.get(work.engine.backend or "")
-    if vendor is None or vendor == gpu.vendor:
+    asked = BACKENDS.get(work.engine.backend or "")
+    if asked is None or asked.vendor is None or asked.vendor == gpu.vendor:
         return None
-    label = BACKEND_LABELS[work.engine.backend or ""]
     own = _own_backend(gpu)
     builds = f"--backend {own} or vulkan" if own else "--backend vulkan"
-    return f"llama.cpp's {label} build runs on {vendor} GPUs, not on {gpu.full_name}: give {builds}"
+    where = f"runs on {asked.vendor} GPUs, not on {gpu.full_name}"
+    return f"llama.cpp's {asked.label} build {where}: give {builds}"
 
 
 def refusal(work: Workload) -> str | None:

@@ -18,7 +18,7 @@ SPLIT_MODES = ("layer", "row")
 #: llama.cpp's GPU backends, as llama-bench's "backend" column names them: a build choice (CMake
 #: GGML_CUDA, GGML_HIP, GGML_VULKAN, GGML_METAL; the images server-cuda, server-rocm, server-vulkan of
 #: ghcr.io/ggml-org/llama.cpp, docs/docker.md), not a llama-server flag. Which GPUs each runs on is
-#: the engine's rule (`core.engines.llamacpp.BACKEND_VENDOR`).
+#: the engine's rule (`core.engines.llamacpp.BACKENDS`).
 LLAMACPP_BACKENDS = ("cuda", "rocm", "vulkan", "metal")
 #: transformers attention implementations (`--attn-implementation`).
 ATTN_IMPLEMENTATIONS = ("sdpa", "flash_attention_2", "eager")
