@@ -70,6 +70,12 @@ class Levers(NamedTuple):
     #: error on public start-up logs); None: no such margin.
     thin_margin: float | None = None
     settings: SettingLevers = _no_settings
+    #: Setting levers whose variants come from least to most room: where one fits on n GPUs, every
+    #: later variant of the lever fits there too (vLLM's halvings of --max-num-seqs, which only shrink
+    #: the sampler, CUDA-graph and batched-token reservations). A search tries such a lever's last
+    #: variant first and skips the lever where that one does not fit (`core.suggest.evaluate.
+    #: chain_floors`; tests/core/test_suggest_bounded.py holds the order to the engine's evaluation).
+    chained: frozenset[str] = frozenset()
     offload: Offload | None = None
 
 

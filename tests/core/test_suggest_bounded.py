@@ -22,8 +22,8 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.parse import parse_config
 from gpusize.core.plan import Candidate
 from gpusize.core.spec import ModelSpec
-from gpusize.core.suggest import Scope, Suggestion, fixes, one_card
-from gpusize.core.suggest.evaluate import first_fit_of
+from gpusize.core.suggest import Scope, Suggestion, fewer_gpus, fixes, one_card
+from gpusize.core.suggest.evaluate import evaluated, first_fit_of
 from gpusize.core.weights import StoredLayers
 from gpusize.core.workload import EngineSettings, Request, Workload
 from gpusize.dataclass import replace
@@ -356,3 +356,72 @@ def test_a_release_resolved_again_is_the_same_value_and_a_refused_one_is_refused
         with pytest.raises(InputError):
             releases_module.VLLM.resolve("0.0.1")
     assert "0.0.1" not in releases_module.VLLM._resolved
+
+
+#: Chains where some values fit and some do not (a draw of 3,000 found 5 of ~2,200): the cases the
+#: order matters for, kept as examples of the property below.
+_MIXED_CHAINS = [
+    ("gemma-4-31B-it", "H100-SXM", 1, 67511),
+    ("Kimi-K2-Instruct", "B300", 4, 13778),
+    ("DeepSeek-R1-Distill-Llama-70B", "L4", 8, 78436),
+]
+
+
+@pytest.mark.parametrize(("name", "gpu_name", "n", "ctx"), _MIXED_CHAINS)
+def test_a_chain_that_fits_from_some_value_down_is_found_from_there(
+    name: str, gpu_name: str, n: int, ctx: int
+) -> None:
+    spec, model, gpu = _SPECS[name], engine("vllm"), find_gpu(gpu_name)
+    work = prepare(spec, Request(context_tokens=ctx, engine=EngineSettings(name="vllm")))
+    chain = [v for v in model.levers.settings(work, gpu) if v.lever in model.levers.chained]
+    fits = [evaluated(spec, gpu, n, v, model, None) is not None for v in chain]
+    assert fits == sorted(fits) and any(fits) and not all(fits)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=st.sampled_from(sorted(_SPECS)),
+    gpu=st.sampled_from(load_gpus()),
+    n=st.sampled_from([1, 2, 4, 8]),
+    ctx=st.integers(256, 140_000),
+    batch=st.sampled_from([1, 1, 3, 40]),
+    seqs=st.sampled_from([None, None, 64, 1024]),
+    dtype=st.sampled_from(["auto", "auto", "fp8", "int4"]),
+    kv=st.sampled_from(["auto", "fp8"]),
+)
+def test_a_chained_lever_fits_on_every_later_variant_where_one_fits(
+    name: str, gpu: GpuSpec, n: int, ctx: int, batch: int, seqs: int | None, dtype: str, kv: str
+) -> None:
+    """vLLM's --max-num-seqs halvings are a chain (`Levers.chained`): where one value fits as a
+    suggestion (the engine's fit and its thin margin, `evaluated`), every smaller value fits too, for
+    every bundled model and GPU type, counts, contexts, batches, weight and KV formats. So a search
+    may try the smallest first and skip the lever where that one does not fit (`chain_floors`)."""
+    spec, model = _SPECS[name], engine("vllm")
+    settings = EngineSettings(name="vllm", max_num_seqs=seqs)
+    try:
+        work = prepare(
+            spec, Request(context_tokens=ctx, batch=batch, dtype=dtype, kv_dtype=kv, engine=settings)
+        )
+    except InputError:  # a context or format the model or vLLM refuses: no plan to suggest from
+        return
+    chain = [v for v in model.levers.settings(work, gpu) if v.lever in model.levers.chained]
+    fits = [evaluated(spec, gpu, n, v, model, None) is not None for v in chain]
+    assert fits == sorted(fits), [v.summary for v in chain]  # no fit, then only fits
+
+
+@pytest.mark.parametrize(("name", "gpu_name", "ctx", "engine_name"), CASES)
+def test_the_setting_that_saves_gpus_is_the_one_trying_every_variant_finds(
+    name: str, gpu_name: str, ctx: int, engine_name: str
+) -> None:
+    """`fewer_gpus` skips a chained lever on n GPUs where its last variant does not fit; its answer is
+    the first (count, variant) that fits, as trying every variant at every count gives."""
+    spec, work = _work(name, ctx, engine_name)
+    model, gpu = engine(engine_name), find_gpu(gpu_name)
+    for needed in (2, 4, 8):
+        every = (
+            evaluated(spec, gpu, n, v, model, None)
+            for n in (1, 2, 4)
+            if n < needed
+            for v in model.levers.settings(work, gpu)
+        )
+        assert fewer_gpus(spec, work, model, gpu, needed) == next((s for s in every if s), None)

@@ -420,7 +420,10 @@ def offload_variant(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> Va
     if lo < 1:
         return None
     fewer = replace(work, engine=replace(work.engine, n_gpu_layers=lo))
-    host = evaluate(spec, gpu, n, fewer).host_bytes or 0
+    # through the engine's kept evaluations: the search that asked judges this same variant next
+    from gpusize.core.engines import engine  # noqa: PLC0415 - the package imports this module
+
+    host = engine("llamacpp").evaluate(spec, gpu, n, fewer).host_bytes or 0
     note = (
         f"the other layers run from system RAM ({host / GIB:.1f} GiB), at the host's bandwidth: much slower"
     )

@@ -21,7 +21,7 @@ from gpusize.core.levers import Change
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.search import undominated
 from gpusize.core.spec import ModelSpec
-from gpusize.core.suggest.evaluate import evaluated, weights_alone_too_big
+from gpusize.core.suggest.evaluate import chain_floors, evaluated, weights_alone_too_big
 from gpusize.core.suggest.values import MAX_SUGGESTIONS, OTHER_GPU_TYPES, RANKING, Scope, Suggestion
 from gpusize.core.suggest.variants import last_resort, on_gpu, other_types, shorter_context, variants
 from gpusize.core.workload import EngineName, EngineSettings, Workload
@@ -60,10 +60,14 @@ def fewer_gpus(
 ) -> Suggestion | None:
     """A setting that runs the model on fewer GPUs than the `needed` it takes with the engine's
     defaults (the engine's setting levers: vLLM's fewer sequences per step, a higher memory
-    utilization), or None."""
+    utilization), or None: the first count and variant that fits, a chained lever skipped on a count
+    where its last variant does not fit (`chain_floors`)."""
     variants = model.levers.settings(work, gpu)
     for n in (k for k in TP_SIZES if k < needed):
+        floors = chain_floors(spec, gpu, [n], variants, model, None)
         for variant in variants:
+            if floors.get(variant.lever, n) is None:  # its most room does not fit: nor does the rest
+                continue
             made = evaluated(spec, gpu, n, variant, model, None)
             if made:
                 return made

@@ -3,7 +3,7 @@ fits on a safe margin; and the order of the counts tried."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from gpusize.core.engines import EngineModel
 from gpusize.core.gpu import GpuSpec
@@ -18,6 +18,7 @@ from gpusize.core.workload import Workload
 from gpusize.dataclass import replace
 
 __all__ = [
+    "chain_floors",
     "evaluated",
     "fewest_counts",
     "first_fit_of",
@@ -51,6 +52,25 @@ def evaluated(
     if (asked is None and n > 1) or (asked is not None and n != asked):
         changes += (Change(model.levers.count_flag, str(n)),)
     return suggestion(c, variant._replace(changes=changes), gpu)
+
+
+def chain_floors(
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    counts: Sequence[int],
+    settings: Sequence[_Variant],
+    model: EngineModel,
+    asked: int | None,
+) -> dict[str, int | None]:
+    """For each chained setting lever (`Levers.chained`) among `settings`: the fewest of `counts` where
+    its last variant, the one with the most room, fits (None: no count), which no variant of the
+    lever beats; found by evaluating that variant, as the search would have."""
+    last = {v.lever: v for v in settings if v.lever in model.levers.chained}
+    out: dict[str, int | None] = {}
+    for lever, variant in last.items():
+        made = first_fit_of(spec, gpu, counts, variant, model, asked)
+        out[lever] = made[0].num_gpus if made else None
+    return out
 
 
 def thin(c: Candidate, work: Workload, model: EngineModel) -> bool:

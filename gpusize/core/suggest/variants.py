@@ -12,6 +12,7 @@ from gpusize.core.levers import Variant as _Variant
 from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest.evaluate import (
+    chain_floors,
     evaluated,
     fewest_counts,
     first_fit_of,
@@ -62,12 +63,18 @@ def _per_lever(
     fits, a variant tried only below the fewest GPUs an earlier variant of its lever needs (bounded
     search, issue 24): on one GPU type a lever's suggestions rank by their GPU count alone (price,
     memory and GPUs all grow with it) and the first among equals is kept (Ranking.best_per_lever), so
-    a later one at as many GPUs is never shown and need not be evaluated."""
+    a later one at as many GPUs is never shown and need not be evaluated. A chained lever's variants
+    are tried only from the fewest GPUs its last variant needs (`chain_floors`): none fits below."""
     out: list[Suggestion] = []
     fewest: dict[str, int] = {}
-    for variant in (*variants(spec, work, model, gpu), *model.levers.settings(work, gpu)):
+    settings = model.levers.settings(work, gpu)
+    floors = chain_floors(spec, gpu, counts, settings, model, count)  # a chained lever's fewest
+    for variant in (*variants(spec, work, model, gpu), *settings):
         below = fewest.get(variant.lever)
         tried = counts if below is None else [n for n in counts if n < below]
+        if variant.lever in floors:
+            floor = floors[variant.lever]
+            tried = [] if floor is None else [n for n in tried if n >= floor]
         made = first_fit_of(spec, gpu, tried, variant, model, count)
         if made:
             fewest[variant.lever] = made[0].num_gpus

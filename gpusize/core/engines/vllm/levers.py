@@ -81,4 +81,5 @@ LEVERS = Levers(
     context_flag="--max-model-len",
     thin_margin=THIN_MARGIN,
     settings=_setting_levers,
+    chained=frozenset({"seqs"}),  # setting_levers lists --max-num-seqs from the largest value down
 )
