@@ -16,6 +16,7 @@ __all__ = [
     "GpuFile",
     "ModelFacts",
     "device_notes",
+    "speed_note",
     "gpu_file_notes",
     "gpu_files",
     "model_facts",
@@ -112,26 +113,45 @@ _NAMES_PER_NOTE = 6
 
 def device_notes(gpus: Iterable[GpuSpec], settings: EngineSettings | None = None) -> list[str]:
     """What a device says for itself: how much of a unified memory the GPU may use (and how to raise
-    it), and, where speed is shown for an engine run with `settings`, that its speed figures are not
-    calibrated there: not said where the engine's build has constants fitted on its own records
-    (llama.cpp's Metal, Vulkan and ROCm builds, `calibrated.engine_speed`)."""
+    it), and, where speed is shown for an engine run with `settings`, what its speed figures stand on
+    there (`speed_note`)."""
     notes = []
     for gpu in gpus:
-        caveat = gpu.speed_caveat if settings is not None else None
-        if caveat and settings is not None and _own_build(settings, gpu):
-            caveat = None
+        caveat = speed_note(gpu, settings) if settings is not None else None
         notes += [n for n in (gpu.memory_note, caveat) if n and n not in notes]
     return notes
 
 
-def _own_build(settings: EngineSettings, gpu: GpuSpec) -> bool:
-    """Whether the engine's speed on `gpu` comes from constants fitted for its build there."""
+def speed_note(gpu: GpuSpec, settings: EngineSettings) -> str | None:
+    """What the speed figures of an engine run with `settings` stand on for `gpu`, where that is not
+    the NVIDIA discrete GPUs' own fit (None there): a build's constants fitted on its own records
+    (llama.cpp's Metal, Vulkan and ROCm builds), said only for a memory class none of them was
+    measured on; the NVIDIA fit with ROCm's kernel floors on an AMD Instinct GPU, naming the GPUs
+    those floors were fitted on; else the device's own caveat (`GpuSpec.speed_caveat`)."""
+    if gpu.speed_caveat is None:
+        return None
     # the speed model is imported only for a GPU with a caveat (AMD, Apple, unified memory)
     from gpusize.serving import calibrated  # noqa: PLC0415 - start-up: not on an NVIDIA card's path
-    from gpusize.serving.throughput import build_of  # noqa: PLC0415 - start-up: not on an NVIDIA card's path
+    from gpusize.serving.throughput import build_of, memory_class  # noqa: PLC0415 - the same
 
-    # the CUDA build's constants (build None) are the NVIDIA discrete GPUs' fit
-    return calibrated.engine_speed(settings.name, build_of(settings, gpu)).build is not None
+    speed = calibrated.engine_speed(settings.name, build_of(settings, gpu))
+    memory = memory_class(gpu)
+    if speed.build is not None:  # the build's own constants (the CUDA build's are NVIDIA's fit)
+        if speed.calibrated_for(memory):
+            return None
+        return (
+            f"speed figures for {gpu.full_name} are uncalibrated: the constants of this build were "
+            f"fitted on {speed.fitted_on}, none on {memory.upper()} memory"
+        )
+    if gpu.vendor == "AMD" and not gpu.unified_memory:
+        fitted = ", ".join(calibrated.ROCM_FITTED_ON)
+        none_here = "" if gpu.name in calibrated.ROCM_FITTED_ON else f", none on {gpu.name}"
+        return (
+            f"speed figures for {gpu.full_name}: the NVIDIA fit with ROCm's kernel floors "
+            f"({calibrated.ROCM_KERNEL_FLOOR_FACTOR}x the per-layer costs), fitted on {fitted} "
+            f"records{none_here}"
+        )
+    return gpu.speed_caveat
 
 
 def gpu_file_notes(gpus: Iterable[GpuSpec]) -> list[str]:

@@ -43,6 +43,7 @@ __all__ = [
     "MEMORY_CLASSES",
     "NCCL_PCI_RING_LL_HOP_S",
     "NCCL_RING_LL_BASE_S",
+    "ROCM_FITTED_ON",
     "ROCM_KERNEL_FLOOR_FACTOR",
     "ROW_SPLIT_SYNC_S",
     "EngineSpeed",
@@ -241,6 +242,9 @@ ALLREDUCE_NVLINK_S = 4.78e-06
 #: on MI300X (ROCm/vllm docs/dev-docker, Llama-3.1-70B/405B FP8 TP=8; InferenceX PR #1092,
 #: gpt-oss-120b TP=8); the NVIDIA floors left every AMD single-stream figure 29-44% too fast.
 ROCM_KERNEL_FLOOR_FACTOR = 2.41
+#: The GPUs of the AMD calibration records that fit ROCM_KERNEL_FLOOR_FACTOR (catalog names;
+#: tests/serving/test_throughput_conformance.py holds it to the records).
+ROCM_FITTED_ON = ("MI300X",)
 #: Over PCIe the all-reduce is a ring of 2 x (tp - 1) steps; latency of one step, with peer-to-peer
 #: ("pcie": Oct 2023 vLLM on A100 PCIe, mlc-ai/llm-perf-bench) and through host memory ("pcie-host":
 #: GeForce cards, whose peer-to-peer NVIDIA disables; fitted on dennislee22's TP=2 runs, two

@@ -160,14 +160,24 @@ def test_which_takes_llamacpps_settings_and_refuses_another_engines_once() -> No
 
 def test_a_build_fitted_on_the_device_drops_the_devices_uncalibrated_caveat() -> None:
     """The GPU's caveat ("fitted on NVIDIA discrete GPUs only") is not said where llama.cpp's build has
-    constants of its own (Strix Halo under ROCm); it still is for llama.cpp's CUDA build on a DGX Spark
-    (its constants are the discrete GPUs') and for vLLM on an AMD GPU."""
+    constants of its own measured on that memory (Strix Halo under ROCm); it still is for llama.cpp's
+    CUDA build on a DGX Spark (its constants are the discrete GPUs'). llama.cpp's ROCm build on an
+    MI300X says its constants were measured on other memory; vLLM on an AMD Instinct GPU names the
+    ROCm floors' fit and the GPUs it was made on (`reports.common.speed_note`)."""
     from gpusize.reports.common import device_notes
 
-    strix, spark = find_gpu("Strix-Halo-128GB"), find_gpu("DGX-Spark")
+    strix, spark, mi300x = find_gpu("Strix-Halo-128GB"), find_gpu("DGX-Spark"), find_gpu("MI300X")
     assert strix.speed_caveat and spark.speed_caveat
     assert strix.speed_caveat not in device_notes([strix], _work().engine)
     assert spark.speed_caveat in device_notes([spark], _work().engine)
+    rocm_on_hbm = device_notes([mi300x], replace(_work().engine, backend="rocm"))
+    assert rocm_on_hbm == [
+        f"speed figures for {mi300x.full_name} are uncalibrated: the constants of this build were fitted "
+        f"on {calibrated.ENGINE_SPEED['llamacpp/rocm'].fitted_on}, none on HBM3 memory"
+    ]
     vllm = workload(SPEC, 4096).engine
-    assert find_gpu("MI300X").speed_caveat in device_notes([find_gpu("MI300X")], vllm)
+    (on_mi300x,) = device_notes([mi300x], vllm)
+    assert "the NVIDIA fit with ROCm's kernel floors" in on_mi300x and on_mi300x.endswith("on MI300X records")
+    (on_mi355x,) = device_notes([find_gpu("MI355X")], vllm)
+    assert on_mi355x.endswith("fitted on MI300X records, none on MI355X")
     assert strix.speed_caveat not in device_notes([strix])  # no speed shown: no caveat

@@ -57,3 +57,10 @@ def test_amd_single_stream_decode_within_the_target() -> None:
     ]
     never_fitted = [row for row in rows if row.record.set == "holdout"]
     assert {row.record.engine for row in never_fitted} == {"sglang"}
+
+
+def test_the_gpus_the_rocm_floors_are_said_to_be_fitted_on_are_the_records_gpus() -> None:
+    """`calibrated.ROCM_FITTED_ON`, which the answers name (`reports.common.speed_note`), is the set of
+    GPUs of the calibration records that fit ROCM_KERNEL_FLOOR_FACTOR (`cal.ROCM_NAMES`' domain)."""
+    fitted = {r.use["gpu"] for r in cal.calibration_records(("vllm", "sglang"), cal.ROCM_NAMES)}
+    assert fitted == set(calibrated.ROCM_FITTED_ON)
