@@ -557,6 +557,18 @@ def use_moe_kernel() -> None:
     inherit("transformers")
 
 
+#: `--ogs-kernel`: the MXFP4 experts (triton_kernels' matmul_ogs, gpt-oss) costed by their kernel's
+#: weight tiles over the SMs (`moe_mweight_s.matmul_ogs`), the fused_moe families keeping the fixed
+#: per-routed-expert cost `expert_s`; both fitted in the vLLM decode stage from START.
+OGS_KERNEL_NAMES = ("vllm.expert_s", "vllm.moe_mweight_s.matmul_ogs")
+
+
+def use_ogs_kernel() -> None:
+    """Switch this process to the matmul_ogs kernel model and fit it from START."""
+    _expert_cost_fitted_as(OGS_KERNEL_NAMES)
+    _refit("matmul_ogs kernel")
+
+
 #: The tried per-byte expert model (bench/VALIDATION.md), `--expert-bytes`: the per-routed-expert
 #: cost `expert_s` replaced (or joined, `--expert-bytes-floor`) by a cost per byte of the experts a
 #: step touches on one GPU, fitted in the vLLM decode stage from START.
@@ -1329,6 +1341,8 @@ if __name__ == "__main__":
         DECODE_SEQUENCES = 16
     if "--moe-kernel" in sys.argv:
         use_moe_kernel()
+    if "--ogs-kernel" in sys.argv:
+        use_ogs_kernel()
     if "--expert-bytes" in sys.argv or "--expert-bytes-floor" in sys.argv:
         use_expert_bytes(keep_floor="--expert-bytes-floor" in sys.argv)
     if "--moe-config" in sys.argv:

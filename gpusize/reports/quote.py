@@ -197,7 +197,7 @@ def build_quote(
                 if users
                 else ""
             ),
-            throughput=throughput.assumptions(gpus[0], work)
+            throughput=throughput.assumptions(spec, gpus[0], work)
             + ("; other GPUs alike" if len(gpus) > 1 else "")
             + prefix_note(work, prefix_hit_rate),
             prices=price_note(gpus) + "; month = 730 h; $/hour, $/month, power and tok/s are per server",

@@ -303,8 +303,8 @@ def build_serve_report(
         assumptions=ServeAssumptions(
             engine=engine_label(work.engine),
             throughput=(
-                f"{throughput.assumptions(gpu, work)}; sequences hold half the context on average (prompt + "
-                "half the output with --rps); capacity counts full-context sequences"
+                f"{throughput.assumptions(spec, gpu, work)}; sequences hold half the context on average "
+                "(prompt + half the output with --rps); capacity counts full-context sequences"
                 + (
                     f"; layers in system RAM read at {host_gbps or calibrated.DEFAULT_HOST_GBPS:g} GB/s peak"
                     if engine(work.engine.name).splits_layers

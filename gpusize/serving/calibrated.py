@@ -79,9 +79,8 @@ class EngineSpeed:
     moe_layer_s: float = 0.0
     #: Seconds one SM spends per million weights its MoE kernel's thread blocks load (BLOCK_N x BLOCK_K
     #: tiles, once per M block: load, dequantize, a BLOCK_M-row MMA), per kernel family
-    #: (`throughput.MOE_KERNELS`: "fused_moe", "matmul_ogs"; `throughput.moe_kernel`); a family without
-    #: its own takes the engine's slowest; empty: no kernel term. The tried model that fits it in place
-    #: of `expert_s` is `bench/calibrate_throughput.py --moe-kernel` (not adopted, bench/VALIDATION.md).
+    #: (`throughput.MOE_KERNELS`: "fused_moe", "matmul_ogs"; `throughput.moe_kernel`). A family with its
+    #: own is costed by its tiles in place of `expert_s`; a family without pays `expert_s` a run.
     moe_mweight_s: dict[str, float] = field(default_factory=dict)
     #: Seconds per byte of the routed experts a step touches on one GPU, over their time at the
     #: bandwidth: the grouped GEMM reading expert weights at a lower rate than dense GEMMs at small M.
@@ -124,9 +123,9 @@ class EngineSpeed:
         return memory_class in self.bandwidth_efficiency
 
     def mweight_s(self, kernel: str) -> float:
-        """Seconds per million weights per SM of one MoE kernel family (0: no kernel term)."""
-        table = self.moe_mweight_s
-        return table.get(kernel) or max(table.values(), default=0.0)
+        """Seconds per million weights per SM of one MoE kernel family (0: no kernel term, the family's
+        experts pay `expert_s` a run instead)."""
+        return self.moe_mweight_s.get(kernel, 0.0)
 
 
 _VLLM = EngineSpeed(

@@ -261,6 +261,17 @@ def moe_kernel(spec: ModelSpec, work: Workload, tp: int, sequences: int) -> MoeK
     )
 
 
+def kernel_rate(spec: ModelSpec, work: Workload, gpu: GpuSpec, speed: calibrated.EngineSpeed) -> float:
+    """Seconds per million weights per SM the MoE layers' kernel is costed at (`_moe_kernel_s`), or 0
+    where its experts pay the per-routed-expert cost `expert_s` instead: a dense model, a kernel
+    family without a fitted rate (`EngineSpeed.moe_mweight_s`), a GPU of unknown SMs, and any but an
+    NVIDIA GPU (the rates are fitted on NVIDIA records; on AMD the ROCm floors were fitted with
+    `expert_s`)."""
+    if spec.moe is None or gpu.vendor != "NVIDIA" or not sm_count(gpu):
+        return 0.0
+    return speed.mweight_s(moe_kernel_family(work.weights.name))
+
+
 def _moe_kernel_s(
     spec: ModelSpec,
     work: Workload,
@@ -275,12 +286,10 @@ def _moe_kernel_s(
     weight elements its tiles load (`MoeKernel.elements`) at the engine's fitted seconds per million
     weights per SM of that kernel (`moe_mweight_s`). Zero for a dense model, an engine without a
     fitted kernel time, or a GPU of unknown SMs."""
+    mweight_s = kernel_rate(spec, work, gpu, speed)
     work_per_layer = moe_kernel(spec, work, tp, sequences)
     sms = sm_count(gpu)
-    if work_per_layer is None or not sms:
-        return 0.0
-    mweight_s = speed.mweight_s(work_per_layer.kernel)
-    if not mweight_s:
+    if not mweight_s or work_per_layer is None or not sms:
         return 0.0
     moe_layers = sum(1 for layer in spec.layers if layer.ffn == "moe")
     issue = work_per_layer.elements / 1e6 * mweight_s / sms
@@ -385,6 +394,8 @@ def expert_run_s(
     )
     if speed.expert_weight_s:  # the tried per-weight expert cost (zero in the published constants)
         blocks += speed.expert_weight_s * routed_expert_params(spec)
+    if kernel_rate(spec, work, gpu, speed):
+        return 0.0  # the kernel is costed by its tiles over the SMs (`_moe_kernel_s`)
     if not speed.expert_tuned_s or spec.moe is None:
         return speed.expert_s + blocks
     # start-up: the shipped config list is read only by the tried tuned-config model
@@ -578,18 +589,19 @@ def prefill_seconds(
     return dense + attend + comm + host_copy_s(spec, work, gpu, tp)
 
 
-def assumptions(gpu: GpuSpec, work: Workload) -> str:
-    """One line on how the speed estimates were made for this engine and GPU."""
+def assumptions(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> str:
+    """One line on how the speed estimates were made for this engine, model and GPU."""
     speed = speed_on(work, gpu)
     kind = memory_class(gpu)
     eff = speed.efficiency(kind)
     note = (
         "" if speed.calibrated_for(kind) else f", no {kind.upper()} calibration record: the engine's lowest"
     )
-    moe = f", {speed.expert_s * 1e6:.1f} us per routed expert run" if speed.expert_s else ""
-    kernel = moe_kernel_family(work.weights.name)
-    if speed.mweight_s(kernel):
-        moe += f", {kernel} MoE kernel at {1e-3 / speed.mweight_s(kernel):.1f} G weights per SM per s"
+    kernel, rate = moe_kernel_family(work.weights.name), kernel_rate(spec, work, gpu, speed)
+    if rate:
+        moe = f", {kernel} MoE kernel at {1e-3 / rate:.1f} G weights per SM per s"
+    else:
+        moe = f", {speed.expert_s * 1e6:.1f} us per routed expert run" if speed.expert_s else ""
     build = build_of(work.engine, gpu)
     if build is not None:
         label = engine(work.engine.name).build_labels.get(build, build)

@@ -97,10 +97,10 @@ def test_a_build_without_constants_borrows_the_engines_and_says_so() -> None:
     try:
         gpu = find_gpu("RTX4090")
         assert throughput.speed_on(built, gpu) is calibrated.ENGINE_SPEED["llamacpp"]
-        assert "no Vulkan record: the CUDA build's constants" in throughput.assumptions(gpu, built)
+        assert "no Vulkan record: the CUDA build's constants" in throughput.assumptions(SPEC, gpu, built)
     finally:
         calibrated.ENGINE_SPEED["llamacpp/vulkan"] = saved
-    assert "Vulkan build" in throughput.assumptions(find_gpu("RTX4090"), built)
+    assert "Vulkan build" in throughput.assumptions(SPEC, find_gpu("RTX4090"), built)
 
 
 @pytest.mark.parametrize(

@@ -107,8 +107,9 @@ def test_no_tile_time_or_dense_model_adds_nothing() -> None:
 
 
 def test_decode_step_adds_the_kernel_term(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The step is its memory time plus the tile-bound excess: the same step with the tile time off is
-    faster by exactly `_moe_kernel_s`."""
+    """The step is its memory time plus the tile-bound excess, in place of the per-routed-expert cost:
+    the same step with the tile time off differs by exactly `_moe_kernel_s` less the expert runs at
+    `expert_s` (a kernel family with a fitted rate pays no `expert_s`, `throughput.kernel_rate`)."""
     spec = catalog_spec("Qwen3-Next-80B-A3B-Instruct")
     work = workload(spec, 4096, engine_name="sglang")
     base = calibrated.engine_speed("sglang")
@@ -121,7 +122,25 @@ def test_decode_step_adds_the_kernel_term(monkeypatch: pytest.MonkeyPatch) -> No
     bandwidth = H200.bandwidth_gbps * 1e9 * on.efficiency("hbm3")
     added = throughput._moe_kernel_s(spec, work, H200, 2, 8, bandwidth, on)
     assert added > 0
-    assert with_tiles.step_s - without.step_s == pytest.approx(added)
+    runs = spec.moe.num_experts * throughput.experts_touched(spec, 8) * 48  # 48 MoE layers
+    assert throughput.expert_run_s(spec, work, H200, 2, on, 8) == 0.0
+    assert with_tiles.step_s - without.step_s == pytest.approx(added - base.expert_s * runs)
+
+
+def test_the_kernel_rate_is_used_on_nvidia_gpus_of_known_sms_only() -> None:
+    """A fitted tile rate prices the MoE kernel on an NVIDIA GPU whose SMs are known; an AMD GPU (the
+    ROCm floors were fitted with `expert_s`), a dense model and a family without a rate keep the
+    per-expert cost (`throughput.kernel_rate`)."""
+    spec, dense = catalog_spec("gpt-oss-120b"), catalog_spec("Qwen3-8B")
+    work = workload(spec, 4096)
+    rated = replace(calibrated.engine_speed("vllm"), moe_mweight_s={"matmul_ogs": 3e-5})
+    assert throughput.kernel_rate(spec, work, H100, rated) == 3e-5
+    assert throughput.kernel_rate(spec, work, find_gpu("MI300X"), rated) == 0.0
+    assert throughput.kernel_rate(dense, workload(dense, 4096), H100, rated) == 0.0
+    assert throughput.kernel_rate(spec, work, replace(H100, name="X", bf16_tflops=None), rated) == 0.0
+    fused = replace(rated, moe_mweight_s={"fused_moe": 2e-4})
+    assert throughput.kernel_rate(spec, work, H100, fused) == 0.0  # MXFP4 runs matmul_ogs
+    assert throughput.expert_run_s(spec, work, H100, 8, fused) == fused.expert_s
 
 
 def test_sm_counts() -> None:
@@ -178,3 +197,16 @@ def test_expert_byte_term_is_off_in_the_published_model_and_adds_bytes_times_rat
         calibrated.ENGINE_SPEED["sglang"] = saved
     assert before is not None and after is not None
     assert after.step_s - before.step_s == pytest.approx(1e-13 * touched, rel=1e-9)
+
+
+def test_the_matmul_ogs_model_fits_its_rate_beside_expert_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`calibrate_throughput.py --ogs-kernel` (tried, bench/VALIDATION.md): the vLLM decode stage fits
+    matmul_ogs's tile rate beside `expert_s`, which the fused_moe families keep."""
+    from bench import calibrate_throughput as cal
+
+    monkeypatch.setattr(cal, "STAGES", cal.STAGES)
+    monkeypatch.setattr(cal, "_refit", lambda model: None)
+    cal.use_ogs_kernel()
+    names = next(st for st in cal.STAGES if st[0] == ("vllm",) and st[1] == ("decode",))[2]
+    assert {"vllm.expert_s", "vllm.moe_mweight_s.matmul_ogs"} <= set(names)
+    assert "vllm.moe_mweight_s.fused_moe" not in names
