@@ -775,14 +775,42 @@ def names_domain(names: tuple[str, ...]) -> str:
     return head.partition("/")[2]
 
 
+#: `--split-moe`: vLLM's decode constants fitted in two stages, the MoE ones (MOE_STAGE_NAMES) on the
+#: MoE calibration records alone and the others on the dense records alone, so a MoE cost the model
+#: misprices cannot move the dense basin (tried, bench/VALIDATION.md). Off: one stage over both.
+SPLIT_MOE = False
+MOE_STAGE_NAMES = ("vllm.expert_s", "vllm.moe_layer_s", "vllm.moe_mweight_s.matmul_ogs")
+
+
 def calibration_records(engines: tuple[str, ...], names: tuple[str, ...] = ()) -> list[Record]:
     """The calibration records of these engines that fit the constants `names`: a build's own for its
     constants, the AMD GPUs' for the ROCm constants (`ROCM_NAMES`), the other GPUs' for every other
-    constant."""
+    constant (with SPLIT_MOE, the MoE models' for MOE_STAGE_NAMES and the dense models' for the rest of
+    vLLM's decode stage)."""
     domain = names_domain(names)
-    return [
+    found = [
         r for r in load_records() if r.set == "calibration" and r.engine in engines and r.domain == domain
     ]
+    if SPLIT_MOE and engines == ("vllm",) and domain == "" and names and "vllm.step_s" in names:
+        return [r for r in found if scenario(r.id).spec.moe is None]
+    if SPLIT_MOE and names and all(n in MOE_STAGE_NAMES for n in names):
+        return [r for r in found if scenario(r.id).spec.moe is not None]
+    return found
+
+
+def use_split_moe() -> None:
+    """Switch this process to the split vLLM decode fit (SPLIT_MOE), with matmul_ogs's tile rate."""
+    global STAGES, SPLIT_MOE
+    SPLIT_MOE = True
+    out = []
+    for engines, classes, names in STAGES:
+        if engines == ("vllm",) and classes == ("decode",) and "vllm.expert_s" in names:
+            out.append((engines, classes, tuple(n for n in names if n not in MOE_STAGE_NAMES)))
+            out.append((engines, classes, MOE_STAGE_NAMES))
+        else:
+            out.append((engines, classes, names))
+    STAGES = tuple(out)
+    _refit("split dense / MoE")
 
 
 def _to_free(name: str, value: float) -> float:
@@ -1343,6 +1371,8 @@ if __name__ == "__main__":
         use_moe_kernel()
     if "--ogs-kernel" in sys.argv:
         use_ogs_kernel()
+    if "--split-moe" in sys.argv:
+        use_split_moe()
     if "--expert-bytes" in sys.argv or "--expert-bytes-floor" in sys.argv:
         use_expert_bytes(keep_floor="--expert-bytes-floor" in sys.argv)
     if "--moe-config" in sys.argv:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.plan import Evaluator
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 
@@ -46,8 +47,10 @@ def one(lever: str, flag: str, value: str, summary: str, note: str | None, work:
 #: The engine's own settings that leave the KV cache more room on this GPU (vLLM: fewer sequences per
 #: step, a higher memory utilization), each a variant.
 SettingLevers = Callable[[Workload, GpuSpec], Sequence[Variant]]
-#: Layers left in system RAM (llama.cpp -ngl): the variant with the most layers on `n` GPUs that fit.
-Offload = Callable[[ModelSpec, Workload, GpuSpec, int], Variant | None]
+#: Layers left in system RAM (llama.cpp -ngl): the variant with the most layers on `n` GPUs that fit,
+#: judged by the engine's `Evaluator` the search passes (its kept evaluations: the search judges the
+#: same variant next).
+Offload = Callable[[ModelSpec, Workload, GpuSpec, int, Evaluator], Variant | None]
 
 
 def _no_settings(work: Workload, gpu: GpuSpec) -> list[Variant]:

@@ -132,7 +132,7 @@ def speed_note(gpu: GpuSpec, settings: EngineSettings) -> str | None:
         return None
     # the speed model is imported only for a GPU with a caveat (AMD, Apple, unified memory)
     from gpusize.serving import calibrated  # noqa: PLC0415 - start-up: not on an NVIDIA card's path
-    from gpusize.serving.throughput import build_of, memory_class  # noqa: PLC0415 - the same
+    from gpusize.serving.throughput import build_of, memory_class  # noqa: PLC0415 - start-up: as above
 
     speed = calibrated.engine_speed(settings.name, build_of(settings, gpu))
     memory = memory_class(gpu)

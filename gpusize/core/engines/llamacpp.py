@@ -50,7 +50,7 @@ from gpusize.core.engines.llamacpp_families import (
 from gpusize.core.engines.llamacpp_families import pad as _pad
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers, Variant, one
-from gpusize.core.plan import Candidate, PerGpu, context_problem
+from gpusize.core.plan import Candidate, Evaluator, PerGpu, context_problem
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import estimated_layers
 from gpusize.core.workload import EngineSettings, Workload
@@ -411,19 +411,18 @@ def most_layers_on_one(spec: ModelSpec, gpu: GpuSpec, work: Workload, top: int) 
     return min(n_layer + 1 - start, top)
 
 
-def offload_variant(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> Variant | None:
-    """The most layers on the GPUs (-ngl) that fit; the rest run from system RAM. None when not one
-    layer fits."""
+def offload_variant(
+    spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int, judge: Evaluator = evaluate
+) -> Variant | None:
+    """The most layers on the GPUs (-ngl) that fit; the rest run from system RAM, their bytes from
+    `judge` (the engine's kept evaluations, where a search passes them). None when not one layer fits."""
     layers = spec.num_hidden_layers + 1  # the output head counts as one layer
     top = min(work.engine.n_gpu_layers or layers, layers) - 1
     lo = most_layers_on_one(spec, gpu, work, top) if n == 1 else most_layers(spec, gpu, n, work, top)
     if lo < 1:
         return None
     fewer = replace(work, engine=replace(work.engine, n_gpu_layers=lo))
-    # through the engine's kept evaluations: the search that asked judges this same variant next
-    from gpusize.core.engines import engine  # noqa: PLC0415 - the package imports this module
-
-    host = engine("llamacpp").evaluate(spec, gpu, n, fewer).host_bytes or 0
+    host = judge(spec, gpu, n, fewer).host_bytes or 0
     note = (
         f"the other layers run from system RAM ({host / GIB:.1f} GiB), at the host's bandwidth: much slower"
     )

@@ -29,7 +29,7 @@ from gpusize.core.engines.ollama_estimate import (
 )
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Levers, Variant, one
-from gpusize.core.plan import Candidate, PerGpu, context_problem
+from gpusize.core.plan import Candidate, Evaluator, PerGpu, context_problem
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import estimated_layers
 from gpusize.core.workload import Workload
@@ -163,9 +163,11 @@ def effective_settings(spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload) ->
     }
 
 
-def offload_variant(spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int) -> Variant | None:
+def offload_variant(
+    spec: ModelSpec, work: Workload, gpu: GpuSpec, n: int, judge: Evaluator | None = None
+) -> Variant | None:
     """What Ollama does by itself when the model does not fit: the layers that fit on the GPUs, the
-    rest on the CPU (num_gpu = the estimate's layer count)."""
+    rest on the CPU (num_gpu = the estimate's layer count). Its own estimate decides, not `judge`."""
     est = estimate(spec, gpu, n, replace(work, engine=replace(work.engine, num_gpu=None)))
     if est.layers_offload < 1:
         return None

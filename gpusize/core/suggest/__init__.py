@@ -124,7 +124,7 @@ def _offload_on(spec: ModelSpec, work: Workload, other: EngineModel, gpu: GpuSpe
     )
     if other.levers.offload is None:
         return None
-    variant = other.levers.offload(spec, there, gpu, 1)
+    variant = other.levers.offload(spec, there, gpu, 1, other.evaluate)
     if variant is None or other.refuses_context(spec, there):
         return None
     note = f"needs a GGUF file of the model; {variant.note}" if variant.note else None

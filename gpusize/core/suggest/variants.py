@@ -110,7 +110,7 @@ def smaller_batch(
 
 def offload(spec: ModelSpec, work: Workload, model: EngineModel, gpu: GpuSpec, n: int) -> Suggestion | None:
     """The engine's offload lever (llama.cpp: the most layers on the GPUs that fit), evaluated."""
-    variant = model.levers.offload(spec, work, gpu, n) if model.levers.offload else None
+    variant = model.levers.offload(spec, work, gpu, n, model.evaluate) if model.levers.offload else None
     return evaluated(spec, gpu, n, variant, model, n) if variant else None
 
 
