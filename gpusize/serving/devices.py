@@ -88,7 +88,8 @@ class RocmImage:
 #: (docs/getting_started/installation/gpu.rocm.inc.md; vllm-project/vllm#32580 of 2026-01-19 added
 #: that page's release image): the release script tags `vllm/vllm-openai-rocm:v${RELEASE_VERSION}`
 #: (.buildkite/scripts/publish-release-images.sh, "---- ROCm ----"), so 0.14.0, the first release
-#: after that date, is the first tag gpusize writes. ENTRYPOINT ["vllm", "serve"] (docker/
+#: after that date (its rc0 was cut on 2026-01-11: QwenLM/Qwen3-VL-Embedding#7; public run scripts
+#: pull vllm/vllm-openai-rocm:v0.14.0), is the first tag gpusize writes. ENTRYPOINT ["vllm", "serve"] (docker/
 #: Dockerfile.rocm, stage vllm-openai), run with `--group-add=video` (gpu.rocm.inc.md). One fat
 #: image: PYTORCH_ROCM_ARCH gfx90a;gfx942;gfx950;gfx1100;gfx1101;gfx1200;gfx1201;gfx1150;gfx1151
 #: (docker/Dockerfile.rocm_base). No environment variable is required (the page's run line sets
