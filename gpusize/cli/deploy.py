@@ -13,10 +13,11 @@ from gpusize.cli.declare import Option
 from gpusize.cli.emit import taken
 from gpusize.cli.output import write_file
 from gpusize.cli.prepare import choice
-from gpusize.errors import InputError, OutputError, UsageError
+from gpusize.errors import OutputError, UsageError
 from gpusize.render.text import Style, safe
 
 if TYPE_CHECKING:
+    from gpusize.core.gpu import GpuSpec
     from gpusize.core.model import ResolvedModel
     from gpusize.reports.serve import ServeReport
     from gpusize.serving.deploy import Manifest
@@ -75,16 +76,15 @@ def deploy_answer(
     quiet: bool,
     code: int,
     summary: Callable[[int, Style], str],
-    vendor: str = "NVIDIA",
+    gpu: GpuSpec,
 ) -> None:
     """Print or write the manifests of the plan and end with the plan's verdict (`code`); a batch row
-    or library call takes the report (with `summary`, serve's text) and writes nothing. `vendor`: of
-    the GPU sized (manifests are written for NVIDIA GPUs only, `_check_devices`)."""
+    or library call takes the report (with `summary`, serve's text) and writes nothing. `gpu`: the GPU
+    sized (its vendor's device resource and images, serving/devices.py; others are refused)."""
     from gpusize.render.deploy import manifest_text, manifests_text  # noqa: PLC0415 - start-up: manifests only
 
     kind = choice(fmt, DEPLOY_FORMATS, "--format")
-    _check_devices(report, vendor)
-    manifests = _manifests(report, resolved, kind, node_gpus)
+    manifests = _manifests(report, resolved, kind, node_gpus, gpu)
     if current() is not None and output_dir is not None:
         raise UsageError("-o DIR writes manifest files from the command line only, not from a batch row")
     text = manifests_text(manifests)
@@ -109,25 +109,8 @@ def deploy_answer(
     finish(None if quiet else "".join(f"wrote {safe(p, limit=300)}\n" for p in written), code)
 
 
-def _check_devices(report: ServeReport, vendor: str) -> None:
-    """Refuse what the manifests cannot run: they request `nvidia.com/gpu` (the NVIDIA device plugin)
-    and run each engine's CUDA image (serving/deploy.py SERVER_IMAGES), so a plan on another vendor's
-    GPU, or llama.cpp built for another backend, would be written as a deployment that does not start."""
-    if vendor != "NVIDIA":
-        raise InputError(
-            f"manifests request nvidia.com/gpu and run CUDA images: gpusize writes none for {vendor} "
-            f"GPUs ({report.gpu_full_name}); run the launch command on the host"
-        )
-    backend = report.workload.engine.backend
-    if backend not in (None, "cuda"):
-        raise InputError(
-            f"manifests run llama.cpp's CUDA image (server-cuda), not its {backend} build: drop "
-            "--backend, or run the launch command on the host"
-        )
-
-
 def _manifests(
-    report: ServeReport, resolved: ResolvedModel, kind: str, node_gpus: int | None
+    report: ServeReport, resolved: ResolvedModel, kind: str, node_gpus: int | None, gpu: GpuSpec
 ) -> list[Manifest]:
     """The objects of the plan: with --disaggregate, the NVIDIA Dynamo graph of its split."""
     from gpusize.reports.deploy import deploy_plan, graph_plan  # noqa: PLC0415 - start-up: manifests only
@@ -140,6 +123,6 @@ def _manifests(
             raise UsageError(
                 "a disaggregated plan runs as an NVIDIA Dynamo graph on Kubernetes: give --format k8s"
             )
-        return [graph_manifest(graph_plan(report, model_path, is_file, node_gpus))]
-    plan = deploy_plan(report, model_path, is_file, node_gpus)
+        return [graph_manifest(graph_plan(report, model_path, is_file, node_gpus, gpu))]
+    plan = deploy_plan(report, model_path, is_file, node_gpus, gpu)
     return kubernetes_manifests(plan) if kind == "k8s" else [compose_manifest(plan)]

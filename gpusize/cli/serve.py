@@ -158,7 +158,7 @@ def serve(
             quiet,
             verdict,
             lambda width, style: render_serve(report, width, style),
-            where.gpus[0].vendor,
+            where.gpus[0],
         )
     answer(
         report,

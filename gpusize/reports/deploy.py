@@ -8,21 +8,24 @@ import os
 import shlex
 
 from gpusize.core.engines import engine
+from gpusize.core.gpu import GpuSpec
 from gpusize.core.network import GPUS_PER_NODE
 from gpusize.errors import InputError
 from gpusize.reports.serve import ServeReport
 from gpusize.serving.deploy import SERVER_IMAGES, DeployPlan, object_name
-from gpusize.serving.dynamo import GraphPlan, PoolPlan, dynamo_release
+from gpusize.serving.devices import ACCELERATORS
+from gpusize.serving.dynamo import DYNAMO_VENDOR, GraphPlan, PoolPlan, dynamo_release
 
 __all__ = ["deploy_plan", "graph_plan"]
 
 
 def deploy_plan(
-    report: ServeReport, model_path: str | None, model_is_file: bool, node_gpus: int | None
+    report: ServeReport, model_path: str | None, model_is_file: bool, node_gpus: int | None, gpu: GpuSpec
 ) -> DeployPlan:
     """The plan of `report` to deploy: its replicas and GPUs per replica, the launch command's words
     exactly as printed; `model_path` a local model to mount (absolute, as the command names it);
-    `node_gpus` the GPUs of one node (default: the server sized)."""
+    `node_gpus` the GPUs of one node (default: the server sized); `gpu` the GPU sized (its vendor
+    picks the device resource and image, serving/devices.py)."""
     pick = report.recommendation
     if pick is None:
         raise InputError(
@@ -48,6 +51,10 @@ def deploy_plan(
         name=object_name(report.model.name or report.model.id, name),
         model_path=model_path,
         model_is_file=model_is_file,
+        vendor=gpu.vendor,
+        gfx_target=gpu.gfx_target,
+        backend=report.workload.engine.backend,
+        gpu=gpu.full_name,
         header=(
             f"gpusize {report.gpusize_version} serve {report.model.id}: {pick.replicas} x "
             f"{pick.gpus_per_replica} GPU(s) ({report.num_gpus}x {report.gpu}), {model.label} "
@@ -65,11 +72,18 @@ def _check_path(model_path: str | None) -> None:
 
 
 def graph_plan(
-    report: ServeReport, model_path: str | None, model_is_file: bool, node_gpus: int | None
+    report: ServeReport, model_path: str | None, model_is_file: bool, node_gpus: int | None, gpu: GpuSpec
 ) -> GraphPlan:
     """The disaggregated plan of `report` (serve --disaggregate) as NVIDIA Dynamo runs it: the
     frontend and the two pools' worker commands exactly as printed, each pool's instances and GPUs;
-    refused, with the reason, when there is no split or no printed worker command."""
+    refused, with the reason, when there is no split, no printed worker command, or the GPU is not
+    one Dynamo's runtime images run on."""
+    if gpu.vendor != DYNAMO_VENDOR:
+        resource = ACCELERATORS[DYNAMO_VENDOR].resource
+        raise InputError(
+            f"NVIDIA Dynamo's runtime images are CUDA builds requesting {resource}: gpusize writes no "
+            f"disaggregated manifest for {gpu.full_name}; drop --disaggregate for the aggregated plan's"
+        )
     split = report.disaggregated
     if split is None:
         raise InputError(

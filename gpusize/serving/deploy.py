@@ -9,6 +9,11 @@ pods of one node's GPUs each, started the way the LWS examples start each engine
 docs/examples/sglang/lws.yaml: SGLang's own --dist-init-addr / --nnodes / --node-rank). Docker compose
 is one machine: one service per replica with its GPUs reserved by device id.
 
+On AMD GPUs (serving/devices.py) the pods ask for `amd.com/gpu` and run the engine's ROCm image, and
+a compose service maps /dev/kfd and /dev/dri and picks its GPUs with ROCR_VISIBLE_DEVICES; every
+fact of a vendor's devices is read from `devices.ACCELERATORS`, of an image from SERVER_IMAGES or
+`devices.ROCM_IMAGES`.
+
 Every word of the launch command is passed as one list item (no shell), except the vLLM leader of a
 LeaderWorkerSet, which runs the Ray start script first in `sh -c` with the command shell-quoted. A `$`
 in a word is doubled: Kubernetes expands `$(VAR)` in command and args and compose interpolates `$VAR`,
@@ -20,8 +25,10 @@ from __future__ import annotations
 import re
 import shlex
 
+from gpusize.core.engines import engine as engine_model
 from gpusize.dataclass import dataclass
 from gpusize.errors import InputError
+from gpusize.serving.devices import ROCM_IMAGES, ROCM_VENDOR, Accelerator, accelerator, rocm_image
 
 __all__ = [
     "COMPOSE_FILE",
@@ -121,7 +128,9 @@ APP_LABEL = "app.kubernetes.io/name"
 class DeployPlan:
     """What a manifest needs from a serve plan: the launch command's words as printed (environment
     assignments first, if any), the layout, and where the weights come from (`model_path`: a local file
-    or folder to mount at the same path; None: the engine downloads the Hub id in the command)."""
+    or folder to mount at the same path; None: the engine downloads the Hub id in the command), and
+    the GPU: its vendor, LLVM target (AMD) and name, and the llama.cpp build asked (None: the vendor's
+    own)."""
 
     engine: str
     engine_label: str
@@ -134,6 +143,10 @@ class DeployPlan:
     model_path: str | None = None
     model_is_file: bool = False
     header: tuple[str, ...] = ()
+    vendor: str = "NVIDIA"
+    gfx_target: str | None = None
+    backend: str | None = None
+    gpu: str = ""
 
 
 @dataclass(frozen=True)
@@ -168,15 +181,56 @@ def _split(plan: DeployPlan) -> tuple[dict[str, str], list[str]]:
         env[name] = value
     if not words:
         raise InputError("the launch command is empty: nothing to deploy")
-    program = SERVER_IMAGES[plan.engine].program
+    program = _program(plan)
     if program:
         words[0] = program
     return env, words
 
 
+def _rocm(plan: DeployPlan) -> bool:
+    """Whether the plan runs the engine's ROCm image (devices.ROCM_IMAGES) instead of SERVER_IMAGES'."""
+    return plan.vendor == ROCM_VENDOR
+
+
+def _program(plan: DeployPlan) -> str | None:
+    """Where the image keeps the launch command's first word (None: as the command names it)."""
+    server = SERVER_IMAGES[plan.engine]
+    if _rocm(plan):
+        return ROCM_IMAGES[plan.engine].program or server.program
+    return server.program
+
+
+def _device(plan: DeployPlan) -> Accelerator:
+    """The vendor's devices (refused for a vendor without any, or a plan no ROCm image runs)."""
+    found = accelerator(plan.vendor, plan.gpu or plan.vendor)
+    if _rocm(plan):
+        rocm_image(plan.engine, plan.engine_label, plan.version, plan.gfx_target, plan.backend, plan.gpu)
+    elif (
+        plan.backend is not None and engine_model(plan.engine).build_vendors.get(plan.backend) != plan.vendor
+    ):
+        server = SERVER_IMAGES[plan.engine]
+        own = server.unversioned or server.image
+        build = engine_model(plan.engine).build_labels.get(plan.backend, plan.backend)
+        raise InputError(
+            f"manifests on {plan.vendor} GPUs run {plan.engine_label}'s image {own}, not its {build} "
+            "build: drop --backend, or run the launch command on the host"
+        )
+    return found
+
+
 def _image(plan: DeployPlan) -> tuple[str, str | None]:
     """The image and, when its tag is not the release sized, a comment saying so."""
     server = SERVER_IMAGES[plan.engine]
+    if _rocm(plan):
+        rocm, image = rocm_image(
+            plan.engine, plan.engine_label, plan.version, plan.gfx_target, plan.backend, plan.gpu
+        )
+        if "{version}" in rocm.image:
+            return image, None
+        return (
+            image,
+            f"image: {image} moves with each {plan.engine_label} release; pin a digest to repeat this",
+        )
     if plan.version is not None:
         return server.image.format(version=plan.version), None
     image = server.unversioned or server.image.split(":")[0] + ":latest"
@@ -204,6 +258,12 @@ def _nodes(plan: DeployPlan) -> int:
         raise InputError(
             f"a replica runs on {plan.gpus_per_replica} GPUs, which do not split into nodes of "
             f"{plan.node_gpus}: give --node-gpus a divisor of {plan.gpus_per_replica}"
+        )
+    one_node = ROCM_IMAGES[plan.engine].one_node if _rocm(plan) else None
+    if one_node is not None:
+        raise InputError(
+            f"{one_node}: a replica of {plan.gpus_per_replica} GPUs on {plan.gpu} is not written over "
+            f"nodes; give --node-gpus {plan.gpus_per_replica} or more"
         )
     if SERVER_IMAGES[plan.engine].multinode is None:
         raise InputError(
@@ -262,6 +322,7 @@ def _container(
     server = SERVER_IMAGES[plan.engine]
     image, _ = _image(plan)
     _, mounts = _volumes(plan)
+    device = _device(plan)
     container: dict[str, object] = {
         "name": name,
         "image": image,
@@ -269,9 +330,11 @@ def _container(
         "args": command[1:],
         **({"env": env} if env else {}),
         "ports": [{"name": "http", "containerPort": server.port}],
-        "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
+        "resources": {"limits": {device.resource: str(gpus)}},
         "volumeMounts": mounts,
     }
+    if device.seccomp_unconfined:
+        container["securityContext"] = {"seccompProfile": {"type": "Unconfined"}}
     if probes:
         container["startupProbe"] = _probe(server, STARTUP_PERIOD_S, STARTUP_FAILURES)
         container["readinessProbe"] = _probe(server, READY_PERIOD_S, 3)
@@ -295,6 +358,7 @@ def _service(plan: DeployPlan, selector: dict[str, str]) -> dict[str, object]:
 
 def kubernetes_manifests(plan: DeployPlan) -> list[Manifest]:
     """A Deployment + Service when a replica fits one node, else a LeaderWorkerSet + Service."""
+    device = _device(plan)
     nodes = _nodes(plan)
     env_words, words = _split(plan)
     env = _env(plan, env_words)
@@ -302,6 +366,7 @@ def kubernetes_manifests(plan: DeployPlan) -> list[Manifest]:
     volumes, _ = _volumes(plan)
     server = SERVER_IMAGES[plan.engine]
     notes = [*plan.header, _source_comment(plan), *([image_note] if image_note else [])]
+    notes += [device.setup] if device.setup else []
     labels = {APP_LABEL: plan.name}
     command = [_escaped(w) for w in words] + list(server.listen)
     if nodes == 1:
@@ -400,6 +465,7 @@ def compose_manifest(plan: DeployPlan) -> Manifest:
     """One compose service per replica on one machine, each with its own GPUs by device id and port."""
     if plan.gpus_per_replica > plan.node_gpus:
         raise InputError("docker compose runs on one machine: a replica spanning nodes needs --format k8s")
+    device = _device(plan)
     env_words, words = _split(plan)
     server = SERVER_IMAGES[plan.engine]
     image, image_note = _image(plan)
@@ -425,17 +491,11 @@ def compose_manifest(plan: DeployPlan) -> Manifest:
         services[f"{plan.name}-{i}"] = {
             "image": image,
             "entrypoint": entrypoint,
-            **({"environment": environment} if environment else {}),
+            **_compose_environment(plan, device, environment, devices),
             "ipc": "host",
             "ports": [f"{server.port + i}:{server.port}"],
             "volumes": volumes,
-            "deploy": {
-                "resources": {
-                    "reservations": {
-                        "devices": [{"driver": "nvidia", "device_ids": devices, "capabilities": ["gpu"]}]
-                    }
-                }
-            },
+            **_compose_gpus(plan, device, devices),
             "restart": "unless-stopped",
         }
     body: dict[str, object] = {"name": plan.name, "services": services}
@@ -450,4 +510,39 @@ def compose_manifest(plan: DeployPlan) -> Manifest:
         + (f"-{server.port + plan.replicas - 1}" if plan.replicas > 1 else "")
         + "; put a load balancer in front of them",
     ]
+    if device.visible is not None:
+        notes.append(
+            f"each service maps every GPU ({', '.join(device.devices)}) and runs on its own through "
+            f"{device.visible}, which selects GPUs but does not isolate them"
+        )
+    groups = ROCM_IMAGES[plan.engine].groups if _rocm(plan) else ()
+    if any("$" in g for g in groups):
+        notes.append(
+            "group_add: the image defines no video and render groups, so give the host's group ids: export "
+            "VIDEO_GID=$(getent group video | cut -d: -f3) RENDER_GID=$(getent group render | cut -d: -f3)"
+        )
     return Manifest(COMPOSE_FILE, tuple(notes), body)
+
+
+def _compose_environment(
+    plan: DeployPlan, device: Accelerator, environment: list[str], gpus: list[str]
+) -> dict[str, object]:
+    """A service's environment: the command's, the Hub token, and the variable that picks its GPUs
+    where the vendor's devices are mapped whole."""
+    picked = [f"{device.visible}={','.join(gpus)}"] if device.visible is not None else []
+    every = environment + picked
+    return {"environment": every} if every else {}
+
+
+def _compose_gpus(plan: DeployPlan, device: Accelerator, gpus: list[str]) -> dict[str, object]:
+    """How a service gets its GPUs: a device reservation by id (NVIDIA), or the vendor's device files
+    with the image's groups and the vendor's security options (AMD)."""
+    if device.compose_driver is not None:
+        reservation = {"driver": device.compose_driver, "device_ids": gpus, "capabilities": ["gpu"]}
+        return {"deploy": {"resources": {"reservations": {"devices": [reservation]}}}}
+    groups = ROCM_IMAGES[plan.engine].groups if _rocm(plan) else ()
+    return {
+        "devices": list(device.devices),
+        **({"group_add": list(groups)} if groups else {}),
+        **({"security_opt": list(device.security_opt)} if device.security_opt else {}),
+    }

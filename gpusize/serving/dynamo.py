@@ -25,11 +25,13 @@ from gpusize.core.engines import engine as engine_model
 from gpusize.dataclass import dataclass
 from gpusize.errors import InputError
 from gpusize.serving.deploy import HF_CACHE, Manifest, pod_env, pod_volumes
+from gpusize.serving.devices import ACCELERATORS
 from gpusize.serving.launch import LaunchCommand
 
 __all__ = [
     "DYNAMO_BACKENDS",
     "DYNAMO_RELEASES",
+    "DYNAMO_VENDOR",
     "FRONTEND_PORT",
     "DynamoBackend",
     "DynamoRelease",
@@ -103,6 +105,11 @@ DYNAMO_BACKENDS: dict[str, DynamoBackend] = {
         },
     ),
 }
+
+#: The vendor whose GPUs the runtime images run on: nvcr.io/nvidia/ai-dynamo/vllm-runtime is a CUDA
+#: build; gpusize has read no ROCm runtime image of Dynamo, so a disaggregated manifest is for NVIDIA
+#: GPUs only (reports/deploy.py graph_plan refuses the others).
+DYNAMO_VENDOR = "NVIDIA"
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
 
@@ -221,7 +228,7 @@ def _container(plan: GraphPlan, image: str, words: tuple[str, ...], gpus: int) -
     }
     if gpus:
         container["env"] = pod_env(plan.model_path, env)
-        container["resources"] = {"limits": {"nvidia.com/gpu": str(gpus)}}
+        container["resources"] = {"limits": {ACCELERATORS[DYNAMO_VENDOR].resource: str(gpus)}}
         container["volumeMounts"] = mounts
     return container
 

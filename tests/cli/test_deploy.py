@@ -18,6 +18,7 @@ from jsonschema.validators import validator_for
 
 from gpusize.errors import InputError
 from gpusize.serving.deploy import SERVER_IMAGES, DeployPlan, kubernetes_manifests
+from gpusize.serving.devices import ACCELERATORS, ROCM_IMAGES
 from tests.conftest import REFERENCE, ROOT
 from tests.gguf_files import llama31_8b_q4_k_m
 from tests.helpers import CliResult, run_in_process
@@ -25,6 +26,8 @@ from tests.helpers import CliResult, run_in_process
 SCHEMAS = ROOT / "tests" / "data" / "schemas"
 QWEN = ("Qwen3-8B", "--users", "64", "--gpu", "L40S", "--gpus", "4")
 DEEPSEEK = ("DeepSeek-V3", "--users", "16", "--gpu", "H200", "--gpus", "8")
+#: The same model on AMD GPUs: a replica of 4 MI300X, over nodes of 2 with --node-gpus 2.
+DEEPSEEK_AMD = ("DeepSeek-V3", "--users", "16", "--gpu", "MI300X", "--gpus", "8")
 
 
 def _gpusize(*args: str, cwd: Path | None = None) -> CliResult:
@@ -118,27 +121,46 @@ def _gguf(where: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang", "llamacpp"])
+#: Each engine's image on each vendor's GPU, as the engines publish them (serving/devices.py sources).
+IMAGES = {
+    ("vllm", "H100"): "vllm/vllm-openai:v{version}",
+    ("sglang", "H100"): "lmsysorg/sglang:v{version}",
+    ("llamacpp", "H100"): "ghcr.io/ggml-org/llama.cpp:server-cuda",
+    ("vllm", "MI300X"): "vllm/vllm-openai-rocm:v{version}",
+    ("sglang", "MI300X"): "lmsysorg/sglang:v{version}-rocm700-mi30x",
+    ("llamacpp", "MI300X"): "ghcr.io/ggml-org/llama.cpp:server-rocm",
+    ("vllm", "MI355X"): "vllm/vllm-openai-rocm:v{version}",
+    ("sglang", "MI355X"): "lmsysorg/sglang:v{version}-rocm700-mi35x",
+    ("llamacpp", "MI355X"): "ghcr.io/ggml-org/llama.cpp:server-rocm",
+}
+
+
+def _program(engine: str, gpu: str, words: list[str]) -> str:
+    """Where the image keeps the launch command's first word."""
+    rocm = ROCM_IMAGES[engine].program if gpu.startswith("MI") else None
+    return rocm or SERVER_IMAGES[engine].program or words[0]
+
+
+@pytest.mark.parametrize(("engine", "gpu"), sorted(IMAGES))
 def test_every_engine_gets_a_valid_deployment_with_its_port_image_and_command(
-    engine: str, tmp_path: Path
+    engine: str, gpu: str, tmp_path: Path
 ) -> None:
     model = str(_gguf(tmp_path)) if engine == "llamacpp" else "Qwen3-8B"
-    args = (model, "--engine", engine, "--users", "8", "--gpu", "H100", "--gpus", "2")
+    args = (model, "--engine", engine, "--users", "8", "--gpu", gpu, "--gpus", "2")
     report, words = _launch_words(*args)
     deployment, service = [_valid(d) for d in _manifests(*args, "--format", "k8s")]
     container = _container(deployment)
     server = SERVER_IMAGES[engine]
-    expected = [server.program or words[0], *words[1:], *server.listen]
+    expected = [_program(engine, gpu, words), *words[1:], *server.listen]
     assert container["command"] + container["args"] == expected
     assert container["readinessProbe"]["httpGet"] == {"path": "/health", "port": server.port}
     assert service["spec"]["ports"][0]["port"] == server.port
     version = report["workload"]["engine_version"]
-    image = {
-        "vllm": f"vllm/vllm-openai:v{version}",
-        "sglang": f"lmsysorg/sglang:v{version}",
-        "llamacpp": "ghcr.io/ggml-org/llama.cpp:server-cuda",
-    }[engine]
-    assert container["image"] == image
+    assert container["image"] == IMAGES[engine, gpu].format(version=version)
+    resource = "amd.com/gpu" if gpu.startswith("MI") else "nvidia.com/gpu"
+    assert container["resources"]["limits"] == {resource: str(report["recommendation"]["gpus_per_replica"])}
+    unconfined = {"seccompProfile": {"type": "Unconfined"}}  # the ROCm device plugin's pod examples
+    assert container.get("securityContext") == (unconfined if gpu.startswith("MI") else None)
     assert deployment["spec"]["replicas"] == report["recommendation"]["replicas"]
     if engine == "llamacpp":  # the GGUF file is mounted from the node at the path the command names
         volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
@@ -180,6 +202,58 @@ def test_multi_node_sglang_passes_its_own_node_flags() -> None:
     assert leader["command"] + leader["args"] == [*words, *dist, "--host", "0.0.0.0"]
     assert worker["command"] + worker["args"] == [*words, *dist]
     assert "readinessProbe" in leader and "readinessProbe" not in worker
+
+
+def test_multi_node_sglang_on_amd_is_a_leaderworkerset_of_rocm_pods() -> None:
+    args = (*DEEPSEEK_AMD, "--engine", "sglang")
+    report, words = _launch_words(*args)
+    lws, service = [_valid(d) for d in _manifests(*args, "--format", "k8s", "--node-gpus", "2")]
+    assert report["recommendation"]["gpus_per_replica"] == 4
+    assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    dist = ["--dist-init-addr", "$(LWS_LEADER_ADDRESS):20000", "--nnodes", "$(LWS_GROUP_SIZE)"]
+    dist += ["--node-rank", "$(LWS_WORKER_INDEX)"]
+    leader, worker = _container(lws, "leaderTemplate"), _container(lws, "workerTemplate")
+    assert words[0] == "python"  # run as python3 in the ROCm image, as SGLang's AMD docs start it
+    assert leader["command"] + leader["args"] == ["python3", *words[1:], *dist, "--host", "0.0.0.0"]
+    assert worker["command"] + worker["args"] == ["python3", *words[1:], *dist]
+    version = report["workload"]["engine_version"]
+    for pod in (leader, worker):
+        assert pod["image"] == f"lmsysorg/sglang:v{version}-rocm700-mi30x"
+        assert pod["resources"]["limits"] == {"amd.com/gpu": "2"}
+        assert pod["securityContext"] == {"seccompProfile": {"type": "Unconfined"}}
+    assert service["spec"]["selector"]["role"] == "leader"
+    defs = json.loads((SCHEMAS / "kubernetes-v1.33.0-strict.json").read_text())["$defs"]
+    strict = Draft202012Validator({"$defs": defs, "$ref": "#/$defs/io.k8s.api.core.v1.PodTemplateSpec"})
+    for name in ("leaderTemplate", "workerTemplate"):
+        strict.validate(lws["spec"]["leaderWorkerTemplate"][name])
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "llamacpp"])
+def test_compose_on_amd_maps_the_rocm_devices_and_picks_each_service_s_gpus(
+    engine: str, tmp_path: Path
+) -> None:
+    model = str(_gguf(tmp_path)) if engine == "llamacpp" else "Qwen3-8B"
+    args = (model, "--engine", engine, "--users", "64", "--gpu", "MI300X", "--gpus", "2")
+    report, words = _launch_words(*args)
+    (compose,) = _manifests(*args, "--format", "compose")
+    _valid(compose, "compose")
+    services = list(compose["services"].values())
+    pick = report["recommendation"]
+    assert len(services) == pick["replicas"]
+    amd, rocm = ACCELERATORS["AMD"], ROCM_IMAGES[engine]
+    program = [_program(engine, "MI300X", words), *words[1:], *SERVER_IMAGES[engine].listen]
+    for i, service in enumerate(services):
+        gpus = range(i * pick["gpus_per_replica"], (i + 1) * pick["gpus_per_replica"])
+        assert service["entrypoint"] == program
+        assert service["devices"] == ["/dev/kfd", "/dev/dri"] == list(amd.devices)
+        assert service["security_opt"] == ["seccomp=unconfined"]
+        assert service["group_add"] == list(rocm.groups)
+        assert f"ROCR_VISIBLE_DEVICES={','.join(map(str, gpus))}" in service["environment"]
+        assert "deploy" not in service and service["ipc"] == "host"
+    if engine == "llamacpp":  # the image names no groups: the host's ids, asked for when unset
+        assert services[0]["group_add"][0].startswith("${VIDEO_GID:?")
+    else:
+        assert services[0]["group_add"] == ["video"]
 
 
 def test_compose_is_one_service_per_replica_with_its_own_gpus() -> None:
@@ -248,6 +322,32 @@ def test_a_hostile_local_path_stays_one_word_and_one_string(tmp_path: Path) -> N
         ((*DEEPSEEK, "--format", "k8s", "--node-gpus", "3"), "divisor"),
         (("DeepSeek-V3", "--users", "16", "--gpu", "L4", "--gpus", "1", "--format", "k8s"), "no plan"),
         (("Qwen3-8B", "--engine", "llamacpp", "--users", "1", "--gpu", "H100", "--format", "k8s"), "GGUF"),
+        ((*DEEPSEEK_AMD, "--format", "k8s", "--node-gpus", "2"), "installs no Ray"),
+        (
+            ("Qwen3-8B", "--users", "8", "--gpu", "MI300X", "--engine-version", "0.13.0", "--format", "k8s"),
+            "0.14.0",
+        ),
+        (("Qwen3-8B", "--users", "8", "--gpu", "MI250", "--engine", "sglang", "--format", "k8s"), "gfx90a"),
+        (
+            (
+                "Qwen3-8B",
+                "--users",
+                "8",
+                "--gpu",
+                "MI300X",
+                "--engine",
+                "sglang",
+                "--engine-version",
+                "0.5.4.post1",
+            )
+            + ("--format", "compose"),
+            "0.5.10",
+        ),
+        (
+            ("Llama-3.1-8B", "--users", "64", "--gpu", "MI300X", "--gpus", "8", "--prompt-tokens", "8k")
+            + ("--ctx", "16k", "--disaggregate", "--format", "k8s"),
+            "CUDA builds",
+        ),
     ],
 )
 def test_nothing_to_deploy_is_one_line_and_exit_2(args: tuple[str, ...], says: str, tmp_path: Path) -> None:
@@ -255,6 +355,28 @@ def test_nothing_to_deploy_is_one_line_and_exit_2(args: tuple[str, ...], says: s
     assert out.code == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and says in out.stderr
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize(
+    ("gpu", "backend", "fmt", "says"),
+    [
+        ("M3-Ultra-256GB", None, "k8s", "no container device resource for Apple GPUs"),
+        ("M3-Ultra-256GB", None, "compose", "no container device resource for Apple GPUs"),
+        ("MI300X", "vulkan", "k8s", "not its Vulkan build"),
+        ("MI300X", "vulkan", "compose", "not its Vulkan build"),
+        ("H100", "vulkan", "k8s", "server-cuda, not its Vulkan build"),
+    ],
+)
+def test_llamacpp_builds_and_gpus_without_an_image_are_refused(
+    gpu: str, backend: str | None, fmt: str, says: str, tmp_path: Path
+) -> None:
+    # an Apple GPU has no device resource; a Vulkan build has no device facts sourced (its image
+    # exists: server-vulkan), so neither is written as a deployment that would not start
+    model = str(_gguf(tmp_path))
+    args = (model, "--engine", "llamacpp", "--users", "1", "--gpu", gpu, "--format", fmt)
+    out = _gpusize("serve", *args, *(("--backend", backend) if backend else ()))
+    assert out.code == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and says in out.stderr
 
 
 def test_llamacpp_over_nodes_and_a_relative_path_are_refused(tmp_path: Path) -> None:

@@ -140,11 +140,14 @@ def test_cli_backend_is_refused_for_other_engines() -> None:
     assert proc.code == 2 and proc.stderr.count("\n") == 1
 
 
-def test_manifests_are_refused_off_nvidia_and_off_the_cuda_image() -> None:
-    """The manifests request nvidia.com/gpu and run CUDA images (serving/deploy.py): a plan on an AMD
-    GPU would be a deployment that never schedules."""
+def test_manifests_ask_each_vendor_s_resource_and_refuse_a_gpu_without_one() -> None:
+    """The manifests request the GPU vendor's device resource and run the engine's image for it
+    (serving/devices.py): amd.com/gpu and the ROCm image on an AMD GPU; an Apple GPU has neither, so
+    its plan is refused (one line) rather than written as a deployment that never schedules."""
     proc = run_in_process("serve", "Llama-3.1-8B", "--gpu", "MI300X", "--users", "4", "--format", "k8s")
-    assert proc.code == 2 and "nvidia.com/gpu" in proc.stderr and proc.stderr.count("\n") == 1
+    assert proc.code == 0 and "amd.com/gpu" in proc.stdout and "nvidia.com/gpu" not in proc.stdout
+    apple = run_in_process("serve", "qwen3:8b", "--gpu", "M3-Ultra-256GB", "--users", "1", "--format", "k8s")
+    assert apple.code == 2 and "Apple GPUs" in apple.stderr and apple.stderr.count("\n") == 1
 
 
 def test_which_takes_llamacpps_settings_and_refuses_another_engines_once() -> None:

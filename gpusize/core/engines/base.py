@@ -98,6 +98,9 @@ class EngineModel:
     build: Callable[[EngineSettings, GpuSpec], str] | None = None
     #: The builds as text names them ("Metal").
     build_labels: Mapping[str, str] = field(default_factory=dict)
+    #: The GPU vendor each build runs on (None: any GPU with a driver for it, llama.cpp's Vulkan), for
+    #: the deployment manifests (serving/devices.py: a vendor's image runs its own build only).
+    build_vendors: Mapping[str, str | None] = field(default_factory=dict)
     #: What a fix suggestion may change on this engine (core/levers.py), declared by its module.
     levers: Levers = NO_LEVERS
     #: KV cache types under the engine's own names (llama.cpp's f16, q8_0, q4_0, ...) -> bytes per

@@ -241,6 +241,8 @@ BACKENDS = {
 }
 #: The backends as text names them ("Metal"), for `EngineModel.build_labels`.
 BACKEND_LABELS = {name: b.label for name, b in BACKENDS.items()}
+#: The vendor of each backend, for `EngineModel.build_vendors`.
+BACKEND_VENDORS = {name: b.vendor for name, b in BACKENDS.items()}
 
 
 def backend(settings: EngineSettings, gpu: GpuSpec) -> str:
@@ -452,6 +454,7 @@ ENGINE = EngineModel(
     refuses_device=backend_problem,
     build=backend,
     build_labels=BACKEND_LABELS,
+    build_vendors=BACKEND_VENDORS,
     prefix_cache="llama-server's per-slot prompt cache (cache_prompt, on by default: a request reuses "
     "the prefix it shares with the slot's previous prompt)",
 )
