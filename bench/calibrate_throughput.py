@@ -423,6 +423,21 @@ def print_table(table: list[Row]) -> None:
 
 # --------------------------------------------------------------------------- the fit
 
+#: vLLM's decode constants that every model pays (bandwidth, per step, per layer, all-reduces), fitted
+#: on the dense models' records, and those only a MoE model pays (per routed expert run of the
+#: fused_moe kernel, matmul_ogs's tile rate for MXFP4 experts, per MoE layer), fitted on the MoE
+#: models' records (`calibration_records`).
+VLLM_DENSE_NAMES = (
+    "vllm.bandwidth_efficiency.hbm3",
+    "vllm.bandwidth_efficiency.hbm2",
+    "vllm.step_s",
+    "vllm.layer_s",
+    "ALLREDUCE_NVLINK_S",
+    "ALLREDUCE_HOP_S.pcie",
+    "ALLREDUCE_HOP_S.pcie-host",
+)
+VLLM_MOE_NAMES = ("vllm.expert_s", "vllm.moe_mweight_s.matmul_ogs", "vllm.moe_layer_s")
+
 #: The fit, in stages: (engines whose calibration rows are used, figure classes, constants). Each
 #: stage minimises the squared log residuals of its rows over its constants, the others held. A name
 #: is "engine.field" (EngineSpeed), "engine.bandwidth_efficiency.class", or a module constant
@@ -469,21 +484,11 @@ STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
         ("ttft",),
         ("llamacpp.prefill_mfu", "llamacpp.attention_mfu", "llamacpp.prefill_tflops_ceiling"),
     ),
-    (
-        ("vllm",),
-        ("decode",),
-        (
-            "vllm.bandwidth_efficiency.hbm3",
-            "vllm.bandwidth_efficiency.hbm2",
-            "vllm.step_s",
-            "vllm.layer_s",
-            "vllm.expert_s",
-            "vllm.moe_layer_s",
-            "ALLREDUCE_NVLINK_S",
-            "ALLREDUCE_HOP_S.pcie",
-            "ALLREDUCE_HOP_S.pcie-host",
-        ),
-    ),
+    # vLLM's kernel constants on its dense models' decode figures, its MoE costs on its MoE models'
+    # (`calibration_records`): a MoE cost the model misprices cannot move the dense basin
+    # (bench/VALIDATION.md, 2026-12-03)
+    (("vllm",), ("decode",), VLLM_DENSE_NAMES),
+    (("vllm",), ("decode",), VLLM_MOE_NAMES),
     (("vllm",), ("aggregate",), ("vllm.sequence_s",)),
     # on AMD GPUs only (`ROCM_NAMES`): the kernel floors' factor under ROCm, over the NVIDIA fit
     (("vllm",), ("decode", "aggregate"), ("ROCM_KERNEL_FLOOR_FACTOR",)),
@@ -555,18 +560,6 @@ def use_moe_kernel() -> None:
         set_constant(name, value)
     inherit("sglang")
     inherit("transformers")
-
-
-#: `--ogs-kernel`: the MXFP4 experts (triton_kernels' matmul_ogs, gpt-oss) costed by their kernel's
-#: weight tiles over the SMs (`moe_mweight_s.matmul_ogs`), the fused_moe families keeping the fixed
-#: per-routed-expert cost `expert_s`; both fitted in the vLLM decode stage from START.
-OGS_KERNEL_NAMES = ("vllm.expert_s", "vllm.moe_mweight_s.matmul_ogs")
-
-
-def use_ogs_kernel() -> None:
-    """Switch this process to the matmul_ogs kernel model and fit it from START."""
-    _expert_cost_fitted_as(OGS_KERNEL_NAMES)
-    _refit("matmul_ogs kernel")
 
 
 #: The tried per-byte expert model (bench/VALIDATION.md), `--expert-bytes`: the per-routed-expert
@@ -775,42 +768,19 @@ def names_domain(names: tuple[str, ...]) -> str:
     return head.partition("/")[2]
 
 
-#: `--split-moe`: vLLM's decode constants fitted in two stages, the MoE ones (MOE_STAGE_NAMES) on the
-#: MoE calibration records alone and the others on the dense records alone, so a MoE cost the model
-#: misprices cannot move the dense basin (tried, bench/VALIDATION.md). Off: one stage over both.
-SPLIT_MOE = False
-MOE_STAGE_NAMES = ("vllm.expert_s", "vllm.moe_layer_s", "vllm.moe_mweight_s.matmul_ogs")
-
-
 def calibration_records(engines: tuple[str, ...], names: tuple[str, ...] = ()) -> list[Record]:
     """The calibration records of these engines that fit the constants `names`: a build's own for its
     constants, the AMD GPUs' for the ROCm constants (`ROCM_NAMES`), the other GPUs' for every other
-    constant (with SPLIT_MOE, the MoE models' for MOE_STAGE_NAMES and the dense models' for the rest of
-    vLLM's decode stage)."""
+    constant; of those, the dense models' for VLLM_DENSE_NAMES and the MoE models' for VLLM_MOE_NAMES."""
     domain = names_domain(names)
     found = [
         r for r in load_records() if r.set == "calibration" and r.engine in engines and r.domain == domain
     ]
-    if SPLIT_MOE and engines == ("vllm",) and domain == "" and names and "vllm.step_s" in names:
+    if names == VLLM_DENSE_NAMES:
         return [r for r in found if scenario(r.id).spec.moe is None]
-    if SPLIT_MOE and names and all(n in MOE_STAGE_NAMES for n in names):
+    if names == VLLM_MOE_NAMES:
         return [r for r in found if scenario(r.id).spec.moe is not None]
     return found
-
-
-def use_split_moe() -> None:
-    """Switch this process to the split vLLM decode fit (SPLIT_MOE), with matmul_ogs's tile rate."""
-    global STAGES, SPLIT_MOE
-    SPLIT_MOE = True
-    out = []
-    for engines, classes, names in STAGES:
-        if engines == ("vllm",) and classes == ("decode",) and "vllm.expert_s" in names:
-            out.append((engines, classes, tuple(n for n in names if n not in MOE_STAGE_NAMES)))
-            out.append((engines, classes, MOE_STAGE_NAMES))
-        else:
-            out.append((engines, classes, names))
-    STAGES = tuple(out)
-    _refit("split dense / MoE")
 
 
 def _to_free(name: str, value: float) -> float:
@@ -1369,10 +1339,6 @@ if __name__ == "__main__":
         DECODE_SEQUENCES = 16
     if "--moe-kernel" in sys.argv:
         use_moe_kernel()
-    if "--ogs-kernel" in sys.argv:
-        use_ogs_kernel()
-    if "--split-moe" in sys.argv:
-        use_split_moe()
     if "--expert-bytes" in sys.argv or "--expert-bytes-floor" in sys.argv:
         use_expert_bytes(keep_floor="--expert-bytes-floor" in sys.argv)
     if "--moe-config" in sys.argv:

@@ -7,6 +7,9 @@ it, and checks the holdout records (chosen by source before fitting) against the
 README's "Throughput model". The figures of the last fit are in bench/RESULTS.md; every record predicted
 by a fit that never saw its source (leave one source out, `--loso`) in bench/VALIDATION.md.
 
+vLLM's decode constants are fitted in two stages: those every model pays on the dense models' records,
+those only a MoE model pays (expert_s, moe_mweight_s, moe_layer_s) on the MoE models' records.
+
 Decode step time on one GPU group (`gpusize.serving.throughput.decode_step`):
     step = step_s + layer_s x layers + expert_s x experts touched (summed over MoE layers;
            expert_tuned_s in its place where the release ships a tuned fused-MoE config: tried, not
@@ -16,10 +19,11 @@ Decode step time on one GPU group (`gpusize.serving.throughput.decode_step`):
               ceil(2 x intermediate / tp / BLOCK_N): the part of an expert run that shrinks with TP;
               tried, not adopted (bench/VALIDATION.md), zero in the published constants]
            + max(bytes read / (bandwidth x bandwidth_efficiency), flops / (TFLOPS x prefill_mfu))
-           [+ per MoE layer max(0, tile weights / 1e6 x moe_mweight_s / SMs - expert bytes / (bandwidth
+           + per MoE layer max(0, tile weights / 1e6 x moe_mweight_s / SMs - expert bytes / (bandwidth
               x bandwidth_efficiency)): the MoE kernel at the slower of its bytes over the bandwidth and
-              its weight tiles over the SMs; tried in place of expert_s and not adopted
-              (bench/VALIDATION.md), so empty in the published constants]
+              its weight tiles over the SMs, in place of expert_s, for a kernel family with a fitted
+              rate on an NVIDIA GPU (`throughput.kernel_rate`: matmul_ogs, MXFP4 experts; fused_moe's
+              rate was tried and not adopted, bench/VALIDATION.md)
            + tensor-parallel all-reduces (ALLREDUCE_NVLINK_S each over NVLink, ALLREDUCE_HOP_S per
              ring step over PCIe, + bytes / link bandwidth)
 Prefill: flops / (TFLOPS x prefill_mfu) + the all-reduces of the prompt's activations; time to first
@@ -130,14 +134,17 @@ class EngineSpeed:
 
 _VLLM = EngineSpeed(
     "vllm",
-    {"hbm3": 0.836, "hbm2": 0.726},
-    step_s=0.000212,
-    layer_s=3.07e-05,
-    expert_s=4.01e-06,
-    moe_layer_s=3e-06,
-    sequence_s=9.21e-05,
-    prefill_mfu=0.52,
-    request_s=0.047,
+    {"hbm3": 0.887, "hbm2": 0.689},
+    step_s=0.000916,
+    layer_s=2.71e-05,
+    expert_s=4.46e-06,
+    moe_layer_s=4.7e-06,
+    # MXFP4 experts (gpt-oss) run triton_kernels' matmul_ogs, priced by its weight tiles over the SMs
+    # on NVIDIA GPUs (`throughput.kernel_rate`); the fused_moe experts pay `expert_s` a run
+    moe_mweight_s={"matmul_ogs": 2.8e-05},
+    sequence_s=8.88e-05,
+    prefill_mfu=0.517,
+    request_s=0.0473,
     fitted_on="vLLM 0.10-0.11 (gpustack performance lab, dennislee22 sweeps) and Oct 2023 "
     "(mlc-ai/llm-perf-bench) on A100 and H100/H200: 15 decode, 36 load and 29 first-token figures",
 )
@@ -186,7 +193,7 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
     "sglang": replace(
         _VLLM,
         engine="sglang",
-        step_s=0.000808,
+        step_s=0.00116,
         request_s=0.0224,
         fitted_on="SGLang 0.5.3 (gpustack performance lab, H100): step and request costs over vLLM's "
         "kernel constants",
@@ -221,7 +228,7 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
     "transformers": replace(
         _VLLM,
         engine="transformers",
-        layer_s=0.00011,
+        layer_s=7.91e-05,
         sequence_s=0.0,
         request_s=0.0,
         fitted_on="one record: the llm-awq PyTorch runtime (LMDeploy docs, RTX 4090), per-layer cost over "
@@ -230,9 +237,9 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
 }
 
 #: Latency of one all-reduce of a decode step's activations over NVLink / NVSwitch (and AMD Infinity
-#: Fabric): vLLM's and SGLang's one-shot custom all-reduce, whatever the GPU count. The fit puts it at
-#: zero: on the H100/H200 records the per-layer cost (paid on every GPU) already covers it.
-ALLREDUCE_NVLINK_S = 4.78e-06
+#: Fabric): vLLM's and SGLang's one-shot custom all-reduce, whatever the GPU count (fitted at 10 us:
+#: vLLM PR 39080's kernel table puts a one-shot all-reduce at 6-7 us on 8 MI355X GPUs).
+ALLREDUCE_NVLINK_S = 1e-05
 #: Kernel floors on AMD GPUs (ROCm): the per-layer and per-MoE-layer launch floors (`layer_s`,
 #: `moe_layer_s`), fitted on NVIDIA under CUDA graphs, are this many times longer under ROCm's HIP
 #: graphs, whose dispatch of each captured kernel costs more (ROCm/rocm-systems issue 10834: HIP graph
@@ -240,7 +247,7 @@ ALLREDUCE_NVLINK_S = 4.78e-06
 #: experts run inside one fused kernel launch). Fitted on the AMD calibration records alone: ROCm vLLM
 #: on MI300X (ROCm/vllm docs/dev-docker, Llama-3.1-70B/405B FP8 TP=8; InferenceX PR #1092,
 #: gpt-oss-120b TP=8); the NVIDIA floors left every AMD single-stream figure 29-44% too fast.
-ROCM_KERNEL_FLOOR_FACTOR = 2.41
+ROCM_KERNEL_FLOOR_FACTOR = 2.07
 #: The GPUs of the AMD calibration records that fit ROCM_KERNEL_FLOOR_FACTOR (catalog names;
 #: tests/serving/test_throughput_conformance.py holds it to the records).
 ROCM_FITTED_ON = ("MI300X",)
@@ -248,7 +255,7 @@ ROCM_FITTED_ON = ("MI300X",)
 #: ("pcie": Oct 2023 vLLM on A100 PCIe, mlc-ai/llm-perf-bench) and through host memory ("pcie-host":
 #: GeForce cards, whose peer-to-peer NVIDIA disables; fitted on dennislee22's TP=2 runs, two
 #: single-GPU pods joined by Ray, which cannot reach each other's memory).
-ALLREDUCE_HOP_S = {"pcie": 2.49e-05, "pcie-host": 2.33e-05}
+ALLREDUCE_HOP_S = {"pcie": 2.42e-05, "pcie-host": 1.58e-05}
 #: NCCL's own latency model of a single-server ring all-reduce in its LL protocol (the one it picks
 #: for a decode step's few-KiB messages; LL128 is off over PCIe): baseLat[Ring][LL] + 2 (tp - 1) x
 #: hwLat[PCI][Ring][LL] (NVIDIA/nccl src/graph/tuning.cc, ncclTopoTuneModel, commit b6475625: 6.6 us

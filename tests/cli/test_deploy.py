@@ -24,7 +24,7 @@ from tests.gguf_files import llama31_8b_q4_k_m
 from tests.helpers import CliResult, run_in_process
 
 SCHEMAS = ROOT / "tests" / "data" / "schemas"
-QWEN = ("Qwen3-8B", "--users", "64", "--gpu", "L40S", "--gpus", "4")
+QWEN = ("Qwen3-4B", "--users", "64", "--gpu", "L40S", "--gpus", "4")
 DEEPSEEK = ("DeepSeek-V3", "--users", "16", "--gpu", "H200", "--gpus", "8")
 #: The same model on AMD GPUs: a replica of 4 MI300X, over nodes of 2 with --node-gpus 2.
 DEEPSEEK_AMD = ("DeepSeek-V3", "--users", "16", "--gpu", "MI300X", "--gpus", "8")
@@ -274,7 +274,7 @@ def test_dash_o_writes_one_file_per_object(tmp_path: Path) -> None:
     done = _gpusize("serve", *QWEN, "--format", "k8s", "-o", str(out))
     assert done.code == 0, done.stderr
     files = sorted(p.name for p in out.iterdir())
-    assert files == ["vllm-qwen3-8b-deployment.yaml", "vllm-qwen3-8b-service.yaml"]
+    assert files == ["vllm-qwen3-4b-deployment.yaml", "vllm-qwen3-4b-service.yaml"]
     printed = _gpusize("serve", *QWEN, "--format", "k8s").stdout
     assert printed == "---\n".join((out / name).read_text() for name in files)
     assert done.stdout.count("\n") == 2 and str(out) in done.stdout
@@ -391,14 +391,14 @@ def test_llamacpp_over_nodes_and_a_relative_path_are_refused(tmp_path: Path) -> 
 
 def test_a_batch_row_asking_for_manifests_gets_the_serve_report(tmp_path: Path) -> None:
     # a batch row prints nothing of its own: --format k8s answers with the report, -o is refused
-    base = {"command": "serve", "model": "Qwen3-8B", "users": 64, "gpu": "L40S", "gpus": 4}
+    base = {"command": "serve", "model": "Qwen3-4B", "users": 64, "gpu": "L40S", "gpus": 4}
     rows = [{**base, "format": "k8s"}, {**base, "format": "compose", "output": str(tmp_path / "d")}]
     path = tmp_path / "rows.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     out = _gpusize("batch", str(path), "--json")
     first, second = json.loads(out.stdout)["rows"]
     assert first["exit_code"] == 0 and first["result"]["recommendation"]["replicas"] == 4
-    assert first["answer"].startswith("Qwen3-8B on 4x NVIDIA L40S")  # serve's own summary
+    assert first["answer"].startswith("Qwen3-4B on 4x NVIDIA L40S")  # serve's own summary
     assert second["exit_code"] == 2 and "-o DIR" in second["error"]
     assert not (tmp_path / "d").exists()
 

@@ -87,8 +87,8 @@ def test_thin_margin_ranks_after_safe_options(quote: Any) -> None:
 def test_speed_floor_ranks_options_that_meet_it_first(quote: Any, quote_text: CliResult) -> None:
     a = quote["assumptions"]
     assert a["min_tokens_per_s_per_user"] == 10 and a["max_ttft_s"] is None
-    l40s = _option(quote, "L40S")
-    assert l40s["per_request_tokens_per_s"] < 10 and l40s["meets_targets"] is False
+    rtx = _option(quote, "RTX3090")
+    assert rtx["per_request_tokens_per_s"] < 10 and rtx["meets_targets"] is False
     meeting = [o for o in quote["options"] if o["meets_targets"]]
     assert meeting and quote["options"][: len(meeting)] == meeting
     assert "at least 10 tok/s" in a["ranking"]

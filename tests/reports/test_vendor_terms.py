@@ -44,7 +44,7 @@ def test_amd_answers_say_infinity_fabric_hip_graphs_and_the_speed_caveat() -> No
     serve = run("serve", "Qwen3-32B", "--gpu", "MI300X", "--gpus", "8", "--users", "64").stdout
     assert "Infinity Fabric (xGMI)" in serve and "HIP_VISIBLE_DEVICES" in serve
     assert "ROCm's kernel floors" in " ".join(serve.split())
-    quote = " ".join(run("quote", "Qwen3-32B", "--gpu", "MI300X", "--users", "64").stdout.split())
+    quote = " ".join(run("quote", "Llama-3.3-70B", "--gpu", "MI300X", "--users", "64").stdout.split())
     assert "Infinity Fabric (xGMI)" in quote and "fitted on MI300X records" in quote and "2026-05-18" in quote
 
 

@@ -108,8 +108,11 @@ def test_vllm_disagg_benchmark_configuration() -> None:
     demand = Demand(rps=4, prompt_tokens=2048, output_tokens=10)
     layouts = compare(spec, GPU, 8, work, demand)
     pick, _ = recommend(layouts)
-    d = disagg.disaggregate(spec, GPU, 8, work, demand, pick)
-    assert d is not None and pick is not None
+    assert pick is not None and pick.fits  # the aggregated layout gpusize recommends (1 x TP=8)
+    # compared, as vLLM's script compares it, with two TP=4 chunked-prefill instances
+    theirs = next(x for x in layouts if (x.replicas, x.tensor_parallel) == (2, 4))
+    d = disagg.disaggregate(spec, GPU, 8, work, demand, theirs)
+    assert d is not None
     assert (d.prefill.instances, d.prefill.tensor_parallel) == (1, 4)
     assert (d.decode.instances, d.decode.tensor_parallel) == (1, 4)
     assert d.aggregated_layout == "2 x TP=4" and d.holds_load

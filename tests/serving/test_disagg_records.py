@@ -132,7 +132,7 @@ def test_the_known_miss_is_the_one_stated() -> None:
     record = _record("triton-distributed-llama70b-fp8-h100-4xtp2-1xtp8")
     got = _predicted(record)
     assert not got.holds_load and got.prefill.utilization == 1.0
-    assert got.ttft_s is not None and 0.9 < record["figures"]["ttft_s"] / got.ttft_s < 1.0
+    assert got.ttft_s is not None and 0.9 < record["figures"]["ttft_s"] / got.ttft_s < 1.1
     assert 1.8 < got.aggregate_tokens_per_s / record["figures"]["aggregate_tokens_per_s"] < 2.0
     assert 17 < got.prefill.requests_per_s < 18.5
     assert _misses(record) == []
@@ -146,8 +146,8 @@ def test_the_known_miss_is_the_one_stated() -> None:
     assert tp4.aggregate_tokens_per_s is not None and tp4.ttft_s is not None
     low, high = _range("vllm", use["model"], 4, "aggregate")
     assert low <= base["aggregate_tokens_per_s"] / tp4.aggregate_tokens_per_s <= high
-    # it decodes at 0.84x the fit: slower, within the range the answer prints at 4 users
-    assert base["decode_tokens_per_s"] / tp4.per_request_tokens_per_s < 0.9
+    # it decodes at 0.90x the fit: slower, within the range the answer prints at 4 users
+    assert base["decode_tokens_per_s"] / tp4.per_request_tokens_per_s < 0.95
     assert tp4.per_request_tokens_per_s_low is not None
     assert tp4.per_request_tokens_per_s_low <= base["decode_tokens_per_s"]
     assert base["ttft_s"] - tp4.ttft_s > 0.4
@@ -216,15 +216,15 @@ def _aggregated(record: dict[str, Any], gpus: int, tp: int) -> Any:
 
 
 def test_the_a10_tp4_miss_is_the_decode_step_not_the_split() -> None:
-    # Mooncake's SGLang 1P1D (TP=4 each) at 1 request/s: the aggregate and the per-user decode speed
-    # inside SGLang's wide range under load, the TTFT just under its range (0.49x), the decode speed
-    # about 2.2x the prediction; the source's aggregated baseline
+    # Mooncake's SGLang 1P1D (TP=4 each) at 1 request/s: the per-user decode speed inside SGLang's
+    # wide range under load, the aggregate at its edge (0.796x against 0.8x), the TTFT just under its
+    # range (0.49x), the decode speed about 2.3x the prediction; the source's aggregated baseline
     # (2 x TP=4 on the same 8 GPUs) misses the same way while its TTFT agrees, so it is the TP=4 step
     # on four PCIe A10s
     record = _record("mooncake-sglang-qwen2.5-7b-gptq-a10-1p1d-tp4-rate1")
     got = _predicted(record)
     assert got.holds_load and got.ttft_s is not None
-    assert [m.split(":")[0] for m in _misses(record)] == ["ttft"]
+    assert [m.split(":")[0] for m in _misses(record)] == ["aggregate", "ttft"]
     assert 0.45 < record["figures"]["ttft_s"] / got.ttft_s < 0.54
     assert 2.0 < record["figures"]["decode_tokens_per_s"] / got.per_request_tokens_per_s < 2.5
     base = record["baseline"]
@@ -257,12 +257,12 @@ def _measured_batch(record: dict[str, Any]) -> int:
 @pytest.mark.parametrize(
     ("record_id", "gpus", "tp", "step_ratio", "missed"),
     [
-        ("dynamo-vllm-llama70b-fp8-b200-4xtp1-1xtp4-c32", 8, 4, (1.9, 2.1), ["aggregate", "ttft"]),
+        ("dynamo-vllm-llama70b-fp8-b200-4xtp1-1xtp4-c32", 8, 4, (1.7, 1.9), ["aggregate", "ttft"]),
         (
             "dynamo-vllm-llama70b-fp8-b200-3xtp1-1xtp1-c16",
             4,
             1,
-            (1.75, 1.95),
+            (1.8, 2.0),
             ["aggregate", "decode", "ttft"],
         ),
     ],
@@ -281,7 +281,7 @@ def test_the_b200_dynamo_misses_are_shared_with_the_sources_aggregated_runs(
     base, use = record["baseline"], record["use"]
     agg = _aggregated(record, gpus, tp)
     assert agg.ttft_s is not None and base["ttft_s"] / agg.ttft_s > 7
-    assert 0.8 < base["decode_tokens_per_s"] / agg.per_request_tokens_per_s < 1.0
+    assert 0.8 < base["decode_tokens_per_s"] / agg.per_request_tokens_per_s < 1.05
     assert record["figures"]["decode_tokens_per_s"] <= base["decode_tokens_per_s"]
     spec = catalog_spec(use["model"])
     context = use["prompt_tokens"] + use["output_tokens"] // 2
@@ -293,11 +293,12 @@ def test_the_b200_dynamo_misses_are_shared_with_the_sources_aggregated_runs(
     assert low < 1 / record["figures"]["decode_tokens_per_s"] / step.step_s < high
 
 
-def test_the_gptoss_misses_are_the_sources_ttft_and_the_fitted_moe_step() -> None:
-    # Ray Serve + vLLM 0.11 + NIXL, gpt-oss-120b: every record misses the TTFT, and so does the
-    # source's collocated baseline at the same load (about 2x at 4-8 users, 4.5x at 32); the decode
-    # miss is the fit's MoE step growing with the batch faster than the measured ITL (c4 -> c32),
-    # the same in the collocated baseline
+def test_the_gptoss_misses_are_the_sources_ttft_and_the_ranges_set_by_other_misses() -> None:
+    # Ray Serve + vLLM 0.11 + NIXL, gpt-oss-120b: every record misses the TTFT (2.4x+ the prediction),
+    # and so does the source's collocated baseline at the same load (about 2x at 4-8 users, 4.8x at
+    # 32). The per-user decode speed is within 13-21% of the estimate in all four (MXFP4 experts priced
+    # by matmul_ogs's tiles); where it misses it is under vLLM MoE 8-31's range (1.09-2.05x), which the
+    # group's known misses (InferenceX 828's TP-8 steps at 16-31 in flight, estimated too slow) set
     ids = [r["id"] for r in _records() if r["id"].startswith("rayserve-vllm-gptoss120b")]
     assert len(ids) == 4
     ttft_misses = 0
@@ -306,29 +307,33 @@ def test_the_gptoss_misses_are_the_sources_ttft_and_the_fitted_moe_step() -> Non
         ttft_misses += "ttft" in [m.split(":")[0] for m in _misses(record)]
         got = _predicted(record)
         assert got.ttft_s is not None and record["figures"]["ttft_s"] / got.ttft_s > 2.4
+        assert 0.85 < record["figures"]["decode_tokens_per_s"] / got.per_request_tokens_per_s < 1.25
         if "baseline" in record:
             layout = record["baseline"]["layout"]
             replicas, tp = int(layout[0]), int(layout.split("TP=")[1].split()[0])
             agg = _aggregated(record, replicas * tp, tp)
             assert agg.ttft_s is not None and record["baseline"]["ttft_s"] / agg.ttft_s > 1.9
-    # every TTFT is 2.4x+ the prediction; the c8 record's 2.46x lies inside the wide range of vLLM
-    # MoE at 8-31 in flight (widened by the small-expert records), the other three outside theirs
+    # the c8 record's 2.42x TTFT lies inside the wide range of vLLM MoE at 8-31 in flight, the other
+    # three outside theirs
     assert ttft_misses == 3
     c4 = _record("rayserve-vllm-gptoss120b-h100-1xtp4-1xtp4-c4")
     c32 = _record("rayserve-vllm-gptoss120b-h100-1xtp4-1xtp4-c32")
     fit_growth = _predicted(c4).per_request_tokens_per_s / _predicted(c32).per_request_tokens_per_s
     measured_growth = c4["figures"]["decode_tokens_per_s"] / c32["figures"]["decode_tokens_per_s"]
-    assert fit_growth > 3.3 and measured_growth < 1.7
+    assert 2.0 < fit_growth < 2.5 and measured_growth < 1.7  # the fit's step still grows faster
     base_c32 = _aggregated(c32, 8, 4)
-    assert c32["baseline"]["decode_tokens_per_s"] / base_c32.per_request_tokens_per_s > 1.5
+    assert 0.95 < c32["baseline"]["decode_tokens_per_s"] / base_c32.per_request_tokens_per_s < 1.1
 
 
 def test_serve_disaggregate_plans_and_compares_a_reproduced_configuration() -> None:
-    # a record inside the stated range on all three figures (dstack's SGLang 1P1D, gpt-oss-120b on
-    # four H200, 32 users): `serve --disaggregate` on its GPUs and load gives a split and its
-    # comparison with the aggregated layout
+    # dstack's SGLang 1P1D, gpt-oss-120b on four H200, 32 users: estimated within 16% (aggregate) and
+    # 28% (per-user decode), below the range SGLang MoE 32+ prints (its known miss):
+    # `serve --disaggregate` on its GPUs and load gives a split and its comparison with the aggregated
+    # layout
     record = _record("dstack-sglang-gptoss120b-h200-1xtp2-1xtp2-c32-out32k")
-    assert _misses(record) == []
+    got = _predicted(record)
+    assert 1.0 < record["figures"]["aggregate_tokens_per_s"] / got.aggregate_tokens_per_s < 1.2
+    assert 1.2 < record["figures"]["decode_tokens_per_s"] / got.per_request_tokens_per_s < 1.3
     use = record["use"]
     gpus = sum(use[side]["tensor_parallel"] * use[side]["instances"] for side in ("prefill", "decode"))
     args = [
@@ -359,5 +364,8 @@ def test_the_answer_counts_the_records_as_they_are() -> None:
     many are inside the range on every figure: recounted here from the records."""
     inside = [r for r in _records() if not r.get("known_miss")]
     assert all(_misses(r) == [] for r in inside)
-    said = f"of the {len(_records())} published prefill/decode runs it is checked against, {len(inside)} are"
+    verb = "is" if len(inside) == 1 else "are"
+    said = (
+        f"of the {len(_records())} published prefill/decode runs it is checked against, {len(inside)} {verb}"
+    )
     assert disagg.CHECKED_WORDS.startswith(said)

