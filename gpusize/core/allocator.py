@@ -25,7 +25,7 @@ order and the sizes matter here.
 
 from __future__ import annotations
 
-import bisect
+from bisect import bisect_left, insort
 from dataclasses import field
 
 from gpusize.dataclass import dataclass
@@ -149,29 +149,34 @@ class AllocatorPeaks:
         return self.reserved_bytes - self.allocated_bytes
 
 
-#: A block is keyed `segment << _OFF | offset` (an offset is below 2^64 bytes), and a free block is
-#: listed as `size << _KEY | key`: integers sort as the (size, segment, offset) tuples of the best fit
-#: (get_free_block's BlockComparatorSize) and cost no tuple per request.
-_OFF = 64
-_KEY = 128
-_OFF_MASK = (1 << _OFF) - 1
+#: A block is keyed by its address: a segment is placed after the last one, one KIB512 apart (so no
+#: block of one ends where a block of the next begins, and neighbours never merge across segments),
+#: in the order the segments were made, so addresses sort as the (segment, offset) pairs of the best
+#: fit (get_free_block's BlockComparatorSize). A free block is listed as `size << _KEY | address`:
+#: integers sort as (size, segment, offset) and cost no tuple per request.
+_KEY = 64
 _KEY_MASK = (1 << _KEY) - 1
+#: The gap between two segments' addresses.
+_GAP = KIB512
 
 
 class _Pool:
-    """One pool (small or large) of the default allocator: segments of blocks, free blocks by size."""
+    """One pool (small or large) of the default allocator: segments of blocks, free blocks by size.
+    (`_run` inlines `malloc` and `release`: keep the two in step.)"""
 
     def __init__(self, small: bool) -> None:
         self.small = small
         #: the smallest remainder that is split off a block (should_split)
         self.split_min = KIB512 if small else SMALL_SIZE + 1
-        # free blocks as `size << _KEY | key`, sorted; per block key -> size << 1 | free, and per
-        # block end (key + size) -> key
+        # free blocks as `size << _KEY | address`, sorted; per block address -> size << 1 | free, and
+        # per block end (address + size) -> address
         self.free: list[int] = []
         self.blocks: dict[int, int] = {}
         self.ends: dict[int, int] = {}
-        self.segments = 0
+        #: the address of the next segment
+        self.top = 0
         self.reserved = 0
+        #: segment address -> size
         self.segment_sizes: dict[int, int] = {}
 
     def copy(self) -> _Pool:
@@ -190,21 +195,30 @@ class _Pool:
     def new_segment_bytes(self, size: int) -> int:
         return segment_size(size)
 
+    def new_segment(self, size: int) -> tuple[int, int]:
+        """Open the segment for `size` (its whole range one block, not yet listed): (address, size)."""
+        block, key = segment_size(size), self.top
+        self.top += block + _GAP
+        self.reserved += block
+        self.segment_sizes[key] = block
+        self.ends[key + block] = key
+        return key, block
+
     def release_cached(self) -> None:
         """release_cached_blocks: give every segment that is one free block back to the driver."""
         # the segments that are one free block, found here rather than tracked on every request
         # (only a capacity-limited replay asks; the order of giving them back changes nothing)
         blocks = self.blocks
-        idle = [seg for seg, size in self.segment_sizes.items() if blocks.get(seg << _OFF) == size << 1 | 1]
+        idle = [seg for seg, size in self.segment_sizes.items() if blocks.get(seg) == size << 1 | 1]
         for seg in idle:
-            self._drop(seg << _OFF)
+            self._drop(seg)
             self.reserved -= self.segment_sizes.pop(seg)
 
     def _put(self, key: int, size: int, free: bool) -> None:
         self.blocks[key] = size << 1 | free
         self.ends[key + size] = key
         if free:
-            bisect.insort(self.free, size << _KEY | key)
+            insort(self.free, size << _KEY | key)
 
     def _drop(self, key: int) -> None:
         value = self.blocks.pop(key)
@@ -212,27 +226,23 @@ class _Pool:
         del self.ends[key + size]
         if value & 1:
             free = self.free
-            del free[bisect.bisect_left(free, size << _KEY | key)]
+            del free[bisect_left(free, size << _KEY | key)]
 
     def malloc(self, size: int) -> tuple[int, int]:
-        """Take a block for `size` (already rounded); returns (block key, block size). (_drop and
-        _put inlined, an entry rewritten only where it changes: the replay's hot path.)"""
+        """Take a block for `size` (already rounded); returns (block address, block size). (_drop and
+        _put inlined, an entry rewritten only where it changes.)"""
         free, blocks, ends = self.free, self.blocks, self.ends
-        i = bisect.bisect_left(free, size << _KEY)
+        i = bisect_left(free, size << _KEY)
         if i < len(free):  # its entries stay: `ends` of its end, `blocks` rewritten below
             entry = free.pop(i)
             block, key = entry >> _KEY, entry & _KEY_MASK
         else:
-            block, key = segment_size(size), self.segments << _OFF
-            self.segments += 1
-            self.reserved += block
-            self.segment_sizes[key >> _OFF] = block
-            ends[key + block] = key
+            key, block = self.new_segment(size)
         if block - size >= self.split_min:
             rest = key + size
             blocks[rest] = (block - size) << 1 | 1
             ends[key + block], ends[rest] = rest, key
-            bisect.insort(free, (block - size) << _KEY | rest)
+            insort(free, (block - size) << _KEY | rest)
             block = size
         blocks[key] = block << 1
         return key, block
@@ -246,17 +256,17 @@ class _Pool:
         if nxt is not None and nxt & 1:
             extra = nxt >> 1
             del blocks[end], ends[end]
-            del free[bisect.bisect_left(free, extra << _KEY | end)]
+            del free[bisect_left(free, extra << _KEY | end)]
             end += extra  # ends[end] is set below
         prev = ends.get(key)
         if prev is not None and blocks[prev] & 1:
             extra = blocks.pop(prev) >> 1
             del ends[key]
-            del free[bisect.bisect_left(free, extra << _KEY | prev)]
+            del free[bisect_left(free, extra << _KEY | prev)]
             key = prev
         blocks[key] = (end - key) << 1 | 1
         ends[end] = key
-        bisect.insort(free, (end - key) << _KEY | key)
+        insort(free, (end - key) << _KEY | key)
 
 
 class _ExpandablePool(_Pool):
@@ -284,7 +294,7 @@ class _ExpandablePool(_Pool):
 
     def malloc(self, size: int) -> tuple[int, int]:
         free = self.free
-        i = bisect.bisect_left(free, size << _KEY)
+        i = bisect_left(free, size << _KEY)
         if i < len(free):
             entry = free[i]
             block, off = entry >> _KEY, entry & _KEY_MASK
@@ -381,7 +391,8 @@ def _run(
     state: _State, ev: list[int], capacity: int | None, snapshots: list[_State] | None = None
 ) -> AllocatorPeaks:
     """Replay events from `state` on (which it changes); with `snapshots` (and no capacity) keep a copy
-    of the state before a request that needs a new segment, each SNAPSHOT_BYTES of growth."""
+    of the state before a request that needs a new segment, each SNAPSHOT_BYTES of growth. The
+    default pools' `malloc` and `release` are inlined (the hot loop: ~8,000 events a `train`)."""
     pools, live = state.pools, state.live
     allocated, peak, reserved_peak, low = state.allocated, state.peak, state.reserved_peak, state.low
     high: int | None = None  # the capacities that take every branch below as `capacity` does: [low, high)
@@ -389,16 +400,21 @@ def _run(
     next_snapshot = 0
     tracking = capacity is not None or snapshots is not None
     small, large = pools
+    inline = type(small) is _Pool and type(large) is _Pool
+    parts = tuple((p.free, p.blocks, p.ends, p.split_min) for p in pools)
+    find, put, key_bits, key_mask = bisect_left, insort, _KEY, _KEY_MASK
     for k in range(state.k, len(ev), 2):
         handle = ev[k]
         if handle > 0:
-            rounded = -(-ev[k + 1] // KIB512) * KIB512  # round_size, inlined (the hot loop)
+            rounded = -(-ev[k + 1] // KIB512) * KIB512  # round_size, inlined
             if rounded < KIB512:
                 rounded = KIB512
             index = 0 if rounded <= SMALL_SIZE else 1
-            pool = small if index == 0 else large
-            fresh = not (pool.free and pool.free[-1] >= rounded << _KEY)  # not pool.cached: a new segment
-            if tracking and fresh:
+            free, blocks, ends, split_min = parts[index]
+            i = find(free, rounded << key_bits)
+            fresh = i == len(free)  # no cached block holds it: a new segment
+            if fresh and tracking:
+                pool = pools[index]
                 need = small.reserved + large.reserved + pool.new_segment_bytes(rounded)
                 if capacity is None:
                     assert snapshots is not None
@@ -423,7 +439,21 @@ def _run(
                         if need > capacity:
                             oom = True
                             break
-            key, block = pool.malloc(rounded)
+            if not inline:
+                key, block = pools[index].malloc(rounded)
+            else:  # _Pool.malloc
+                if fresh:
+                    key, block = pools[index].new_segment(rounded)
+                else:
+                    entry = free.pop(i)
+                    block, key = entry >> key_bits, entry & key_mask
+                if block - rounded >= split_min:
+                    rest = key + rounded
+                    blocks[rest] = (block - rounded) << 1 | 1
+                    ends[key + block], ends[rest] = rest, key
+                    put(free, (block - rounded) << key_bits | rest)
+                    block = rounded
+                blocks[key] = block << 1
             live[handle] = (index, key, block)
             allocated += block
             if allocated > peak:
@@ -437,8 +467,28 @@ def _run(
             if got is None:
                 continue
             index, key, block = got
-            (small if index == 0 else large).release(key, block)
             allocated -= block
+            if not inline:
+                pools[index].release(key, block)
+                continue
+            free, blocks, ends, _ = parts[index]  # _Pool.release
+            del blocks[key]
+            end = key + block
+            nxt = blocks.get(end)
+            if nxt is not None and nxt & 1:
+                extra = nxt >> 1
+                del blocks[end], ends[end]
+                del free[find(free, extra << key_bits | end)]
+                end += extra
+            prev = ends.get(key)
+            if prev is not None and blocks[prev] & 1:
+                extra = blocks.pop(prev) >> 1
+                del ends[key]
+                del free[find(free, extra << key_bits | prev)]
+                key = prev
+            blocks[key] = (end - key) << 1 | 1
+            ends[end] = key
+            put(free, (end - key) << key_bits | key)
     if capacity is None:
         low = 0
     return AllocatorPeaks(
