@@ -175,25 +175,34 @@ class AllocatorPeaks:
         return self.reserved_bytes - self.allocated_bytes
 
 
-#: A block is keyed by its address: a segment is placed after the last one, one KIB512 apart (so no
+#: Inside the replay every size and address is in units of KIB512 (every request is rounded to it,
+#: every segment and page is a multiple of it): the figures stay below 2^30 units (512 GiB), Python's
+#: one-digit integers, whose arithmetic, comparisons and hashes take the fast paths.
+_UNIT = 9
+_SMALL_UNITS = SMALL_SIZE >> _UNIT
+#: A block is keyed by its address: a segment is placed after the last one, one unit apart (so no
 #: block of one ends where a block of the next begins, and neighbours never merge across segments),
 #: in the order the segments were made, so addresses sort as the (segment, offset) pairs of the best
 #: fit (get_free_block's BlockComparatorSize). A free block is listed as `size << _KEY | address`:
-#: integers sort as (size, segment, offset) and cost no tuple per request.
-_KEY = 64
+#: integers sort as (size, segment, offset) and cost no tuple per request (addresses < 2^48 units).
+_KEY = 48
 _KEY_MASK = (1 << _KEY) - 1
-#: The gap between two segments' addresses.
-_GAP = KIB512
+
+
+def _segment_units(size: int) -> int:
+    """segment_size in units (a segment is a multiple of 2 MiB)."""
+    return segment_size(size << _UNIT) >> _UNIT
 
 
 class _Pool:
-    """One pool (small or large) of the default allocator: segments of blocks, free blocks by size.
-    (`_run` inlines `malloc` and `release`: keep the two in step.)"""
+    """One pool (small or large) of the default allocator: segments of blocks, free blocks by size,
+    in units of KIB512. (`_run` inlines `malloc` and `release`: keep the two in step.)"""
 
     def __init__(self, small: bool) -> None:
         self.small = small
-        #: the smallest remainder that is split off a block (should_split)
-        self.split_min = KIB512 if small else SMALL_SIZE + 1
+        #: the smallest remainder that is split off a block (should_split: one unit in the small
+        #: pool, more than 1 MiB in the large one)
+        self.split_min = 1 if small else _SMALL_UNITS + 1
         # free blocks as `size << _KEY | address`, sorted; per block address -> size << 1 | free, and
         # per block end (address + size) -> address
         self.free: list[int] = []
@@ -218,13 +227,13 @@ class _Pool:
         free = self.free
         return bool(free) and free[-1] >= size << _KEY
 
-    def new_segment_bytes(self, size: int) -> int:
-        return segment_size(size)
+    def new_segment_units(self, size: int) -> int:
+        return _segment_units(size)
 
     def new_segment(self, size: int) -> tuple[int, int]:
         """Open the segment for `size` (its whole range one block, not yet listed): (address, size)."""
-        block, key = segment_size(size), self.top
-        self.top += block + _GAP
+        block, key = _segment_units(size), self.top
+        self.top += block + 1
         self.reserved += block
         self.segment_sizes[key] = block
         self.ends[key + block] = key
@@ -298,14 +307,14 @@ class _Pool:
 class _ExpandablePool(_Pool):
     """One expandable segment (segment 0, so a block's key is its offset): best fit among free blocks,
     else the end of the mapped range grows (the trailing free block is extended). Reserved = the
-    mapped range in pages."""
+    mapped range in pages. In units, as `_Pool`."""
 
     def __init__(self, page: int) -> None:
         super().__init__(True)
-        self.page = page
+        self.page = page >> _UNIT
         self.end = 0
 
-    def new_segment_bytes(self, size: int) -> int:
+    def new_segment_units(self, size: int) -> int:
         tail = self.ends.get(self.end)
         grow = size - (self.blocks[tail] >> 1 if tail is not None and self.blocks[tail] & 1 else 0)
         return -(-(self.end + grow) // self.page) * self.page - self.reserved
@@ -334,7 +343,7 @@ class _ExpandablePool(_Pool):
             block = size
             self.end = off + size
             self.reserved = max(self.reserved, -(-self.end // self.page) * self.page)
-        if block - size >= KIB512:
+        if block - size >= 1:  # one unit
             self._put(off + size, block - size, True)
             block = size
         self._put(off, block, False)
@@ -381,8 +390,9 @@ class Replayer:
 
 @dataclass
 class _State:
-    """The allocator part-way through a trace: next event `k`; `low`: the largest need (reserved + the
-    new segment) of the requests before it that needed a new segment."""
+    """The allocator part-way through a trace: next event `k`; allocated, peaks and pools in units of
+    KIB512; `low`: the largest need in bytes (reserved + the new segment) of the requests before it
+    that needed a new segment."""
 
     pools: tuple[_Pool, _Pool]
     live: dict[int, tuple[int, int, int]]
@@ -432,16 +442,16 @@ def _run(
     for k in range(state.k, len(ev), 2):
         handle = ev[k]
         if handle > 0:
-            rounded = -(-ev[k + 1] // KIB512) * KIB512  # round_size, inlined
-            if rounded < KIB512:
-                rounded = KIB512
-            index = 0 if rounded <= SMALL_SIZE else 1
+            rounded = (ev[k + 1] + KIB512 - 1) >> _UNIT  # round_size in units, inlined
+            if rounded < 1:
+                rounded = 1
+            index = 0 if rounded <= _SMALL_UNITS else 1
             free, blocks, ends, split_min = parts[index]
             i = find(free, rounded << key_bits)
             fresh = i == len(free)  # no cached block holds it: a new segment
             if fresh and tracking:
                 pool = pools[index]
-                need = small.reserved + large.reserved + pool.new_segment_bytes(rounded)
+                need = (small.reserved + large.reserved + pool.new_segment_units(rounded)) << _UNIT
                 if capacity is None:
                     assert snapshots is not None
                     if need >= next_snapshot:
@@ -460,7 +470,7 @@ def _run(
                     if need > capacity:
                         small.release_cached()
                         large.release_cached()
-                        need = small.reserved + large.reserved + pool.new_segment_bytes(rounded)
+                        need = (small.reserved + large.reserved + pool.new_segment_units(rounded)) << _UNIT
                         low, high = _side(need, capacity, low, high)
                         if need > capacity:
                             oom = True
@@ -518,8 +528,8 @@ def _run(
     if capacity is None:
         low = 0
     return AllocatorPeaks(
-        allocated_bytes=peak,
-        reserved_bytes=reserved_peak,
+        allocated_bytes=peak << _UNIT,
+        reserved_bytes=reserved_peak << _UNIT,
         out_of_memory=oom,
         capacity_low=low,
         capacity_high=high,
