@@ -84,3 +84,36 @@ def test_the_check_sees_an_import() -> None:
     """The same check on a run that does write manifests: yaml is there (so [] above means absent)."""
     argv = ["serve", "Qwen3-8B", "--users", "64", "--gpu", "L40S", "--format", "k8s"]
     assert _imported(argv, ("yaml", "gpusize.render.deploy")) == ["gpusize.render.deploy", "yaml"]
+
+
+#: What a `train` that fits does not need: the fixes (a job that fits nowhere), the plan over
+#: servers (--nodes) and the fit command's report and rendering (train's table borrows only their
+#: verdict styles, in render.table).
+TRAIN_ONLY_WHEN_ASKED = (
+    "gpusize.training.suggest",
+    "gpusize.training.nodes",
+    "gpusize.core.search",
+    "gpusize.core.suggest",
+    "gpusize.render.fit",
+    "gpusize.reports.fit",
+)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train", "Qwen3-8B", "--method", "lora", "--gpu", "H100"],
+        ["train", "Qwen3-8B", "--method", "lora", "--gpu", "H100", "-q"],
+        ["train", "Qwen3-8B", "--method", "qlora", "--gpu", "RTX4090", "--json"],
+    ],
+    ids=lambda a: " ".join(a[3:]),
+)
+def test_a_train_that_fits_imports_no_fixes_and_no_multinode_plan(argv: list[str]) -> None:
+    assert _imported(argv, TRAIN_ONLY_WHEN_ASKED) == []
+
+
+def test_a_train_imports_the_fixes_and_the_server_plan_when_it_needs_them() -> None:
+    nowhere = ["train", "Llama-3.3-70B", "--method", "full", "--gpu", "RTX4090", "--gpus", "1"]
+    assert "gpusize.training.suggest" in _imported(nowhere, TRAIN_ONLY_WHEN_ASKED)
+    servers = ["train", "Qwen3-8B", "--method", "full", "--gpu", "H100", "--nodes", "2"]
+    assert "gpusize.training.nodes" in _imported(servers, TRAIN_ONLY_WHEN_ASKED)
