@@ -8,7 +8,6 @@ none does, and, given a token budget, time and cost on 1 versus N GPUs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpusize import __version__
@@ -17,7 +16,7 @@ from gpusize.core.model import ResolvedModel
 from gpusize.core.network import MAX_NODES, NodePlan
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replace
 from gpusize.reports.common import ModelFacts, model_facts
 from gpusize.reports.train_assumptions import TrainAssumptions, train_assumptions
 from gpusize.training import speed, speed_fit, time_cost
