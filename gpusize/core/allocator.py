@@ -487,7 +487,7 @@ def _run(
                     rest = key + rounded
                     blocks[rest] = (block - rounded) << 1 | 1
                     ends[key + block], ends[rest] = rest, key
-                    put(free, (block - rounded) << key_bits | rest)
+                    put(free, (block - rounded) << key_bits | rest, 0, i)  # below the block taken
                     block = rounded
                 blocks[key] = block << 1
             live[handle] = (index, key, block)
@@ -510,21 +510,23 @@ def _run(
             free, blocks, ends, _ = parts[index]  # _Pool.release
             del blocks[key]
             end = key + block
-            nxt = blocks.get(end)
-            if nxt is not None and nxt & 1:
-                extra = nxt >> 1
-                del blocks[end], ends[end]
-                del free[find(free, extra << key_bits | end)]
+            lo = 0  # the merged block lists above every neighbour it absorbed
+            if blocks.get(end, 0) & 1:
+                extra = blocks.pop(end) >> 1
+                del ends[end]
+                lo = find(free, extra << key_bits | end)
+                del free[lo]
                 end += extra
             prev = ends.get(key)
             if prev is not None and blocks[prev] & 1:
                 extra = blocks.pop(prev) >> 1
                 del ends[key]
-                del free[find(free, extra << key_bits | prev)]
+                lo = find(free, extra << key_bits | prev)
+                del free[lo]
                 key = prev
             blocks[key] = (end - key) << 1 | 1
             ends[end] = key
-            put(free, (end - key) << key_bits | key)
+            put(free, (end - key) << key_bits | key, lo)
     if capacity is None:
         low = 0
     return AllocatorPeaks(
