@@ -117,3 +117,35 @@ def test_a_train_imports_the_fixes_and_the_server_plan_when_it_needs_them() -> N
     assert "gpusize.training.suggest" in _imported(nowhere, TRAIN_ONLY_WHEN_ASKED)
     servers = ["train", "Qwen3-8B", "--method", "full", "--gpu", "H100", "--nodes", "2"]
     assert "gpusize.training.nodes" in _imported(servers, TRAIN_ONLY_WHEN_ASKED)
+
+
+#: What `curve` does not need: the quote's layouts, speeds and prices (the curve has its own module,
+#: serving.curve, and its bars are drawn by render.curve).
+QUOTE_STACK = (
+    "gpusize.serving.quote",
+    "gpusize.serving.layouts",
+    "gpusize.serving.economics",
+    "gpusize.reports.quote",
+    "gpusize.render.quote",
+) + SPEED
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["curve", "Qwen3-8B", "--gpu", "H100"],
+        ["curve", "Qwen3-8B", "--gpu", "H100", "--json"],
+        ["curve", "Qwen3-32B", "--gpu", "L40S", "--gpus", "2", "-q"],
+    ],
+    ids=lambda a: " ".join(a[3:]),
+)
+def test_a_curve_imports_no_quote_and_no_speed_model(argv: list[str]) -> None:
+    assert _imported(argv, QUOTE_STACK + EVERY_RUN + MANIFESTS) == []
+
+
+def test_a_quote_imports_the_curve_it_draws() -> None:
+    argv = ["quote", "Llama-3.3-70B", "--ctx", "32k"]
+    assert _imported(argv, ("gpusize.serving.curve", "gpusize.render.curve")) == [
+        "gpusize.render.curve",
+        "gpusize.serving.curve",
+    ]
