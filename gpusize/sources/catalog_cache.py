@@ -20,6 +20,10 @@ anything else (invalid JSON, a stale or foreign file) is ignored and rebuilt. Th
 values are not validated again: the digest ties them to bytes gpusize validated itself, and
 re-validating would cost what the cache saves (pydantic's import alone). Writing is atomic (temp
 file + rename); a cache folder that cannot be written only costs the speed-up.
+
+Beside them, `bundled-digests-<format>.json` remembers the digest of each bundled YAML file by its
+size and modification time (`known_digest`), so that a run accepts the validated copy shipped with
+the package (`sources.shipped`) without hashing the YAML; it is never used to look up a cache file.
 """
 
 from __future__ import annotations
