@@ -84,3 +84,68 @@ def test_the_check_sees_an_import() -> None:
     """The same check on a run that does write manifests: yaml is there (so [] above means absent)."""
     argv = ["serve", "Qwen3-8B", "--users", "64", "--gpu", "L40S", "--format", "k8s"]
     assert _imported(argv, ("yaml", "gpusize.render.deploy")) == ["gpusize.render.deploy", "yaml"]
+
+
+#: What a `train` that fits does not need: the fixes (a job that fits nowhere), the plan over
+#: servers (--nodes) and the fit command's report and rendering (train's table borrows only their
+#: verdict styles, in render.table).
+TRAIN_ONLY_WHEN_ASKED = (
+    "gpusize.training.suggest",
+    "gpusize.training.nodes",
+    "gpusize.core.search",
+    "gpusize.core.suggest",
+    "gpusize.render.fit",
+    "gpusize.reports.fit",
+)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train", "Qwen3-8B", "--method", "lora", "--gpu", "H100"],
+        ["train", "Qwen3-8B", "--method", "lora", "--gpu", "H100", "-q"],
+        ["train", "Qwen3-8B", "--method", "qlora", "--gpu", "RTX4090", "--json"],
+    ],
+    ids=lambda a: " ".join(a[3:]),
+)
+def test_a_train_that_fits_imports_no_fixes_and_no_multinode_plan(argv: list[str]) -> None:
+    assert _imported(argv, TRAIN_ONLY_WHEN_ASKED) == []
+
+
+def test_a_train_imports_the_fixes_and_the_server_plan_when_it_needs_them() -> None:
+    nowhere = ["train", "Llama-3.3-70B", "--method", "full", "--gpu", "RTX4090", "--gpus", "1"]
+    assert "gpusize.training.suggest" in _imported(nowhere, TRAIN_ONLY_WHEN_ASKED)
+    servers = ["train", "Qwen3-8B", "--method", "full", "--gpu", "H100", "--nodes", "2"]
+    assert "gpusize.training.nodes" in _imported(servers, TRAIN_ONLY_WHEN_ASKED)
+
+
+#: What `curve` does not need: the quote's layouts, speeds and prices (the curve has its own module,
+#: serving.curve, and its bars are drawn by render.curve).
+QUOTE_STACK = (
+    "gpusize.serving.quote",
+    "gpusize.serving.layouts",
+    "gpusize.serving.economics",
+    "gpusize.reports.quote",
+    "gpusize.render.quote",
+) + SPEED
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["curve", "Qwen3-8B", "--gpu", "H100"],
+        ["curve", "Qwen3-8B", "--gpu", "H100", "--json"],
+        ["curve", "Qwen3-32B", "--gpu", "L40S", "--gpus", "2", "-q"],
+    ],
+    ids=lambda a: " ".join(a[3:]),
+)
+def test_a_curve_imports_no_quote_and_no_speed_model(argv: list[str]) -> None:
+    assert _imported(argv, QUOTE_STACK + EVERY_RUN + MANIFESTS) == []
+
+
+def test_a_quote_imports_the_curve_it_draws() -> None:
+    argv = ["quote", "Llama-3.3-70B", "--ctx", "32k"]
+    assert _imported(argv, ("gpusize.serving.curve", "gpusize.render.curve")) == [
+        "gpusize.render.curve",
+        "gpusize.serving.curve",
+    ]

@@ -25,11 +25,16 @@ order and the sizes matter here.
 
 from __future__ import annotations
 
-import bisect
+from bisect import bisect_left, insort
 from dataclasses import field
+from operator import neg
+from typing import TYPE_CHECKING
 
 from gpusize.dataclass import dataclass
 from gpusize.units import MIB
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = [
     "CUBLAS_WORKSPACE_BYTES",
@@ -127,6 +132,27 @@ class Trace:
         """A tensor allocated and freed at once (an op's workspace or a short-lived result)."""
         self.free(self.alloc(size))
 
+    def allocs(self, sizes: Sequence[int]) -> list[int]:
+        """`alloc` of each size in turn, in one step: their handles (the training trace makes ~4,000
+        tensors a step; a call each was ~15M of a `train` command's instructions; the slices below
+        fill the events without a Python step per tensor)."""
+        first, count = self._next + 1, len(sizes)
+        self._next += count
+        handles = list(range(first, first + count))
+        if count and min(sizes) > 0:
+            pairs = [0] * (2 * count)
+            pairs[0::2], pairs[1::2] = handles, sizes
+            self.events += pairs
+        else:  # a size 0 takes a handle and no event, as in `alloc`
+            self.events += [x for pair in zip(handles, sizes, strict=True) if pair[1] > 0 for x in pair]
+        return handles
+
+    def frees(self, handles: Sequence[int]) -> None:
+        """`free` of each handle in turn, in one step."""
+        pairs = [0] * (2 * len(handles))
+        pairs[0::2] = map(neg, handles)
+        self.events += pairs
+
 
 @dataclass(frozen=True)
 class AllocatorPeaks:
@@ -149,29 +175,43 @@ class AllocatorPeaks:
         return self.reserved_bytes - self.allocated_bytes
 
 
-#: A block is keyed `segment << _OFF | offset` (an offset is below 2^64 bytes), and a free block is
-#: listed as `size << _KEY | key`: integers sort as the (size, segment, offset) tuples of the best fit
-#: (get_free_block's BlockComparatorSize) and cost no tuple per request.
-_OFF = 64
-_KEY = 128
-_OFF_MASK = (1 << _OFF) - 1
+#: Inside the replay every size and address is in units of KIB512 (every request is rounded to it,
+#: every segment and page is a multiple of it): the figures stay below 2^30 units (512 GiB), Python's
+#: one-digit integers, whose arithmetic, comparisons and hashes take the fast paths.
+_UNIT = 9
+_SMALL_UNITS = SMALL_SIZE >> _UNIT
+#: A block is keyed by its address: a segment is placed after the last one, one unit apart (so no
+#: block of one ends where a block of the next begins, and neighbours never merge across segments),
+#: in the order the segments were made, so addresses sort as the (segment, offset) pairs of the best
+#: fit (get_free_block's BlockComparatorSize). A free block is listed as `size << _KEY | address`:
+#: integers sort as (size, segment, offset) and cost no tuple per request (addresses < 2^48 units).
+_KEY = 48
 _KEY_MASK = (1 << _KEY) - 1
 
 
+def _segment_units(size: int) -> int:
+    """segment_size in units (a segment is a multiple of 2 MiB)."""
+    return segment_size(size << _UNIT) >> _UNIT
+
+
 class _Pool:
-    """One pool (small or large) of the default allocator: segments of blocks, free blocks by size."""
+    """One pool (small or large) of the default allocator: segments of blocks, free blocks by size,
+    in units of KIB512. (`_run` inlines `malloc` and `release`: keep the two in step.)"""
 
     def __init__(self, small: bool) -> None:
         self.small = small
-        #: the smallest remainder that is split off a block (should_split)
-        self.split_min = KIB512 if small else SMALL_SIZE + 1
-        # free blocks as `size << _KEY | key`, sorted; per block key -> size << 1 | free, and per
-        # block end (key + size) -> key
+        #: the smallest remainder that is split off a block (should_split: one unit in the small
+        #: pool, more than 1 MiB in the large one)
+        self.split_min = 1 if small else _SMALL_UNITS + 1
+        # free blocks as `size << _KEY | address`, sorted; per block address -> size << 1 | free, and
+        # per block end (address + size) -> address
         self.free: list[int] = []
         self.blocks: dict[int, int] = {}
         self.ends: dict[int, int] = {}
-        self.segments = 0
+        #: the address of the next segment
+        self.top = 0
         self.reserved = 0
+        #: segment address -> size
         self.segment_sizes: dict[int, int] = {}
 
     def copy(self) -> _Pool:
@@ -187,24 +227,33 @@ class _Pool:
         free = self.free
         return bool(free) and free[-1] >= size << _KEY
 
-    def new_segment_bytes(self, size: int) -> int:
-        return segment_size(size)
+    def new_segment_units(self, size: int) -> int:
+        return _segment_units(size)
+
+    def new_segment(self, size: int) -> tuple[int, int]:
+        """Open the segment for `size` (its whole range one block, not yet listed): (address, size)."""
+        block, key = _segment_units(size), self.top
+        self.top += block + 1
+        self.reserved += block
+        self.segment_sizes[key] = block
+        self.ends[key + block] = key
+        return key, block
 
     def release_cached(self) -> None:
         """release_cached_blocks: give every segment that is one free block back to the driver."""
         # the segments that are one free block, found here rather than tracked on every request
         # (only a capacity-limited replay asks; the order of giving them back changes nothing)
         blocks = self.blocks
-        idle = [seg for seg, size in self.segment_sizes.items() if blocks.get(seg << _OFF) == size << 1 | 1]
+        idle = [seg for seg, size in self.segment_sizes.items() if blocks.get(seg) == size << 1 | 1]
         for seg in idle:
-            self._drop(seg << _OFF)
+            self._drop(seg)
             self.reserved -= self.segment_sizes.pop(seg)
 
     def _put(self, key: int, size: int, free: bool) -> None:
         self.blocks[key] = size << 1 | free
         self.ends[key + size] = key
         if free:
-            bisect.insort(self.free, size << _KEY | key)
+            insort(self.free, size << _KEY | key)
 
     def _drop(self, key: int) -> None:
         value = self.blocks.pop(key)
@@ -212,27 +261,23 @@ class _Pool:
         del self.ends[key + size]
         if value & 1:
             free = self.free
-            del free[bisect.bisect_left(free, size << _KEY | key)]
+            del free[bisect_left(free, size << _KEY | key)]
 
     def malloc(self, size: int) -> tuple[int, int]:
-        """Take a block for `size` (already rounded); returns (block key, block size). (_drop and
-        _put inlined, an entry rewritten only where it changes: the replay's hot path.)"""
+        """Take a block for `size` (already rounded); returns (block address, block size). (_drop and
+        _put inlined, an entry rewritten only where it changes.)"""
         free, blocks, ends = self.free, self.blocks, self.ends
-        i = bisect.bisect_left(free, size << _KEY)
+        i = bisect_left(free, size << _KEY)
         if i < len(free):  # its entries stay: `ends` of its end, `blocks` rewritten below
             entry = free.pop(i)
             block, key = entry >> _KEY, entry & _KEY_MASK
         else:
-            block, key = segment_size(size), self.segments << _OFF
-            self.segments += 1
-            self.reserved += block
-            self.segment_sizes[key >> _OFF] = block
-            ends[key + block] = key
+            key, block = self.new_segment(size)
         if block - size >= self.split_min:
             rest = key + size
             blocks[rest] = (block - size) << 1 | 1
             ends[key + block], ends[rest] = rest, key
-            bisect.insort(free, (block - size) << _KEY | rest)
+            insort(free, (block - size) << _KEY | rest)
             block = size
         blocks[key] = block << 1
         return key, block
@@ -246,30 +291,30 @@ class _Pool:
         if nxt is not None and nxt & 1:
             extra = nxt >> 1
             del blocks[end], ends[end]
-            del free[bisect.bisect_left(free, extra << _KEY | end)]
+            del free[bisect_left(free, extra << _KEY | end)]
             end += extra  # ends[end] is set below
         prev = ends.get(key)
         if prev is not None and blocks[prev] & 1:
             extra = blocks.pop(prev) >> 1
             del ends[key]
-            del free[bisect.bisect_left(free, extra << _KEY | prev)]
+            del free[bisect_left(free, extra << _KEY | prev)]
             key = prev
         blocks[key] = (end - key) << 1 | 1
         ends[end] = key
-        bisect.insort(free, (end - key) << _KEY | key)
+        insort(free, (end - key) << _KEY | key)
 
 
 class _ExpandablePool(_Pool):
     """One expandable segment (segment 0, so a block's key is its offset): best fit among free blocks,
     else the end of the mapped range grows (the trailing free block is extended). Reserved = the
-    mapped range in pages."""
+    mapped range in pages. In units, as `_Pool`."""
 
     def __init__(self, page: int) -> None:
         super().__init__(True)
-        self.page = page
+        self.page = page >> _UNIT
         self.end = 0
 
-    def new_segment_bytes(self, size: int) -> int:
+    def new_segment_units(self, size: int) -> int:
         tail = self.ends.get(self.end)
         grow = size - (self.blocks[tail] >> 1 if tail is not None and self.blocks[tail] & 1 else 0)
         return -(-(self.end + grow) // self.page) * self.page - self.reserved
@@ -284,7 +329,7 @@ class _ExpandablePool(_Pool):
 
     def malloc(self, size: int) -> tuple[int, int]:
         free = self.free
-        i = bisect.bisect_left(free, size << _KEY)
+        i = bisect_left(free, size << _KEY)
         if i < len(free):
             entry = free[i]
             block, off = entry >> _KEY, entry & _KEY_MASK
@@ -298,7 +343,7 @@ class _ExpandablePool(_Pool):
             block = size
             self.end = off + size
             self.reserved = max(self.reserved, -(-self.end // self.page) * self.page)
-        if block - size >= KIB512:
+        if block - size >= 1:  # one unit
             self._put(off + size, block - size, True)
             block = size
         self._put(off, block, False)
@@ -345,8 +390,9 @@ class Replayer:
 
 @dataclass
 class _State:
-    """The allocator part-way through a trace: next event `k`; `low`: the largest need (reserved + the
-    new segment) of the requests before it that needed a new segment."""
+    """The allocator part-way through a trace: next event `k`; allocated, peaks and pools in units of
+    KIB512; `low`: the largest need in bytes (reserved + the new segment) of the requests before it
+    that needed a new segment."""
 
     pools: tuple[_Pool, _Pool]
     live: dict[int, tuple[int, int, int]]
@@ -381,7 +427,8 @@ def _run(
     state: _State, ev: list[int], capacity: int | None, snapshots: list[_State] | None = None
 ) -> AllocatorPeaks:
     """Replay events from `state` on (which it changes); with `snapshots` (and no capacity) keep a copy
-    of the state before a request that needs a new segment, each SNAPSHOT_BYTES of growth."""
+    of the state before a request that needs a new segment, each SNAPSHOT_BYTES of growth. The
+    default pools' `malloc` and `release` are inlined (the hot loop: ~8,000 events a `train`)."""
     pools, live = state.pools, state.live
     allocated, peak, reserved_peak, low = state.allocated, state.peak, state.reserved_peak, state.low
     high: int | None = None  # the capacities that take every branch below as `capacity` does: [low, high)
@@ -389,17 +436,22 @@ def _run(
     next_snapshot = 0
     tracking = capacity is not None or snapshots is not None
     small, large = pools
+    inline = type(small) is _Pool and type(large) is _Pool
+    parts = tuple((p.free, p.blocks, p.ends, p.split_min) for p in pools)
+    find, put, key_bits, key_mask = bisect_left, insort, _KEY, _KEY_MASK
     for k in range(state.k, len(ev), 2):
         handle = ev[k]
         if handle > 0:
-            rounded = -(-ev[k + 1] // KIB512) * KIB512  # round_size, inlined (the hot loop)
-            if rounded < KIB512:
-                rounded = KIB512
-            index = 0 if rounded <= SMALL_SIZE else 1
-            pool = small if index == 0 else large
-            fresh = not (pool.free and pool.free[-1] >= rounded << _KEY)  # not pool.cached: a new segment
-            if tracking and fresh:
-                need = small.reserved + large.reserved + pool.new_segment_bytes(rounded)
+            rounded = (ev[k + 1] + KIB512 - 1) >> _UNIT  # round_size in units, inlined
+            if rounded < 1:
+                rounded = 1
+            index = 0 if rounded <= _SMALL_UNITS else 1
+            free, blocks, ends, split_min = parts[index]
+            i = find(free, rounded << key_bits)
+            fresh = i == len(free)  # no cached block holds it: a new segment
+            if fresh and tracking:
+                pool = pools[index]
+                need = (small.reserved + large.reserved + pool.new_segment_units(rounded)) << _UNIT
                 if capacity is None:
                     assert snapshots is not None
                     if need >= next_snapshot:
@@ -418,12 +470,26 @@ def _run(
                     if need > capacity:
                         small.release_cached()
                         large.release_cached()
-                        need = small.reserved + large.reserved + pool.new_segment_bytes(rounded)
+                        need = (small.reserved + large.reserved + pool.new_segment_units(rounded)) << _UNIT
                         low, high = _side(need, capacity, low, high)
                         if need > capacity:
                             oom = True
                             break
-            key, block = pool.malloc(rounded)
+            if not inline:
+                key, block = pools[index].malloc(rounded)
+            else:  # _Pool.malloc
+                if fresh:
+                    key, block = pools[index].new_segment(rounded)
+                else:
+                    entry = free.pop(i)
+                    block, key = entry >> key_bits, entry & key_mask
+                if block - rounded >= split_min:
+                    rest = key + rounded
+                    blocks[rest] = (block - rounded) << 1 | 1
+                    ends[key + block], ends[rest] = rest, key
+                    put(free, (block - rounded) << key_bits | rest, 0, i)  # below the block taken
+                    block = rounded
+                blocks[key] = block << 1
             live[handle] = (index, key, block)
             allocated += block
             if allocated > peak:
@@ -437,13 +503,35 @@ def _run(
             if got is None:
                 continue
             index, key, block = got
-            (small if index == 0 else large).release(key, block)
             allocated -= block
+            if not inline:
+                pools[index].release(key, block)
+                continue
+            free, blocks, ends, _ = parts[index]  # _Pool.release
+            del blocks[key]
+            end = key + block
+            lo = 0  # the merged block lists above every neighbour it absorbed
+            if blocks.get(end, 0) & 1:
+                extra = blocks.pop(end) >> 1
+                del ends[end]
+                lo = find(free, extra << key_bits | end)
+                del free[lo]
+                end += extra
+            prev = ends.get(key)
+            if prev is not None and blocks[prev] & 1:
+                extra = blocks.pop(prev) >> 1
+                del ends[key]
+                lo = find(free, extra << key_bits | prev)
+                del free[lo]
+                key = prev
+            blocks[key] = (end - key) << 1 | 1
+            ends[end] = key
+            put(free, (end - key) << key_bits | key, lo)
     if capacity is None:
         low = 0
     return AllocatorPeaks(
-        allocated_bytes=peak,
-        reserved_bytes=reserved_peak,
+        allocated_bytes=peak << _UNIT,
+        reserved_bytes=reserved_peak << _UNIT,
         out_of_memory=oom,
         capacity_low=low,
         capacity_high=high,

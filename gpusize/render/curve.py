@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from gpusize.render.fit import settings_text
-from gpusize.render.quote import curve_lines
+from gpusize.render.format import human_tokens
 from gpusize.render.text import Style, paragraph
 from gpusize.reports.curve import CurveReport
+from gpusize.serving.curve import CurvePoint
 
-__all__ = ["curve_chart_svg", "render_curve"]
+__all__ = ["curve_chart_svg", "curve_lines", "render_curve"]
 
 
 def _head(report: CurveReport) -> str:
@@ -41,3 +42,21 @@ def render_curve(report: CurveReport, width: int, style: Style) -> str:
     )
     lines += [paragraph(f"Note: {n}", width) for n in a.notes]
     return "\n".join(lines) + "\n"
+
+
+def curve_lines(points: tuple[CurvePoint, ...] | list[CurvePoint], width: int = 80) -> list[str]:
+    """One bar per context length, each line at most `width` characters (the bar at most 40)."""
+    top = max((p.max_concurrency for p in points), default=0) or 1
+    tails = [f"{p.max_concurrency:,.1f}" + _point_note(p) for p in points]
+    bar_width = max(10, min(40, width - 7 - max((len(t) for t in tails), default=0)))
+    lines = []
+    for p, tail in zip(points, tails, strict=True):
+        bar = "#" * max(1, round(p.max_concurrency / top * bar_width)) if p.max_concurrency else ""
+        lines.append(f"{human_tokens(p.context_tokens):>5} {bar:<{bar_width}} {tail}")
+    return lines
+
+
+def _point_note(p: CurvePoint) -> str:
+    if not p.fits:
+        return " (does not fit)"
+    return " (thin margin)" if p.thin_margin else ""

@@ -8,7 +8,7 @@ from gpusize.core.reserves import Reserve
 from gpusize.core.runtime import TORCH_CUDA_CONTEXT_BYTES
 from gpusize.core.suggest import Suggestion
 from gpusize.render.format import fmt_gib, fmt_int, human_tokens
-from gpusize.render.table import Column, render_table
+from gpusize.render.table import NEAREST, VERDICT_STYLES, Column, render_table
 from gpusize.render.text import Style, paragraph, said_once
 from gpusize.reports.fit import FitReport
 
@@ -24,13 +24,6 @@ __all__ = [
     "settings_text",
     "suggestion_lines",
 ]
-
-VERDICT_STYLES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("yes", ("green",)),
-    ("yes, thin margin", ("yellow",)),
-    ("yes, queues", ("yellow",)),
-    ("NO", ("red", "bold")),
-)
 
 
 def _split(c: Candidate, engine: str) -> str:
@@ -182,10 +175,6 @@ def _reserve_rows(whole: tuple[Reserve, ...], per: tuple[Reserve, ...] | None) -
         how = ("estimate: " if r.estimate else "") + r.how
         rows.append([r.name.replace("_", " "), fmt_gib(r.bytes), *each, how])
     return rows
-
-
-#: Rows of the default `fit` table beside the pick (`--all` shows one row per GPU type).
-NEAREST = 3
 
 
 def candidates_table(

@@ -6,12 +6,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from gpusize.render.curve import curve_lines
 from gpusize.render.format import fmt_float, fmt_gib, fmt_int, fmt_range, human_tokens
 from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, block, paragraph, safe, said_once
 from gpusize.reports.quote import QuoteReport
 from gpusize.serving.layouts import THIN_MARGIN_NOTE
-from gpusize.serving.quote import CurvePoint, Option, memory_parts, option_layout
+from gpusize.serving.quote import Option, memory_parts, option_layout
 
 __all__ = [
     "quote_headline",
@@ -93,24 +94,6 @@ def memory_bar(parts: list[tuple[str, int]], width: int = 40) -> str:
     """A stacked bar of the per-GPU memory breakdown; letters carry the meaning."""
     total = sum(v for _, v in parts) or 1
     return "".join(BAR_LETTERS[name] * round(value / total * width) for name, value in parts)
-
-
-def curve_lines(points: tuple[CurvePoint, ...] | list[CurvePoint], width: int = 80) -> list[str]:
-    """One bar per context length, each line at most `width` characters (the bar at most 40)."""
-    top = max((p.max_concurrency for p in points), default=0) or 1
-    tails = [f"{p.max_concurrency:,.1f}" + _point_note(p) for p in points]
-    bar_width = max(10, min(40, width - 7 - max((len(t) for t in tails), default=0)))
-    lines = []
-    for p, tail in zip(points, tails, strict=True):
-        bar = "#" * max(1, round(p.max_concurrency / top * bar_width)) if p.max_concurrency else ""
-        lines.append(f"{human_tokens(p.context_tokens):>5} {bar:<{bar_width}} {tail}")
-    return lines
-
-
-def _point_note(p: CurvePoint) -> str:
-    if not p.fits:
-        return " (does not fit)"
-    return " (thin margin)" if p.thin_margin else ""
 
 
 def render_quote(report: QuoteReport, width: int, style: Style) -> str:

@@ -16,9 +16,20 @@ from typing import Literal
 from gpusize.dataclass import dataclass
 from gpusize.render.text import Style, paragraph, safe
 
-__all__ = ["Column", "render_table"]
+__all__ = ["NEAREST", "VERDICT_STYLES", "Column", "render_table"]
 
 GAP = "  "
+
+#: The styles of a "fits" column's verdicts (fit, which, serve, train).
+VERDICT_STYLES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("yes", ("green",)),
+    ("yes, thin margin", ("yellow",)),
+    ("yes, queues", ("yellow",)),
+    ("NO", ("red", "bold")),
+)
+
+#: Rows of the default `fit` and `train` tables beside the pick (`--all` shows one row per GPU type).
+NEAREST = 3
 
 
 @dataclass(frozen=True)

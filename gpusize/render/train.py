@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from gpusize.render.fit import NEAREST, VERDICT_STYLES
 from gpusize.render.format import fmt_float, fmt_gib, human_tokens
-from gpusize.render.table import Column, render_table
+from gpusize.render.table import NEAREST, VERDICT_STYLES, Column, render_table
 from gpusize.render.text import Style, paragraph, said_once
 from gpusize.reports.train import TrainCandidate, TrainReport
 

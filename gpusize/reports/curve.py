@@ -22,7 +22,7 @@ from gpusize.reports.common import (
     model_facts,
 )
 from gpusize.reports.fit import model_notes
-from gpusize.serving.quote import CurvePoint, concurrency_curve
+from gpusize.serving.curve import CurvePoint, concurrency_curve
 
 __all__ = ["CurveAssumptions", "CurveReport", "build_curve"]
 

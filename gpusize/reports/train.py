@@ -8,7 +8,7 @@ none does, and, given a token budget, time and cost on 1 versus N GPUs.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from gpusize import __version__
 from gpusize.core.gpu import GpuSpec
@@ -16,17 +16,19 @@ from gpusize.core.model import ResolvedModel
 from gpusize.core.network import MAX_NODES, NodePlan
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replace
 from gpusize.reports.common import ModelFacts, model_facts
 from gpusize.reports.train_assumptions import TrainAssumptions, train_assumptions
 from gpusize.training import speed, speed_fit, time_cost
 from gpusize.training.anatomy import trainable_params
 from gpusize.training.device import train_memory
-from gpusize.training.nodes import NodeStep, node_step, shard_degree
 from gpusize.training.peak import TrainMemory
 from gpusize.training.plan import Suggestion, TrainCandidate, candidate_counts, evaluate, pick, suggest
 from gpusize.training.setup import TrainSetup
-from gpusize.training.suggest import TrainSuggestion, train_fixes
+
+if TYPE_CHECKING:
+    from gpusize.training.nodes import NodeStep
+    from gpusize.training.suggest import TrainSuggestion
 
 __all__ = [
     "Suggestion",
@@ -207,9 +209,23 @@ def build_train_report(
         chosen is not None,
         plan,
         rows,
-        () if chosen else train_fixes(spec, setup, tuple(gpus), others, fixed_count, max_count),
+        () if chosen else _fixes(spec, setup, tuple(gpus), others, fixed_count, max_count),
         time_info(spec, setup, plan_gpu, tokens, max_count) if plan_gpu and tokens else None,
     )
+
+
+def _fixes(
+    spec: ModelSpec,
+    setup: TrainSetup,
+    gpus: tuple[GpuSpec, ...],
+    others: tuple[GpuSpec, ...],
+    fixed_count: int | None,
+    max_count: int,
+) -> tuple[TrainSuggestion, ...]:
+    """training.suggest.train_fixes: what would make the job fit."""
+    from gpusize.training.suggest import train_fixes  # start-up: only a job that fits nowhere
+
+    return train_fixes(spec, setup, gpus, others, fixed_count, max_count)
 
 
 def _nodes_report(
@@ -223,6 +239,8 @@ def _nodes_report(
 ) -> TrainReport:
     """The job on every GPU of `plan`'s servers, per GPU type: memory per GPU at the layout's shard
     degree, the step over the link and, with a budget, the job's time and cost (first GPU that fits)."""
+    from gpusize.training.nodes import node_step, shard_degree  # start-up: only a plan over servers
+
     n = plan.nodes * plan.gpus_per_node
     sharding = "hsdp" if hsdp else setup.sharding
     rows = []

@@ -3,12 +3,12 @@ the peak's definition and the notes the setup needs, for the footer and the JSON
 
 from __future__ import annotations
 
-from dataclasses import field, replace
+from dataclasses import field
 
 from gpusize.core import runtime
 from gpusize.core.gpu import VENDOR_TERMS, GpuSpec, VendorTerms
 from gpusize.core.spec import ModelSpec
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replace
 from gpusize.reports.common import price_note
 from gpusize.training import speed, speed_fit
 from gpusize.training.activations import checkpoint_bytes_per_token

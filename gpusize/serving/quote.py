@@ -12,11 +12,12 @@ from typing import Any
 
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.plan import TP_SIZES, Candidate, PerGpu, smallest_fit
+from gpusize.core.plan import TP_SIZES, PerGpu, smallest_fit
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.dataclass import dataclass, replace
 from gpusize.serving import economics
+from gpusize.serving.curve import CurvePoint, concurrency_curve
 from gpusize.serving.layouts import Demand, Layout, compare, recommend, repriced
 from gpusize.serving.load import SpeedRange
 from gpusize.serving.plan_key import plan_key
@@ -449,52 +450,6 @@ def rank(options: list[Option], per_user: bool = False) -> list[Option]:
         return (tier, grade, money if money else float("inf"), o.num_gpus * (o.servers or 1), o.gpu)
 
     return sorted(options, key=key)
-
-
-# --------------------------------------------------------------------------- curve
-
-
-@dataclass(frozen=True)
-class CurvePoint:
-    """One context length of a curve: the concurrency the plan holds there and whether it fits."""
-
-    context_tokens: int
-    max_concurrency: float
-    #: The plan holds `users` sequences of this context, and whether by a thin margin
-    #: (core/plan.thin_margin, the rule of every command).
-    fits: bool
-    thin_margin: bool = False
-
-
-def concurrency_curve(
-    spec: ModelSpec,
-    gpu: GpuSpec,
-    tp: int,
-    work: Workload,
-    points: int = 10,
-    users: int = 1,
-    nodes: int = 1,
-) -> list[CurvePoint]:
-    """Maximum concurrent sequences against context, doubling from 1k up to the model's maximum; the
-    workload is the one sized (same weights, KV dtype and engine settings), with `users` sequences.
-    `nodes` > 1: the engine's plan over that many servers (TP=8 x PP=nodes, as `fit --nodes`)."""
-    limit = spec.max_context or 131072
-    model = engine(work.engine.name)
-    evaluate = model.evaluate
-    across = model.nodes
-    if nodes > 1 and across is not None:
-
-        def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
-            assert across is not None
-            return across(spec, gpu, nodes, work)
-
-    out: list[CurvePoint] = []
-    ctx = 1024
-    while ctx <= limit and len(out) < points:
-        c = evaluate(spec, gpu, tp, work.with_context(ctx, batch=users))
-        out.append(CurvePoint(ctx, c.max_concurrency or 0.0, c.fits, c.thin_margin))
-        ctx *= 2
-    return out
 
 
 def memory_parts(option: Option) -> list[tuple[str, int]]:

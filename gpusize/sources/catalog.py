@@ -97,10 +97,19 @@ def validated_rows(path: Path, kind: str) -> list[dict[str, Any]]:
     """The entries of one catalog file as validated plain dicts ('gpus' or 'models'): a bundled one from
     the validated copy shipped beside it (`sources.shipped`), else cached (`sources.catalog_cache`:
     keyed by the BLAKE2b digest of the bytes, shape-checked on read)."""
+    types = row_types_of(kind)
+    bundled = path == data_dir() / f"{kind}.yaml"
+    if bundled:
+        known = _known_digest(path)
+        rows = shipped.rows(path, kind, known, types) if known is not None else None
+        if known is not None and rows is not None:  # the shipped copy of the bytes an earlier run hashed
+            _DIGESTS[path] = known
+            return rows
     raw = _read_bytes(path)
     digest = _DIGESTS[path] = catalog_cache.digest_of(raw)
-    types = row_types_of(kind)
-    rows = shipped.rows(path, kind, digest, types) if path == data_dir() / f"{kind}.yaml" else None
+    rows = shipped.rows(path, kind, digest, types) if bundled else None
+    if rows is not None:
+        _remember_digest(path, digest)
     if rows is None:
         rows = catalog_cache.load(kind, digest, types)
     if rows is None:
@@ -543,14 +552,36 @@ def shipped_text(kind: str, digest: str, rows: list[dict[str, Any]]) -> str:
     return shipped.text(kind, digest, rows, row_types_of(kind), shipped_index(kind, rows))
 
 
+def _known_digest(path: Path) -> str | None:
+    """The digest of a bundled file's bytes as an earlier run found them at its size and modification
+    time (catalog_cache.known_digest): used only to accept the validated copy shipped beside it."""
+    (_, size, mtime_ns) = _identities((path,))[0]
+    return catalog_cache.known_digest(path, size, mtime_ns) if size >= 0 else None
+
+
+def _remember_digest(path: Path, digest: str) -> None:
+    """Record a bundled file's digest once its shipped copy was found to match it."""
+    (_, size, mtime_ns) = _identities((path,))[0]
+    if size >= 0:
+        catalog_cache.remember_digest(path, size, mtime_ns, digest)
+
+
 @functools.lru_cache(maxsize=4)
 def _indexed(kind: str, identity: _Identity) -> shipped.Indexed | None:
-    path = identity[0]
+    path, types = identity[0], row_types_of(kind)
+    known = _known_digest(path)
+    found = shipped.indexed(path, kind, known, types) if known is not None else None
+    if known is not None and found is not None:  # the shipped copy of the bytes an earlier run hashed
+        _DIGESTS.setdefault(path, known)
+        return found
     try:
         digest = catalog_cache.digest_of(_read_bytes(path))
     except CatalogError:
         return None  # the whole-catalog path says what is wrong
-    return shipped.indexed(path, kind, digest, row_types_of(kind))
+    found = shipped.indexed(path, kind, digest, types)
+    if found is not None:
+        _remember_digest(path, digest)
+    return found
 
 
 def _bundled(kind: str, names: tuple[str, ...]) -> dict[str, Any] | None:

@@ -20,6 +20,10 @@ anything else (invalid JSON, a stale or foreign file) is ignored and rebuilt. Th
 values are not validated again: the digest ties them to bytes gpusize validated itself, and
 re-validating would cost what the cache saves (pydantic's import alone). Writing is atomic (temp
 file + rename); a cache folder that cannot be written only costs the speed-up.
+
+Beside them, `bundled-digests-<format>.json` remembers the digest of each bundled YAML file by its
+size and modification time (`known_digest`), so that a run accepts the validated copy shipped with
+the package (`sources.shipped`) without hashing the YAML; it is never used to look up a cache file.
 """
 
 from __future__ import annotations
@@ -39,7 +43,18 @@ try:  # start-up: hashlib loads OpenSSL (2.3 ms measured with -X importtime); _b
 except ImportError:  # pragma: no cover - a Python built without the module
     from hashlib import blake2b
 
-__all__ = ["CACHE_ENV", "CACHE_FORMAT", "cache_dir", "digest_of", "load", "read", "row_types", "store"]
+__all__ = [
+    "CACHE_ENV",
+    "CACHE_FORMAT",
+    "cache_dir",
+    "digest_of",
+    "known_digest",
+    "load",
+    "read",
+    "remember_digest",
+    "row_types",
+    "store",
+]
 
 #: Where validated catalogs are cached (default: $XDG_CACHE_HOME/gpusize or ~/.cache/gpusize);
 #: set it to an empty string to turn the cache off.
@@ -73,6 +88,57 @@ def cache_dir() -> Path | None:
         return Path(configured) if configured else None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "gpusize"
+
+
+#: The digests of the bundled catalog files as earlier runs found them: path -> [size, mtime_ns, digest].
+_DIGEST_MEMO = f"bundled-digests-{CACHE_FORMAT}.json"
+#: Most entries kept in it.
+_DIGESTS_KEPT = 64
+
+
+@functools.cache
+def _digest_memo() -> dict[str, Any]:
+    folder = cache_dir()
+    if folder is None:
+        return {}
+    try:
+        memo = json.loads((folder / _DIGEST_MEMO).read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return memo if isinstance(memo, dict) else {}
+
+
+def known_digest(path: Path, size: int, mtime_ns: int) -> str | None:
+    """The digest an earlier run computed for the bytes of `path` when it had this size and
+    modification time (`remember_digest`), or None: the bundled YAML is hashed only to check that
+    the validated copy shipped beside it was made from it, and hashing it was ~16M instructions
+    of every command (bench/RESULTS.md, issue 24). Trust: the caller uses it only to accept the
+    shipped file (whose own digest it must equal), never to look up the cache, so a forged entry
+    can at worst make an edited YAML in the installed package read as its shipped copy."""
+    entry = _digest_memo().get(str(path))
+    if isinstance(entry, list) and len(entry) == 3 and entry[:2] == [size, mtime_ns]:
+        digest = entry[2]
+        return digest if isinstance(digest, str) else None
+    return None
+
+
+def remember_digest(path: Path, size: int, mtime_ns: int, digest: str) -> None:
+    """Record the digest of `path` at this size and modification time for later runs (atomic: a
+    file of this process, then renamed; any failure only loses the speed-up)."""
+    folder = cache_dir()
+    if folder is None or known_digest(path, size, mtime_ns) == digest:
+        return
+    memo = _digest_memo()
+    if len(memo) >= _DIGESTS_KEPT:  # installs come and go (one entry per bundled file of each)
+        memo.clear()
+    memo[str(path)] = [size, mtime_ns, digest]
+    tmp = folder / f".{_DIGEST_MEMO}.{os.getpid()}.tmp"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(json.dumps(memo, separators=(",", ":")).encode())
+        os.replace(tmp, folder / _DIGEST_MEMO)
+    except (OSError, ValueError):
+        return
 
 
 @functools.cache

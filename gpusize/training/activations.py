@@ -23,10 +23,10 @@ bench/train_calibration.md records the fit.
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 
 from gpusize.core.kinds import mixer_kind, mixer_parts
 from gpusize.core.spec import LayerSpec, ModelSpec
+from gpusize.dataclass import replace
 from gpusize.training.anatomy import Linear, mixer_linears, mlp_linears
 from gpusize.training.quantized import bnb_saved_input_bytes, fp32_stream, linear_output_bytes
 from gpusize.training.setup import LSE_BYTES, TrainSetup, autocast_amp, state_bytes

@@ -7,10 +7,10 @@ sequence and the largest micro-batch that fit.
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 
 from gpusize.core import allocator
 from gpusize.core.spec import ModelSpec
+from gpusize.dataclass import replace
 from gpusize.training.activations import (
     autocast_cache_bytes,
     backward_working_bytes,

@@ -8,13 +8,11 @@ replicate across servers). Every time here is an ESTIMATE.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from gpusize.core import network
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.network import NodePlan
 from gpusize.core.spec import ModelSpec
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replace
 from gpusize.training import speed, time_cost
 from gpusize.training.anatomy import trainable_params
 from gpusize.training.setup import TrainSetup, state_bytes

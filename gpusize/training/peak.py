@@ -7,12 +7,12 @@ caching allocator's cache to make what nvidia-smi shows.
 from __future__ import annotations
 
 import functools
-from dataclasses import field, replace
+from dataclasses import field
 from typing import NamedTuple
 
 from gpusize.core import allocator, runtime
 from gpusize.core.spec import ModelSpec
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replace
 from gpusize.training.activations import (
     activations_bytes,
     autocast_cache_bytes,

@@ -4,12 +4,10 @@ naming only levers the job has not pulled yet."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replace
 from gpusize.training.device import largest_batch, largest_seq, train_memory
 from gpusize.training.peak import TrainMemory, allocated_memory, per_gpu_setup
 from gpusize.training.setup import SHARD_STAGE, TrainSetup

@@ -10,7 +10,7 @@ memory; among equals the least intrusive lever).
 
 from __future__ import annotations
 
-from dataclasses import field, replace
+from dataclasses import field
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Change
@@ -18,7 +18,7 @@ from gpusize.core.plan import TP_SIZES
 from gpusize.core.search import Ranking, first_fit, undominated
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import OTHER_GPU_TYPES
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replace
 from gpusize.training.plan import TrainCandidate, evaluate, fits
 from gpusize.training.setup import UNSLOTH, TrainSetup
 

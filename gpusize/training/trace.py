@@ -111,17 +111,16 @@ def _head(spec: ModelSpec) -> int:
 def train_trace(spec: ModelSpec, s: StepSizes, steps: int = 2) -> Trace:
     """Load, then `steps` training steps of one micro-batch each."""
     t = Trace()
-    for size in _pieces(spec, s.weights, True) + _pieces(spec, s.master, True):
-        t.alloc(size)
+    t.allocs(_pieces(spec, s.weights, True) + _pieces(spec, s.master, True))
     if s.ddp_buckets:
-        for size in _chunks(s.buffers, max(1, s.buffers // DDP_BUCKET_BYTES)):
-            t.alloc(size)
+        t.allocs(_chunks(s.buffers, max(1, s.buffers // DDP_BUCKET_BYTES)))
     else:
         t.alloc(s.buffers)
     grads = _pieces(spec, s.grads, s.trainable_full)
-    held_grads = [] if s.fresh_grads else [t.alloc(g) for g in grads]
+    held_grads = [] if s.fresh_grads else t.allocs(grads)
     have_states = False
     layers = len(spec.layers)
+    saved_tensors, working_tensors = _tensors(s, s.layer_saved), _tensors(s, s.working)  # every layer's
     for _ in range(steps):
         copies = _pieces(spec, s.autocast_cache, True)
         head_copy = copies.pop(_head(spec)) if copies else 0
@@ -130,22 +129,19 @@ def train_trace(spec: ModelSpec, s: StepSizes, steps: int = 2) -> Trace:
         kept: list[list[int]] = []
         for i in range(layers):
             gathered = t.alloc(s.gathered_layer)
-            cache += [t.alloc(c) for c in copies[i * per_copy : (i + 1) * per_copy]]
+            cache += t.allocs(copies[i * per_copy : (i + 1) * per_copy])
             if s.checkpoint:
                 kept.append([t.alloc(s.checkpoint)])
-                work = [t.alloc(c) for c in _tensors(s, s.layer_saved)]
-                for w in work:
-                    t.free(w)
+                t.frees(t.allocs(saved_tensors))
             else:
-                kept.append([t.alloc(c) for c in _tensors(s, s.layer_saved)])
+                kept.append(t.allocs(saved_tensors))
             t.free(gathered)
         head = t.alloc(s.head)
         cache.append(t.alloc(head_copy))
-        loss = [t.alloc(size) for size in s.loss_forward]
+        loss = t.allocs(s.loss_forward)
         if len(loss) == 3:  # logits, their fp32 copy (dies after log_softmax), the log-softmax
             t.free(loss[1])
-        for c in cache:  # autocast's weight cache dies when the autocast context exits
-            t.free(c)
+        t.frees(cache)  # autocast's weight cache dies when the autocast context exits
         if loss:  # the model output goes before backward
             t.free(loss[0])
         new_grads = [] if not s.fresh_grads else list(grads)
@@ -161,8 +157,7 @@ def train_trace(spec: ModelSpec, s: StepSizes, steps: int = 2) -> Trace:
                 head_grads.append(t.alloc(new_grads.pop(_head(spec))))
             t.free(low)
         else:  # the logits' gradients reuse what the loss forward leaves
-            for h in loss[1:]:
-                t.free(h)
+            t.frees(loss[1:])
             for size in s.loss_backward:
                 t.temp(size)
             if new_grads and s.trainable_full:
@@ -173,21 +168,17 @@ def train_trace(spec: ModelSpec, s: StepSizes, steps: int = 2) -> Trace:
         for _layer in range(layers):
             gathered = t.alloc(s.gathered_layer)
             saved = kept.pop()
-            recomputed = [t.alloc(c) for c in _tensors(s, s.layer_saved)] if s.checkpoint else []
-            work = [t.alloc(c) for c in _tensors(s, s.working)]
-            made += [t.alloc(g) for g in new_grads[-per_layer:]]
+            recomputed = t.allocs(saved_tensors) if s.checkpoint else []
+            work = t.allocs(working_tensors)
+            made += t.allocs(new_grads[-per_layer:])
             del new_grads[-per_layer:]
-            for h in work + recomputed + saved:
-                t.free(h)
+            t.frees(work + recomputed + saved)
             t.free(gathered)
-        made += [t.alloc(g) for g in new_grads]
-        if not have_states:
-            for size in _pieces(spec, s.states // 2, s.trainable_full):  # exp_avg, exp_avg_sq
-                t.alloc(size)
-                t.alloc(size)
+        made += t.allocs(new_grads)
+        if not have_states:  # exp_avg, exp_avg_sq
+            t.allocs([x for size in _pieces(spec, s.states // 2, s.trainable_full) for x in (size, size)])
             have_states = True
-        temps = [t.alloc(c) for c in _pieces(spec, s.step_temp, s.trainable_full)]
-        for h in temps + made:
-            t.free(h)
+        temps = t.allocs(_pieces(spec, s.step_temp, s.trainable_full))
+        t.frees(temps + made)
     del held_grads
     return t

@@ -153,3 +153,17 @@ def test_a_replayer_gives_what_a_fresh_replay_gives(
     assert replayer.free == replay(t, expandable_segments=expandable)
     for mib in mibs:
         assert replayer.at(mib * MIB) == replay(t, expandable_segments=expandable, capacity=mib * MIB)
+
+
+@given(st.lists(st.integers(-3, 5 * MIB), max_size=40), st.integers(0, 4))
+def test_allocs_and_frees_write_the_events_of_one_call_each(sizes: list[int], before: int) -> None:
+    one, bulk = Trace(), Trace()
+    for t in (one, bulk):
+        for _ in range(before):
+            t.alloc(1)
+    handles = [one.alloc(size) for size in sizes]
+    for h in reversed(handles):
+        one.free(h)
+    assert bulk.allocs(sizes) == handles
+    bulk.frees(handles[::-1])
+    assert bulk == one

@@ -53,4 +53,61 @@ def test_a_run_reads_the_bundled_catalogs_without_yaml(tmp_path: Path, cache: st
     env.pop("GPUSIZE_GPUS", None)
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert not any(folder.iterdir())
+    # no catalog is validated or cached; a folder that is writable after all (as root) may get the
+    # digest memo of the bundled files (test_a_remembered_digest_is_used_only_for_the_shipped_copy)
+    written = [p.name for p in folder.iterdir()]
+    assert written == [] if os.geteuid() != 0 else set(written) <= {catalog_cache._DIGEST_MEMO}
+
+
+def _fresh(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPUSIZE_CACHE_DIR", str(folder))
+    catalog_cache._digest_memo.cache_clear()
+    catalog._indexed.cache_clear()
+    catalog._DIGESTS.clear()
+
+
+def test_a_remembered_digest_is_used_only_for_the_shipped_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, types = catalog.data_dir() / "gpus.yaml", catalog.row_types_of("gpus")
+    shipped_rows = shipped.rows(path, "gpus", catalog_cache.digest_of(path.read_bytes()), types)
+    _fresh(tmp_path, monkeypatch)
+    assert catalog.validated_rows(path, "gpus") == shipped_rows  # hashed, then remembered
+    memo = json.loads((tmp_path / catalog_cache._DIGEST_MEMO).read_bytes())
+    stat = path.stat()
+    assert memo[str(path)] == [stat.st_size, stat.st_mtime_ns, catalog_cache.digest_of(path.read_bytes())]
+
+    def refused(raw: bytes) -> str:
+        raise AssertionError("hashed although the digest was remembered")
+
+    _fresh(tmp_path, monkeypatch)
+    with monkeypatch.context() as patched:
+        patched.setattr(catalog_cache, "digest_of", refused)
+        assert catalog.validated_rows(path, "gpus") == shipped_rows
+        assert catalog._indexed("gpus", catalog._identities((path,))[0]) is not None
+
+    # a forged entry (another digest at the same size and time) never reaches the cache: the file is
+    # hashed and the shipped copy of its true bytes answers, not a cache file planted for the forgery
+    forged = "f" * 64
+    (tmp_path / catalog_cache._DIGEST_MEMO).write_text(
+        json.dumps({str(path): [stat.st_size, stat.st_mtime_ns, forged]})
+    )
+    planted = [{**shipped_rows[0], "name": "FORGED-GPU"}] if shipped_rows else []
+    catalog_cache.store("gpus", forged, planted, types)
+    assert catalog_cache.load("gpus", forged, types) == planted
+    _fresh(tmp_path, monkeypatch)
+    assert catalog.validated_rows(path, "gpus") == shipped_rows
+    assert catalog._indexed("gpus", catalog._identities((path,))[0]) is not None
+
+    # another size or time: hashed again
+    (tmp_path / catalog_cache._DIGEST_MEMO).write_text(
+        json.dumps(
+            {str(path): [stat.st_size, stat.st_mtime_ns + 1, catalog_cache.digest_of(path.read_bytes())]}
+        )
+    )
+    _fresh(tmp_path, monkeypatch)
+    hashed: list[bytes] = []
+    real = catalog_cache.digest_of
+    monkeypatch.setattr(catalog_cache, "digest_of", lambda raw: hashed.append(raw) or real(raw))
+    assert catalog.validated_rows(path, "gpus") == shipped_rows
+    assert hashed == [path.read_bytes()]
