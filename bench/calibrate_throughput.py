@@ -152,6 +152,12 @@ def multinode_records() -> list[dict[str, Any]]:
     return [r for r in _document()["records"] if r["use"].get("nodes", 1) > 1]
 
 
+def record_arch(rec: Record) -> str:
+    """The architecture group a record's figures are validated and ranged in (`load.speed_arch`)."""
+    s = scenario(rec.id)
+    return load.speed_arch(s.spec, s.work, s.gpu)
+
+
 def load_records() -> list[Record]:
     """The one-server records (multinode_records are left out)."""
     out = []
@@ -382,7 +388,7 @@ def breakdown(table: list[Row]) -> dict[tuple[str, str, str], tuple[int, float, 
         if r.set != "holdout" or row.kind != "decode" or row.error is None:
             continue
         s = scenario(r.id)
-        key = (r.group, "MoE" if s.spec.moe else "dense", s.gpu.segment)
+        key = (r.group, record_arch(r), s.gpu.segment)
         groups.setdefault(key, []).append((abs(row.error), row.figure in r.known_miss))
     out = {}
     for key, errors in sorted(groups.items()):
@@ -1005,7 +1011,7 @@ def validation_groups(
         r = row.record
         values = {
             "engine": r.group,
-            "arch": "MoE" if scenario(r.id).spec.moe else "dense",
+            "arch": record_arch(r),
             "band": band(r.concurrency),
             "metric": row.kind,
         }
@@ -1175,7 +1181,7 @@ def loso_result_rows(loso: list[Row]) -> list[dict[str, Any]]:
                 "source": r.source,
                 "figure": row.figure,
                 "engine": r.group,
-                "arch": "MoE" if scenario(r.id).spec.moe else "dense",
+                "arch": record_arch(r),
                 "band": band(r.concurrency),
                 "metric": row.kind,
                 "known_miss": row.figure in r.known_miss,
@@ -1229,7 +1235,7 @@ def print_ranges(loso: list[Row]) -> None:
                 continue
             name, _, vendor = engine.partition("/")
             at = next(lo for lo, _, b in load.BANDS if b == where)
-            got = load.speed_range(name, vendor or "NVIDIA", arch == "MoE", at, metric)
+            got = load.speed_range(name, vendor or "NVIDIA", arch, at, metric)
             shown = "its own" if got.basis == "group" else "not calibrated"
             if got.basis == "engine":
                 shown = f"{got.low:g}-{got.high:g}x (engine's, widened)"

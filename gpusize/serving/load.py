@@ -20,7 +20,14 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.dataclass import dataclass
 from gpusize.serving import calibrated, speed_ranges
-from gpusize.serving.throughput import LlamaCppPlacement, Speed, decode_step, prefill_seconds, speed_on
+from gpusize.serving.throughput import (
+    LlamaCppPlacement,
+    Speed,
+    decode_step,
+    kernel_rate,
+    prefill_seconds,
+    speed_on,
+)
 
 __all__ = [
     "ACROSS_SERVERS_MEASURED",
@@ -155,7 +162,7 @@ class SpeedRange:
 
     metric: str
     engine: str  # the engine, "/<vendor>" on a GPU other than NVIDIA's
-    arch: str  # dense | MoE
+    arch: str  # ARCH_WORDS' keys: dense | MoE | MoE-MXFP4
     band: str  # sequences in flight per engine instance (`BANDS`)
     figures: int  # out-of-sample figures of the group
     mean_error: float | None  # their mean |predicted / measured - 1|
@@ -179,7 +186,7 @@ class SpeedRange:
 
     def where(self) -> str:
         """The group in words, without the metric: "vLLM on AMD MoE, 2-7 in flight"."""
-        return f"{self.who()} {self.arch}, {self.band} in flight"
+        return f"{self.who()} {ARCH_WORDS.get(self.arch, self.arch)}, {self.band} in flight"
 
     def words(self) -> str:
         """One plain line for the notes of an answer the range is printed with."""
@@ -219,15 +226,30 @@ def speed_group(engine: str, vendor: str, build: str | None = None) -> str:
     return key if key != engine or vendor == "NVIDIA" else f"{engine}/{vendor}"
 
 
+#: The architecture groups a speed estimate is ranged in, and their words: a dense model, a MoE model
+#: whose experts pay the fitted cost per routed expert run, and one whose experts the step prices by
+#: their kernel's weight tiles (`throughput.kernel_rate`: MXFP4 experts, triton_kernels' matmul_ogs,
+#: on NVIDIA GPUs). The two MoE forms are different terms of the model, with errors of their own.
+ARCH_WORDS = {"dense": "dense", "MoE": "MoE", "MoE-MXFP4": "MoE (MXFP4 experts)"}
+
+
+def speed_arch(spec: ModelSpec, work: Workload, gpu: GpuSpec) -> str:
+    """The architecture group (ARCH_WORDS) of `spec` run with `work` on `gpu`."""
+    if spec.moe is None:
+        return "dense"
+    return "MoE-MXFP4" if kernel_rate(spec, work, gpu, speed_on(work, gpu)) else "MoE"
+
+
 def speed_range(
-    engine: str, vendor: str, moe: bool, concurrency: int, metric: str, build: str | None = None
+    engine: str, vendor: str, arch: str, concurrency: int, metric: str, build: str | None = None
 ) -> SpeedRange:
     """The range of a `metric` (decode | aggregate | ttft) estimate for `engine` (its `build`) on a GPU
-    of `vendor`, a dense or MoE model, `concurrency` sequences in flight per engine instance: its
-    group's (`speed_group`), its engine's pooled one when the group has fewer than MIN_RANGE_FIGURES
-    figures (widened to hold them), none ("not calibrated") when the engine has fewer of the metric."""
+    of `vendor`, a model of `arch` (`speed_arch`), `concurrency` sequences in flight per engine
+    instance: its group's (`speed_group`), its engine's pooled one when the group has fewer than
+    MIN_RANGE_FIGURES figures (widened to hold them), none ("not calibrated") when the engine has
+    fewer of the metric."""
     who = speed_group(engine, vendor, build)
-    arch, where = ("MoE" if moe else "dense"), band(concurrency)
+    where = band(concurrency)
     own = speed_ranges.RANGES.get((who, arch, where, metric))
     pooled = speed_ranges.RANGES.get((who, "*", "*", metric))
     figures, error = (own[0], own[1]) if own else (0, None)

@@ -211,7 +211,7 @@ def _layout(
     note: str,
     reason: str | None,
     engine_name: str,
-    moe: bool,
+    arch: str,
 ) -> Layout:
     price = gpu.price_for(nodes * GPUS_PER_NODE)
     fits = reason is None and base is not None and base.per_gpu is not None and capacity >= 1
@@ -237,7 +237,7 @@ def _layout(
     headroom = g.usable_bytes - (g.total_bytes - g.kv_cache_bytes) - kv
     per_kind = load.per_request_metric(in_flight)
     ranges = tuple(  # one engine across servers: no single-server range applies
-        load.across_servers(load.speed_range(engine_name, gpu.vendor, moe, in_flight, m))
+        load.across_servers(load.speed_range(engine_name, gpu.vendor, arch, in_flight, m))
         for m in (per_kind, "aggregate", "ttft")
     )
     per_low, per_high = load.ranged(per_request, ranges[0])
@@ -341,7 +341,7 @@ def _grown(
         "pp": pp,
         "ep": ep,
         "engine_name": work.engine.name,
-        "moe": spec.moe is not None,
+        "arch": load.speed_arch(spec, work, gpu),
     }
     if base is None or not base.fits or base.per_gpu is None:
         return _layout(
@@ -473,7 +473,7 @@ def _expert(
         "pp": 1,
         "ep": ep,
         "engine_name": work.engine.name,
-        "moe": spec.moe is not None,
+        "arch": load.speed_arch(spec, work, gpu),
     }
     base, capacity, why = expert_parallel_plan(spec, gpu, nodes, work, why)
     if base is None or capacity < 1:

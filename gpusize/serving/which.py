@@ -307,7 +307,12 @@ def _fitting(
     )
     tokens = speed.per_sequence_tokens_per_s if speed else None
     rng = load.speed_range(
-        work.engine.name, gpu.vendor, spec.moe is not None, 1, "decode", throughput.build_of(work.engine, gpu)
+        work.engine.name,
+        gpu.vendor,
+        load.speed_arch(spec, work, gpu),
+        1,
+        "decode",
+        throughput.build_of(work.engine, gpu),
     )
     low, high = load.ranged(tokens, rng)
     return replace(

@@ -45,24 +45,24 @@ def test_the_recorded_run_covers_every_record_of_today() -> None:
 
 
 def test_a_group_range_holds_8_in_10_of_its_out_of_sample_ratios() -> None:
-    """Recomputed by hand for one group (vLLM MoE at 2-7 in flight, aggregate): the 10th / 90th
-    percentiles of measured / predicted, a latency figure inverted to a rate."""
+    """Recomputed by hand for one group (vLLM MoE with MXFP4 experts at 2-7 in flight, aggregate): the
+    10th / 90th percentiles of measured / predicted, a latency figure inverted to a rate."""
     rows = [
         d
         for d in _document()["rows"]
-        if (d["engine"], d["arch"], d["band"], d["metric"]) == ("vllm", "MoE", "2-7", "aggregate")
+        if (d["engine"], d["arch"], d["band"], d["metric"]) == ("vllm", "MoE-MXFP4", "2-7", "aggregate")
     ]
     ratios = []
     for d in rows:
         r = d["measured"] / d["predicted"]
         ratios.append(1 / r if d["figure"] in ("ttft_ms", "end_to_end_latency_s") else r)
     deciles = statistics.quantiles(ratios, n=10, method="inclusive")
-    figures, error, low, high = speed_ranges.RANGES[("vllm", "MoE", "2-7", "aggregate")]
+    figures, error, low, high = speed_ranges.RANGES[("vllm", "MoE-MXFP4", "2-7", "aggregate")]
     assert figures == len(rows) >= load.MIN_RANGE_FIGURES
     assert low <= deciles[0] < low + 0.01 and high - 0.01 < deciles[-1] <= high
     inside = sum(low <= x <= high for x in ratios)
     # the inclusive deciles of n ratios leave at most ceil(0.1 (n - 1)) below the 10th and as many
-    # above the 90th percentile: 1 of 10 each side, 2 of 14
+    # above the 90th percentile: 1 of 10 each side
     assert inside >= len(ratios) - 2 * math.ceil(0.1 * (len(ratios) - 1))
     assert error == pytest.approx(
         statistics.fmean(abs(d["predicted"] / d["measured"] - 1) for d in rows), abs=1e-3
@@ -77,19 +77,20 @@ def test_a_time_under_a_rate_metric_is_inverted() -> None:
 
 
 def test_the_lookup_falls_back_to_the_engine_and_never_ranges_from_nothing() -> None:
-    own = load.speed_range("vllm", "NVIDIA", True, 4, "aggregate")
-    assert (own.basis, own.figures, own.low, own.high) == ("group", 14, 0.77, 1.43)
+    own = load.speed_range("vllm", "NVIDIA", "MoE-MXFP4", 4, "aggregate")
+    assert (own.basis, own.figures, own.low, own.high) == ("group", 10, 1.07, 1.17)
     # 4 figures of SGLang dense at 2-7 (0.73-0.91x): the engine's pooled range, which holds them
-    few = load.speed_range("sglang", "NVIDIA", False, 3, "aggregate")
+    few = load.speed_range("sglang", "NVIDIA", "dense", 3, "aggregate")
     pooled = speed_ranges.RANGES[("sglang", "*", "*", "aggregate")]
     own = speed_ranges.RANGES[("sglang", "dense", "2-7", "aggregate")]
     assert few.basis == "engine" and few.figures == 4 and pooled[2] <= own[2] <= own[3] <= pooled[3]
     assert (few.low, few.high) == (pooled[2], pooled[3])
-    # 1 figure of SGLang MoE at 2-7 TTFT (76.8x, a known miss): the pooled range widened to hold it
-    one = load.speed_range("sglang", "NVIDIA", True, 3, "ttft")
+    # 1 figure of SGLang MoE (MXFP4 experts) at 2-7 TTFT (78.5x, a known miss): the pooled range
+    # widened to hold it
+    one = load.speed_range("sglang", "NVIDIA", "MoE-MXFP4", 3, "ttft")
     pooled, own = (
         speed_ranges.RANGES[("sglang", "*", "*", "ttft")],
-        speed_ranges.RANGES[("sglang", "MoE", "2-7", "ttft")],
+        speed_ranges.RANGES[("sglang", "MoE-MXFP4", "2-7", "ttft")],
     )
     assert one.basis == "engine" and one.figures == 1 and own[3] > pooled[3]
     assert (one.low, one.high) == (min(pooled[2], own[2]), own[3])
@@ -99,7 +100,7 @@ def test_the_lookup_falls_back_to_the_engine_and_never_ranges_from_nothing() -> 
         ("vllm", "Intel"),
         ("transformers", "NVIDIA"),
     ):
-        bare = load.speed_range(engine, vendor, False, 1, "decode")
+        bare = load.speed_range(engine, vendor, "dense", 1, "decode")
         assert bare.basis == "none" and bare.low is None and bare.high is None, (engine, vendor)
         assert load.ranged(100.0, bare) == (None, None)
 
@@ -170,8 +171,8 @@ def test_which_ranges_each_speed_by_its_group() -> None:
         assert (rng["metric"], rng["band"]) == ("decode", "1")
         assert m["tokens_per_s_low"] == pytest.approx(m["tokens_per_s"] * rng["low"])
         assert m["tokens_per_s_high"] == pytest.approx(m["tokens_per_s"] * rng["high"])
-    assert {m["speed_range"]["arch"] for m in fitting} == {"dense", "MoE"}
-    assert any("speed range, vLLM MoE, 1 in flight" in n for n in got["assumptions"]["notes"])
+    assert {m["speed_range"]["arch"] for m in fitting} == {"dense", "MoE", "MoE-MXFP4"}
+    assert any("speed range, vLLM MoE (MXFP4 experts), 1 in flight" in n for n in got["assumptions"]["notes"])
 
 
 def test_the_recorded_run_is_of_todays_model() -> None:
@@ -201,4 +202,4 @@ def test_the_disaggregated_split_says_not_calibrated() -> None:
     assert "speed not calibrated for the disaggregated split: no range shown" in said
     # more than one published P/D run is recorded (tests/data/pd_records.yaml), each missing a figure
     assert "one published" not in said
-    assert "1 is reproduced on all of TTFT, per-user decode speed and throughput" in said
+    assert "4 are reproduced on all of TTFT, per-user decode speed and throughput" in said
