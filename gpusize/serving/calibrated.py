@@ -21,9 +21,9 @@ Decode step time on one GPU group (`gpusize.serving.throughput.decode_step`):
            + max(bytes read / (bandwidth x bandwidth_efficiency), flops / (TFLOPS x prefill_mfu))
            + per MoE layer max(0, tile weights / 1e6 x moe_mweight_s / SMs - expert bytes / (bandwidth
               x bandwidth_efficiency)): the MoE kernel at the slower of its bytes over the bandwidth and
-              its weight tiles over the SMs, in place of expert_s, for a kernel family with a fitted
-              rate on an NVIDIA GPU (`throughput.kernel_rate`: matmul_ogs, MXFP4 experts; fused_moe's
-              rate was tried and not adopted, bench/VALIDATION.md)
+              its weight tiles over the SMs (x ROCM_KERNEL_FLOOR_FACTOR on AMD), in place of expert_s,
+              for a kernel family with a fitted rate (`throughput.kernel_rate`: matmul_ogs, MXFP4
+              experts; fused_moe's rate was tried and not adopted, bench/VALIDATION.md)
            + tensor-parallel all-reduces (ALLREDUCE_NVLINK_S each over NVLink, ALLREDUCE_HOP_S per
              ring step over PCIe, + bytes / link bandwidth)
 Prefill: flops / (TFLOPS x prefill_mfu) + the all-reduces of the prompt's activations; time to first
@@ -140,7 +140,7 @@ _VLLM = EngineSpeed(
     expert_s=4.46e-06,
     moe_layer_s=4.7e-06,
     # MXFP4 experts (gpt-oss) run triton_kernels' matmul_ogs, priced by its weight tiles over the SMs
-    # on NVIDIA GPUs (`throughput.kernel_rate`); the fused_moe experts pay `expert_s` a run
+    # (`throughput.kernel_rate`; on AMD times ROCM_KERNEL_FLOOR_FACTOR); fused_moe experts pay `expert_s`
     moe_mweight_s={"matmul_ogs": 2.8e-05},
     sequence_s=8.88e-05,
     prefill_mfu=0.517,
@@ -244,10 +244,11 @@ ALLREDUCE_NVLINK_S = 1e-05
 #: `moe_layer_s`), fitted on NVIDIA under CUDA graphs, are this many times longer under ROCm's HIP
 #: graphs, whose dispatch of each captured kernel costs more (ROCm/rocm-systems issue 10834: HIP graph
 #: replay 3-10x Vulkan's cost per dispatch, on RDNA 3). The per-routed-expert cost is not scaled (the
-#: experts run inside one fused kernel launch). Fitted on the AMD calibration records alone: ROCm vLLM
+#: experts run inside one fused kernel launch); the MXFP4 kernel's tile time is (`throughput.
+#: _moe_kernel_s`: a rate fitted on NVIDIA GPUs). Fitted on the AMD calibration records alone: ROCm vLLM
 #: on MI300X (ROCm/vllm docs/dev-docker, Llama-3.1-70B/405B FP8 TP=8; InferenceX PR #1092,
 #: gpt-oss-120b TP=8); the NVIDIA floors left every AMD single-stream figure 29-44% too fast.
-ROCM_KERNEL_FLOOR_FACTOR = 2.07
+ROCM_KERNEL_FLOOR_FACTOR = 2.14
 #: The GPUs of the AMD calibration records that fit ROCM_KERNEL_FLOOR_FACTOR (catalog names;
 #: tests/serving/test_throughput_conformance.py holds it to the records).
 ROCM_FITTED_ON = ("MI300X",)

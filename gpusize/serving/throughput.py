@@ -264,10 +264,9 @@ def moe_kernel(spec: ModelSpec, work: Workload, tp: int, sequences: int) -> MoeK
 def kernel_rate(spec: ModelSpec, work: Workload, gpu: GpuSpec, speed: calibrated.EngineSpeed) -> float:
     """Seconds per million weights per SM the MoE layers' kernel is costed at (`_moe_kernel_s`), or 0
     where its experts pay the per-routed-expert cost `expert_s` instead: a dense model, a kernel
-    family without a fitted rate (`EngineSpeed.moe_mweight_s`), a GPU of unknown SMs, and any but an
-    NVIDIA GPU (the rates are fitted on NVIDIA records; on AMD the ROCm floors were fitted with
-    `expert_s`)."""
-    if spec.moe is None or gpu.vendor != "NVIDIA" or not sm_count(gpu):
+    family without a fitted rate (`EngineSpeed.moe_mweight_s`) and a GPU of unknown SMs (CUs). On
+    AMD the tiles' time is the rate's times ROCm's kernel-floor factor (`_moe_kernel_s`)."""
+    if spec.moe is None or not sm_count(gpu):
         return 0.0
     return speed.mweight_s(moe_kernel_family(work.weights.name))
 
@@ -284,15 +283,17 @@ def _moe_kernel_s(
     """Seconds a step's MoE layers add beyond their expert bytes at `bandwidth` (already in the step's
     memory time): per MoE layer max(0, elements / 1e6 x mweight_s / SMs - bytes / bandwidth): the
     weight elements its tiles load (`MoeKernel.elements`) at the engine's fitted seconds per million
-    weights per SM of that kernel (`moe_mweight_s`). Zero for a dense model, an engine without a
-    fitted kernel time, or a GPU of unknown SMs."""
+    weights per SM of that kernel (`moe_mweight_s`), fitted on NVIDIA GPUs: on AMD times
+    `kernel_floor_factor`, as every kernel floor of the step (the factor, fitted on the MI300X
+    records with it, brings InferenceX PR 1061's gpt-oss runs, never fitted, within 4%). Zero for a
+    dense model, an engine without a fitted kernel time, or a GPU of unknown SMs."""
     mweight_s = kernel_rate(spec, work, gpu, speed)
     work_per_layer = moe_kernel(spec, work, tp, sequences)
     sms = sm_count(gpu)
     if not mweight_s or work_per_layer is None or not sms:
         return 0.0
     moe_layers = sum(1 for layer in spec.layers if layer.ffn == "moe")
-    issue = work_per_layer.elements / 1e6 * mweight_s / sms
+    issue = work_per_layer.elements / 1e6 * mweight_s / sms * kernel_floor_factor(gpu, speed)
     return moe_layers * max(0.0, issue - work_per_layer.bytes / bandwidth)
 
 

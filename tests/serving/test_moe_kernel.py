@@ -127,20 +127,29 @@ def test_decode_step_adds_the_kernel_term(monkeypatch: pytest.MonkeyPatch) -> No
     assert with_tiles.step_s - without.step_s == pytest.approx(added - base.expert_s * runs)
 
 
-def test_the_kernel_rate_is_used_on_nvidia_gpus_of_known_sms_only() -> None:
-    """A fitted tile rate prices the MoE kernel on an NVIDIA GPU whose SMs are known; an AMD GPU (the
-    ROCm floors were fitted with `expert_s`), a dense model and a family without a rate keep the
+def test_the_kernel_rate_is_used_on_gpus_of_known_sms_and_times_the_rocm_factor_on_amd() -> None:
+    """A fitted tile rate prices the MoE kernel on a GPU whose SMs (CUs) are known, on AMD at ROCm's
+    kernel-floor factor; a dense model, a GPU of unknown SMs and a family without a rate keep the
     per-expert cost (`throughput.kernel_rate`)."""
     spec, dense = catalog_spec("gpt-oss-120b"), catalog_spec("Qwen3-8B")
     work = workload(spec, 4096)
     rated = replace(calibrated.engine_speed("vllm"), moe_mweight_s={"matmul_ogs": 3e-5})
+    mi300x = find_gpu("MI300X")
     assert throughput.kernel_rate(spec, work, H100, rated) == 3e-5
-    assert throughput.kernel_rate(spec, work, find_gpu("MI300X"), rated) == 0.0
+    assert throughput.kernel_rate(spec, work, mi300x, rated) == 3e-5
     assert throughput.kernel_rate(dense, workload(dense, 4096), H100, rated) == 0.0
     assert throughput.kernel_rate(spec, work, replace(H100, name="X", bf16_tflops=None), rated) == 0.0
     fused = replace(rated, moe_mweight_s={"fused_moe": 2e-4})
     assert throughput.kernel_rate(spec, work, H100, fused) == 0.0  # MXFP4 runs matmul_ogs
     assert throughput.expert_run_s(spec, work, H100, 8, fused) == fused.expert_s
+    # on AMD the tiles' time is the NVIDIA-fitted rate times the ROCm factor
+    kernel = throughput.moe_kernel(spec, work, 8, 64)
+    assert kernel is not None
+    sms = throughput.sm_count(mi300x)
+    assert sms
+    issue = kernel.elements / 1e6 * 3e-5 / sms * calibrated.ROCM_KERNEL_FLOOR_FACTOR
+    added = throughput._moe_kernel_s(spec, work, mi300x, 8, 64, 1e15, rated)
+    assert added == pytest.approx(36 * (issue - kernel.bytes / 1e15))
 
 
 def test_sm_counts() -> None:
