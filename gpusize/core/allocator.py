@@ -487,7 +487,9 @@ def _run(
                     rest = key + rounded
                     blocks[rest] = (block - rounded) << 1 | 1
                     ends[key + block], ends[rest] = rest, key
-                    put(free, (block - rounded) << key_bits | rest, 0, i)  # below the block taken
+                    # below the block taken; a new segment's remainder anywhere (the free list may
+                    # have shrunk since `i` was found: the capacity check's release_cached)
+                    put(free, (block - rounded) << key_bits | rest, 0, len(free) if fresh else i)
                     block = rounded
                 blocks[key] = block << 1
             live[handle] = (index, key, block)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import cast
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gpusize.sources.catalog import find_gpu, load_gpus
@@ -45,6 +45,9 @@ def test_lora_job_is_never_told_to_use_lora() -> None:
     assert all(r and "--method lora" not in r for r in reasons)
 
 
+# found by a CI run: a capacity-limited replay that gives cached segments back (release_cached) before
+# opening a new one must not insert the new segment's remainder by a list index found before
+@example(name="Qwen3-32B", method="full", gpu="L40S", count=None, batch=1, seq=2048)
 @settings(max_examples=30, deadline=None)
 @given(
     name=st.sampled_from(["Llama-3.1-8B", "Qwen3-32B", "Llama-3.3-70B", "Qwen3-30B-A3B"]),
