@@ -148,8 +148,8 @@ def speed_note(gpu: GpuSpec, settings: EngineSettings) -> str | None:
         none_here = "" if gpu.name in calibrated.ROCM_FITTED_ON else f", none on {gpu.name}"
         return (
             f"speed figures for {gpu.full_name}: the NVIDIA fit with ROCm's kernel floors "
-            f"({calibrated.ROCM_KERNEL_FLOOR_FACTOR}x the per-layer costs), fitted on {fitted} "
-            f"records{none_here}"
+            f"({calibrated.ROCM_KERNEL_FLOOR_FACTOR}x the per-layer and MoE-kernel costs), fitted on "
+            f"{fitted} records{none_here}"
         )
     return gpu.speed_caveat
 
