@@ -229,7 +229,8 @@ def speed_group(engine: str, vendor: str, build: str | None = None) -> str:
 #: The architecture groups a speed estimate is ranged in, and their words: a dense model, a MoE model
 #: whose experts pay the fitted cost per routed expert run, and one whose experts the step prices by
 #: their kernel's weight tiles (`throughput.kernel_rate`: MXFP4 experts, triton_kernels' matmul_ogs,
-#: on NVIDIA GPUs). The two MoE forms are different terms of the model, with errors of their own.
+#: the only family with a fitted rate). The two MoE forms are different terms of the model, with
+#: errors of their own.
 ARCH_WORDS = {"dense": "dense", "MoE": "MoE", "MoE-MXFP4": "MoE (MXFP4 experts)"}
 
 

@@ -387,7 +387,10 @@ def expert_run_s(
     fused-MoE Triton config for the layer on this GPU (`moe_config.tuned_config`) and the engine has
     that constant (the tried model, zero in the published constants), else `expert_s`; plus
     `expert_block_s` per gate_up thread block of the expert on one GPU (`expert_column_blocks`: the
-    part that shrinks with tp down to one block; the tried model, zero in the published constants)."""
+    part that shrinks with tp down to one block; the tried model, zero in the published constants).
+    Zero where the experts' kernel is priced by its tiles instead (`kernel_rate`)."""
+    if kernel_rate(spec, work, gpu, speed):
+        return 0.0  # the kernel is costed by its tiles over the SMs (`_moe_kernel_s`)
     blocks = (
         speed.expert_block_s * expert_column_blocks(spec, work, tp, sequences)
         if speed.expert_block_s
@@ -395,8 +398,6 @@ def expert_run_s(
     )
     if speed.expert_weight_s:  # the tried per-weight expert cost (zero in the published constants)
         blocks += speed.expert_weight_s * routed_expert_params(spec)
-    if kernel_rate(spec, work, gpu, speed):
-        return 0.0  # the kernel is costed by its tiles over the SMs (`_moe_kernel_s`)
     if not speed.expert_tuned_s or spec.moe is None:
         return speed.expert_s + blocks
     # start-up: the shipped config list is read only by the tried tuned-config model
