@@ -319,7 +319,12 @@ def predict(rec: Record, figure: str) -> float | None:
     # says (`use.prefix_hit_rate`), by the rule every plan uses (Demand.cached_tokens)
     cached = Demand(prefix_hit_rate=float(u.get("prefix_hit_rate", 0.0))).cached_tokens(prompt)
     if kind == "steady":
-        point = load.steady(s.spec, s.work, s.gpu, s.tp, c, prompt, output, cap, s.llamacpp, cached=cached)
+        # a run of `use.num_prompts` requests starts as a burst; `use.lengths: fixed` (every prompt and
+        # reply of one length) keeps its clients in step (load.Arrivals)
+        arrivals = load.Arrivals(u.get("num_prompts"), u.get("lengths") == "fixed")
+        point = load.steady(
+            s.spec, s.work, s.gpu, s.tp, c, prompt, output, cap, s.llamacpp, cached=cached, arrivals=arrivals
+        )
     else:
         point = load.burst(s.spec, s.work, s.gpu, s.tp, c, prompt, output, cap, cached=cached)
     if point is None:

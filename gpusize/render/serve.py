@@ -280,6 +280,25 @@ def ttft_spread_lines(report: ServeReport) -> list[str]:
         "load model's schedule, each request's wait for the running step and the prefills and waves "
         f"before it; published steady-load runs put their P99 at {STEADY_P99_OVER_MEDIAN[0]}-"
         f"{STEADY_P99_OVER_MEDIAN[1]}x the median, a scheduling spread the model leaves out)"
+    ] + in_step_lines(pick)
+
+
+#: How much longer than the mean the in-step TTFT must be to be worth a line of its own.
+IN_STEP_WORTH_SAYING = 1.1
+
+
+def in_step_lines(pick: Layout) -> list[str]:
+    """What a fixed-length benchmark of the same load would measure, where it differs."""
+    if (
+        pick.ttft_in_step_s is None
+        or pick.ttft_s is None
+        or pick.ttft_in_step_s < IN_STEP_WORTH_SAYING * pick.ttft_s
+    ):
+        return []
+    return [
+        f"A benchmark whose prompts and replies are all of one length (vllm bench serve --dataset-name "
+        f"random) keeps its users in step: their requests arrive together and share prefill steps, about "
+        f"{pick.ttft_in_step_s:.2f} s to the first token after its opening burst (estimate)"
     ]
 
 

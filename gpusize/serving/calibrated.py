@@ -135,16 +135,16 @@ class EngineSpeed:
 _VLLM = EngineSpeed(
     "vllm",
     {"hbm3": 0.887, "hbm2": 0.689},
-    step_s=0.000916,
+    step_s=0.000915,
     layer_s=2.71e-05,
     expert_s=4.46e-06,
     moe_layer_s=4.7e-06,
     # MXFP4 experts (gpt-oss) run triton_kernels' matmul_ogs, priced by its weight tiles over the SMs
     # (`throughput.kernel_rate`; on AMD times ROCM_KERNEL_FLOOR_FACTOR); fused_moe experts pay `expert_s`
     moe_mweight_s={"matmul_ogs": 2.8e-05},
-    sequence_s=8.88e-05,
-    prefill_mfu=0.517,
-    request_s=0.0473,
+    sequence_s=9e-05,
+    prefill_mfu=0.532,
+    request_s=0.0467,
     fitted_on="vLLM 0.10-0.11 (gpustack performance lab, dennislee22 sweeps) and Oct 2023 "
     "(mlc-ai/llm-perf-bench) on A100 and H100/H200: 15 decode, 36 load and 29 first-token figures",
 )
@@ -194,7 +194,7 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
         _VLLM,
         engine="sglang",
         step_s=0.00116,
-        request_s=0.0224,
+        request_s=0.022,
         fitted_on="SGLang 0.5.3 (gpustack performance lab, H100): step and request costs over vLLM's "
         "kernel constants",
     ),
@@ -248,7 +248,7 @@ ALLREDUCE_NVLINK_S = 1e-05
 #: _moe_kernel_s`: a rate fitted on NVIDIA GPUs). Fitted on the AMD calibration records alone: ROCm vLLM
 #: on MI300X (ROCm/vllm docs/dev-docker, Llama-3.1-70B/405B FP8 TP=8; InferenceX PR #1092,
 #: gpt-oss-120b TP=8); the NVIDIA floors left every AMD single-stream figure 29-44% too fast.
-ROCM_KERNEL_FLOOR_FACTOR = 2.14
+ROCM_KERNEL_FLOOR_FACTOR = 2.13
 #: The GPUs of the AMD calibration records that fit ROCM_KERNEL_FLOOR_FACTOR (catalog names;
 #: tests/serving/test_throughput_conformance.py holds it to the records).
 ROCM_FITTED_ON = ("MI300X",)

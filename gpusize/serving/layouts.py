@@ -143,6 +143,11 @@ class Layout:
     #: own schedule (`load.FirstTokenSpread`); None where there is no estimate.
     ttft_p50_s: float | None = None
     ttft_p90_s: float | None = None
+    #: The mean time to first token of a benchmark whose prompts and replies are all of one length
+    #: (`vllm bench serve --dataset-name random` at its default range ratio): its users stay in step
+    #: and the requests of a wave share the engine's prefill steps (`load.Arrivals`), so it measures
+    #: more than `ttft_s`, which is for users who drift apart. None where there is no estimate.
+    ttft_in_step_s: float | None = None
     #: The ranges above, one per group they come from (engine, dense/MoE, band, metric): the JSON's
     #: `speed_ranges[]`; a range with `basis` "none" is a speed not calibrated there (no low / high).
     speed_ranges: tuple[load.SpeedRange, ...] = field(default=(), metadata={"sheet": False})
@@ -327,6 +332,7 @@ def evaluate_layout(
         ttft_s_high=ttft_high,
         ttft_p50_s=point.ttft_quantile(load.TTFT_QUANTILES[0]) if point and ttft is not None else None,
         ttft_p90_s=point.ttft_quantile(load.TTFT_QUANTILES[1]) if point and ttft is not None else None,
+        ttft_in_step_s=point.ttft_in_step_s if point and ttft is not None else None,
         speed_ranges=load.shown_ranges(ranges, (per_request, aggregate, ttft)),
         bound=point.step.bound if point else None,
         kv_cache_bytes=at_load.kv_cache_bytes,

@@ -37,20 +37,27 @@ __all__ = [
     "METRIC_WORDS",
     "TTFT_QUANTILES",
     "MIN_RANGE_FIGURES",
+    "PACKING_TOLERANCE",
     "STEADY_P99_OVER_MEDIAN",
+    "STEADY_STATE",
     "WIDE_GROUP_ERROR",
+    "Arrivals",
     "FirstTokenSpread",
     "LoadPoint",
     "SpeedRange",
     "across_servers",
     "band",
     "burst",
+    "mean_packed_prompts",
+    "packed_prompts",
+    "prompts_per_step",
     "per_request_metric",
     "ranged",
     "shown_ranges",
     "speed_range",
     "static_batch_seconds",
     "steady",
+    "synchronized_cluster",
 ]
 
 
@@ -60,12 +67,15 @@ class FirstTokenSpread:
     (no constant of its own): `quantile(q)` as `np.percentile` (linear between ranks) reads a
     benchmark's requests, which is how `vllm bench serve` prints its median and P99 TTFT.
 
-    - A burst (`requests` at once, served `batch` at a time): request i waits for the i % batch
-      prefills before it in its wave and for i // batch waves of `wave_s`; the first is served after
-      `first_s`. The TTFTs rise with i, so the quantile is read off the service order.
+    - A burst (`requests` at once, served `batch` at a time): request i waits for the prefills
+      before it in its wave, packed `per_step` prompts a step (`packed_prompts`), and for i // batch
+      waves of `wave_s`; the first is served after `first_s` (its own prefill alone). The TTFTs rise
+      with i, so the quantile is read off the service order.
     - Steady load (`requests` = 0): each request arrives at a random point of the running decode
       step, so its TTFT is the mean give or take half a step (`first_s` the mean, `wave_s` the
-      step): uniform over [mean - step / 2, mean + step / 2].
+      step): uniform over [mean - step / 2, mean + step / 2]. A run of `run` requests that opened
+      with every client at once (`opening`: those first requests' TTFTs) mixes them with the other
+      run - len(opening), each the steady mean give or take half a step.
     """
 
     first_s: float
@@ -73,8 +83,13 @@ class FirstTokenSpread:
     batch: int = 1
     requests: int = 0
     wave_s: float = 0.0
+    per_step: float = 1.0
+    opening: tuple[float, ...] = ()
+    run: int = 0
 
     def quantile(self, q: float) -> float:
+        if self.opening:
+            return self._mixed(q)
         if not self.requests:
             return self.first_s + (q - 0.5) * self.wave_s
         rank = q * (self.requests - 1)
@@ -82,9 +97,78 @@ class FirstTokenSpread:
         at_low, at_next = self._served(low), self._served(min(low + 1, self.requests - 1))
         return at_low + (rank - low) * (at_next - at_low)
 
+    def _mixed(self, q: float) -> float:
+        settled = max(self.run - len(self.opening), 0)
+        steady = (self.first_s + ((k + 0.5) / settled - 0.5) * self.wave_s for k in range(settled))
+        ordered = sorted((*self.opening, *steady))
+        rank = q * (len(ordered) - 1)
+        low = int(rank)
+        high = min(low + 1, len(ordered) - 1)
+        return ordered[low] + (rank - low) * (ordered[high] - ordered[low])
+
     def _served(self, i: int) -> float:
         wave, place = divmod(i, self.batch)
-        return self.first_s + place * self.prefill_s + wave * self.wave_s
+        size = min(self.batch, self.requests - wave * self.batch)
+        waited = packed_prompts(place, size, self.per_step) - 1
+        return self.first_s + waited * self.prefill_s + wave * self.wave_s
+
+
+def packed_prompts(place: int, arrived: int, per_step: float) -> float:
+    """Prompts' worth of prefill done when the prompt at `place` (0-based) of `arrived` prompts that
+    arrived together gets its first token: the scheduler fills each step's budget (`per_step`
+    prompts, `prompts_per_step`) in arrival order, chunking the prompt that does not fit whole, so a
+    prompt waits for the end of the step that holds its last chunk, and the last step holds what is
+    left. One prompt a step (`per_step` 1): place + 1."""
+    steps = math.ceil((place + 1) / per_step - PACKING_TOLERANCE)
+    return min(steps * per_step, arrived)
+
+
+#: Rounding allowance of `packed_prompts` (a prompt that ends exactly on a step's edge is in it).
+PACKING_TOLERANCE = 1e-9
+
+
+def mean_packed_prompts(arrived: int, per_step: float) -> float:
+    """The mean of `packed_prompts` over `arrived` prompts arriving together."""
+    return sum(packed_prompts(i, arrived, per_step) for i in range(arrived)) / max(arrived, 1)
+
+
+def prompts_per_step(work: Workload, gpu: GpuSpec, tokens: int) -> float:
+    """Prompts of `tokens` prefilled tokens one scheduler step holds: the engine's prefill budget
+    (`EngineModel.prefill_budget`: vLLM's max_num_batched_tokens, SGLang's chunked prefill) over
+    them, below one where a prompt spans steps; 1 where the engine prefills one prompt a step."""
+    budget = engine_model(work.engine.name).prefill_budget
+    if budget is None or tokens <= 0:
+        return 1.0
+    return budget(gpu, work) / tokens
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """How a steady load's requests arrive, beside the clients' count.
+
+    - `requests`: the run's requests (`--num-prompts`); a run starts with every client sending at
+      once, so its first wave is a burst (`packed_prompts`) before the steady state. None: the
+      steady state alone (what `serve --users N` answers).
+    - `synchronized`: every prompt and reply of one length (`vllm bench serve --dataset-name random`
+      at its default range ratio 0, replies to max_tokens): the requests that got their first tokens
+      in one step end in one step, so their successors arrive together, wave after wave, and share
+      one prefill step (`synchronized_cluster`). False: the clients drift apart (lengths that vary,
+      real users) and each request joins the others' running decode alone.
+    """
+
+    requests: int | None = None
+    synchronized: bool = False
+
+
+#: Independent clients in their steady state: what a plan for users answers.
+STEADY_STATE = Arrivals()
+
+
+def synchronized_cluster(batch: int, per_step: float) -> int:
+    """Requests of a synchronized load that arrive together after the first wave: those whose
+    prefills ended in one step of the first (whole prompts per step, at least one), at most the
+    clients."""
+    return max(1, min(batch, math.floor(per_step + PACKING_TOLERANCE)))
 
 
 #: P99 over median time to first token that published steady-load runs measured (the model's spread
@@ -101,7 +185,8 @@ TTFT_QUANTILES = (0.5, 0.9)
 class LoadPoint:
     """One engine instance under load: the sequences decoding together, the speed each sees, the
     instance's output tokens per second, the mean time to first token and how it spreads over the
-    requests (`spread`: None where the mean is)."""
+    requests (`spread`: None where the mean is); at steady load, `ttft_in_step_s`: the mean time to
+    first token of the same clients kept in step (`Arrivals.synchronized`) in their steady state."""
 
     sequences: int
     per_request_tokens_per_s: float
@@ -109,6 +194,7 @@ class LoadPoint:
     ttft_s: float | None
     step: Speed
     spread: FirstTokenSpread | None = None
+    ttft_in_step_s: float | None = None
 
     def ttft_quantile(self, q: float) -> float | None:
         """The time to first token that a share `q` of the requests waits at most (an ESTIMATE)."""
@@ -313,6 +399,7 @@ def steady(
     llamacpp: LlamaCppPlacement | None = None,
     context: int | None = None,
     cached: int = 0,
+    arrivals: Arrivals = STEADY_STATE,
 ) -> LoadPoint | None:
     """`users` clients each sending their next request when the last one ends, `capacity` sequences
     admitted at once (KV cache, max_num_seqs; the rest queue), each decoding at `context` tokens on
@@ -321,7 +408,9 @@ def steady(
 
     time per output token = step(batch) + (batch - 1) / output x prefill(prompt): every other
     sequence's prefill is chunked into the steps of this one's decode;
-    time to first token = request_s + prefill(prompt) + one step + the wait for a free slot;
+    time to first token = request_s + prefill(prompt) + one step + the wait for a free slot, and by
+    `arrivals`: its wave's shared prefill step (synchronized clients) and a run's first wave as the
+    burst it is;
     aggregate = batch x output / (time to first token + (output - 1) x time per output token)."""
     batch = max(1, min(users, capacity))
     step = decode_step(spec, work, gpu, tp, batch, context or prompt + output // 2, llamacpp)
@@ -334,9 +423,22 @@ def steady(
     first = speed_on(work, gpu).request_s + prefill + step.step_s
     cycle = first + (max(output, 1) - 1) * tpot
     queued = max(users - batch, 0) / batch * cycle  # clients beyond capacity wait for a slot
-    ttft = first + queued if t_pf is not None else None
-    spread = FirstTokenSpread(ttft, wave_s=step.step_s) if ttft is not None else None
-    return LoadPoint(batch, 1 / tpot, batch * max(output, 1) / cycle, ttft, step, spread)
+    if t_pf is None:
+        return LoadPoint(batch, 1 / tpot, batch * max(output, 1) / cycle, None, step, None)
+    per_step = prompts_per_step(work, gpu, prompt - min(cached, prompt))
+    # synchronized: a wave's successors arrive together and share one prefill step; else each
+    # request joins the others' running decode alone
+    in_step = first + (synchronized_cluster(batch, per_step) - 1) * prefill
+    settled = in_step if arrivals.synchronized else first
+    ttft, spread = settled + queued, FirstTokenSpread(settled + queued, wave_s=step.step_s)
+    if arrivals.requests:  # the run's first wave: every client at once, the prefills packed
+        opening = tuple(
+            first + (packed_prompts(i, batch, per_step) - 1) * prefill + queued for i in range(batch)
+        )
+        run = max(arrivals.requests, batch)
+        ttft = (sum(opening) + (run - batch) * (settled + queued)) / run
+        spread = FirstTokenSpread(settled + queued, wave_s=step.step_s, opening=opening, run=run)
+    return LoadPoint(batch, 1 / tpot, batch * max(output, 1) / cycle, ttft, step, spread, in_step + queued)
 
 
 def burst(
@@ -352,7 +454,8 @@ def burst(
 ) -> LoadPoint | None:
     """`requests` arriving at once, admitted `capacity` at a time (continuous batching refills a
     slot as a sequence ends): total time = every prefill + requests x output / batch steps; mean
-    time to first token = request_s + half the first wave's prefills + half the later waves' wait."""
+    time to first token = request_s + the mean of the wave's packed prefills (`packed_prompts`) + the
+    waves before each request (the mean of `FirstTokenSpread`'s schedule)."""
     batch = max(1, min(requests, capacity))
     step = decode_step(spec, work, gpu, tp, batch, prompt + output // 2)
     t_pf = prefill_seconds(spec, work, gpu, tp, prompt, cached=cached)
@@ -360,14 +463,18 @@ def burst(
         return None
     out = max(output, 1)
     duration = requests * t_pf + requests * out / batch * step.step_s
-    waves = math.ceil(requests / batch)
     wave_s = batch * t_pf + out * step.step_s
     request_s = speed_on(work, gpu).request_s
-    ttft = request_s + (batch + 1) / 2 * t_pf
-    ttft += (waves - 1) / 2 * wave_s
+    per_step = prompts_per_step(work, gpu, prompt - min(cached, prompt))
+    spread = FirstTokenSpread(request_s + t_pf, t_pf, batch, requests, wave_s, per_step)
+    # the mean of the schedule: whole waves' packed prefills, and the last wave's
+    full, last = divmod(requests, batch)
+    served = full * batch * (mean_packed_prompts(batch, per_step) - 1) * t_pf
+    served += last * (mean_packed_prompts(last, per_step) - 1) * t_pf if last else 0.0
+    served += wave_s * (batch * full * (full - 1) / 2 + last * full)  # the waves before each
+    ttft = request_s + t_pf + served / requests
     # a sequence admitted early decodes while the rest of its wave is prefilled (chunked prefill)
     tpot = step.step_s + (batch - 1) / 2 * t_pf / out
-    spread = FirstTokenSpread(request_s + t_pf, t_pf, batch, requests, wave_s)
     return LoadPoint(batch, 1 / tpot, requests * out / duration, ttft, step, spread)
 
 

@@ -128,12 +128,13 @@ def test_the_measured_split_is_predicted_within_the_stated_range(record: dict[st
 def test_the_known_miss_is_the_one_stated() -> None:
     # inside on all three figures, at the low end of vLLM dense 32+'s range for the reasons the
     # record gives: the 48 users overrun the predicted prefill pool and queue for it (TTFT inside the
-    # range), the aggregate is the pool's rate, about 1.9x the measured, and the per-user decode speed
-    # (ranged by the load's group, as the answers range it) about 1.6x
+    # range: measured 1.19x the estimate since the 2026-12-03 refit's prefill MFU, 0.532 for 0.517,
+    # 1.0-1.1x before), the aggregate is the pool's rate, about 1.9x the measured, and the per-user
+    # decode speed (ranged by the load's group, as the answers range it) about 1.6x
     record = _record("triton-distributed-llama70b-fp8-h100-4xtp2-1xtp8")
     got = _predicted(record)
     assert not got.holds_load and got.prefill.utilization == 1.0
-    assert got.ttft_s is not None and 0.9 < record["figures"]["ttft_s"] / got.ttft_s < 1.1
+    assert got.ttft_s is not None and 1.1 < record["figures"]["ttft_s"] / got.ttft_s < 1.25
     assert 1.8 < got.aggregate_tokens_per_s / record["figures"]["aggregate_tokens_per_s"] < 2.0
     assert 17 < got.prefill.requests_per_s < 18.5
     assert _misses(record) == []

@@ -88,7 +88,18 @@ def test_split_covers_every_engine_and_class() -> None:
     errors = holdout_errors()
     for engine in ("vllm", "sglang", "llamacpp"):
         assert len(errors[(engine, "decode")]) >= 3, engine
-    assert len(errors[("vllm", "aggregate")]) >= 5 and len(errors[("vllm", "ttft")]) >= 3
+    assert len(errors[("vllm", "aggregate")]) >= 5
+    # first-token figures: vLLM's holdout ones are medians (the vLLM blog's 20k-token runs), the
+    # spread class test_ttft_spread.py validates
+    medians = [
+        r
+        for r in cal.load_records()
+        if r.set == "holdout"
+        and r.engine == "vllm"
+        and "ttft_median_ms" in r.figures
+        and "ttft_median_ms" not in r.known_miss
+    ]
+    assert len(errors.get(("vllm", "ttft"), [])) + len(medians) >= 3
     assert len(errors[("llamacpp", "ttft")]) >= 5
     holdout = [r for r in cal.load_records() if r.set == "holdout" and r.engine == "llamacpp"]
     assert any(cal.scenario(r.id).spec.moe for r in holdout)

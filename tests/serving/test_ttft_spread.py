@@ -65,7 +65,9 @@ def test_a_bursts_schedule_has_the_mean_the_burst_model_gives() -> None:
     point = load.burst(spec, work, find_gpu("A100-80GB"), 1, 64, 1024, 1024, 16)
     assert point is not None and point.spread is not None and point.ttft_s is not None
     s = point.spread
-    served = [s.first_s + (i % s.batch) * s.prefill_s + (i // s.batch) * s.wave_s for i in range(64)]
+    # whole waves of 16, each prompt waiting for the steps of the budget before its own
+    waited = [load.packed_prompts(i % s.batch, s.batch, s.per_step) - 1 for i in range(64)]
+    served = [s.first_s + w * s.prefill_s + (i // s.batch) * s.wave_s for i, w in enumerate(waited)]
     assert math.isclose(sum(served) / len(served), point.ttft_s, rel_tol=1e-9)
 
 

@@ -119,6 +119,11 @@ class EngineModel:
     budget: Budget | None = None
     #: Its scheduler's cap on sequences at once (None: the KV cache alone bounds them).
     max_sequences: SequenceCap | None = None
+    #: Prompt tokens its scheduler prefills in one step (vLLM's max_num_batched_tokens, SGLang's
+    #: chunked prefill, TensorRT-LLM's max_num_tokens): prompts that arrive together share the steps
+    #: of this budget and get their first tokens at the end of the step that holds their last chunk
+    #: (serving/load.py). None: one prompt a step, as llama.cpp's slots are scheduled.
+    prefill_budget: SequenceCap | None = None
     #: A server that shares one paged KV pool among requests (vLLM, SGLang): what quote, curve and
     #: which compare.
     pages_kv: bool = False

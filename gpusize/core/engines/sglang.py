@@ -18,6 +18,7 @@ from gpusize.core.engines.sglang_defaults import (
     DIST_INIT_TPN,
     default_running_requests,
     mem_fraction,
+    prefill_budget,
     release_version,
     workload_defaults,
 )
@@ -268,6 +269,7 @@ ENGINE = EngineModel(
     levers=LEVERS,
     budget=lambda spec, gpu, tp, work: mem_fraction(gpu, tp, work, spec),
     max_sequences=lambda gpu, work: work.engine.max_running_requests or default_running_requests(gpu, work),
+    prefill_budget=prefill_budget,
     pages_kv=True,
     serves=True,
     quantizes_on_load=True,

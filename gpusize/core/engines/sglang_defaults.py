@@ -178,6 +178,15 @@ def _dp_reserve(work: Workload) -> int:
     return dp_size(work) if work.engine.enable_dp_attention else 0
 
 
+def prefill_budget(gpu: GpuSpec, work: Workload) -> int:
+    """Prompt tokens one prefill batch takes: the smaller of --chunked-prefill-size (the release's
+    default by GPU memory) and max_prefill_tokens (schedule_policy.py PrefillAdder: rem_chunk_tokens,
+    rem_input_tokens); -1 turns chunking off and leaves max_prefill_tokens."""
+    version = work.release.version or SGLANG.newest
+    chunk = work.engine.chunked_prefill_size or _chunk_and_graph(version, gpu.memory_mib / 1024, 1)[0]
+    return min(chunk, MAX_PREFILL_TOKENS) if chunk > 0 else MAX_PREFILL_TOKENS
+
+
 def default_running_requests(gpu: GpuSpec, work: Workload) -> int:
     """The cap on running requests when --max-running-requests is not given: vLLM's per-device
     scheduler default (1024 on large GPUs, 256 below), as gpusize has always applied it to SGLang.

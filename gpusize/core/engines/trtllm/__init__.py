@@ -153,6 +153,7 @@ ENGINE = EngineModel(
     levers=LEVERS,
     budget=lambda spec, gpu, n, work: free_fraction(work),
     max_sequences=lambda gpu, work: max_batch_size(work),  # per GPU under attention DP
+    prefill_budget=lambda gpu, work: max_num_tokens(work),
     pages_kv=True,
     serves=True,
     notes=model_notes,

@@ -265,6 +265,7 @@ ENGINE = EngineModel(
     levers=LEVERS,
     budget=lambda spec, gpu, tp, work: utilization(work),
     max_sequences=lambda gpu, work: scheduler_limits(gpu, work).max_num_seqs,
+    prefill_budget=lambda gpu, work: scheduler_limits(gpu, work).max_num_batched_tokens,
     pages_kv=True,
     serves=True,
     quantizes_on_load=True,
