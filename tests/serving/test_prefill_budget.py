@@ -17,6 +17,7 @@ Upstream rules the tests cite:
 
 from __future__ import annotations
 
+import json
 import math
 
 from hypothesis import given
@@ -27,7 +28,7 @@ from gpusize.core.engines.sglang_defaults import MAX_PREFILL_TOKENS
 from gpusize.serving import load
 from gpusize.serving.load import Arrivals, FirstTokenSpread, packed_prompts
 from gpusize.sources.catalog import find_gpu
-from tests.helpers import catalog_spec, workload
+from tests.helpers import catalog_spec, run_in_process, workload
 
 
 @given(arrived=st.integers(1, 300), per_step=st.floats(0.05, 400.0))
@@ -165,3 +166,16 @@ def test_a_runs_quantiles_are_the_percentiles_of_its_requests(q: float) -> None:
     want = ordered[low] + (rank - low) * (ordered[high] - ordered[low])
     assert math.isclose(point.ttft_quantile(q) or 0.0, want, rel_tol=1e-12)
     assert math.isclose(sum(ordered) / 50, point.ttft_s or 0.0, rel_tol=1e-9)
+
+
+def test_serve_says_what_a_fixed_length_benchmark_of_the_load_would_measure() -> None:
+    proc = run_in_process("serve", "Llama-3.1-8B", "--gpu", "H100", "--users", "64", "--json")
+    pick = json.loads(proc.stdout)["recommendation"]
+    assert pick["ttft_in_step_s"] > 1.1 * pick["ttft_s"]
+    text = " ".join(run_in_process("serve", "Llama-3.1-8B", "--gpu", "H100", "--users", "64").stdout.split())
+    assert f"about {pick['ttft_in_step_s']:.2f} s to the first token after its opening burst" in text
+    # one user is never in step with another: the same TTFT, and no line for it
+    proc = run_in_process("serve", "Llama-3.1-8B", "--gpu", "H100", "--users", "1", "--json")
+    pick = json.loads(proc.stdout)["recommendation"]
+    assert pick["ttft_in_step_s"] == pick["ttft_s"]
+    assert "in step" not in run_in_process("serve", "Llama-3.1-8B", "--gpu", "H100", "--users", "1").stdout
