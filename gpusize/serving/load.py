@@ -12,7 +12,7 @@ Three load shapes, as the public benchmarks run them:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from gpusize.core.engines import engine as engine_model
 from gpusize.core.gpu import GpuSpec
@@ -89,28 +89,27 @@ class FirstTokenSpread:
 
     def quantile(self, q: float) -> float:
         if self.opening:
-            return self._mixed(q)
+            settled = max(self.run - len(self.opening), 0)
+            steady = (self.first_s + ((k + 0.5) / settled - 0.5) * self.wave_s for k in range(settled))
+            ordered = sorted((*self.opening, *steady))
+            return _percentile(ordered.__getitem__, len(ordered), q)
         if not self.requests:
             return self.first_s + (q - 0.5) * self.wave_s
-        rank = q * (self.requests - 1)
-        low = int(rank)
-        at_low, at_next = self._served(low), self._served(min(low + 1, self.requests - 1))
-        return at_low + (rank - low) * (at_next - at_low)
-
-    def _mixed(self, q: float) -> float:
-        settled = max(self.run - len(self.opening), 0)
-        steady = (self.first_s + ((k + 0.5) / settled - 0.5) * self.wave_s for k in range(settled))
-        ordered = sorted((*self.opening, *steady))
-        rank = q * (len(ordered) - 1)
-        low = int(rank)
-        high = min(low + 1, len(ordered) - 1)
-        return ordered[low] + (rank - low) * (ordered[high] - ordered[low])
+        return _percentile(self._served, self.requests, q)
 
     def _served(self, i: int) -> float:
         wave, place = divmod(i, self.batch)
         size = min(self.batch, self.requests - wave * self.batch)
         waited = packed_prompts(place, size, self.per_step) - 1
         return self.first_s + waited * self.prefill_s + wave * self.wave_s
+
+
+def _percentile(at: Callable[[int], float], count: int, q: float) -> float:
+    """`np.percentile`'s linear method over `count` values in rising order, `at(i)` the i-th."""
+    rank = q * (count - 1)
+    low = int(rank)
+    high = min(low + 1, count - 1)
+    return at(low) + (rank - low) * (at(high) - at(low))
 
 
 def packed_prompts(place: int, arrived: int, per_step: float) -> float:
