@@ -10,12 +10,15 @@ memory; among equals the least intrusive lever).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import field
+from typing import NamedTuple
 
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Change
 from gpusize.core.plan import TP_SIZES
-from gpusize.core.search import Ranking, first_fit, undominated
+from gpusize.core.search import Ranking, Slot, cheapest_first_fits, first_fit, undominated
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import OTHER_GPU_TYPES
 from gpusize.dataclass import dataclass, replace
@@ -83,17 +86,31 @@ def train_fixes(
     max_count: int = 8,
 ) -> tuple[TrainSuggestion, ...]:
     """The nearest jobs that fit, cheapest first: each lever on the GPU types asked about (at the
-    fewest GPUs it needs, from the user's count), and the cheapest other GPU types."""
+    fewest GPUs it needs, from the user's count), and the cheapest other GPU types.
+
+    Only what the answer keeps is searched for (core/search.cheapest_first_fits): with several GPU
+    types asked about, each lever's cheapest first fit over them; with one, the OTHER_GPU_TYPES
+    cheapest other types. The candidates are tried in ranking order, so those ranked after the
+    answer are never evaluated (most of them need an allocator replay of their own): the same
+    answer as evaluating every lever on every GPU type and ranking them all."""
     found: list[TrainSuggestion] = []
-    for gpu in gpus:
-        found += _on_gpu(spec, setup, gpu, count, max_count, batch_seq=len(gpus) > 1)
+    if len(gpus) > 1:
+        found += _cheapest_per_lever(spec, setup, gpus, count, max_count)
+    for gpu in gpus if len(gpus) == 1 else ():
+        found += _on_gpu(spec, setup, gpu, count, max_count, batch_seq=False)
     if len(gpus) == 1:
         asked = {g.name for g in gpus}
-        others_found: list[TrainSuggestion] = []
-        for gpu in (g for g in others if g.name not in asked):
-            variant = _Variant("gpu", (Change("--gpu", gpu.name),), f"{gpu.name} instead", None, setup)
-            others_found += _first_fit(spec, gpu, _counts(setup, 1, 8), variant, count)
-        found += _RANKING.cheapest(others_found, OTHER_GPU_TYPES)
+        rest = [g for g in others if g.name not in asked]
+        variants = [
+            _Variant("gpu", (Change("--gpu", g.name),), f"{g.name} instead", None, setup) for g in rest
+        ]
+        options = [_slots(g, "gpu", _counts(setup, 1, 8)) for g in rest]
+        found += cheapest_first_fits(
+            _RANKING,
+            options,
+            lambda i, slot: _made(spec, rest[i], slot.num_gpus, variants[i], count),
+            OTHER_GPU_TYPES,
+        )
     if not found:
         found += _all_levers(spec, setup, gpus, others, count, max_count)
     best = _RANKING.best_per_lever(found, per_gpu=len(gpus) == 1)
@@ -104,30 +121,110 @@ def _counts(setup: TrainSetup, low: int, high: int) -> list[int]:
     return [n for n in TP_SIZES if low <= n <= high]
 
 
-def _on_gpu(
+def _slots(gpu: GpuSpec, lever: str, counts: list[int]) -> list[Slot]:
+    """The ranking places of `lever` on `gpu` at each count, before any is evaluated."""
+    return [Slot(lever, gpu.name, n, gpu.visible_bytes * n, gpu.price_for(n)) for n in counts]
+
+
+class _Option(NamedTuple):
+    """One lever on one GPU type: the GPU counts to try (fewest first) and the variant, made on first
+    use (the sequence lever's needs an evaluation of the job on that GPU type)."""
+
+    lever: str
+    counts: list[int]
+    variant: Callable[[], _Variant | None]
+
+
+def _given(variant: _Variant) -> Callable[[], _Variant | None]:
+    return lambda: variant
+
+
+def _options(
     spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, count: int | None, max_count: int, batch_seq: bool
-) -> list[TrainSuggestion]:
-    """Each lever on this GPU type at the fewest GPUs it needs; the micro-batch and the sequence only
-    with `batch_seq` (one GPU type asked: the plan's own suggestion covers them, replay-checked)."""
+) -> list[_Option]:
+    """Each lever on this GPU type: more GPUs with sharded states (when the plan did not try them),
+    each of `_variants`, and with `batch_seq` a shorter sequence (the longest the searches find on
+    `count` GPUs of this type); the micro-batch and the sequence only with `batch_seq` (one GPU type
+    asked: the plan's own suggestion covers them, replay-checked)."""
     low = count or 1
-    out: list[TrainSuggestion] = []
+    out: list[_Option] = []
     sharded = setup if setup.sharding in ("zero3", "fsdp") else replace(setup, sharding="fsdp")
     more_changes = () if sharded is setup else (Change("--sharding", "fsdp"),)
     if count or setup.sharding in ("none", "ddp"):  # without a fixed count the plan tried them all
         plain = _Variant("gpus", more_changes, "more GPUs, sharded states", None, sharded)
-        out += _first_fit(spec, gpu, _counts(setup, low + 1, max_count), plain, count)
+        out.append(_Option("gpus", _counts(setup, low + 1, max_count), _given(plain)))
     for variant in _variants(setup):
         if variant.lever == "batch" and not batch_seq:
             continue
         one_gpu = variant.setup.sharding == "none" or variant.lever == "framework"  # Unsloth: one GPU
         counts = [low] if one_gpu else _counts(setup, low, max_count)
-        out += _first_fit(spec, gpu, counts, variant, count)
-    widest = evaluate(spec, setup, gpu, low) if batch_seq else None
-    if widest and 0 < widest.max_seq_tokens < setup.seq_tokens:
-        seq = widest.max_seq_tokens
-        variant = _Variant("seq", (Change("--seq", str(seq)),), f"sequences of {seq:,} tokens", None, setup)
-        out += _first_fit(spec, gpu, [low], replace(variant, setup=replace(setup, seq_tokens=seq)), count)
+        out.append(_Option(variant.lever, counts, _given(variant)))
+    if batch_seq:
+        out.append(_Option("seq", [low], lambda: _shorter(spec, setup, gpu, low)))
+    return out
+
+
+def _shorter(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, low: int) -> _Variant | None:
+    """The longest sequence the searches find for the job on `low` GPUs of this type, when shorter."""
+    seq = evaluate(spec, setup, gpu, low).max_seq_tokens
+    if not 0 < seq < setup.seq_tokens:
+        return None
+    changes = (Change("--seq", str(seq)),)
+    return _Variant("seq", changes, f"sequences of {seq:,} tokens", None, replace(setup, seq_tokens=seq))
+
+
+def _on_gpu(
+    spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, count: int | None, max_count: int, batch_seq: bool
+) -> list[TrainSuggestion]:
+    """Each lever on this GPU type at the fewest GPUs it needs (`_options`), undominated."""
+    out: list[TrainSuggestion] = []
+    for option in _options(spec, setup, gpu, count, max_count, batch_seq):
+        variant = option.variant()
+        if variant is not None:
+            out += _first_fit(spec, gpu, option.counts, variant, count)
     return undominated(out)
+
+
+def _cheapest_per_lever(
+    spec: ModelSpec, setup: TrainSetup, gpus: tuple[GpuSpec, ...], count: int | None, max_count: int
+) -> list[TrainSuggestion]:
+    """`_on_gpu` over every GPU type, cut to the cheapest suggestion of each lever (what
+    `best_per_lever` keeps of it), searched lever by lever in ranking order: a lever's first fit on a
+    GPU type is dropped, as `undominated` drops it, when adding GPUs alone fits on that type with no
+    more GPUs."""
+    per_gpu = [_options(spec, setup, gpu, count, max_count, batch_seq=True) for gpu in gpus]
+    variants: dict[tuple[int, int], _Variant | None] = {}
+    made: dict[tuple[int, int, int], TrainSuggestion | None] = {}
+
+    def tried(j: int, i: int, n: int) -> TrainSuggestion | None:
+        """Lever j on GPU type i at n GPUs, each evaluated once (the dominance test asks again)."""
+        if (j, i) not in variants:
+            variants[j, i] = per_gpu[i][j].variant()
+        variant = variants[j, i]
+        if variant is not None and (j, i, n) not in made:
+            made[j, i, n] = _made(spec, gpus[i], n, variant, count)
+        return made.get((j, i, n))
+
+    # the levers are the same on every GPU type (they depend on the job only)
+    more = next((j for j, option in enumerate(per_gpu[0]) if option.lever == "gpus"), None)
+
+    def kept(i: int, s: TrainSuggestion) -> bool:
+        if s.lever == "gpus" or more is None:
+            return True
+        fewer = [n for n in per_gpu[i][more].counts if n <= s.num_gpus]
+        return not first_fit(fewer, lambda n: tried(more, i, n))
+
+    found: list[TrainSuggestion] = []
+    for j, option in enumerate(per_gpu[0]):
+        slots = [_slots(gpu, option.lever, per_gpu[i][j].counts) for i, gpu in enumerate(gpus)]
+        found += cheapest_first_fits(_RANKING, slots, functools.partial(_tried_at, tried, j), 1, kept)
+    return found
+
+
+def _tried_at(
+    tried: Callable[[int, int, int], TrainSuggestion | None], j: int, i: int, slot: Slot
+) -> TrainSuggestion | None:
+    return tried(j, i, slot.num_gpus)
 
 
 def _all_levers(
