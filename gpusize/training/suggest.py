@@ -10,7 +10,6 @@ memory; among equals the least intrusive lever).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import field
 from typing import NamedTuple
@@ -96,25 +95,28 @@ def train_fixes(
     found: list[TrainSuggestion] = []
     if len(gpus) > 1:
         found += _cheapest_per_lever(spec, setup, gpus, count, max_count)
-    for gpu in gpus if len(gpus) == 1 else ():
-        found += _on_gpu(spec, setup, gpu, count, max_count, batch_seq=False)
-    if len(gpus) == 1:
-        asked = {g.name for g in gpus}
-        rest = [g for g in others if g.name not in asked]
-        variants = [
-            _Variant("gpu", (Change("--gpu", g.name),), f"{g.name} instead", None, setup) for g in rest
-        ]
-        options = [_slots(g, "gpu", _counts(setup, 1, 8)) for g in rest]
-        found += cheapest_first_fits(
-            _RANKING,
-            options,
-            lambda i, slot: _made(spec, rest[i], slot.num_gpus, variants[i], count),
-            OTHER_GPU_TYPES,
-        )
+    elif gpus:
+        found += _on_gpu(spec, setup, gpus[0], count, max_count, batch_seq=False)
+        found += _cheapest_others(spec, setup, gpus[0], others, count)
     if not found:
         found += _all_levers(spec, setup, gpus, others, count, max_count)
     best = _RANKING.best_per_lever(found, per_gpu=len(gpus) == 1)
     return tuple(_RANKING.cheapest(best, MAX_TRAIN_SUGGESTIONS))
+
+
+def _cheapest_others(
+    spec: ModelSpec, setup: TrainSetup, asked: GpuSpec, others: tuple[GpuSpec, ...], count: int | None
+) -> list[TrainSuggestion]:
+    """The OTHER_GPU_TYPES cheapest other GPU types that run the job, each at the fewest GPUs."""
+    rest = [g for g in others if g.name != asked.name]
+    variants = [_Variant("gpu", (Change("--gpu", g.name),), f"{g.name} instead", None, setup) for g in rest]
+    options = [_slots(g, "gpu", _counts(setup, 1, 8)) for g in rest]
+    return cheapest_first_fits(
+        _RANKING,
+        options,
+        lambda i, slot: _made(spec, rest[i], slot.num_gpus, variants[i], count),
+        OTHER_GPU_TYPES,
+    )
 
 
 def _counts(setup: TrainSetup, low: int, high: int) -> list[int]:
@@ -214,17 +216,14 @@ def _cheapest_per_lever(
         fewer = [n for n in per_gpu[i][more].counts if n <= s.num_gpus]
         return not first_fit(fewer, lambda n: tried(more, i, n))
 
+    def lever(j: int) -> Callable[[int, Slot], TrainSuggestion | None]:
+        return lambda i, slot: tried(j, i, slot.num_gpus)
+
     found: list[TrainSuggestion] = []
     for j, option in enumerate(per_gpu[0]):
         slots = [_slots(gpu, option.lever, per_gpu[i][j].counts) for i, gpu in enumerate(gpus)]
-        found += cheapest_first_fits(_RANKING, slots, functools.partial(_tried_at, tried, j), 1, kept)
+        found += cheapest_first_fits(_RANKING, slots, lever(j), 1, kept)
     return found
-
-
-def _tried_at(
-    tried: Callable[[int, int, int], TrainSuggestion | None], j: int, i: int, slot: Slot
-) -> TrainSuggestion | None:
-    return tried(j, i, slot.num_gpus)
 
 
 def _all_levers(
