@@ -22,7 +22,8 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest import OTHER_GPU_TYPES
 from gpusize.dataclass import dataclass, replace
 from gpusize.training.plan import TrainCandidate, evaluate, fits
-from gpusize.training.setup import UNSLOTH, TrainSetup
+from gpusize.training.setup import TrainSetup
+from gpusize.training.suggest_variants import Variant, fsdp, pulled, variants
 
 __all__ = ["MAX_TRAIN_SUGGESTIONS", "TrainSuggestion", "train_fixes"]
 
@@ -65,17 +66,6 @@ class TrainSuggestion:
     memory_bytes: int = field(default=0, metadata={"json": False})
 
 
-@dataclass(frozen=True)
-class _Variant:
-    """A changed training setup a suggestion tries: the lever, its changes and the setup it gives."""
-
-    lever: str
-    changes: tuple[Change, ...]
-    summary: str
-    note: str | None
-    setup: TrainSetup
-
-
 def train_fixes(
     spec: ModelSpec,
     setup: TrainSetup,
@@ -109,12 +99,12 @@ def _cheapest_others(
 ) -> list[TrainSuggestion]:
     """The OTHER_GPU_TYPES cheapest other GPU types that run the job, each at the fewest GPUs."""
     rest = [g for g in others if g.name != asked.name]
-    variants = [_Variant("gpu", (Change("--gpu", g.name),), f"{g.name} instead", None, setup) for g in rest]
+    instead = [Variant("gpu", (Change("--gpu", g.name),), f"{g.name} instead", None, setup) for g in rest]
     options = [_slots(g, "gpu", _counts(setup, 1, 8)) for g in rest]
     return cheapest_first_fits(
         _RANKING,
         options,
-        lambda i, slot: _made(spec, rest[i], slot.num_gpus, variants[i], count),
+        lambda i, slot: _made(spec, rest[i], slot.num_gpus, instead[i], count),
         OTHER_GPU_TYPES,
     )
 
@@ -134,10 +124,10 @@ class _Option(NamedTuple):
 
     lever: str
     counts: list[int]
-    variant: Callable[[], _Variant | None]
+    variant: Callable[[], Variant | None]
 
 
-def _given(variant: _Variant) -> Callable[[], _Variant | None]:
+def _given(variant: Variant) -> Callable[[], Variant | None]:
     return lambda: variant
 
 
@@ -145,7 +135,7 @@ def _options(
     spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, count: int | None, max_count: int, batch_seq: bool
 ) -> list[_Option]:
     """Each lever on this GPU type: more GPUs with sharded states (when the plan did not try them),
-    each of `_variants`, and with `batch_seq` a shorter sequence (the longest the searches find on
+    each of `variants`, and with `batch_seq` a shorter sequence (the longest the searches find on
     `count` GPUs of this type); the micro-batch and the sequence only with `batch_seq` (one GPU type
     asked: the plan's own suggestion covers them, replay-checked)."""
     low = count or 1
@@ -153,9 +143,9 @@ def _options(
     sharded = setup if setup.sharding in ("zero3", "fsdp") else replace(setup, sharding="fsdp")
     more_changes = () if sharded is setup else (Change("--sharding", "fsdp"),)
     if count or setup.sharding in ("none", "ddp"):  # without a fixed count the plan tried them all
-        plain = _Variant("gpus", more_changes, "more GPUs, sharded states", None, sharded)
+        plain = Variant("gpus", more_changes, "more GPUs, sharded states", None, sharded)
         out.append(_Option("gpus", _counts(setup, low + 1, max_count), _given(plain)))
-    for variant in _variants(setup):
+    for variant in variants(setup):
         if variant.lever == "batch" and not batch_seq:
             continue
         one_gpu = variant.setup.sharding == "none" or variant.lever == "framework"  # Unsloth: one GPU
@@ -166,13 +156,13 @@ def _options(
     return out
 
 
-def _shorter(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, low: int) -> _Variant | None:
+def _shorter(spec: ModelSpec, setup: TrainSetup, gpu: GpuSpec, low: int) -> Variant | None:
     """The longest sequence the searches find for the job on `low` GPUs of this type, when shorter."""
     seq = evaluate(spec, setup, gpu, low).max_seq_tokens
     if not 0 < seq < setup.seq_tokens:
         return None
     changes = (Change("--seq", str(seq)),)
-    return _Variant("seq", changes, f"sequences of {seq:,} tokens", None, replace(setup, seq_tokens=seq))
+    return Variant("seq", changes, f"sequences of {seq:,} tokens", None, replace(setup, seq_tokens=seq))
 
 
 def _on_gpu(
@@ -195,14 +185,14 @@ def _cheapest_per_lever(
     GPU type is dropped, as `undominated` drops it, when adding GPUs alone fits on that type with no
     more GPUs."""
     per_gpu = [_options(spec, setup, gpu, count, max_count, batch_seq=True) for gpu in gpus]
-    variants: dict[tuple[int, int], _Variant | None] = {}
+    made_variants: dict[tuple[int, int], Variant | None] = {}
     made: dict[tuple[int, int, int], TrainSuggestion | None] = {}
 
     def tried(j: int, i: int, n: int) -> TrainSuggestion | None:
         """Lever j on GPU type i at n GPUs, each evaluated once (the dominance test asks again)."""
-        if (j, i) not in variants:
-            variants[j, i] = per_gpu[i][j].variant()
-        variant = variants[j, i]
+        if (j, i) not in made_variants:
+            made_variants[j, i] = per_gpu[i][j].variant()
+        variant = made_variants[j, i]
         if variant is not None and (j, i, n) not in made:
             made[j, i, n] = _made(spec, gpus[i], n, variant, count)
         return made.get((j, i, n))
@@ -238,14 +228,14 @@ def _all_levers(
     optimizer offload, 8-bit AdamW) until the job fits, on the GPU types asked about and the others;
     with every one pulled, the sequence cut to what fits."""
     order = ("qlora", "batch", "grad_ckpt", "offload", "optimizer")  # Unsloth: alone, on one GPU
-    levers = sorted((v for v in _variants(setup) if v.lever in order), key=lambda v: order.index(v.lever))
-    steps: list[_Variant] = []
-    job, changes = (setup, ()) if setup.sharding not in ("none", "ddp") else _fsdp(setup)
+    levers = sorted((v for v in variants(setup) if v.lever in order), key=lambda v: order.index(v.lever))
+    steps: list[Variant] = []
+    job, changes = (setup, ()) if setup.sharding not in ("none", "ddp") else fsdp(setup)
     for lever in levers:
-        job = _pulled(job, lever.lever, lever.setup)
+        job = pulled(job, lever.lever, lever.setup)
         changes = (*changes, *lever.changes)
         steps.append(
-            _Variant("qlora", changes, " + ".join(v.summary for v in levers[: len(steps) + 1]), None, job)
+            Variant("qlora", changes, " + ".join(v.summary for v in levers[: len(steps) + 1]), None, job)
         )
     asked = {g.name for g in gpus}
     found: list[TrainSuggestion] = []
@@ -274,75 +264,14 @@ def _all_levers(
     return found
 
 
-def _fsdp(setup: TrainSetup) -> tuple[TrainSetup, tuple[Change, ...]]:
-    return replace(setup, sharding="fsdp"), (Change("--sharding", "fsdp"),)
-
-
-def _pulled(job: TrainSetup, lever: str, target: TrainSetup) -> TrainSetup:
-    """`job` with the fields `lever` changes taken from `target`."""
-    field_of = {"grad_ckpt": ("grad_ckpt",), "batch": ("batch", "grad_accum"), "optimizer": ("optimizer",),
-                "offload": ("offload",), "qlora": ("method",)}  # fmt: skip
-    return replace(job, **{f: getattr(target, f) for f in field_of.get(lever, ())})
-
-
-def _variants(setup: TrainSetup) -> list[_Variant]:
-    """One lever each, only those the job has not pulled."""
-    out: list[_Variant] = []
-
-    def add(lever: str, changes: tuple[Change, ...], summary: str, note: str | None, job: TrainSetup) -> None:
-        out.append(_Variant(lever, changes, summary, note, job))
-
-    if not setup.grad_ckpt:
-        add(
-            "grad_ckpt",
-            (Change("--grad-ckpt", ""),),
-            "activation checkpointing",
-            None,
-            replace(setup, grad_ckpt=True),
-        )
-    if setup.batch > 1:
-        accum = setup.batch * setup.grad_accum
-        changes = (Change("--batch", "1"), Change("--grad-accum", str(accum)))
-        note = "the same effective batch, in more, smaller steps"
-        add("batch", changes, "micro-batch 1", note, replace(setup, batch=1, grad_accum=accum))
-    if setup.method == "full" and setup.precision == "bf16-mixed":
-        note = "no fp32 master weights; bf16 optimizer moments (less exact updates)"
-        add(
-            "precision", (Change("--precision", "bf16"),), "pure bf16", note, replace(setup, precision="bf16")
-        )
-    if setup.optimizer == "adamw":
-        job = replace(setup, optimizer="adamw-8bit")
-        add("optimizer", (Change("--optimizer", "adamw-8bit"),), "8-bit AdamW", "bitsandbytes", job)
-    if setup.offload == "none":
-        note = "optimizer states in host RAM (ZeRO-Offload): slower steps"
-        add(
-            "offload",
-            (Change("--offload", "optimizer"),),
-            "optimizer offload",
-            note,
-            replace(setup, offload="optimizer"),
-        )
-    if setup.method == "full":
-        note = "adapters only; the base is frozen"
-        add("lora", (Change("--method", "lora"),), "LoRA", note, replace(setup, method="lora"))
-    if setup.method in ("full", "lora"):
-        note = "4-bit NF4 base (bitsandbytes), adapters trained"
-        add("qlora", (Change("--method", "qlora"),), "QLoRA", note, replace(setup, method="qlora"))
-    if setup.method in ("lora", "qlora") and setup.kernels is not UNSLOTH:
-        note = "Unsloth's fused kernels, activation checkpoints in host RAM; one GPU"
-        job = replace(setup, kernels=UNSLOTH)
-        add("framework", (Change("--framework", "unsloth"),), "Unsloth", note, job)
-    return out
-
-
 def _first_fit(
-    spec: ModelSpec, gpu: GpuSpec, counts: list[int], variant: _Variant, asked: int | None
+    spec: ModelSpec, gpu: GpuSpec, counts: list[int], variant: Variant, asked: int | None
 ) -> list[TrainSuggestion]:
     return first_fit(counts, lambda n: _made(spec, gpu, n, variant, asked))
 
 
 def _made(
-    spec: ModelSpec, gpu: GpuSpec, n: int, variant: _Variant, asked: int | None
+    spec: ModelSpec, gpu: GpuSpec, n: int, variant: Variant, asked: int | None
 ) -> TrainSuggestion | None:
     job = variant.setup
     if n > 1 and job.sharding == "none":
@@ -354,7 +283,7 @@ def _made(
 
 
 def _suggestion(
-    c: TrainCandidate, variant: _Variant, gpu: GpuSpec, n: int, asked: int | None
+    c: TrainCandidate, variant: Variant, gpu: GpuSpec, n: int, asked: int | None
 ) -> TrainSuggestion:
     changes = variant.changes
     if (asked is None and n > 1) or (asked is not None and n != asked):

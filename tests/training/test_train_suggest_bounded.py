@@ -17,6 +17,7 @@ from gpusize.sources.catalog import load_gpus
 from gpusize.training import setup as ts
 from gpusize.training import suggest as sg
 from gpusize.training.plan import evaluate
+from gpusize.training.suggest_variants import Variant, variants
 from tests.helpers import catalog_spec
 
 
@@ -29,9 +30,9 @@ def exhaustive_on_gpu(
     sharded = setup if setup.sharding in ("zero3", "fsdp") else replace(setup, sharding="fsdp")
     more_changes = () if sharded is setup else (Change("--sharding", "fsdp"),)
     if count or setup.sharding in ("none", "ddp"):
-        plain = sg._Variant("gpus", more_changes, "more GPUs, sharded states", None, sharded)
+        plain = Variant("gpus", more_changes, "more GPUs, sharded states", None, sharded)
         out += sg._first_fit(spec, gpu, sg._counts(setup, low + 1, max_count), plain, count)
-    for variant in sg._variants(setup):
+    for variant in variants(setup):
         if variant.lever == "batch" and not batch_seq:
             continue
         one_gpu = variant.setup.sharding == "none" or variant.lever == "framework"
@@ -40,9 +41,7 @@ def exhaustive_on_gpu(
     widest = evaluate(spec, setup, gpu, low) if batch_seq else None
     if widest and 0 < widest.max_seq_tokens < setup.seq_tokens:
         seq = widest.max_seq_tokens
-        variant = sg._Variant(
-            "seq", (Change("--seq", str(seq)),), f"sequences of {seq:,} tokens", None, setup
-        )
+        variant = Variant("seq", (Change("--seq", str(seq)),), f"sequences of {seq:,} tokens", None, setup)
         out += sg._first_fit(spec, gpu, [low], replace(variant, setup=replace(setup, seq_tokens=seq)), count)
     return undominated(out)
 
@@ -63,7 +62,7 @@ def exhaustive(
         asked = {g.name for g in gpus}
         others_found: list[sg.TrainSuggestion] = []
         for gpu in (g for g in others if g.name not in asked):
-            variant = sg._Variant("gpu", (Change("--gpu", gpu.name),), f"{gpu.name} instead", None, setup)
+            variant = Variant("gpu", (Change("--gpu", gpu.name),), f"{gpu.name} instead", None, setup)
             others_found += sg._first_fit(spec, gpu, sg._counts(setup, 1, 8), variant, count)
         found += sg._RANKING.cheapest(others_found, OTHER_GPU_TYPES)
     if not found:
