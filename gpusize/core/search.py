@@ -6,9 +6,10 @@ all the GPUs where priced, else fewer GPUs, then less memory; among equals the l
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from itertools import pairwise
 from typing import NamedTuple, Protocol, TypeVar
 
-__all__ = ["Ranked", "Ranking", "first_fit", "undominated"]
+__all__ = ["Ranked", "Ranking", "Slot", "cheapest_first_fits", "first_fit", "undominated"]
 
 
 class Ranked(Protocol):
@@ -66,3 +67,50 @@ def first_fit(counts: Iterable[int], made: Callable[[int], T | None]) -> list[T]
         if found is not None:
             return [found]
     return []
+
+
+class Slot(NamedTuple):
+    """A suggestion's place in the ranking before it is evaluated: what `Ranking.key` reads of it."""
+
+    lever: str
+    gpu: str
+    num_gpus: int
+    memory_bytes: int
+    usd_per_hour: float | None
+
+
+def cheapest_first_fits(
+    ranking: Ranking,
+    options: Sequence[Sequence[Slot]],
+    made: Callable[[int, Slot], S | None],
+    want: int,
+    keep: Callable[[int, S], bool] | None = None,
+) -> list[S]:
+    """`ranking.cheapest` of each option's `first_fit` (an option: one lever on one GPU type, its
+    slots the counts to try, fewest first), keeping only the first fits `keep` accepts, cut to
+    `want`, as evaluating every option would give, but evaluating only the slots ranked before the
+    answer's last: all slots in ranking order (ties in option order, as the stable sort of the full
+    list has them), an option's first slot that `made` gives being its first fit. That holds because
+    an option's slots rank in count order (one GPU type: its price grows with the count, and
+    the count is the next key), which is checked: a ValueError otherwise."""
+    order: list[tuple[tuple[bool, float, int, int, int], int, int]] = []
+    for i, slots in enumerate(options):
+        keys = [ranking.key(slot) for slot in slots]
+        if any(a >= b for a, b in pairwise(keys)):
+            raise ValueError(f"option {i}: its slots do not rank in count order")
+        order += [(key, i, j) for j, key in enumerate(keys)]
+    order.sort()
+    done: set[int] = set()
+    found: list[S] = []
+    for _key, i, j in order:
+        if i in done:
+            continue
+        got = made(i, options[i][j])
+        if got is None:
+            continue
+        done.add(i)
+        if keep is None or keep(i, got):
+            found.append(got)
+            if len(found) >= want:
+                break
+    return found

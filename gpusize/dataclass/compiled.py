@@ -1458,12 +1458,6 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.max_num_se
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.method,self.seq_tokens,self.batch,self.grad_accum,self.optimizer,self.precision,self.grad_ckpt,self.lora_rank,self.lora_modules,self.sharding,self.offload,self.optimizer_in_backward,self.expandable_segments,self.kernels,))
- return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.method,self.seq_tokens,self.batch,self.grad_accum,self.optimizer,self.precision,self.grad_ckpt,self.lora_rank,self.lora_modules,self.sharding,self.offload,self.optimizer_in_backward,self.expandable_segments,self.kernels,))\n return __hash__'] = __create_fn__.__code__
-
-def __create_fn__():
- def __hash__(self):
   return hash((self.method,self.weight_bits,self.label,self.group_size,self.block_size,self.not_converted,self.expert_format,self.per_tensor,self.mixed,self.modelopt,self.modelopt_skipped,self.scale_bytes,))
  return __hash__
 CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.method,self.weight_bits,self.label,self.group_size,self.block_size,self.not_converted,self.expert_format,self.per_tensor,self.mixed,self.modelopt,self.modelopt_skipped,self.scale_bytes,))\n return __hash__'] = __create_fn__.__code__
@@ -1773,12 +1767,6 @@ def __create_fn__():
   return hash((self.weight,self.master,self.grad,self.moment,self.frozen,self.activation,))
  return __hash__
 CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.weight,self.master,self.grad,self.moment,self.frozen,self.activation,))\n return __hash__'] = __create_fn__.__code__
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.weights,self.master,self.gathered_layer,self.grads,self.fresh_grads,self.states,self.step_temp,self.buffers,self.ddp_buckets,self.autocast_cache,self.layer_saved,self.hidden_piece,self.wide_piece,self.layer_wide,self.checkpoint,self.working,self.head,self.loss_forward,self.loss_backward,self.trainable_full,))
- return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.weights,self.master,self.gathered_layer,self.grads,self.fresh_grads,self.states,self.step_temp,self.buffers,self.ddp_buckets,self.autocast_cache,self.layer_saved,self.hidden_piece,self.wide_piece,self.layer_wide,self.checkpoint,self.working,self.head,self.loss_forward,self.loss_backward,self.trainable_full,))\n return __hash__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __hash__(self):

@@ -34,7 +34,7 @@ from gpusize.training.quantized import linear_output_bytes
 from gpusize.training.setup import SHARD_STAGE, TrainSetup
 from gpusize.training.trace import StepSizes, train_trace
 
-__all__ = ["fragmentation_bytes", "largest_batch", "largest_seq", "train_memory"]
+__all__ = ["fits_within", "fragmentation_bytes", "largest_batch", "largest_seq", "train_memory"]
 
 
 #: Most capacity-limited replays kept (each a few hundred bytes); the cache is emptied past it.
@@ -42,6 +42,10 @@ _MAX_TIGHT = 4096
 #: Capacity-limited replays per (model, step, allocator mode): each holds for a range of capacities
 #: (AllocatorPeaks.capacity_low/high), so GPU types whose limits fall in one range share a replay.
 _TIGHT: dict[tuple[ModelSpec, StepSizes, bool], list[allocator.AllocatorPeaks]] = {}
+#: Unlimited replays' peaks per (model, step, allocator mode): a Replayer's, or those of a
+#: capacity-limited replay that never met its capacity (`fits_within`: the unlimited path, so the
+#: same peaks); emptied past _MAX_TIGHT entries.
+_FREE: dict[tuple[ModelSpec, StepSizes, bool], allocator.AllocatorPeaks] = {}
 
 
 @functools.lru_cache(maxsize=2048)
@@ -69,7 +73,10 @@ def _replay(
     then from the unlimited replay's last snapshot before its path can differ (`allocator.Replayer`)."""
     sizes, expandable = _sizes(spec, setup, num_gpus), setup.expandable_segments
     if capacity is None:
-        return _replayer(spec, sizes, expandable).free
+        free = _FREE.get((spec, sizes, expandable))
+        if free is None:
+            free = _remember_free((spec, sizes, expandable), _replayer(spec, sizes, expandable).free)
+        return free
     known = _TIGHT.setdefault((spec, sizes, expandable), [])
     for peaks in known:
         if peaks.capacity_low <= capacity and (peaks.capacity_high is None or capacity < peaks.capacity_high):
@@ -80,6 +87,74 @@ def _replay(
     peaks = _replayer(spec, sizes, expandable).at(capacity)  # from the unlimited replay's snapshots
     known.append(peaks)
     return peaks
+
+
+def _remember_free(
+    key: tuple[ModelSpec, StepSizes, bool], peaks: allocator.AllocatorPeaks
+) -> allocator.AllocatorPeaks:
+    if len(_FREE) > _MAX_TIGHT:
+        _FREE.clear()
+    _FREE[key] = peaks
+    return peaks
+
+
+#: `allocator.allocated_bounds` of each trace `fits_within` has tested (emptied past _MAX_TIGHT).
+_BOUNDS: dict[tuple[ModelSpec, StepSizes, bool], tuple[int, int]] = {}
+
+
+def _bounds(key: tuple[ModelSpec, StepSizes, bool], trace: allocator.Trace | None) -> tuple[int, int]:
+    if len(_BOUNDS) > _MAX_TIGHT:
+        _BOUNDS.clear()
+    _BOUNDS[key] = allocator.allocated_bounds(trace or train_trace(key[0], key[1]), key[2])
+    return _BOUNDS[key]
+
+
+def _holds(peaks: allocator.AllocatorPeaks, low: int, high: int) -> bool:
+    """Whether a capacity-limited replay takes its path at every capacity from low to high."""
+    return peaks.capacity_low <= low and (peaks.capacity_high is None or high < peaks.capacity_high)
+
+
+def fits_within(
+    spec: ModelSpec, setup: TrainSetup, num_gpus: int, interconnect: str, visible_bytes: int
+) -> bool:
+    """`train_memory(..., visible_bytes).device_bytes <= visible_bytes`, most often without the
+    unlimited replay: the fit test of a job no replay has seen yet (most suggestions' candidates).
+
+    train_memory's verdict is that of one capacity-limited replay, at the capacity C = room + the
+    unlimited replay's allocated peak (room: the GPU less the context and the model's allocated
+    peak): a replay that never meets C takes the unlimited path (its reserved peak <= C: fits),
+    else it is train_memory's tight replay (fits unless out of memory or its cache is above room).
+    The allocated peak lies within `allocator.allocated_bounds`, and a replay at the lower bound's
+    capacity states the range of capacities that take its path: when both bounds' capacities are in
+    it, that replay is the one at C, and it stops where it runs out of memory. Else (or once the
+    unlimited replay is known) train_memory decides."""
+    n = max(num_gpus, 1)
+    job = per_gpu_setup(setup, n)
+    key = (spec, _sizes(spec, job, n), job.expandable_segments)
+    if key not in _FREE:
+        m = allocated_memory(spec, job, n, interconnect)
+        room = visible_bytes - m.overhead_bytes - m.allocated_peak_bytes
+        if room < 0:  # the cache only adds to the allocated peak
+            return False
+        trace = None if key in _BOUNDS else train_trace(spec, key[1])
+        low, high = _BOUNDS.get(key) or _bounds(key, trace)
+        tight = next((p for p in _TIGHT.get(key, ()) if _holds(p, room + low, room + high)), None)
+        if tight is None:
+            trace = trace or train_trace(spec, key[1])
+            tight = allocator.replay(trace, job.expandable_segments, room + low)
+            if not _holds(tight, room + low, room + high):
+                return (
+                    train_memory(spec, setup, num_gpus, interconnect, visible_bytes).device_bytes
+                    <= visible_bytes
+                )
+            if len(_TIGHT) > _MAX_TIGHT:
+                _TIGHT.clear()
+            _TIGHT.setdefault(key, []).append(tight)  # holds for its whole range, as _replay's
+        if tight.capacity_high is None:  # never met the capacity: the unlimited replay's path
+            _remember_free(key, allocator.AllocatorPeaks(tight.allocated_bytes, tight.reserved_bytes))
+            return True
+        return not tight.out_of_memory and tight.fragmentation_bytes <= room
+    return train_memory(spec, setup, num_gpus, interconnect, visible_bytes).device_bytes <= visible_bytes
 
 
 def fragmentation_bytes(

@@ -8,7 +8,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.spec import ModelSpec
 from gpusize.dataclass import dataclass, replace
-from gpusize.training.device import largest_batch, largest_seq, train_memory
+from gpusize.training.device import fits_within, largest_batch, largest_seq, train_memory
 from gpusize.training.peak import TrainMemory, allocated_memory, per_gpu_setup
 from gpusize.training.setup import SHARD_STAGE, TrainSetup
 from gpusize.units import GIB
@@ -132,8 +132,7 @@ def fits(spec: ModelSpec, job: TrainSetup, gpu: GpuSpec, n: int) -> bool:
     low = allocated_memory(spec, per_gpu_setup(job, max(n, 1)), max(n, 1), gpu.interconnect)
     if low.allocated_peak_bytes + low.overhead_bytes > gpu.visible_bytes:
         return False
-    mem = train_memory(spec, job, n, gpu.interconnect, gpu.visible_bytes)
-    return mem.device_bytes <= gpu.visible_bytes
+    return fits_within(spec, job, n, gpu.interconnect, gpu.visible_bytes)
 
 
 #: Steps a suggestion may take down from the searches' estimate until the exact replay fits.

@@ -8,10 +8,11 @@ parameter) and its stages.
 
 from __future__ import annotations
 
-from dataclasses import field
+import operator
+from dataclasses import field, fields
 from typing import Literal, get_args
 
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, kept_hash
 
 __all__ = [
     "ADAFACTOR_STATE_BYTES",
@@ -317,3 +318,13 @@ class TrainSetup:
     def tokens_per_gpu(self) -> int:
         """Tokens in one micro-batch on one GPU (what activations scale with)."""
         return self.batch * self.seq_tokens
+
+    def __hash__(self) -> int:
+        """The compared fields' hash, kept (`kept_hash`): the training caches (step sizes, replays,
+        probes) hash the same job some 15,000 times in one `train --seq 128k` (bench/RESULTS.md)."""
+        known: int | None = self.__dict__.get("_hash")  # kept: no call
+        return kept_hash(self, _SETUP_VALUES) if known is None else known
+
+
+#: The fields TrainSetup's equality compares, which its kept hash covers.
+_SETUP_VALUES = operator.attrgetter(*(f.name for f in fields(TrainSetup) if f.compare))

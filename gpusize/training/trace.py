@@ -17,10 +17,12 @@ split.
 from __future__ import annotations
 
 import functools
+import operator
+from dataclasses import fields
 
 from gpusize.core.allocator import Trace
 from gpusize.core.spec import ModelSpec
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, kept_hash
 from gpusize.training.anatomy import layer_linears
 
 __all__ = ["StepSizes", "train_trace"]
@@ -60,6 +62,15 @@ class StepSizes:
     loss_forward: tuple[int, ...]
     loss_backward: tuple[int, ...]
     trainable_full: bool
+
+    def __hash__(self) -> int:
+        """The compared fields' hash, kept (`kept_hash`): the replays' caches are keyed by it."""
+        known: int | None = self.__dict__.get("_hash")  # kept: no call
+        return kept_hash(self, _SIZES_VALUES) if known is None else known
+
+
+#: The fields StepSizes' equality compares, which its kept hash covers.
+_SIZES_VALUES = operator.attrgetter(*(f.name for f in fields(StepSizes) if f.compare))
 
 
 def _pieces(spec: ModelSpec, total: int, full: bool) -> list[int]:

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from gpusize.core import allocator
 from gpusize.core.allocator import Trace, replay, round_size, segment_size
+from tests.core.test_allocator_pinned import _trace as _pinned_trace
 
 MIB = 1 << 20
 
@@ -167,3 +168,23 @@ def test_allocs_and_frees_write_the_events_of_one_call_each(sizes: list[int], be
     assert bulk.allocs(sizes) == handles
     bulk.frees(handles[::-1])
     assert bulk == one
+
+
+@settings(max_examples=150, deadline=None)
+@given(events, st.booleans(), st.integers(0, 5))
+def test_allocated_bounds_hold_the_replayed_allocated_peak(
+    steps: list[tuple[bool, int]], expandable: bool, seed: int
+) -> None:
+    # training/device.py decides a fit from a capacity-limited replay at these bounds' capacities,
+    # without the unlimited replay: the true allocated peak must lie between them
+    t, live = Trace(), []
+    for free, size in steps:
+        if free and live:
+            t.free(live.pop(size % len(live)))
+        else:
+            live.append(t.alloc(size))
+    for trace in (t, _pinned_trace(seed)):
+        low, high = allocator.allocated_bounds(trace, expandable)
+        assert low <= replay(trace, expandable_segments=expandable).allocated_bytes <= high
+        if expandable:  # every block holds exactly its request
+            assert low == high
