@@ -9,7 +9,7 @@ from collections.abc import Callable
 from gpusize.render.fit import VERDICT_STYLES
 from gpusize.render.format import fmt_gib, fmt_int, fmt_range, human_tokens
 from gpusize.render.sheet import ValueColumn, assumption_items, sheet_markdown, value_csv
-from gpusize.render.table import Column, render_table
+from gpusize.render.table import Column, render_table, shown_headers
 from gpusize.render.text import Style, paragraph
 from gpusize.reports.which import WhichReport
 from gpusize.serving.which import ModelFit
@@ -39,6 +39,9 @@ def _verdict(r: ModelFit) -> str:
     return "yes, thin margin" if r.thin_margin else "yes"
 
 
+#: The column of the speed estimates (the one cell a report may leave to be filled: `render_which`).
+SPEED_COLUMN = Column("tok/s", "right", priority=7)
+
 #: (column, its text cell).
 WHICH_COLUMNS: list[tuple[Column, Callable[[ModelFit], str]]] = [
     (Column("model", keep=True), _name),
@@ -59,7 +62,7 @@ WHICH_COLUMNS: list[tuple[Column, Callable[[ModelFit], str]]] = [
         lambda r: f"{r.max_concurrency:.1f}x" if r.max_concurrency is not None else "-",
     ),
     (
-        Column("tok/s", "right", priority=7),
+        SPEED_COLUMN,
         lambda r: (
             fmt_range(r.tokens_per_s, r.tokens_per_s_low, r.tokens_per_s_high) if r.tokens_per_s else "-"
         ),
@@ -91,11 +94,39 @@ def _columns(report: WhichReport) -> list[tuple[Column, Callable[[ModelFit], str
     return [gpus if c.header == "TP" else (c, cell) for c, cell in WHICH_COLUMNS]
 
 
-def render_which(report: WhichReport, show_all: bool, width: int, style: Style) -> str:
+#: How many speed estimates a table whose report left them (`build_which(..., speeds=False)`) makes
+#: before it knows whether its width shows the tok/s column (`render_which`): one cell is a lower
+#: bound on the column's width, and one estimate is ~1/80 of them over the catalog.
+SPEED_PROBES = 1
+
+
+def render_which(
+    report: WhichReport,
+    show_all: bool,
+    width: int,
+    style: Style,
+    estimates: Callable[[WhichReport, int | None], WhichReport] | None = None,
+) -> str:
+    """The table and its notes. Where the report left its speed estimates to be made (`build_which(...,
+    speeds=False)`; `estimates(report, n)` makes the first n, None: all), the table is laid out with
+    the first SPEED_PROBES of them, the other tok/s cells '-'; where that layout drops the tok/s
+    column, so does the one with every estimate (`shown_headers`: wider cells never bring a column
+    back) and nothing else in the text reads them, so it is printed as it is; else every estimate is
+    made. The same text either way."""
     rows = [r for r in report.models if r.fits or show_all]
     table = _columns(report)
     columns = [c for c, _ in table]
-    cells = [[cell(r) for _, cell in table] for r in rows]
+    if estimates is not None and any(r.pending_speed for r in rows):
+        probed = estimates(report, SPEED_PROBES)
+        cells = _cells(probed, show_all, table)
+        if SPEED_COLUMN.header in shown_headers(columns, cells, width):
+            report = estimates(probed, None)
+            cells = _cells(report, show_all, table)
+        else:
+            report = probed
+        rows = [r for r in report.models if r.fits or show_all]
+    else:
+        cells = _cells(report, show_all, table)
     lines = [render_table(title(report), columns, cells, width, style)]
     lines.append(paragraph(_order_line(report), width))
     if any(r.thin_margin for r in rows):
@@ -115,6 +146,13 @@ def render_which(report: WhichReport, show_all: bool, width: int, style: Style) 
         )
     lines += [paragraph(f"Note: {n}", width) for n in report.assumptions.notes]
     return "\n".join(lines) + "\n"
+
+
+def _cells(
+    report: WhichReport, show_all: bool, table: list[tuple[Column, Callable[[ModelFit], str]]]
+) -> list[list[str]]:
+    """The text cells of the rows the table lists (those that fit; every row with --all)."""
+    return [[cell(r) for _, cell in table] for r in report.models if r.fits or show_all]
 
 
 def _order_line(report: WhichReport) -> str:
