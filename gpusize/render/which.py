@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpusize.render.fit import VERDICT_STYLES
 from gpusize.render.format import fmt_gib, fmt_int, fmt_range, human_tokens
 from gpusize.render.sheet import ValueColumn, assumption_items, sheet_markdown, value_csv
-from gpusize.render.table import Column, render_table, shown_headers
+from gpusize.render.table import VERDICT_STYLES, Column, render_table, shown_headers
 from gpusize.render.text import Style, paragraph
 from gpusize.reports.which import WhichReport
 from gpusize.serving.which import ModelFit

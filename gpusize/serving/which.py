@@ -18,10 +18,10 @@ from typing import Any, Literal
 
 from gpusize.core.engines import EngineModel, engine, on_gpu, prepare
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.levers import Change
 from gpusize.core.model import ParsedCatalogModel
 from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.spec import ModelSpec
-from gpusize.core.suggest import Change
 from gpusize.core.weights import WeightFormat, linear_bytes_per_gpu, weight_format
 from gpusize.core.workload import Request, Workload
 from gpusize.dataclass import dataclass, replace
