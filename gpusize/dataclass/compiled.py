@@ -87,6 +87,14 @@ CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is se
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
+   return (self.columns,self.rows,self.layout,)==(other.columns,other.rows,other.layout,)
+  return NotImplemented
+ return __eq__
+CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.columns,self.rows,self.layout,)==(other.columns,other.rows,other.layout,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
    return (self.command,self.note,self.engine_version,)==(other.command,other.note,other.engine_version,)
   return NotImplemented
  return __eq__
@@ -1132,6 +1140,12 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.color,))\n
 
 def __create_fn__():
  def __hash__(self):
+  return hash((self.columns,self.rows,self.layout,))
+ return __hash__
+CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.columns,self.rows,self.layout,))\n return __hash__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __hash__(self):
   return hash((self.command,self.note,self.engine_version,))
  return __hash__
 CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.command,self.note,self.engine_version,))\n return __hash__'] = __create_fn__.__code__
@@ -1871,6 +1885,12 @@ def __create_fn__():
   return self.__class__.__qualname__ + f"(color={self.color!r})"
  return __repr__
 CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(color={self.color!r})"\n return __repr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(columns={self.columns!r}, rows={self.rows!r}, layout={self.layout!r})"
+ return __repr__
+CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(columns={self.columns!r}, rows={self.rows!r}, layout={self.layout!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -2703,6 +2723,14 @@ def __create_fn__(_type_color, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builti
   __dataclass_builtins_object__.__setattr__(self,'color',color)
  return __init__
 CODE["def __create_fn__(_type_color, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_color, _return_type):\n def __init__(self,color:_type_color=_dflt_color)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'color',color)\n return __init__"] = __create_fn__.__code__
+
+def __create_fn__(_type_columns, _type_rows, _type_layout, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,columns:_type_columns,rows:_type_rows,layout:_type_layout)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'columns',columns)
+  __dataclass_builtins_object__.__setattr__(self,'rows',rows)
+  __dataclass_builtins_object__.__setattr__(self,'layout',layout)
+ return __init__
+CODE["def __create_fn__(_type_columns, _type_rows, _type_layout, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,columns:_type_columns,rows:_type_rows,layout:_type_layout)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'columns',columns)\n  __dataclass_builtins_object__.__setattr__(self,'rows',rows)\n  __dataclass_builtins_object__.__setattr__(self,'layout',layout)\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_command, _type_note, _type_engine_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_note, _dflt_engine_version, _return_type):
  def __init__(self,command:_type_command,note:_type_note=_dflt_note,engine_version:_type_engine_version=_dflt_engine_version)->_return_type:
@@ -4631,6 +4659,14 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
+  if type(self) is cls or name in ('columns','rows','layout',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'columns\',\'rows\',\'layout\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
   if type(self) is cls or name in ('command','note','engine_version',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
@@ -5660,6 +5696,14 @@ def __create_fn__(cls, FrozenInstanceError):
   super(cls, self).__setattr__(name, value)
  return __setattr__
 CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'color\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('columns','rows','layout',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'columns\',\'rows\',\'layout\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):

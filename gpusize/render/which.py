@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from gpusize.render.format import fmt_gib, fmt_int, fmt_range, human_tokens
 from gpusize.render.sheet import ValueColumn, assumption_items, sheet_markdown, value_csv
-from gpusize.render.table import VERDICT_STYLES, Column, render_table, shown_headers
+from gpusize.render.table import VERDICT_STYLES, Column, laid_out, render_table, shown_headers
 from gpusize.render.text import Style, paragraph
 from gpusize.reports.which import WhichReport
 from gpusize.serving.which import ModelFit
@@ -115,18 +115,20 @@ def render_which(
     rows = [r for r in report.models if r.fits or show_all]
     table = _columns(report)
     columns = [c for c, _ in table]
+    laid = None
     if estimates is not None and any(r.pending_speed for r in rows):
-        probed = estimates(report, SPEED_PROBES)
-        cells = _cells(probed, show_all, table)
-        if SPEED_COLUMN.header in shown_headers(columns, cells, width):
-            report = estimates(probed, None)
+        report = estimates(report, SPEED_PROBES)
+        cells = _cells(report, show_all, table)
+        laid = laid_out(columns, cells, width)  # laid out once, and printed as it is when it may be
+        if any(r.pending_speed for r in report.models) and SPEED_COLUMN.header in shown_headers(
+            columns, laid
+        ):
+            report, laid = estimates(report, None), None
             cells = _cells(report, show_all, table)
-        else:
-            report = probed
         rows = [r for r in report.models if r.fits or show_all]
     else:
         cells = _cells(report, show_all, table)
-    lines = [render_table(title(report), columns, cells, width, style)]
+    lines = [render_table(title(report), columns, cells, width, style, laid)]
     lines.append(paragraph(_order_line(report), width))
     if any(r.thin_margin for r in rows):
         lines.append(
