@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from typing import Any
 
 from gpusize.core.kinds import kv_bytes_per_token, mixer_kind, state_elements
 from gpusize.core.spec import LayerSpec, ModelSpec
@@ -325,8 +326,41 @@ def largest_context(
         # blocks_per_request(mid x block) = groups x mid, rising with mid: the largest mid <= hi with
         # batch x groups x mid <= num_blocks
         return max(0, min(hi, num_blocks // (batch * groups))) * layout.block_size
+    terms = _block_terms(layout)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        need = batch * blocks_per_request(layout, mid * layout.block_size, max_num_batched_tokens)
+        need = batch * _summed_blocks(terms, mid * layout.block_size, max_num_batched_tokens)
         lo, hi = (mid, hi) if need <= num_blocks else (lo, mid - 1)
     return lo * layout.block_size
+
+
+def _block_terms(layout: KvLayout) -> tuple[tuple[KvGroup, int, int], ...]:
+    """The layout's groups as `blocks_per_request` reads them, each distinct (kind, window, block size,
+    state blocks) once: (a group of them, its block size, how many groups): the bisection of
+    `largest_context` sums each kind once a step instead of once a group (Gemma 3's sliding groups)."""
+    counts: dict[tuple[str, int | None, int, int], list[Any]] = {}
+    for group in layout.groups:
+        bs = group.block_size or layout.block_size
+        key = (group.kind, group.window, bs, group.state_blocks)
+        if key in counts:
+            counts[key][2] += 1
+        else:
+            counts[key] = [group, bs, 1]
+    return tuple((group, bs, n) for group, bs, n in counts.values())
+
+
+def _summed_blocks(
+    terms: tuple[tuple[KvGroup, int, int], ...], context: int, max_num_batched_tokens: int
+) -> int:
+    """`blocks_per_request` over `_block_terms` (the same integer terms, each times its count)."""
+    total = 0
+    for group, bs, n in terms:
+        if group.kind == "state":
+            total += n * group.state_blocks
+        elif group.kind == "full" or group.window is None:
+            total += n * -(-context // bs)
+        elif group.kind == "sliding":
+            total += n * (-(-min(group.window - 1 + max_num_batched_tokens, context) // bs) + 1)
+        else:
+            total += n * -(-min(group.window + max_num_batched_tokens, context) // bs)
+    return total
