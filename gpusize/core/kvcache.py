@@ -282,19 +282,10 @@ def capacity_tokens(layout: KvLayout, num_blocks: int) -> int:
 
 
 def blocks_per_request(layout: KvLayout, context: int, max_num_batched_tokens: int) -> int:
-    """Blocks one request of `context` tokens reserves across all groups."""
-    total = 0
-    for group in layout.groups:
-        bs = group.block_size or layout.block_size
-        if group.kind == "state":  # a recurrent layer's state (vLLM MambaSpec)
-            total += group.state_blocks
-        elif group.kind == "full" or group.window is None:
-            total += -(-context // bs)
-        elif group.kind == "sliding":
-            total += -(-min(group.window - 1 + max_num_batched_tokens, context) // bs) + 1
-        else:
-            total += -(-min(group.window + max_num_batched_tokens, context) // bs)
-    return total
+    """Blocks one request of `context` tokens reserves across all groups (`_summed_blocks`, each group
+    once)."""
+    terms = tuple((group, group.block_size or layout.block_size, 1) for group in layout.groups)
+    return _summed_blocks(terms, context, max_num_batched_tokens)
 
 
 def _one_block_per_block(group: KvGroup, block_size: int) -> bool:
@@ -352,15 +343,17 @@ def _block_terms(layout: KvLayout) -> tuple[tuple[KvGroup, int, int], ...]:
 def _summed_blocks(
     terms: tuple[tuple[KvGroup, int, int], ...], context: int, max_num_batched_tokens: int
 ) -> int:
-    """`blocks_per_request` over `_block_terms` (the same integer terms, each times its count)."""
+    """The blocks one request of `context` tokens reserves: over (group, its block size, how many such
+    groups) terms (`blocks_per_request`: every group once; `_block_terms`: each distinct one)."""
     total = 0
     for group, bs, n in terms:
-        if group.kind == "state":
-            total += n * group.state_blocks
+        if group.kind == "state":  # a recurrent layer's state (vLLM MambaSpec)
+            blocks = group.state_blocks
         elif group.kind == "full" or group.window is None:
-            total += n * -(-context // bs)
+            blocks = -(-context // bs)
         elif group.kind == "sliding":
-            total += n * (-(-min(group.window - 1 + max_num_batched_tokens, context) // bs) + 1)
+            blocks = -(-min(group.window - 1 + max_num_batched_tokens, context) // bs) + 1
         else:
-            total += n * -(-min(group.window + max_num_batched_tokens, context) // bs)
+            blocks = -(-min(group.window + max_num_batched_tokens, context) // bs)
+        total += n * blocks
     return total

@@ -191,8 +191,9 @@ def fit_one(
     miss: tuple[str, float] = ("", 0.0)
     offload = int((request.engine.cpu_offload_gb or 0) * GIB)
     for weights, made, changes in builds:
-        if _weights_exceed(spec, weights, gpu, num_gpus, offload):  # before preparing: most miss here
-            miss = (_weights_reason(spec, weights, gpu, num_gpus), _ratio(spec, weights, gpu, num_gpus))
+        per_gpu = linear_bytes_per_gpu(spec, weights, num_gpus)  # once for the bound, ratio and reason
+        if _weights_exceed(per_gpu, gpu, offload):  # before preparing: most miss here
+            miss = (_weights_reason(weights, per_gpu, gpu), per_gpu / gpu.visible_bytes)
             continue
         build = on_gpu(spec, gpu, made())  # the KV dtype the engine's auto picks on this GPU
         best, replicas = _layout(spec, gpu, num_gpus, build, model)
@@ -405,19 +406,16 @@ def _row(
 # --------------------------------------------------------------------------- why not
 
 
-def _weights_exceed(spec: ModelSpec, weights: WeightFormat, gpu: GpuSpec, n: int, offload: int) -> bool:
-    """The cheap lower bound: the linear weights alone, split over n GPUs, less the `offload` bytes
-    --cpu-offload-gb may keep in CPU memory (at most that much per GPU: core/engines/vllm/pool.py
-    `offloaded_bytes`, SGLang's alike), above a GPU's memory. It proves a miss, never a fit."""
-    return linear_bytes_per_gpu(spec, weights, n) - offload > gpu.visible_bytes
+def _weights_exceed(per_gpu: float, gpu: GpuSpec, offload: int) -> bool:
+    """The cheap lower bound: the linear weights alone split over the GPUs (`per_gpu`:
+    `linear_bytes_per_gpu`), less the `offload` bytes --cpu-offload-gb may keep in CPU memory (at
+    most that much per GPU: core/engines/vllm/pool.py `offloaded_bytes`, SGLang's alike), above a
+    GPU's memory. It proves a miss, never a fit."""
+    return per_gpu - offload > gpu.visible_bytes
 
 
-def _ratio(spec: ModelSpec, weights: WeightFormat, gpu: GpuSpec, n: int) -> float:
-    return linear_bytes_per_gpu(spec, weights, n) / gpu.visible_bytes
-
-
-def _weights_reason(spec: ModelSpec, weights: WeightFormat, gpu: GpuSpec, n: int) -> str:
-    per = linear_bytes_per_gpu(spec, weights, n) / GIB
+def _weights_reason(weights: WeightFormat, per_gpu: float, gpu: GpuSpec) -> str:
+    per = per_gpu / GIB
     return f"{weights.name} weights alone {per:,.1f} GiB per GPU, {gpu.visible_bytes / GIB:.1f} GiB on each"
 
 
