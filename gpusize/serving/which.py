@@ -356,8 +356,14 @@ def _fitting(
     )
     estimate = functools.partial(_speeds, spec, work, gpu, best, rng)
     tokens, low, high = estimate() if speeds else (None, None, None)
-    return replace(
-        _row(entry, spec, fits=True),
+    return ModelFit(  # the fields `_row` gives a row, and the plan's
+        name=entry.name,
+        hf_id=entry.hf_id,
+        family=entry.family,
+        released=entry.released,
+        params_total=spec.params.total,
+        params_active=spec.params.active,
+        fits=True,
         weight_dtype=work.weight_dtype,
         changes=changes,
         replicas=replicas,
