@@ -122,7 +122,8 @@ def human_tokens(n: int) -> str:
     return str(n)
 
 
-_BUDGET = re.compile(r"^\s*(\d{1,15}(?:\.\d{1,15})?)\s*([kKmMbBtT]?)\s*$")
+#: A token budget (`parse_budget`), compiled where first used (`re`'s cache), not on import (start-up).
+_BUDGET = r"^\s*(\d{1,15}(?:\.\d{1,15})?)\s*([kKmMbBtT]?)\s*$"
 _DECIMAL = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
 #: Largest token budget accepted: 10^15, a thousand times Llama 3's 15T-token pre-training run.
 MAX_BUDGET = 10**15
@@ -131,7 +132,7 @@ MAX_BUDGET = 10**15
 def parse_budget(text: str, what: str = "--tokens") -> int:
     """'1B' -> 10**9, '500m' -> 5 x 10**8, '20000' -> 20000: decimal, as token budgets are quoted."""
     shown = str(text)[:40]
-    match = _BUDGET.match(str(text))
+    match = re.match(_BUDGET, str(text))
     if not match:
         raise InputError(f"invalid {what} '{shown}': use a number such as 20000, 500M or 1B")
     value, _ = _scaled(match.group(1), _DECIMAL[match.group(2).lower()])

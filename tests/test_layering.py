@@ -38,7 +38,7 @@ FORBIDDEN = {
 #: Third-party modules that may be imported inside a function (optional or slow to import).
 HEAVY = {"huggingface_hub", "gguf", "pynvml", "pydantic", "importlib", "typer"}
 #: Standard-library modules a plain command does not need, imported where used ("start-up:" reason).
-LAZY_STDLIB = {"csv", "difflib", "html", "tempfile", "traceback"}
+LAZY_STDLIB = {"csv", "difflib", "html", "shlex", "tempfile", "textwrap", "traceback"}
 
 
 def _modules(package: Path = PACKAGE) -> dict[str, Path]:

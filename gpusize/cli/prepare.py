@@ -21,7 +21,6 @@ from gpusize.core.engines import prepare as prepare_workload
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import ResolvedModel
 from gpusize.core.network import GPUS_PER_NODE, KINDS, MAX_NODES, LinkKind, NodePlan, node_link
-from gpusize.core.parse import parse_config, with_rope_scaling
 from gpusize.core.plan import TP_SIZES
 from gpusize.core.settings import EngineName, EngineSettings, settings_from
 from gpusize.core.spec import ModelSpec
@@ -31,7 +30,6 @@ from gpusize.errors import CatalogError, GpusizeError, InputError, UnknownNameEr
 from gpusize.render.text import safe
 from gpusize.serving.targets import Targets as UserTargets
 from gpusize.sources.catalog import Catalogs
-from gpusize.sources.resolve import resolve_model
 from gpusize.units import parse_count, parse_tokens
 
 _T = TypeVar("_T")
@@ -214,6 +212,11 @@ def load_model(
 def _load_model(
     reference: str, revision: str | None, best_effort: bool, cats: Catalogs, rope_scaling: str | None
 ) -> tuple[ResolvedModel, ModelSpec]:
+    # `which` plans the catalog's stored specs and reads no model (bench/RESULTS.md, issue 24):
+    # start-up: the parser and the resolver are imported where a command reads one
+    from gpusize.core.parse import parse_config
+    from gpusize.sources.resolve import resolve_model
+
     resolved = resolve_model(reference, revision, cats, progress)
     where = "config.json" if resolved.source != "gguf" else "GGUF metadata"
     spec = parse_config(resolved.config, best_effort=best_effort, where=where)
@@ -281,6 +284,8 @@ def rope_scaled(spec: ModelSpec, rope: str | None) -> ModelSpec:
         raise UsageError(
             f"invalid --rope-scaling {safe(rope[:40])!r}: yarn, dynamic or linear, factor in (1, 64]"
         )
+    from gpusize.core.parse import with_rope_scaling  # start-up: only with --rope-scaling
+
     return with_rope_scaling(spec, kind, factor, original)
 
 

@@ -6,6 +6,7 @@ import functools
 from typing import cast
 
 from gpusize.cli import prepare
+from gpusize.cli.capture import current
 from gpusize.cli.declare import Option, command
 from gpusize.cli.emit import answer, only_the_verdict, verdict
 from gpusize.cli.options import (
@@ -30,7 +31,7 @@ from gpusize.core.engines import engine
 from gpusize.core.workload import KV_DTYPES, Request, refuse_foreign_settings, weight_dtype
 from gpusize.errors import UsageError
 from gpusize.render.which import render_which, which_csv, which_markdown
-from gpusize.reports.which import build_which, which_verdict
+from gpusize.reports.which import build_which, which_verdict, with_speed_estimates
 from gpusize.serving.which import SORTS, Sort
 from gpusize.units import parse_tokens
 
@@ -96,7 +97,10 @@ def which(
         for note in notes:
             warn(note)
         verdict(0 if fits else 1, fmt, as_json, tuple(SHEETS))
-    report = build_which(cats.parsed_models(), where.gpus[0], count, req, order, top)
+    # The text table alone (not kept as a value, not ranked by speed) may leave the speed estimates
+    # to its rendering, which makes them only where its width shows them (render_which).
+    deferred = not as_json and fmt in (None, "table") and order != "speed" and current() is None
+    report = build_which(cats.parsed_models(), where.gpus[0], count, req, order, top, not deferred)
     for skipped in report.skipped:
         warn(skipped)  # one unreadable catalog model is skipped, never the whole answer
     answer(
@@ -104,7 +108,7 @@ def which(
         0 if report.fits else 1,
         quiet,
         as_json,
-        lambda width, style: render_which(report, show_all, width, style),
+        lambda width, style: render_which(report, show_all, width, style, with_speed_estimates),
         fmt,
         {name: functools.partial(sheet, report) for name, sheet in SHEETS.items()},
     )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from typing import Any
 
 from gpusize.core.kinds import kv_bytes_per_token, mixer_kind, state_elements
 from gpusize.core.spec import LayerSpec, ModelSpec
@@ -281,19 +282,10 @@ def capacity_tokens(layout: KvLayout, num_blocks: int) -> int:
 
 
 def blocks_per_request(layout: KvLayout, context: int, max_num_batched_tokens: int) -> int:
-    """Blocks one request of `context` tokens reserves across all groups."""
-    total = 0
-    for group in layout.groups:
-        bs = group.block_size or layout.block_size
-        if group.kind == "state":  # a recurrent layer's state (vLLM MambaSpec)
-            total += group.state_blocks
-        elif group.kind == "full" or group.window is None:
-            total += -(-context // bs)
-        elif group.kind == "sliding":
-            total += -(-min(group.window - 1 + max_num_batched_tokens, context) // bs) + 1
-        else:
-            total += -(-min(group.window + max_num_batched_tokens, context) // bs)
-    return total
+    """Blocks one request of `context` tokens reserves across all groups (`_summed_blocks`, each group
+    once)."""
+    terms = tuple((group, group.block_size or layout.block_size, 1) for group in layout.groups)
+    return _summed_blocks(terms, context, max_num_batched_tokens)
 
 
 def _one_block_per_block(group: KvGroup, block_size: int) -> bool:
@@ -325,8 +317,43 @@ def largest_context(
         # blocks_per_request(mid x block) = groups x mid, rising with mid: the largest mid <= hi with
         # batch x groups x mid <= num_blocks
         return max(0, min(hi, num_blocks // (batch * groups))) * layout.block_size
+    terms = _block_terms(layout)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        need = batch * blocks_per_request(layout, mid * layout.block_size, max_num_batched_tokens)
+        need = batch * _summed_blocks(terms, mid * layout.block_size, max_num_batched_tokens)
         lo, hi = (mid, hi) if need <= num_blocks else (lo, mid - 1)
     return lo * layout.block_size
+
+
+def _block_terms(layout: KvLayout) -> tuple[tuple[KvGroup, int, int], ...]:
+    """The layout's groups as `blocks_per_request` reads them, each distinct (kind, window, block size,
+    state blocks) once: (a group of them, its block size, how many groups): the bisection of
+    `largest_context` sums each kind once a step instead of once a group (Gemma 3's sliding groups)."""
+    counts: dict[tuple[str, int | None, int, int], list[Any]] = {}
+    for group in layout.groups:
+        bs = group.block_size or layout.block_size
+        key = (group.kind, group.window, bs, group.state_blocks)
+        if key in counts:
+            counts[key][2] += 1
+        else:
+            counts[key] = [group, bs, 1]
+    return tuple((group, bs, n) for group, bs, n in counts.values())
+
+
+def _summed_blocks(
+    terms: tuple[tuple[KvGroup, int, int], ...], context: int, max_num_batched_tokens: int
+) -> int:
+    """The blocks one request of `context` tokens reserves: over (group, its block size, how many such
+    groups) terms (`blocks_per_request`: every group once; `_block_terms`: each distinct one)."""
+    total = 0
+    for group, bs, n in terms:
+        if group.kind == "state":  # a recurrent layer's state (vLLM MambaSpec)
+            blocks = group.state_blocks
+        elif group.kind == "full" or group.window is None:
+            blocks = -(-context // bs)
+        elif group.kind == "sliding":
+            blocks = -(-min(group.window - 1 + max_num_batched_tokens, context) // bs) + 1
+        else:
+            blocks = -(-min(group.window + max_num_batched_tokens, context) // bs)
+        total += n * blocks
+    return total

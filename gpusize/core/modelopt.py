@@ -53,11 +53,13 @@ def algo_bytes(algo: str, group: int, hidden: int = 4096) -> float:
 #: Module names that are no decoder linear role (embeddings, vision towers and projectors, MTP heads).
 _NOT_A_ROLE = ("embed", "vision", "visual", "mm_projector", "multi_modal", "patch_merge", "mtp")
 #: The same words as one search (an exclude list names up to a few thousand modules: DeepSeek NVFP4).
-_NOT_A_ROLE_SEARCH = re.compile("|".join(map(re.escape, _NOT_A_ROLE))).search
+#: These patterns are compiled where first matched (`re`'s own cache), not on import: a command
+#: that reads no ModelOpt config (`which` over the stored specs) never matches one (start-up).
+_NOT_A_ROLE_PATTERN = "|".join(map(re.escape, _NOT_A_ROLE))
 #: A whole decoder layer: `model.layers.3*`, `model.layers.3.*`.
-_LAYER_ONLY = re.compile(r"(?:^|\.)layers\.(\d+)(?:\*|\.\*)?$")
+_LAYER_ONLY = r"(?:^|\.)layers\.(\d+)(?:\*|\.\*)?$"
 #: Mixer projections of Nemotron-H blocks (attention and Mamba-2 alike are `mixer`).
-_MIXER = re.compile(r"mixer\.(q_proj|k_proj|v_proj|o_proj|in_proj|out_proj|conv1d)")
+_MIXER = r"mixer\.(q_proj|k_proj|v_proj|o_proj|in_proj|out_proj|conv1d)"
 
 
 def modelopt_roles(name: str, layers: int) -> tuple[str, ...]:
@@ -66,9 +68,9 @@ def modelopt_roles(name: str, layers: int) -> tuple[str, ...]:
     a whole decoder layer (`model.layers.3*`) its attention and dense MLP; a layer numbered at or past
     `layers` (the MTP layer DeepSeek and GLM number after the decoder), routers and embeddings none."""
     low = name.lower()
-    if _NOT_A_ROLE_SEARCH(low):
+    if re.search(_NOT_A_ROLE_PATTERN, low):
         return ()
-    whole = _LAYER_ONLY.search(low)
+    whole = re.search(_LAYER_ONLY, low)
     if whole:
         return () if int(whole.group(1)) >= layers else ("attention", "mlp")
     if low in ("lm_head", "head") or low.endswith(".lm_head"):
@@ -79,7 +81,7 @@ def modelopt_roles(name: str, layers: int) -> tuple[str, ...]:
         return ("experts",)
     if low.endswith((".gate", ".router", ".gate*", ".router*")) or ".router." in low:
         return ()
-    if "attn" in low or _MIXER.search(low):
+    if "attn" in low or re.search(_MIXER, low):
         return ("attention",)
     if "mlp" in low or "ffn" in low or low.endswith(("down_proj", "up_proj", "gate_proj")):
         return ("mlp",)

@@ -25,7 +25,7 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-__all__ = ["dataclass", "kept_hash", "made", "misses", "replace", "table_is_cheap"]
+__all__ = ["dataclass", "kept_hash", "made", "misses", "plain_names", "replace", "table_is_cheap"]
 
 _T = TypeVar("_T")
 
@@ -72,19 +72,52 @@ else:
         maker = types.FunctionType(code, globals if globals is not None else vars(dataclasses))
         return maker(**locals)
 
+    _IS_TYPE = getattr(dataclasses, "_is_type", None)
+
+    def _never(annotation, cls, a_module, a_type, is_type_predicate):
+        return False
+
     def dataclass(cls=None, /, **kwargs: Any):
-        """`dataclasses.dataclass(cls, **kwargs)`, its methods from the compiled table."""
+        """`dataclasses.dataclass(cls, **kwargs)`, its methods from the compiled table; where no name
+        of the class's module can make a string annotation special (`plain_names`), the standard
+        library's test of each annotation (`_is_type`: ClassVar, InitVar, KW_ONLY; three regex
+        matches and module lookups a field, a tenth of `which`'s start-up) answers no at once."""
 
         def wrap(cls):
             if _STANDARD is None:  # another implementation (CPython 3.13 builds the text differently)
                 return dataclasses.dataclass(**kwargs)(cls)
+            plain = _IS_TYPE is not None and plain_names(sys.modules.get(cls.__module__))
             dataclasses._create_fn = _create_fn
+            if plain:
+                dataclasses._is_type = _never
             try:
                 return dataclasses.dataclass(**kwargs)(cls)
             finally:
                 dataclasses._create_fn = _STANDARD
+                if plain:
+                    dataclasses._is_type = _IS_TYPE
 
         return wrap if cls is None else wrap(cls)
+
+
+def plain_names(module: types.ModuleType | None) -> bool:
+    """Whether `dataclasses._is_type` answers no for every string annotation of a class of `module`:
+    it answers yes only where the annotation's name (or `module.name`) is looked up in the module's
+    namespace (or, through a name bound to the typing or dataclasses module, in that module's) and
+    found to be ClassVar, a generic alias of it (`ClassVar[int]`), InitVar or an InitVar(...), or
+    KW_ONLY; so no name bound to any of those, to the typing or dataclasses module, to a typing
+    generic alias or an InitVar instance means no. False for a module not imported (the standard
+    test then runs, as it does for any other module)."""
+    if module is None:
+        return False
+    values = vars(module).values()
+    specials = {id(dataclasses), id(dataclasses.InitVar), id(dataclasses.KW_ONLY)}
+    typing = sys.modules.get("typing")
+    kinds: set[type] = {dataclasses.InitVar}
+    if typing is not None:
+        specials |= {id(typing), id(typing.ClassVar)}
+        kinds.add(getattr(typing, "_GenericAlias", dataclasses.InitVar))
+    return specials.isdisjoint(map(id, values)) and kinds.isdisjoint(map(type, values))
 
 
 #: The table's source and its compiled form (PEP 3147: __pycache__/NAME.TAG[.opt-N].pyc).

@@ -87,6 +87,14 @@ CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is se
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
+   return (self.columns,self.rows,self.layout,)==(other.columns,other.rows,other.layout,)
+  return NotImplemented
+ return __eq__
+CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.columns,self.rows,self.layout,)==(other.columns,other.rows,other.layout,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
    return (self.command,self.note,self.engine_version,)==(other.command,other.note,other.engine_version,)
   return NotImplemented
  return __eq__
@@ -1140,6 +1148,12 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.color,))\n
 
 def __create_fn__():
  def __hash__(self):
+  return hash((self.columns,self.rows,self.layout,))
+ return __hash__
+CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.columns,self.rows,self.layout,))\n return __hash__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __hash__(self):
   return hash((self.command,self.note,self.engine_version,))
  return __hash__
 CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.command,self.note,self.engine_version,))\n return __hash__'] = __create_fn__.__code__
@@ -1873,6 +1887,12 @@ def __create_fn__():
   return self.__class__.__qualname__ + f"(color={self.color!r})"
  return __repr__
 CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(color={self.color!r})"\n return __repr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(columns={self.columns!r}, rows={self.rows!r}, layout={self.layout!r})"
+ return __repr__
+CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(columns={self.columns!r}, rows={self.rows!r}, layout={self.layout!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -2711,6 +2731,14 @@ def __create_fn__(_type_color, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builti
   __dataclass_builtins_object__.__setattr__(self,'color',color)
  return __init__
 CODE["def __create_fn__(_type_color, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_color, _return_type):\n def __init__(self,color:_type_color=_dflt_color)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'color',color)\n return __init__"] = __create_fn__.__code__
+
+def __create_fn__(_type_columns, _type_rows, _type_layout, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,columns:_type_columns,rows:_type_rows,layout:_type_layout)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'columns',columns)
+  __dataclass_builtins_object__.__setattr__(self,'rows',rows)
+  __dataclass_builtins_object__.__setattr__(self,'layout',layout)
+ return __init__
+CODE["def __create_fn__(_type_columns, _type_rows, _type_layout, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,columns:_type_columns,rows:_type_rows,layout:_type_layout)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'columns',columns)\n  __dataclass_builtins_object__.__setattr__(self,'rows',rows)\n  __dataclass_builtins_object__.__setattr__(self,'layout',layout)\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_command, _type_note, _type_engine_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_note, _dflt_engine_version, _return_type):
  def __init__(self,command:_type_command,note:_type_note=_dflt_note,engine_version:_type_engine_version=_dflt_engine_version)->_return_type:
@@ -3792,8 +3820,8 @@ def __create_fn__(_type_name, _type_hf_id, _type_config, _type_family, _type_rel
  return __init__
 CODE["def __create_fn__(_type_name, _type_hf_id, _type_config, _type_family, _type_released, _type_spec, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_family, _dflt_released, _dflt_spec, _return_type):\n def __init__(self,name:_type_name,hf_id:_type_hf_id,config:_type_config,family:_type_family=_dflt_family,released:_type_released=_dflt_released,spec:_type_spec=_dflt_spec)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)\n  __dataclass_builtins_object__.__setattr__(self,'config',config)\n  __dataclass_builtins_object__.__setattr__(self,'family',family)\n  __dataclass_builtins_object__.__setattr__(self,'released',released)\n  __dataclass_builtins_object__.__setattr__(self,'spec',spec)\n return __init__"] = __create_fn__.__code__
 
-def __create_fn__(_type_name, _type_hf_id, _type_family, _type_released, _type_params_total, _type_params_active, _type_fits, _type_weight_dtype, _type_changes, _type_replicas, _type_tensor_parallel, _type_headroom_bytes, _type_max_concurrency, _type_kv_cache_capacity_tokens, _type_tokens_per_s, _type_tokens_per_s_low, _type_tokens_per_s_high, _type_speed_range, _type_thin_margin, _type_reason, _type_shortfall, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_released, _dflt_weight_dtype, _dflt_changes, _dflt_replicas, _dflt_tensor_parallel, _dflt_headroom_bytes, _dflt_max_concurrency, _dflt_kv_cache_capacity_tokens, _dflt_tokens_per_s, _dflt_tokens_per_s_low, _dflt_tokens_per_s_high, _dflt_speed_range, _dflt_thin_margin, _dflt_reason, _dflt_shortfall, _return_type):
- def __init__(self,*,name:_type_name,hf_id:_type_hf_id,family:_type_family,released:_type_released=_dflt_released,params_total:_type_params_total,params_active:_type_params_active,fits:_type_fits,weight_dtype:_type_weight_dtype=_dflt_weight_dtype,changes:_type_changes=_dflt_changes,replicas:_type_replicas=_dflt_replicas,tensor_parallel:_type_tensor_parallel=_dflt_tensor_parallel,headroom_bytes:_type_headroom_bytes=_dflt_headroom_bytes,max_concurrency:_type_max_concurrency=_dflt_max_concurrency,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens=_dflt_kv_cache_capacity_tokens,tokens_per_s:_type_tokens_per_s=_dflt_tokens_per_s,tokens_per_s_low:_type_tokens_per_s_low=_dflt_tokens_per_s_low,tokens_per_s_high:_type_tokens_per_s_high=_dflt_tokens_per_s_high,speed_range:_type_speed_range=_dflt_speed_range,thin_margin:_type_thin_margin=_dflt_thin_margin,reason:_type_reason=_dflt_reason,shortfall:_type_shortfall=_dflt_shortfall)->_return_type:
+def __create_fn__(_type_name, _type_hf_id, _type_family, _type_released, _type_params_total, _type_params_active, _type_fits, _type_weight_dtype, _type_changes, _type_replicas, _type_tensor_parallel, _type_headroom_bytes, _type_max_concurrency, _type_kv_cache_capacity_tokens, _type_tokens_per_s, _type_tokens_per_s_low, _type_tokens_per_s_high, _type_speed_range, _type_thin_margin, _type_reason, _type_shortfall, _type_pending_speed, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_released, _dflt_weight_dtype, _dflt_changes, _dflt_replicas, _dflt_tensor_parallel, _dflt_headroom_bytes, _dflt_max_concurrency, _dflt_kv_cache_capacity_tokens, _dflt_tokens_per_s, _dflt_tokens_per_s_low, _dflt_tokens_per_s_high, _dflt_speed_range, _dflt_thin_margin, _dflt_reason, _dflt_shortfall, _dflt_pending_speed, _return_type):
+ def __init__(self,*,name:_type_name,hf_id:_type_hf_id,family:_type_family,released:_type_released=_dflt_released,params_total:_type_params_total,params_active:_type_params_active,fits:_type_fits,weight_dtype:_type_weight_dtype=_dflt_weight_dtype,changes:_type_changes=_dflt_changes,replicas:_type_replicas=_dflt_replicas,tensor_parallel:_type_tensor_parallel=_dflt_tensor_parallel,headroom_bytes:_type_headroom_bytes=_dflt_headroom_bytes,max_concurrency:_type_max_concurrency=_dflt_max_concurrency,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens=_dflt_kv_cache_capacity_tokens,tokens_per_s:_type_tokens_per_s=_dflt_tokens_per_s,tokens_per_s_low:_type_tokens_per_s_low=_dflt_tokens_per_s_low,tokens_per_s_high:_type_tokens_per_s_high=_dflt_tokens_per_s_high,speed_range:_type_speed_range=_dflt_speed_range,thin_margin:_type_thin_margin=_dflt_thin_margin,reason:_type_reason=_dflt_reason,shortfall:_type_shortfall=_dflt_shortfall,pending_speed:_type_pending_speed=_dflt_pending_speed)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'name',name)
   __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)
   __dataclass_builtins_object__.__setattr__(self,'family',family)
@@ -3815,8 +3843,9 @@ def __create_fn__(_type_name, _type_hf_id, _type_family, _type_released, _type_p
   __dataclass_builtins_object__.__setattr__(self,'thin_margin',thin_margin)
   __dataclass_builtins_object__.__setattr__(self,'reason',reason)
   __dataclass_builtins_object__.__setattr__(self,'shortfall',shortfall)
+  __dataclass_builtins_object__.__setattr__(self,'pending_speed',pending_speed)
  return __init__
-CODE["def __create_fn__(_type_name, _type_hf_id, _type_family, _type_released, _type_params_total, _type_params_active, _type_fits, _type_weight_dtype, _type_changes, _type_replicas, _type_tensor_parallel, _type_headroom_bytes, _type_max_concurrency, _type_kv_cache_capacity_tokens, _type_tokens_per_s, _type_tokens_per_s_low, _type_tokens_per_s_high, _type_speed_range, _type_thin_margin, _type_reason, _type_shortfall, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_released, _dflt_weight_dtype, _dflt_changes, _dflt_replicas, _dflt_tensor_parallel, _dflt_headroom_bytes, _dflt_max_concurrency, _dflt_kv_cache_capacity_tokens, _dflt_tokens_per_s, _dflt_tokens_per_s_low, _dflt_tokens_per_s_high, _dflt_speed_range, _dflt_thin_margin, _dflt_reason, _dflt_shortfall, _return_type):\n def __init__(self,*,name:_type_name,hf_id:_type_hf_id,family:_type_family,released:_type_released=_dflt_released,params_total:_type_params_total,params_active:_type_params_active,fits:_type_fits,weight_dtype:_type_weight_dtype=_dflt_weight_dtype,changes:_type_changes=_dflt_changes,replicas:_type_replicas=_dflt_replicas,tensor_parallel:_type_tensor_parallel=_dflt_tensor_parallel,headroom_bytes:_type_headroom_bytes=_dflt_headroom_bytes,max_concurrency:_type_max_concurrency=_dflt_max_concurrency,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens=_dflt_kv_cache_capacity_tokens,tokens_per_s:_type_tokens_per_s=_dflt_tokens_per_s,tokens_per_s_low:_type_tokens_per_s_low=_dflt_tokens_per_s_low,tokens_per_s_high:_type_tokens_per_s_high=_dflt_tokens_per_s_high,speed_range:_type_speed_range=_dflt_speed_range,thin_margin:_type_thin_margin=_dflt_thin_margin,reason:_type_reason=_dflt_reason,shortfall:_type_shortfall=_dflt_shortfall)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)\n  __dataclass_builtins_object__.__setattr__(self,'family',family)\n  __dataclass_builtins_object__.__setattr__(self,'released',released)\n  __dataclass_builtins_object__.__setattr__(self,'params_total',params_total)\n  __dataclass_builtins_object__.__setattr__(self,'params_active',params_active)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'weight_dtype',weight_dtype)\n  __dataclass_builtins_object__.__setattr__(self,'changes',changes)\n  __dataclass_builtins_object__.__setattr__(self,'replicas',replicas)\n  __dataclass_builtins_object__.__setattr__(self,'tensor_parallel',tensor_parallel)\n  __dataclass_builtins_object__.__setattr__(self,'headroom_bytes',headroom_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'max_concurrency',max_concurrency)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_capacity_tokens',kv_cache_capacity_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'tokens_per_s',tokens_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'tokens_per_s_low',tokens_per_s_low)\n  __dataclass_builtins_object__.__setattr__(self,'tokens_per_s_high',tokens_per_s_high)\n  __dataclass_builtins_object__.__setattr__(self,'speed_range',speed_range)\n  __dataclass_builtins_object__.__setattr__(self,'thin_margin',thin_margin)\n  __dataclass_builtins_object__.__setattr__(self,'reason',reason)\n  __dataclass_builtins_object__.__setattr__(self,'shortfall',shortfall)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_name, _type_hf_id, _type_family, _type_released, _type_params_total, _type_params_active, _type_fits, _type_weight_dtype, _type_changes, _type_replicas, _type_tensor_parallel, _type_headroom_bytes, _type_max_concurrency, _type_kv_cache_capacity_tokens, _type_tokens_per_s, _type_tokens_per_s_low, _type_tokens_per_s_high, _type_speed_range, _type_thin_margin, _type_reason, _type_shortfall, _type_pending_speed, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_released, _dflt_weight_dtype, _dflt_changes, _dflt_replicas, _dflt_tensor_parallel, _dflt_headroom_bytes, _dflt_max_concurrency, _dflt_kv_cache_capacity_tokens, _dflt_tokens_per_s, _dflt_tokens_per_s_low, _dflt_tokens_per_s_high, _dflt_speed_range, _dflt_thin_margin, _dflt_reason, _dflt_shortfall, _dflt_pending_speed, _return_type):\n def __init__(self,*,name:_type_name,hf_id:_type_hf_id,family:_type_family,released:_type_released=_dflt_released,params_total:_type_params_total,params_active:_type_params_active,fits:_type_fits,weight_dtype:_type_weight_dtype=_dflt_weight_dtype,changes:_type_changes=_dflt_changes,replicas:_type_replicas=_dflt_replicas,tensor_parallel:_type_tensor_parallel=_dflt_tensor_parallel,headroom_bytes:_type_headroom_bytes=_dflt_headroom_bytes,max_concurrency:_type_max_concurrency=_dflt_max_concurrency,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens=_dflt_kv_cache_capacity_tokens,tokens_per_s:_type_tokens_per_s=_dflt_tokens_per_s,tokens_per_s_low:_type_tokens_per_s_low=_dflt_tokens_per_s_low,tokens_per_s_high:_type_tokens_per_s_high=_dflt_tokens_per_s_high,speed_range:_type_speed_range=_dflt_speed_range,thin_margin:_type_thin_margin=_dflt_thin_margin,reason:_type_reason=_dflt_reason,shortfall:_type_shortfall=_dflt_shortfall,pending_speed:_type_pending_speed=_dflt_pending_speed)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)\n  __dataclass_builtins_object__.__setattr__(self,'family',family)\n  __dataclass_builtins_object__.__setattr__(self,'released',released)\n  __dataclass_builtins_object__.__setattr__(self,'params_total',params_total)\n  __dataclass_builtins_object__.__setattr__(self,'params_active',params_active)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'weight_dtype',weight_dtype)\n  __dataclass_builtins_object__.__setattr__(self,'changes',changes)\n  __dataclass_builtins_object__.__setattr__(self,'replicas',replicas)\n  __dataclass_builtins_object__.__setattr__(self,'tensor_parallel',tensor_parallel)\n  __dataclass_builtins_object__.__setattr__(self,'headroom_bytes',headroom_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'max_concurrency',max_concurrency)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_capacity_tokens',kv_cache_capacity_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'tokens_per_s',tokens_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'tokens_per_s_low',tokens_per_s_low)\n  __dataclass_builtins_object__.__setattr__(self,'tokens_per_s_high',tokens_per_s_high)\n  __dataclass_builtins_object__.__setattr__(self,'speed_range',speed_range)\n  __dataclass_builtins_object__.__setattr__(self,'thin_margin',thin_margin)\n  __dataclass_builtins_object__.__setattr__(self,'reason',reason)\n  __dataclass_builtins_object__.__setattr__(self,'shortfall',shortfall)\n  __dataclass_builtins_object__.__setattr__(self,'pending_speed',pending_speed)\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_name, _type_hf_id, _type_source, _type_config, _type_aliases, _type_params_published, _type_params_source, _type_family, _type_released, _type_released_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_aliases, _dflt_params_published, _dflt_params_source, _dflt_family, _dflt_released, _dflt_released_source, _return_type):
  def __init__(self,name:_type_name,hf_id:_type_hf_id,source:_type_source,config:_type_config,aliases:_type_aliases=_dflt_aliases,params_published:_type_params_published=_dflt_params_published,params_source:_type_params_source=_dflt_params_source,family:_type_family=_dflt_family,released:_type_released=_dflt_released,released_source:_type_released_source=_dflt_released_source)->_return_type:
@@ -4651,6 +4680,14 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
+  if type(self) is cls or name in ('columns','rows','layout',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'columns\',\'rows\',\'layout\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
   if type(self) is cls or name in ('command','note','engine_version',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
@@ -5203,11 +5240,11 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('name','hf_id','family','released','params_total','params_active','fits','weight_dtype','changes','replicas','tensor_parallel','headroom_bytes','max_concurrency','kv_cache_capacity_tokens','tokens_per_s','tokens_per_s_low','tokens_per_s_high','speed_range','thin_margin','reason','shortfall',):
+  if type(self) is cls or name in ('name','hf_id','family','released','params_total','params_active','fits','weight_dtype','changes','replicas','tensor_parallel','headroom_bytes','max_concurrency','kv_cache_capacity_tokens','tokens_per_s','tokens_per_s_low','tokens_per_s_high','speed_range','thin_margin','reason','shortfall','pending_speed',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'name\',\'hf_id\',\'family\',\'released\',\'params_total\',\'params_active\',\'fits\',\'weight_dtype\',\'changes\',\'replicas\',\'tensor_parallel\',\'headroom_bytes\',\'max_concurrency\',\'kv_cache_capacity_tokens\',\'tokens_per_s\',\'tokens_per_s_low\',\'tokens_per_s_high\',\'speed_range\',\'thin_margin\',\'reason\',\'shortfall\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'name\',\'hf_id\',\'family\',\'released\',\'params_total\',\'params_active\',\'fits\',\'weight_dtype\',\'changes\',\'replicas\',\'tensor_parallel\',\'headroom_bytes\',\'max_concurrency\',\'kv_cache_capacity_tokens\',\'tokens_per_s\',\'tokens_per_s_low\',\'tokens_per_s_high\',\'speed_range\',\'thin_margin\',\'reason\',\'shortfall\',\'pending_speed\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
@@ -5688,6 +5725,14 @@ def __create_fn__(cls, FrozenInstanceError):
   super(cls, self).__setattr__(name, value)
  return __setattr__
 CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'color\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('columns','rows','layout',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'columns\',\'rows\',\'layout\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
@@ -6243,11 +6288,11 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,v
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('name','hf_id','family','released','params_total','params_active','fits','weight_dtype','changes','replicas','tensor_parallel','headroom_bytes','max_concurrency','kv_cache_capacity_tokens','tokens_per_s','tokens_per_s_low','tokens_per_s_high','speed_range','thin_margin','reason','shortfall',):
+  if type(self) is cls or name in ('name','hf_id','family','released','params_total','params_active','fits','weight_dtype','changes','replicas','tensor_parallel','headroom_bytes','max_concurrency','kv_cache_capacity_tokens','tokens_per_s','tokens_per_s_low','tokens_per_s_high','speed_range','thin_margin','reason','shortfall','pending_speed',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'name\',\'hf_id\',\'family\',\'released\',\'params_total\',\'params_active\',\'fits\',\'weight_dtype\',\'changes\',\'replicas\',\'tensor_parallel\',\'headroom_bytes\',\'max_concurrency\',\'kv_cache_capacity_tokens\',\'tokens_per_s\',\'tokens_per_s_low\',\'tokens_per_s_high\',\'speed_range\',\'thin_margin\',\'reason\',\'shortfall\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'name\',\'hf_id\',\'family\',\'released\',\'params_total\',\'params_active\',\'fits\',\'weight_dtype\',\'changes\',\'replicas\',\'tensor_parallel\',\'headroom_bytes\',\'max_concurrency\',\'kv_cache_capacity_tokens\',\'tokens_per_s\',\'tokens_per_s_low\',\'tokens_per_s_high\',\'speed_range\',\'thin_margin\',\'reason\',\'shortfall\',\'pending_speed\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):

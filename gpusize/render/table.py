@@ -16,7 +16,7 @@ from typing import Literal
 from gpusize.dataclass import dataclass
 from gpusize.render.text import Style, paragraph, safe
 
-__all__ = ["NEAREST", "VERDICT_STYLES", "Column", "render_table"]
+__all__ = ["NEAREST", "VERDICT_STYLES", "Column", "LaidOut", "laid_out", "render_table", "shown_headers"]
 
 GAP = "  "
 
@@ -89,13 +89,44 @@ def _cell(text: str, width: int, align: str) -> str:
     return text.rjust(width) if align == "right" else text.ljust(width)
 
 
+@dataclass(frozen=True)
+class LaidOut:
+    """A table's columns and cells as it prints them (`safe`: no control characters) and its layout at
+    one width: made once by `laid_out`, read by `shown_headers` and `render_table`."""
+
+    columns: list[Column]
+    rows: list[list[str]]
+    layout: _Layout
+
+
+def laid_out(columns: list[Column], rows: list[list[str]], width: int) -> LaidOut:
+    """The table of these columns and cells laid out at `width`."""
+    safe_columns = [replace(c, header=safe(c.header)) for c in columns]
+    safe_rows = [[safe(cell) for cell in row] for row in rows]
+    return LaidOut(safe_columns, safe_rows, _layout(safe_columns, safe_rows, width))
+
+
+def shown_headers(columns: list[Column], laid: LaidOut) -> list[str]:
+    """The headers (in full, as in `columns`) of the columns `laid` shows: a column whose cells are
+    left to be filled can be asked about first. Wider cells never bring a dropped column back: each
+    step of `_layout` (abbreviate, list prose below, drop by priority) happens when the table is too
+    wide, and wider cells only make it wider."""
+    return [columns[i].header for i, _, _ in laid.layout.shown]
+
+
 def render_table(
-    title: str | None, columns: list[Column], rows: list[list[str]], width: int, style: Style = Style()
+    title: str | None,
+    columns: list[Column],
+    rows: list[list[str]],
+    width: int,
+    style: Style = Style(),
+    laid: LaidOut | None = None,
 ) -> str:
-    """The table as text lines, fitted to `width` columns; prose that does not fit goes under it."""
-    rows = [[safe(cell) for cell in row] for row in rows]
-    columns = [replace(c, header=safe(c.header)) for c in columns]
-    layout = _layout(columns, rows, width)
+    """The table as text lines, fitted to `width` columns; prose that does not fit goes under it.
+    `laid`: `laid_out(columns, rows, width)` where the caller has it already."""
+    if laid is None:
+        laid = laid_out(columns, rows, width)
+    columns, rows, layout = laid.columns, laid.rows, laid.layout
     lines = []
     if title:
         lines.append(style(paragraph(title, width), "bold"))

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
-import textwrap
 import unicodedata
 from typing import TextIO
 
@@ -98,6 +96,8 @@ def paragraph(text: str, width: int) -> str:
     shown, limit = safe(text), max(width, 20)
     if _plain(shown):  # the lines textwrap makes, found by str.rfind: 3 us a line against its 50
         return _greedy(shown, limit)
+    import textwrap  # start-up: its import compiles five patterns; most prose is plain (`_greedy`)
+
     return textwrap.fill(
         shown, width=limit, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
     )
@@ -139,6 +139,8 @@ def _greedy(text: str, width: int) -> str:
 def block(text: str, width: int) -> str:
     """Lines of preformatted text (a topology sketch) made safe and each wrapped to the terminal,
     continuation lines indented two spaces past the line's own indent."""
+    import textwrap  # start-up: imported where used (`paragraph`)
+
     out = []
     for line in text.split("\n"):
         indent = " " * (len(line) - len(line.lstrip(" ")))
@@ -158,6 +160,8 @@ def block(text: str, width: int) -> str:
 def shell_command(lead: str, command: str, width: int) -> str:
     """`lead` and a shell command, broken before its options into lines ending in ` \\` so that it still
     pastes into a shell as one command; a flag stays with its value."""
+    import shlex  # start-up: only a command with a launch line prints one (its import compiles a pattern)
+
     try:
         words = [shlex.quote(w) for w in shlex.split(command)]
     except ValueError:  # not a command line shlex can read: plain wrapped text
@@ -181,7 +185,8 @@ def shell_command(lead: str, command: str, width: int) -> str:
     return "\n".join(lines)
 
 
-_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+#: A number in a note (`said_once`), compiled where first used (`re`'s cache), not on import (start-up).
+_NUMBER = r"\d[\d,]*(?:\.\d+)?"
 
 
 def said_once(notes: list[tuple[str, str]], ranges: bool = True) -> list[str]:
@@ -191,7 +196,7 @@ def said_once(notes: list[tuple[str, str]], ranges: bool = True) -> list[str]:
     without (a row's own figures, which pair up), only identical notes are merged."""
     groups: dict[str, list[tuple[str, str]]] = {}
     for who, text in notes:
-        groups.setdefault(_NUMBER.sub("#", text) if ranges else text, []).append((who, text))
+        groups.setdefault(re.sub(_NUMBER, "#", text) if ranges else text, []).append((who, text))
     lines = []
     for members in groups.values():
         whos = ", ".join(dict.fromkeys(who for who, _ in members))
@@ -201,8 +206,8 @@ def said_once(notes: list[tuple[str, str]], ranges: bool = True) -> list[str]:
 
 def _ranges(texts: list[str]) -> str:
     """The first text with each number replaced by its range over all the texts (same template)."""
-    columns = list(zip(*(_NUMBER.findall(t) for t in texts), strict=True))
-    pieces = _NUMBER.split(texts[0])
+    columns = list(zip(*(re.findall(_NUMBER, t) for t in texts), strict=True))
+    pieces = re.split(_NUMBER, texts[0])
     out = [pieces[0]]
     for values, piece in zip(columns, pieces[1:], strict=True):
         low = min(values, key=lambda v: float(v.replace(",", "")))

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpusize.render.fit import VERDICT_STYLES
 from gpusize.render.format import fmt_gib, fmt_int, fmt_range, human_tokens
 from gpusize.render.sheet import ValueColumn, assumption_items, sheet_markdown, value_csv
-from gpusize.render.table import Column, render_table
+from gpusize.render.table import VERDICT_STYLES, Column, laid_out, render_table, shown_headers
 from gpusize.render.text import Style, paragraph
 from gpusize.reports.which import WhichReport
 from gpusize.serving.which import ModelFit
@@ -39,6 +38,9 @@ def _verdict(r: ModelFit) -> str:
     return "yes, thin margin" if r.thin_margin else "yes"
 
 
+#: The column of the speed estimates (the one cell a report may leave to be filled: `render_which`).
+SPEED_COLUMN = Column("tok/s", "right", priority=7)
+
 #: (column, its text cell).
 WHICH_COLUMNS: list[tuple[Column, Callable[[ModelFit], str]]] = [
     (Column("model", keep=True), _name),
@@ -59,7 +61,7 @@ WHICH_COLUMNS: list[tuple[Column, Callable[[ModelFit], str]]] = [
         lambda r: f"{r.max_concurrency:.1f}x" if r.max_concurrency is not None else "-",
     ),
     (
-        Column("tok/s", "right", priority=7),
+        SPEED_COLUMN,
         lambda r: (
             fmt_range(r.tokens_per_s, r.tokens_per_s_low, r.tokens_per_s_high) if r.tokens_per_s else "-"
         ),
@@ -91,12 +93,42 @@ def _columns(report: WhichReport) -> list[tuple[Column, Callable[[ModelFit], str
     return [gpus if c.header == "TP" else (c, cell) for c, cell in WHICH_COLUMNS]
 
 
-def render_which(report: WhichReport, show_all: bool, width: int, style: Style) -> str:
+#: How many speed estimates a table whose report left them (`build_which(..., speeds=False)`) makes
+#: before it knows whether its width shows the tok/s column (`render_which`): one cell is a lower
+#: bound on the column's width, and one estimate is ~1/80 of them over the catalog.
+SPEED_PROBES = 1
+
+
+def render_which(
+    report: WhichReport,
+    show_all: bool,
+    width: int,
+    style: Style,
+    estimates: Callable[[WhichReport, int | None], WhichReport] | None = None,
+) -> str:
+    """The table and its notes. Where the report left its speed estimates to be made (`build_which(...,
+    speeds=False)`; `estimates(report, n)` makes the first n, None: all), the table is laid out with
+    the first SPEED_PROBES of them, the other tok/s cells '-'; where that layout drops the tok/s
+    column, so does the one with every estimate (`shown_headers`: wider cells never bring a column
+    back) and nothing else in the text reads them, so it is printed as it is; else every estimate is
+    made. The same text either way."""
     rows = [r for r in report.models if r.fits or show_all]
     table = _columns(report)
     columns = [c for c, _ in table]
-    cells = [[cell(r) for _, cell in table] for r in rows]
-    lines = [render_table(title(report), columns, cells, width, style)]
+    laid = None
+    if estimates is not None and any(r.pending_speed for r in rows):
+        report = estimates(report, SPEED_PROBES)
+        cells = _cells(report, show_all, table)
+        laid = laid_out(columns, cells, width)  # laid out once, and printed as it is when it may be
+        if any(r.pending_speed for r in report.models) and SPEED_COLUMN.header in shown_headers(
+            columns, laid
+        ):
+            report, laid = estimates(report, None), None
+            cells = _cells(report, show_all, table)
+        rows = [r for r in report.models if r.fits or show_all]
+    else:
+        cells = _cells(report, show_all, table)
+    lines = [render_table(title(report), columns, cells, width, style, laid)]
     lines.append(paragraph(_order_line(report), width))
     if any(r.thin_margin for r in rows):
         lines.append(
@@ -115,6 +147,13 @@ def render_which(report: WhichReport, show_all: bool, width: int, style: Style) 
         )
     lines += [paragraph(f"Note: {n}", width) for n in report.assumptions.notes]
     return "\n".join(lines) + "\n"
+
+
+def _cells(
+    report: WhichReport, show_all: bool, table: list[tuple[Column, Callable[[ModelFit], str]]]
+) -> list[list[str]]:
+    """The text cells of the rows the table lists (those that fit; every row with --all)."""
+    return [[cell(r) for _, cell in table] for r in report.models if r.fits or show_all]
 
 
 def _order_line(report: WhichReport) -> str:

@@ -24,7 +24,8 @@ from typing import Any
 __all__ = ["to_data", "to_json"]
 
 # Every surrogate code point: a Python str never holds a valid pair (those decode to one code point).
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# Compiled where first used (`re`'s cache), not on import: most text holds none (start-up).
+_SURROGATE = "[\ud800-\udfff]"
 
 
 @functools.cache
@@ -136,7 +137,7 @@ def _text(value: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", value)
+        return re.sub(_SURROGATE, "\ufffd", value)
     return value
 
 

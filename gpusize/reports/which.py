@@ -9,7 +9,7 @@ from gpusize.core.engines import engine, engine_label
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.model import CatalogModel, ParsedCatalogModel
 from gpusize.core.workload import Request
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replace
 from gpusize.reports.common import (
     NOT_IN_SHEETS,
     GpuFile,
@@ -18,9 +18,18 @@ from gpusize.reports.common import (
     gpu_files,
 )
 from gpusize.reports.speed_notes import speed_range_notes
-from gpusize.serving.which import SORTS, CatalogEntry, Entry, ModelFit, Sort, any_fits, models_that_fit
+from gpusize.serving.which import (
+    SORTS,
+    CatalogEntry,
+    Entry,
+    ModelFit,
+    Sort,
+    any_fits,
+    models_that_fit,
+    with_speeds,
+)
 
-__all__ = ["WhichAssumptions", "WhichReport", "build_which", "which_verdict"]
+__all__ = ["WhichAssumptions", "WhichReport", "build_which", "which_verdict", "with_speed_estimates"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,8 +105,11 @@ def build_which(
     request: Request,
     sort: Sort = "capability",
     top: int | None = None,
+    speeds: bool = True,
 ) -> WhichReport:
-    rows = models_that_fit(_entries(models), gpu, num_gpus, request, sort)
+    """The report; without `speeds` its fitting rows' speed estimates are left to
+    `with_speed_estimates` (`serving.which.models_that_fit`)."""
+    rows = models_that_fit(_entries(models), gpu, num_gpus, request, sort, speeds)
     notes = _skipped(rows)
     fitting = [r for r in rows if r.fits]
     any_fit = bool(fitting)
@@ -137,3 +149,10 @@ def build_which(
             ),
         ),
     )
+
+
+def with_speed_estimates(report: WhichReport, first: int | None = None) -> WhichReport:
+    """The report with the speed estimates `build_which(..., speeds=False)` left made: all of them,
+    or those of its `first` N rows that lack one."""
+    done: WhichReport = replace(report, models=tuple(with_speeds(report.models, first)))
+    return done

@@ -235,7 +235,7 @@ def moe_kernel(spec: ModelSpec, work: Workload, tp: int, sequences: int) -> MoeK
     experts' share of the layer's routed-expert weights, at the format's expert bytes. None for a
     dense model."""
     moe = spec.moe
-    moe_layers = sum(1 for layer in spec.layers if layer.ffn == "moe")
+    moe_layers = sum(n for layer, n in spec.layer_counts if layer.ffn == "moe")
     if moe is None or moe_layers == 0:
         return None
     e, k = moe.num_experts, moe.num_experts_per_tok
@@ -292,7 +292,7 @@ def _moe_kernel_s(
     sms = sm_count(gpu)
     if not mweight_s or work_per_layer is None or not sms:
         return 0.0
-    moe_layers = sum(1 for layer in spec.layers if layer.ffn == "moe")
+    moe_layers = sum(n for layer, n in spec.layer_counts if layer.ffn == "moe")
     issue = work_per_layer.elements / 1e6 * mweight_s / sms * kernel_floor_factor(gpu, speed)
     return moe_layers * max(0.0, issue - work_per_layer.bytes / bandwidth)
 
@@ -418,7 +418,7 @@ def _fixed_s(
     MoE-kernel model, `_moe_kernel_s`), per MoE
     layer (routing and the MoE kernels' launches: a floor) and per sequence. The three kernel
     floors are scaled by `kernel_floor_factor` (ROCm's dispatch on AMD GPUs)."""
-    moe_layers = sum(1 for layer in spec.layers if layer.ffn == "moe")
+    moe_layers = sum(n for layer, n in spec.layer_counts if layer.ffn == "moe")
     experts = spec.moe.num_experts * experts_touched(spec, sequences) * moe_layers if spec.moe else 0.0
     launches = (speed.layer_s * len(spec.layers) + speed.moe_layer_s * moe_layers) * kernel_floor_factor(
         gpu, speed

@@ -18,10 +18,10 @@ from typing import Any, Literal
 
 from gpusize.core.engines import EngineModel, engine, on_gpu, prepare
 from gpusize.core.gpu import GpuSpec
+from gpusize.core.levers import Change
 from gpusize.core.model import ParsedCatalogModel
 from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.spec import ModelSpec
-from gpusize.core.suggest import Change
 from gpusize.core.weights import WeightFormat, linear_bytes_per_gpu, weight_format
 from gpusize.core.workload import Request, Workload
 from gpusize.dataclass import dataclass, replace
@@ -37,11 +37,13 @@ __all__ = [
     "ModelFit",
     "Sort",
     "SortRule",
+    "Speeds",
     "any_fits",
     "fit_one",
     "generation",
     "models_that_fit",
     "rank",
+    "with_speeds",
 ]
 
 Sort = Literal["capability", "speed"]
@@ -152,11 +154,24 @@ class ModelFit:
     reason: str | None = None
     #: How far from fitting: bytes needed per GPU / bytes usable (the nearest misses first).
     shortfall: float = field(default=0.0, metadata={"json": False})
+    #: The speed estimate not yet made (planned with `speeds=False`): (tokens_per_s, low, high) when
+    #: called; `with_speeds` fills those fields with it. None when they are filled (or no speed is
+    #: estimated: a miss). Not part of the value: equal rows stay equal, and no output shows it.
+    pending_speed: Callable[[], Speeds] | None = field(
+        default=None, compare=False, repr=False, metadata={"json": False, "sheet": False}
+    )
 
 
-def fit_one(entry: Entry, gpu: GpuSpec, num_gpus: int, request: Request, quantized: bool = True) -> ModelFit:
+#: A fitting row's single-sequence decode estimate and its range: (tokens_per_s, low, high).
+Speeds = tuple[float | None, float | None, float | None]
+
+
+def fit_one(
+    entry: Entry, gpu: GpuSpec, num_gpus: int, request: Request, quantized: bool = True, speeds: bool = True
+) -> ModelFit:
     """One catalog model on all `num_gpus` GPUs, in its own weights and then (with `quantized` and
-    --dtype auto) in its FP8 and int4 builds; a config that cannot be read is a row with its reason."""
+    --dtype auto) in its FP8 and int4 builds; a config that cannot be read is a row with its reason.
+    Without `speeds`, a fitting row's speed estimate is left to `with_speeds` (`ModelFit.pending_speed`)."""
     model = engine(request.engine.name)
     try:
         spec = entry.spec or _parsed(entry.config)
@@ -176,13 +191,14 @@ def fit_one(entry: Entry, gpu: GpuSpec, num_gpus: int, request: Request, quantiz
     miss: tuple[str, float] = ("", 0.0)
     offload = int((request.engine.cpu_offload_gb or 0) * GIB)
     for weights, made, changes in builds:
-        if _weights_exceed(spec, weights, gpu, num_gpus, offload):  # before preparing: most miss here
-            miss = (_weights_reason(spec, weights, gpu, num_gpus), _ratio(spec, weights, gpu, num_gpus))
+        per_gpu = linear_bytes_per_gpu(spec, weights, num_gpus)  # once for the bound, ratio and reason
+        if _weights_exceed(per_gpu, gpu, offload):  # before preparing: most miss here
+            miss = (_weights_reason(weights, per_gpu, gpu), per_gpu / gpu.visible_bytes)
             continue
         build = on_gpu(spec, gpu, made())  # the KV dtype the engine's auto picks on this GPU
         best, replicas = _layout(spec, gpu, num_gpus, build, model)
         if best.fits and best.per_gpu is not None:
-            return _fitting(entry, spec, gpu, build, best, replicas, changes)
+            return _fitting(entry, spec, gpu, build, best, replicas, changes, speeds)
         miss = (_short_reason(best, build), _need_ratio(best))
     return _row(entry, spec, fits=False, reason=miss[0], shortfall=miss[1])
 
@@ -194,11 +210,19 @@ def _parsed(config: dict[str, Any]) -> ModelSpec:
 
 
 def models_that_fit(
-    entries: Sequence[Entry], gpu: GpuSpec, num_gpus: int, request: Request, sort: Sort = "capability"
+    entries: Sequence[Entry],
+    gpu: GpuSpec,
+    num_gpus: int,
+    request: Request,
+    sort: Sort = "capability",
+    speeds: bool = True,
 ) -> list[ModelFit]:
     """Every entry planned, ranked by `rank`. Entries with the same config (fine-tunes of one base,
     copies under other names) are planned once: a row depends on its entry only through the config
-    and the names `_row` copies (`_named`)."""
+    and the names `_row` copies (`_named`). Without `speeds` the fitting rows' speed estimates are
+    left to `with_speeds` (a table too narrow for its tok/s column never shows them: the estimate was
+    a tenth of `which` over the catalog, bench/RESULTS.md issue 24); the speed order needs them."""
+    speeds = speeds or sort == "speed"
     planned: dict[object, ModelFit] = {}
     rows: list[ModelFit] = []
     for e in entries:
@@ -207,7 +231,7 @@ def models_that_fit(
         key = id(e.spec) if e.spec is not None else repr(e.config)
         known = planned.get(key)
         if known is None:
-            rows.append(planned.setdefault(key, fit_one(e, gpu, num_gpus, request)))
+            rows.append(planned.setdefault(key, fit_one(e, gpu, num_gpus, request, speeds=speeds)))
         else:
             rows.append(_named(known, e))
     return rank(rows, sort)
@@ -245,6 +269,28 @@ def _named(row: ModelFit, entry: Entry) -> ModelFit:
         row, name=entry.name, hf_id=entry.hf_id, family=entry.family, released=entry.released
     )
     return named
+
+
+def with_speeds(rows: Sequence[ModelFit], first: int | None = None) -> list[ModelFit]:
+    """The rows with their pending speed estimates made (`ModelFit.pending_speed`), or those of the
+    `first` N rows that have one: each estimate once, also where rows of one config share it; a row
+    without one (or past the first N) as it is."""
+    made: dict[int, Speeds] = {}
+    done: list[ModelFit] = []
+    left = len(rows) if first is None else first
+    for r in rows:
+        if r.pending_speed is None or left <= 0:
+            done.append(r)
+            continue
+        left -= 1
+        key = id(r.pending_speed)
+        if key not in made:
+            made[key] = r.pending_speed()
+        tokens, low, high = made[key]
+        done.append(
+            replace(r, tokens_per_s=tokens, tokens_per_s_low=low, tokens_per_s_high=high, pending_speed=None)
+        )
+    return done
 
 
 def rank(rows: list[ModelFit], sort: Sort = "capability") -> list[ModelFit]:
@@ -297,15 +343,9 @@ def _fitting(
     best: Candidate,
     replicas: int,
     changes: tuple[Change, ...],
+    speeds: bool = True,
 ) -> ModelFit:
     assert best.per_gpu is not None
-    placement = (
-        throughput.LlamaCppPlacement(best.num_gpus) if engine(work.engine.name).splits_layers else None
-    )
-    speed = throughput.decode_step(
-        spec, work, gpu, best.tensor_parallel, 1, work.context_tokens // 2, placement
-    )
-    tokens = speed.per_sequence_tokens_per_s if speed else None
     rng = load.speed_range(
         work.engine.name,
         gpu.vendor,
@@ -314,9 +354,16 @@ def _fitting(
         "decode",
         throughput.build_of(work.engine, gpu),
     )
-    low, high = load.ranged(tokens, rng)
-    return replace(
-        _row(entry, spec, fits=True),
+    estimate = functools.partial(_speeds, spec, work, gpu, best, rng)
+    tokens, low, high = estimate() if speeds else (None, None, None)
+    return ModelFit(  # the fields `_row` gives a row, and the plan's
+        name=entry.name,
+        hf_id=entry.hf_id,
+        family=entry.family,
+        released=entry.released,
+        params_total=spec.params.total,
+        params_active=spec.params.active,
+        fits=True,
         weight_dtype=work.weight_dtype,
         changes=changes,
         replicas=replicas,
@@ -329,7 +376,21 @@ def _fitting(
         tokens_per_s_high=high,
         speed_range=rng,
         thin_margin=best.thin_margin,
+        pending_speed=None if speeds else estimate,
     )
+
+
+def _speeds(spec: ModelSpec, work: Workload, gpu: GpuSpec, best: Candidate, rng: load.SpeedRange) -> Speeds:
+    """One sequence's decode at half the context on the plan's GPUs (estimate), and its range."""
+    placement = (
+        throughput.LlamaCppPlacement(best.num_gpus) if engine(work.engine.name).splits_layers else None
+    )
+    speed = throughput.decode_step(
+        spec, work, gpu, best.tensor_parallel, 1, work.context_tokens // 2, placement
+    )
+    tokens = speed.per_sequence_tokens_per_s if speed else None
+    low, high = load.ranged(tokens, rng)
+    return tokens, low, high
 
 
 def _row(
@@ -351,19 +412,16 @@ def _row(
 # --------------------------------------------------------------------------- why not
 
 
-def _weights_exceed(spec: ModelSpec, weights: WeightFormat, gpu: GpuSpec, n: int, offload: int) -> bool:
-    """The cheap lower bound: the linear weights alone, split over n GPUs, less the `offload` bytes
-    --cpu-offload-gb may keep in CPU memory (at most that much per GPU: core/engines/vllm/pool.py
-    `offloaded_bytes`, SGLang's alike), above a GPU's memory. It proves a miss, never a fit."""
-    return linear_bytes_per_gpu(spec, weights, n) - offload > gpu.visible_bytes
+def _weights_exceed(per_gpu: float, gpu: GpuSpec, offload: int) -> bool:
+    """The cheap lower bound: the linear weights alone split over the GPUs (`per_gpu`:
+    `linear_bytes_per_gpu`), less the `offload` bytes --cpu-offload-gb may keep in CPU memory (at
+    most that much per GPU: core/engines/vllm/pool.py `offloaded_bytes`, SGLang's alike), above a
+    GPU's memory. It proves a miss, never a fit."""
+    return per_gpu - offload > gpu.visible_bytes
 
 
-def _ratio(spec: ModelSpec, weights: WeightFormat, gpu: GpuSpec, n: int) -> float:
-    return linear_bytes_per_gpu(spec, weights, n) / gpu.visible_bytes
-
-
-def _weights_reason(spec: ModelSpec, weights: WeightFormat, gpu: GpuSpec, n: int) -> str:
-    per = linear_bytes_per_gpu(spec, weights, n) / GIB
+def _weights_reason(weights: WeightFormat, per_gpu: float, gpu: GpuSpec) -> str:
+    per = per_gpu / GIB
     return f"{weights.name} weights alone {per:,.1f} GiB per GPU, {gpu.visible_bytes / GIB:.1f} GiB on each"
 
 

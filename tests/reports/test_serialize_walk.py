@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, NamedTuple
 
@@ -21,13 +22,13 @@ def walked(value: Any) -> Any:
     if isinstance(value, tuple) and hasattr(value, "_asdict"):
         return {name: walked(v) for name, v in value._asdict().items()}
     if isinstance(value, dict):
-        return {_SURROGATE.sub("\ufffd", str(k)): walked(v) for k, v in value.items()}
+        return {re.sub(_SURROGATE, "\ufffd", str(k)): walked(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, frozenset, set)):
         return [walked(v) for v in (sorted(value) if isinstance(value, (frozenset, set)) else value)]
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
+        return re.sub(_SURROGATE, "\ufffd", value)
     return value
 
 

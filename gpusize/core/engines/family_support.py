@@ -381,7 +381,7 @@ FIRST_RELEASE: dict[tuple[str, str], Since] = {
 def family_key(spec: ModelSpec) -> str:
     """The model's key in FIRST_RELEASE: its family, or a variant engines served later (Nemotron-H
     with MoE blocks, "nemotron_h:moe"; GLM-5.2's shared indexers, "glm_moe_dsa:index_cache")."""
-    if spec.family == "nemotron_h" and any(layer.ffn == "moe" for layer in spec.layers):
+    if spec.family == "nemotron_h" and any(layer.ffn == "moe" for layer, _ in spec.layer_counts):
         return "nemotron_h:moe"
     if spec.family == "glm_moe_dsa" and any(layer.shares_indexer for layer in spec.layers):
         return "glm_moe_dsa:index_cache"

@@ -5,8 +5,11 @@ ParamCounts (`core.spec.counts`).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import fields
 from functools import cached_property
+from itertools import compress
+from operator import attrgetter
 
 from gpusize.core.spec.counts import ParamCounts
 from gpusize.core.spec.layers import (
@@ -141,24 +144,36 @@ class ModelSpec:
     def __hash__(self) -> int:
         """The hash of the compared fields, computed once per spec (kept in its __dict__ beside the
         cached properties): a spec keys the training model's caches, and hashing its layers again on
-        every lookup was a third of `train --seq 128k` (bench/RESULTS.md). Equal specs hash equal."""
+        every lookup was a third of `train --seq 128k` (bench/RESULTS.md). The layer tuples count by
+        their lengths (`_HASHED_VALUES`): equal specs have equal layers, so equal specs hash equal, and
+        the first hash of a spec no longer calls every layer's __hash__ (a tenth of `which` over the
+        catalog, which hashes each of ~170 specs once, bench/RESULTS.md issue 24)."""
         known: int | None = self.__dict__.get("_hash")
         if known is None:
-            known = hash(tuple(getattr(self, name) for name in _HASHED))
+            known = hash((_HASHED_VALUES(self), len(self.layers), len(self.mtp_layers)))
             object.__setattr__(self, "_hash", known)
         return known
 
     @cached_property
     def attention_layers(self) -> tuple[LayerSpec, ...]:
-        return tuple(layer for layer in self.layers if layer.mixer in KV_MIXERS)
+        """The layers that keep a per-token KV cache, in model order (filtered at C level: a Python
+        loop over every layer of ~170 specs was a twentieth of `which` over the catalog)."""
+        kept = map(KV_MIXERS.__contains__, map(_MIXER, self.layers))
+        return tuple(compress(self.layers, kept))
 
     @cached_property
     def layer_counts(self) -> tuple[tuple[LayerSpec, int], ...]:
         """Each distinct layer once, in model order, with how many layers of the model are that one
         (the parser makes one object per layer kind; sums over layers run over these)."""
+        # Counted by identity first (a C-level count: the parser, and the stored specs' decoder, share
+        # one object per layer kind), then the distinct objects merged by equality, in first-seen
+        # order: the same pairs as counting every layer by value, without a __hash__ call a layer.
+        by_id = Counter(map(id, self.layers))
+        objects = dict(zip(map(id, self.layers), self.layers, strict=True))
         counts: dict[LayerSpec, int] = {}
-        for layer in self.layers:
-            counts[layer] = counts.get(layer, 0) + 1
+        for key, n in by_id.items():
+            layer = objects[key]
+            counts[layer] = counts.get(layer, 0) + n
         return tuple(counts.items())
 
     @cached_property
@@ -171,20 +186,31 @@ class ModelSpec:
         """((kind, window), layer count) of the attention layers, in first-seen order: kind is full,
         sliding or chunked (the KV groups an engine forms; computed once per model)."""
         counts: dict[tuple[str, int | None], int] = {}
-        for layer in self.attention_layers:
+        # over each distinct layer with its count (`attention_layer_counts`, in first-seen order): a
+        # key's first layer comes first either way, and the counts add up the same
+        for layer, n in self.attention_layer_counts:
             key = (
                 ("full", None)
                 if layer.window is None
                 else ("chunked" if layer.chunked else "sliding", layer.window)
             )
-            counts[key] = counts.get(key, 0) + 1
+            counts[key] = counts.get(key, 0) + n
         return tuple(counts.items())
 
     @cached_property
     def uniform_kv_heads(self) -> bool:
         """Every attention layer has the same number of KV heads (DeciLM block_configs may not)."""
-        return len({layer.num_key_value_heads for layer in self.attention_layers}) <= 1
+        return len({layer.num_key_value_heads for layer, _ in self.attention_layer_counts}) <= 1
 
 
-#: The fields ModelSpec's hash covers (compare=True where hash is unset, or hash=True), listed once.
-_HASHED = tuple(f.name for f in fields(ModelSpec) if (f.compare if f.hash is None else f.hash))
+#: The fields ModelSpec's hash covers (compare=True where hash is unset, or hash=True), listed once;
+#: the layer tuples are left to their lengths (`ModelSpec.__hash__`).
+_HASHED = tuple(
+    f.name
+    for f in fields(ModelSpec)
+    if (f.compare if f.hash is None else f.hash) and f.name not in ("layers", "mtp_layers")
+)
+#: Those fields' values of a spec, as one tuple (a C-level getter).
+_HASHED_VALUES = attrgetter(*_HASHED)
+#: A layer's mixer (a C-level getter, for `attention_layers`).
+_MIXER = attrgetter("mixer")

@@ -126,9 +126,11 @@ def _quantized_o_proj_share(spec: ModelSpec) -> float:
     quantized like the experts (vLLM quantizes every linear the list does not match)."""
     q = spec.quantization
     assert q is not None
+    if spec.mla is None:  # before matching the list (a model without MLA has no share to find)
+        return 0.0
     attn = [name for name in q.not_converted if "attn" in name.lower()]
     named = all(any(f"attn.{proj}" in name for proj in _MLA_PROJECTIONS) for name in attn)
-    if spec.mla is None or not attn or not named or any("o_proj" in name for name in attn):
+    if not attn or not named or any("o_proj" in name for name in attn):
         return 0.0
     layers = sum(1 for layer in spec.layers if layer.mixer == "attention")
     o_proj = layers * spec.num_attention_heads * spec.mla.v_head_dim * spec.hidden_size

@@ -110,6 +110,13 @@ def _replicated_kv_weights(spec: ModelSpec, tp: int) -> float:
     KV heads of 512 beside sliding layers of 16 x 256; a K-equals-V layer has no v_proj)."""
     if spec.mla:
         return 0.0
+    # No layer with fewer KV heads than tp (most plans): nothing to add, found over each distinct
+    # layer once rather than every layer (the sum below keeps its per-layer order, so its rounding).
+    if not any(
+        layer.num_key_value_heads and tp > layer.num_key_value_heads
+        for layer, _ in spec.attention_layer_counts
+    ):
+        return 0.0
     extra = 0.0
     for layer in spec.attention_layers:
         kv = layer.num_key_value_heads
