@@ -98,6 +98,18 @@ events = st.lists(
 )
 
 
+def _trace_of(steps: list[tuple[bool, int]]) -> Trace:
+    """The trace of `events`' steps: a free of one live block (picked by the size drawn), else an
+    allocation of that size."""
+    t, live = Trace(), []
+    for free, size in steps:
+        if free and live:
+            t.free(live.pop(size % len(live)))
+        else:
+            live.append(t.alloc(size))
+    return t
+
+
 @settings(max_examples=80, deadline=None)
 @given(events, st.booleans())
 def test_reserved_never_below_allocated(steps: list[tuple[bool, int]], expandable: bool) -> None:
@@ -121,12 +133,7 @@ def test_a_replay_holds_for_its_whole_capacity_range(
 ) -> None:
     # training/device.py reuses a capacity-limited replay for any capacity in its range: a replay at
     # another capacity of that range gives the same peaks and the same range
-    t, live = Trace(), []
-    for free, size in steps:
-        if free and live:
-            t.free(live.pop(size % len(live)))
-        else:
-            live.append(t.alloc(size))
+    t = _trace_of(steps)
     first = replay(t, expandable_segments=expandable, capacity=mib * MIB)
     low, high = first.capacity_low, first.capacity_high
     assert low <= mib * MIB and (high is None or mib * MIB < high)
@@ -139,12 +146,7 @@ def test_a_replay_holds_for_its_whole_capacity_range(
 def test_a_replayer_gives_what_a_fresh_replay_gives(
     steps: list[tuple[bool, int]], expandable: bool, mibs: list[int]
 ) -> None:
-    t, live = Trace(), []
-    for free, size in steps:
-        if free and live:
-            t.free(live.pop(size % len(live)))
-        else:
-            live.append(t.alloc(size))
+    t = _trace_of(steps)
     saved = allocator.SNAPSHOT_BYTES
     try:
         allocator.SNAPSHOT_BYTES = 8 * MIB  # snapshots every few requests of these small traces
@@ -177,12 +179,7 @@ def test_allocated_bounds_hold_the_replayed_allocated_peak(
 ) -> None:
     # training/device.py decides a fit from a capacity-limited replay at these bounds' capacities,
     # without the unlimited replay: the true allocated peak must lie between them
-    t, live = Trace(), []
-    for free, size in steps:
-        if free and live:
-            t.free(live.pop(size % len(live)))
-        else:
-            live.append(t.alloc(size))
+    t = _trace_of(steps)
     for trace in (t, _pinned_trace(seed)):
         low, high = allocator.allocated_bounds(trace, expandable)
         assert low <= replay(trace, expandable_segments=expandable).allocated_bytes <= high
