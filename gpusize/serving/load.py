@@ -48,7 +48,6 @@ __all__ = [
     "across_servers",
     "band",
     "burst",
-    "mean_packed_prompts",
     "packed_prompts",
     "prompts_per_step",
     "per_request_metric",
@@ -95,9 +94,10 @@ class FirstTokenSpread:
             return _percentile(ordered.__getitem__, len(ordered), q)
         if not self.requests:
             return self.first_s + (q - 0.5) * self.wave_s
-        return _percentile(self._served, self.requests, q)
+        return _percentile(self.served, self.requests, q)
 
-    def _served(self, i: int) -> float:
+    def served(self, i: int) -> float:
+        """The time to first token of the burst's i-th request in service order."""
         wave, place = divmod(i, self.batch)
         size = min(self.batch, self.requests - wave * self.batch)
         waited = packed_prompts(place, size, self.per_step) - 1
@@ -124,11 +124,6 @@ def packed_prompts(place: int, arrived: int, per_step: float) -> float:
 
 #: Rounding allowance of `packed_prompts` (a prompt that ends exactly on a step's edge is in it).
 PACKING_TOLERANCE = 1e-9
-
-
-def mean_packed_prompts(arrived: int, per_step: float) -> float:
-    """The mean of `packed_prompts` over `arrived` prompts arriving together."""
-    return sum(packed_prompts(i, arrived, per_step) for i in range(arrived)) / max(arrived, 1)
 
 
 def prompts_per_step(work: Workload, gpu: GpuSpec, tokens: int) -> float:
@@ -430,10 +425,9 @@ def steady(
     in_step = first + (synchronized_cluster(batch, per_step) - 1) * prefill
     settled = in_step if arrivals.synchronized else first
     ttft, spread = settled + queued, FirstTokenSpread(settled + queued, wave_s=step.step_s)
-    if arrivals.requests:  # the run's first wave: every client at once, the prefills packed
-        opening = tuple(
-            first + (packed_prompts(i, batch, per_step) - 1) * prefill + queued for i in range(batch)
-        )
+    if arrivals.requests:  # the run's first wave: every client at once, a burst's schedule
+        wave = FirstTokenSpread(first + queued, prefill, batch, batch, per_step=per_step)
+        opening = tuple(wave.served(i) for i in range(batch))
         run = max(arrivals.requests, batch)
         ttft = (sum(opening) + (run - batch) * (settled + queued)) / run
         spread = FirstTokenSpread(settled + queued, wave_s=step.step_s, opening=opening, run=run)
@@ -466,12 +460,7 @@ def burst(
     request_s = speed_on(work, gpu).request_s
     per_step = prompts_per_step(work, gpu, prompt - min(cached, prompt))
     spread = FirstTokenSpread(request_s + t_pf, t_pf, batch, requests, wave_s, per_step)
-    # the mean of the schedule: whole waves' packed prefills, and the last wave's
-    full, last = divmod(requests, batch)
-    served = full * batch * (mean_packed_prompts(batch, per_step) - 1) * t_pf
-    served += last * (mean_packed_prompts(last, per_step) - 1) * t_pf if last else 0.0
-    served += wave_s * (batch * full * (full - 1) / 2 + last * full)  # the waves before each
-    ttft = request_s + t_pf + served / requests
+    ttft = sum(spread.served(i) for i in range(requests)) / requests  # the mean of its schedule
     # a sequence admitted early decodes while the rest of its wave is prefilled (chunked prefill)
     tpot = step.step_s + (batch - 1) / 2 * t_pf / out
     return LoadPoint(batch, 1 / tpot, requests * out / duration, ttft, step, spread)

@@ -94,13 +94,18 @@ def test_each_engine_names_its_own_budget() -> None:
 def test_a_bursts_mean_is_its_schedules_mean_for_any_last_wave(
     requests: int, batch: int, per_step: float, prefill: float, wave: float
 ) -> None:
-    """`load.burst`'s mean TTFT formula, written out over the schedule `FirstTokenSpread` serves."""
+    """The mean of the schedule `FirstTokenSpread` serves (what `load.burst` gives as its mean TTFT),
+    written out in closed form: whole waves' packed prefills, the last wave's, the waves before each."""
     batch = min(batch, requests)
     spread = FirstTokenSpread(0.1 + prefill, prefill, batch, requests, wave, per_step)
-    served = [spread._served(i) for i in range(requests)]
+    served = [spread.served(i) for i in range(requests)]
+
+    def mean_packed(arrived: int) -> float:
+        return sum(packed_prompts(i, arrived, per_step) for i in range(arrived)) / arrived
+
     full, last = divmod(requests, batch)
-    total = full * batch * (load.mean_packed_prompts(batch, per_step) - 1) * prefill
-    total += last * (load.mean_packed_prompts(last, per_step) - 1) * prefill if last else 0.0
+    total = full * batch * (mean_packed(batch) - 1) * prefill
+    total += last * (mean_packed(last) - 1) * prefill if last else 0.0
     total += wave * (batch * full * (full - 1) / 2 + last * full)
     assert math.isclose(sum(served) / requests, 0.1 + prefill + total / requests, rel_tol=1e-9, abs_tol=1e-12)
 
@@ -109,7 +114,7 @@ def test_the_burst_model_takes_its_mean_from_that_schedule() -> None:
     spec = catalog_spec("Qwen2.5-7B")
     point = load.burst(spec, workload(spec, 4096), find_gpu("A100-80GB"), 1, 100, 1024, 1024, 30)
     assert point is not None and point.spread is not None and point.ttft_s is not None
-    served = [point.spread._served(i) for i in range(100)]
+    served = [point.spread.served(i) for i in range(100)]
     assert math.isclose(sum(served) / 100, point.ttft_s, rel_tol=1e-9)
 
 
