@@ -356,14 +356,10 @@ def _fitting(
     )
     estimate = functools.partial(_speeds, spec, work, gpu, best, rng)
     tokens, low, high = estimate() if speeds else (None, None, None)
-    return ModelFit(  # the fields `_row` gives a row, and the plan's
-        name=entry.name,
-        hf_id=entry.hf_id,
-        family=entry.family,
-        released=entry.released,
-        params_total=spec.params.total,
-        params_active=spec.params.active,
-        fits=True,
+    return _row(
+        entry,
+        spec,
+        True,
         weight_dtype=work.weight_dtype,
         changes=changes,
         replicas=replicas,
@@ -394,8 +390,15 @@ def _speeds(spec: ModelSpec, work: Workload, gpu: GpuSpec, best: Candidate, rng:
 
 
 def _row(
-    entry: Entry, spec: ModelSpec | None, fits: bool, reason: str | None = None, shortfall: float = 0.0
+    entry: Entry,
+    spec: ModelSpec | None,
+    fits: bool,
+    reason: str | None = None,
+    shortfall: float = 0.0,
+    **plan: Any,
 ) -> ModelFit:
+    """A row of `entry`: its names and sizes, and the `plan` fields a fitting row has (made once,
+    not a row and then a replaced copy)."""
     return ModelFit(
         name=entry.name,
         hf_id=entry.hf_id,
@@ -406,6 +409,7 @@ def _row(
         fits=fits,
         reason=reason,
         shortfall=shortfall,
+        **plan,
     )
 
 
