@@ -7,6 +7,7 @@ sequence and the largest micro-batch that fit.
 from __future__ import annotations
 
 import functools
+from typing import TypeVar
 
 from gpusize.core import allocator
 from gpusize.core.spec import ModelSpec
@@ -39,13 +40,16 @@ __all__ = ["fits_within", "fragmentation_bytes", "largest_batch", "largest_seq",
 
 #: Most capacity-limited replays kept (each a few hundred bytes); the cache is emptied past it.
 _MAX_TIGHT = 4096
+#: What the caches below are keyed by: a trace (model, step sizes, allocator mode).
+_TraceKey = tuple[ModelSpec, StepSizes, bool]
+_Kept = TypeVar("_Kept")
 #: Capacity-limited replays per (model, step, allocator mode): each holds for a range of capacities
 #: (AllocatorPeaks.capacity_low/high), so GPU types whose limits fall in one range share a replay.
-_TIGHT: dict[tuple[ModelSpec, StepSizes, bool], list[allocator.AllocatorPeaks]] = {}
+_TIGHT: dict[_TraceKey, list[allocator.AllocatorPeaks]] = {}
 #: Unlimited replays' peaks per (model, step, allocator mode): a Replayer's, or those of a
 #: capacity-limited replay that never met its capacity (`fits_within`: the unlimited path, so the
 #: same peaks); emptied past _MAX_TIGHT entries.
-_FREE: dict[tuple[ModelSpec, StepSizes, bool], allocator.AllocatorPeaks] = {}
+_FREE: dict[_TraceKey, allocator.AllocatorPeaks] = {}
 
 
 @functools.lru_cache(maxsize=2048)
@@ -72,41 +76,37 @@ def _replay(
     when no earlier replay of the same trace took the same path (the result is then identical), and
     then from the unlimited replay's last snapshot before its path can differ (`allocator.Replayer`)."""
     sizes, expandable = _sizes(spec, setup, num_gpus), setup.expandable_segments
+    key = (spec, sizes, expandable)
     if capacity is None:
-        free = _FREE.get((spec, sizes, expandable))
-        if free is None:
-            free = _remember_free((spec, sizes, expandable), _replayer(spec, sizes, expandable).free)
-        return free
-    known = _TIGHT.setdefault((spec, sizes, expandable), [])
-    for peaks in known:
-        if peaks.capacity_low <= capacity and (peaks.capacity_high is None or capacity < peaks.capacity_high):
+        free = _FREE.get(key)
+        return free if free is not None else _keep(_FREE, key, _replayer(*key).free)
+    for peaks in _TIGHT.get(key, ()):
+        if _holds(peaks, capacity, capacity):
             return peaks
-    if len(_TIGHT) > _MAX_TIGHT:
-        _TIGHT.clear()
-        known = _TIGHT.setdefault((spec, sizes, expandable), [])
-    peaks = _replayer(spec, sizes, expandable).at(capacity)  # from the unlimited replay's snapshots
-    known.append(peaks)
+    peaks = _replayer(*key).at(capacity)  # from the unlimited replay's snapshots
+    _remember_tight(key, peaks)
     return peaks
 
 
-def _remember_free(
-    key: tuple[ModelSpec, StepSizes, bool], peaks: allocator.AllocatorPeaks
-) -> allocator.AllocatorPeaks:
-    if len(_FREE) > _MAX_TIGHT:
-        _FREE.clear()
-    _FREE[key] = peaks
-    return peaks
+def _keep(cache: dict[_TraceKey, _Kept], key: _TraceKey, value: _Kept) -> _Kept:
+    """`value`, kept under `key` in one of this module's caches, emptied first past _MAX_TIGHT."""
+    if len(cache) > _MAX_TIGHT:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
+def _remember_tight(key: _TraceKey, peaks: allocator.AllocatorPeaks) -> None:
+    """A capacity-limited replay kept beside the others of its trace (each holds for its range)."""
+    _keep(_TIGHT, key, [*_TIGHT.get(key, ()), peaks])
 
 
 #: `allocator.allocated_bounds` of each trace `fits_within` has tested (emptied past _MAX_TIGHT).
-_BOUNDS: dict[tuple[ModelSpec, StepSizes, bool], tuple[int, int]] = {}
+_BOUNDS: dict[_TraceKey, tuple[int, int]] = {}
 
 
-def _bounds(key: tuple[ModelSpec, StepSizes, bool], trace: allocator.Trace | None) -> tuple[int, int]:
-    if len(_BOUNDS) > _MAX_TIGHT:
-        _BOUNDS.clear()
-    _BOUNDS[key] = allocator.allocated_bounds(trace or train_trace(key[0], key[1]), key[2])
-    return _BOUNDS[key]
+def _bounds(key: _TraceKey, trace: allocator.Trace | None) -> tuple[int, int]:
+    return _keep(_BOUNDS, key, allocator.allocated_bounds(trace or train_trace(key[0], key[1]), key[2]))
 
 
 def _holds(peaks: allocator.AllocatorPeaks, low: int, high: int) -> bool:
@@ -147,11 +147,9 @@ def fits_within(
                     train_memory(spec, setup, num_gpus, interconnect, visible_bytes).device_bytes
                     <= visible_bytes
                 )
-            if len(_TIGHT) > _MAX_TIGHT:
-                _TIGHT.clear()
-            _TIGHT.setdefault(key, []).append(tight)  # holds for its whole range, as _replay's
+            _remember_tight(key, tight)  # holds for its whole range, as _replay's
         if tight.capacity_high is None:  # never met the capacity: the unlimited replay's path
-            _remember_free(key, allocator.AllocatorPeaks(tight.allocated_bytes, tight.reserved_bytes))
+            _keep(_FREE, key, allocator.AllocatorPeaks(tight.allocated_bytes, tight.reserved_bytes))
             return True
         return not tight.out_of_memory and tight.fragmentation_bytes <= room
     return train_memory(spec, setup, num_gpus, interconnect, visible_bytes).device_bytes <= visible_bytes
