@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpusize.core.engines import engine as engine_model
 from gpusize.render.fit import VERDICT_STYLES, suggestion_lines
 from gpusize.render.format import fmt_float, fmt_range, human_tokens
 from gpusize.render.sheet import ValueColumn, assumption_items, md, sheet_markdown, value_csv
@@ -280,24 +281,26 @@ def ttft_spread_lines(report: ServeReport) -> list[str]:
         "load model's schedule, each request's wait for the running step and the prefills and waves "
         f"before it; published steady-load runs put their P99 at {STEADY_P99_OVER_MEDIAN[0]}-"
         f"{STEADY_P99_OVER_MEDIAN[1]}x the median, a scheduling spread the model leaves out)"
-    ] + in_step_lines(pick)
+    ] + in_step_lines(pick, engine_model(report.workload.engine.name).fixed_length_benchmark)
 
 
 #: How much longer than the mean the in-step TTFT must be to be worth a line of its own.
 IN_STEP_WORTH_SAYING = 1.1
 
 
-def in_step_lines(pick: Layout) -> list[str]:
-    """What a fixed-length benchmark of the same load would measure, where it differs."""
+def in_step_lines(pick: Layout, benchmark: str | None = None) -> list[str]:
+    """What a fixed-length benchmark of the same load would measure, where it differs; `benchmark`:
+    the engine's own run of that kind (`EngineModel.fixed_length_benchmark`), named when it has one."""
     if (
         pick.ttft_in_step_s is None
         or pick.ttft_s is None
         or pick.ttft_in_step_s < IN_STEP_WORTH_SAYING * pick.ttft_s
     ):
         return []
+    named = f" ({benchmark})" if benchmark else ""
     return [
-        f"A benchmark whose prompts and replies are all of one length (vllm bench serve --dataset-name "
-        f"random) keeps its users in step: their requests arrive together and share prefill steps, about "
+        f"A benchmark whose prompts and replies are all of one length{named} keeps its users in "
+        "step: their requests arrive together and share prefill steps, about "
         f"{pick.ttft_in_step_s:.2f} s to the first token after its opening burst (estimate)"
     ]
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -184,3 +185,38 @@ def test_serve_says_what_a_fixed_length_benchmark_of_the_load_would_measure() ->
     pick = json.loads(proc.stdout)["recommendation"]
     assert pick["ttft_in_step_s"] == pick["ttft_s"]
     assert "in step" not in run_in_process("serve", "Llama-3.1-8B", "--gpu", "H100", "--users", "1").stdout
+
+
+@pytest.mark.parametrize(
+    ("engine", "named", "not_named"),
+    [
+        ("vllm", "(vllm bench serve --dataset-name random)", "sglang.bench_serving"),
+        # SGLang's bench_serving draws lengths from [len x ratio, len] with the ratio at 0.0 by
+        # default (python/sglang/bench_serving.py): one length only at --random-range-ratio 1
+        (
+            "sglang",
+            "(python -m sglang.bench_serving --dataset-name random --random-range-ratio 1)",
+            "vllm bench serve",
+        ),
+    ],
+)
+def test_the_in_step_line_names_the_engines_own_fixed_length_benchmark(
+    engine: str, named: str, not_named: str
+) -> None:
+    args = ("serve", "Llama-3.1-8B", "--gpu", "H100", "--users", "64", "--engine", engine)
+    pick = json.loads(run_in_process(*args, "--json").stdout)["recommendation"]
+    assert pick["ttft_in_step_s"] > 1.1 * pick["ttft_s"]
+    text = " ".join(run_in_process(*args).stdout.split())
+    assert f"all of one length {named} keeps its users in step" in text
+    assert not_named not in text
+
+
+def test_the_in_step_line_names_no_command_for_an_engine_without_one() -> None:
+    from gpusize.render.serve import in_step_lines
+    from gpusize.serving.layouts import Layout
+
+    pick = Layout(replicas=1, tensor_parallel=1, gpus_per_replica=1, split_mode="tensor", fits=True,
+                  ttft_s=0.1, ttft_in_step_s=0.3)  # fmt: skip
+    (line,) = in_step_lines(pick, None)
+    assert line.startswith("A benchmark whose prompts and replies are all of one length keeps its users")
+    assert "bench" not in line.split("length", 1)[1].split("keeps", 1)[0]

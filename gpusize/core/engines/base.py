@@ -142,6 +142,10 @@ class EngineModel:
     prefix_cache: str | None = None
     #: Weight bytes per GPU read from host memory over PCIe every step (the speed estimates add them).
     host_weights: HostWeights = _no_host_weights
+    #: The engine's own serving benchmark run whose prompts and replies all have one length, which
+    #: keeps its clients in step (`serving.load.Arrivals.synchronized`), as its command line asks for
+    #: it: what `serve` names beside the in-step time to first token. None: no such run is named.
+    fixed_length_benchmark: str | None = None
 
     @property
     def label(self) -> str:

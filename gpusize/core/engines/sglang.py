@@ -275,5 +275,9 @@ ENGINE = EngineModel(
     quantizes_on_load=True,
     notes=model_notes,
     host_weights=sglang_offloaded_bytes,
+    # python/sglang/bench_serving.py sample_random_requests: lengths drawn from [len x r, len],
+    # --random-range-ratio r defaulting to 0.0 (docs/developer_guide/bench_serving.md), so one
+    # length only at 1
+    fixed_length_benchmark="python -m sglang.bench_serving --dataset-name random --random-range-ratio 1",
     prefix_cache="SGLang's radix cache (on by default; --disable-radix-cache turns it off)",
 )

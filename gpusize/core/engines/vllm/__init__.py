@@ -272,6 +272,9 @@ ENGINE = EngineModel(
     nodes=lambda spec, gpu, nodes, work: evaluate_nodes(spec, gpu, nodes, work),
     notes=model_notes,
     host_weights=offloaded_bytes,
+    # benchmarks/datasets.py RandomDataset: lengths drawn from [len x (1 - r), len x (1 + r)],
+    # --random-range-ratio r defaulting to 0.0, so one length unless asked otherwise
+    fixed_length_benchmark="vllm bench serve --dataset-name random",
     prefix_cache="vLLM's automatic prefix caching (on by default in V1, the default engine from 0.8.0: "
     "tests/engine/test_arg_utils.py test_prefix_caching_from_cli, 'V1 turns on prefix caching by "
     "default'; --no-enable-prefix-caching turns it off; V0, VLLM_USE_V1=0, needs --enable-prefix-caching: "
