@@ -15,6 +15,7 @@ from gpusize.reports.serve import ServeReport
 from gpusize.serving.deploy import SERVER_IMAGES, DeployPlan, object_name
 from gpusize.serving.devices import ACCELERATORS
 from gpusize.serving.dynamo import DYNAMO_VENDOR, GraphPlan, PoolPlan, dynamo_release
+from gpusize.serving.layouts import layout_name
 
 __all__ = ["deploy_plan", "graph_plan"]
 
@@ -39,6 +40,13 @@ def deploy_plan(
         reason = launch.note if launch is not None and launch.note else "no launch command for this plan"
         raise InputError(f"nothing to deploy: {reason}")
     _check_path(model_path)
+    server = report.nodes.gpus_per_node if report.nodes else report.num_gpus
+    if pick.expert_parallel > 1 and pick.gpus_per_replica > (node_gpus or server):
+        raise InputError(
+            f"gpusize writes no manifest for {layout_name(pick)} across servers: vLLM starts it as one "
+            "engine per server (--data-parallel-start-rank, --headless), which the LeaderWorkerSet's Ray "
+            "start does not do; run the printed commands on each server"
+        )
     model = engine(name)
     return DeployPlan(
         engine=name,
@@ -47,7 +55,7 @@ def deploy_plan(
         words=tuple(shlex.split(launch.command)),
         replicas=pick.replicas,
         gpus_per_replica=pick.gpus_per_replica,
-        node_gpus=node_gpus or report.num_gpus,
+        node_gpus=node_gpus or server,
         name=object_name(report.model.name or report.model.id, name),
         model_path=model_path,
         model_is_file=model_is_file,

@@ -34,7 +34,7 @@ from gpusize.serving.launch import (
     half_precision,
     llamacpp_command,
 )
-from gpusize.serving.layouts import Demand, Layout, compare, prefix_note, recommend
+from gpusize.serving.layouts import Demand, Layout, compare, layout_name, prefix_note, recommend
 from gpusize.serving.targets import Targets
 
 __all__ = [
@@ -168,10 +168,17 @@ def sized_serve_report(
 
 
 def launch_commands(
-    resolved: ResolvedModel, spec: ModelSpec, gpu: GpuSpec, work: Workload, pick: Layout
+    resolved: ResolvedModel,
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    work: Workload,
+    pick: Layout,
+    nodes: NodePlan | None = None,
 ) -> dict[str, LaunchCommand]:
     """The commands that start one replica of the recommended layout, for the engine sized (and the
-    other tensor-parallel engine, sized the same way)."""
+    other tensor-parallel engine, sized the same way); a replica across servers (`nodes`) with the
+    flags of its parallelism (`serving.nodes.across_servers_words`), or a note where gpusize does
+    not write that launch."""
     tp = pick.tensor_parallel
     model = engine(work.engine.name)
     out: dict[str, LaunchCommand] = {}
@@ -210,6 +217,8 @@ def launch_commands(
     if command is not None and model.budget is not None:
         budget = model.budget(spec, gpu, tp, work)
         out[model.name] = command(resolved.engine_target, resolved.revision, tp, work, budget, spec, gpu)
+        if nodes is not None and pick.gpus_per_replica > nodes.gpus_per_node:
+            out[model.name] = _across_servers(out[model.name], model.name, model.label, pick)
     if pick.replicas > 1:
         out["replicas"] = LaunchCommand(
             None,
@@ -292,8 +301,8 @@ def build_serve_report(
         recommendation=pick,
         why=why,
         launch=(
-            launch_commands(resolved, spec, gpu, work, pick)
-            | _node_launch(pick, nodes)
+            launch_commands(resolved, spec, gpu, work, pick, nodes)
+            | _node_launch(pick, nodes, work.engine.name)
             | pd_launch(resolved, spec, gpu, work, split)
         )
         if pick
@@ -345,10 +354,27 @@ def build_serve_report(
     )
 
 
-def _node_launch(pick: Layout, plan: NodePlan | None) -> dict[str, LaunchCommand]:
+def _across_servers(launch: LaunchCommand, name: str, label: str, pick: Layout) -> LaunchCommand:
+    """One server's launch command of a replica that spans servers, with its parallelism's flags."""
+    from gpusize.serving.nodes import across_servers_words  # noqa: PLC0415 - start-up: only serve --nodes
+
+    if launch.command is None:
+        return launch
+    words = across_servers_words(name, pick)
+    if words is None:
+        return LaunchCommand(
+            None,
+            f"not written: {label} runs {layout_name(pick)} across servers with --tp over the whole "
+            "group and sizes its memory for that --tp, not the budget this layout was sized with",
+            launch.engine_version,
+        )
+    return replace(launch, command=" ".join([launch.command, *words])) if words else launch
+
+
+def _node_launch(pick: Layout, plan: NodePlan | None, engine_name: str) -> dict[str, LaunchCommand]:
     """`serving.nodes.node_launch`: nothing on one server, imported only for a plan across servers."""
     if plan is None:
         return {}
     from gpusize.serving.nodes import node_launch  # noqa: PLC0415 - start-up: only serve --nodes
 
-    return node_launch(pick, plan)
+    return node_launch(pick, plan, engine_name)

@@ -46,6 +46,7 @@ __all__ = [
     "DEEPEP_LOW_LATENCY_S",
     "all_to_all_floor_s",
     "MULTINODE_SINCE",
+    "across_servers_words",
     "layout_memory",
     "node_launch",
     "node_option",
@@ -95,37 +96,57 @@ def all_to_all_floor_s(ep: int) -> float:
 A2A_BYTES_PER_ELEMENT = 3
 
 
-def node_launch(pick: Layout, plan: NodePlan | None) -> dict[str, LaunchCommand]:
-    """How the recommended layout runs across servers, beside the one-server launch command."""
-    if plan is None or pick.gpus_per_replica <= GPUS_PER_NODE:
-        if plan is not None and pick.replicas * pick.gpus_per_replica > GPUS_PER_NODE:
+def across_servers_words(engine_name: str, pick: Layout) -> tuple[str, ...] | None:
+    """The words an engine's launch command adds (beside its --tensor-parallel-size) to run `pick` as
+    one engine across servers, or None where gpusize does not write that launch:
+    - vLLM: pipeline stages `--pipeline-parallel-size` (engine/arg_utils.py, every release gpusize
+      models); data-parallel attention with expert parallel `--data-parallel-size N
+      --enable-expert-parallel`, one DP rank a GPU (docs/serving/data_parallel_deployment.md, from
+      0.9.0 across servers: MULTINODE_SINCE);
+    - SGLang: pipeline stages `--pp-size` (server_args.py, from 0.4.8). Its data-parallel attention
+      takes the whole group as --tp with --dp and --enable-dp-attention and sizes its memory
+      fraction for that --tp, which is not the one-GPU budget this layout was sized with: None.
+    Tensor parallel over the servers needs nothing beyond the --tensor-parallel-size of the command."""
+    if pick.expert_parallel > 1:
+        if engine_name != "vllm":
+            return None
+        return ("--data-parallel-size", str(pick.expert_parallel), "--enable-expert-parallel")
+    if pick.pipeline_parallel > 1:
+        flag = {"vllm": "--pipeline-parallel-size", "sglang": "--pp-size"}.get(engine_name)
+        return None if flag is None else (flag, str(pick.pipeline_parallel))
+    return ()
+
+
+def node_launch(pick: Layout, plan: NodePlan | None, engine_name: str = "vllm") -> dict[str, LaunchCommand]:
+    """How the recommended layout runs across servers under `engine_name`, beside its launch command
+    (which carries the layout's parallelism, `across_servers_words`): what each server adds to it."""
+    if plan is None or pick.gpus_per_replica <= plan.gpus_per_node:
+        if plan is not None and pick.replicas * pick.gpus_per_replica > plan.gpus_per_node:
             return {
                 "nodes": LaunchCommand(
                     None, f"replicas spread over the {plan.nodes} servers; no traffic between them"
                 )
             }
         return {}
-    n = plan.nodes
-    if pick.expert_parallel > 1:
+    n, local = plan.nodes, plan.gpus_per_node
+    sglang_nodes = f"--nnodes {n} --node-rank <i> --dist-init-addr <first server's IP:port>"
+    if pick.expert_parallel > 1 and engine_name == "vllm":
         text = (
-            f"on each of {n} servers: vllm serve ... --data-parallel-size {pick.expert_parallel} "
-            f"--data-parallel-size-local {GPUS_PER_NODE} --data-parallel-start-rank <8 x server index> "
-            "--data-parallel-address <head IP> --enable-expert-parallel (SGLang: --tp "
-            f"{pick.expert_parallel} --dp {pick.expert_parallel} --enable-dp-attention --nnodes {n} "
-            "--node-rank <i> --dist-init-addr <head IP:port>)"
+            f"on each of {n} servers, the command above with --data-parallel-size-local {local} "
+            f"--data-parallel-address <first server's IP> --data-parallel-start-rank <{local} x server "
+            "index>, and --headless on every server but the first (vLLM docs/serving/"
+            "data_parallel_deployment.md)"
         )
-    elif pick.pipeline_parallel > 1:
+    elif pick.expert_parallel > 1:
         text = (
-            f"one engine over {n} servers: --tensor-parallel-size {pick.tensor_parallel} "
-            f"--pipeline-parallel-size {pick.pipeline_parallel} on a Ray cluster of the servers "
-            f"(vLLM; SGLang: --tp {pick.tensor_parallel} --pp-size {pick.pipeline_parallel} --nnodes {n})"
+            f"SGLang runs it as --tp {pick.expert_parallel} --dp {pick.expert_parallel} "
+            f"--enable-dp-attention {sglang_nodes} on each server, with a memory fraction sized for that "
+            "--tp (not written by gpusize)"
         )
+    elif engine_name == "sglang":
+        text = f"one engine over {n} servers: the command above on each server with {sglang_nodes}"
     else:
-        text = (
-            f"one engine over {n} servers: --tensor-parallel-size {pick.tensor_parallel} (vLLM on a Ray "
-            f"cluster; SGLang: --tp {pick.tensor_parallel} --nnodes {n} --node-rank <i> "
-            "--dist-init-addr <head>)"
-        )
+        text = f"one engine over {n} servers: the command above, started on a Ray cluster of the servers"
     return {"nodes": LaunchCommand(None, text)}
 
 

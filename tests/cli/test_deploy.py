@@ -453,3 +453,74 @@ def test_ollama_and_tensorrt_llm_deploy_with_their_images(
     (compose,) = _manifests(*args, "--format", "compose")
     _valid(compose, "compose")
     assert next(iter(compose["services"].values()))["image"] == image
+
+
+#: `serve --nodes 2` plans whose one engine spans both servers (the recommendation of each).
+LLAMA_405B_NODES = ("Llama-3.1-405B", "--gpu", "H100", "--nodes", "2", "--users", "50")
+DEEPSEEK_NODES = ("DeepSeek-R1", "--gpu", "H200", "--nodes", "2", "--users", "50")
+
+
+def test_a_pipeline_across_servers_is_launched_and_deployed_with_its_stages() -> None:
+    # vLLM's pipeline stages are --pipeline-parallel-size (engine/arg_utils.py); the plan is TP=8 x PP=2
+    # over two servers of 8 GPUs, so the manifest is a LeaderWorkerSet of two 8-GPU pods started
+    # through Ray running exactly the printed command (it was one 16-GPU pod at TP=8 before)
+    report, words = _launch_words(*LLAMA_405B_NODES)
+    pick = report["recommendation"]
+    assert (pick["tensor_parallel"], pick["pipeline_parallel"], pick["gpus_per_replica"]) == (8, 2, 16)
+    assert words[words.index("--tensor-parallel-size") + 1] == "8"
+    assert words[words.index("--pipeline-parallel-size") + 1] == "2"
+    lws, _service = [_valid(d) for d in _manifests(*LLAMA_405B_NODES, "--format", "k8s")]
+    assert lws["kind"] == "LeaderWorkerSet" and lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    leader, worker = _container(lws, "leaderTemplate"), _container(lws, "workerTemplate")
+    assert shlex.split(leader["args"][1].split("; exec ", 1)[1])[: len(words)] == words
+    for pod in (leader, worker):
+        assert pod["resources"]["limits"] == {"nvidia.com/gpu": "8"}
+
+
+def test_data_parallel_experts_across_servers_launch_every_rank_and_write_no_manifest() -> None:
+    # vLLM's DP attention with expert parallel: --data-parallel-size 16 --enable-expert-parallel at
+    # TP=1, and per server --data-parallel-size-local / --data-parallel-start-rank / --headless
+    # (docs/serving/data_parallel_deployment.md); a LeaderWorkerSet's Ray start runs none of that,
+    # so the manifest is refused in one line rather than written as one 16-GPU pod at TP=1
+    report, words = _launch_words(*DEEPSEEK_NODES)
+    pick = report["recommendation"]
+    assert (pick["expert_parallel"], pick["tensor_parallel"]) == (16, 1)
+    assert words[words.index("--data-parallel-size") + 1] == "16" and "--enable-expert-parallel" in words
+    note = report["launch"]["nodes"]["note"]
+    for flag in (
+        "--data-parallel-size-local 8",
+        "--data-parallel-start-rank <8 x server index>",
+        "--headless",
+    ):
+        assert flag in note
+    out = _gpusize("serve", *DEEPSEEK_NODES, "--format", "k8s")
+    assert out.code == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "no manifest for 1 x DP=16 x EP=16 across servers" in out.stderr
+
+
+def test_sglang_data_parallel_attention_across_servers_is_not_written() -> None:
+    # SGLang runs it with --tp over the whole group (--tp 16 --dp 16 --enable-dp-attention) and sizes
+    # --mem-fraction-static for that --tp: not the one-GPU budget the layout was sized with, so the
+    # launch says so instead of printing a TP=1 command, and there is nothing to deploy
+    out = _gpusize("serve", *DEEPSEEK_NODES, "--engine", "sglang", "--json")
+    report = json.loads(out.stdout)
+    assert report["recommendation"]["expert_parallel"] == 16
+    launch = report["launch"]["sglang"]
+    assert launch["command"] is None and launch["note"].startswith("not written: SGLang runs")
+    assert "--enable-dp-attention" in report["launch"]["nodes"]["note"]
+    refused = _gpusize("serve", *DEEPSEEK_NODES, "--engine", "sglang", "--format", "k8s")
+    assert refused.code == 2 and refused.stderr.count("\n") == 1
+
+
+def test_sglang_tensor_parallel_across_servers_deploys_its_node_flags() -> None:
+    args = (*LLAMA_405B_NODES, "--engine", "sglang")
+    report, words = _launch_words(*args)
+    pick = report["recommendation"]
+    assert (pick["tensor_parallel"], pick["gpus_per_replica"], pick["pipeline_parallel"]) == (16, 16, 1)
+    assert words[words.index("--tp-size") + 1] == "16"
+    # exit 1: SGLang's TP=16 holds fewer than the 50 users at once (the load queues)
+    lws, _service = [_valid(d) for d in _manifests(*args, "--format", "k8s", code=1)]
+    assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    leader = _container(lws, "leaderTemplate")
+    assert (leader["command"] + leader["args"])[: len(words)] == words
+    assert leader["resources"]["limits"] == {"nvidia.com/gpu": "8"}
