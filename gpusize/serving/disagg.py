@@ -37,7 +37,7 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.dataclass import dataclass
 from gpusize.serving import calibrated, economics
-from gpusize.serving.layouts import Demand, Layout
+from gpusize.serving.layouts import Demand, Layout, layout_name
 from gpusize.serving.targets import Targets
 from gpusize.serving.throughput import decode_step, link, prefill_seconds
 
@@ -352,7 +352,7 @@ def _compared(d: Disaggregated, agg: Layout | None, aim: Targets) -> Disaggregat
         pays, why = False, "does not pay: " + "; ".join(reasons)
     return replace(
         d,
-        aggregated_layout=f"{agg.replicas} x TP={agg.tensor_parallel}",
+        aggregated_layout=layout_name(agg),
         aggregated_ttft_s=agg.ttft_s,
         aggregated_per_request_tokens_per_s=agg.per_request_tokens_per_s,
         aggregated_tokens_per_s=agg_tokens,

@@ -141,3 +141,14 @@ def test_disaggregate_refuses_one_gpu_and_layer_split_engines() -> None:
     assert one.code == 2 and "at least 2 GPUs" in one.stderr
     cpp = run_in_process("serve", "Qwen3-8B", "--users", "4", "--engine", "llamacpp", "--disaggregate")
     assert cpp.code == 2 and "--disaggregate" in cpp.stderr
+
+
+def test_the_disaggregated_comparison_names_the_aggregated_layout_as_the_table_does() -> None:
+    # the aggregated layout it is compared with is the recommendation, named as every layout is
+    # (serving.layouts.layout_name): across servers a DP x EP layout, not "1 x TP=1"
+    args = ("serve", "Kimi-K2", "--gpu", "H200", "--nodes", "2", "--users", "50", "--disaggregate")
+    report = json.loads(run_in_process(*args, "--json").stdout)
+    pick = report["recommendation"]
+    assert (pick["replicas"], pick["expert_parallel"]) == (1, 16)
+    assert report["disaggregated"]["aggregated_layout"] == "1 x DP=16 x EP=16"
+    assert "aggregated 1 x DP=16 x EP=16:" in " ".join(run_in_process(*args).stdout.split())
