@@ -295,10 +295,10 @@ CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is se
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.gpu_tdp_w,self.total_w_low,self.total_w_high,self.psu_capacity_w,self.psu_layout,self.pcie_lanes,self.interconnect,self.notes,)==(other.gpu_tdp_w,other.total_w_low,other.total_w_high,other.psu_capacity_w,other.psu_layout,other.pcie_lanes,other.interconnect,other.notes,)
+   return (self.gpu_tdp_w,self.total_w_low,self.total_w_high,self.psu_capacity_w,self.psu_layout,self.pcie_lanes,self.interconnect,self.notes,self.servers,)==(other.gpu_tdp_w,other.total_w_low,other.total_w_high,other.psu_capacity_w,other.psu_layout,other.pcie_lanes,other.interconnect,other.notes,other.servers,)
   return NotImplemented
  return __eq__
-CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.gpu_tdp_w,self.total_w_low,self.total_w_high,self.psu_capacity_w,self.psu_layout,self.pcie_lanes,self.interconnect,self.notes,)==(other.gpu_tdp_w,other.total_w_low,other.total_w_high,other.psu_capacity_w,other.psu_layout,other.pcie_lanes,other.interconnect,other.notes,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.gpu_tdp_w,self.total_w_low,self.total_w_high,self.psu_capacity_w,self.psu_layout,self.pcie_lanes,self.interconnect,self.notes,self.servers,)==(other.gpu_tdp_w,other.total_w_low,other.total_w_high,other.psu_capacity_w,other.psu_layout,other.pcie_lanes,other.interconnect,other.notes,other.servers,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __eq__(self,other):
@@ -1292,9 +1292,9 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.gpu_layers
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.gpu_tdp_w,self.total_w_low,self.total_w_high,self.psu_capacity_w,self.psu_layout,self.pcie_lanes,self.interconnect,self.notes,))
+  return hash((self.gpu_tdp_w,self.total_w_low,self.total_w_high,self.psu_capacity_w,self.psu_layout,self.pcie_lanes,self.interconnect,self.notes,self.servers,))
  return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.gpu_tdp_w,self.total_w_low,self.total_w_high,self.psu_capacity_w,self.psu_layout,self.pcie_lanes,self.interconnect,self.notes,))\n return __hash__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.gpu_tdp_w,self.total_w_low,self.total_w_high,self.psu_capacity_w,self.psu_layout,self.pcie_lanes,self.interconnect,self.notes,self.servers,))\n return __hash__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __hash__(self):
@@ -2046,9 +2046,9 @@ CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qual
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(gpu_tdp_w={self.gpu_tdp_w!r}, total_w_low={self.total_w_low!r}, total_w_high={self.total_w_high!r}, psu_capacity_w={self.psu_capacity_w!r}, psu_layout={self.psu_layout!r}, pcie_lanes={self.pcie_lanes!r}, interconnect={self.interconnect!r}, notes={self.notes!r})"
+  return self.__class__.__qualname__ + f"(gpu_tdp_w={self.gpu_tdp_w!r}, total_w_low={self.total_w_low!r}, total_w_high={self.total_w_high!r}, psu_capacity_w={self.psu_capacity_w!r}, psu_layout={self.psu_layout!r}, pcie_lanes={self.pcie_lanes!r}, interconnect={self.interconnect!r}, notes={self.notes!r}, servers={self.servers!r})"
  return __repr__
-CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(gpu_tdp_w={self.gpu_tdp_w!r}, total_w_low={self.total_w_low!r}, total_w_high={self.total_w_high!r}, psu_capacity_w={self.psu_capacity_w!r}, psu_layout={self.psu_layout!r}, pcie_lanes={self.pcie_lanes!r}, interconnect={self.interconnect!r}, notes={self.notes!r})"\n return __repr__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(gpu_tdp_w={self.gpu_tdp_w!r}, total_w_low={self.total_w_low!r}, total_w_high={self.total_w_high!r}, psu_capacity_w={self.psu_capacity_w!r}, psu_layout={self.psu_layout!r}, pcie_lanes={self.pcie_lanes!r}, interconnect={self.interconnect!r}, notes={self.notes!r}, servers={self.servers!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -3136,8 +3136,8 @@ def __create_fn__(_type_gpu_layers, _type_gpu_weight_bytes, _type_cpu_weight_byt
  return __init__
 CODE["def __create_fn__(_type_gpu_layers, _type_gpu_weight_bytes, _type_cpu_weight_bytes, _type_gpu_kv_bytes, _type_cpu_kv_bytes, _type_compute_bytes, _type_per_gpu, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_per_gpu, _return_type):\n def __init__(self,gpu_layers:_type_gpu_layers,gpu_weight_bytes:_type_gpu_weight_bytes,cpu_weight_bytes:_type_cpu_weight_bytes,gpu_kv_bytes:_type_gpu_kv_bytes,cpu_kv_bytes:_type_cpu_kv_bytes,compute_bytes:_type_compute_bytes,per_gpu:_type_per_gpu=_dflt_per_gpu)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpu_layers',gpu_layers)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_weight_bytes',gpu_weight_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'cpu_weight_bytes',cpu_weight_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_kv_bytes',gpu_kv_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'cpu_kv_bytes',cpu_kv_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'compute_bytes',compute_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'per_gpu',per_gpu)\n return __init__"] = __create_fn__.__code__
 
-def __create_fn__(_type_gpu_tdp_w, _type_total_w_low, _type_total_w_high, _type_psu_capacity_w, _type_psu_layout, _type_pcie_lanes, _type_interconnect, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,*,gpu_tdp_w:_type_gpu_tdp_w,total_w_low:_type_total_w_low,total_w_high:_type_total_w_high,psu_capacity_w:_type_psu_capacity_w,psu_layout:_type_psu_layout,pcie_lanes:_type_pcie_lanes,interconnect:_type_interconnect,notes:_type_notes)->_return_type:
+def __create_fn__(_type_gpu_tdp_w, _type_total_w_low, _type_total_w_high, _type_psu_capacity_w, _type_psu_layout, _type_pcie_lanes, _type_interconnect, _type_notes, _type_servers, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_servers, _return_type):
+ def __init__(self,*,gpu_tdp_w:_type_gpu_tdp_w,total_w_low:_type_total_w_low,total_w_high:_type_total_w_high,psu_capacity_w:_type_psu_capacity_w,psu_layout:_type_psu_layout,pcie_lanes:_type_pcie_lanes,interconnect:_type_interconnect,notes:_type_notes,servers:_type_servers=_dflt_servers)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'gpu_tdp_w',gpu_tdp_w)
   __dataclass_builtins_object__.__setattr__(self,'total_w_low',total_w_low)
   __dataclass_builtins_object__.__setattr__(self,'total_w_high',total_w_high)
@@ -3146,8 +3146,9 @@ def __create_fn__(_type_gpu_tdp_w, _type_total_w_low, _type_total_w_high, _type_
   __dataclass_builtins_object__.__setattr__(self,'pcie_lanes',pcie_lanes)
   __dataclass_builtins_object__.__setattr__(self,'interconnect',interconnect)
   __dataclass_builtins_object__.__setattr__(self,'notes',notes)
+  __dataclass_builtins_object__.__setattr__(self,'servers',servers)
  return __init__
-CODE["def __create_fn__(_type_gpu_tdp_w, _type_total_w_low, _type_total_w_high, _type_psu_capacity_w, _type_psu_layout, _type_pcie_lanes, _type_interconnect, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,gpu_tdp_w:_type_gpu_tdp_w,total_w_low:_type_total_w_low,total_w_high:_type_total_w_high,psu_capacity_w:_type_psu_capacity_w,psu_layout:_type_psu_layout,pcie_lanes:_type_pcie_lanes,interconnect:_type_interconnect,notes:_type_notes)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpu_tdp_w',gpu_tdp_w)\n  __dataclass_builtins_object__.__setattr__(self,'total_w_low',total_w_low)\n  __dataclass_builtins_object__.__setattr__(self,'total_w_high',total_w_high)\n  __dataclass_builtins_object__.__setattr__(self,'psu_capacity_w',psu_capacity_w)\n  __dataclass_builtins_object__.__setattr__(self,'psu_layout',psu_layout)\n  __dataclass_builtins_object__.__setattr__(self,'pcie_lanes',pcie_lanes)\n  __dataclass_builtins_object__.__setattr__(self,'interconnect',interconnect)\n  __dataclass_builtins_object__.__setattr__(self,'notes',notes)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpu_tdp_w, _type_total_w_low, _type_total_w_high, _type_psu_capacity_w, _type_psu_layout, _type_pcie_lanes, _type_interconnect, _type_notes, _type_servers, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_servers, _return_type):\n def __init__(self,*,gpu_tdp_w:_type_gpu_tdp_w,total_w_low:_type_total_w_low,total_w_high:_type_total_w_high,psu_capacity_w:_type_psu_capacity_w,psu_layout:_type_psu_layout,pcie_lanes:_type_pcie_lanes,interconnect:_type_interconnect,notes:_type_notes,servers:_type_servers=_dflt_servers)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpu_tdp_w',gpu_tdp_w)\n  __dataclass_builtins_object__.__setattr__(self,'total_w_low',total_w_low)\n  __dataclass_builtins_object__.__setattr__(self,'total_w_high',total_w_high)\n  __dataclass_builtins_object__.__setattr__(self,'psu_capacity_w',psu_capacity_w)\n  __dataclass_builtins_object__.__setattr__(self,'psu_layout',psu_layout)\n  __dataclass_builtins_object__.__setattr__(self,'pcie_lanes',pcie_lanes)\n  __dataclass_builtins_object__.__setattr__(self,'interconnect',interconnect)\n  __dataclass_builtins_object__.__setattr__(self,'notes',notes)\n  __dataclass_builtins_object__.__setattr__(self,'servers',servers)\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpu_w, _type_total_w_low, _type_total_w_high, _type_psu_capacity_w, _type_psu_modules, _type_psu_module_w, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,gpu_w:_type_gpu_w,total_w_low:_type_total_w_low,total_w_high:_type_total_w_high,psu_capacity_w:_type_psu_capacity_w,psu_modules:_type_psu_modules,psu_module_w:_type_psu_module_w)->_return_type:
@@ -4881,11 +4882,11 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('gpu_tdp_w','total_w_low','total_w_high','psu_capacity_w','psu_layout','pcie_lanes','interconnect','notes',):
+  if type(self) is cls or name in ('gpu_tdp_w','total_w_low','total_w_high','psu_capacity_w','psu_layout','pcie_lanes','interconnect','notes','servers',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'gpu_tdp_w\',\'total_w_low\',\'total_w_high\',\'psu_capacity_w\',\'psu_layout\',\'pcie_lanes\',\'interconnect\',\'notes\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'gpu_tdp_w\',\'total_w_low\',\'total_w_high\',\'psu_capacity_w\',\'psu_layout\',\'pcie_lanes\',\'interconnect\',\'notes\',\'servers\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
@@ -5929,11 +5930,11 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,v
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('gpu_tdp_w','total_w_low','total_w_high','psu_capacity_w','psu_layout','pcie_lanes','interconnect','notes',):
+  if type(self) is cls or name in ('gpu_tdp_w','total_w_low','total_w_high','psu_capacity_w','psu_layout','pcie_lanes','interconnect','notes','servers',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'gpu_tdp_w\',\'total_w_low\',\'total_w_high\',\'psu_capacity_w\',\'psu_layout\',\'pcie_lanes\',\'interconnect\',\'notes\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'gpu_tdp_w\',\'total_w_low\',\'total_w_high\',\'psu_capacity_w\',\'psu_layout\',\'pcie_lanes\',\'interconnect\',\'notes\',\'servers\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):

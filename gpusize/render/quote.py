@@ -96,6 +96,18 @@ def memory_bar(parts: list[tuple[str, int]], width: int = 40) -> str:
     return "".join(BAR_LETTERS[name] * round(value / total * width) for name, value in parts)
 
 
+def _options_title(report: QuoteReport) -> str:
+    """The table's title: what its price, power and speed columns are per (one server, or with
+    --nodes a set of servers priced and served together, each with its own power supplies)."""
+    servers = max((o.nodes for o in report.options), default=1)
+    if servers > 1:
+        return (
+            f"Options, best first (memory per GPU; price and tok/s for the {servers} servers, power and "
+            "PSU per server)"
+        )
+    return "Options, best first (memory per GPU; price, power and tok/s per server)"
+
+
 def render_quote(report: QuoteReport, width: int, style: Style) -> str:
     columns = [c for c, _ in _TEXT_COLUMNS]
     rows = [[cell(o) for _, cell in _TEXT_COLUMNS] for o in report.options]
@@ -110,7 +122,7 @@ def render_quote(report: QuoteReport, width: int, style: Style) -> str:
         style(paragraph(f"Quote: {title(report)}", width), "bold"),
         *[style(paragraph(line, width), "bold") for line in _missed_targets(report)],
         render_table(
-            "Options, best first (memory per GPU; price, power and tok/s per server)",
+            _options_title(report),
             columns,
             rows,
             width,
@@ -194,7 +206,9 @@ def buy_lines(report: QuoteReport) -> list[str]:
     if not fitting:
         return []
     a = report.assumptions
-    lines = [f"Buy versus rent ({a.utilization_hours:,.0f} h a month; GPUs only, per server):"]
+    servers = max(o.nodes for o in fitting)
+    unit = f"for the {servers} servers of an option" if servers > 1 else "per server"
+    lines = [f"Buy versus rent ({a.utilization_hours:,.0f} h a month; GPUs only, {unit}):"]
     for o in fitting:
         where = f"- {o.num_gpus}x {o.gpu}"
         if not o.purchase_usd:

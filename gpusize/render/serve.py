@@ -197,10 +197,12 @@ def render_serve(report: ServeReport, width: int, style: Style) -> str:
             lines.append(paragraph(f"Launch ({engine_name}): {launch.note}", width))
     if report.power:
         p = report.power
+        each = f", each of {p.servers} servers" if p.servers > 1 else ""
         lines.append(
             paragraph(
-                f"Power: GPUs {p.gpu_tdp_w:,.0f} W, server {p.total_w_low:,.0f}-{p.total_w_high:,.0f} W "
-                f"-> PSU {p.psu_capacity_w:,.0f} W: {p.psu_layout}; {p.pcie_lanes} PCIe lanes for GPUs",
+                f"Power{each}: GPUs {p.gpu_tdp_w:,.0f} W, server {p.total_w_low:,.0f}-"
+                f"{p.total_w_high:,.0f} W -> PSU {p.psu_capacity_w:,.0f} W: {p.psu_layout}; "
+                f"{p.pcie_lanes} PCIe lanes for GPUs",
                 width,
             )
         )

@@ -50,7 +50,8 @@ __all__ = [
 
 @dataclass(frozen=True, kw_only=True)
 class PowerInfo:
-    """The power of a serving plan: GPU TDP, the server's draw range and its power supplies."""
+    """The power of a serving plan: GPU TDP, the server's draw range and its power supplies; across
+    `servers` servers (--nodes), one server's, each of them carrying its own."""
 
     gpu_tdp_w: float
     total_w_low: float
@@ -60,6 +61,7 @@ class PowerInfo:
     pcie_lanes: int
     interconnect: str
     notes: tuple[str, ...]
+    servers: int = 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,10 +113,14 @@ class ServeReport:
     disaggregated: Disaggregated | None = None
 
 
-def power_info(gpu: GpuSpec, n: int, tp_max: int, one_gpu_fits: bool = True) -> PowerInfo | None:
+def power_info(
+    gpu: GpuSpec, n: int, tp_max: int, one_gpu_fits: bool = True, servers: int = 1
+) -> PowerInfo | None:
+    """The power of `n` GPUs of this type on `servers` servers: one server's (n / servers GPUs)."""
     if not gpu.tdp_w:
         return None
-    p = economics.power_plan(gpu.tdp_w, n)
+    per_server = n // servers
+    p = economics.power_plan(gpu.tdp_w, per_server)
     notes = []
     if tp_max > 1 and gpu.interconnect == "pcie":
         notes.append(
@@ -131,9 +137,10 @@ def power_info(gpu: GpuSpec, n: int, tp_max: int, one_gpu_fits: bool = True) -> 
         total_w_high=p.total_w_high,
         psu_capacity_w=p.psu_capacity_w,
         psu_layout=p.layout,
-        pcie_lanes=economics.pcie_lanes(n),
+        pcie_lanes=economics.pcie_lanes(per_server),
         interconnect=gpu.interconnect,
         notes=tuple(notes),
+        servers=servers,
     )
 
 
@@ -307,7 +314,9 @@ def build_serve_report(
         )
         if pick
         else {},
-        power=power_info(gpu, num_gpus, max(x.tensor_parallel for x in layouts), one_gpu_fits),
+        power=power_info(
+            gpu, num_gpus, max(x.tensor_parallel for x in layouts), one_gpu_fits, nodes.nodes if nodes else 1
+        ),
         suggestions=found,
         assumptions=ServeAssumptions(
             engine=engine_label(work.engine),

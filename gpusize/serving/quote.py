@@ -266,8 +266,10 @@ def option_from(
 ) -> Option:
     """The option of `n` GPUs of this type laid out as `layout` (its speed, capacity and prices),
     with `g` the memory per GPU of the plan that runs it (None when none fits); `extra`: the fields
-    a layout over several servers adds or overrides (serving/nodes.py)."""
-    power = economics.power_plan(gpu.tdp_w, n) if gpu.tdp_w else None
+    a layout over several servers adds or overrides (serving/nodes.py): its `nodes` servers each
+    carry their own power supplies, so power and PSU are one server's (n / nodes GPUs)."""
+    servers = extra.get("nodes") or 1
+    power = economics.power_plan(gpu.tdp_w, n // servers) if gpu.tdp_w else None
     fields: dict[str, Any] = dict(
         gpu=gpu.name,
         gpu_full_name=gpu.full_name,

@@ -323,6 +323,7 @@ CONTRACTS: dict[str, set[str]] = {
         "power.pcie_lanes",
         "power.psu_capacity_w",
         "power.psu_layout",
+        "power.servers",
         "power.total_w_high",
         "power.total_w_low",
         "suggestions",

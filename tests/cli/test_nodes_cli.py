@@ -152,3 +152,24 @@ def test_the_disaggregated_comparison_names_the_aggregated_layout_as_the_table_d
     assert (pick["replicas"], pick["expert_parallel"]) == (1, 16)
     assert report["disaggregated"]["aggregated_layout"] == "1 x DP=16 x EP=16"
     assert "aggregated 1 x DP=16 x EP=16:" in " ".join(run_in_process(*args).stdout.split())
+
+
+def test_power_across_servers_is_each_server_s_own() -> None:
+    # two servers of 8 H200s each carry their own power supplies and PCIe lanes: the figures are one
+    # 8-GPU server's (economics.power_plan), never one 16-GPU server's
+    one = json.loads(run_in_process("serve", "DeepSeek-R1", "--gpu", "H200", "--gpus", "8", "--users", "50",
+                                    "--json").stdout)["power"]  # fmt: skip
+    args = ("serve", "DeepSeek-R1", "--gpu", "H200", "--nodes", "2", "--users", "50")
+    two = json.loads(run_in_process(*args, "--json").stdout)["power"]
+    assert one["servers"] == 1 and two["servers"] == 2
+    for key in ("gpu_tdp_w", "total_w_high", "psu_capacity_w", "psu_layout", "pcie_lanes"):
+        assert two[key] == one[key]
+    assert "Power, each of 2 servers: GPUs 5,600 W" in " ".join(run_in_process(*args).stdout.split())
+    quote = json.loads(
+        run_in_process("quote", "DeepSeek-V3", "--nodes", "2", "--users", "40", "--json").stdout
+    )
+    h200 = next(o for o in quote["options"] if o["gpu"] == "H200-SXM")
+    assert h200["num_gpus"] == 16 and h200["power_w"] == one["total_w_high"]
+    text = " ".join(run_in_process("quote", "DeepSeek-V3", "--nodes", "2", "--users", "40").stdout.split())
+    assert "price and tok/s for the 2 servers, power and PSU per server" in text
+    assert "GPUs only, for the 2 servers of an option" in text
