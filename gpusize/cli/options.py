@@ -186,6 +186,12 @@ PrefixHitRate = Annotated[
         "input: shared system prompts, multi-turn chats). Prefill computes the rest; memory unchanged.",
     ),
 ]
+PromptTokens = Annotated[
+    str, Option("--prompt-tokens", help="Prompt tokens per request: its prefill and TTFT (default 1k).")
+]
+OutputTokens = Annotated[
+    str, Option("--output-tokens", help="Output tokens per request: its turn of decode (default 256).")
+]
 MinTokensPerUser = Annotated[
     float,
     Option(

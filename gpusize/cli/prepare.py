@@ -441,3 +441,15 @@ def targets(name: str | None, cats: Catalogs, wanted: int | None = None) -> Targ
             "for more"
         )
     return Targets([spec], max(n for n in TP_SIZES if n <= count), count)
+
+
+def disaggregation(engine_name: str, most_gpus: int) -> None:
+    """Refuse --disaggregate where it has nothing to split: an engine without tensor-parallel pools
+    (llama.cpp's layer split, Ollama), or fewer than 2 GPUs (one prefill and one decode pool)."""
+    model = engine(engine_name)
+    if model.splits_layers or model.budget is None:
+        raise UsageError(
+            f"--disaggregate splits tensor-parallel engines into pools; --engine {engine_name} has none"
+        )
+    if most_gpus < 2:
+        raise UsageError("--disaggregate needs at least 2 GPUs: one prefill and one decode pool")

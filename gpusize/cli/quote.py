@@ -11,6 +11,7 @@ from gpusize.cli.emit import output_format, taken
 from gpusize.cli.options import (
     AcceptanceRate,
     Ctx,
+    Disaggregate,
     Dtype,
     EngineValues,
     GpusFile,
@@ -23,7 +24,9 @@ from gpusize.cli.options import (
     NodeBandwidth,
     NodeInterconnect,
     Nodes,
+    OutputTokens,
     PrefixHitRate,
+    PromptTokens,
     Quantization,
     Quiet,
     ReservedMib,
@@ -34,14 +37,16 @@ from gpusize.cli.options import (
 )
 from gpusize.cli.output import distinct_outputs, write_file
 from gpusize.core.engines import engine, engines_that
+from gpusize.core.plan import TP_SIZES
 from gpusize.errors import UsageError
 from gpusize.render.quote import render_quote
 from gpusize.render.text import Style, terminal_width
 from gpusize.reports.quote import build_quote
 from gpusize.reports.serialize import to_json
+from gpusize.serving.layouts import Demand
 from gpusize.serving.quote import DEFAULT_QUOTE_GPUS
 from gpusize.serving.targets import READING_TOKENS_PER_S
-from gpusize.units import parse_count
+from gpusize.units import parse_count, parse_tokens
 
 __all__ = ["quote"]
 
@@ -55,6 +60,8 @@ def quote(
     *,
     ctx: Ctx = None,
     users: int | None = Option(None, "--users", help="Concurrent users to serve."),
+    prompt: PromptTokens = "1k",
+    output_tokens: OutputTokens = "256",
     prefix_hit_rate: PrefixHitRate = 0.0,
     utilization_hours: float = Option(
         730.0,
@@ -79,6 +86,7 @@ def quote(
     nodes: Nodes = None,
     interconnect: NodeInterconnect = None,
     node_bandwidth: NodeBandwidth = None,
+    disaggregated: Disaggregate = False,
     fmt: str | None = Option(
         None,
         "--format",
@@ -126,6 +134,10 @@ def quote(
             )
         hit_rate = prepare.hit_rate(prefix_hit_rate)
         prepare.prefix_cache(req.engine.name, hit_rate)
+        if disaggregated:
+            if users is None:
+                raise UsageError("--disaggregate sizes each option's split for a load: give --users N")
+            prepare.disaggregation(req.engine.name, max(TP_SIZES))
         work = prepare.workload(spec, req)
         targets = [prepare.targets(name, cats) for name in gpu or DEFAULT_QUOTE_GPUS]
     gpus = [t.gpus[0] for t in targets]
@@ -140,9 +152,14 @@ def quote(
         parse_count(users, "--users") if users is not None else None,
         hours or 730.0,
         {t.gpus[0].name: t.max_count for t in targets},
-        hit_rate,
+        Demand(
+            prompt_tokens=parse_tokens(prompt, "--prompt-tokens"),
+            output_tokens=parse_tokens(output_tokens, "--output-tokens"),
+            prefix_hit_rate=hit_rate,
+        ),
         aim,
         {name: plan for name, plan in plans.items() if plan is not None} or None,
+        disaggregated,
     )
     code = 0 if report.fits else 1
     if svg:

@@ -24,7 +24,9 @@ from gpusize.cli.options import (
     NodeBandwidth,
     NodeInterconnect,
     Nodes,
+    OutputTokens,
     PrefixHitRate,
+    PromptTokens,
     Quantization,
     Quiet,
     ReservedMib,
@@ -52,8 +54,8 @@ def serve(
     ctx: Ctx = None,
     users: int | None = Option(None, "--users", help="Concurrent users (sequences in flight)."),
     rps: float | None = Option(None, "--rps", help="Requests per second (instead of --users)."),
-    prompt: str = Option("1k", "--prompt-tokens", help="Prompt length per request (with --rps, TTFT)."),
-    output: str = Option("256", "--output-tokens", help="Output tokens per request (with --rps)."),
+    prompt: PromptTokens = "1k",
+    output: OutputTokens = "256",
     prefix_hit_rate: PrefixHitRate = 0.0,
     min_speed: MinTokensPerUser = READING_TOKENS_PER_S,
     max_ttft_s: MaxTtft = None,
@@ -129,12 +131,8 @@ def serve(
     where = prepare.targets(gpu, cats, gpus)
     others = prepare.all_gpus(cats) if where.local_count is None else ()  # this machine's GPUs: no other type
     scope = Scope(gpus=(where.gpus[0],), others=others, count=gpus, max_count=where.max_count)
-    if disaggregated and (engine(req.engine.name).splits_layers or engine(req.engine.name).budget is None):
-        raise UsageError(
-            f"--disaggregate splits tensor-parallel engines into pools; --engine {req.engine.name} has none"
-        )
-    if disaggregated and (gpus == 1 or where.max_count < 2):
-        raise UsageError("--disaggregate needs at least 2 GPUs: one prefill and one decode pool")
+    if disaggregated:
+        prepare.disaggregation(req.engine.name, min(gpus or where.max_count, where.max_count))
     plan = prepare.node_plan(nodes, interconnect, node_bandwidth, where.gpus[0], gpus)
     if plan is not None:
         report = build_serve_report(

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from gpusize.render.curve import curve_lines
 from gpusize.render.format import fmt_float, fmt_gib, fmt_int, fmt_range, human_tokens
+from gpusize.render.serve import split_lines
 from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, block, paragraph, safe, said_once
 from gpusize.reports.quote import QuoteReport
@@ -139,6 +140,7 @@ def render_quote(report: QuoteReport, width: int, style: Style) -> str:
     if report.topology_text:
         lines += ["Topology", block(report.topology_text, width)]
     lines += [paragraph(line, width) for line in load_lines(report)]
+    lines += [paragraph(line, width) for line in split_section(report)]
     lines += [paragraph(line, width) for line in buy_lines(report)]
     caveats = [(f"{o.num_gpus}x {o.gpu}", caveat) for o in report.options for caveat in o.caveats]
     reasons = [(f"{o.num_gpus}x {o.gpu}", o.reason) for o in report.options if o.reason and not o.caveats]
@@ -197,6 +199,29 @@ def load_lines(report: QuoteReport) -> list[str]:
             f"- {o.num_gpus}x {o.gpu} ({layout}): {one}, {fleet}{per_user}{per_m}; "
             f"{speed} tok/s per user (estimate), {target} the targets"
         )
+    return lines
+
+
+def split_section(report: QuoteReport) -> list[str]:
+    """quote --disaggregate: each fitting option's best prefill/decode split beside its aggregated
+    layout on the same GPUs (the ranking above is the aggregated options')."""
+    fitting = [o for o in report.options if o.fits]
+    if not (report.disaggregated and fitting):
+        return []
+    lines = [
+        "Disaggregated prefill/decode (--disaggregate; estimates, not in the ranking): each option's "
+        "best split of its server's GPUs for its share of the users, beside the aggregated layout on "
+        "the same GPUs"
+    ]
+    for o in fitting:
+        where = f"- {o.num_gpus}x {o.gpu}"
+        d = o.disaggregated
+        if d is None:
+            lines.append(f"{where}: no split of its GPUs runs the model in a prefill and a decode pool")
+            continue
+        on = f" (split of {d.num_gpus} GPUs)" if d.num_gpus != o.num_gpus else ""
+        split, verdict = split_lines(d, "")
+        lines.append(f"{where}{on}: {split}; {verdict[0].lower()}{verdict[1:]}")
     return lines
 
 

@@ -11,6 +11,7 @@ from gpusize.render.sheet import ValueColumn, assumption_items, md, sheet_markdo
 from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, block, paragraph, shell_command
 from gpusize.reports.serve import ServeReport
+from gpusize.serving.disagg import Disaggregated
 from gpusize.serving.layouts import THIN_MARGIN_NOTE, Layout, layout_name
 from gpusize.serving.load import STEADY_P99_OVER_MEDIAN
 from gpusize.units import GIB
@@ -108,7 +109,12 @@ def title(report: ServeReport) -> str:
 
 def disaggregated_lines(report: ServeReport) -> list[str]:
     """serve --disaggregate: the split, its KV transfer, and how it compares (estimates)."""
-    d = report.disaggregated
+    return split_lines(report.disaggregated)
+
+
+def split_lines(d: Disaggregated | None, lead: str = "Disaggregated (estimate): ") -> list[str]:
+    """A prefill/decode split (serving/disagg.py), its KV transfer and how it compares with the
+    aggregated layout on the same GPUs, and its verdict: serve's and quote's --disaggregate."""
     if d is None:
         return []
     p, q = d.prefill, d.decode
@@ -124,7 +130,7 @@ def disaggregated_lines(report: ServeReport) -> list[str]:
             f"{fmt_float(d.aggregated_tokens_per_s)} tok/s{agg_cost}"
         )
     return [
-        f"Disaggregated (estimate): prefill {p.instances} x TP={p.tensor_parallel} "
+        f"{lead}prefill {p.instances} x TP={p.tensor_parallel} "
         f"({p.utilization:.0%} busy), decode {q.instances} x TP={q.tensor_parallel} "
         f"({q.capacity_sequences} sequences); {d.ratio} at {d.arrival_rps:.2f} requests/s; KV "
         f"{d.kv_transfer_bytes_per_request / 2**20:.1f} MiB per request over {d.link}, "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import field
 
 from gpusize import __version__
@@ -11,7 +12,7 @@ from gpusize.core.model import ResolvedModel
 from gpusize.core.network import NodePlan
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replace
 from gpusize.reports.common import (
     NOT_IN_SHEETS,
     GpuFile,
@@ -27,6 +28,7 @@ from gpusize.reports.speed_notes import speed_range_notes
 from gpusize.serving import economics, throughput
 from gpusize.serving.layouts import Demand, prefix_note
 from gpusize.serving.quote import (
+    DEFAULT_TRAFFIC,
     RANKING,
     CurvePoint,
     Option,
@@ -77,12 +79,17 @@ class QuoteReport:
     users: int | None
     #: Fraction of each prompt's tokens served by the engine's prefix cache (--prefix-hit-rate).
     prefix_hit_rate: float
+    #: Each request's prompt and output tokens (--prompt-tokens, --output-tokens).
+    prompt_tokens: int
+    output_tokens: int
     options: tuple[Option, ...]
     recommendation: Option | None
     curve: tuple[CurvePoint, ...]
     topology_text: str | None
     topology_mermaid: str | None
     assumptions: QuoteAssumptions
+    #: --disaggregate: each option that fits carries its best prefill/decode split (`disaggregated`).
+    disaggregated: bool = False
 
 
 def build_quote(
@@ -93,20 +100,25 @@ def build_quote(
     users: int | None,
     hours: float = economics.HOURS_PER_MONTH,
     max_gpus: dict[str, int] | None = None,
-    prefix_hit_rate: float = 0.0,
+    traffic: Demand = DEFAULT_TRAFFIC,
     targets: Targets | None = None,
     nodes: dict[str, NodePlan] | None = None,
+    disaggregate: bool = False,
 ) -> QuoteReport:
     """`max_gpus`: the most GPUs an option of that GPU name may use (--gpu local: the machine's).
+    `traffic`: each request's prompt and output tokens and prefix hit rate (its `users` unused).
     `nodes`: per GPU name, the servers of a multi-node option and their link (quote --nodes): each
-    option is then those servers laid out as `serve --nodes` recommends."""
+    option is then those servers laid out as `serve --nodes` recommends. `disaggregate`: each option
+    that fits also gets the best prefill/decode split of its GPUs (`_with_split`), beside it; the
+    ranking stays the aggregated options'."""
     limits = max_gpus or {}
     aim = targets or Targets()
+    prefix_hit_rate = traffic.prefix_hit_rate
     plans: Plans = {}  # GPU types alike in all a plan reads are planned once (serving/plan_key.py)
     if nodes:
         from gpusize.serving.nodes import node_option  # noqa: PLC0415 - start-up: only quote --nodes
 
-        demand = Demand(users=users or 1, prefix_hit_rate=prefix_hit_rate)
+        demand = replace(traffic, users=users or 1)
         options = rank(
             [
                 with_money(
@@ -130,7 +142,7 @@ def build_quote(
                     users,
                     hours,
                     limits.get(g.name, 8),
-                    prefix_hit_rate,
+                    traffic,
                     aim,
                     plans,
                 )
@@ -146,7 +158,7 @@ def build_quote(
                         spec,
                         g,
                         on_gpu(spec, g, work),  # the KV dtype the engine's auto picks on this GPU
-                        Demand(users=1, prefix_hit_rate=prefix_hit_rate),
+                        replace(traffic, users=1),
                         max_count=limits.get(g.name, 8),
                         targets=aim,
                         plans=plans,
@@ -159,6 +171,10 @@ def build_quote(
                 for g in gpus
             ]
         )
+    if disaggregate and users:
+        options = [
+            _with_split(o, spec, gpus, work, replace(traffic, users=users), aim, nodes) for o in options
+        ]
     top = next((o for o in options if o.fits), None)
     curve: list[CurvePoint] = []
     if top and top.nodes == 1:  # the curve is one server's; a multi-node option has none
@@ -177,11 +193,14 @@ def build_quote(
         workload=work,
         users=users,
         prefix_hit_rate=prefix_hit_rate,
+        prompt_tokens=traffic.prompt_tokens,
+        output_tokens=traffic.output_tokens,
         options=tuple(options),
         recommendation=top,
         curve=tuple(curve),
         topology_text=topology_text(top) if top else None,
         topology_mermaid=topology_mermaid(top) if top else None,
+        disaggregated=disaggregate and bool(users),
         assumptions=QuoteAssumptions(
             engine=engine_label(work.engine),
             ranking=_ranking(users, aim),
@@ -216,6 +235,41 @@ def build_quote(
             ),
         ),
     )
+
+
+def _with_split(
+    o: Option,
+    spec: ModelSpec,
+    gpus: list[GpuSpec],
+    work: Workload,
+    load: Demand,
+    aim: Targets,
+    nodes: dict[str, NodePlan] | None,
+) -> Option:
+    """`o` with the best prefill/decode split of its GPUs for its share of the load, compared with the
+    aggregated layout `serve` recommends on the same GPUs (as `serve --disaggregate` does): its
+    server's GPUs (2 when the option is one GPU, the least a split takes), or with --nodes all its
+    servers' over their link."""
+    if not o.fits:
+        return o
+    from gpusize.serving.disagg import disaggregate  # noqa: PLC0415 - start-up: only --disaggregate
+    from gpusize.serving.layouts import compare, recommend  # noqa: PLC0415 - start-up: as above
+
+    gpu = next(g for g in gpus if g.name == o.gpu)
+    here = on_gpu(spec, gpu, work)
+    share = replace(load, users=math.ceil((load.users or 1) / (o.servers or 1)))
+    plan = (nodes or {}).get(o.gpu)
+    if plan is not None:
+        from gpusize.serving.nodes import node_layouts  # noqa: PLC0415 - start-up: only --nodes
+
+        count = plan.nodes * plan.gpus_per_node
+        layouts = node_layouts(spec, gpu, plan.nodes, here, share, plan.link, aim)
+    else:
+        count = max(o.num_gpus, 2)
+        layouts = compare(spec, gpu, count, here, share, targets=aim)
+    pick, _ = recommend(layouts, aim)
+    split = disaggregate(spec, gpu, count, here, share, pick, aim, plan.link if plan else None)
+    return replace(o, disaggregated=split)
 
 
 def _ranking(users: int | None, aim: Targets) -> str:

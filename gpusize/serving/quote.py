@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
@@ -23,8 +23,12 @@ from gpusize.serving.load import SpeedRange
 from gpusize.serving.plan_key import plan_key
 from gpusize.serving.targets import READING_TOKENS_PER_S, Targets
 
+if TYPE_CHECKING:
+    from gpusize.serving.disagg import Disaggregated
+
 __all__ = [
     "DEFAULT_QUOTE_GPUS",
+    "DEFAULT_TRAFFIC",
     "READING_TOKENS_PER_S",
     "Targets",
     "CurvePoint",
@@ -47,6 +51,9 @@ __all__ = [
 #: GPUs a quote compares when none are named: the datacenter and workstation staples buyers ask
 #: about, one per class.
 DEFAULT_QUOTE_GPUS = ("H200", "H100", "B200", "A100-80GB", "L40S", "RTX-PRO-6000", "RTX4090", "RTX5090")
+#: What each request of a quote is when it is not said (--prompt-tokens, --output-tokens,
+#: --prefix-hit-rate): serve's defaults, the users given per option.
+DEFAULT_TRAFFIC = Demand()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,6 +122,10 @@ class Option:
     pipeline_parallel: int = 1
     expert_parallel: int = 1
     network: str | None = None
+    #: quote --disaggregate: the best prefill/decode split of this option's server (of 2 GPUs when
+    #: the option is one) for its share of the users, compared with the aggregated layout on the same
+    #: GPUs (serving/disagg.py); None without the flag, or when no split runs the model.
+    disaggregated: Disaggregated | None = field(default=None, metadata={"sheet": False})
 
 
 def option_layout(o: Option) -> str:
@@ -319,23 +330,24 @@ def for_load(
     users: int,
     hours: float = economics.HOURS_PER_MONTH,
     max_count: int = max(TP_SIZES),
-    prefix_hit_rate: float = 0.0,
+    traffic: Demand = DEFAULT_TRAFFIC,
     targets: Targets | None = None,
     plans: Plans | None = None,
 ) -> Option:
-    """The option of this GPU type for `users` concurrent users: one server when one holds them all,
+    """The option of this GPU type for `users` concurrent users, each request as `traffic` says (its
+    prompt and output tokens, prefix hit rate): one server when one holds them all,
     else as many servers of the largest size as hold every user at once, each sized and laid out for
     its share of the load (so its speed and $/1M tokens are those of that share); a server has at most
     `max_count` GPUs (--gpu local: the machine's). `plans`: as option_for's."""
 
     def make() -> tuple[ServerPlan, int]:
-        return _fleet_plan(spec, gpu, work, users, max_count, prefix_hit_rate, targets)
+        return _fleet_plan(spec, gpu, work, users, max_count, traffic, targets)
 
     if plans is None:
         plan, servers = make()
         option = labeled(gpu, plan)
     else:
-        key = ("load", plan_key(gpu), spec, work, users, max_count, prefix_hit_rate, targets)
+        key = ("load", plan_key(gpu), spec, work, users, max_count, traffic, targets)
         plan, servers = _kept(plans, key, make)
         option = _label(plans, gpu, plan)
     return with_money(option, gpu, servers if option.fits else None, users, hours)
@@ -347,15 +359,15 @@ def _fleet_plan(
     work: Workload,
     users: int,
     max_count: int,
-    prefix_hit_rate: float,
+    traffic: Demand,
     targets: Targets | None,
 ) -> tuple[ServerPlan, int]:
     """for_load's server before its labels, and how many of it."""
-    demand = Demand(users=users, prefix_hit_rate=prefix_hit_rate)
+    demand = replace(traffic, users=users)
     one = plan_for(spec, gpu, work, demand, max_count=max_count, targets=targets)
     if not (one.fits and not one.serves_all):
         return one, 1
-    return _fleet(one, users, lambda n: _share(spec, gpu, work, users, n, one, targets, prefix_hit_rate))
+    return _fleet(one, users, lambda n: _share(spec, gpu, work, users, n, one, targets, traffic))
 
 
 def _share(
@@ -366,10 +378,10 @@ def _share(
     servers: int,
     one: ServerPlan,
     targets: Targets | None,
-    prefix_hit_rate: float,
+    traffic: Demand,
 ) -> ServerPlan:
     """One server of a fleet of `servers`, sized and laid out for its share of `users`."""
-    demand = Demand(users=math.ceil(users / servers), prefix_hit_rate=prefix_hit_rate)
+    demand = replace(traffic, users=math.ceil(users / servers))
     return plan_for(spec, gpu, work, demand, one.num_gpus, targets=targets)
 
 
