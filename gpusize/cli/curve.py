@@ -90,7 +90,7 @@ def curve(
     plan = prepare.node_plan(nodes, interconnect, node_bandwidth, where.gpus[0], gpus)
     if plan is not None and engine(work.engine.name).nodes is None:
         raise UsageError(
-            f"curve --nodes draws TP=8 x PP=N, modelled for vLLM; not --engine {work.engine.name}"
+            f"curve --nodes draws TP=G x PP=N, modelled for vLLM; not --engine {work.engine.name}"
         )
     report = build_curve(resolved, spec, where.gpus[0], count, work, load, plan)
     if svg:

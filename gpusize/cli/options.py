@@ -154,7 +154,12 @@ GpuName = Annotated[
 ]
 GpuCount = Annotated[
     int | None,
-    Option("--gpus", "--tp", "--tensor-parallel-size", help="GPUs in one server: 1, 2, 4 or 8."),
+    Option(
+        "--gpus",
+        "--tp",
+        "--tensor-parallel-size",
+        help="GPUs in one server: 1, 2, 4 or 8 (with --nodes, in each server).",
+    ),
 ]
 Quantization = Annotated[
     str | None,
@@ -230,8 +235,9 @@ Nodes = Annotated[
     int | None,
     Option(
         "--nodes",
-        help="Plan N servers of 8 GPUs (2-64) and the traffic between them (an estimate): fit and curve "
-        "take TP=8 x PP=N when one server is not enough; serve and quote compare replicas, TP x PP, TP "
+        help="Plan N servers (2-64) of --gpus GPUs each (default 8) and the traffic between them (an "
+        "estimate): fit and curve take TP=G x PP=N when one server is not enough; serve and quote compare "
+        "replicas, TP x PP, TP "
         "over all and, for MoE, DP attention x EP; train shards or replicates the job over every GPU.",
     ),
 ]

@@ -103,16 +103,15 @@ def node_plan(
         return None
     if not 2 <= nodes <= MAX_NODES:
         raise UsageError(f"invalid --nodes {nodes}: use 2 to {MAX_NODES} servers")
-    if gpus not in (None, GPUS_PER_NODE):
-        raise UsageError(f"--nodes plans servers of {GPUS_PER_NODE} GPUs; drop --gpus {gpus}")
+    per_node = gpus or GPUS_PER_NODE  # --gpus with --nodes: the GPUs of each server
     if gpu.one_device:
-        raise UsageError(f"--nodes: {gpu.name} is one device, not a server of {GPUS_PER_NODE} GPUs")
+        raise UsageError(f"--nodes: {gpu.name} is one device, not a server of {per_node} GPUs")
     link_kind = cast("LinkKind", choice(kind, KINDS, "--interconnect")) if kind is not None else None
     rate = number(gbytes_per_s, "--node-bandwidth", 0, 10_000)
     return NodePlan(
         nodes=nodes,
-        gpus_per_node=GPUS_PER_NODE,
-        link=node_link(gpu, link_kind, rate),
+        gpus_per_node=per_node,
+        link=node_link(gpu, link_kind, rate, per_node),
         asked_kind=link_kind,
         asked_gbytes_per_s=rate,
     )

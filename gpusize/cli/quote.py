@@ -84,6 +84,9 @@ def quote(
     reserved_mib: ReservedMib = 0,
     acceptance_rate: AcceptanceRate = None,
     nodes: Nodes = None,
+    per_node: int | None = Option(
+        None, "--gpus", help="With --nodes: the GPUs in each server (1, 2, 4 or 8; default 8)."
+    ),
     interconnect: NodeInterconnect = None,
     node_bandwidth: NodeBandwidth = None,
     disaggregated: Disaggregate = False,
@@ -143,7 +146,10 @@ def quote(
     gpus = [t.gpus[0] for t in targets]
     hours = prepare.number(utilization_hours, "--utilization-hours", 0, 744)
     aim = prepare.speed_targets(min_speed, max_ttft_s)
-    plans = {g.name: prepare.node_plan(nodes, interconnect, node_bandwidth, g, None) for g in gpus}
+    if per_node is not None and nodes is None:
+        raise UsageError("quote sizes each option's server itself; --gpus sets each server of --nodes N")
+    prepare.gpu_count(per_node)
+    plans = {g.name: prepare.node_plan(nodes, interconnect, node_bandwidth, g, per_node) for g in gpus}
     report = build_quote(
         resolved,
         spec,

@@ -99,10 +99,11 @@ class NodeLink:
         return f"{name} {self.gbytes_per_s:g} GB/s ({self.gbytes_per_s * 8:g} Gb/s) per GPU"
 
 
-def default_link(gpu: GpuSpec, kind: LinkKind | None = None) -> NodeLink:
+def default_link(gpu: GpuSpec, kind: LinkKind | None = None, per_node: int = GPUS_PER_NODE) -> NodeLink:
     """The reference server's fabric for this GPU type (InfiniBand at its DGX rate per GPU), or one
     shared 100 GbE NIC per server when the type has none; `kind` names the link (RoCE runs on the
-    same ConnectX NICs at the same rate; Ethernet without RDMA on the shared NIC)."""
+    same ConnectX NICs at the same rate; Ethernet without RDMA on the shared NIC, shared by the
+    server's `per_node` GPUs)."""
     base = gpu.mig_parent or gpu.name
     rail = DGX_GBIT_PER_GPU.get(base)
     if rail is not None and kind != "ethernet":
@@ -114,16 +115,21 @@ def default_link(gpu: GpuSpec, kind: LinkKind | None = None) -> NodeLink:
         )
     return NodeLink(
         kind=kind or "ethernet",
-        gbytes_per_s=SHARED_ETHERNET_GBIT_PER_NODE / 8 / GPUS_PER_NODE,
-        source=f"one {SHARED_ETHERNET_GBIT_PER_NODE:g} GbE NIC shared by the server's {GPUS_PER_NODE} GPUs "
+        gbytes_per_s=SHARED_ETHERNET_GBIT_PER_NODE / 8 / per_node,
+        source=f"one {SHARED_ETHERNET_GBIT_PER_NODE:g} GbE NIC shared by the server's {per_node} GPUs "
         "(assumed; give --node-bandwidth)",
     )
 
 
-def node_link(gpu: GpuSpec, kind: LinkKind | None = None, gbytes_per_s: float | None = None) -> NodeLink:
-    """The link a plan uses: the default for the GPU type, with the user's kind and bandwidth per GPU
-    (--interconnect, --node-bandwidth) where given."""
-    base = default_link(gpu, kind)
+def node_link(
+    gpu: GpuSpec,
+    kind: LinkKind | None = None,
+    gbytes_per_s: float | None = None,
+    per_node: int = GPUS_PER_NODE,
+) -> NodeLink:
+    """The link a plan uses: the default for the GPU type in a server of `per_node` GPUs, with the
+    user's kind and bandwidth per GPU (--interconnect, --node-bandwidth) where given."""
+    base = default_link(gpu, kind, per_node)
     if gbytes_per_s is None:
         return base
     return NodeLink(kind=base.kind, gbytes_per_s=gbytes_per_s, source="as given (--node-bandwidth)")
@@ -174,7 +180,9 @@ class NodePlan:
 
     def for_gpu(self, gpu: GpuSpec) -> NodePlan:
         """The same servers of another GPU type: its own default link, unless the user named one."""
-        return replace(self, link=node_link(gpu, self.asked_kind, self.asked_gbytes_per_s))
+        return replace(
+            self, link=node_link(gpu, self.asked_kind, self.asked_gbytes_per_s, self.gpus_per_node)
+        )
 
     def words(self) -> str:
         """The assumption line of a multi-node plan."""

@@ -58,7 +58,8 @@ class CurveReport:
     users: int
     points: tuple[CurvePoint, ...]
     assumptions: CurveAssumptions
-    #: curve --nodes: the servers (TP=8 x PP=N) and the link between them; None on one server.
+    #: curve --nodes: the servers (TP=G x PP=N over N servers of G GPUs) and the link between them;
+    #: None on one server.
     nodes: NodePlan | None = None
 
 
@@ -71,13 +72,17 @@ def build_curve(
     users: int = 1,
     nodes: NodePlan | None = None,
 ) -> CurveReport:
-    """The curve of one plan: `num_gpus` GPUs of one server, or with `nodes` TP=8 x PP=N over them."""
+    """The curve of one plan: `num_gpus` GPUs of one server, or with `nodes` TP=G x PP=N over its N
+    servers of G GPUs."""
     model = engine(work.engine.name)
     work = on_gpu(spec, gpu, work)  # the KV dtype the engine's auto picks on this GPU
     if nodes is not None:
         num_gpus = nodes.nodes * nodes.gpus_per_node
     across = nodes.nodes if nodes else 1
-    points = concurrency_curve(spec, gpu, num_gpus, work, points=12, users=users, nodes=across)
+    per_node = nodes.gpus_per_node if nodes else num_gpus
+    points = concurrency_curve(
+        spec, gpu, num_gpus, work, points=12, users=users, nodes=across, per_node=per_node
+    )
     return CurveReport(
         gpusize_version=__version__,
         command="curve",
@@ -99,7 +104,7 @@ def build_curve(
                 model_notes(resolved, spec, work)
                 + gpu_file_notes([gpu])
                 + device_notes([gpu], work.engine)
-                + ([f"TP=8 x PP={nodes.nodes}: {nodes.words()}"] if nodes else [])
+                + ([f"TP={nodes.gpus_per_node} x PP={nodes.nodes}: {nodes.words()}"] if nodes else [])
             ),
             terms=gpu.terms,
         ),

@@ -131,7 +131,10 @@ def build_fit_report(
         # one engine instance per MIG slice / unified-memory device: only one size to try
         tried = smallest_fit(spec, gpu, work, model.evaluate, sizes[:1] if gpu.one_device else sizes)
         if nodes and not tried[-1].fits and model.nodes is not None:
-            tried.append(model.nodes(spec, gpu, nodes, work))
+            from gpusize.core.network import GPUS_PER_NODE  # noqa: PLC0415 - start-up: only fit --nodes
+
+            # each of the servers has --gpus GPUs (default the 8-GPU baseboard)
+            tried.append(model.nodes(spec, gpu, nodes, work, fixed_count or GPUS_PER_NODE))
         rows += tried
         best.append(tried[-1])
     chosen = recommend(best)

@@ -206,7 +206,8 @@ def build_quote(
             ranking=_ranking(users, aim),
             min_tokens_per_s_per_user=aim.min_tokens_per_s_per_user,
             max_ttft_s=aim.max_ttft_s,
-            layout=f"each option is {next(iter(nodes.values())).nodes} servers of 8 GPUs, laid out as "
+            layout=f"each option is {next(iter(nodes.values())).nodes} servers of "
+            f"{next(iter(nodes.values())).gpus_per_node} GPUs, laid out as "
             "`serve --nodes` recommends"
             if nodes
             else "each option is the smallest server of its GPU type (1, 2, 4 or 8 GPUs) that holds every "
@@ -263,7 +264,7 @@ def _with_split(
         from gpusize.serving.nodes import node_layouts  # noqa: PLC0415 - start-up: only --nodes
 
         count = plan.nodes * plan.gpus_per_node
-        layouts = node_layouts(spec, gpu, plan.nodes, here, share, plan.link, aim)
+        layouts = node_layouts(spec, gpu, plan.nodes, here, share, plan.link, aim, plan.gpus_per_node)
     else:
         count = max(o.num_gpus, 2)
         layouts = compare(spec, gpu, count, here, share, targets=aim)

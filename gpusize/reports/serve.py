@@ -272,7 +272,7 @@ def build_serve_report(
 ) -> ServeReport:
     """The layouts of `num_gpus` GPUs for the demand; when none runs the model and `scope` says where
     to look, the configurations that do. `targets`: what each user must get (default the reading
-    floor), by which the recommendation is chosen. `nodes`: the layouts of that many servers of 8
+    floor), by which the recommendation is chosen. `nodes`: the layouts of that many servers of its
     GPUs instead (serving/nodes.py), `num_gpus` being all their GPUs."""
     work = half_precision(work, gpu)  # T4 and other GPUs without bf16 run 16-bit models in fp16
     work = on_gpu(spec, gpu, work)  # the KV dtype the engine's auto picks on this GPU
@@ -280,7 +280,7 @@ def build_serve_report(
     if nodes is not None:
         from gpusize.serving.nodes import node_layouts  # noqa: PLC0415 - start-up: only serve --nodes
 
-        layouts = node_layouts(spec, gpu, nodes.nodes, work, demand, nodes.link, aim)
+        layouts = node_layouts(spec, gpu, nodes.nodes, work, demand, nodes.link, aim, nodes.gpus_per_node)
         num_gpus = nodes.nodes * nodes.gpus_per_node
     else:
         layouts = compare(spec, gpu, num_gpus, work, demand, targets=aim)
@@ -371,11 +371,10 @@ def _across_servers(launch: LaunchCommand, name: str, label: str, pick: Layout) 
         return launch
     words = across_servers_words(name, pick)
     if words is None:
+        how = engine(name).across_servers
+        why = how.expert_why if how is not None and how.expert_why else "gpusize does not write it"
         return LaunchCommand(
-            None,
-            f"not written: {label} runs {layout_name(pick)} across servers with --tp over the whole "
-            "group and sizes its memory for that --tp, not the budget this layout was sized with",
-            launch.engine_version,
+            None, f"not written: {label} {why} ({layout_name(pick)} across servers)", launch.engine_version
         )
     return replace(launch, command=" ".join([launch.command, *words])) if words else launch
 

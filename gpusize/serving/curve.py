@@ -34,10 +34,12 @@ def concurrency_curve(
     points: int = 10,
     users: int = 1,
     nodes: int = 1,
+    per_node: int = 8,
 ) -> list[CurvePoint]:
     """Maximum concurrent sequences against context, doubling from 1k up to the model's maximum; the
     workload is the one sized (same weights, KV dtype and engine settings), with `users` sequences.
-    `nodes` > 1: the engine's plan over that many servers (TP=8 x PP=nodes, as `fit --nodes`)."""
+    `nodes` > 1: the engine's plan over that many servers of `per_node` GPUs (TP=per_node x PP=nodes,
+    as `fit --nodes`)."""
     limit = spec.max_context or 131072
     model = engine(work.engine.name)
     evaluate = model.evaluate
@@ -46,7 +48,7 @@ def concurrency_curve(
 
         def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
             assert across is not None
-            return across(spec, gpu, nodes, work)
+            return across(spec, gpu, nodes, work, per_node)
 
     out: list[CurvePoint] = []
     ctx = 1024

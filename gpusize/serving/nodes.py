@@ -1,8 +1,8 @@
-"""Multi-node serving layouts (pure), for `serve --nodes N` and `quote --nodes N`: N servers of 8 GPUs
-joined by an inter-node link (serving/network.py), laid out as
+"""Multi-node serving layouts (pure), for `serve --nodes N` and `quote --nodes N`: N servers of G GPUs
+(--gpus G, 8 by default) joined by an inter-node link (serving/network.py), laid out as
 
-- data-parallel replicas that each fit one server (TP <= 8; no traffic between servers);
-- one engine over every server, tensor parallel inside each and pipeline parallel across (TP=8 x PP=N,
+- data-parallel replicas that each fit one server (TP <= G; no traffic between servers);
+- one engine over every server, tensor parallel inside each and pipeline parallel across (TP=G x PP=N,
   vLLM's layout for a model beyond one node; memory from the engine's own `nodes` plan, as `fit --nodes`);
 - one engine tensor parallel over every GPU (TP=8N, SGLang's `--nnodes` recipe for DeepSeek-V3 on two
   H100 servers): two all-reduces per layer cross the link;
@@ -98,28 +98,23 @@ A2A_BYTES_PER_ELEMENT = 3
 
 def across_servers_words(engine_name: str, pick: Layout) -> tuple[str, ...] | None:
     """The words an engine's launch command adds (beside its --tensor-parallel-size) to run `pick` as
-    one engine across servers, or None where gpusize does not write that launch:
-    - vLLM: pipeline stages `--pipeline-parallel-size` (engine/arg_utils.py, every release gpusize
-      models); data-parallel attention with expert parallel `--data-parallel-size N
-      --enable-expert-parallel`, one DP rank a GPU (docs/serving/data_parallel_deployment.md, from
-      0.9.0 across servers: MULTINODE_SINCE);
-    - SGLang: pipeline stages `--pp-size` (server_args.py, from 0.4.8). Its data-parallel attention
-      takes the whole group as --tp with --dp and --enable-dp-attention and sizes its memory
-      fraction for that --tp, which is not the one-GPU budget this layout was sized with: None.
-    Tensor parallel over the servers needs nothing beyond the --tensor-parallel-size of the command."""
+    one engine across servers, as the engine declares them (`EngineModel.across_servers`), or None
+    where gpusize does not write that launch. Tensor parallel over the servers adds nothing."""
+    how = engine(engine_name).across_servers
+    if how is None:
+        return None
     if pick.expert_parallel > 1:
-        if engine_name != "vllm":
-            return None
-        return ("--data-parallel-size", str(pick.expert_parallel), "--enable-expert-parallel")
+        flags = how.expert_flags
+        return None if flags is None else tuple(w.format(ep=pick.expert_parallel) for w in flags)
     if pick.pipeline_parallel > 1:
-        flag = {"vllm": "--pipeline-parallel-size", "sglang": "--pp-size"}.get(engine_name)
-        return None if flag is None else (flag, str(pick.pipeline_parallel))
+        return (how.pipeline_flag, str(pick.pipeline_parallel))
     return ()
 
 
 def node_launch(pick: Layout, plan: NodePlan | None, engine_name: str = "vllm") -> dict[str, LaunchCommand]:
     """How the recommended layout runs across servers under `engine_name`, beside its launch command
-    (which carries the layout's parallelism, `across_servers_words`): what each server adds to it."""
+    (which carries the layout's parallelism, `across_servers_words`): what each server adds to it,
+    as the engine declares it (`EngineModel.across_servers`)."""
     if plan is None or pick.gpus_per_replica <= plan.gpus_per_node:
         if plan is not None and pick.replicas * pick.gpus_per_replica > plan.gpus_per_node:
             return {
@@ -128,25 +123,11 @@ def node_launch(pick: Layout, plan: NodePlan | None, engine_name: str = "vllm") 
                 )
             }
         return {}
-    n, local = plan.nodes, plan.gpus_per_node
-    sglang_nodes = f"--nnodes {n} --node-rank <i> --dist-init-addr <first server's IP:port>"
-    if pick.expert_parallel > 1 and engine_name == "vllm":
-        text = (
-            f"on each of {n} servers, the command above with --data-parallel-size-local {local} "
-            f"--data-parallel-address <first server's IP> --data-parallel-start-rank <{local} x server "
-            "index>, and --headless on every server but the first (vLLM docs/serving/"
-            "data_parallel_deployment.md)"
-        )
-    elif pick.expert_parallel > 1:
-        text = (
-            f"SGLang runs it as --tp {pick.expert_parallel} --dp {pick.expert_parallel} "
-            f"--enable-dp-attention {sglang_nodes} on each server, with a memory fraction sized for that "
-            "--tp (not written by gpusize)"
-        )
-    elif engine_name == "sglang":
-        text = f"one engine over {n} servers: the command above on each server with {sglang_nodes}"
-    else:
-        text = f"one engine over {n} servers: the command above, started on a Ray cluster of the servers"
+    how = engine(engine_name).across_servers
+    if how is None:
+        return {"nodes": LaunchCommand(None, "gpusize writes no launch of this engine across servers")}
+    template = how.expert_servers if pick.expert_parallel > 1 else how.spanning_servers
+    text = template.format(n=plan.nodes, local=plan.gpus_per_node, ep=pick.expert_parallel)
     return {"nodes": LaunchCommand(None, text)}
 
 
@@ -234,13 +215,14 @@ def _layout(
     engine_name: str,
     arch: str,
 ) -> Layout:
-    price = gpu.price_for(nodes * GPUS_PER_NODE)
+    gpus = max(tp * pp, ep)  # every GPU of the servers
+    price = gpu.price_for(gpus)
     fits = reason is None and base is not None and base.per_gpu is not None and capacity >= 1
     failure = f"service down: the only engine spans every GPU of the {nodes} servers" if fits else ""
     common = {
         "replicas": 1,
         "tensor_parallel": tp,
-        "gpus_per_replica": nodes * GPUS_PER_NODE,
+        "gpus_per_replica": gpus,
         "split_mode": "tensor",
         "nodes": nodes,
         "pipeline_parallel": pp,
@@ -254,7 +236,7 @@ def _layout(
     g = base.per_gpu
     active = min(in_flight, capacity)
     per_request, aggregate, ttft = point if point else (None, None, None)
-    kv = kv_per_seq_gpu * math.ceil(active / max(1, (GPUS_PER_NODE * nodes) if ep > 1 else 1))
+    kv = kv_per_seq_gpu * math.ceil(active / max(1, ep))
     headroom = g.usable_bytes - (g.total_bytes - g.kv_cache_bytes) - kv
     per_kind = load.per_request_metric(in_flight)
     ranges = tuple(  # one engine across servers: no single-server range applies
@@ -303,31 +285,32 @@ def _in_flight(demand: Demand, per_request: float, ttft: float | None) -> int:
 
 
 def _pipeline(
-    spec: ModelSpec, gpu: GpuSpec, nodes: int, work: Workload, demand: Demand, link: NodeLink
+    spec: ModelSpec, gpu: GpuSpec, nodes: int, work: Workload, demand: Demand, link: NodeLink, per_node: int
 ) -> Layout:
-    """TP=8 x PP=N: memory from the engine's own multi-node plan; each decode step of a micro-batch
-    crosses N - 1 stage boundaries (latency + its hidden states over the link), N micro-batches in
-    flight keep the stages busy (fewer sequences than stages leave the others idle: the bubble)."""
+    """TP=G x PP=N over N servers of G GPUs: memory from the engine's own multi-node plan; each
+    decode step of a micro-batch crosses N - 1 stage boundaries (latency + its hidden states over the
+    link), N micro-batches in flight keep the stages busy (fewer sequences than stages leave the
+    others idle: the bubble)."""
     model = engine(work.engine.name)
     why = _supported(work, "pipeline")
-    base = model.nodes(spec, gpu, nodes, work) if model.nodes is not None and why is None else None
+    base = model.nodes(spec, gpu, nodes, work, per_node) if model.nodes is not None and why is None else None
     if base is None and why is None:
         why = f"{model.label}: no pipeline-parallel memory model in gpusize"
     note = (
-        f"TP=8 inside each server, PP={nodes} across: each token's hidden states cross {nodes - 1} "
+        f"TP={per_node} inside each server, PP={nodes} across: each token's hidden states cross {nodes - 1} "
         f"server boundary(ies) per step over {link.words()}"
     )
-    return _grown(spec, gpu, nodes, work, demand, link, base, why, note, tp=GPUS_PER_NODE, pp=nodes, ep=1)
+    return _grown(spec, gpu, nodes, work, demand, link, base, why, note, tp=per_node, pp=nodes, ep=1)
 
 
 def _tensor(
-    spec: ModelSpec, gpu: GpuSpec, nodes: int, work: Workload, demand: Demand, link: NodeLink
+    spec: ModelSpec, gpu: GpuSpec, nodes: int, work: Workload, demand: Demand, link: NodeLink, per_node: int
 ) -> Layout:
-    """TP=8N over every GPU: memory from the engine model at that TP; two all-reduces per layer each
-    step, hierarchical as NCCL runs them on rail-optimized servers: inside each server over NVLink
-    (the decode step's own term), then between servers, each GPU's NIC carrying 1/8 of the tensor in
-    an all-reduce over the N servers."""
-    tp = GPUS_PER_NODE * nodes
+    """TP=GN over every GPU of N servers of G: memory from the engine model at that TP; two
+    all-reduces per layer each step, hierarchical as NCCL runs them on rail-optimized servers: inside
+    each server over NVLink (the decode step's own term), then between servers, each GPU's NIC
+    carrying 1/G of the tensor in an all-reduce over the N servers."""
+    tp = per_node * nodes
     model = engine(work.engine.name)
     why = _supported(work, "tensor")
     base = model.evaluate(spec, gpu, tp, work) if why is None else None
@@ -382,7 +365,7 @@ def _grown(
     prompt = min(demand.prompt_tokens, work.context_tokens)
     output = max(min(demand.output_tokens, work.context_tokens - prompt), 1)
     context = mean_context(demand, work.context_tokens)
-    step_tp = tp if pp == 1 else GPUS_PER_NODE  # TP over all: each GPU reads 1/tp of the weights
+    step_tp = tp  # TP over all: each GPU reads 1/tp of the weights; TP x PP: 1/tp of its stage's
     in_flight, point, net = 1, None, 0.0
     for _ in range(12):
         batch = max(1, min(in_flight, capacity))
@@ -392,8 +375,8 @@ def _grown(
             pf_net = (pp - 1) * network.p2p_s(link, pipeline_hop_bytes(spec, prompt) / step_tp)
         else:
             # hierarchical (NCCL over rail-optimized servers): the NVLink part is in the decode step;
-            # between servers each GPU's NIC carries 1/8 of the tensor in an all-reduce over `nodes`
-            rail = GPUS_PER_NODE
+            # between servers each GPU's NIC carries 1/G of the tensor in an all-reduce over `nodes`
+            rail = tp // nodes  # the GPUs of one server
             net = 2 * len(spec.layers) * network.allreduce_s(link, nodes, lane * spec.hidden_size * 2 / rail)
             pf_net = (
                 2 * len(spec.layers) * network.allreduce_s(link, nodes, prompt * spec.hidden_size * 2 / rail)
@@ -424,16 +407,24 @@ def _grown(
 
 
 def expert_parallel_plan(
-    spec: ModelSpec, gpu: GpuSpec, nodes: int, work: Workload, why: str | None = None
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    nodes: int,
+    work: Workload,
+    why: str | None = None,
+    per_node: int = GPUS_PER_NODE,
 ) -> tuple[Candidate | None, int, str | None]:
     """(the plan of one GPU, the sequences of the requested context all GPUs hold, why not) under
-    data-parallel attention x expert parallel over `nodes` servers: the pipeline plan's activations,
+    data-parallel attention x expert parallel over `nodes` servers of `per_node` GPUs: the pipeline
+    plan's activations,
     overhead and reserves (an estimate), expert_parallel_weights_bytes, and a KV pool at TP=1 for the
     GPU's own whole sequences, capped by the engine's max_num_seqs per DP rank."""
-    ep = GPUS_PER_NODE * nodes
+    ep = per_node * nodes
     model = engine(work.engine.name)
     shaped = (
-        model.nodes(spec, gpu, nodes, work) if model.nodes is not None else model.evaluate(spec, gpu, 8, work)
+        model.nodes(spec, gpu, nodes, work, per_node)
+        if model.nodes is not None
+        else model.evaluate(spec, gpu, per_node, work)
     )
     g = shaped.per_gpu
     if why is not None or g is None:
@@ -470,7 +461,7 @@ def expert_parallel_plan(
 
 
 def _expert(
-    spec: ModelSpec, gpu: GpuSpec, nodes: int, work: Workload, demand: Demand, link: NodeLink
+    spec: ModelSpec, gpu: GpuSpec, nodes: int, work: Workload, demand: Demand, link: NodeLink, per_node: int
 ) -> Layout | None:
     """Data-parallel attention + expert parallel over every GPU (MoE only; None for a dense model).
 
@@ -481,7 +472,7 @@ def _expert(
     MoE layer the all-to-all (DEEPEP_LOW_LATENCY_S floor, or its bytes over the link)."""
     if spec.moe is None:
         return None
-    ep = GPUS_PER_NODE * nodes
+    ep = per_node * nodes
     why = _supported(work, "expert")
     note = (
         f"DP attention x EP={ep} over {nodes} servers: each MoE layer's dispatch and combine (all-to-all) "
@@ -496,7 +487,7 @@ def _expert(
         "engine_name": work.engine.name,
         "arch": load.speed_arch(spec, work, gpu),
     }
-    base, capacity, why = expert_parallel_plan(spec, gpu, nodes, work, why)
+    base, capacity, why = expert_parallel_plan(spec, gpu, nodes, work, why, per_node)
     if base is None or capacity < 1:
         return _layout(
             base,
@@ -558,11 +549,12 @@ def _expert(
 def layout_memory(spec: ModelSpec, gpu: GpuSpec, work: Workload, x: Layout) -> Candidate:
     """The engine's plan of one GPU of a layout of `serve --nodes` (memory per GPU)."""
     model = engine(work.engine.name)
+    per_node = x.gpus_per_replica // max(x.nodes, 1)  # a layout that spans the servers: each one's GPUs
     if x.expert_parallel > 1:
-        base, _, why = expert_parallel_plan(spec, gpu, x.nodes, work)
-        return base or replace(model.evaluate(spec, gpu, GPUS_PER_NODE, work), fits=False, reason=why)
+        base, _, why = expert_parallel_plan(spec, gpu, x.nodes, work, per_node=per_node)
+        return base or replace(model.evaluate(spec, gpu, per_node, work), fits=False, reason=why)
     if x.pipeline_parallel > 1 and model.nodes is not None:
-        return model.nodes(spec, gpu, x.pipeline_parallel, work)
+        return model.nodes(spec, gpu, x.pipeline_parallel, work, per_node)
     return model.evaluate(spec, gpu, x.tensor_parallel, work)
 
 
@@ -577,7 +569,7 @@ def node_option(
     """The quote option of `plan.nodes` servers of this GPU type: the layout `serve --nodes`
     recommends, its memory per GPU, speed and price for all the servers."""
     aim = targets or Targets()
-    layouts = node_layouts(spec, gpu, plan.nodes, work, demand, plan.link, aim)
+    layouts = node_layouts(spec, gpu, plan.nodes, work, demand, plan.link, aim, plan.gpus_per_node)
     pick, _ = recommend(layouts, aim)
     x = pick or layouts[0]
     best = layout_memory(spec, gpu, work, x)
@@ -607,19 +599,23 @@ def node_layouts(
     demand: Demand,
     link: NodeLink,
     targets: Targets | None = None,
+    per_node: int = GPUS_PER_NODE,
 ) -> list[Layout]:
-    """Every layout of `nodes` servers of 8 GPUs for the demand: replicas that each fit one server,
-    then the engines that span servers (TP x PP, TP over all, and for MoE DP attention x EP), each
-    marked by whether its users get the targets."""
+    """Every layout of `nodes` servers of `per_node` GPUs for the demand: replicas that each fit one
+    server (tensor parallel inside it, never over the link), then the engines that span servers (TP
+    x PP, TP over all, and for MoE DP attention x EP), each marked by whether its users get the
+    targets."""
     aim = targets or Targets()
     replicas = [
-        replace(x, nodes=nodes) for x in compare(spec, gpu, GPUS_PER_NODE * nodes, work, demand, targets=aim)
+        replace(x, nodes=nodes)
+        for x in compare(spec, gpu, per_node * nodes, work, demand, targets=aim)
+        if x.gpus_per_replica <= per_node
     ]
     spanning = [
-        _pipeline(spec, gpu, nodes, work, demand, link),
-        _tensor(spec, gpu, nodes, work, demand, link),
+        _pipeline(spec, gpu, nodes, work, demand, link, per_node),
+        _tensor(spec, gpu, nodes, work, demand, link, per_node),
     ]
-    moe = _expert(spec, gpu, nodes, work, demand, link)
+    moe = _expert(spec, gpu, nodes, work, demand, link, per_node)
     if moe is not None:
         spanning.append(moe)
     spanning = [

@@ -97,7 +97,9 @@ def test_train_hsdp_shards_inside_a_server() -> None:
             ("serve", "Qwen3-8B", "--users", "4", "--nodes", "2", "--interconnect", "myrinet"),
             "--interconnect",
         ),
-        (("serve", "Qwen3-8B", "--users", "4", "--nodes", "2", "--gpus", "4"), "servers of 8 GPUs"),
+        (("serve", "Qwen3-8B", "--users", "4", "--nodes", "2", "--gpus", "3"), "invalid --gpus 3"),
+        (("quote", "Qwen3-8B", "--gpus", "4"), "--gpus sets each server of --nodes N"),
+        (("quote", "Qwen3-8B", "--nodes", "2", "--gpus", "6"), "invalid --gpus 6"),
         (("serve", "Qwen3-8B", "--users", "4", "--nodes", "2", "--node-bandwidth", "-1"), "--node-bandwidth"),
         (("train", "Qwen3-8B", "--method", "lora", "--sharding", "hsdp"), "give --nodes"),
         (("train", "Qwen3-8B", "--method", "lora", "--sharding", "none", "--nodes", "2"), "--sharding"),
@@ -173,3 +175,137 @@ def test_power_across_servers_is_each_server_s_own() -> None:
     text = " ".join(run_in_process("quote", "DeepSeek-V3", "--nodes", "2", "--users", "40").stdout.split())
     assert "price and tok/s for the 2 servers, power and PSU per server" in text
     assert "GPUs only, for the 2 servers of an option" in text
+
+
+def _words(command: str) -> list[str]:
+    import shlex
+
+    return shlex.split(command)
+
+
+def test_servers_of_fewer_gpus_take_their_own_tensor_parallel_size() -> None:
+    # --nodes N --gpus G: N servers of G GPUs (the "a node's GPU count"); a replica stays
+    # inside one server, one engine over them all is TP=G x PP=N or TP=G*N, and the launch says so
+    args = ("serve", "Llama-3.1-405B", "--gpu", "H100", "--nodes", "4", "--gpus", "4", "--users", "10")
+    report = json.loads(run_in_process(*args, "--json").stdout)
+    assert report["nodes"]["gpus_per_node"] == 4 and report["num_gpus"] == 16
+    layouts = report["layouts"]
+    assert all(x["gpus_per_replica"] <= 4 or x["gpus_per_replica"] == 16 for x in layouts)
+    assert all(x["tensor_parallel"] <= 4 for x in layouts if x["replicas"] > 1 or x["pipeline_parallel"] > 1)
+    (pp,) = [x for x in layouts if x["pipeline_parallel"] > 1]
+    assert (pp["tensor_parallel"], pp["pipeline_parallel"]) == (4, 4)
+    assert any(x["tensor_parallel"] == 16 for x in layouts)
+    pick = report["recommendation"]
+    words = _words(report["launch"]["vllm"]["command"])
+    assert words[words.index("--tensor-parallel-size") + 1] == str(pick["tensor_parallel"])
+    if pick["pipeline_parallel"] > 1:
+        assert words[words.index("--pipeline-parallel-size") + 1] == str(pick["pipeline_parallel"])
+    text = " ".join(run_in_process(*args).stdout.split())
+    assert "4 servers of 4 GPUs" in text and "Power, each of 4 servers: GPUs 2,800 W" in text
+
+
+def test_fit_and_curve_over_servers_of_two_gpus_are_tp2_x_pp2() -> None:
+    fit = json.loads(
+        run_in_process(
+            "fit", "Llama-3.3-70B", "--gpu", "L40S", "--gpus", "2", "--nodes", "2", "--json"
+        ).stdout
+    )
+    plan = fit["plan"]
+    assert (plan["tensor_parallel"], plan["pipeline_parallel"], plan["num_gpus"]) == (2, 2, 4)
+    curve = json.loads(
+        run_in_process(
+            "curve", "Llama-3.3-70B", "--gpu", "L40S", "--gpus", "2", "--nodes", "2", "--json"
+        ).stdout
+    )
+    assert curve["num_gpus"] == 4 and curve["nodes"]["gpus_per_node"] == 2
+    at_8k = next(p for p in curve["points"] if p["context_tokens"] == 8192)
+    assert at_8k["max_concurrency"] == plan["max_concurrency"]
+
+
+@pytest.mark.parametrize(("per_node", "gbytes"), [("8", 1.5625), ("4", 3.125), ("2", 6.25)])
+def test_a_shared_nic_is_split_over_the_server_s_own_gpus(per_node: str, gbytes: float) -> None:
+    # network.SHARED_ETHERNET_GBIT_PER_NODE: one 100 GbE NIC per server without a reference fabric
+    args = (
+        "serve",
+        "Qwen3-8B",
+        "--gpu",
+        "L40S",
+        "--nodes",
+        "2",
+        "--gpus",
+        per_node,
+        "--users",
+        "8",
+        "--json",
+    )
+    link = json.loads(run_in_process(*args).stdout)["nodes"]["link"]
+    assert link["kind"] == "ethernet" and link["gbytes_per_s"] == gbytes
+
+
+def test_train_and_deploy_over_servers_of_four_gpus() -> None:
+    train = json.loads(
+        run_in_process(
+            "train",
+            "Llama-3.1-8B",
+            "--method",
+            "full",
+            "--gpu",
+            "H100",
+            "--nodes",
+            "2",
+            "--gpus",
+            "4",
+            "--sharding",
+            "hsdp",
+            "--json",
+        ).stdout  # fmt: skip
+    )
+    assert train["nodes"]["gpus_per_node"] == 4
+    import yaml
+
+    args = ("serve", "Llama-3.1-405B", "--gpu", "H100", "--nodes", "4", "--gpus", "4", "--users", "10")
+    report = json.loads(run_in_process(*args, "--json").stdout)
+    pick = report["recommendation"]
+    if pick["gpus_per_replica"] > 4 and pick["expert_parallel"] == 1:
+        out = run_in_process(*args, "--format", "k8s")
+        lws = next(d for d in yaml.safe_load_all(out.stdout) if d["kind"] == "LeaderWorkerSet")
+        assert lws["spec"]["leaderWorkerTemplate"]["size"] == 4
+        leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+        assert leader["resources"]["limits"] == {"nvidia.com/gpu": "4"}
+
+
+def test_quote_over_servers_draws_each_server() -> None:
+    spanning = json.loads(
+        run_in_process(
+            "quote", "Llama-3.1-405B", "--gpu", "H100", "--nodes", "2", "--users", "10", "--json"
+        ).stdout
+    )
+    assert spanning["recommendation"]["tensor_parallel"] == 16
+    text = spanning["topology_text"]
+    assert text.startswith("requests -> one engine over 2 servers (2 x 8x H100-SXM)")
+    assert "server 2: TP ranks 9-16 of 16" in text and "in one server" not in text
+    assert spanning["topology_mermaid"].count("subgraph S") == 2
+    replicas = json.loads(
+        run_in_process(
+            "quote", "Qwen3-8B", "--gpu", "H100", "--nodes", "2", "--users", "500", "--json"
+        ).stdout
+    )
+    text = replicas["topology_text"]
+    assert "replica(s) over 2 servers (2 x 8x H100-SXM)" in text and "on server 2:" in text
+    four = json.loads(
+        run_in_process(
+            "quote",
+            "Llama-3.1-405B",
+            "--gpu",
+            "H100",
+            "--nodes",
+            "4",
+            "--gpus",
+            "4",
+            "--users",
+            "10",
+            "--json",
+        ).stdout  # fmt: skip
+    )
+    (option,) = four["options"]
+    assert option["num_gpus"] == 16 and option["nodes"] == 4

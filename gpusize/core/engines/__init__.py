@@ -10,7 +10,7 @@ import functools
 import importlib
 from collections.abc import Callable
 
-from gpusize.core.engines.base import UNVERSIONED, EngineModel
+from gpusize.core.engines.base import UNVERSIONED, EngineModel, NodesEvaluator
 from gpusize.core.engines.family_support import family_refusal
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.plan import Candidate, Evaluator, refused
@@ -35,8 +35,30 @@ def engine(name: str) -> EngineModel:
     return replace(
         model,
         evaluate=on_device(model, _kv_on_gpu(model.evaluate)),
-        nodes=None if nodes is None else on_device(model, _kv_on_gpu(nodes)),
+        nodes=None if nodes is None else _across_servers(model, nodes),
     )
+
+
+def _across_servers(model: EngineModel, nodes: NodesEvaluator) -> NodesEvaluator:
+    """The engine's plan over servers, guarded and kept as `on_device` keeps its fit test: one kept
+    test per server size (GPUs in each server)."""
+    by_size: dict[int, Evaluator] = {}
+
+    def across(spec: ModelSpec, gpu: GpuSpec, servers: int, work: Workload, per_node: int) -> Candidate:
+        guarded = by_size.get(per_node)
+        if guarded is None:
+            sized = functools.partial(_of_size, nodes, per_node)
+            guarded = by_size[per_node] = on_device(model, _kv_on_gpu(sized))
+        return guarded(spec, gpu, servers, work)
+
+    return across
+
+
+def _of_size(
+    nodes: NodesEvaluator, per_node: int, spec: ModelSpec, gpu: GpuSpec, n: int, work: Workload
+) -> Candidate:
+    """`nodes` over `n` servers of `per_node` GPUs, as an engine's fit test takes its arguments."""
+    return nodes(spec, gpu, n, work, per_node)
 
 
 def on_gpu(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> Workload:

@@ -47,7 +47,8 @@ Budget = Callable[[ModelSpec, GpuSpec, int, Workload], float]
 SequenceCap = Callable[[GpuSpec, Workload], int]
 
 #: A plan across `nodes` servers (the engine's multi-node layout), for --nodes.
-NodesEvaluator = Callable[[ModelSpec, GpuSpec, int, Workload], Candidate]
+#: (spec, GPU, servers, workload, GPUs in each server) -> the plan of one engine over those servers.
+NodesEvaluator = Callable[[ModelSpec, GpuSpec, int, Workload, int], Candidate]
 
 #: Notes the engine adds about how it holds this model (a rule the answer depends on).
 ModelNotes = Callable[[ModelSpec, Workload], tuple[str, ...]]
@@ -76,6 +77,25 @@ def _accepts(spec: ModelSpec, work: Workload) -> str | None:
 
 #: Engines whose releases gpusize does not tell apart have one "release", the one its model follows.
 UNVERSIONED = Releases("", ("0.0.0",))
+
+
+@dataclass(frozen=True)
+class AcrossServers:
+    """How an engine's launch command runs ONE engine over several servers (serve --nodes), as the
+    engine's own docs start it; `{n}` servers, `{local}` GPUs each, `{ep}` the data-parallel x
+    expert-parallel group in the templates.
+
+    - `pipeline_flag`: the flag of its pipeline stages beside --tensor-parallel-size;
+    - `expert_flags`: what its command adds for data-parallel attention with expert parallel, one
+      rank a GPU; None: gpusize does not write that launch (`expert_why` says why);
+    - `expert_servers`, `spanning_servers`: what each server adds to (or how it starts) the command,
+      for the DP x EP layout and for TP x PP or TP over all."""
+
+    pipeline_flag: str
+    expert_flags: tuple[str, ...] | None
+    expert_servers: str
+    spanning_servers: str
+    expert_why: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,6 +162,8 @@ class EngineModel:
     prefix_cache: str | None = None
     #: Weight bytes per GPU read from host memory over PCIe every step (the speed estimates add them).
     host_weights: HostWeights = _no_host_weights
+    #: How its launch command runs one engine across servers (serve --nodes); None: not written.
+    across_servers: AcrossServers | None = None
     #: The engine's own serving benchmark run whose prompts and replies all have one length, which
     #: keeps its clients in step (`serving.load.Arrivals.synchronized`), as its command line asks for
     #: it: what `serve` names beside the in-step time to first token. None: no such run is named.

@@ -13,7 +13,7 @@ than the context: it starts and caps the request length.
 from __future__ import annotations
 
 from gpusize.core import kvcache, runtime
-from gpusize.core.engines.base import EngineModel
+from gpusize.core.engines.base import AcrossServers, EngineModel
 from gpusize.core.engines.sglang_defaults import (
     DIST_INIT_TPN,
     default_running_requests,
@@ -279,5 +279,20 @@ ENGINE = EngineModel(
     # --random-range-ratio r defaulting to 0.0 (docs/developer_guide/bench_serving.md), so one
     # length only at 1
     fixed_length_benchmark="python -m sglang.bench_serving --dataset-name random --random-range-ratio 1",
+    # --pp-size (server_args.py, from 0.4.8) and --nnodes / --node-rank / --dist-init-addr on each
+    # server (docs/references/multi_node.md); its data-parallel attention takes --tp over the whole
+    # group with --dp and --enable-dp-attention and sizes --mem-fraction-static for that --tp, not the
+    # one-GPU budget gpusize sizes that layout with: not written
+    across_servers=AcrossServers(
+        pipeline_flag="--pp-size",
+        expert_flags=None,
+        expert_why="runs it with --tp over the whole group and sizes its memory for that --tp, not the "
+        "budget this layout was sized with",
+        expert_servers="SGLang runs it as --tp {ep} --dp {ep} --enable-dp-attention --nnodes {n} "
+        "--node-rank <i> --dist-init-addr <first server's IP:port> on each server, with a memory fraction "
+        "sized for that --tp (not written by gpusize)",
+        spanning_servers="one engine over {n} servers: the command above on each server with --nnodes {n} "
+        "--node-rank <i> --dist-init-addr <first server's IP:port>",
+    ),
     prefix_cache="SGLang's radix cache (on by default; --disable-radix-cache turns it off)",
 )

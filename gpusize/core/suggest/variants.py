@@ -9,6 +9,7 @@ from gpusize.core.engines.base import NodesEvaluator
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.levers import Change, one
 from gpusize.core.levers import Variant as _Variant
+from gpusize.core.network import GPUS_PER_NODE
 from gpusize.core.plan import TP_SIZES, Candidate
 from gpusize.core.spec import ModelSpec
 from gpusize.core.suggest.evaluate import (
@@ -246,7 +247,7 @@ def nodes_variant(
     spec: ModelSpec, work: Workload, gpu: GpuSpec, other: tuple[Change, ...], evaluate_nodes: NodesEvaluator
 ) -> list[Suggestion]:
     for nodes in (2, 4, 8):
-        c = evaluate_nodes(spec, gpu, nodes, work)
+        c = evaluate_nodes(spec, gpu, nodes, work, GPUS_PER_NODE)
         if c.fits:
             changes = (*other, Change("--nodes", str(nodes)))
             summary = f"{nodes} servers of 8 (TP=8 x PP={nodes}; an estimate)"

@@ -19,7 +19,7 @@ assembles them into `ENGINE`.
 from __future__ import annotations
 
 from gpusize.core import kvcache
-from gpusize.core.engines.base import EngineModel
+from gpusize.core.engines.base import AcrossServers, EngineModel
 from gpusize.core.engines.vllm.behaviour import (
     Behaviour,
     behaviour,
@@ -269,12 +269,25 @@ ENGINE = EngineModel(
     pages_kv=True,
     serves=True,
     quantizes_on_load=True,
-    nodes=lambda spec, gpu, nodes, work: evaluate_nodes(spec, gpu, nodes, work),
+    nodes=lambda spec, gpu, nodes, work, per_node: evaluate_nodes(spec, gpu, nodes, work, per_node),
     notes=model_notes,
     host_weights=offloaded_bytes,
     # benchmarks/datasets.py RandomDataset: lengths drawn from [len x (1 - r), len x (1 + r)],
     # --random-range-ratio r defaulting to 0.0, so one length unless asked otherwise
     fixed_length_benchmark="vllm bench serve --dataset-name random",
+    # --pipeline-parallel-size (engine/arg_utils.py, every release gpusize models); data parallel with
+    # expert parallel over servers from 0.9.0 (serving.nodes.MULTINODE_SINCE): one engine per server,
+    # the first with the address, the others --headless (docs/serving/data_parallel_deployment.md);
+    # TP x PP and TP over every GPU on a Ray cluster of the servers (docs/serving/distributed_serving.md)
+    across_servers=AcrossServers(
+        pipeline_flag="--pipeline-parallel-size",
+        expert_flags=("--data-parallel-size", "{ep}", "--enable-expert-parallel"),
+        expert_servers="on each of {n} servers, the command above with --data-parallel-size-local {local} "
+        "--data-parallel-address <first server's IP> --data-parallel-start-rank <{local} x server index>, "
+        "and --headless on every server but the first (vLLM docs/serving/data_parallel_deployment.md)",
+        spanning_servers="one engine over {n} servers: the command above, started on a Ray cluster of the "
+        "servers",
+    ),
     prefix_cache="vLLM's automatic prefix caching (on by default in V1, the default engine from 0.8.0: "
     "tests/engine/test_arg_utils.py test_prefix_caching_from_cli, 'V1 turns on prefix caching by "
     "default'; --no-enable-prefix-caching turns it off; V0, VLLM_USE_V1=0, needs --enable-prefix-caching: "

@@ -82,7 +82,7 @@ def evaluate_pipeline(
     )
 
 
-def evaluate_nodes(spec: ModelSpec, gpu: GpuSpec, nodes: int, work: Workload) -> Candidate:
-    """Multi-node ESTIMATE: TP=8 inside each server, one pipeline stage per server (vLLM's layout for
-    models beyond one node); only used when the user asks (`--nodes`)."""
-    return evaluate_pipeline(spec, gpu, 8, nodes, work, servers=nodes)
+def evaluate_nodes(spec: ModelSpec, gpu: GpuSpec, nodes: int, work: Workload, per_node: int = 8) -> Candidate:
+    """Multi-node ESTIMATE: TP over the `per_node` GPUs of each server, one pipeline stage per server
+    (vLLM's layout for models beyond one node); only used when the user asks (`--nodes`)."""
+    return evaluate_pipeline(spec, gpu, per_node, nodes, work, servers=nodes)
