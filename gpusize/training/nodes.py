@@ -1,9 +1,9 @@
 """Training over several servers (pure), for `train --nodes N`: the step time of a data-parallel job
-over N servers of G GPUs (--nodes N --gpus G, 8 by default), its gradient and parameter collectives over the inter-node link
-(core/network.py), and the time and cost of a token budget. Memory per GPU comes from the one-GPU
-model (training/device.py) at the sharding degree the layout gives: every GPU for DDP, ZeRO-1/2/3
-and FSDP FULL_SHARD; the 8 GPUs of one server for HSDP (FSDP HYBRID_SHARD: shard inside the server,
-replicate across servers). Every time here is an ESTIMATE.
+over N servers of G GPUs (--nodes N --gpus G, 8 by default), its gradient and parameter collectives
+over the inter-node link (core/network.py), and the time and cost of a token budget. Memory per GPU
+comes from the one-GPU model (training/device.py) at the sharding degree the layout gives: every GPU
+for DDP, ZeRO-1/2/3 and FSDP FULL_SHARD; the G GPUs of one server for HSDP (FSDP HYBRID_SHARD: shard
+inside the server, replicate across servers). Every time here is an ESTIMATE.
 """
 
 from __future__ import annotations
