@@ -269,7 +269,8 @@ def _with_split(
         count = max(o.num_gpus, 2)
         layouts = compare(spec, gpu, count, here, share, targets=aim)
     pick, _ = recommend(layouts, aim)
-    split = disaggregate(spec, gpu, count, here, share, pick, aim, plan.link if plan else None)
+    link, per_server = (plan.link, plan.gpus_per_node) if plan else (None, None)
+    split = disaggregate(spec, gpu, count, here, share, pick, aim, link, per_server)
     return replace(o, disaggregated=split)
 
 

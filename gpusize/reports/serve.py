@@ -286,7 +286,17 @@ def build_serve_report(
         layouts = compare(spec, gpu, num_gpus, work, demand, targets=aim)
     pick, why = recommend(layouts, aim)
     split = (
-        disaggregate(spec, gpu, num_gpus, work, demand, pick, aim, nodes.link if nodes else None)
+        disaggregate(
+            spec,
+            gpu,
+            num_gpus,
+            work,
+            demand,
+            pick,
+            aim,
+            nodes.link if nodes else None,
+            nodes.gpus_per_node if nodes else None,
+        )
         if disaggregated
         else None
     )

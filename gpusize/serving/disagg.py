@@ -290,15 +290,19 @@ def disaggregate(
     aggregated: Layout | None,
     targets: Targets | None = None,
     between: NodeLink | None = None,
+    per_server: int | None = None,
 ) -> Disaggregated | None:
     """The best split of `num_gpus` GPUs into a prefill and a decode pool (every TP of 1/2/4/8 on each
     side and every count that uses all the GPUs), compared with `aggregated` (serve's recommendation on
     the same GPUs at the same load); None when no split runs the model on both sides. `between`: the
-    inter-node link when the pools sit on different servers (serve --nodes), else the server's own."""
+    inter-node link when the pools sit on different servers (serve --nodes), else the server's own;
+    `per_server`: the GPUs of each of those servers, the largest TP an instance may take (an instance
+    never spans servers here)."""
     aim = targets or Targets()
     best: Disaggregated | None = None
-    for p_tp in (t for t in TP_SIZES if t < num_gpus):
-        for d_tp in (t for t in TP_SIZES if t < num_gpus):
+    widest = min(num_gpus - 1, per_server or num_gpus)
+    for p_tp in (t for t in TP_SIZES if t <= widest):
+        for d_tp in (t for t in TP_SIZES if t <= widest):
             for n_p in range(1, num_gpus // p_tp):
                 rest = num_gpus - n_p * p_tp
                 if rest < d_tp or rest % d_tp:

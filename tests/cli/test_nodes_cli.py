@@ -309,3 +309,13 @@ def test_quote_over_servers_draws_each_server() -> None:
     )
     (option,) = four["options"]
     assert option["num_gpus"] == 16 and option["nodes"] == 4
+
+
+def test_a_split_over_small_servers_keeps_each_instance_inside_one() -> None:
+    # serve --nodes 4 --gpus 2 --disaggregate: the pools' instances sit inside a server (the KV moves
+    # over the link between them), so no instance takes a TP above the server's 2 GPUs
+    args = ("serve", "Llama-3.3-70B", "--gpu", "H200", "--nodes", "4", "--gpus", "2", "--users", "20")
+    split = json.loads(run_in_process(*args, "--disaggregate", "--json").stdout)["disaggregated"]
+    assert split is not None and split["num_gpus"] == 8
+    assert split["prefill"]["tensor_parallel"] <= 2 and split["decode"]["tensor_parallel"] <= 2
+    assert "InfiniBand" in split["link"]
