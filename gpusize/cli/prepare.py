@@ -303,7 +303,10 @@ def request(
     cats: Catalogs | None = None,
     acceptance_rate: float | None = None,
     gpus: Sequence[str | None] = (),
+    turn: int | None = None,
 ) -> Request:
+    """The request of a command's flags; `turn`: one request's prompt + output tokens where the
+    command serves a load (serve, quote), which the context must hold (`context_tokens`)."""
     weight = weight_dtype(dtype)
     if weight == "auto" and resolved.ollama_tag and resolved.file_type:
         weight = weight_dtype(resolved.file_type)  # the quantization the Ollama tag ships
@@ -315,7 +318,7 @@ def request(
     settings = engine_settings(engine_values, default)
     engine_on_devices(settings.name, devices)
     return Request(
-        context_tokens=context_tokens(ctx, spec),
+        context_tokens=context_tokens(ctx, spec, turn),
         batch=parse_count(batch, "--batch", 1 << 16),
         dtype=weight,
         kv_dtype=kv_dtype.strip().lower(),  # the engine checks it (llama.cpp has its own names)
@@ -330,13 +333,36 @@ def request(
     )
 
 
-def context_tokens(ctx: str | None, spec: ModelSpec) -> int:
+def context_tokens(ctx: str | None, spec: ModelSpec, turn: int | None = None) -> int:
     """--ctx in tokens; not given, DEFAULT_CONTEXT_TOKENS, or the model's max_position_embeddings
     where that is shorter (said on stderr): the default is gpusize's, and sizing it past the model
-    would only repeat the engine's refusal of a context the user never asked for."""
+    would only repeat the engine's refusal of a context the user never asked for.
+
+    `turn` (one request's prompt + output, serve and quote): a context that cannot hold it is
+    refused when --ctx gives it (vLLM and SGLang reject a request whose prompt plus max_tokens passes
+    max_model_len / context_length), and the default grows to hold it (said on stderr): the plan's KV
+    per sequence and its speed are then sized for the requests asked about, not silently for shorter
+    ones."""
     if ctx is not None:
-        return parse_tokens(ctx)
+        tokens = parse_tokens(ctx)
+        if turn is not None and turn > tokens:
+            raise UsageError(
+                f"a request of {turn:,} tokens (--prompt-tokens + --output-tokens) does not fit the "
+                f"{tokens:,}-token context (--ctx): the engine refuses it; raise --ctx or shorten the request"
+            )
+        return tokens
     longest = spec.max_position_embeddings
+    if turn is not None and turn > DEFAULT_CONTEXT_TOKENS and not (longest and turn > longest):
+        warn(
+            f"--ctx not given: sized at {turn:,} tokens, one request's prompt + output "
+            f"(the default, {DEFAULT_CONTEXT_TOKENS:,}, cannot hold it); pass --ctx to choose"
+        )
+        return turn
+    if turn is not None and longest and turn > longest:
+        raise UsageError(
+            f"a request of {turn:,} tokens (--prompt-tokens + --output-tokens) is longer than the model's "
+            f"{longest:,}-token max_position_embeddings: the engine refuses it"
+        )
     if longest and longest < DEFAULT_CONTEXT_TOKENS:
         warn(
             f"--ctx not given: sized at {longest:,} tokens, the model's max_position_embeddings "

@@ -129,6 +129,7 @@ def quote(
             cats=cats,
             gpus=list(gpu or ()),
             acceptance_rate=acceptance_rate,
+            turn=parse_tokens(prompt, "--prompt-tokens") + parse_tokens(output_tokens, "--output-tokens"),
         )
         if not engine(req.engine.name).pages_kv:
             raise UsageError(

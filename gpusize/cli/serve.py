@@ -118,6 +118,7 @@ def serve(
         reserved_mib=reserved_mib,
         cats=cats,
         gpus=[gpu],
+        turn=demand.prompt_tokens + demand.output_tokens,
         acceptance_rate=acceptance_rate,
     )
     if not engine(req.engine.name).serves:

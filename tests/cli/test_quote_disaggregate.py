@@ -95,3 +95,22 @@ def test_the_request_lengths_size_the_quote_as_they_size_serve() -> None:
                    "--output-tokens", "1k", "--ctx", "16k")["recommendation"]  # fmt: skip
     for key in ("ttft_s", "per_request_tokens_per_s", "aggregate_tokens_per_s", "tensor_parallel"):
         assert o[key] == served[key], key
+
+
+@pytest.mark.parametrize("command", ["serve", "quote"])
+def test_a_context_that_cannot_hold_a_request_is_refused_or_grown(command: str) -> None:
+    # vLLM's OpenAI server rejects a request whose prompt + max_tokens pass max_model_len (SGLang's
+    # context_length alike): the plan is never sized for shorter requests than those asked about
+    base = (command, "Qwen3-8B", "--users", "10", "--gpu", "H100", "--prompt-tokens", "16k")
+    refused = run_in_process(*base, "--ctx", "8k")
+    assert refused.code == 2 and refused.stdout == "" and refused.stderr.count("\n") == 1
+    assert (
+        "a request of 16,640 tokens (--prompt-tokens + --output-tokens) does not fit the 8,192"
+        in refused.stderr
+    )
+    grown = run_in_process(*base, "--json")
+    assert grown.code in (0, 1)
+    assert json.loads(grown.stdout)["workload"]["context_tokens"] == 16_640
+    assert "--ctx not given: sized at 16,640 tokens, one request's prompt + output" in grown.stderr
+    past = run_in_process(command, "Qwen3-8B", "--users", "10", "--prompt-tokens", "200k")
+    assert past.code == 2 and "longer than the model's 40,960-token max_position_embeddings" in past.stderr
