@@ -186,7 +186,11 @@ def load_lines(report: QuoteReport) -> list[str]:
         per_m = f", ${o.usd_per_million_tokens:.2f}/1M tokens" if o.usd_per_million_tokens else ""
         count = "one server" if o.servers == 1 else f"{o.servers:,} servers"
         if o.nodes > 1:
-            count = f"one set of {o.nodes} servers"
+            count = (
+                f"one set of {o.nodes} servers"
+                if o.servers == 1
+                else f"{o.servers:,} sets of {o.nodes} servers"
+            )
         one = f"{count}, no queueing" if o.serves_all else f"{count}, requests still queue"
         if o.thin_margin:
             one += f" on a thin margin ({THIN_MARGIN_NOTE})"

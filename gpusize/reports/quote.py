@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import field
 
 from gpusize import __version__
@@ -35,6 +36,7 @@ from gpusize.serving.quote import (
     Plans,
     Targets,
     concurrency_curve,
+    fleet,
     for_load,
     option_for,
     rank,
@@ -118,19 +120,15 @@ def build_quote(
     if nodes:
         from gpusize.serving.nodes import node_option  # noqa: PLC0415 - start-up: only quote --nodes
 
-        demand = replace(traffic, users=users or 1)
+        sized = [
+            (g, *_node_sets(node_option, spec, g, work, users, traffic, nodes[g.name], aim)) for g in gpus
+        ]
         options = rank(
             [
-                with_money(
-                    node_option(spec, g, on_gpu(spec, g, work), demand, nodes[g.name], aim),
-                    g,
-                    1 if users else None,
-                    users,
-                    hours,
-                )
-                for g in gpus
+                with_money(o, g, (sets if o.fits else None) if users else None, users, hours)
+                for g, o, sets in sized
             ],
-            per_user=False,  # one set of servers each: those holding the load first, then cheapest
+            per_user=bool(users),  # with --users: the price per user served, as a single-server quote
         )
     elif users:
         options = rank(
@@ -236,6 +234,31 @@ def build_quote(
             ),
         ),
     )
+
+
+def _node_sets(
+    node_option: Callable[..., Option],
+    spec: ModelSpec,
+    gpu: GpuSpec,
+    work: Workload,
+    users: int | None,
+    traffic: Demand,
+    plan: NodePlan,
+    aim: Targets,
+) -> tuple[Option, int]:
+    """quote --nodes: the option of one set of the servers and, with --users, the fewest sets that
+    hold every user at once, each with its share (as a single-server quote sizes its fleet:
+    serving.quote.fleet)."""
+    here = on_gpu(spec, gpu, work)
+
+    def share(sets: int) -> Option:
+        load = replace(traffic, users=math.ceil((users or 1) / sets))
+        return node_option(spec, gpu, here, load, plan, aim)
+
+    one = share(1)
+    if not users or not (one.fits and not one.serves_all):
+        return one, 1
+    return fleet(one, users, share)
 
 
 def _with_split(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
@@ -36,6 +36,7 @@ __all__ = [
     "Plans",
     "ServerPlan",
     "concurrency_curve",
+    "fleet",
     "for_load",
     "RANKING",
     "memory_parts",
@@ -367,7 +368,7 @@ def _fleet_plan(
     one = plan_for(spec, gpu, work, demand, max_count=max_count, targets=targets)
     if not (one.fits and not one.serves_all):
         return one, 1
-    return _fleet(one, users, lambda n: _share(spec, gpu, work, users, n, one, targets, traffic))
+    return fleet(one, users, lambda n: _share(spec, gpu, work, users, n, one, targets, traffic))
 
 
 def _share(
@@ -385,13 +386,29 @@ def _share(
     return plan_for(spec, gpu, work, demand, one.num_gpus, targets=targets)
 
 
-def _fleet(one: ServerPlan, users: int, share_of: Callable[[int], ServerPlan]) -> tuple[ServerPlan, int]:
-    """The fewest servers whose share each server holds at once: each share changes the server's
+class _Sized(Protocol):
+    """What a fleet is sized by: a server's plan (ServerPlan) or a set of servers' option (quote --nodes)."""
+
+    @property
+    def fits(self) -> bool: ...
+    @property
+    def serves_all(self) -> bool: ...
+    @property
+    def capacity_sequences(self) -> int: ...
+    @property
+    def thin_margin(self) -> bool: ...
+
+
+_Unit = TypeVar("_Unit", bound=_Sized)
+
+
+def fleet(one: _Unit, users: int, share_of: Callable[[int], _Unit]) -> tuple[_Unit, int]:
+    """The fewest servers (or sets of servers) whose share each holds at once: each share changes the server's
     layout and capacity (a safe layout may hold more than a thin one), so settle, trying fewer
     servers while a share is held and more while it queues; a fleet held on a thin margin gets one
     more server when that one holds the load safely."""
     option, servers = one, math.ceil(users / max(one.capacity_sequences, 1))
-    held: tuple[ServerPlan, int] | None = None
+    held: tuple[_Unit, int] | None = None
     tried: set[int] = set()
     for _ in range(6):
         if servers in tried:

@@ -319,3 +319,31 @@ def test_a_split_over_small_servers_keeps_each_instance_inside_one() -> None:
     assert split is not None and split["num_gpus"] == 8
     assert split["prefill"]["tensor_parallel"] <= 2 and split["decode"]["tensor_parallel"] <= 2
     assert "InfiniBand" in split["link"]
+
+
+def test_quote_over_servers_sizes_as_many_sets_as_hold_the_users() -> None:
+    # as a single-server quote sizes its fleet (serving.quote.fleet): the fewest sets of N servers
+    # whose share of the users each set holds at once, priced together and per user served
+    args = ("quote", "Llama-3.1-405B", "--nodes", "2", "--users", "1000", "--gpu", "H100", "--json")
+    (option,) = json.loads(run_in_process(*args).stdout)["options"]
+    sets = option["servers"]
+    assert sets > 1 and option["serves_all"] and option["nodes"] == 2
+    assert option["fleet_usd_per_hour"] == pytest.approx(sets * option["usd_per_hour"])
+    assert option["usd_per_user_hour"] == pytest.approx(option["fleet_usd_per_hour"] / 1000)
+    assert option["capacity_sequences"] * sets >= 1000
+    fewer = json.loads(
+        run_in_process(
+            "quote",
+            "Llama-3.1-405B",
+            "--nodes",
+            "2",
+            "--users",
+            str(-(-1000 // (sets - 1))),
+            "--gpu",
+            "H100",
+            "--json",
+        ).stdout  # fmt: skip
+    )["options"][0]
+    assert not fewer["serves_all"] or fewer["servers"] > 1  # one set fewer does not hold its share
+    text = " ".join(run_in_process(*args[:-1]).stdout.split())
+    assert f"{sets} sets of 2 servers, no queueing" in text
