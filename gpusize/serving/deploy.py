@@ -462,9 +462,13 @@ def _multinode_commands(plan: DeployPlan, words: list[str]) -> tuple[list[str], 
 
 
 def compose_manifest(plan: DeployPlan) -> Manifest:
-    """One compose service per replica on one machine, each with its own GPUs by device id and port."""
+    """One compose service per replica on one machine, each with its own GPUs by device id and port;
+    a plan whose replicas fill several servers (serve --nodes) is one machine's share of them, the
+    same file run on each server."""
     if plan.gpus_per_replica > plan.node_gpus:
         raise InputError("docker compose runs on one machine: a replica spanning nodes needs --format k8s")
+    servers = max(1, -(-plan.replicas * plan.gpus_per_replica // plan.node_gpus))
+    here = -(-plan.replicas // servers)  # the replicas one server runs
     device = _device(plan)
     env_words, words = _split(plan)
     server = SERVER_IMAGES[plan.engine]
@@ -485,7 +489,7 @@ def compose_manifest(plan: DeployPlan) -> Manifest:
         environment.append("HF_TOKEN")
         volumes.append({"type": "volume", "source": "hf-cache", "target": HF_CACHE})
     services: dict[str, object] = {}
-    for i in range(plan.replicas):
+    for i in range(here):
         first = i * plan.gpus_per_replica
         devices = [str(d) for d in range(first, first + plan.gpus_per_replica)]
         services[f"{plan.name}-{i}"] = {
@@ -505,11 +509,16 @@ def compose_manifest(plan: DeployPlan) -> Manifest:
         *plan.header,
         _source_comment(plan),
         *([image_note] if image_note else []),
-        f"{plan.replicas} service(s), one per replica of {plan.gpus_per_replica} GPU(s), on host port(s) "
+        f"{here} service(s), one per replica of {plan.gpus_per_replica} GPU(s), on host port(s) "
         f"{server.port}"
-        + (f"-{server.port + plan.replicas - 1}" if plan.replicas > 1 else "")
+        + (f"-{server.port + here - 1}" if here > 1 else "")
         + "; put a load balancer in front of them",
     ]
+    if servers > 1:
+        notes.append(
+            f"run this file on each of the {servers} servers of {plan.node_gpus} GPUs: the plan's "
+            f"{plan.replicas} replicas, {here} per server; the load balancer spreads over every server"
+        )
     if device.visible is not None:
         notes.append(
             f"each service maps every GPU ({', '.join(device.devices)}) and runs on its own through "

@@ -269,6 +269,26 @@ def test_compose_is_one_service_per_replica_with_its_own_gpus() -> None:
     assert [s["ports"] for s in services] == [[f"{8000 + i}:8000"] for i in range(4)]
 
 
+def test_compose_of_replicas_over_servers_is_one_server_s_share() -> None:
+    # serve --nodes 2 --gpus 4: four 2-GPU replicas spread over two 4-GPU servers; compose runs on one
+    # machine, so the file is one server's two replicas on its GPUs 0-3, to run on each server (it
+    # was four services on GPUs 0-7 of a machine the plan does not have)
+    args = ("Qwen3-8B", "--users", "64", "--gpu", "L40S", "--nodes", "2", "--gpus", "4")
+    report, words = _launch_words(*args)
+    assert (report["recommendation"]["replicas"], report["recommendation"]["gpus_per_replica"]) == (4, 2)
+    out = _gpusize("serve", *args, "--format", "compose")
+    assert out.code == 0, out.stderr
+    (compose,) = list(yaml.safe_load_all(out.stdout))
+    _valid(compose, "compose")
+    services = list(compose["services"].values())
+    devices = [s["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] for s in services]
+    assert devices == [["0", "1"], ["2", "3"]]
+    assert all(s["entrypoint"] == words for s in services)
+    assert (
+        "run this file on each of the 2 servers of 4 GPUs: the plan's 4 replicas, 2 per server" in out.stdout
+    )
+
+
 def test_dash_o_writes_one_file_per_object(tmp_path: Path) -> None:
     out = tmp_path / "deploy"
     done = _gpusize("serve", *QWEN, "--format", "k8s", "-o", str(out))
