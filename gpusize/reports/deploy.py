@@ -119,7 +119,8 @@ def graph_plan(
         frontend=tuple(shlex.split(front.command)),
         prefill=PoolPlan(tuple(shlex.split(pre.command)), p.instances, p.tensor_parallel),
         decode=PoolPlan(tuple(shlex.split(dec.command)), d.instances, d.tensor_parallel),
-        node_gpus=node_gpus or min(report.num_gpus, GPUS_PER_NODE),
+        node_gpus=node_gpus
+        or (report.nodes.gpus_per_node if report.nodes else min(report.num_gpus, GPUS_PER_NODE)),
         model_path=model_path,
         model_is_file=model_is_file,
         header=(
