@@ -132,8 +132,10 @@ def time_table(report: TrainReport, width: int, style: Style) -> str | None:
 
 def footer_lines(report: TrainReport) -> list[str]:
     a, s = report.assumptions, report.setup
+    # over servers the layout's own sharding (hsdp: FSDP inside each server, replicated across)
+    sharding = report.nodes.sharding if report.nodes else s.sharding
     lines = [
-        f"Assumptions: {a.framework}; sharding {s.sharding}, offload {s.offload}, grad-accum {s.grad_accum}. "
+        f"Assumptions: {a.framework}; sharding {sharding}, offload {s.offload}, grad-accum {s.grad_accum}. "
         "Activations, logits, the allocator cache and overhead are estimates. Sizes in GiB (2^30 bytes).",
         f"Versions: {a.versions}.",
         f"Optimizer: {a.optimizer}.",

@@ -247,7 +247,8 @@ def _nodes_report(
     for gpu in gpus:
         shard = shard_degree(sharding, plan)
         c = evaluate(spec, setup, gpu, shard)
-        rows.append(replace(c, num_gpus=n, usd_per_hour=gpu.price_for(n)))
+        # the row names the layout's sharding (hsdp: fsdp inside each server, replicated across)
+        rows.append(replace(c, num_gpus=n, usd_per_hour=gpu.price_for(n), sharding=sharding))
     chosen = pick(rows)
     plan_row = chosen or rows[0]
     plan_gpu = next(g for g in gpus if g.name == plan_row.gpu)

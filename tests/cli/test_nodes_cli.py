@@ -347,3 +347,14 @@ def test_quote_over_servers_sizes_as_many_sets_as_hold_the_users() -> None:
     assert not fewer["serves_all"] or fewer["servers"] > 1  # one set fewer does not hold its share
     text = " ".join(run_in_process(*args[:-1]).stdout.split())
     assert f"{sets} sets of 2 servers, no queueing" in text
+
+
+def test_hsdp_is_named_hsdp_where_it_is_sized() -> None:
+    # --sharding hsdp runs FSDP sharded inside each server and replicated across: its row and its
+    # assumptions say hsdp (they said fsdp, the sharding of every GPU, beside memory sharded over 4)
+    args = ("train", "Llama-3.1-70B", "--method", "full", "--gpu", "H100", "--nodes", "4", "--gpus", "4")
+    report = json.loads(run_in_process(*args, "--sharding", "hsdp", "--json").stdout)
+    assert {c["sharding"] for c in report["candidates"]} == {"hsdp"} and report["nodes"]["shard_gpus"] == 4
+    assert "sharding hsdp, offload" in " ".join(run_in_process(*args, "--sharding", "hsdp").stdout.split())
+    fsdp = json.loads(run_in_process(*args, "--sharding", "fsdp", "--json").stdout)
+    assert {c["sharding"] for c in fsdp["candidates"]} == {"fsdp"} and fsdp["nodes"]["shard_gpus"] == 16
