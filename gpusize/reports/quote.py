@@ -230,6 +230,7 @@ def build_quote(
                 + gpu_file_notes(gpus)
                 + device_notes(gpus, work.engine)
                 + speed_range_notes(r for o in options if o.fits for r in o.speed_ranges)
+                + throughput.unmodelled(work)
                 + [plan.words() for plan in (nodes or {}).values()][:1]
             ),
         ),

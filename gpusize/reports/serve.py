@@ -352,6 +352,7 @@ def build_serve_report(
                 + speed_range_notes(
                     r for x in ([pick] if pick else []) + layouts if x.fits for r in x.speed_ranges
                 )
+                + throughput.unmodelled(work)
                 + ([nodes.words()] if nodes else [])
                 + (
                     ["--disaggregate: no split of these GPUs runs the model in a prefill and a decode pool"]

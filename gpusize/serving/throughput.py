@@ -591,6 +591,18 @@ def prefill_seconds(
     return dense + attend + comm + host_copy_s(spec, work, gpu, tp)
 
 
+def unmodelled(work: Workload) -> list[str]:
+    """Settings the plan is sized with that the speed estimates do not model, said beside them:
+    SGLang's data-parallel attention is sized for memory (core/engines/sglang_dp.py: each group holds
+    its own sequences), while no public record fits its decode step."""
+    if work.engine.enable_dp_attention and (work.engine.dp_size or 1) > 1:
+        return [
+            f"--enable-dp-attention --dp-size {work.engine.dp_size} is sized for memory only: the speed "
+            "estimates are plain tensor parallel's (the step of data-parallel attention is not modelled)"
+        ]
+    return []
+
+
 def assumptions(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> str:
     """One line on how the speed estimates were made for this engine, model and GPU."""
     speed = speed_on(work, gpu)

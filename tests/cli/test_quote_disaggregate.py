@@ -114,3 +114,16 @@ def test_a_context_that_cannot_hold_a_request_is_refused_or_grown(command: str) 
     assert "--ctx not given: sized at 16,640 tokens, one request's prompt + output" in grown.stderr
     past = run_in_process(command, "Qwen3-8B", "--users", "10", "--prompt-tokens", "200k")
     assert past.code == 2 and "longer than the model's 40,960-token max_position_embeddings" in past.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "quote"])
+def test_data_parallel_attention_says_its_speed_is_not_modelled(command: str) -> None:
+    # sized for memory (each DP group holds its own sequences: more of them than at plain TP=8) while
+    # the speed estimates are TP=8's: the answer says so, and says nothing without the setting
+    base = (command, "DeepSeek-V3", "--gpu", "H200", "--users", "64", "--engine", "sglang")
+    if command == "serve":
+        base = (*base, "--gpus", "8")
+    words = "--enable-dp-attention --dp-size 8 is sized for memory only"
+    asked = _json(*base, "--enable-dp-attention", "--dp-size", "8")
+    assert any(words in n for n in asked["assumptions"]["notes"])
+    assert not any("sized for memory only" in n for n in _json(*base)["assumptions"]["notes"])
