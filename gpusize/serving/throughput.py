@@ -594,13 +594,22 @@ def prefill_seconds(
 def unmodelled(work: Workload) -> list[str]:
     """Settings the plan is sized with that the speed estimates do not model, said beside them:
     SGLang's data-parallel attention is sized for memory (core/engines/sglang_dp.py: each group holds
-    its own sequences), while no public record fits its decode step."""
+    its own sequences) and expert parallel on one server for its whole experts per GPU, while no
+    public record fits either's decode step."""
+    out = []
     if work.engine.enable_dp_attention and (work.engine.dp_size or 1) > 1:
-        return [
+        out.append(
             f"--enable-dp-attention --dp-size {work.engine.dp_size} is sized for memory only: the speed "
             "estimates are plain tensor parallel's (the step of data-parallel attention is not modelled)"
-        ]
-    return []
+        )
+    if work.engine.enable_expert_parallel or (work.engine.ep_size or 1) > 1:
+        # whole experts per GPU (vLLM --enable-expert-parallel, TensorRT-LLM --ep_size) change the
+        # memory per GPU; the decode step still reads the experts as tensor parallel slices
+        out.append(
+            "expert parallel is sized for memory only: the speed estimates read the experts as tensor "
+            "parallel slices (its all-to-all and expert load balance are not modelled on one server)"
+        )
+    return out
 
 
 def assumptions(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> str:

@@ -127,3 +127,13 @@ def test_data_parallel_attention_says_its_speed_is_not_modelled(command: str) ->
     asked = _json(*base, "--enable-dp-attention", "--dp-size", "8")
     assert any(words in n for n in asked["assumptions"]["notes"])
     assert not any("sized for memory only" in n for n in _json(*base)["assumptions"]["notes"])
+
+
+@pytest.mark.parametrize(
+    "flags", [("--enable-expert-parallel",), ("--engine", "trtllm", "--ep_size", "2")], ids=["vllm", "trtllm"]
+)
+def test_expert_parallel_on_one_server_says_its_speed_is_not_modelled(flags: tuple[str, ...]) -> None:
+    base = ("serve", "Qwen3-30B-A3B", "--gpu", "H100", "--gpus", "2", "--users", "8")
+    notes = _json(*base, *flags)["assumptions"]["notes"]
+    assert any(n.startswith("expert parallel is sized for memory only") for n in notes)
+    assert not any("expert parallel is sized" in n for n in _json(*base)["assumptions"]["notes"])
