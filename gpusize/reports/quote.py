@@ -174,6 +174,7 @@ def build_quote(
             _with_split(o, spec, gpus, work, replace(traffic, users=users), aim, nodes) for o in options
         ]
     top = next((o for o in options if o.fits), None)
+    servers = next(iter(nodes.values())).nodes if nodes else 1
     curve: list[CurvePoint] = []
     if top and top.nodes == 1:  # the curve is one server's; a multi-node option has none
         gpu = next(g for g in gpus if g.name == top.gpu)
@@ -201,7 +202,7 @@ def build_quote(
         disaggregated=disaggregate and bool(users),
         assumptions=QuoteAssumptions(
             engine=engine_label(work.engine),
-            ranking=_ranking(users, aim),
+            ranking=_ranking(users, aim, servers),
             min_tokens_per_s_per_user=aim.min_tokens_per_s_per_user,
             max_ttft_s=aim.max_ttft_s,
             layout=f"each option is {next(iter(nodes.values())).nodes} servers of "
@@ -218,7 +219,13 @@ def build_quote(
             throughput=throughput.assumptions(spec, gpus[0], work)
             + ("; other GPUs alike" if len(gpus) > 1 else "")
             + prefix_note(work, prefix_hit_rate),
-            prices=price_note(gpus) + "; month = 730 h; $/hour, $/month, power and tok/s are per server",
+            prices=price_note(gpus)
+            + (
+                f"; month = 730 h; $/hour, $/month and tok/s are per set of {servers} servers, power per "
+                "server"
+                if servers > 1
+                else "; month = 730 h; $/hour, $/month, power and tok/s are per server"
+            ),
             power="GPU TDP sum + CPUs + platform, PSU with 20% margin",
             utilization_hours=hours,
             buy_vs_rent=f"the GPUs' purchase price (catalog, its kind and date per GPU; host, power and "
@@ -298,12 +305,14 @@ def _with_split(
     return replace(o, disaggregated=split)
 
 
-def _ranking(users: int | None, aim: Targets) -> str:
-    """The ranking rule, as the footer and the JSON state it."""
+def _ranking(users: int | None, aim: Targets, servers: int = 1) -> str:
+    """The ranking rule, as the footer and the JSON state it; `servers`: the servers of one option
+    (quote --nodes), which are then sized in sets."""
     targets = f"per-user targets: {aim.words()}; "
     if users:
+        unit = f"sets of {servers} servers" if servers > 1 else "servers"
         money = (
-            f"lowest indicative price per user served, with as many servers as hold all {users:,} users at "
+            f"lowest indicative price per user served, with as many {unit} as hold all {users:,} users at "
             "once"
         )
     else:
