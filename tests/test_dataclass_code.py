@@ -95,9 +95,50 @@ def test_a_class_behaves_as_the_standard_librarys() -> None:
     assert [f.name for f in dataclasses.fields(ours)] == ["a", "b", "c"]
     assert dataclasses.asdict(x) == dataclasses.asdict(y)
     assert ours.__init__.__annotations__ == theirs.__init__.__annotations__  # not strings
+    assert vars(x) == vars(y) and vars(ours(2, [3], "z")) == vars(theirs(2, [3], "z"))
     for name in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__"):
-        assert _same(getattr(ours, name).__code__, getattr(theirs, name).__code__), name
         assert getattr(ours, name).__qualname__ == getattr(theirs, name).__qualname__
+        if name != "__init__":  # a frozen __init__ stores into __dict__ (below)
+            assert _same(getattr(ours, name).__code__, getattr(theirs, name).__code__), name
+
+
+def test_a_frozen_init_stores_each_field_as_the_standard_library_sets_it() -> None:
+    # gpusize.dataclass._dict_stores: object.__setattr__(self, 'name', value) written as
+    # self.__dict__['name'] = value (no lookup and call a field); defaults, default factories, a
+    # __post_init__ that sets a field itself, a field named self and InitVars alike
+    def body() -> dict[str, object]:
+        def post(obj: object, scale: int) -> None:
+            object.__setattr__(obj, "d", obj.a * scale)  # type: ignore[attr-defined]
+
+        return {
+            "__annotations__": {
+                "self": int,
+                "a": int,
+                "b": list,
+                "d": int,
+                "scale": dataclasses.InitVar[int],
+            },
+            "b": field(default_factory=list),
+            "d": field(default=0, init=False),
+            "scale": 2,
+            "__post_init__": post,
+        }
+
+    ours = dc.dataclass(frozen=True)(type("Stored", (), body()))
+    theirs = dataclasses.dataclass(frozen=True)(type("Stored", (), body()))
+    for args in ((1, 2), (1, 2, [5]), (0, -3, [], 4)):
+        assert vars(ours(*args)) == vars(theirs(*args)), args
+        assert ours(*args) == ours(*args) and repr(ours(*args)) == repr(theirs(*args))
+    assert "__dataclass_dict__" in ours.__init__.__code__.co_varnames
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ours(1, 2).a = 3  # type: ignore[attr-defined]
+
+
+def test_a_class_without_an_instance_dict_keeps_the_standard_init() -> None:
+    # slots: no __dict__ to store into, so the standard library's object.__setattr__ calls stay
+    slotted = dc.dataclass(frozen=True, slots=True)(type("Slotted", (), {"__annotations__": {"a": "int"}}))
+    assert slotted(4).a == 4 and not hasattr(slotted(4), "__dict__")
+    assert "__dataclass_dict__" not in slotted.__init__.__code__.co_varnames
 
 
 def test_a_text_not_in_the_table_is_compiled_and_the_standard_library_restored() -> None:

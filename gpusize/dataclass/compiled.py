@@ -2654,333 +2654,358 @@ CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qual
 
 def __create_fn__(_type_allocated_bytes, _type_reserved_bytes, _type_out_of_memory, _type_capacity_low, _type_capacity_high, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_out_of_memory, _dflt_capacity_low, _dflt_capacity_high, _return_type):
  def __init__(self,allocated_bytes:_type_allocated_bytes,reserved_bytes:_type_reserved_bytes,out_of_memory:_type_out_of_memory=_dflt_out_of_memory,capacity_low:_type_capacity_low=_dflt_capacity_low,capacity_high:_type_capacity_high=_dflt_capacity_high)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'allocated_bytes',allocated_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'reserved_bytes',reserved_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'out_of_memory',out_of_memory)
-  __dataclass_builtins_object__.__setattr__(self,'capacity_low',capacity_low)
-  __dataclass_builtins_object__.__setattr__(self,'capacity_high',capacity_high)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['allocated_bytes']=allocated_bytes
+  __dataclass_dict__['reserved_bytes']=reserved_bytes
+  __dataclass_dict__['out_of_memory']=out_of_memory
+  __dataclass_dict__['capacity_low']=capacity_low
+  __dataclass_dict__['capacity_high']=capacity_high
  return __init__
-CODE["def __create_fn__(_type_allocated_bytes, _type_reserved_bytes, _type_out_of_memory, _type_capacity_low, _type_capacity_high, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_out_of_memory, _dflt_capacity_low, _dflt_capacity_high, _return_type):\n def __init__(self,allocated_bytes:_type_allocated_bytes,reserved_bytes:_type_reserved_bytes,out_of_memory:_type_out_of_memory=_dflt_out_of_memory,capacity_low:_type_capacity_low=_dflt_capacity_low,capacity_high:_type_capacity_high=_dflt_capacity_high)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'allocated_bytes',allocated_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'reserved_bytes',reserved_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'out_of_memory',out_of_memory)\n  __dataclass_builtins_object__.__setattr__(self,'capacity_low',capacity_low)\n  __dataclass_builtins_object__.__setattr__(self,'capacity_high',capacity_high)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_allocated_bytes, _type_reserved_bytes, _type_out_of_memory, _type_capacity_low, _type_capacity_high, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_out_of_memory, _dflt_capacity_low, _dflt_capacity_high, _return_type):\n def __init__(self,allocated_bytes:_type_allocated_bytes,reserved_bytes:_type_reserved_bytes,out_of_memory:_type_out_of_memory=_dflt_out_of_memory,capacity_low:_type_capacity_low=_dflt_capacity_low,capacity_high:_type_capacity_high=_dflt_capacity_high)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['allocated_bytes']=allocated_bytes\n  __dataclass_dict__['reserved_bytes']=reserved_bytes\n  __dataclass_dict__['out_of_memory']=out_of_memory\n  __dataclass_dict__['capacity_low']=capacity_low\n  __dataclass_dict__['capacity_high']=capacity_high\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_batch, _type_grad_accum, _type_seq_tokens, _type_effective_batch, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,batch:_type_batch,grad_accum:_type_grad_accum,seq_tokens:_type_seq_tokens,effective_batch:_type_effective_batch)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'batch',batch)
-  __dataclass_builtins_object__.__setattr__(self,'grad_accum',grad_accum)
-  __dataclass_builtins_object__.__setattr__(self,'seq_tokens',seq_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'effective_batch',effective_batch)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['batch']=batch
+  __dataclass_dict__['grad_accum']=grad_accum
+  __dataclass_dict__['seq_tokens']=seq_tokens
+  __dataclass_dict__['effective_batch']=effective_batch
  return __init__
-CODE["def __create_fn__(_type_batch, _type_grad_accum, _type_seq_tokens, _type_effective_batch, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,batch:_type_batch,grad_accum:_type_grad_accum,seq_tokens:_type_seq_tokens,effective_batch:_type_effective_batch)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'batch',batch)\n  __dataclass_builtins_object__.__setattr__(self,'grad_accum',grad_accum)\n  __dataclass_builtins_object__.__setattr__(self,'seq_tokens',seq_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'effective_batch',effective_batch)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_batch, _type_grad_accum, _type_seq_tokens, _type_effective_batch, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,batch:_type_batch,grad_accum:_type_grad_accum,seq_tokens:_type_seq_tokens,effective_batch:_type_effective_batch)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['batch']=batch\n  __dataclass_dict__['grad_accum']=grad_accum\n  __dataclass_dict__['seq_tokens']=seq_tokens\n  __dataclass_dict__['effective_batch']=effective_batch\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_batch, _type_tokens, _type_act_bytes, _type_kv_bytes, _type_attn, _type_version, _type_weights, _type_dequant, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_dequant, _return_type):
  def __init__(self,batch:_type_batch,tokens:_type_tokens,act_bytes:_type_act_bytes,kv_bytes:_type_kv_bytes,attn:_type_attn,version:_type_version,weights:_type_weights,dequant:_type_dequant=_dflt_dequant)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'batch',batch)
-  __dataclass_builtins_object__.__setattr__(self,'tokens',tokens)
-  __dataclass_builtins_object__.__setattr__(self,'act_bytes',act_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'kv_bytes',kv_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'attn',attn)
-  __dataclass_builtins_object__.__setattr__(self,'version',version)
-  __dataclass_builtins_object__.__setattr__(self,'weights',weights)
-  __dataclass_builtins_object__.__setattr__(self,'dequant',dequant)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['batch']=batch
+  __dataclass_dict__['tokens']=tokens
+  __dataclass_dict__['act_bytes']=act_bytes
+  __dataclass_dict__['kv_bytes']=kv_bytes
+  __dataclass_dict__['attn']=attn
+  __dataclass_dict__['version']=version
+  __dataclass_dict__['weights']=weights
+  __dataclass_dict__['dequant']=dequant
  return __init__
-CODE["def __create_fn__(_type_batch, _type_tokens, _type_act_bytes, _type_kv_bytes, _type_attn, _type_version, _type_weights, _type_dequant, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_dequant, _return_type):\n def __init__(self,batch:_type_batch,tokens:_type_tokens,act_bytes:_type_act_bytes,kv_bytes:_type_kv_bytes,attn:_type_attn,version:_type_version,weights:_type_weights,dequant:_type_dequant=_dflt_dequant)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'batch',batch)\n  __dataclass_builtins_object__.__setattr__(self,'tokens',tokens)\n  __dataclass_builtins_object__.__setattr__(self,'act_bytes',act_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'kv_bytes',kv_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'attn',attn)\n  __dataclass_builtins_object__.__setattr__(self,'version',version)\n  __dataclass_builtins_object__.__setattr__(self,'weights',weights)\n  __dataclass_builtins_object__.__setattr__(self,'dequant',dequant)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_batch, _type_tokens, _type_act_bytes, _type_kv_bytes, _type_attn, _type_version, _type_weights, _type_dequant, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_dequant, _return_type):\n def __init__(self,batch:_type_batch,tokens:_type_tokens,act_bytes:_type_act_bytes,kv_bytes:_type_kv_bytes,attn:_type_attn,version:_type_version,weights:_type_weights,dequant:_type_dequant=_dflt_dequant)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['batch']=batch\n  __dataclass_dict__['tokens']=tokens\n  __dataclass_dict__['act_bytes']=act_bytes\n  __dataclass_dict__['kv_bytes']=kv_bytes\n  __dataclass_dict__['attn']=attn\n  __dataclass_dict__['version']=version\n  __dataclass_dict__['weights']=weights\n  __dataclass_dict__['dequant']=dequant\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_catalogs, _type_order, _type_figures, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,catalogs:_type_catalogs,order:_type_order,figures:_type_figures)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'catalogs',catalogs)
-  __dataclass_builtins_object__.__setattr__(self,'order',order)
-  __dataclass_builtins_object__.__setattr__(self,'figures',figures)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['catalogs']=catalogs
+  __dataclass_dict__['order']=order
+  __dataclass_dict__['figures']=figures
  return __init__
-CODE["def __create_fn__(_type_catalogs, _type_order, _type_figures, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,catalogs:_type_catalogs,order:_type_order,figures:_type_figures)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'catalogs',catalogs)\n  __dataclass_builtins_object__.__setattr__(self,'order',order)\n  __dataclass_builtins_object__.__setattr__(self,'figures',figures)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_catalogs, _type_order, _type_figures, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,catalogs:_type_catalogs,order:_type_order,figures:_type_figures)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['catalogs']=catalogs\n  __dataclass_dict__['order']=order\n  __dataclass_dict__['figures']=figures\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_category, _type_elements, _type_ncols, _type_experts, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_experts, _return_type):
  def __init__(self,category:_type_category,elements:_type_elements,ncols:_type_ncols,experts:_type_experts=_dflt_experts)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'category',category)
-  __dataclass_builtins_object__.__setattr__(self,'elements',elements)
-  __dataclass_builtins_object__.__setattr__(self,'ncols',ncols)
-  __dataclass_builtins_object__.__setattr__(self,'experts',experts)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['category']=category
+  __dataclass_dict__['elements']=elements
+  __dataclass_dict__['ncols']=ncols
+  __dataclass_dict__['experts']=experts
  return __init__
-CODE["def __create_fn__(_type_category, _type_elements, _type_ncols, _type_experts, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_experts, _return_type):\n def __init__(self,category:_type_category,elements:_type_elements,ncols:_type_ncols,experts:_type_experts=_dflt_experts)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'category',category)\n  __dataclass_builtins_object__.__setattr__(self,'elements',elements)\n  __dataclass_builtins_object__.__setattr__(self,'ncols',ncols)\n  __dataclass_builtins_object__.__setattr__(self,'experts',experts)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_category, _type_elements, _type_ncols, _type_experts, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_experts, _return_type):\n def __init__(self,category:_type_category,elements:_type_elements,ncols:_type_ncols,experts:_type_experts=_dflt_experts)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['category']=category\n  __dataclass_dict__['elements']=elements\n  __dataclass_dict__['ncols']=ncols\n  __dataclass_dict__['experts']=experts\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_changes, _type_summary, _type_note, _type_gpu, _type_gpu_full_name, _type_num_gpus, _type_sharding, _type_fits, _type_per_gpu_bytes, _type_max_seq_tokens, _type_usd_per_hour, _type_lever, _type_memory_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_memory_bytes, _return_type):
  def __init__(self,*,changes:_type_changes,summary:_type_summary,note:_type_note,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,sharding:_type_sharding,fits:_type_fits,per_gpu_bytes:_type_per_gpu_bytes,max_seq_tokens:_type_max_seq_tokens,usd_per_hour:_type_usd_per_hour,lever:_type_lever,memory_bytes:_type_memory_bytes=_dflt_memory_bytes)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'changes',changes)
-  __dataclass_builtins_object__.__setattr__(self,'summary',summary)
-  __dataclass_builtins_object__.__setattr__(self,'note',note)
-  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_full_name',gpu_full_name)
-  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)
-  __dataclass_builtins_object__.__setattr__(self,'sharding',sharding)
-  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
-  __dataclass_builtins_object__.__setattr__(self,'per_gpu_bytes',per_gpu_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'max_seq_tokens',max_seq_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'usd_per_hour',usd_per_hour)
-  __dataclass_builtins_object__.__setattr__(self,'lever',lever)
-  __dataclass_builtins_object__.__setattr__(self,'memory_bytes',memory_bytes)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['changes']=changes
+  __dataclass_dict__['summary']=summary
+  __dataclass_dict__['note']=note
+  __dataclass_dict__['gpu']=gpu
+  __dataclass_dict__['gpu_full_name']=gpu_full_name
+  __dataclass_dict__['num_gpus']=num_gpus
+  __dataclass_dict__['sharding']=sharding
+  __dataclass_dict__['fits']=fits
+  __dataclass_dict__['per_gpu_bytes']=per_gpu_bytes
+  __dataclass_dict__['max_seq_tokens']=max_seq_tokens
+  __dataclass_dict__['usd_per_hour']=usd_per_hour
+  __dataclass_dict__['lever']=lever
+  __dataclass_dict__['memory_bytes']=memory_bytes
  return __init__
-CODE["def __create_fn__(_type_changes, _type_summary, _type_note, _type_gpu, _type_gpu_full_name, _type_num_gpus, _type_sharding, _type_fits, _type_per_gpu_bytes, _type_max_seq_tokens, _type_usd_per_hour, _type_lever, _type_memory_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_memory_bytes, _return_type):\n def __init__(self,*,changes:_type_changes,summary:_type_summary,note:_type_note,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,sharding:_type_sharding,fits:_type_fits,per_gpu_bytes:_type_per_gpu_bytes,max_seq_tokens:_type_max_seq_tokens,usd_per_hour:_type_usd_per_hour,lever:_type_lever,memory_bytes:_type_memory_bytes=_dflt_memory_bytes)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'changes',changes)\n  __dataclass_builtins_object__.__setattr__(self,'summary',summary)\n  __dataclass_builtins_object__.__setattr__(self,'note',note)\n  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_full_name',gpu_full_name)\n  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'sharding',sharding)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'per_gpu_bytes',per_gpu_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'max_seq_tokens',max_seq_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'usd_per_hour',usd_per_hour)\n  __dataclass_builtins_object__.__setattr__(self,'lever',lever)\n  __dataclass_builtins_object__.__setattr__(self,'memory_bytes',memory_bytes)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_changes, _type_summary, _type_note, _type_gpu, _type_gpu_full_name, _type_num_gpus, _type_sharding, _type_fits, _type_per_gpu_bytes, _type_max_seq_tokens, _type_usd_per_hour, _type_lever, _type_memory_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_memory_bytes, _return_type):\n def __init__(self,*,changes:_type_changes,summary:_type_summary,note:_type_note,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,sharding:_type_sharding,fits:_type_fits,per_gpu_bytes:_type_per_gpu_bytes,max_seq_tokens:_type_max_seq_tokens,usd_per_hour:_type_usd_per_hour,lever:_type_lever,memory_bytes:_type_memory_bytes=_dflt_memory_bytes)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['changes']=changes\n  __dataclass_dict__['summary']=summary\n  __dataclass_dict__['note']=note\n  __dataclass_dict__['gpu']=gpu\n  __dataclass_dict__['gpu_full_name']=gpu_full_name\n  __dataclass_dict__['num_gpus']=num_gpus\n  __dataclass_dict__['sharding']=sharding\n  __dataclass_dict__['fits']=fits\n  __dataclass_dict__['per_gpu_bytes']=per_gpu_bytes\n  __dataclass_dict__['max_seq_tokens']=max_seq_tokens\n  __dataclass_dict__['usd_per_hour']=usd_per_hour\n  __dataclass_dict__['lever']=lever\n  __dataclass_dict__['memory_bytes']=memory_bytes\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_changes, _type_summary, _type_note, _type_gpu, _type_gpu_full_name, _type_num_gpus, _type_tensor_parallel, _type_pipeline_parallel, _type_fits, _type_kv_cache_capacity_tokens, _type_max_context_tokens, _type_usd_per_hour, _type_lever, _type_memory_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_memory_bytes, _return_type):
  def __init__(self,*,changes:_type_changes,summary:_type_summary,note:_type_note,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,tensor_parallel:_type_tensor_parallel,pipeline_parallel:_type_pipeline_parallel,fits:_type_fits,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens,max_context_tokens:_type_max_context_tokens,usd_per_hour:_type_usd_per_hour,lever:_type_lever,memory_bytes:_type_memory_bytes=_dflt_memory_bytes)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'changes',changes)
-  __dataclass_builtins_object__.__setattr__(self,'summary',summary)
-  __dataclass_builtins_object__.__setattr__(self,'note',note)
-  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_full_name',gpu_full_name)
-  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)
-  __dataclass_builtins_object__.__setattr__(self,'tensor_parallel',tensor_parallel)
-  __dataclass_builtins_object__.__setattr__(self,'pipeline_parallel',pipeline_parallel)
-  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_capacity_tokens',kv_cache_capacity_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'max_context_tokens',max_context_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'usd_per_hour',usd_per_hour)
-  __dataclass_builtins_object__.__setattr__(self,'lever',lever)
-  __dataclass_builtins_object__.__setattr__(self,'memory_bytes',memory_bytes)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['changes']=changes
+  __dataclass_dict__['summary']=summary
+  __dataclass_dict__['note']=note
+  __dataclass_dict__['gpu']=gpu
+  __dataclass_dict__['gpu_full_name']=gpu_full_name
+  __dataclass_dict__['num_gpus']=num_gpus
+  __dataclass_dict__['tensor_parallel']=tensor_parallel
+  __dataclass_dict__['pipeline_parallel']=pipeline_parallel
+  __dataclass_dict__['fits']=fits
+  __dataclass_dict__['kv_cache_capacity_tokens']=kv_cache_capacity_tokens
+  __dataclass_dict__['max_context_tokens']=max_context_tokens
+  __dataclass_dict__['usd_per_hour']=usd_per_hour
+  __dataclass_dict__['lever']=lever
+  __dataclass_dict__['memory_bytes']=memory_bytes
  return __init__
-CODE["def __create_fn__(_type_changes, _type_summary, _type_note, _type_gpu, _type_gpu_full_name, _type_num_gpus, _type_tensor_parallel, _type_pipeline_parallel, _type_fits, _type_kv_cache_capacity_tokens, _type_max_context_tokens, _type_usd_per_hour, _type_lever, _type_memory_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_memory_bytes, _return_type):\n def __init__(self,*,changes:_type_changes,summary:_type_summary,note:_type_note,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,tensor_parallel:_type_tensor_parallel,pipeline_parallel:_type_pipeline_parallel,fits:_type_fits,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens,max_context_tokens:_type_max_context_tokens,usd_per_hour:_type_usd_per_hour,lever:_type_lever,memory_bytes:_type_memory_bytes=_dflt_memory_bytes)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'changes',changes)\n  __dataclass_builtins_object__.__setattr__(self,'summary',summary)\n  __dataclass_builtins_object__.__setattr__(self,'note',note)\n  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_full_name',gpu_full_name)\n  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'tensor_parallel',tensor_parallel)\n  __dataclass_builtins_object__.__setattr__(self,'pipeline_parallel',pipeline_parallel)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_capacity_tokens',kv_cache_capacity_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'max_context_tokens',max_context_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'usd_per_hour',usd_per_hour)\n  __dataclass_builtins_object__.__setattr__(self,'lever',lever)\n  __dataclass_builtins_object__.__setattr__(self,'memory_bytes',memory_bytes)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_changes, _type_summary, _type_note, _type_gpu, _type_gpu_full_name, _type_num_gpus, _type_tensor_parallel, _type_pipeline_parallel, _type_fits, _type_kv_cache_capacity_tokens, _type_max_context_tokens, _type_usd_per_hour, _type_lever, _type_memory_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_memory_bytes, _return_type):\n def __init__(self,*,changes:_type_changes,summary:_type_summary,note:_type_note,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,tensor_parallel:_type_tensor_parallel,pipeline_parallel:_type_pipeline_parallel,fits:_type_fits,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens,max_context_tokens:_type_max_context_tokens,usd_per_hour:_type_usd_per_hour,lever:_type_lever,memory_bytes:_type_memory_bytes=_dflt_memory_bytes)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['changes']=changes\n  __dataclass_dict__['summary']=summary\n  __dataclass_dict__['note']=note\n  __dataclass_dict__['gpu']=gpu\n  __dataclass_dict__['gpu_full_name']=gpu_full_name\n  __dataclass_dict__['num_gpus']=num_gpus\n  __dataclass_dict__['tensor_parallel']=tensor_parallel\n  __dataclass_dict__['pipeline_parallel']=pipeline_parallel\n  __dataclass_dict__['fits']=fits\n  __dataclass_dict__['kv_cache_capacity_tokens']=kv_cache_capacity_tokens\n  __dataclass_dict__['max_context_tokens']=max_context_tokens\n  __dataclass_dict__['usd_per_hour']=usd_per_hour\n  __dataclass_dict__['lever']=lever\n  __dataclass_dict__['memory_bytes']=memory_bytes\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_chunked_prefill, _type_cuda_graph_max_bs, _type_mem_fraction_static, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,chunked_prefill:_type_chunked_prefill,cuda_graph_max_bs:_type_cuda_graph_max_bs,mem_fraction_static:_type_mem_fraction_static)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'chunked_prefill',chunked_prefill)
-  __dataclass_builtins_object__.__setattr__(self,'cuda_graph_max_bs',cuda_graph_max_bs)
-  __dataclass_builtins_object__.__setattr__(self,'mem_fraction_static',mem_fraction_static)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['chunked_prefill']=chunked_prefill
+  __dataclass_dict__['cuda_graph_max_bs']=cuda_graph_max_bs
+  __dataclass_dict__['mem_fraction_static']=mem_fraction_static
  return __init__
-CODE["def __create_fn__(_type_chunked_prefill, _type_cuda_graph_max_bs, _type_mem_fraction_static, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,chunked_prefill:_type_chunked_prefill,cuda_graph_max_bs:_type_cuda_graph_max_bs,mem_fraction_static:_type_mem_fraction_static)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'chunked_prefill',chunked_prefill)\n  __dataclass_builtins_object__.__setattr__(self,'cuda_graph_max_bs',cuda_graph_max_bs)\n  __dataclass_builtins_object__.__setattr__(self,'mem_fraction_static',mem_fraction_static)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_chunked_prefill, _type_cuda_graph_max_bs, _type_mem_fraction_static, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,chunked_prefill:_type_chunked_prefill,cuda_graph_max_bs:_type_cuda_graph_max_bs,mem_fraction_static:_type_mem_fraction_static)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['chunked_prefill']=chunked_prefill\n  __dataclass_dict__['cuda_graph_max_bs']=cuda_graph_max_bs\n  __dataclass_dict__['mem_fraction_static']=mem_fraction_static\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_color, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_color, _return_type):
  def __init__(self,color:_type_color=_dflt_color)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'color',color)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['color']=color
  return __init__
-CODE["def __create_fn__(_type_color, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_color, _return_type):\n def __init__(self,color:_type_color=_dflt_color)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'color',color)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_color, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_color, _return_type):\n def __init__(self,color:_type_color=_dflt_color)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['color']=color\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_columns, _type_rows, _type_layout, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,columns:_type_columns,rows:_type_rows,layout:_type_layout)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'columns',columns)
-  __dataclass_builtins_object__.__setattr__(self,'rows',rows)
-  __dataclass_builtins_object__.__setattr__(self,'layout',layout)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['columns']=columns
+  __dataclass_dict__['rows']=rows
+  __dataclass_dict__['layout']=layout
  return __init__
-CODE["def __create_fn__(_type_columns, _type_rows, _type_layout, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,columns:_type_columns,rows:_type_rows,layout:_type_layout)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'columns',columns)\n  __dataclass_builtins_object__.__setattr__(self,'rows',rows)\n  __dataclass_builtins_object__.__setattr__(self,'layout',layout)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_columns, _type_rows, _type_layout, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,columns:_type_columns,rows:_type_rows,layout:_type_layout)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['columns']=columns\n  __dataclass_dict__['rows']=rows\n  __dataclass_dict__['layout']=layout\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_command, _type_note, _type_engine_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_note, _dflt_engine_version, _return_type):
  def __init__(self,command:_type_command,note:_type_note=_dflt_note,engine_version:_type_engine_version=_dflt_engine_version)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'command',command)
-  __dataclass_builtins_object__.__setattr__(self,'note',note)
-  __dataclass_builtins_object__.__setattr__(self,'engine_version',engine_version)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['command']=command
+  __dataclass_dict__['note']=note
+  __dataclass_dict__['engine_version']=engine_version
  return __init__
-CODE["def __create_fn__(_type_command, _type_note, _type_engine_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_note, _dflt_engine_version, _return_type):\n def __init__(self,command:_type_command,note:_type_note=_dflt_note,engine_version:_type_engine_version=_dflt_engine_version)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'command',command)\n  __dataclass_builtins_object__.__setattr__(self,'note',note)\n  __dataclass_builtins_object__.__setattr__(self,'engine_version',engine_version)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_command, _type_note, _type_engine_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_note, _dflt_engine_version, _return_type):\n def __init__(self,command:_type_command,note:_type_note=_dflt_note,engine_version:_type_engine_version=_dflt_engine_version)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['command']=command\n  __dataclass_dict__['note']=note\n  __dataclass_dict__['engine_version']=engine_version\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_context_tokens, _type_batch, _type_dtype, _type_kv_dtype, _type_include_mtp, _type_engine, _type_checkpoint_bytes, _type_stored_layers, _type_reserved_bytes, _type_load_quantization, _type_draft, _type_acceptance_rate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_batch, _dflt_dtype, _dflt_kv_dtype, _dflt_include_mtp, _dflt_engine, _dflt_checkpoint_bytes, _dflt_stored_layers, _dflt_reserved_bytes, _dflt_load_quantization, _dflt_draft, _dflt_acceptance_rate, _return_type):
  def __init__(self,*,context_tokens:_type_context_tokens,batch:_type_batch=_dflt_batch,dtype:_type_dtype=_dflt_dtype,kv_dtype:_type_kv_dtype=_dflt_kv_dtype,include_mtp:_type_include_mtp=_dflt_include_mtp,engine:_type_engine=_dflt_engine,checkpoint_bytes:_type_checkpoint_bytes=_dflt_checkpoint_bytes,stored_layers:_type_stored_layers=_dflt_stored_layers,reserved_bytes:_type_reserved_bytes=_dflt_reserved_bytes,load_quantization:_type_load_quantization=_dflt_load_quantization,draft:_type_draft=_dflt_draft,acceptance_rate:_type_acceptance_rate=_dflt_acceptance_rate)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'context_tokens',context_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'batch',batch)
-  __dataclass_builtins_object__.__setattr__(self,'dtype',dtype)
-  __dataclass_builtins_object__.__setattr__(self,'kv_dtype',kv_dtype)
-  __dataclass_builtins_object__.__setattr__(self,'include_mtp',include_mtp)
-  __dataclass_builtins_object__.__setattr__(self,'engine',engine)
-  __dataclass_builtins_object__.__setattr__(self,'checkpoint_bytes',checkpoint_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'stored_layers',stored_layers)
-  __dataclass_builtins_object__.__setattr__(self,'reserved_bytes',reserved_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'load_quantization',load_quantization)
-  __dataclass_builtins_object__.__setattr__(self,'draft',draft)
-  __dataclass_builtins_object__.__setattr__(self,'acceptance_rate',acceptance_rate)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['context_tokens']=context_tokens
+  __dataclass_dict__['batch']=batch
+  __dataclass_dict__['dtype']=dtype
+  __dataclass_dict__['kv_dtype']=kv_dtype
+  __dataclass_dict__['include_mtp']=include_mtp
+  __dataclass_dict__['engine']=engine
+  __dataclass_dict__['checkpoint_bytes']=checkpoint_bytes
+  __dataclass_dict__['stored_layers']=stored_layers
+  __dataclass_dict__['reserved_bytes']=reserved_bytes
+  __dataclass_dict__['load_quantization']=load_quantization
+  __dataclass_dict__['draft']=draft
+  __dataclass_dict__['acceptance_rate']=acceptance_rate
  return __init__
-CODE["def __create_fn__(_type_context_tokens, _type_batch, _type_dtype, _type_kv_dtype, _type_include_mtp, _type_engine, _type_checkpoint_bytes, _type_stored_layers, _type_reserved_bytes, _type_load_quantization, _type_draft, _type_acceptance_rate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_batch, _dflt_dtype, _dflt_kv_dtype, _dflt_include_mtp, _dflt_engine, _dflt_checkpoint_bytes, _dflt_stored_layers, _dflt_reserved_bytes, _dflt_load_quantization, _dflt_draft, _dflt_acceptance_rate, _return_type):\n def __init__(self,*,context_tokens:_type_context_tokens,batch:_type_batch=_dflt_batch,dtype:_type_dtype=_dflt_dtype,kv_dtype:_type_kv_dtype=_dflt_kv_dtype,include_mtp:_type_include_mtp=_dflt_include_mtp,engine:_type_engine=_dflt_engine,checkpoint_bytes:_type_checkpoint_bytes=_dflt_checkpoint_bytes,stored_layers:_type_stored_layers=_dflt_stored_layers,reserved_bytes:_type_reserved_bytes=_dflt_reserved_bytes,load_quantization:_type_load_quantization=_dflt_load_quantization,draft:_type_draft=_dflt_draft,acceptance_rate:_type_acceptance_rate=_dflt_acceptance_rate)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'context_tokens',context_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'batch',batch)\n  __dataclass_builtins_object__.__setattr__(self,'dtype',dtype)\n  __dataclass_builtins_object__.__setattr__(self,'kv_dtype',kv_dtype)\n  __dataclass_builtins_object__.__setattr__(self,'include_mtp',include_mtp)\n  __dataclass_builtins_object__.__setattr__(self,'engine',engine)\n  __dataclass_builtins_object__.__setattr__(self,'checkpoint_bytes',checkpoint_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'stored_layers',stored_layers)\n  __dataclass_builtins_object__.__setattr__(self,'reserved_bytes',reserved_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'load_quantization',load_quantization)\n  __dataclass_builtins_object__.__setattr__(self,'draft',draft)\n  __dataclass_builtins_object__.__setattr__(self,'acceptance_rate',acceptance_rate)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_context_tokens, _type_batch, _type_dtype, _type_kv_dtype, _type_include_mtp, _type_engine, _type_checkpoint_bytes, _type_stored_layers, _type_reserved_bytes, _type_load_quantization, _type_draft, _type_acceptance_rate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_batch, _dflt_dtype, _dflt_kv_dtype, _dflt_include_mtp, _dflt_engine, _dflt_checkpoint_bytes, _dflt_stored_layers, _dflt_reserved_bytes, _dflt_load_quantization, _dflt_draft, _dflt_acceptance_rate, _return_type):\n def __init__(self,*,context_tokens:_type_context_tokens,batch:_type_batch=_dflt_batch,dtype:_type_dtype=_dflt_dtype,kv_dtype:_type_kv_dtype=_dflt_kv_dtype,include_mtp:_type_include_mtp=_dflt_include_mtp,engine:_type_engine=_dflt_engine,checkpoint_bytes:_type_checkpoint_bytes=_dflt_checkpoint_bytes,stored_layers:_type_stored_layers=_dflt_stored_layers,reserved_bytes:_type_reserved_bytes=_dflt_reserved_bytes,load_quantization:_type_load_quantization=_dflt_load_quantization,draft:_type_draft=_dflt_draft,acceptance_rate:_type_acceptance_rate=_dflt_acceptance_rate)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['context_tokens']=context_tokens\n  __dataclass_dict__['batch']=batch\n  __dataclass_dict__['dtype']=dtype\n  __dataclass_dict__['kv_dtype']=kv_dtype\n  __dataclass_dict__['include_mtp']=include_mtp\n  __dataclass_dict__['engine']=engine\n  __dataclass_dict__['checkpoint_bytes']=checkpoint_bytes\n  __dataclass_dict__['stored_layers']=stored_layers\n  __dataclass_dict__['reserved_bytes']=reserved_bytes\n  __dataclass_dict__['load_quantization']=load_quantization\n  __dataclass_dict__['draft']=draft\n  __dataclass_dict__['acceptance_rate']=acceptance_rate\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_context_tokens, _type_batch, _type_requested_dtype, _type_weights, _type_kv_cache_dtype, _type_kv_bytes, _type_include_mtp, _type_requested_kv_dtype, _type_engine, _type_release, _type_reserved_bytes, _type_checkpoint_warning, _type_stored_layers, _type_load_quantization, _type_draft, _type_acceptance_rate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_requested_kv_dtype, _dflt_reserved_bytes, _dflt_checkpoint_warning, _dflt_stored_layers, _dflt_load_quantization, _dflt_draft, _dflt_acceptance_rate, _return_type):
  def __init__(self,*,context_tokens:_type_context_tokens,batch:_type_batch,requested_dtype:_type_requested_dtype,weights:_type_weights,kv_cache_dtype:_type_kv_cache_dtype,kv_bytes:_type_kv_bytes,include_mtp:_type_include_mtp,requested_kv_dtype:_type_requested_kv_dtype=_dflt_requested_kv_dtype,engine:_type_engine,release:_type_release,reserved_bytes:_type_reserved_bytes=_dflt_reserved_bytes,checkpoint_warning:_type_checkpoint_warning=_dflt_checkpoint_warning,stored_layers:_type_stored_layers=_dflt_stored_layers,load_quantization:_type_load_quantization=_dflt_load_quantization,draft:_type_draft=_dflt_draft,acceptance_rate:_type_acceptance_rate=_dflt_acceptance_rate)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'context_tokens',context_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'batch',batch)
-  __dataclass_builtins_object__.__setattr__(self,'requested_dtype',requested_dtype)
-  __dataclass_builtins_object__.__setattr__(self,'weights',weights)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_dtype',kv_cache_dtype)
-  __dataclass_builtins_object__.__setattr__(self,'kv_bytes',kv_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'include_mtp',include_mtp)
-  __dataclass_builtins_object__.__setattr__(self,'requested_kv_dtype',requested_kv_dtype)
-  __dataclass_builtins_object__.__setattr__(self,'engine',engine)
-  __dataclass_builtins_object__.__setattr__(self,'release',release)
-  __dataclass_builtins_object__.__setattr__(self,'reserved_bytes',reserved_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'checkpoint_warning',checkpoint_warning)
-  __dataclass_builtins_object__.__setattr__(self,'stored_layers',stored_layers)
-  __dataclass_builtins_object__.__setattr__(self,'load_quantization',load_quantization)
-  __dataclass_builtins_object__.__setattr__(self,'draft',draft)
-  __dataclass_builtins_object__.__setattr__(self,'acceptance_rate',acceptance_rate)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['context_tokens']=context_tokens
+  __dataclass_dict__['batch']=batch
+  __dataclass_dict__['requested_dtype']=requested_dtype
+  __dataclass_dict__['weights']=weights
+  __dataclass_dict__['kv_cache_dtype']=kv_cache_dtype
+  __dataclass_dict__['kv_bytes']=kv_bytes
+  __dataclass_dict__['include_mtp']=include_mtp
+  __dataclass_dict__['requested_kv_dtype']=requested_kv_dtype
+  __dataclass_dict__['engine']=engine
+  __dataclass_dict__['release']=release
+  __dataclass_dict__['reserved_bytes']=reserved_bytes
+  __dataclass_dict__['checkpoint_warning']=checkpoint_warning
+  __dataclass_dict__['stored_layers']=stored_layers
+  __dataclass_dict__['load_quantization']=load_quantization
+  __dataclass_dict__['draft']=draft
+  __dataclass_dict__['acceptance_rate']=acceptance_rate
  return __init__
-CODE["def __create_fn__(_type_context_tokens, _type_batch, _type_requested_dtype, _type_weights, _type_kv_cache_dtype, _type_kv_bytes, _type_include_mtp, _type_requested_kv_dtype, _type_engine, _type_release, _type_reserved_bytes, _type_checkpoint_warning, _type_stored_layers, _type_load_quantization, _type_draft, _type_acceptance_rate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_requested_kv_dtype, _dflt_reserved_bytes, _dflt_checkpoint_warning, _dflt_stored_layers, _dflt_load_quantization, _dflt_draft, _dflt_acceptance_rate, _return_type):\n def __init__(self,*,context_tokens:_type_context_tokens,batch:_type_batch,requested_dtype:_type_requested_dtype,weights:_type_weights,kv_cache_dtype:_type_kv_cache_dtype,kv_bytes:_type_kv_bytes,include_mtp:_type_include_mtp,requested_kv_dtype:_type_requested_kv_dtype=_dflt_requested_kv_dtype,engine:_type_engine,release:_type_release,reserved_bytes:_type_reserved_bytes=_dflt_reserved_bytes,checkpoint_warning:_type_checkpoint_warning=_dflt_checkpoint_warning,stored_layers:_type_stored_layers=_dflt_stored_layers,load_quantization:_type_load_quantization=_dflt_load_quantization,draft:_type_draft=_dflt_draft,acceptance_rate:_type_acceptance_rate=_dflt_acceptance_rate)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'context_tokens',context_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'batch',batch)\n  __dataclass_builtins_object__.__setattr__(self,'requested_dtype',requested_dtype)\n  __dataclass_builtins_object__.__setattr__(self,'weights',weights)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_dtype',kv_cache_dtype)\n  __dataclass_builtins_object__.__setattr__(self,'kv_bytes',kv_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'include_mtp',include_mtp)\n  __dataclass_builtins_object__.__setattr__(self,'requested_kv_dtype',requested_kv_dtype)\n  __dataclass_builtins_object__.__setattr__(self,'engine',engine)\n  __dataclass_builtins_object__.__setattr__(self,'release',release)\n  __dataclass_builtins_object__.__setattr__(self,'reserved_bytes',reserved_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'checkpoint_warning',checkpoint_warning)\n  __dataclass_builtins_object__.__setattr__(self,'stored_layers',stored_layers)\n  __dataclass_builtins_object__.__setattr__(self,'load_quantization',load_quantization)\n  __dataclass_builtins_object__.__setattr__(self,'draft',draft)\n  __dataclass_builtins_object__.__setattr__(self,'acceptance_rate',acceptance_rate)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_context_tokens, _type_batch, _type_requested_dtype, _type_weights, _type_kv_cache_dtype, _type_kv_bytes, _type_include_mtp, _type_requested_kv_dtype, _type_engine, _type_release, _type_reserved_bytes, _type_checkpoint_warning, _type_stored_layers, _type_load_quantization, _type_draft, _type_acceptance_rate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_requested_kv_dtype, _dflt_reserved_bytes, _dflt_checkpoint_warning, _dflt_stored_layers, _dflt_load_quantization, _dflt_draft, _dflt_acceptance_rate, _return_type):\n def __init__(self,*,context_tokens:_type_context_tokens,batch:_type_batch,requested_dtype:_type_requested_dtype,weights:_type_weights,kv_cache_dtype:_type_kv_cache_dtype,kv_bytes:_type_kv_bytes,include_mtp:_type_include_mtp,requested_kv_dtype:_type_requested_kv_dtype=_dflt_requested_kv_dtype,engine:_type_engine,release:_type_release,reserved_bytes:_type_reserved_bytes=_dflt_reserved_bytes,checkpoint_warning:_type_checkpoint_warning=_dflt_checkpoint_warning,stored_layers:_type_stored_layers=_dflt_stored_layers,load_quantization:_type_load_quantization=_dflt_load_quantization,draft:_type_draft=_dflt_draft,acceptance_rate:_type_acceptance_rate=_dflt_acceptance_rate)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['context_tokens']=context_tokens\n  __dataclass_dict__['batch']=batch\n  __dataclass_dict__['requested_dtype']=requested_dtype\n  __dataclass_dict__['weights']=weights\n  __dataclass_dict__['kv_cache_dtype']=kv_cache_dtype\n  __dataclass_dict__['kv_bytes']=kv_bytes\n  __dataclass_dict__['include_mtp']=include_mtp\n  __dataclass_dict__['requested_kv_dtype']=requested_kv_dtype\n  __dataclass_dict__['engine']=engine\n  __dataclass_dict__['release']=release\n  __dataclass_dict__['reserved_bytes']=reserved_bytes\n  __dataclass_dict__['checkpoint_warning']=checkpoint_warning\n  __dataclass_dict__['stored_layers']=stored_layers\n  __dataclass_dict__['load_quantization']=load_quantization\n  __dataclass_dict__['draft']=draft\n  __dataclass_dict__['acceptance_rate']=acceptance_rate\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_context_tokens, _type_max_concurrency, _type_fits, _type_thin_margin, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_thin_margin, _return_type):
  def __init__(self,context_tokens:_type_context_tokens,max_concurrency:_type_max_concurrency,fits:_type_fits,thin_margin:_type_thin_margin=_dflt_thin_margin)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'context_tokens',context_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'max_concurrency',max_concurrency)
-  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
-  __dataclass_builtins_object__.__setattr__(self,'thin_margin',thin_margin)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['context_tokens']=context_tokens
+  __dataclass_dict__['max_concurrency']=max_concurrency
+  __dataclass_dict__['fits']=fits
+  __dataclass_dict__['thin_margin']=thin_margin
  return __init__
-CODE["def __create_fn__(_type_context_tokens, _type_max_concurrency, _type_fits, _type_thin_margin, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_thin_margin, _return_type):\n def __init__(self,context_tokens:_type_context_tokens,max_concurrency:_type_max_concurrency,fits:_type_fits,thin_margin:_type_thin_margin=_dflt_thin_margin)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'context_tokens',context_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'max_concurrency',max_concurrency)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'thin_margin',thin_margin)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_context_tokens, _type_max_concurrency, _type_fits, _type_thin_margin, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_thin_margin, _return_type):\n def __init__(self,context_tokens:_type_context_tokens,max_concurrency:_type_max_concurrency,fits:_type_fits,thin_margin:_type_thin_margin=_dflt_thin_margin)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['context_tokens']=context_tokens\n  __dataclass_dict__['max_concurrency']=max_concurrency\n  __dataclass_dict__['fits']=fits\n  __dataclass_dict__['thin_margin']=thin_margin\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_efficiency, _type_arch_factor, _type_overlap, _type_contention, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_contention, _return_type):
  def __init__(self,*,efficiency:_type_efficiency,arch_factor:_type_arch_factor,overlap:_type_overlap,contention:_type_contention=_dflt_contention)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'efficiency',efficiency)
-  __dataclass_builtins_object__.__setattr__(self,'arch_factor',arch_factor)
-  __dataclass_builtins_object__.__setattr__(self,'overlap',overlap)
-  __dataclass_builtins_object__.__setattr__(self,'contention',contention)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['efficiency']=efficiency
+  __dataclass_dict__['arch_factor']=arch_factor
+  __dataclass_dict__['overlap']=overlap
+  __dataclass_dict__['contention']=contention
  return __init__
-CODE["def __create_fn__(_type_efficiency, _type_arch_factor, _type_overlap, _type_contention, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_contention, _return_type):\n def __init__(self,*,efficiency:_type_efficiency,arch_factor:_type_arch_factor,overlap:_type_overlap,contention:_type_contention=_dflt_contention)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'efficiency',efficiency)\n  __dataclass_builtins_object__.__setattr__(self,'arch_factor',arch_factor)\n  __dataclass_builtins_object__.__setattr__(self,'overlap',overlap)\n  __dataclass_builtins_object__.__setattr__(self,'contention',contention)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_efficiency, _type_arch_factor, _type_overlap, _type_contention, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_contention, _return_type):\n def __init__(self,*,efficiency:_type_efficiency,arch_factor:_type_arch_factor,overlap:_type_overlap,contention:_type_contention=_dflt_contention)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['efficiency']=efficiency\n  __dataclass_dict__['arch_factor']=arch_factor\n  __dataclass_dict__['overlap']=overlap\n  __dataclass_dict__['contention']=contention\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_embedding, _type_lm_head, _type_attention, _type_mlp, _type_experts, _type_shared_experts, _type_router, _type_small, _type_vision, _type_experts_active, _type_expert_biases, _type_expert_biases_active, _type_mtp, _type_replicated_attention, _type_lookup_only, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_embedding, _dflt_lm_head, _dflt_attention, _dflt_mlp, _dflt_experts, _dflt_shared_experts, _dflt_router, _dflt_small, _dflt_vision, _dflt_experts_active, _dflt_expert_biases, _dflt_expert_biases_active, _dflt_mtp, _dflt_replicated_attention, _dflt_lookup_only, _return_type):
  def __init__(self,embedding:_type_embedding=_dflt_embedding,lm_head:_type_lm_head=_dflt_lm_head,attention:_type_attention=_dflt_attention,mlp:_type_mlp=_dflt_mlp,experts:_type_experts=_dflt_experts,shared_experts:_type_shared_experts=_dflt_shared_experts,router:_type_router=_dflt_router,small:_type_small=_dflt_small,vision:_type_vision=_dflt_vision,experts_active:_type_experts_active=_dflt_experts_active,expert_biases:_type_expert_biases=_dflt_expert_biases,expert_biases_active:_type_expert_biases_active=_dflt_expert_biases_active,mtp:_type_mtp=_dflt_mtp,replicated_attention:_type_replicated_attention=_dflt_replicated_attention,lookup_only:_type_lookup_only=_dflt_lookup_only)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'embedding',embedding)
-  __dataclass_builtins_object__.__setattr__(self,'lm_head',lm_head)
-  __dataclass_builtins_object__.__setattr__(self,'attention',attention)
-  __dataclass_builtins_object__.__setattr__(self,'mlp',mlp)
-  __dataclass_builtins_object__.__setattr__(self,'experts',experts)
-  __dataclass_builtins_object__.__setattr__(self,'shared_experts',shared_experts)
-  __dataclass_builtins_object__.__setattr__(self,'router',router)
-  __dataclass_builtins_object__.__setattr__(self,'small',small)
-  __dataclass_builtins_object__.__setattr__(self,'vision',vision)
-  __dataclass_builtins_object__.__setattr__(self,'experts_active',experts_active)
-  __dataclass_builtins_object__.__setattr__(self,'expert_biases',expert_biases)
-  __dataclass_builtins_object__.__setattr__(self,'expert_biases_active',expert_biases_active)
-  __dataclass_builtins_object__.__setattr__(self,'mtp',mtp)
-  __dataclass_builtins_object__.__setattr__(self,'replicated_attention',replicated_attention)
-  __dataclass_builtins_object__.__setattr__(self,'lookup_only',lookup_only)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['embedding']=embedding
+  __dataclass_dict__['lm_head']=lm_head
+  __dataclass_dict__['attention']=attention
+  __dataclass_dict__['mlp']=mlp
+  __dataclass_dict__['experts']=experts
+  __dataclass_dict__['shared_experts']=shared_experts
+  __dataclass_dict__['router']=router
+  __dataclass_dict__['small']=small
+  __dataclass_dict__['vision']=vision
+  __dataclass_dict__['experts_active']=experts_active
+  __dataclass_dict__['expert_biases']=expert_biases
+  __dataclass_dict__['expert_biases_active']=expert_biases_active
+  __dataclass_dict__['mtp']=mtp
+  __dataclass_dict__['replicated_attention']=replicated_attention
+  __dataclass_dict__['lookup_only']=lookup_only
  return __init__
-CODE["def __create_fn__(_type_embedding, _type_lm_head, _type_attention, _type_mlp, _type_experts, _type_shared_experts, _type_router, _type_small, _type_vision, _type_experts_active, _type_expert_biases, _type_expert_biases_active, _type_mtp, _type_replicated_attention, _type_lookup_only, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_embedding, _dflt_lm_head, _dflt_attention, _dflt_mlp, _dflt_experts, _dflt_shared_experts, _dflt_router, _dflt_small, _dflt_vision, _dflt_experts_active, _dflt_expert_biases, _dflt_expert_biases_active, _dflt_mtp, _dflt_replicated_attention, _dflt_lookup_only, _return_type):\n def __init__(self,embedding:_type_embedding=_dflt_embedding,lm_head:_type_lm_head=_dflt_lm_head,attention:_type_attention=_dflt_attention,mlp:_type_mlp=_dflt_mlp,experts:_type_experts=_dflt_experts,shared_experts:_type_shared_experts=_dflt_shared_experts,router:_type_router=_dflt_router,small:_type_small=_dflt_small,vision:_type_vision=_dflt_vision,experts_active:_type_experts_active=_dflt_experts_active,expert_biases:_type_expert_biases=_dflt_expert_biases,expert_biases_active:_type_expert_biases_active=_dflt_expert_biases_active,mtp:_type_mtp=_dflt_mtp,replicated_attention:_type_replicated_attention=_dflt_replicated_attention,lookup_only:_type_lookup_only=_dflt_lookup_only)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'embedding',embedding)\n  __dataclass_builtins_object__.__setattr__(self,'lm_head',lm_head)\n  __dataclass_builtins_object__.__setattr__(self,'attention',attention)\n  __dataclass_builtins_object__.__setattr__(self,'mlp',mlp)\n  __dataclass_builtins_object__.__setattr__(self,'experts',experts)\n  __dataclass_builtins_object__.__setattr__(self,'shared_experts',shared_experts)\n  __dataclass_builtins_object__.__setattr__(self,'router',router)\n  __dataclass_builtins_object__.__setattr__(self,'small',small)\n  __dataclass_builtins_object__.__setattr__(self,'vision',vision)\n  __dataclass_builtins_object__.__setattr__(self,'experts_active',experts_active)\n  __dataclass_builtins_object__.__setattr__(self,'expert_biases',expert_biases)\n  __dataclass_builtins_object__.__setattr__(self,'expert_biases_active',expert_biases_active)\n  __dataclass_builtins_object__.__setattr__(self,'mtp',mtp)\n  __dataclass_builtins_object__.__setattr__(self,'replicated_attention',replicated_attention)\n  __dataclass_builtins_object__.__setattr__(self,'lookup_only',lookup_only)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_embedding, _type_lm_head, _type_attention, _type_mlp, _type_experts, _type_shared_experts, _type_router, _type_small, _type_vision, _type_experts_active, _type_expert_biases, _type_expert_biases_active, _type_mtp, _type_replicated_attention, _type_lookup_only, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_embedding, _dflt_lm_head, _dflt_attention, _dflt_mlp, _dflt_experts, _dflt_shared_experts, _dflt_router, _dflt_small, _dflt_vision, _dflt_experts_active, _dflt_expert_biases, _dflt_expert_biases_active, _dflt_mtp, _dflt_replicated_attention, _dflt_lookup_only, _return_type):\n def __init__(self,embedding:_type_embedding=_dflt_embedding,lm_head:_type_lm_head=_dflt_lm_head,attention:_type_attention=_dflt_attention,mlp:_type_mlp=_dflt_mlp,experts:_type_experts=_dflt_experts,shared_experts:_type_shared_experts=_dflt_shared_experts,router:_type_router=_dflt_router,small:_type_small=_dflt_small,vision:_type_vision=_dflt_vision,experts_active:_type_experts_active=_dflt_experts_active,expert_biases:_type_expert_biases=_dflt_expert_biases,expert_biases_active:_type_expert_biases_active=_dflt_expert_biases_active,mtp:_type_mtp=_dflt_mtp,replicated_attention:_type_replicated_attention=_dflt_replicated_attention,lookup_only:_type_lookup_only=_dflt_lookup_only)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['embedding']=embedding\n  __dataclass_dict__['lm_head']=lm_head\n  __dataclass_dict__['attention']=attention\n  __dataclass_dict__['mlp']=mlp\n  __dataclass_dict__['experts']=experts\n  __dataclass_dict__['shared_experts']=shared_experts\n  __dataclass_dict__['router']=router\n  __dataclass_dict__['small']=small\n  __dataclass_dict__['vision']=vision\n  __dataclass_dict__['experts_active']=experts_active\n  __dataclass_dict__['expert_biases']=expert_biases\n  __dataclass_dict__['expert_biases_active']=expert_biases_active\n  __dataclass_dict__['mtp']=mtp\n  __dataclass_dict__['replicated_attention']=replicated_attention\n  __dataclass_dict__['lookup_only']=lookup_only\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_engine, _type_bandwidth_efficiency, _type_step_s, _type_layer_s, _type_expert_s, _type_expert_tuned_s, _type_moe_layer_s, _type_moe_mweight_s, _type_expert_byte_s, _type_expert_block_s, _type_expert_weight_s, _type_sequence_s, _type_prefill_mfu, _type_attention_mfu, _type_prefill_tflops_ceiling, _type_request_s, _type_fitted_on, _type_build, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_bandwidth_efficiency, _dflt_step_s, _dflt_layer_s, _dflt_expert_s, _dflt_expert_tuned_s, _dflt_moe_layer_s, _dflt_moe_mweight_s, _dflt_expert_byte_s, _dflt_expert_block_s, _dflt_expert_weight_s, _dflt_sequence_s, _dflt_prefill_mfu, _dflt_attention_mfu, _dflt_prefill_tflops_ceiling, _dflt_request_s, _dflt_fitted_on, _dflt_build, _return_type):
  def __init__(self,engine:_type_engine,bandwidth_efficiency:_type_bandwidth_efficiency=_HAS_DEFAULT_FACTORY,step_s:_type_step_s=_dflt_step_s,layer_s:_type_layer_s=_dflt_layer_s,expert_s:_type_expert_s=_dflt_expert_s,expert_tuned_s:_type_expert_tuned_s=_dflt_expert_tuned_s,moe_layer_s:_type_moe_layer_s=_dflt_moe_layer_s,moe_mweight_s:_type_moe_mweight_s=_HAS_DEFAULT_FACTORY,expert_byte_s:_type_expert_byte_s=_dflt_expert_byte_s,expert_block_s:_type_expert_block_s=_dflt_expert_block_s,expert_weight_s:_type_expert_weight_s=_dflt_expert_weight_s,sequence_s:_type_sequence_s=_dflt_sequence_s,prefill_mfu:_type_prefill_mfu=_dflt_prefill_mfu,attention_mfu:_type_attention_mfu=_dflt_attention_mfu,prefill_tflops_ceiling:_type_prefill_tflops_ceiling=_dflt_prefill_tflops_ceiling,request_s:_type_request_s=_dflt_request_s,fitted_on:_type_fitted_on=_dflt_fitted_on,build:_type_build=_dflt_build)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'engine',engine)
-  __dataclass_builtins_object__.__setattr__(self,'bandwidth_efficiency',_dflt_bandwidth_efficiency() if bandwidth_efficiency is _HAS_DEFAULT_FACTORY else bandwidth_efficiency)
-  __dataclass_builtins_object__.__setattr__(self,'step_s',step_s)
-  __dataclass_builtins_object__.__setattr__(self,'layer_s',layer_s)
-  __dataclass_builtins_object__.__setattr__(self,'expert_s',expert_s)
-  __dataclass_builtins_object__.__setattr__(self,'expert_tuned_s',expert_tuned_s)
-  __dataclass_builtins_object__.__setattr__(self,'moe_layer_s',moe_layer_s)
-  __dataclass_builtins_object__.__setattr__(self,'moe_mweight_s',_dflt_moe_mweight_s() if moe_mweight_s is _HAS_DEFAULT_FACTORY else moe_mweight_s)
-  __dataclass_builtins_object__.__setattr__(self,'expert_byte_s',expert_byte_s)
-  __dataclass_builtins_object__.__setattr__(self,'expert_block_s',expert_block_s)
-  __dataclass_builtins_object__.__setattr__(self,'expert_weight_s',expert_weight_s)
-  __dataclass_builtins_object__.__setattr__(self,'sequence_s',sequence_s)
-  __dataclass_builtins_object__.__setattr__(self,'prefill_mfu',prefill_mfu)
-  __dataclass_builtins_object__.__setattr__(self,'attention_mfu',attention_mfu)
-  __dataclass_builtins_object__.__setattr__(self,'prefill_tflops_ceiling',prefill_tflops_ceiling)
-  __dataclass_builtins_object__.__setattr__(self,'request_s',request_s)
-  __dataclass_builtins_object__.__setattr__(self,'fitted_on',fitted_on)
-  __dataclass_builtins_object__.__setattr__(self,'build',build)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['engine']=engine
+  __dataclass_dict__['bandwidth_efficiency']=_dflt_bandwidth_efficiency() if bandwidth_efficiency is _HAS_DEFAULT_FACTORY else bandwidth_efficiency
+  __dataclass_dict__['step_s']=step_s
+  __dataclass_dict__['layer_s']=layer_s
+  __dataclass_dict__['expert_s']=expert_s
+  __dataclass_dict__['expert_tuned_s']=expert_tuned_s
+  __dataclass_dict__['moe_layer_s']=moe_layer_s
+  __dataclass_dict__['moe_mweight_s']=_dflt_moe_mweight_s() if moe_mweight_s is _HAS_DEFAULT_FACTORY else moe_mweight_s
+  __dataclass_dict__['expert_byte_s']=expert_byte_s
+  __dataclass_dict__['expert_block_s']=expert_block_s
+  __dataclass_dict__['expert_weight_s']=expert_weight_s
+  __dataclass_dict__['sequence_s']=sequence_s
+  __dataclass_dict__['prefill_mfu']=prefill_mfu
+  __dataclass_dict__['attention_mfu']=attention_mfu
+  __dataclass_dict__['prefill_tflops_ceiling']=prefill_tflops_ceiling
+  __dataclass_dict__['request_s']=request_s
+  __dataclass_dict__['fitted_on']=fitted_on
+  __dataclass_dict__['build']=build
  return __init__
-CODE["def __create_fn__(_type_engine, _type_bandwidth_efficiency, _type_step_s, _type_layer_s, _type_expert_s, _type_expert_tuned_s, _type_moe_layer_s, _type_moe_mweight_s, _type_expert_byte_s, _type_expert_block_s, _type_expert_weight_s, _type_sequence_s, _type_prefill_mfu, _type_attention_mfu, _type_prefill_tflops_ceiling, _type_request_s, _type_fitted_on, _type_build, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_bandwidth_efficiency, _dflt_step_s, _dflt_layer_s, _dflt_expert_s, _dflt_expert_tuned_s, _dflt_moe_layer_s, _dflt_moe_mweight_s, _dflt_expert_byte_s, _dflt_expert_block_s, _dflt_expert_weight_s, _dflt_sequence_s, _dflt_prefill_mfu, _dflt_attention_mfu, _dflt_prefill_tflops_ceiling, _dflt_request_s, _dflt_fitted_on, _dflt_build, _return_type):\n def __init__(self,engine:_type_engine,bandwidth_efficiency:_type_bandwidth_efficiency=_HAS_DEFAULT_FACTORY,step_s:_type_step_s=_dflt_step_s,layer_s:_type_layer_s=_dflt_layer_s,expert_s:_type_expert_s=_dflt_expert_s,expert_tuned_s:_type_expert_tuned_s=_dflt_expert_tuned_s,moe_layer_s:_type_moe_layer_s=_dflt_moe_layer_s,moe_mweight_s:_type_moe_mweight_s=_HAS_DEFAULT_FACTORY,expert_byte_s:_type_expert_byte_s=_dflt_expert_byte_s,expert_block_s:_type_expert_block_s=_dflt_expert_block_s,expert_weight_s:_type_expert_weight_s=_dflt_expert_weight_s,sequence_s:_type_sequence_s=_dflt_sequence_s,prefill_mfu:_type_prefill_mfu=_dflt_prefill_mfu,attention_mfu:_type_attention_mfu=_dflt_attention_mfu,prefill_tflops_ceiling:_type_prefill_tflops_ceiling=_dflt_prefill_tflops_ceiling,request_s:_type_request_s=_dflt_request_s,fitted_on:_type_fitted_on=_dflt_fitted_on,build:_type_build=_dflt_build)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'engine',engine)\n  __dataclass_builtins_object__.__setattr__(self,'bandwidth_efficiency',_dflt_bandwidth_efficiency() if bandwidth_efficiency is _HAS_DEFAULT_FACTORY else bandwidth_efficiency)\n  __dataclass_builtins_object__.__setattr__(self,'step_s',step_s)\n  __dataclass_builtins_object__.__setattr__(self,'layer_s',layer_s)\n  __dataclass_builtins_object__.__setattr__(self,'expert_s',expert_s)\n  __dataclass_builtins_object__.__setattr__(self,'expert_tuned_s',expert_tuned_s)\n  __dataclass_builtins_object__.__setattr__(self,'moe_layer_s',moe_layer_s)\n  __dataclass_builtins_object__.__setattr__(self,'moe_mweight_s',_dflt_moe_mweight_s() if moe_mweight_s is _HAS_DEFAULT_FACTORY else moe_mweight_s)\n  __dataclass_builtins_object__.__setattr__(self,'expert_byte_s',expert_byte_s)\n  __dataclass_builtins_object__.__setattr__(self,'expert_block_s',expert_block_s)\n  __dataclass_builtins_object__.__setattr__(self,'expert_weight_s',expert_weight_s)\n  __dataclass_builtins_object__.__setattr__(self,'sequence_s',sequence_s)\n  __dataclass_builtins_object__.__setattr__(self,'prefill_mfu',prefill_mfu)\n  __dataclass_builtins_object__.__setattr__(self,'attention_mfu',attention_mfu)\n  __dataclass_builtins_object__.__setattr__(self,'prefill_tflops_ceiling',prefill_tflops_ceiling)\n  __dataclass_builtins_object__.__setattr__(self,'request_s',request_s)\n  __dataclass_builtins_object__.__setattr__(self,'fitted_on',fitted_on)\n  __dataclass_builtins_object__.__setattr__(self,'build',build)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_engine, _type_bandwidth_efficiency, _type_step_s, _type_layer_s, _type_expert_s, _type_expert_tuned_s, _type_moe_layer_s, _type_moe_mweight_s, _type_expert_byte_s, _type_expert_block_s, _type_expert_weight_s, _type_sequence_s, _type_prefill_mfu, _type_attention_mfu, _type_prefill_tflops_ceiling, _type_request_s, _type_fitted_on, _type_build, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_bandwidth_efficiency, _dflt_step_s, _dflt_layer_s, _dflt_expert_s, _dflt_expert_tuned_s, _dflt_moe_layer_s, _dflt_moe_mweight_s, _dflt_expert_byte_s, _dflt_expert_block_s, _dflt_expert_weight_s, _dflt_sequence_s, _dflt_prefill_mfu, _dflt_attention_mfu, _dflt_prefill_tflops_ceiling, _dflt_request_s, _dflt_fitted_on, _dflt_build, _return_type):\n def __init__(self,engine:_type_engine,bandwidth_efficiency:_type_bandwidth_efficiency=_HAS_DEFAULT_FACTORY,step_s:_type_step_s=_dflt_step_s,layer_s:_type_layer_s=_dflt_layer_s,expert_s:_type_expert_s=_dflt_expert_s,expert_tuned_s:_type_expert_tuned_s=_dflt_expert_tuned_s,moe_layer_s:_type_moe_layer_s=_dflt_moe_layer_s,moe_mweight_s:_type_moe_mweight_s=_HAS_DEFAULT_FACTORY,expert_byte_s:_type_expert_byte_s=_dflt_expert_byte_s,expert_block_s:_type_expert_block_s=_dflt_expert_block_s,expert_weight_s:_type_expert_weight_s=_dflt_expert_weight_s,sequence_s:_type_sequence_s=_dflt_sequence_s,prefill_mfu:_type_prefill_mfu=_dflt_prefill_mfu,attention_mfu:_type_attention_mfu=_dflt_attention_mfu,prefill_tflops_ceiling:_type_prefill_tflops_ceiling=_dflt_prefill_tflops_ceiling,request_s:_type_request_s=_dflt_request_s,fitted_on:_type_fitted_on=_dflt_fitted_on,build:_type_build=_dflt_build)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['engine']=engine\n  __dataclass_dict__['bandwidth_efficiency']=_dflt_bandwidth_efficiency() if bandwidth_efficiency is _HAS_DEFAULT_FACTORY else bandwidth_efficiency\n  __dataclass_dict__['step_s']=step_s\n  __dataclass_dict__['layer_s']=layer_s\n  __dataclass_dict__['expert_s']=expert_s\n  __dataclass_dict__['expert_tuned_s']=expert_tuned_s\n  __dataclass_dict__['moe_layer_s']=moe_layer_s\n  __dataclass_dict__['moe_mweight_s']=_dflt_moe_mweight_s() if moe_mweight_s is _HAS_DEFAULT_FACTORY else moe_mweight_s\n  __dataclass_dict__['expert_byte_s']=expert_byte_s\n  __dataclass_dict__['expert_block_s']=expert_block_s\n  __dataclass_dict__['expert_weight_s']=expert_weight_s\n  __dataclass_dict__['sequence_s']=sequence_s\n  __dataclass_dict__['prefill_mfu']=prefill_mfu\n  __dataclass_dict__['attention_mfu']=attention_mfu\n  __dataclass_dict__['prefill_tflops_ceiling']=prefill_tflops_ceiling\n  __dataclass_dict__['request_s']=request_s\n  __dataclass_dict__['fitted_on']=fitted_on\n  __dataclass_dict__['build']=build\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_engine, _type_engine_label, _type_version, _type_words, _type_replicas, _type_gpus_per_replica, _type_node_gpus, _type_name, _type_model_path, _type_model_is_file, _type_header, _type_vendor, _type_gfx_target, _type_backend, _type_gpu, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_model_path, _dflt_model_is_file, _dflt_header, _dflt_vendor, _dflt_gfx_target, _dflt_backend, _dflt_gpu, _return_type):
  def __init__(self,engine:_type_engine,engine_label:_type_engine_label,version:_type_version,words:_type_words,replicas:_type_replicas,gpus_per_replica:_type_gpus_per_replica,node_gpus:_type_node_gpus,name:_type_name,model_path:_type_model_path=_dflt_model_path,model_is_file:_type_model_is_file=_dflt_model_is_file,header:_type_header=_dflt_header,vendor:_type_vendor=_dflt_vendor,gfx_target:_type_gfx_target=_dflt_gfx_target,backend:_type_backend=_dflt_backend,gpu:_type_gpu=_dflt_gpu)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'engine',engine)
-  __dataclass_builtins_object__.__setattr__(self,'engine_label',engine_label)
-  __dataclass_builtins_object__.__setattr__(self,'version',version)
-  __dataclass_builtins_object__.__setattr__(self,'words',words)
-  __dataclass_builtins_object__.__setattr__(self,'replicas',replicas)
-  __dataclass_builtins_object__.__setattr__(self,'gpus_per_replica',gpus_per_replica)
-  __dataclass_builtins_object__.__setattr__(self,'node_gpus',node_gpus)
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'model_path',model_path)
-  __dataclass_builtins_object__.__setattr__(self,'model_is_file',model_is_file)
-  __dataclass_builtins_object__.__setattr__(self,'header',header)
-  __dataclass_builtins_object__.__setattr__(self,'vendor',vendor)
-  __dataclass_builtins_object__.__setattr__(self,'gfx_target',gfx_target)
-  __dataclass_builtins_object__.__setattr__(self,'backend',backend)
-  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['engine']=engine
+  __dataclass_dict__['engine_label']=engine_label
+  __dataclass_dict__['version']=version
+  __dataclass_dict__['words']=words
+  __dataclass_dict__['replicas']=replicas
+  __dataclass_dict__['gpus_per_replica']=gpus_per_replica
+  __dataclass_dict__['node_gpus']=node_gpus
+  __dataclass_dict__['name']=name
+  __dataclass_dict__['model_path']=model_path
+  __dataclass_dict__['model_is_file']=model_is_file
+  __dataclass_dict__['header']=header
+  __dataclass_dict__['vendor']=vendor
+  __dataclass_dict__['gfx_target']=gfx_target
+  __dataclass_dict__['backend']=backend
+  __dataclass_dict__['gpu']=gpu
  return __init__
-CODE["def __create_fn__(_type_engine, _type_engine_label, _type_version, _type_words, _type_replicas, _type_gpus_per_replica, _type_node_gpus, _type_name, _type_model_path, _type_model_is_file, _type_header, _type_vendor, _type_gfx_target, _type_backend, _type_gpu, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_model_path, _dflt_model_is_file, _dflt_header, _dflt_vendor, _dflt_gfx_target, _dflt_backend, _dflt_gpu, _return_type):\n def __init__(self,engine:_type_engine,engine_label:_type_engine_label,version:_type_version,words:_type_words,replicas:_type_replicas,gpus_per_replica:_type_gpus_per_replica,node_gpus:_type_node_gpus,name:_type_name,model_path:_type_model_path=_dflt_model_path,model_is_file:_type_model_is_file=_dflt_model_is_file,header:_type_header=_dflt_header,vendor:_type_vendor=_dflt_vendor,gfx_target:_type_gfx_target=_dflt_gfx_target,backend:_type_backend=_dflt_backend,gpu:_type_gpu=_dflt_gpu)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'engine',engine)\n  __dataclass_builtins_object__.__setattr__(self,'engine_label',engine_label)\n  __dataclass_builtins_object__.__setattr__(self,'version',version)\n  __dataclass_builtins_object__.__setattr__(self,'words',words)\n  __dataclass_builtins_object__.__setattr__(self,'replicas',replicas)\n  __dataclass_builtins_object__.__setattr__(self,'gpus_per_replica',gpus_per_replica)\n  __dataclass_builtins_object__.__setattr__(self,'node_gpus',node_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'model_path',model_path)\n  __dataclass_builtins_object__.__setattr__(self,'model_is_file',model_is_file)\n  __dataclass_builtins_object__.__setattr__(self,'header',header)\n  __dataclass_builtins_object__.__setattr__(self,'vendor',vendor)\n  __dataclass_builtins_object__.__setattr__(self,'gfx_target',gfx_target)\n  __dataclass_builtins_object__.__setattr__(self,'backend',backend)\n  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_engine, _type_engine_label, _type_version, _type_words, _type_replicas, _type_gpus_per_replica, _type_node_gpus, _type_name, _type_model_path, _type_model_is_file, _type_header, _type_vendor, _type_gfx_target, _type_backend, _type_gpu, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_model_path, _dflt_model_is_file, _dflt_header, _dflt_vendor, _dflt_gfx_target, _dflt_backend, _dflt_gpu, _return_type):\n def __init__(self,engine:_type_engine,engine_label:_type_engine_label,version:_type_version,words:_type_words,replicas:_type_replicas,gpus_per_replica:_type_gpus_per_replica,node_gpus:_type_node_gpus,name:_type_name,model_path:_type_model_path=_dflt_model_path,model_is_file:_type_model_is_file=_dflt_model_is_file,header:_type_header=_dflt_header,vendor:_type_vendor=_dflt_vendor,gfx_target:_type_gfx_target=_dflt_gfx_target,backend:_type_backend=_dflt_backend,gpu:_type_gpu=_dflt_gpu)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['engine']=engine\n  __dataclass_dict__['engine_label']=engine_label\n  __dataclass_dict__['version']=version\n  __dataclass_dict__['words']=words\n  __dataclass_dict__['replicas']=replicas\n  __dataclass_dict__['gpus_per_replica']=gpus_per_replica\n  __dataclass_dict__['node_gpus']=node_gpus\n  __dataclass_dict__['name']=name\n  __dataclass_dict__['model_path']=model_path\n  __dataclass_dict__['model_is_file']=model_is_file\n  __dataclass_dict__['header']=header\n  __dataclass_dict__['vendor']=vendor\n  __dataclass_dict__['gfx_target']=gfx_target\n  __dataclass_dict__['backend']=backend\n  __dataclass_dict__['gpu']=gpu\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_engine, _type_engine_model, _type_settings, _type_weight_format, _type_kv_cache_dtype, _type_estimates, _type_best_effort, _type_include_mtp, _type_cuda_visible_assumed_for, _type_terms, _type_gpu_files, _type_prices, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_terms, _return_type):
  def __init__(self,*,engine:_type_engine,engine_model:_type_engine_model,settings:_type_settings,weight_format:_type_weight_format,kv_cache_dtype:_type_kv_cache_dtype,estimates:_type_estimates,best_effort:_type_best_effort,include_mtp:_type_include_mtp,cuda_visible_assumed_for:_type_cuda_visible_assumed_for,terms:_type_terms=_dflt_terms,gpu_files:_type_gpu_files,prices:_type_prices,notes:_type_notes)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'engine',engine)
-  __dataclass_builtins_object__.__setattr__(self,'engine_model',engine_model)
-  __dataclass_builtins_object__.__setattr__(self,'settings',settings)
-  __dataclass_builtins_object__.__setattr__(self,'weight_format',weight_format)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_dtype',kv_cache_dtype)
-  __dataclass_builtins_object__.__setattr__(self,'estimates',estimates)
-  __dataclass_builtins_object__.__setattr__(self,'best_effort',best_effort)
-  __dataclass_builtins_object__.__setattr__(self,'include_mtp',include_mtp)
-  __dataclass_builtins_object__.__setattr__(self,'cuda_visible_assumed_for',cuda_visible_assumed_for)
-  __dataclass_builtins_object__.__setattr__(self,'terms',terms)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_files',gpu_files)
-  __dataclass_builtins_object__.__setattr__(self,'prices',prices)
-  __dataclass_builtins_object__.__setattr__(self,'notes',notes)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['engine']=engine
+  __dataclass_dict__['engine_model']=engine_model
+  __dataclass_dict__['settings']=settings
+  __dataclass_dict__['weight_format']=weight_format
+  __dataclass_dict__['kv_cache_dtype']=kv_cache_dtype
+  __dataclass_dict__['estimates']=estimates
+  __dataclass_dict__['best_effort']=best_effort
+  __dataclass_dict__['include_mtp']=include_mtp
+  __dataclass_dict__['cuda_visible_assumed_for']=cuda_visible_assumed_for
+  __dataclass_dict__['terms']=terms
+  __dataclass_dict__['gpu_files']=gpu_files
+  __dataclass_dict__['prices']=prices
+  __dataclass_dict__['notes']=notes
  return __init__
-CODE["def __create_fn__(_type_engine, _type_engine_model, _type_settings, _type_weight_format, _type_kv_cache_dtype, _type_estimates, _type_best_effort, _type_include_mtp, _type_cuda_visible_assumed_for, _type_terms, _type_gpu_files, _type_prices, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_terms, _return_type):\n def __init__(self,*,engine:_type_engine,engine_model:_type_engine_model,settings:_type_settings,weight_format:_type_weight_format,kv_cache_dtype:_type_kv_cache_dtype,estimates:_type_estimates,best_effort:_type_best_effort,include_mtp:_type_include_mtp,cuda_visible_assumed_for:_type_cuda_visible_assumed_for,terms:_type_terms=_dflt_terms,gpu_files:_type_gpu_files,prices:_type_prices,notes:_type_notes)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'engine',engine)\n  __dataclass_builtins_object__.__setattr__(self,'engine_model',engine_model)\n  __dataclass_builtins_object__.__setattr__(self,'settings',settings)\n  __dataclass_builtins_object__.__setattr__(self,'weight_format',weight_format)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_dtype',kv_cache_dtype)\n  __dataclass_builtins_object__.__setattr__(self,'estimates',estimates)\n  __dataclass_builtins_object__.__setattr__(self,'best_effort',best_effort)\n  __dataclass_builtins_object__.__setattr__(self,'include_mtp',include_mtp)\n  __dataclass_builtins_object__.__setattr__(self,'cuda_visible_assumed_for',cuda_visible_assumed_for)\n  __dataclass_builtins_object__.__setattr__(self,'terms',terms)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_files',gpu_files)\n  __dataclass_builtins_object__.__setattr__(self,'prices',prices)\n  __dataclass_builtins_object__.__setattr__(self,'notes',notes)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_engine, _type_engine_model, _type_settings, _type_weight_format, _type_kv_cache_dtype, _type_estimates, _type_best_effort, _type_include_mtp, _type_cuda_visible_assumed_for, _type_terms, _type_gpu_files, _type_prices, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_terms, _return_type):\n def __init__(self,*,engine:_type_engine,engine_model:_type_engine_model,settings:_type_settings,weight_format:_type_weight_format,kv_cache_dtype:_type_kv_cache_dtype,estimates:_type_estimates,best_effort:_type_best_effort,include_mtp:_type_include_mtp,cuda_visible_assumed_for:_type_cuda_visible_assumed_for,terms:_type_terms=_dflt_terms,gpu_files:_type_gpu_files,prices:_type_prices,notes:_type_notes)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['engine']=engine\n  __dataclass_dict__['engine_model']=engine_model\n  __dataclass_dict__['settings']=settings\n  __dataclass_dict__['weight_format']=weight_format\n  __dataclass_dict__['kv_cache_dtype']=kv_cache_dtype\n  __dataclass_dict__['estimates']=estimates\n  __dataclass_dict__['best_effort']=best_effort\n  __dataclass_dict__['include_mtp']=include_mtp\n  __dataclass_dict__['cuda_visible_assumed_for']=cuda_visible_assumed_for\n  __dataclass_dict__['terms']=terms\n  __dataclass_dict__['gpu_files']=gpu_files\n  __dataclass_dict__['prices']=prices\n  __dataclass_dict__['notes']=notes\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_engine, _type_known, _type_exhaustive, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_exhaustive, _return_type):
  def __init__(self,engine:_type_engine,known:_type_known,exhaustive:_type_exhaustive=_dflt_exhaustive)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'engine',engine)
-  __dataclass_builtins_object__.__setattr__(self,'known',known)
-  __dataclass_builtins_object__.__setattr__(self,'exhaustive',exhaustive)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['engine']=engine
+  __dataclass_dict__['known']=known
+  __dataclass_dict__['exhaustive']=exhaustive
  return __init__
-CODE["def __create_fn__(_type_engine, _type_known, _type_exhaustive, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_exhaustive, _return_type):\n def __init__(self,engine:_type_engine,known:_type_known,exhaustive:_type_exhaustive=_dflt_exhaustive)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'engine',engine)\n  __dataclass_builtins_object__.__setattr__(self,'known',known)\n  __dataclass_builtins_object__.__setattr__(self,'exhaustive',exhaustive)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_engine, _type_known, _type_exhaustive, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_exhaustive, _return_type):\n def __init__(self,engine:_type_engine,known:_type_known,exhaustive:_type_exhaustive=_dflt_exhaustive)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['engine']=engine\n  __dataclass_dict__['known']=known\n  __dataclass_dict__['exhaustive']=exhaustive\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_engine, _type_ranking, _type_min_tokens_per_s_per_user, _type_max_ttft_s, _type_layout, _type_throughput, _type_prices, _type_power, _type_utilization_hours, _type_buy_vs_rent, _type_gpu_files, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,engine:_type_engine,ranking:_type_ranking,min_tokens_per_s_per_user:_type_min_tokens_per_s_per_user,max_ttft_s:_type_max_ttft_s,layout:_type_layout,throughput:_type_throughput,prices:_type_prices,power:_type_power,utilization_hours:_type_utilization_hours,buy_vs_rent:_type_buy_vs_rent,gpu_files:_type_gpu_files,notes:_type_notes)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'engine',engine)
-  __dataclass_builtins_object__.__setattr__(self,'ranking',ranking)
-  __dataclass_builtins_object__.__setattr__(self,'min_tokens_per_s_per_user',min_tokens_per_s_per_user)
-  __dataclass_builtins_object__.__setattr__(self,'max_ttft_s',max_ttft_s)
-  __dataclass_builtins_object__.__setattr__(self,'layout',layout)
-  __dataclass_builtins_object__.__setattr__(self,'throughput',throughput)
-  __dataclass_builtins_object__.__setattr__(self,'prices',prices)
-  __dataclass_builtins_object__.__setattr__(self,'power',power)
-  __dataclass_builtins_object__.__setattr__(self,'utilization_hours',utilization_hours)
-  __dataclass_builtins_object__.__setattr__(self,'buy_vs_rent',buy_vs_rent)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_files',gpu_files)
-  __dataclass_builtins_object__.__setattr__(self,'notes',notes)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['engine']=engine
+  __dataclass_dict__['ranking']=ranking
+  __dataclass_dict__['min_tokens_per_s_per_user']=min_tokens_per_s_per_user
+  __dataclass_dict__['max_ttft_s']=max_ttft_s
+  __dataclass_dict__['layout']=layout
+  __dataclass_dict__['throughput']=throughput
+  __dataclass_dict__['prices']=prices
+  __dataclass_dict__['power']=power
+  __dataclass_dict__['utilization_hours']=utilization_hours
+  __dataclass_dict__['buy_vs_rent']=buy_vs_rent
+  __dataclass_dict__['gpu_files']=gpu_files
+  __dataclass_dict__['notes']=notes
  return __init__
-CODE["def __create_fn__(_type_engine, _type_ranking, _type_min_tokens_per_s_per_user, _type_max_ttft_s, _type_layout, _type_throughput, _type_prices, _type_power, _type_utilization_hours, _type_buy_vs_rent, _type_gpu_files, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,engine:_type_engine,ranking:_type_ranking,min_tokens_per_s_per_user:_type_min_tokens_per_s_per_user,max_ttft_s:_type_max_ttft_s,layout:_type_layout,throughput:_type_throughput,prices:_type_prices,power:_type_power,utilization_hours:_type_utilization_hours,buy_vs_rent:_type_buy_vs_rent,gpu_files:_type_gpu_files,notes:_type_notes)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'engine',engine)\n  __dataclass_builtins_object__.__setattr__(self,'ranking',ranking)\n  __dataclass_builtins_object__.__setattr__(self,'min_tokens_per_s_per_user',min_tokens_per_s_per_user)\n  __dataclass_builtins_object__.__setattr__(self,'max_ttft_s',max_ttft_s)\n  __dataclass_builtins_object__.__setattr__(self,'layout',layout)\n  __dataclass_builtins_object__.__setattr__(self,'throughput',throughput)\n  __dataclass_builtins_object__.__setattr__(self,'prices',prices)\n  __dataclass_builtins_object__.__setattr__(self,'power',power)\n  __dataclass_builtins_object__.__setattr__(self,'utilization_hours',utilization_hours)\n  __dataclass_builtins_object__.__setattr__(self,'buy_vs_rent',buy_vs_rent)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_files',gpu_files)\n  __dataclass_builtins_object__.__setattr__(self,'notes',notes)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_engine, _type_ranking, _type_min_tokens_per_s_per_user, _type_max_ttft_s, _type_layout, _type_throughput, _type_prices, _type_power, _type_utilization_hours, _type_buy_vs_rent, _type_gpu_files, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,engine:_type_engine,ranking:_type_ranking,min_tokens_per_s_per_user:_type_min_tokens_per_s_per_user,max_ttft_s:_type_max_ttft_s,layout:_type_layout,throughput:_type_throughput,prices:_type_prices,power:_type_power,utilization_hours:_type_utilization_hours,buy_vs_rent:_type_buy_vs_rent,gpu_files:_type_gpu_files,notes:_type_notes)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['engine']=engine\n  __dataclass_dict__['ranking']=ranking\n  __dataclass_dict__['min_tokens_per_s_per_user']=min_tokens_per_s_per_user\n  __dataclass_dict__['max_ttft_s']=max_ttft_s\n  __dataclass_dict__['layout']=layout\n  __dataclass_dict__['throughput']=throughput\n  __dataclass_dict__['prices']=prices\n  __dataclass_dict__['power']=power\n  __dataclass_dict__['utilization_hours']=utilization_hours\n  __dataclass_dict__['buy_vs_rent']=buy_vs_rent\n  __dataclass_dict__['gpu_files']=gpu_files\n  __dataclass_dict__['notes']=notes\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_engine, _type_release, _type_name, _type_frontend, _type_prefill, _type_decode, _type_node_gpus, _type_model_path, _type_model_is_file, _type_header, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_model_path, _dflt_model_is_file, _dflt_header, _return_type):
  def __init__(self,engine:_type_engine,release:_type_release,name:_type_name,frontend:_type_frontend,prefill:_type_prefill,decode:_type_decode,node_gpus:_type_node_gpus,model_path:_type_model_path=_dflt_model_path,model_is_file:_type_model_is_file=_dflt_model_is_file,header:_type_header=_dflt_header)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'engine',engine)
-  __dataclass_builtins_object__.__setattr__(self,'release',release)
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'frontend',frontend)
-  __dataclass_builtins_object__.__setattr__(self,'prefill',prefill)
-  __dataclass_builtins_object__.__setattr__(self,'decode',decode)
-  __dataclass_builtins_object__.__setattr__(self,'node_gpus',node_gpus)
-  __dataclass_builtins_object__.__setattr__(self,'model_path',model_path)
-  __dataclass_builtins_object__.__setattr__(self,'model_is_file',model_is_file)
-  __dataclass_builtins_object__.__setattr__(self,'header',header)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['engine']=engine
+  __dataclass_dict__['release']=release
+  __dataclass_dict__['name']=name
+  __dataclass_dict__['frontend']=frontend
+  __dataclass_dict__['prefill']=prefill
+  __dataclass_dict__['decode']=decode
+  __dataclass_dict__['node_gpus']=node_gpus
+  __dataclass_dict__['model_path']=model_path
+  __dataclass_dict__['model_is_file']=model_is_file
+  __dataclass_dict__['header']=header
  return __init__
-CODE["def __create_fn__(_type_engine, _type_release, _type_name, _type_frontend, _type_prefill, _type_decode, _type_node_gpus, _type_model_path, _type_model_is_file, _type_header, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_model_path, _dflt_model_is_file, _dflt_header, _return_type):\n def __init__(self,engine:_type_engine,release:_type_release,name:_type_name,frontend:_type_frontend,prefill:_type_prefill,decode:_type_decode,node_gpus:_type_node_gpus,model_path:_type_model_path=_dflt_model_path,model_is_file:_type_model_is_file=_dflt_model_is_file,header:_type_header=_dflt_header)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'engine',engine)\n  __dataclass_builtins_object__.__setattr__(self,'release',release)\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'frontend',frontend)\n  __dataclass_builtins_object__.__setattr__(self,'prefill',prefill)\n  __dataclass_builtins_object__.__setattr__(self,'decode',decode)\n  __dataclass_builtins_object__.__setattr__(self,'node_gpus',node_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'model_path',model_path)\n  __dataclass_builtins_object__.__setattr__(self,'model_is_file',model_is_file)\n  __dataclass_builtins_object__.__setattr__(self,'header',header)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_engine, _type_release, _type_name, _type_frontend, _type_prefill, _type_decode, _type_node_gpus, _type_model_path, _type_model_is_file, _type_header, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_model_path, _dflt_model_is_file, _dflt_header, _return_type):\n def __init__(self,engine:_type_engine,release:_type_release,name:_type_name,frontend:_type_frontend,prefill:_type_prefill,decode:_type_decode,node_gpus:_type_node_gpus,model_path:_type_model_path=_dflt_model_path,model_is_file:_type_model_is_file=_dflt_model_is_file,header:_type_header=_dflt_header)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['engine']=engine\n  __dataclass_dict__['release']=release\n  __dataclass_dict__['name']=name\n  __dataclass_dict__['frontend']=frontend\n  __dataclass_dict__['prefill']=prefill\n  __dataclass_dict__['decode']=decode\n  __dataclass_dict__['node_gpus']=node_gpus\n  __dataclass_dict__['model_path']=model_path\n  __dataclass_dict__['model_is_file']=model_is_file\n  __dataclass_dict__['header']=header\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_engine, _type_settings, _type_weight_format, _type_kv_cache_dtype, _type_gpu_files, _type_notes, _type_terms, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_terms, _return_type):
  def __init__(self,*,engine:_type_engine,settings:_type_settings,weight_format:_type_weight_format,kv_cache_dtype:_type_kv_cache_dtype,gpu_files:_type_gpu_files,notes:_type_notes,terms:_type_terms=_dflt_terms)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'engine',engine)
-  __dataclass_builtins_object__.__setattr__(self,'settings',settings)
-  __dataclass_builtins_object__.__setattr__(self,'weight_format',weight_format)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_dtype',kv_cache_dtype)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_files',gpu_files)
-  __dataclass_builtins_object__.__setattr__(self,'notes',notes)
-  __dataclass_builtins_object__.__setattr__(self,'terms',terms)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['engine']=engine
+  __dataclass_dict__['settings']=settings
+  __dataclass_dict__['weight_format']=weight_format
+  __dataclass_dict__['kv_cache_dtype']=kv_cache_dtype
+  __dataclass_dict__['gpu_files']=gpu_files
+  __dataclass_dict__['notes']=notes
+  __dataclass_dict__['terms']=terms
  return __init__
-CODE["def __create_fn__(_type_engine, _type_settings, _type_weight_format, _type_kv_cache_dtype, _type_gpu_files, _type_notes, _type_terms, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_terms, _return_type):\n def __init__(self,*,engine:_type_engine,settings:_type_settings,weight_format:_type_weight_format,kv_cache_dtype:_type_kv_cache_dtype,gpu_files:_type_gpu_files,notes:_type_notes,terms:_type_terms=_dflt_terms)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'engine',engine)\n  __dataclass_builtins_object__.__setattr__(self,'settings',settings)\n  __dataclass_builtins_object__.__setattr__(self,'weight_format',weight_format)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_dtype',kv_cache_dtype)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_files',gpu_files)\n  __dataclass_builtins_object__.__setattr__(self,'notes',notes)\n  __dataclass_builtins_object__.__setattr__(self,'terms',terms)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_engine, _type_settings, _type_weight_format, _type_kv_cache_dtype, _type_gpu_files, _type_notes, _type_terms, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_terms, _return_type):\n def __init__(self,*,engine:_type_engine,settings:_type_settings,weight_format:_type_weight_format,kv_cache_dtype:_type_kv_cache_dtype,gpu_files:_type_gpu_files,notes:_type_notes,terms:_type_terms=_dflt_terms)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['engine']=engine\n  __dataclass_dict__['settings']=settings\n  __dataclass_dict__['weight_format']=weight_format\n  __dataclass_dict__['kv_cache_dtype']=kv_cache_dtype\n  __dataclass_dict__['gpu_files']=gpu_files\n  __dataclass_dict__['notes']=notes\n  __dataclass_dict__['terms']=terms\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_engine, _type_sort, _type_ordering, _type_top, _type_layout, _type_quantized_builds, _type_gpu_files, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,engine:_type_engine,sort:_type_sort,ordering:_type_ordering,top:_type_top,layout:_type_layout,quantized_builds:_type_quantized_builds,gpu_files:_type_gpu_files,notes:_type_notes)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'engine',engine)
-  __dataclass_builtins_object__.__setattr__(self,'sort',sort)
-  __dataclass_builtins_object__.__setattr__(self,'ordering',ordering)
-  __dataclass_builtins_object__.__setattr__(self,'top',top)
-  __dataclass_builtins_object__.__setattr__(self,'layout',layout)
-  __dataclass_builtins_object__.__setattr__(self,'quantized_builds',quantized_builds)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_files',gpu_files)
-  __dataclass_builtins_object__.__setattr__(self,'notes',notes)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['engine']=engine
+  __dataclass_dict__['sort']=sort
+  __dataclass_dict__['ordering']=ordering
+  __dataclass_dict__['top']=top
+  __dataclass_dict__['layout']=layout
+  __dataclass_dict__['quantized_builds']=quantized_builds
+  __dataclass_dict__['gpu_files']=gpu_files
+  __dataclass_dict__['notes']=notes
  return __init__
-CODE["def __create_fn__(_type_engine, _type_sort, _type_ordering, _type_top, _type_layout, _type_quantized_builds, _type_gpu_files, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,engine:_type_engine,sort:_type_sort,ordering:_type_ordering,top:_type_top,layout:_type_layout,quantized_builds:_type_quantized_builds,gpu_files:_type_gpu_files,notes:_type_notes)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'engine',engine)\n  __dataclass_builtins_object__.__setattr__(self,'sort',sort)\n  __dataclass_builtins_object__.__setattr__(self,'ordering',ordering)\n  __dataclass_builtins_object__.__setattr__(self,'top',top)\n  __dataclass_builtins_object__.__setattr__(self,'layout',layout)\n  __dataclass_builtins_object__.__setattr__(self,'quantized_builds',quantized_builds)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_files',gpu_files)\n  __dataclass_builtins_object__.__setattr__(self,'notes',notes)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_engine, _type_sort, _type_ordering, _type_top, _type_layout, _type_quantized_builds, _type_gpu_files, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,engine:_type_engine,sort:_type_sort,ordering:_type_ordering,top:_type_top,layout:_type_layout,quantized_builds:_type_quantized_builds,gpu_files:_type_gpu_files,notes:_type_notes)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['engine']=engine\n  __dataclass_dict__['sort']=sort\n  __dataclass_dict__['ordering']=ordering\n  __dataclass_dict__['top']=top\n  __dataclass_dict__['layout']=layout\n  __dataclass_dict__['quantized_builds']=quantized_builds\n  __dataclass_dict__['gpu_files']=gpu_files\n  __dataclass_dict__['notes']=notes\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_engine, _type_throughput, _type_load, _type_prices, _type_month_hours, _type_gpu_files, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,engine:_type_engine,throughput:_type_throughput,load:_type_load,prices:_type_prices,month_hours:_type_month_hours,gpu_files:_type_gpu_files,notes:_type_notes)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'engine',engine)
-  __dataclass_builtins_object__.__setattr__(self,'throughput',throughput)
-  __dataclass_builtins_object__.__setattr__(self,'load',load)
-  __dataclass_builtins_object__.__setattr__(self,'prices',prices)
-  __dataclass_builtins_object__.__setattr__(self,'month_hours',month_hours)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_files',gpu_files)
-  __dataclass_builtins_object__.__setattr__(self,'notes',notes)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['engine']=engine
+  __dataclass_dict__['throughput']=throughput
+  __dataclass_dict__['load']=load
+  __dataclass_dict__['prices']=prices
+  __dataclass_dict__['month_hours']=month_hours
+  __dataclass_dict__['gpu_files']=gpu_files
+  __dataclass_dict__['notes']=notes
  return __init__
-CODE["def __create_fn__(_type_engine, _type_throughput, _type_load, _type_prices, _type_month_hours, _type_gpu_files, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,engine:_type_engine,throughput:_type_throughput,load:_type_load,prices:_type_prices,month_hours:_type_month_hours,gpu_files:_type_gpu_files,notes:_type_notes)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'engine',engine)\n  __dataclass_builtins_object__.__setattr__(self,'throughput',throughput)\n  __dataclass_builtins_object__.__setattr__(self,'load',load)\n  __dataclass_builtins_object__.__setattr__(self,'prices',prices)\n  __dataclass_builtins_object__.__setattr__(self,'month_hours',month_hours)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_files',gpu_files)\n  __dataclass_builtins_object__.__setattr__(self,'notes',notes)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_engine, _type_throughput, _type_load, _type_prices, _type_month_hours, _type_gpu_files, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,engine:_type_engine,throughput:_type_throughput,load:_type_load,prices:_type_prices,month_hours:_type_month_hours,gpu_files:_type_gpu_files,notes:_type_notes)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['engine']=engine\n  __dataclass_dict__['throughput']=throughput\n  __dataclass_dict__['load']=load\n  __dataclass_dict__['prices']=prices\n  __dataclass_dict__['month_hours']=month_hours\n  __dataclass_dict__['gpu_files']=gpu_files\n  __dataclass_dict__['notes']=notes\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_events, _type__next, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_events, _dflt__next, _return_type):
  def __init__(self,events:_type_events=_HAS_DEFAULT_FACTORY,_next:_type__next=_dflt__next)->_return_type:
@@ -2991,501 +3016,535 @@ CODE['def __create_fn__(_type_events, _type__next, MISSING, _HAS_DEFAULT_FACTORY
 
 def __create_fn__(_type_filename, _type_comments, _type_body, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,filename:_type_filename,comments:_type_comments,body:_type_body)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'filename',filename)
-  __dataclass_builtins_object__.__setattr__(self,'comments',comments)
-  __dataclass_builtins_object__.__setattr__(self,'body',body)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['filename']=filename
+  __dataclass_dict__['comments']=comments
+  __dataclass_dict__['body']=body
  return __init__
-CODE["def __create_fn__(_type_filename, _type_comments, _type_body, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,filename:_type_filename,comments:_type_comments,body:_type_body)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'filename',filename)\n  __dataclass_builtins_object__.__setattr__(self,'comments',comments)\n  __dataclass_builtins_object__.__setattr__(self,'body',body)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_filename, _type_comments, _type_body, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,filename:_type_filename,comments:_type_comments,body:_type_body)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['filename']=filename\n  __dataclass_dict__['comments']=comments\n  __dataclass_dict__['body']=body\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_first_s, _type_prefill_s, _type_batch, _type_requests, _type_wave_s, _type_per_step, _type_opening, _type_run, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_prefill_s, _dflt_batch, _dflt_requests, _dflt_wave_s, _dflt_per_step, _dflt_opening, _dflt_run, _return_type):
  def __init__(self,first_s:_type_first_s,prefill_s:_type_prefill_s=_dflt_prefill_s,batch:_type_batch=_dflt_batch,requests:_type_requests=_dflt_requests,wave_s:_type_wave_s=_dflt_wave_s,per_step:_type_per_step=_dflt_per_step,opening:_type_opening=_dflt_opening,run:_type_run=_dflt_run)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'first_s',first_s)
-  __dataclass_builtins_object__.__setattr__(self,'prefill_s',prefill_s)
-  __dataclass_builtins_object__.__setattr__(self,'batch',batch)
-  __dataclass_builtins_object__.__setattr__(self,'requests',requests)
-  __dataclass_builtins_object__.__setattr__(self,'wave_s',wave_s)
-  __dataclass_builtins_object__.__setattr__(self,'per_step',per_step)
-  __dataclass_builtins_object__.__setattr__(self,'opening',opening)
-  __dataclass_builtins_object__.__setattr__(self,'run',run)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['first_s']=first_s
+  __dataclass_dict__['prefill_s']=prefill_s
+  __dataclass_dict__['batch']=batch
+  __dataclass_dict__['requests']=requests
+  __dataclass_dict__['wave_s']=wave_s
+  __dataclass_dict__['per_step']=per_step
+  __dataclass_dict__['opening']=opening
+  __dataclass_dict__['run']=run
  return __init__
-CODE["def __create_fn__(_type_first_s, _type_prefill_s, _type_batch, _type_requests, _type_wave_s, _type_per_step, _type_opening, _type_run, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_prefill_s, _dflt_batch, _dflt_requests, _dflt_wave_s, _dflt_per_step, _dflt_opening, _dflt_run, _return_type):\n def __init__(self,first_s:_type_first_s,prefill_s:_type_prefill_s=_dflt_prefill_s,batch:_type_batch=_dflt_batch,requests:_type_requests=_dflt_requests,wave_s:_type_wave_s=_dflt_wave_s,per_step:_type_per_step=_dflt_per_step,opening:_type_opening=_dflt_opening,run:_type_run=_dflt_run)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'first_s',first_s)\n  __dataclass_builtins_object__.__setattr__(self,'prefill_s',prefill_s)\n  __dataclass_builtins_object__.__setattr__(self,'batch',batch)\n  __dataclass_builtins_object__.__setattr__(self,'requests',requests)\n  __dataclass_builtins_object__.__setattr__(self,'wave_s',wave_s)\n  __dataclass_builtins_object__.__setattr__(self,'per_step',per_step)\n  __dataclass_builtins_object__.__setattr__(self,'opening',opening)\n  __dataclass_builtins_object__.__setattr__(self,'run',run)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_first_s, _type_prefill_s, _type_batch, _type_requests, _type_wave_s, _type_per_step, _type_opening, _type_run, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_prefill_s, _dflt_batch, _dflt_requests, _dflt_wave_s, _dflt_per_step, _dflt_opening, _dflt_run, _return_type):\n def __init__(self,first_s:_type_first_s,prefill_s:_type_prefill_s=_dflt_prefill_s,batch:_type_batch=_dflt_batch,requests:_type_requests=_dflt_requests,wave_s:_type_wave_s=_dflt_wave_s,per_step:_type_per_step=_dflt_per_step,opening:_type_opening=_dflt_opening,run:_type_run=_dflt_run)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['first_s']=first_s\n  __dataclass_dict__['prefill_s']=prefill_s\n  __dataclass_dict__['batch']=batch\n  __dataclass_dict__['requests']=requests\n  __dataclass_dict__['wave_s']=wave_s\n  __dataclass_dict__['per_step']=per_step\n  __dataclass_dict__['opening']=opening\n  __dataclass_dict__['run']=run\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_framework, _type_versions, _type_optimizer, _type_allocator, _type_peak_memory, _type_activation_model, _type_gradient_overlap, _type_sharding, _type_mfu, _type_time_model, _type_estimates, _type_prices, _type_overhead_model, _type_notes, _type_terms, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_terms, _return_type):
  def __init__(self,*,framework:_type_framework,versions:_type_versions,optimizer:_type_optimizer,allocator:_type_allocator,peak_memory:_type_peak_memory,activation_model:_type_activation_model,gradient_overlap:_type_gradient_overlap,sharding:_type_sharding,mfu:_type_mfu,time_model:_type_time_model,estimates:_type_estimates,prices:_type_prices,overhead_model:_type_overhead_model,notes:_type_notes,terms:_type_terms=_dflt_terms)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'framework',framework)
-  __dataclass_builtins_object__.__setattr__(self,'versions',versions)
-  __dataclass_builtins_object__.__setattr__(self,'optimizer',optimizer)
-  __dataclass_builtins_object__.__setattr__(self,'allocator',allocator)
-  __dataclass_builtins_object__.__setattr__(self,'peak_memory',peak_memory)
-  __dataclass_builtins_object__.__setattr__(self,'activation_model',activation_model)
-  __dataclass_builtins_object__.__setattr__(self,'gradient_overlap',gradient_overlap)
-  __dataclass_builtins_object__.__setattr__(self,'sharding',sharding)
-  __dataclass_builtins_object__.__setattr__(self,'mfu',mfu)
-  __dataclass_builtins_object__.__setattr__(self,'time_model',time_model)
-  __dataclass_builtins_object__.__setattr__(self,'estimates',estimates)
-  __dataclass_builtins_object__.__setattr__(self,'prices',prices)
-  __dataclass_builtins_object__.__setattr__(self,'overhead_model',overhead_model)
-  __dataclass_builtins_object__.__setattr__(self,'notes',notes)
-  __dataclass_builtins_object__.__setattr__(self,'terms',terms)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['framework']=framework
+  __dataclass_dict__['versions']=versions
+  __dataclass_dict__['optimizer']=optimizer
+  __dataclass_dict__['allocator']=allocator
+  __dataclass_dict__['peak_memory']=peak_memory
+  __dataclass_dict__['activation_model']=activation_model
+  __dataclass_dict__['gradient_overlap']=gradient_overlap
+  __dataclass_dict__['sharding']=sharding
+  __dataclass_dict__['mfu']=mfu
+  __dataclass_dict__['time_model']=time_model
+  __dataclass_dict__['estimates']=estimates
+  __dataclass_dict__['prices']=prices
+  __dataclass_dict__['overhead_model']=overhead_model
+  __dataclass_dict__['notes']=notes
+  __dataclass_dict__['terms']=terms
  return __init__
-CODE["def __create_fn__(_type_framework, _type_versions, _type_optimizer, _type_allocator, _type_peak_memory, _type_activation_model, _type_gradient_overlap, _type_sharding, _type_mfu, _type_time_model, _type_estimates, _type_prices, _type_overhead_model, _type_notes, _type_terms, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_terms, _return_type):\n def __init__(self,*,framework:_type_framework,versions:_type_versions,optimizer:_type_optimizer,allocator:_type_allocator,peak_memory:_type_peak_memory,activation_model:_type_activation_model,gradient_overlap:_type_gradient_overlap,sharding:_type_sharding,mfu:_type_mfu,time_model:_type_time_model,estimates:_type_estimates,prices:_type_prices,overhead_model:_type_overhead_model,notes:_type_notes,terms:_type_terms=_dflt_terms)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'framework',framework)\n  __dataclass_builtins_object__.__setattr__(self,'versions',versions)\n  __dataclass_builtins_object__.__setattr__(self,'optimizer',optimizer)\n  __dataclass_builtins_object__.__setattr__(self,'allocator',allocator)\n  __dataclass_builtins_object__.__setattr__(self,'peak_memory',peak_memory)\n  __dataclass_builtins_object__.__setattr__(self,'activation_model',activation_model)\n  __dataclass_builtins_object__.__setattr__(self,'gradient_overlap',gradient_overlap)\n  __dataclass_builtins_object__.__setattr__(self,'sharding',sharding)\n  __dataclass_builtins_object__.__setattr__(self,'mfu',mfu)\n  __dataclass_builtins_object__.__setattr__(self,'time_model',time_model)\n  __dataclass_builtins_object__.__setattr__(self,'estimates',estimates)\n  __dataclass_builtins_object__.__setattr__(self,'prices',prices)\n  __dataclass_builtins_object__.__setattr__(self,'overhead_model',overhead_model)\n  __dataclass_builtins_object__.__setattr__(self,'notes',notes)\n  __dataclass_builtins_object__.__setattr__(self,'terms',terms)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_framework, _type_versions, _type_optimizer, _type_allocator, _type_peak_memory, _type_activation_model, _type_gradient_overlap, _type_sharding, _type_mfu, _type_time_model, _type_estimates, _type_prices, _type_overhead_model, _type_notes, _type_terms, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_terms, _return_type):\n def __init__(self,*,framework:_type_framework,versions:_type_versions,optimizer:_type_optimizer,allocator:_type_allocator,peak_memory:_type_peak_memory,activation_model:_type_activation_model,gradient_overlap:_type_gradient_overlap,sharding:_type_sharding,mfu:_type_mfu,time_model:_type_time_model,estimates:_type_estimates,prices:_type_prices,overhead_model:_type_overhead_model,notes:_type_notes,terms:_type_terms=_dflt_terms)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['framework']=framework\n  __dataclass_dict__['versions']=versions\n  __dataclass_dict__['optimizer']=optimizer\n  __dataclass_dict__['allocator']=allocator\n  __dataclass_dict__['peak_memory']=peak_memory\n  __dataclass_dict__['activation_model']=activation_model\n  __dataclass_dict__['gradient_overlap']=gradient_overlap\n  __dataclass_dict__['sharding']=sharding\n  __dataclass_dict__['mfu']=mfu\n  __dataclass_dict__['time_model']=time_model\n  __dataclass_dict__['estimates']=estimates\n  __dataclass_dict__['prices']=prices\n  __dataclass_dict__['overhead_model']=overhead_model\n  __dataclass_dict__['notes']=notes\n  __dataclass_dict__['terms']=terms\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_full_bytes, _type_swa_bytes, _type_one_shape_bytes, _type_n_full, _type_n_swa, _type_window, _type_ratio, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,full_bytes:_type_full_bytes,swa_bytes:_type_swa_bytes,one_shape_bytes:_type_one_shape_bytes,n_full:_type_n_full,n_swa:_type_n_swa,window:_type_window,ratio:_type_ratio)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'full_bytes',full_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'swa_bytes',swa_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'one_shape_bytes',one_shape_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'n_full',n_full)
-  __dataclass_builtins_object__.__setattr__(self,'n_swa',n_swa)
-  __dataclass_builtins_object__.__setattr__(self,'window',window)
-  __dataclass_builtins_object__.__setattr__(self,'ratio',ratio)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['full_bytes']=full_bytes
+  __dataclass_dict__['swa_bytes']=swa_bytes
+  __dataclass_dict__['one_shape_bytes']=one_shape_bytes
+  __dataclass_dict__['n_full']=n_full
+  __dataclass_dict__['n_swa']=n_swa
+  __dataclass_dict__['window']=window
+  __dataclass_dict__['ratio']=ratio
  return __init__
-CODE["def __create_fn__(_type_full_bytes, _type_swa_bytes, _type_one_shape_bytes, _type_n_full, _type_n_swa, _type_window, _type_ratio, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,full_bytes:_type_full_bytes,swa_bytes:_type_swa_bytes,one_shape_bytes:_type_one_shape_bytes,n_full:_type_n_full,n_swa:_type_n_swa,window:_type_window,ratio:_type_ratio)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'full_bytes',full_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'swa_bytes',swa_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'one_shape_bytes',one_shape_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'n_full',n_full)\n  __dataclass_builtins_object__.__setattr__(self,'n_swa',n_swa)\n  __dataclass_builtins_object__.__setattr__(self,'window',window)\n  __dataclass_builtins_object__.__setattr__(self,'ratio',ratio)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_full_bytes, _type_swa_bytes, _type_one_shape_bytes, _type_n_full, _type_n_swa, _type_window, _type_ratio, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,full_bytes:_type_full_bytes,swa_bytes:_type_swa_bytes,one_shape_bytes:_type_one_shape_bytes,n_full:_type_n_full,n_swa:_type_n_swa,window:_type_window,ratio:_type_ratio)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['full_bytes']=full_bytes\n  __dataclass_dict__['swa_bytes']=swa_bytes\n  __dataclass_dict__['one_shape_bytes']=one_shape_bytes\n  __dataclass_dict__['n_full']=n_full\n  __dataclass_dict__['n_swa']=n_swa\n  __dataclass_dict__['window']=window\n  __dataclass_dict__['ratio']=ratio\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpu, _type_file, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,gpu:_type_gpu,file:_type_file)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
-  __dataclass_builtins_object__.__setattr__(self,'file',file)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpu']=gpu
+  __dataclass_dict__['file']=file
  return __init__
-CODE["def __create_fn__(_type_gpu, _type_file, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,gpu:_type_gpu,file:_type_file)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)\n  __dataclass_builtins_object__.__setattr__(self,'file',file)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpu, _type_file, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,gpu:_type_gpu,file:_type_file)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpu']=gpu\n  __dataclass_dict__['file']=file\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpu, _type_gpu_full_name, _type_num_gpus, _type_replicas, _type_tensor_parallel, _type_fits, _type_reason, _type_weights_bytes, _type_kv_cache_bytes, _type_activations_bytes, _type_overhead_bytes, _type_usable_bytes, _type_headroom_bytes, _type_kv_cache_capacity_tokens, _type_max_concurrency, _type_capacity_sequences, _type_serves_all, _type_thin_margin, _type_per_request_tokens_per_s, _type_per_request_tokens_per_s_low, _type_per_request_tokens_per_s_high, _type_aggregate_tokens_per_s, _type_aggregate_tokens_per_s_low, _type_aggregate_tokens_per_s_high, _type_ttft_s, _type_speed_ranges, _type_meets_targets, _type_usd_per_hour, _type_usd_per_month, _type_usd_per_million_tokens, _type_usd_per_million_tokens_low, _type_usd_per_million_tokens_high, _type_power_w, _type_psu, _type_interconnect, _type_link, _type_caveats, _type_servers, _type_fleet_usd_per_hour, _type_usd_per_user_hour, _type_purchase_usd, _type_purchase_price_date, _type_purchase_price_kind, _type_rent_usd_per_month, _type_break_even_months, _type_nodes, _type_pipeline_parallel, _type_expert_parallel, _type_network, _type_disaggregated, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_speed_ranges, _dflt_link, _dflt_servers, _dflt_fleet_usd_per_hour, _dflt_usd_per_user_hour, _dflt_purchase_usd, _dflt_purchase_price_date, _dflt_purchase_price_kind, _dflt_rent_usd_per_month, _dflt_break_even_months, _dflt_nodes, _dflt_pipeline_parallel, _dflt_expert_parallel, _dflt_network, _dflt_disaggregated, _return_type):
  def __init__(self,*,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,replicas:_type_replicas,tensor_parallel:_type_tensor_parallel,fits:_type_fits,reason:_type_reason,weights_bytes:_type_weights_bytes,kv_cache_bytes:_type_kv_cache_bytes,activations_bytes:_type_activations_bytes,overhead_bytes:_type_overhead_bytes,usable_bytes:_type_usable_bytes,headroom_bytes:_type_headroom_bytes,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens,max_concurrency:_type_max_concurrency,capacity_sequences:_type_capacity_sequences,serves_all:_type_serves_all,thin_margin:_type_thin_margin,per_request_tokens_per_s:_type_per_request_tokens_per_s,per_request_tokens_per_s_low:_type_per_request_tokens_per_s_low,per_request_tokens_per_s_high:_type_per_request_tokens_per_s_high,aggregate_tokens_per_s:_type_aggregate_tokens_per_s,aggregate_tokens_per_s_low:_type_aggregate_tokens_per_s_low,aggregate_tokens_per_s_high:_type_aggregate_tokens_per_s_high,ttft_s:_type_ttft_s,speed_ranges:_type_speed_ranges=_dflt_speed_ranges,meets_targets:_type_meets_targets,usd_per_hour:_type_usd_per_hour,usd_per_month:_type_usd_per_month,usd_per_million_tokens:_type_usd_per_million_tokens,usd_per_million_tokens_low:_type_usd_per_million_tokens_low,usd_per_million_tokens_high:_type_usd_per_million_tokens_high,power_w:_type_power_w,psu:_type_psu,interconnect:_type_interconnect,link:_type_link=_dflt_link,caveats:_type_caveats,servers:_type_servers=_dflt_servers,fleet_usd_per_hour:_type_fleet_usd_per_hour=_dflt_fleet_usd_per_hour,usd_per_user_hour:_type_usd_per_user_hour=_dflt_usd_per_user_hour,purchase_usd:_type_purchase_usd=_dflt_purchase_usd,purchase_price_date:_type_purchase_price_date=_dflt_purchase_price_date,purchase_price_kind:_type_purchase_price_kind=_dflt_purchase_price_kind,rent_usd_per_month:_type_rent_usd_per_month=_dflt_rent_usd_per_month,break_even_months:_type_break_even_months=_dflt_break_even_months,nodes:_type_nodes=_dflt_nodes,pipeline_parallel:_type_pipeline_parallel=_dflt_pipeline_parallel,expert_parallel:_type_expert_parallel=_dflt_expert_parallel,network:_type_network=_dflt_network,disaggregated:_type_disaggregated=_dflt_disaggregated)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_full_name',gpu_full_name)
-  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)
-  __dataclass_builtins_object__.__setattr__(self,'replicas',replicas)
-  __dataclass_builtins_object__.__setattr__(self,'tensor_parallel',tensor_parallel)
-  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
-  __dataclass_builtins_object__.__setattr__(self,'reason',reason)
-  __dataclass_builtins_object__.__setattr__(self,'weights_bytes',weights_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_bytes',kv_cache_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'activations_bytes',activations_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'overhead_bytes',overhead_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'usable_bytes',usable_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'headroom_bytes',headroom_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_capacity_tokens',kv_cache_capacity_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'max_concurrency',max_concurrency)
-  __dataclass_builtins_object__.__setattr__(self,'capacity_sequences',capacity_sequences)
-  __dataclass_builtins_object__.__setattr__(self,'serves_all',serves_all)
-  __dataclass_builtins_object__.__setattr__(self,'thin_margin',thin_margin)
-  __dataclass_builtins_object__.__setattr__(self,'per_request_tokens_per_s',per_request_tokens_per_s)
-  __dataclass_builtins_object__.__setattr__(self,'per_request_tokens_per_s_low',per_request_tokens_per_s_low)
-  __dataclass_builtins_object__.__setattr__(self,'per_request_tokens_per_s_high',per_request_tokens_per_s_high)
-  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s',aggregate_tokens_per_s)
-  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s_low',aggregate_tokens_per_s_low)
-  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s_high',aggregate_tokens_per_s_high)
-  __dataclass_builtins_object__.__setattr__(self,'ttft_s',ttft_s)
-  __dataclass_builtins_object__.__setattr__(self,'speed_ranges',speed_ranges)
-  __dataclass_builtins_object__.__setattr__(self,'meets_targets',meets_targets)
-  __dataclass_builtins_object__.__setattr__(self,'usd_per_hour',usd_per_hour)
-  __dataclass_builtins_object__.__setattr__(self,'usd_per_month',usd_per_month)
-  __dataclass_builtins_object__.__setattr__(self,'usd_per_million_tokens',usd_per_million_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'usd_per_million_tokens_low',usd_per_million_tokens_low)
-  __dataclass_builtins_object__.__setattr__(self,'usd_per_million_tokens_high',usd_per_million_tokens_high)
-  __dataclass_builtins_object__.__setattr__(self,'power_w',power_w)
-  __dataclass_builtins_object__.__setattr__(self,'psu',psu)
-  __dataclass_builtins_object__.__setattr__(self,'interconnect',interconnect)
-  __dataclass_builtins_object__.__setattr__(self,'link',link)
-  __dataclass_builtins_object__.__setattr__(self,'caveats',caveats)
-  __dataclass_builtins_object__.__setattr__(self,'servers',servers)
-  __dataclass_builtins_object__.__setattr__(self,'fleet_usd_per_hour',fleet_usd_per_hour)
-  __dataclass_builtins_object__.__setattr__(self,'usd_per_user_hour',usd_per_user_hour)
-  __dataclass_builtins_object__.__setattr__(self,'purchase_usd',purchase_usd)
-  __dataclass_builtins_object__.__setattr__(self,'purchase_price_date',purchase_price_date)
-  __dataclass_builtins_object__.__setattr__(self,'purchase_price_kind',purchase_price_kind)
-  __dataclass_builtins_object__.__setattr__(self,'rent_usd_per_month',rent_usd_per_month)
-  __dataclass_builtins_object__.__setattr__(self,'break_even_months',break_even_months)
-  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)
-  __dataclass_builtins_object__.__setattr__(self,'pipeline_parallel',pipeline_parallel)
-  __dataclass_builtins_object__.__setattr__(self,'expert_parallel',expert_parallel)
-  __dataclass_builtins_object__.__setattr__(self,'network',network)
-  __dataclass_builtins_object__.__setattr__(self,'disaggregated',disaggregated)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpu']=gpu
+  __dataclass_dict__['gpu_full_name']=gpu_full_name
+  __dataclass_dict__['num_gpus']=num_gpus
+  __dataclass_dict__['replicas']=replicas
+  __dataclass_dict__['tensor_parallel']=tensor_parallel
+  __dataclass_dict__['fits']=fits
+  __dataclass_dict__['reason']=reason
+  __dataclass_dict__['weights_bytes']=weights_bytes
+  __dataclass_dict__['kv_cache_bytes']=kv_cache_bytes
+  __dataclass_dict__['activations_bytes']=activations_bytes
+  __dataclass_dict__['overhead_bytes']=overhead_bytes
+  __dataclass_dict__['usable_bytes']=usable_bytes
+  __dataclass_dict__['headroom_bytes']=headroom_bytes
+  __dataclass_dict__['kv_cache_capacity_tokens']=kv_cache_capacity_tokens
+  __dataclass_dict__['max_concurrency']=max_concurrency
+  __dataclass_dict__['capacity_sequences']=capacity_sequences
+  __dataclass_dict__['serves_all']=serves_all
+  __dataclass_dict__['thin_margin']=thin_margin
+  __dataclass_dict__['per_request_tokens_per_s']=per_request_tokens_per_s
+  __dataclass_dict__['per_request_tokens_per_s_low']=per_request_tokens_per_s_low
+  __dataclass_dict__['per_request_tokens_per_s_high']=per_request_tokens_per_s_high
+  __dataclass_dict__['aggregate_tokens_per_s']=aggregate_tokens_per_s
+  __dataclass_dict__['aggregate_tokens_per_s_low']=aggregate_tokens_per_s_low
+  __dataclass_dict__['aggregate_tokens_per_s_high']=aggregate_tokens_per_s_high
+  __dataclass_dict__['ttft_s']=ttft_s
+  __dataclass_dict__['speed_ranges']=speed_ranges
+  __dataclass_dict__['meets_targets']=meets_targets
+  __dataclass_dict__['usd_per_hour']=usd_per_hour
+  __dataclass_dict__['usd_per_month']=usd_per_month
+  __dataclass_dict__['usd_per_million_tokens']=usd_per_million_tokens
+  __dataclass_dict__['usd_per_million_tokens_low']=usd_per_million_tokens_low
+  __dataclass_dict__['usd_per_million_tokens_high']=usd_per_million_tokens_high
+  __dataclass_dict__['power_w']=power_w
+  __dataclass_dict__['psu']=psu
+  __dataclass_dict__['interconnect']=interconnect
+  __dataclass_dict__['link']=link
+  __dataclass_dict__['caveats']=caveats
+  __dataclass_dict__['servers']=servers
+  __dataclass_dict__['fleet_usd_per_hour']=fleet_usd_per_hour
+  __dataclass_dict__['usd_per_user_hour']=usd_per_user_hour
+  __dataclass_dict__['purchase_usd']=purchase_usd
+  __dataclass_dict__['purchase_price_date']=purchase_price_date
+  __dataclass_dict__['purchase_price_kind']=purchase_price_kind
+  __dataclass_dict__['rent_usd_per_month']=rent_usd_per_month
+  __dataclass_dict__['break_even_months']=break_even_months
+  __dataclass_dict__['nodes']=nodes
+  __dataclass_dict__['pipeline_parallel']=pipeline_parallel
+  __dataclass_dict__['expert_parallel']=expert_parallel
+  __dataclass_dict__['network']=network
+  __dataclass_dict__['disaggregated']=disaggregated
  return __init__
-CODE["def __create_fn__(_type_gpu, _type_gpu_full_name, _type_num_gpus, _type_replicas, _type_tensor_parallel, _type_fits, _type_reason, _type_weights_bytes, _type_kv_cache_bytes, _type_activations_bytes, _type_overhead_bytes, _type_usable_bytes, _type_headroom_bytes, _type_kv_cache_capacity_tokens, _type_max_concurrency, _type_capacity_sequences, _type_serves_all, _type_thin_margin, _type_per_request_tokens_per_s, _type_per_request_tokens_per_s_low, _type_per_request_tokens_per_s_high, _type_aggregate_tokens_per_s, _type_aggregate_tokens_per_s_low, _type_aggregate_tokens_per_s_high, _type_ttft_s, _type_speed_ranges, _type_meets_targets, _type_usd_per_hour, _type_usd_per_month, _type_usd_per_million_tokens, _type_usd_per_million_tokens_low, _type_usd_per_million_tokens_high, _type_power_w, _type_psu, _type_interconnect, _type_link, _type_caveats, _type_servers, _type_fleet_usd_per_hour, _type_usd_per_user_hour, _type_purchase_usd, _type_purchase_price_date, _type_purchase_price_kind, _type_rent_usd_per_month, _type_break_even_months, _type_nodes, _type_pipeline_parallel, _type_expert_parallel, _type_network, _type_disaggregated, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_speed_ranges, _dflt_link, _dflt_servers, _dflt_fleet_usd_per_hour, _dflt_usd_per_user_hour, _dflt_purchase_usd, _dflt_purchase_price_date, _dflt_purchase_price_kind, _dflt_rent_usd_per_month, _dflt_break_even_months, _dflt_nodes, _dflt_pipeline_parallel, _dflt_expert_parallel, _dflt_network, _dflt_disaggregated, _return_type):\n def __init__(self,*,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,replicas:_type_replicas,tensor_parallel:_type_tensor_parallel,fits:_type_fits,reason:_type_reason,weights_bytes:_type_weights_bytes,kv_cache_bytes:_type_kv_cache_bytes,activations_bytes:_type_activations_bytes,overhead_bytes:_type_overhead_bytes,usable_bytes:_type_usable_bytes,headroom_bytes:_type_headroom_bytes,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens,max_concurrency:_type_max_concurrency,capacity_sequences:_type_capacity_sequences,serves_all:_type_serves_all,thin_margin:_type_thin_margin,per_request_tokens_per_s:_type_per_request_tokens_per_s,per_request_tokens_per_s_low:_type_per_request_tokens_per_s_low,per_request_tokens_per_s_high:_type_per_request_tokens_per_s_high,aggregate_tokens_per_s:_type_aggregate_tokens_per_s,aggregate_tokens_per_s_low:_type_aggregate_tokens_per_s_low,aggregate_tokens_per_s_high:_type_aggregate_tokens_per_s_high,ttft_s:_type_ttft_s,speed_ranges:_type_speed_ranges=_dflt_speed_ranges,meets_targets:_type_meets_targets,usd_per_hour:_type_usd_per_hour,usd_per_month:_type_usd_per_month,usd_per_million_tokens:_type_usd_per_million_tokens,usd_per_million_tokens_low:_type_usd_per_million_tokens_low,usd_per_million_tokens_high:_type_usd_per_million_tokens_high,power_w:_type_power_w,psu:_type_psu,interconnect:_type_interconnect,link:_type_link=_dflt_link,caveats:_type_caveats,servers:_type_servers=_dflt_servers,fleet_usd_per_hour:_type_fleet_usd_per_hour=_dflt_fleet_usd_per_hour,usd_per_user_hour:_type_usd_per_user_hour=_dflt_usd_per_user_hour,purchase_usd:_type_purchase_usd=_dflt_purchase_usd,purchase_price_date:_type_purchase_price_date=_dflt_purchase_price_date,purchase_price_kind:_type_purchase_price_kind=_dflt_purchase_price_kind,rent_usd_per_month:_type_rent_usd_per_month=_dflt_rent_usd_per_month,break_even_months:_type_break_even_months=_dflt_break_even_months,nodes:_type_nodes=_dflt_nodes,pipeline_parallel:_type_pipeline_parallel=_dflt_pipeline_parallel,expert_parallel:_type_expert_parallel=_dflt_expert_parallel,network:_type_network=_dflt_network,disaggregated:_type_disaggregated=_dflt_disaggregated)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_full_name',gpu_full_name)\n  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'replicas',replicas)\n  __dataclass_builtins_object__.__setattr__(self,'tensor_parallel',tensor_parallel)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'reason',reason)\n  __dataclass_builtins_object__.__setattr__(self,'weights_bytes',weights_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_bytes',kv_cache_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'activations_bytes',activations_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'overhead_bytes',overhead_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'usable_bytes',usable_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'headroom_bytes',headroom_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_capacity_tokens',kv_cache_capacity_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'max_concurrency',max_concurrency)\n  __dataclass_builtins_object__.__setattr__(self,'capacity_sequences',capacity_sequences)\n  __dataclass_builtins_object__.__setattr__(self,'serves_all',serves_all)\n  __dataclass_builtins_object__.__setattr__(self,'thin_margin',thin_margin)\n  __dataclass_builtins_object__.__setattr__(self,'per_request_tokens_per_s',per_request_tokens_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'per_request_tokens_per_s_low',per_request_tokens_per_s_low)\n  __dataclass_builtins_object__.__setattr__(self,'per_request_tokens_per_s_high',per_request_tokens_per_s_high)\n  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s',aggregate_tokens_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s_low',aggregate_tokens_per_s_low)\n  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s_high',aggregate_tokens_per_s_high)\n  __dataclass_builtins_object__.__setattr__(self,'ttft_s',ttft_s)\n  __dataclass_builtins_object__.__setattr__(self,'speed_ranges',speed_ranges)\n  __dataclass_builtins_object__.__setattr__(self,'meets_targets',meets_targets)\n  __dataclass_builtins_object__.__setattr__(self,'usd_per_hour',usd_per_hour)\n  __dataclass_builtins_object__.__setattr__(self,'usd_per_month',usd_per_month)\n  __dataclass_builtins_object__.__setattr__(self,'usd_per_million_tokens',usd_per_million_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'usd_per_million_tokens_low',usd_per_million_tokens_low)\n  __dataclass_builtins_object__.__setattr__(self,'usd_per_million_tokens_high',usd_per_million_tokens_high)\n  __dataclass_builtins_object__.__setattr__(self,'power_w',power_w)\n  __dataclass_builtins_object__.__setattr__(self,'psu',psu)\n  __dataclass_builtins_object__.__setattr__(self,'interconnect',interconnect)\n  __dataclass_builtins_object__.__setattr__(self,'link',link)\n  __dataclass_builtins_object__.__setattr__(self,'caveats',caveats)\n  __dataclass_builtins_object__.__setattr__(self,'servers',servers)\n  __dataclass_builtins_object__.__setattr__(self,'fleet_usd_per_hour',fleet_usd_per_hour)\n  __dataclass_builtins_object__.__setattr__(self,'usd_per_user_hour',usd_per_user_hour)\n  __dataclass_builtins_object__.__setattr__(self,'purchase_usd',purchase_usd)\n  __dataclass_builtins_object__.__setattr__(self,'purchase_price_date',purchase_price_date)\n  __dataclass_builtins_object__.__setattr__(self,'purchase_price_kind',purchase_price_kind)\n  __dataclass_builtins_object__.__setattr__(self,'rent_usd_per_month',rent_usd_per_month)\n  __dataclass_builtins_object__.__setattr__(self,'break_even_months',break_even_months)\n  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)\n  __dataclass_builtins_object__.__setattr__(self,'pipeline_parallel',pipeline_parallel)\n  __dataclass_builtins_object__.__setattr__(self,'expert_parallel',expert_parallel)\n  __dataclass_builtins_object__.__setattr__(self,'network',network)\n  __dataclass_builtins_object__.__setattr__(self,'disaggregated',disaggregated)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpu, _type_gpu_full_name, _type_num_gpus, _type_replicas, _type_tensor_parallel, _type_fits, _type_reason, _type_weights_bytes, _type_kv_cache_bytes, _type_activations_bytes, _type_overhead_bytes, _type_usable_bytes, _type_headroom_bytes, _type_kv_cache_capacity_tokens, _type_max_concurrency, _type_capacity_sequences, _type_serves_all, _type_thin_margin, _type_per_request_tokens_per_s, _type_per_request_tokens_per_s_low, _type_per_request_tokens_per_s_high, _type_aggregate_tokens_per_s, _type_aggregate_tokens_per_s_low, _type_aggregate_tokens_per_s_high, _type_ttft_s, _type_speed_ranges, _type_meets_targets, _type_usd_per_hour, _type_usd_per_month, _type_usd_per_million_tokens, _type_usd_per_million_tokens_low, _type_usd_per_million_tokens_high, _type_power_w, _type_psu, _type_interconnect, _type_link, _type_caveats, _type_servers, _type_fleet_usd_per_hour, _type_usd_per_user_hour, _type_purchase_usd, _type_purchase_price_date, _type_purchase_price_kind, _type_rent_usd_per_month, _type_break_even_months, _type_nodes, _type_pipeline_parallel, _type_expert_parallel, _type_network, _type_disaggregated, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_speed_ranges, _dflt_link, _dflt_servers, _dflt_fleet_usd_per_hour, _dflt_usd_per_user_hour, _dflt_purchase_usd, _dflt_purchase_price_date, _dflt_purchase_price_kind, _dflt_rent_usd_per_month, _dflt_break_even_months, _dflt_nodes, _dflt_pipeline_parallel, _dflt_expert_parallel, _dflt_network, _dflt_disaggregated, _return_type):\n def __init__(self,*,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,replicas:_type_replicas,tensor_parallel:_type_tensor_parallel,fits:_type_fits,reason:_type_reason,weights_bytes:_type_weights_bytes,kv_cache_bytes:_type_kv_cache_bytes,activations_bytes:_type_activations_bytes,overhead_bytes:_type_overhead_bytes,usable_bytes:_type_usable_bytes,headroom_bytes:_type_headroom_bytes,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens,max_concurrency:_type_max_concurrency,capacity_sequences:_type_capacity_sequences,serves_all:_type_serves_all,thin_margin:_type_thin_margin,per_request_tokens_per_s:_type_per_request_tokens_per_s,per_request_tokens_per_s_low:_type_per_request_tokens_per_s_low,per_request_tokens_per_s_high:_type_per_request_tokens_per_s_high,aggregate_tokens_per_s:_type_aggregate_tokens_per_s,aggregate_tokens_per_s_low:_type_aggregate_tokens_per_s_low,aggregate_tokens_per_s_high:_type_aggregate_tokens_per_s_high,ttft_s:_type_ttft_s,speed_ranges:_type_speed_ranges=_dflt_speed_ranges,meets_targets:_type_meets_targets,usd_per_hour:_type_usd_per_hour,usd_per_month:_type_usd_per_month,usd_per_million_tokens:_type_usd_per_million_tokens,usd_per_million_tokens_low:_type_usd_per_million_tokens_low,usd_per_million_tokens_high:_type_usd_per_million_tokens_high,power_w:_type_power_w,psu:_type_psu,interconnect:_type_interconnect,link:_type_link=_dflt_link,caveats:_type_caveats,servers:_type_servers=_dflt_servers,fleet_usd_per_hour:_type_fleet_usd_per_hour=_dflt_fleet_usd_per_hour,usd_per_user_hour:_type_usd_per_user_hour=_dflt_usd_per_user_hour,purchase_usd:_type_purchase_usd=_dflt_purchase_usd,purchase_price_date:_type_purchase_price_date=_dflt_purchase_price_date,purchase_price_kind:_type_purchase_price_kind=_dflt_purchase_price_kind,rent_usd_per_month:_type_rent_usd_per_month=_dflt_rent_usd_per_month,break_even_months:_type_break_even_months=_dflt_break_even_months,nodes:_type_nodes=_dflt_nodes,pipeline_parallel:_type_pipeline_parallel=_dflt_pipeline_parallel,expert_parallel:_type_expert_parallel=_dflt_expert_parallel,network:_type_network=_dflt_network,disaggregated:_type_disaggregated=_dflt_disaggregated)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpu']=gpu\n  __dataclass_dict__['gpu_full_name']=gpu_full_name\n  __dataclass_dict__['num_gpus']=num_gpus\n  __dataclass_dict__['replicas']=replicas\n  __dataclass_dict__['tensor_parallel']=tensor_parallel\n  __dataclass_dict__['fits']=fits\n  __dataclass_dict__['reason']=reason\n  __dataclass_dict__['weights_bytes']=weights_bytes\n  __dataclass_dict__['kv_cache_bytes']=kv_cache_bytes\n  __dataclass_dict__['activations_bytes']=activations_bytes\n  __dataclass_dict__['overhead_bytes']=overhead_bytes\n  __dataclass_dict__['usable_bytes']=usable_bytes\n  __dataclass_dict__['headroom_bytes']=headroom_bytes\n  __dataclass_dict__['kv_cache_capacity_tokens']=kv_cache_capacity_tokens\n  __dataclass_dict__['max_concurrency']=max_concurrency\n  __dataclass_dict__['capacity_sequences']=capacity_sequences\n  __dataclass_dict__['serves_all']=serves_all\n  __dataclass_dict__['thin_margin']=thin_margin\n  __dataclass_dict__['per_request_tokens_per_s']=per_request_tokens_per_s\n  __dataclass_dict__['per_request_tokens_per_s_low']=per_request_tokens_per_s_low\n  __dataclass_dict__['per_request_tokens_per_s_high']=per_request_tokens_per_s_high\n  __dataclass_dict__['aggregate_tokens_per_s']=aggregate_tokens_per_s\n  __dataclass_dict__['aggregate_tokens_per_s_low']=aggregate_tokens_per_s_low\n  __dataclass_dict__['aggregate_tokens_per_s_high']=aggregate_tokens_per_s_high\n  __dataclass_dict__['ttft_s']=ttft_s\n  __dataclass_dict__['speed_ranges']=speed_ranges\n  __dataclass_dict__['meets_targets']=meets_targets\n  __dataclass_dict__['usd_per_hour']=usd_per_hour\n  __dataclass_dict__['usd_per_month']=usd_per_month\n  __dataclass_dict__['usd_per_million_tokens']=usd_per_million_tokens\n  __dataclass_dict__['usd_per_million_tokens_low']=usd_per_million_tokens_low\n  __dataclass_dict__['usd_per_million_tokens_high']=usd_per_million_tokens_high\n  __dataclass_dict__['power_w']=power_w\n  __dataclass_dict__['psu']=psu\n  __dataclass_dict__['interconnect']=interconnect\n  __dataclass_dict__['link']=link\n  __dataclass_dict__['caveats']=caveats\n  __dataclass_dict__['servers']=servers\n  __dataclass_dict__['fleet_usd_per_hour']=fleet_usd_per_hour\n  __dataclass_dict__['usd_per_user_hour']=usd_per_user_hour\n  __dataclass_dict__['purchase_usd']=purchase_usd\n  __dataclass_dict__['purchase_price_date']=purchase_price_date\n  __dataclass_dict__['purchase_price_kind']=purchase_price_kind\n  __dataclass_dict__['rent_usd_per_month']=rent_usd_per_month\n  __dataclass_dict__['break_even_months']=break_even_months\n  __dataclass_dict__['nodes']=nodes\n  __dataclass_dict__['pipeline_parallel']=pipeline_parallel\n  __dataclass_dict__['expert_parallel']=expert_parallel\n  __dataclass_dict__['network']=network\n  __dataclass_dict__['disaggregated']=disaggregated\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpu, _type_gpu_full_name, _type_num_gpus, _type_sharding, _type_fits, _type_reason, _type_per_gpu, _type_usable_bytes, _type_headroom_bytes, _type_max_seq_tokens, _type_max_batch, _type_suggestion, _type_peak_phase, _type_usd_per_hour, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,sharding:_type_sharding,fits:_type_fits,reason:_type_reason,per_gpu:_type_per_gpu,usable_bytes:_type_usable_bytes,headroom_bytes:_type_headroom_bytes,max_seq_tokens:_type_max_seq_tokens,max_batch:_type_max_batch,suggestion:_type_suggestion,peak_phase:_type_peak_phase,usd_per_hour:_type_usd_per_hour)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_full_name',gpu_full_name)
-  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)
-  __dataclass_builtins_object__.__setattr__(self,'sharding',sharding)
-  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
-  __dataclass_builtins_object__.__setattr__(self,'reason',reason)
-  __dataclass_builtins_object__.__setattr__(self,'per_gpu',per_gpu)
-  __dataclass_builtins_object__.__setattr__(self,'usable_bytes',usable_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'headroom_bytes',headroom_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'max_seq_tokens',max_seq_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'max_batch',max_batch)
-  __dataclass_builtins_object__.__setattr__(self,'suggestion',suggestion)
-  __dataclass_builtins_object__.__setattr__(self,'peak_phase',peak_phase)
-  __dataclass_builtins_object__.__setattr__(self,'usd_per_hour',usd_per_hour)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpu']=gpu
+  __dataclass_dict__['gpu_full_name']=gpu_full_name
+  __dataclass_dict__['num_gpus']=num_gpus
+  __dataclass_dict__['sharding']=sharding
+  __dataclass_dict__['fits']=fits
+  __dataclass_dict__['reason']=reason
+  __dataclass_dict__['per_gpu']=per_gpu
+  __dataclass_dict__['usable_bytes']=usable_bytes
+  __dataclass_dict__['headroom_bytes']=headroom_bytes
+  __dataclass_dict__['max_seq_tokens']=max_seq_tokens
+  __dataclass_dict__['max_batch']=max_batch
+  __dataclass_dict__['suggestion']=suggestion
+  __dataclass_dict__['peak_phase']=peak_phase
+  __dataclass_dict__['usd_per_hour']=usd_per_hour
  return __init__
-CODE["def __create_fn__(_type_gpu, _type_gpu_full_name, _type_num_gpus, _type_sharding, _type_fits, _type_reason, _type_per_gpu, _type_usable_bytes, _type_headroom_bytes, _type_max_seq_tokens, _type_max_batch, _type_suggestion, _type_peak_phase, _type_usd_per_hour, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,sharding:_type_sharding,fits:_type_fits,reason:_type_reason,per_gpu:_type_per_gpu,usable_bytes:_type_usable_bytes,headroom_bytes:_type_headroom_bytes,max_seq_tokens:_type_max_seq_tokens,max_batch:_type_max_batch,suggestion:_type_suggestion,peak_phase:_type_peak_phase,usd_per_hour:_type_usd_per_hour)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_full_name',gpu_full_name)\n  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'sharding',sharding)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'reason',reason)\n  __dataclass_builtins_object__.__setattr__(self,'per_gpu',per_gpu)\n  __dataclass_builtins_object__.__setattr__(self,'usable_bytes',usable_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'headroom_bytes',headroom_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'max_seq_tokens',max_seq_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'max_batch',max_batch)\n  __dataclass_builtins_object__.__setattr__(self,'suggestion',suggestion)\n  __dataclass_builtins_object__.__setattr__(self,'peak_phase',peak_phase)\n  __dataclass_builtins_object__.__setattr__(self,'usd_per_hour',usd_per_hour)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpu, _type_gpu_full_name, _type_num_gpus, _type_sharding, _type_fits, _type_reason, _type_per_gpu, _type_usable_bytes, _type_headroom_bytes, _type_max_seq_tokens, _type_max_batch, _type_suggestion, _type_peak_phase, _type_usd_per_hour, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,sharding:_type_sharding,fits:_type_fits,reason:_type_reason,per_gpu:_type_per_gpu,usable_bytes:_type_usable_bytes,headroom_bytes:_type_headroom_bytes,max_seq_tokens:_type_max_seq_tokens,max_batch:_type_max_batch,suggestion:_type_suggestion,peak_phase:_type_peak_phase,usd_per_hour:_type_usd_per_hour)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpu']=gpu\n  __dataclass_dict__['gpu_full_name']=gpu_full_name\n  __dataclass_dict__['num_gpus']=num_gpus\n  __dataclass_dict__['sharding']=sharding\n  __dataclass_dict__['fits']=fits\n  __dataclass_dict__['reason']=reason\n  __dataclass_dict__['per_gpu']=per_gpu\n  __dataclass_dict__['usable_bytes']=usable_bytes\n  __dataclass_dict__['headroom_bytes']=headroom_bytes\n  __dataclass_dict__['max_seq_tokens']=max_seq_tokens\n  __dataclass_dict__['max_batch']=max_batch\n  __dataclass_dict__['suggestion']=suggestion\n  __dataclass_dict__['peak_phase']=peak_phase\n  __dataclass_dict__['usd_per_hour']=usd_per_hour\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpu, _type_gpu_full_name, _type_num_gpus, _type_tensor_parallel, _type_pipeline_parallel, _type_fits, _type_reason, _type_per_gpu, _type_kv_cache_capacity_tokens, _type_max_concurrency, _type_max_context_tokens, _type_kv_heads_per_gpu, _type_kv_heads_replicated, _type_warning, _type_thin_margin, _type_host_bytes, _type_usd_per_hour, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_pipeline_parallel, _dflt_reason, _dflt_per_gpu, _dflt_kv_cache_capacity_tokens, _dflt_max_concurrency, _dflt_max_context_tokens, _dflt_kv_heads_per_gpu, _dflt_kv_heads_replicated, _dflt_warning, _dflt_thin_margin, _dflt_host_bytes, _dflt_usd_per_hour, _return_type):
  def __init__(self,*,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,tensor_parallel:_type_tensor_parallel,pipeline_parallel:_type_pipeline_parallel=_dflt_pipeline_parallel,fits:_type_fits,reason:_type_reason=_dflt_reason,per_gpu:_type_per_gpu=_dflt_per_gpu,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens=_dflt_kv_cache_capacity_tokens,max_concurrency:_type_max_concurrency=_dflt_max_concurrency,max_context_tokens:_type_max_context_tokens=_dflt_max_context_tokens,kv_heads_per_gpu:_type_kv_heads_per_gpu=_dflt_kv_heads_per_gpu,kv_heads_replicated:_type_kv_heads_replicated=_dflt_kv_heads_replicated,warning:_type_warning=_dflt_warning,thin_margin:_type_thin_margin=_dflt_thin_margin,host_bytes:_type_host_bytes=_dflt_host_bytes,usd_per_hour:_type_usd_per_hour=_dflt_usd_per_hour)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_full_name',gpu_full_name)
-  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)
-  __dataclass_builtins_object__.__setattr__(self,'tensor_parallel',tensor_parallel)
-  __dataclass_builtins_object__.__setattr__(self,'pipeline_parallel',pipeline_parallel)
-  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
-  __dataclass_builtins_object__.__setattr__(self,'reason',reason)
-  __dataclass_builtins_object__.__setattr__(self,'per_gpu',per_gpu)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_capacity_tokens',kv_cache_capacity_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'max_concurrency',max_concurrency)
-  __dataclass_builtins_object__.__setattr__(self,'max_context_tokens',max_context_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'kv_heads_per_gpu',kv_heads_per_gpu)
-  __dataclass_builtins_object__.__setattr__(self,'kv_heads_replicated',kv_heads_replicated)
-  __dataclass_builtins_object__.__setattr__(self,'warning',warning)
-  __dataclass_builtins_object__.__setattr__(self,'thin_margin',thin_margin)
-  __dataclass_builtins_object__.__setattr__(self,'host_bytes',host_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'usd_per_hour',usd_per_hour)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpu']=gpu
+  __dataclass_dict__['gpu_full_name']=gpu_full_name
+  __dataclass_dict__['num_gpus']=num_gpus
+  __dataclass_dict__['tensor_parallel']=tensor_parallel
+  __dataclass_dict__['pipeline_parallel']=pipeline_parallel
+  __dataclass_dict__['fits']=fits
+  __dataclass_dict__['reason']=reason
+  __dataclass_dict__['per_gpu']=per_gpu
+  __dataclass_dict__['kv_cache_capacity_tokens']=kv_cache_capacity_tokens
+  __dataclass_dict__['max_concurrency']=max_concurrency
+  __dataclass_dict__['max_context_tokens']=max_context_tokens
+  __dataclass_dict__['kv_heads_per_gpu']=kv_heads_per_gpu
+  __dataclass_dict__['kv_heads_replicated']=kv_heads_replicated
+  __dataclass_dict__['warning']=warning
+  __dataclass_dict__['thin_margin']=thin_margin
+  __dataclass_dict__['host_bytes']=host_bytes
+  __dataclass_dict__['usd_per_hour']=usd_per_hour
  return __init__
-CODE["def __create_fn__(_type_gpu, _type_gpu_full_name, _type_num_gpus, _type_tensor_parallel, _type_pipeline_parallel, _type_fits, _type_reason, _type_per_gpu, _type_kv_cache_capacity_tokens, _type_max_concurrency, _type_max_context_tokens, _type_kv_heads_per_gpu, _type_kv_heads_replicated, _type_warning, _type_thin_margin, _type_host_bytes, _type_usd_per_hour, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_pipeline_parallel, _dflt_reason, _dflt_per_gpu, _dflt_kv_cache_capacity_tokens, _dflt_max_concurrency, _dflt_max_context_tokens, _dflt_kv_heads_per_gpu, _dflt_kv_heads_replicated, _dflt_warning, _dflt_thin_margin, _dflt_host_bytes, _dflt_usd_per_hour, _return_type):\n def __init__(self,*,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,tensor_parallel:_type_tensor_parallel,pipeline_parallel:_type_pipeline_parallel=_dflt_pipeline_parallel,fits:_type_fits,reason:_type_reason=_dflt_reason,per_gpu:_type_per_gpu=_dflt_per_gpu,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens=_dflt_kv_cache_capacity_tokens,max_concurrency:_type_max_concurrency=_dflt_max_concurrency,max_context_tokens:_type_max_context_tokens=_dflt_max_context_tokens,kv_heads_per_gpu:_type_kv_heads_per_gpu=_dflt_kv_heads_per_gpu,kv_heads_replicated:_type_kv_heads_replicated=_dflt_kv_heads_replicated,warning:_type_warning=_dflt_warning,thin_margin:_type_thin_margin=_dflt_thin_margin,host_bytes:_type_host_bytes=_dflt_host_bytes,usd_per_hour:_type_usd_per_hour=_dflt_usd_per_hour)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_full_name',gpu_full_name)\n  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'tensor_parallel',tensor_parallel)\n  __dataclass_builtins_object__.__setattr__(self,'pipeline_parallel',pipeline_parallel)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'reason',reason)\n  __dataclass_builtins_object__.__setattr__(self,'per_gpu',per_gpu)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_capacity_tokens',kv_cache_capacity_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'max_concurrency',max_concurrency)\n  __dataclass_builtins_object__.__setattr__(self,'max_context_tokens',max_context_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'kv_heads_per_gpu',kv_heads_per_gpu)\n  __dataclass_builtins_object__.__setattr__(self,'kv_heads_replicated',kv_heads_replicated)\n  __dataclass_builtins_object__.__setattr__(self,'warning',warning)\n  __dataclass_builtins_object__.__setattr__(self,'thin_margin',thin_margin)\n  __dataclass_builtins_object__.__setattr__(self,'host_bytes',host_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'usd_per_hour',usd_per_hour)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpu, _type_gpu_full_name, _type_num_gpus, _type_tensor_parallel, _type_pipeline_parallel, _type_fits, _type_reason, _type_per_gpu, _type_kv_cache_capacity_tokens, _type_max_concurrency, _type_max_context_tokens, _type_kv_heads_per_gpu, _type_kv_heads_replicated, _type_warning, _type_thin_margin, _type_host_bytes, _type_usd_per_hour, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_pipeline_parallel, _dflt_reason, _dflt_per_gpu, _dflt_kv_cache_capacity_tokens, _dflt_max_concurrency, _dflt_max_context_tokens, _dflt_kv_heads_per_gpu, _dflt_kv_heads_replicated, _dflt_warning, _dflt_thin_margin, _dflt_host_bytes, _dflt_usd_per_hour, _return_type):\n def __init__(self,*,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,tensor_parallel:_type_tensor_parallel,pipeline_parallel:_type_pipeline_parallel=_dflt_pipeline_parallel,fits:_type_fits,reason:_type_reason=_dflt_reason,per_gpu:_type_per_gpu=_dflt_per_gpu,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens=_dflt_kv_cache_capacity_tokens,max_concurrency:_type_max_concurrency=_dflt_max_concurrency,max_context_tokens:_type_max_context_tokens=_dflt_max_context_tokens,kv_heads_per_gpu:_type_kv_heads_per_gpu=_dflt_kv_heads_per_gpu,kv_heads_replicated:_type_kv_heads_replicated=_dflt_kv_heads_replicated,warning:_type_warning=_dflt_warning,thin_margin:_type_thin_margin=_dflt_thin_margin,host_bytes:_type_host_bytes=_dflt_host_bytes,usd_per_hour:_type_usd_per_hour=_dflt_usd_per_hour)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpu']=gpu\n  __dataclass_dict__['gpu_full_name']=gpu_full_name\n  __dataclass_dict__['num_gpus']=num_gpus\n  __dataclass_dict__['tensor_parallel']=tensor_parallel\n  __dataclass_dict__['pipeline_parallel']=pipeline_parallel\n  __dataclass_dict__['fits']=fits\n  __dataclass_dict__['reason']=reason\n  __dataclass_dict__['per_gpu']=per_gpu\n  __dataclass_dict__['kv_cache_capacity_tokens']=kv_cache_capacity_tokens\n  __dataclass_dict__['max_concurrency']=max_concurrency\n  __dataclass_dict__['max_context_tokens']=max_context_tokens\n  __dataclass_dict__['kv_heads_per_gpu']=kv_heads_per_gpu\n  __dataclass_dict__['kv_heads_replicated']=kv_heads_replicated\n  __dataclass_dict__['warning']=warning\n  __dataclass_dict__['thin_margin']=thin_margin\n  __dataclass_dict__['host_bytes']=host_bytes\n  __dataclass_dict__['usd_per_hour']=usd_per_hour\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpu_layers, _type_gpu_weight_bytes, _type_cpu_weight_bytes, _type_gpu_kv_bytes, _type_cpu_kv_bytes, _type_compute_bytes, _type_per_gpu, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_per_gpu, _return_type):
  def __init__(self,gpu_layers:_type_gpu_layers,gpu_weight_bytes:_type_gpu_weight_bytes,cpu_weight_bytes:_type_cpu_weight_bytes,gpu_kv_bytes:_type_gpu_kv_bytes,cpu_kv_bytes:_type_cpu_kv_bytes,compute_bytes:_type_compute_bytes,per_gpu:_type_per_gpu=_dflt_per_gpu)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpu_layers',gpu_layers)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_weight_bytes',gpu_weight_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'cpu_weight_bytes',cpu_weight_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_kv_bytes',gpu_kv_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'cpu_kv_bytes',cpu_kv_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'compute_bytes',compute_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'per_gpu',per_gpu)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpu_layers']=gpu_layers
+  __dataclass_dict__['gpu_weight_bytes']=gpu_weight_bytes
+  __dataclass_dict__['cpu_weight_bytes']=cpu_weight_bytes
+  __dataclass_dict__['gpu_kv_bytes']=gpu_kv_bytes
+  __dataclass_dict__['cpu_kv_bytes']=cpu_kv_bytes
+  __dataclass_dict__['compute_bytes']=compute_bytes
+  __dataclass_dict__['per_gpu']=per_gpu
  return __init__
-CODE["def __create_fn__(_type_gpu_layers, _type_gpu_weight_bytes, _type_cpu_weight_bytes, _type_gpu_kv_bytes, _type_cpu_kv_bytes, _type_compute_bytes, _type_per_gpu, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_per_gpu, _return_type):\n def __init__(self,gpu_layers:_type_gpu_layers,gpu_weight_bytes:_type_gpu_weight_bytes,cpu_weight_bytes:_type_cpu_weight_bytes,gpu_kv_bytes:_type_gpu_kv_bytes,cpu_kv_bytes:_type_cpu_kv_bytes,compute_bytes:_type_compute_bytes,per_gpu:_type_per_gpu=_dflt_per_gpu)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpu_layers',gpu_layers)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_weight_bytes',gpu_weight_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'cpu_weight_bytes',cpu_weight_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_kv_bytes',gpu_kv_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'cpu_kv_bytes',cpu_kv_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'compute_bytes',compute_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'per_gpu',per_gpu)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpu_layers, _type_gpu_weight_bytes, _type_cpu_weight_bytes, _type_gpu_kv_bytes, _type_cpu_kv_bytes, _type_compute_bytes, _type_per_gpu, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_per_gpu, _return_type):\n def __init__(self,gpu_layers:_type_gpu_layers,gpu_weight_bytes:_type_gpu_weight_bytes,cpu_weight_bytes:_type_cpu_weight_bytes,gpu_kv_bytes:_type_gpu_kv_bytes,cpu_kv_bytes:_type_cpu_kv_bytes,compute_bytes:_type_compute_bytes,per_gpu:_type_per_gpu=_dflt_per_gpu)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpu_layers']=gpu_layers\n  __dataclass_dict__['gpu_weight_bytes']=gpu_weight_bytes\n  __dataclass_dict__['cpu_weight_bytes']=cpu_weight_bytes\n  __dataclass_dict__['gpu_kv_bytes']=gpu_kv_bytes\n  __dataclass_dict__['cpu_kv_bytes']=cpu_kv_bytes\n  __dataclass_dict__['compute_bytes']=compute_bytes\n  __dataclass_dict__['per_gpu']=per_gpu\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpu_tdp_w, _type_total_w_low, _type_total_w_high, _type_psu_capacity_w, _type_psu_layout, _type_pcie_lanes, _type_interconnect, _type_notes, _type_servers, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_servers, _return_type):
  def __init__(self,*,gpu_tdp_w:_type_gpu_tdp_w,total_w_low:_type_total_w_low,total_w_high:_type_total_w_high,psu_capacity_w:_type_psu_capacity_w,psu_layout:_type_psu_layout,pcie_lanes:_type_pcie_lanes,interconnect:_type_interconnect,notes:_type_notes,servers:_type_servers=_dflt_servers)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpu_tdp_w',gpu_tdp_w)
-  __dataclass_builtins_object__.__setattr__(self,'total_w_low',total_w_low)
-  __dataclass_builtins_object__.__setattr__(self,'total_w_high',total_w_high)
-  __dataclass_builtins_object__.__setattr__(self,'psu_capacity_w',psu_capacity_w)
-  __dataclass_builtins_object__.__setattr__(self,'psu_layout',psu_layout)
-  __dataclass_builtins_object__.__setattr__(self,'pcie_lanes',pcie_lanes)
-  __dataclass_builtins_object__.__setattr__(self,'interconnect',interconnect)
-  __dataclass_builtins_object__.__setattr__(self,'notes',notes)
-  __dataclass_builtins_object__.__setattr__(self,'servers',servers)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpu_tdp_w']=gpu_tdp_w
+  __dataclass_dict__['total_w_low']=total_w_low
+  __dataclass_dict__['total_w_high']=total_w_high
+  __dataclass_dict__['psu_capacity_w']=psu_capacity_w
+  __dataclass_dict__['psu_layout']=psu_layout
+  __dataclass_dict__['pcie_lanes']=pcie_lanes
+  __dataclass_dict__['interconnect']=interconnect
+  __dataclass_dict__['notes']=notes
+  __dataclass_dict__['servers']=servers
  return __init__
-CODE["def __create_fn__(_type_gpu_tdp_w, _type_total_w_low, _type_total_w_high, _type_psu_capacity_w, _type_psu_layout, _type_pcie_lanes, _type_interconnect, _type_notes, _type_servers, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_servers, _return_type):\n def __init__(self,*,gpu_tdp_w:_type_gpu_tdp_w,total_w_low:_type_total_w_low,total_w_high:_type_total_w_high,psu_capacity_w:_type_psu_capacity_w,psu_layout:_type_psu_layout,pcie_lanes:_type_pcie_lanes,interconnect:_type_interconnect,notes:_type_notes,servers:_type_servers=_dflt_servers)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpu_tdp_w',gpu_tdp_w)\n  __dataclass_builtins_object__.__setattr__(self,'total_w_low',total_w_low)\n  __dataclass_builtins_object__.__setattr__(self,'total_w_high',total_w_high)\n  __dataclass_builtins_object__.__setattr__(self,'psu_capacity_w',psu_capacity_w)\n  __dataclass_builtins_object__.__setattr__(self,'psu_layout',psu_layout)\n  __dataclass_builtins_object__.__setattr__(self,'pcie_lanes',pcie_lanes)\n  __dataclass_builtins_object__.__setattr__(self,'interconnect',interconnect)\n  __dataclass_builtins_object__.__setattr__(self,'notes',notes)\n  __dataclass_builtins_object__.__setattr__(self,'servers',servers)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpu_tdp_w, _type_total_w_low, _type_total_w_high, _type_psu_capacity_w, _type_psu_layout, _type_pcie_lanes, _type_interconnect, _type_notes, _type_servers, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_servers, _return_type):\n def __init__(self,*,gpu_tdp_w:_type_gpu_tdp_w,total_w_low:_type_total_w_low,total_w_high:_type_total_w_high,psu_capacity_w:_type_psu_capacity_w,psu_layout:_type_psu_layout,pcie_lanes:_type_pcie_lanes,interconnect:_type_interconnect,notes:_type_notes,servers:_type_servers=_dflt_servers)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpu_tdp_w']=gpu_tdp_w\n  __dataclass_dict__['total_w_low']=total_w_low\n  __dataclass_dict__['total_w_high']=total_w_high\n  __dataclass_dict__['psu_capacity_w']=psu_capacity_w\n  __dataclass_dict__['psu_layout']=psu_layout\n  __dataclass_dict__['pcie_lanes']=pcie_lanes\n  __dataclass_dict__['interconnect']=interconnect\n  __dataclass_dict__['notes']=notes\n  __dataclass_dict__['servers']=servers\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpu_w, _type_total_w_low, _type_total_w_high, _type_psu_capacity_w, _type_psu_modules, _type_psu_module_w, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,gpu_w:_type_gpu_w,total_w_low:_type_total_w_low,total_w_high:_type_total_w_high,psu_capacity_w:_type_psu_capacity_w,psu_modules:_type_psu_modules,psu_module_w:_type_psu_module_w)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpu_w',gpu_w)
-  __dataclass_builtins_object__.__setattr__(self,'total_w_low',total_w_low)
-  __dataclass_builtins_object__.__setattr__(self,'total_w_high',total_w_high)
-  __dataclass_builtins_object__.__setattr__(self,'psu_capacity_w',psu_capacity_w)
-  __dataclass_builtins_object__.__setattr__(self,'psu_modules',psu_modules)
-  __dataclass_builtins_object__.__setattr__(self,'psu_module_w',psu_module_w)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpu_w']=gpu_w
+  __dataclass_dict__['total_w_low']=total_w_low
+  __dataclass_dict__['total_w_high']=total_w_high
+  __dataclass_dict__['psu_capacity_w']=psu_capacity_w
+  __dataclass_dict__['psu_modules']=psu_modules
+  __dataclass_dict__['psu_module_w']=psu_module_w
  return __init__
-CODE["def __create_fn__(_type_gpu_w, _type_total_w_low, _type_total_w_high, _type_psu_capacity_w, _type_psu_modules, _type_psu_module_w, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,gpu_w:_type_gpu_w,total_w_low:_type_total_w_low,total_w_high:_type_total_w_high,psu_capacity_w:_type_psu_capacity_w,psu_modules:_type_psu_modules,psu_module_w:_type_psu_module_w)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpu_w',gpu_w)\n  __dataclass_builtins_object__.__setattr__(self,'total_w_low',total_w_low)\n  __dataclass_builtins_object__.__setattr__(self,'total_w_high',total_w_high)\n  __dataclass_builtins_object__.__setattr__(self,'psu_capacity_w',psu_capacity_w)\n  __dataclass_builtins_object__.__setattr__(self,'psu_modules',psu_modules)\n  __dataclass_builtins_object__.__setattr__(self,'psu_module_w',psu_module_w)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpu_w, _type_total_w_low, _type_total_w_high, _type_psu_capacity_w, _type_psu_modules, _type_psu_module_w, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,gpu_w:_type_gpu_w,total_w_low:_type_total_w_low,total_w_high:_type_total_w_high,psu_capacity_w:_type_psu_capacity_w,psu_modules:_type_psu_modules,psu_module_w:_type_psu_module_w)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpu_w']=gpu_w\n  __dataclass_dict__['total_w_low']=total_w_low\n  __dataclass_dict__['total_w_high']=total_w_high\n  __dataclass_dict__['psu_capacity_w']=psu_capacity_w\n  __dataclass_dict__['psu_modules']=psu_modules\n  __dataclass_dict__['psu_module_w']=psu_module_w\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpus, _type_others, _type_count, _type_max_count, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_others, _dflt_count, _dflt_max_count, _return_type):
  def __init__(self,*,gpus:_type_gpus,others:_type_others=_dflt_others,count:_type_count=_dflt_count,max_count:_type_max_count=_dflt_max_count)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpus',gpus)
-  __dataclass_builtins_object__.__setattr__(self,'others',others)
-  __dataclass_builtins_object__.__setattr__(self,'count',count)
-  __dataclass_builtins_object__.__setattr__(self,'max_count',max_count)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpus']=gpus
+  __dataclass_dict__['others']=others
+  __dataclass_dict__['count']=count
+  __dataclass_dict__['max_count']=max_count
  return __init__
-CODE["def __create_fn__(_type_gpus, _type_others, _type_count, _type_max_count, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_others, _dflt_count, _dflt_max_count, _return_type):\n def __init__(self,*,gpus:_type_gpus,others:_type_others=_dflt_others,count:_type_count=_dflt_count,max_count:_type_max_count=_dflt_max_count)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpus',gpus)\n  __dataclass_builtins_object__.__setattr__(self,'others',others)\n  __dataclass_builtins_object__.__setattr__(self,'count',count)\n  __dataclass_builtins_object__.__setattr__(self,'max_count',max_count)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpus, _type_others, _type_count, _type_max_count, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_others, _dflt_count, _dflt_max_count, _return_type):\n def __init__(self,*,gpus:_type_gpus,others:_type_others=_dflt_others,count:_type_count=_dflt_count,max_count:_type_max_count=_dflt_max_count)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpus']=gpus\n  __dataclass_dict__['others']=others\n  __dataclass_dict__['count']=count\n  __dataclass_dict__['max_count']=max_count\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpus, _type_split_mode, _type_host_gbps, _type_cpu_moe_layers, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpus, _dflt_split_mode, _dflt_host_gbps, _dflt_cpu_moe_layers, _return_type):
  def __init__(self,gpus:_type_gpus=_dflt_gpus,split_mode:_type_split_mode=_dflt_split_mode,host_gbps:_type_host_gbps=_dflt_host_gbps,cpu_moe_layers:_type_cpu_moe_layers=_dflt_cpu_moe_layers)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpus',gpus)
-  __dataclass_builtins_object__.__setattr__(self,'split_mode',split_mode)
-  __dataclass_builtins_object__.__setattr__(self,'host_gbps',host_gbps)
-  __dataclass_builtins_object__.__setattr__(self,'cpu_moe_layers',cpu_moe_layers)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpus']=gpus
+  __dataclass_dict__['split_mode']=split_mode
+  __dataclass_dict__['host_gbps']=host_gbps
+  __dataclass_dict__['cpu_moe_layers']=cpu_moe_layers
  return __init__
-CODE["def __create_fn__(_type_gpus, _type_split_mode, _type_host_gbps, _type_cpu_moe_layers, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpus, _dflt_split_mode, _dflt_host_gbps, _dflt_cpu_moe_layers, _return_type):\n def __init__(self,gpus:_type_gpus=_dflt_gpus,split_mode:_type_split_mode=_dflt_split_mode,host_gbps:_type_host_gbps=_dflt_host_gbps,cpu_moe_layers:_type_cpu_moe_layers=_dflt_cpu_moe_layers)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpus',gpus)\n  __dataclass_builtins_object__.__setattr__(self,'split_mode',split_mode)\n  __dataclass_builtins_object__.__setattr__(self,'host_gbps',host_gbps)\n  __dataclass_builtins_object__.__setattr__(self,'cpu_moe_layers',cpu_moe_layers)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpus, _type_split_mode, _type_host_gbps, _type_cpu_moe_layers, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gpus, _dflt_split_mode, _dflt_host_gbps, _dflt_cpu_moe_layers, _return_type):\n def __init__(self,gpus:_type_gpus=_dflt_gpus,split_mode:_type_split_mode=_dflt_split_mode,host_gbps:_type_host_gbps=_dflt_host_gbps,cpu_moe_layers:_type_cpu_moe_layers=_dflt_cpu_moe_layers)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpus']=gpus\n  __dataclass_dict__['split_mode']=split_mode\n  __dataclass_dict__['host_gbps']=host_gbps\n  __dataclass_dict__['cpu_moe_layers']=cpu_moe_layers\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_gpu, _type_gpu_full_name, _type_num_gpus, _type_context_tokens, _type_models_fitting, _type_models, _type_assumptions, _type_splits_layers, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_splits_layers, _return_type):
  def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,context_tokens:_type_context_tokens,models_fitting:_type_models_fitting,models:_type_models,assumptions:_type_assumptions,splits_layers:_type_splits_layers=_dflt_splits_layers)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)
-  __dataclass_builtins_object__.__setattr__(self,'command',command)
-  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
-  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_full_name',gpu_full_name)
-  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)
-  __dataclass_builtins_object__.__setattr__(self,'context_tokens',context_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'models_fitting',models_fitting)
-  __dataclass_builtins_object__.__setattr__(self,'models',models)
-  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)
-  __dataclass_builtins_object__.__setattr__(self,'splits_layers',splits_layers)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpusize_version']=gpusize_version
+  __dataclass_dict__['command']=command
+  __dataclass_dict__['fits']=fits
+  __dataclass_dict__['gpu']=gpu
+  __dataclass_dict__['gpu_full_name']=gpu_full_name
+  __dataclass_dict__['num_gpus']=num_gpus
+  __dataclass_dict__['context_tokens']=context_tokens
+  __dataclass_dict__['models_fitting']=models_fitting
+  __dataclass_dict__['models']=models
+  __dataclass_dict__['assumptions']=assumptions
+  __dataclass_dict__['splits_layers']=splits_layers
  return __init__
-CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_gpu, _type_gpu_full_name, _type_num_gpus, _type_context_tokens, _type_models_fitting, _type_models, _type_assumptions, _type_splits_layers, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_splits_layers, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,context_tokens:_type_context_tokens,models_fitting:_type_models_fitting,models:_type_models,assumptions:_type_assumptions,splits_layers:_type_splits_layers=_dflt_splits_layers)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)\n  __dataclass_builtins_object__.__setattr__(self,'command',command)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_full_name',gpu_full_name)\n  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'context_tokens',context_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'models_fitting',models_fitting)\n  __dataclass_builtins_object__.__setattr__(self,'models',models)\n  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)\n  __dataclass_builtins_object__.__setattr__(self,'splits_layers',splits_layers)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_gpu, _type_gpu_full_name, _type_num_gpus, _type_context_tokens, _type_models_fitting, _type_models, _type_assumptions, _type_splits_layers, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_splits_layers, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,context_tokens:_type_context_tokens,models_fitting:_type_models_fitting,models:_type_models,assumptions:_type_assumptions,splits_layers:_type_splits_layers=_dflt_splits_layers)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpusize_version']=gpusize_version\n  __dataclass_dict__['command']=command\n  __dataclass_dict__['fits']=fits\n  __dataclass_dict__['gpu']=gpu\n  __dataclass_dict__['gpu_full_name']=gpu_full_name\n  __dataclass_dict__['num_gpus']=num_gpus\n  __dataclass_dict__['context_tokens']=context_tokens\n  __dataclass_dict__['models_fitting']=models_fitting\n  __dataclass_dict__['models']=models\n  __dataclass_dict__['assumptions']=assumptions\n  __dataclass_dict__['splits_layers']=splits_layers\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_model, _type_setup, _type_token_budget, _type_params, _type_memory, _type_plan, _type_candidates, _type_suggestions, _type_time, _type_assumptions, _type_nodes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_nodes, _return_type):
  def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,model:_type_model,setup:_type_setup,token_budget:_type_token_budget,params:_type_params,memory:_type_memory,plan:_type_plan,candidates:_type_candidates,suggestions:_type_suggestions,time:_type_time,assumptions:_type_assumptions,nodes:_type_nodes=_dflt_nodes)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)
-  __dataclass_builtins_object__.__setattr__(self,'command',command)
-  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
-  __dataclass_builtins_object__.__setattr__(self,'model',model)
-  __dataclass_builtins_object__.__setattr__(self,'setup',setup)
-  __dataclass_builtins_object__.__setattr__(self,'token_budget',token_budget)
-  __dataclass_builtins_object__.__setattr__(self,'params',params)
-  __dataclass_builtins_object__.__setattr__(self,'memory',memory)
-  __dataclass_builtins_object__.__setattr__(self,'plan',plan)
-  __dataclass_builtins_object__.__setattr__(self,'candidates',candidates)
-  __dataclass_builtins_object__.__setattr__(self,'suggestions',suggestions)
-  __dataclass_builtins_object__.__setattr__(self,'time',time)
-  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)
-  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpusize_version']=gpusize_version
+  __dataclass_dict__['command']=command
+  __dataclass_dict__['fits']=fits
+  __dataclass_dict__['model']=model
+  __dataclass_dict__['setup']=setup
+  __dataclass_dict__['token_budget']=token_budget
+  __dataclass_dict__['params']=params
+  __dataclass_dict__['memory']=memory
+  __dataclass_dict__['plan']=plan
+  __dataclass_dict__['candidates']=candidates
+  __dataclass_dict__['suggestions']=suggestions
+  __dataclass_dict__['time']=time
+  __dataclass_dict__['assumptions']=assumptions
+  __dataclass_dict__['nodes']=nodes
  return __init__
-CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_model, _type_setup, _type_token_budget, _type_params, _type_memory, _type_plan, _type_candidates, _type_suggestions, _type_time, _type_assumptions, _type_nodes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_nodes, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,model:_type_model,setup:_type_setup,token_budget:_type_token_budget,params:_type_params,memory:_type_memory,plan:_type_plan,candidates:_type_candidates,suggestions:_type_suggestions,time:_type_time,assumptions:_type_assumptions,nodes:_type_nodes=_dflt_nodes)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)\n  __dataclass_builtins_object__.__setattr__(self,'command',command)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'model',model)\n  __dataclass_builtins_object__.__setattr__(self,'setup',setup)\n  __dataclass_builtins_object__.__setattr__(self,'token_budget',token_budget)\n  __dataclass_builtins_object__.__setattr__(self,'params',params)\n  __dataclass_builtins_object__.__setattr__(self,'memory',memory)\n  __dataclass_builtins_object__.__setattr__(self,'plan',plan)\n  __dataclass_builtins_object__.__setattr__(self,'candidates',candidates)\n  __dataclass_builtins_object__.__setattr__(self,'suggestions',suggestions)\n  __dataclass_builtins_object__.__setattr__(self,'time',time)\n  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)\n  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_model, _type_setup, _type_token_budget, _type_params, _type_memory, _type_plan, _type_candidates, _type_suggestions, _type_time, _type_assumptions, _type_nodes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_nodes, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,model:_type_model,setup:_type_setup,token_budget:_type_token_budget,params:_type_params,memory:_type_memory,plan:_type_plan,candidates:_type_candidates,suggestions:_type_suggestions,time:_type_time,assumptions:_type_assumptions,nodes:_type_nodes=_dflt_nodes)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpusize_version']=gpusize_version\n  __dataclass_dict__['command']=command\n  __dataclass_dict__['fits']=fits\n  __dataclass_dict__['model']=model\n  __dataclass_dict__['setup']=setup\n  __dataclass_dict__['token_budget']=token_budget\n  __dataclass_dict__['params']=params\n  __dataclass_dict__['memory']=memory\n  __dataclass_dict__['plan']=plan\n  __dataclass_dict__['candidates']=candidates\n  __dataclass_dict__['suggestions']=suggestions\n  __dataclass_dict__['time']=time\n  __dataclass_dict__['assumptions']=assumptions\n  __dataclass_dict__['nodes']=nodes\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_model, _type_workload, _type_gpu, _type_gpu_full_name, _type_num_gpus, _type_users, _type_points, _type_assumptions, _type_nodes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_nodes, _return_type):
  def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,model:_type_model,workload:_type_workload,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,users:_type_users,points:_type_points,assumptions:_type_assumptions,nodes:_type_nodes=_dflt_nodes)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)
-  __dataclass_builtins_object__.__setattr__(self,'command',command)
-  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
-  __dataclass_builtins_object__.__setattr__(self,'model',model)
-  __dataclass_builtins_object__.__setattr__(self,'workload',workload)
-  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_full_name',gpu_full_name)
-  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)
-  __dataclass_builtins_object__.__setattr__(self,'users',users)
-  __dataclass_builtins_object__.__setattr__(self,'points',points)
-  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)
-  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpusize_version']=gpusize_version
+  __dataclass_dict__['command']=command
+  __dataclass_dict__['fits']=fits
+  __dataclass_dict__['model']=model
+  __dataclass_dict__['workload']=workload
+  __dataclass_dict__['gpu']=gpu
+  __dataclass_dict__['gpu_full_name']=gpu_full_name
+  __dataclass_dict__['num_gpus']=num_gpus
+  __dataclass_dict__['users']=users
+  __dataclass_dict__['points']=points
+  __dataclass_dict__['assumptions']=assumptions
+  __dataclass_dict__['nodes']=nodes
  return __init__
-CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_model, _type_workload, _type_gpu, _type_gpu_full_name, _type_num_gpus, _type_users, _type_points, _type_assumptions, _type_nodes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_nodes, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,model:_type_model,workload:_type_workload,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,users:_type_users,points:_type_points,assumptions:_type_assumptions,nodes:_type_nodes=_dflt_nodes)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)\n  __dataclass_builtins_object__.__setattr__(self,'command',command)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'model',model)\n  __dataclass_builtins_object__.__setattr__(self,'workload',workload)\n  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_full_name',gpu_full_name)\n  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'users',users)\n  __dataclass_builtins_object__.__setattr__(self,'points',points)\n  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)\n  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_model, _type_workload, _type_gpu, _type_gpu_full_name, _type_num_gpus, _type_users, _type_points, _type_assumptions, _type_nodes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_nodes, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,model:_type_model,workload:_type_workload,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,users:_type_users,points:_type_points,assumptions:_type_assumptions,nodes:_type_nodes=_dflt_nodes)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpusize_version']=gpusize_version\n  __dataclass_dict__['command']=command\n  __dataclass_dict__['fits']=fits\n  __dataclass_dict__['model']=model\n  __dataclass_dict__['workload']=workload\n  __dataclass_dict__['gpu']=gpu\n  __dataclass_dict__['gpu_full_name']=gpu_full_name\n  __dataclass_dict__['num_gpus']=num_gpus\n  __dataclass_dict__['users']=users\n  __dataclass_dict__['points']=points\n  __dataclass_dict__['assumptions']=assumptions\n  __dataclass_dict__['nodes']=nodes\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_model, _type_workload, _type_memory, _type_plan, _type_min_gpus, _type_candidates, _type_suggestions, _type_one_gpu, _type_assumptions, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,model:_type_model,workload:_type_workload,memory:_type_memory,plan:_type_plan,min_gpus:_type_min_gpus,candidates:_type_candidates,suggestions:_type_suggestions,one_gpu:_type_one_gpu,assumptions:_type_assumptions)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)
-  __dataclass_builtins_object__.__setattr__(self,'command',command)
-  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
-  __dataclass_builtins_object__.__setattr__(self,'model',model)
-  __dataclass_builtins_object__.__setattr__(self,'workload',workload)
-  __dataclass_builtins_object__.__setattr__(self,'memory',memory)
-  __dataclass_builtins_object__.__setattr__(self,'plan',plan)
-  __dataclass_builtins_object__.__setattr__(self,'min_gpus',min_gpus)
-  __dataclass_builtins_object__.__setattr__(self,'candidates',candidates)
-  __dataclass_builtins_object__.__setattr__(self,'suggestions',suggestions)
-  __dataclass_builtins_object__.__setattr__(self,'one_gpu',one_gpu)
-  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpusize_version']=gpusize_version
+  __dataclass_dict__['command']=command
+  __dataclass_dict__['fits']=fits
+  __dataclass_dict__['model']=model
+  __dataclass_dict__['workload']=workload
+  __dataclass_dict__['memory']=memory
+  __dataclass_dict__['plan']=plan
+  __dataclass_dict__['min_gpus']=min_gpus
+  __dataclass_dict__['candidates']=candidates
+  __dataclass_dict__['suggestions']=suggestions
+  __dataclass_dict__['one_gpu']=one_gpu
+  __dataclass_dict__['assumptions']=assumptions
  return __init__
-CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_model, _type_workload, _type_memory, _type_plan, _type_min_gpus, _type_candidates, _type_suggestions, _type_one_gpu, _type_assumptions, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,model:_type_model,workload:_type_workload,memory:_type_memory,plan:_type_plan,min_gpus:_type_min_gpus,candidates:_type_candidates,suggestions:_type_suggestions,one_gpu:_type_one_gpu,assumptions:_type_assumptions)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)\n  __dataclass_builtins_object__.__setattr__(self,'command',command)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'model',model)\n  __dataclass_builtins_object__.__setattr__(self,'workload',workload)\n  __dataclass_builtins_object__.__setattr__(self,'memory',memory)\n  __dataclass_builtins_object__.__setattr__(self,'plan',plan)\n  __dataclass_builtins_object__.__setattr__(self,'min_gpus',min_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'candidates',candidates)\n  __dataclass_builtins_object__.__setattr__(self,'suggestions',suggestions)\n  __dataclass_builtins_object__.__setattr__(self,'one_gpu',one_gpu)\n  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_model, _type_workload, _type_memory, _type_plan, _type_min_gpus, _type_candidates, _type_suggestions, _type_one_gpu, _type_assumptions, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,model:_type_model,workload:_type_workload,memory:_type_memory,plan:_type_plan,min_gpus:_type_min_gpus,candidates:_type_candidates,suggestions:_type_suggestions,one_gpu:_type_one_gpu,assumptions:_type_assumptions)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpusize_version']=gpusize_version\n  __dataclass_dict__['command']=command\n  __dataclass_dict__['fits']=fits\n  __dataclass_dict__['model']=model\n  __dataclass_dict__['workload']=workload\n  __dataclass_dict__['memory']=memory\n  __dataclass_dict__['plan']=plan\n  __dataclass_dict__['min_gpus']=min_gpus\n  __dataclass_dict__['candidates']=candidates\n  __dataclass_dict__['suggestions']=suggestions\n  __dataclass_dict__['one_gpu']=one_gpu\n  __dataclass_dict__['assumptions']=assumptions\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_model, _type_workload, _type_users, _type_prefix_hit_rate, _type_prompt_tokens, _type_output_tokens, _type_options, _type_recommendation, _type_curve, _type_topology_text, _type_topology_mermaid, _type_assumptions, _type_disaggregated, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_disaggregated, _return_type):
  def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,model:_type_model,workload:_type_workload,users:_type_users,prefix_hit_rate:_type_prefix_hit_rate,prompt_tokens:_type_prompt_tokens,output_tokens:_type_output_tokens,options:_type_options,recommendation:_type_recommendation,curve:_type_curve,topology_text:_type_topology_text,topology_mermaid:_type_topology_mermaid,assumptions:_type_assumptions,disaggregated:_type_disaggregated=_dflt_disaggregated)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)
-  __dataclass_builtins_object__.__setattr__(self,'command',command)
-  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
-  __dataclass_builtins_object__.__setattr__(self,'model',model)
-  __dataclass_builtins_object__.__setattr__(self,'workload',workload)
-  __dataclass_builtins_object__.__setattr__(self,'users',users)
-  __dataclass_builtins_object__.__setattr__(self,'prefix_hit_rate',prefix_hit_rate)
-  __dataclass_builtins_object__.__setattr__(self,'prompt_tokens',prompt_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'output_tokens',output_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'options',options)
-  __dataclass_builtins_object__.__setattr__(self,'recommendation',recommendation)
-  __dataclass_builtins_object__.__setattr__(self,'curve',curve)
-  __dataclass_builtins_object__.__setattr__(self,'topology_text',topology_text)
-  __dataclass_builtins_object__.__setattr__(self,'topology_mermaid',topology_mermaid)
-  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)
-  __dataclass_builtins_object__.__setattr__(self,'disaggregated',disaggregated)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpusize_version']=gpusize_version
+  __dataclass_dict__['command']=command
+  __dataclass_dict__['fits']=fits
+  __dataclass_dict__['model']=model
+  __dataclass_dict__['workload']=workload
+  __dataclass_dict__['users']=users
+  __dataclass_dict__['prefix_hit_rate']=prefix_hit_rate
+  __dataclass_dict__['prompt_tokens']=prompt_tokens
+  __dataclass_dict__['output_tokens']=output_tokens
+  __dataclass_dict__['options']=options
+  __dataclass_dict__['recommendation']=recommendation
+  __dataclass_dict__['curve']=curve
+  __dataclass_dict__['topology_text']=topology_text
+  __dataclass_dict__['topology_mermaid']=topology_mermaid
+  __dataclass_dict__['assumptions']=assumptions
+  __dataclass_dict__['disaggregated']=disaggregated
  return __init__
-CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_model, _type_workload, _type_users, _type_prefix_hit_rate, _type_prompt_tokens, _type_output_tokens, _type_options, _type_recommendation, _type_curve, _type_topology_text, _type_topology_mermaid, _type_assumptions, _type_disaggregated, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_disaggregated, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,model:_type_model,workload:_type_workload,users:_type_users,prefix_hit_rate:_type_prefix_hit_rate,prompt_tokens:_type_prompt_tokens,output_tokens:_type_output_tokens,options:_type_options,recommendation:_type_recommendation,curve:_type_curve,topology_text:_type_topology_text,topology_mermaid:_type_topology_mermaid,assumptions:_type_assumptions,disaggregated:_type_disaggregated=_dflt_disaggregated)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)\n  __dataclass_builtins_object__.__setattr__(self,'command',command)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'model',model)\n  __dataclass_builtins_object__.__setattr__(self,'workload',workload)\n  __dataclass_builtins_object__.__setattr__(self,'users',users)\n  __dataclass_builtins_object__.__setattr__(self,'prefix_hit_rate',prefix_hit_rate)\n  __dataclass_builtins_object__.__setattr__(self,'prompt_tokens',prompt_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'output_tokens',output_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'options',options)\n  __dataclass_builtins_object__.__setattr__(self,'recommendation',recommendation)\n  __dataclass_builtins_object__.__setattr__(self,'curve',curve)\n  __dataclass_builtins_object__.__setattr__(self,'topology_text',topology_text)\n  __dataclass_builtins_object__.__setattr__(self,'topology_mermaid',topology_mermaid)\n  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)\n  __dataclass_builtins_object__.__setattr__(self,'disaggregated',disaggregated)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_model, _type_workload, _type_users, _type_prefix_hit_rate, _type_prompt_tokens, _type_output_tokens, _type_options, _type_recommendation, _type_curve, _type_topology_text, _type_topology_mermaid, _type_assumptions, _type_disaggregated, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_disaggregated, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,model:_type_model,workload:_type_workload,users:_type_users,prefix_hit_rate:_type_prefix_hit_rate,prompt_tokens:_type_prompt_tokens,output_tokens:_type_output_tokens,options:_type_options,recommendation:_type_recommendation,curve:_type_curve,topology_text:_type_topology_text,topology_mermaid:_type_topology_mermaid,assumptions:_type_assumptions,disaggregated:_type_disaggregated=_dflt_disaggregated)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpusize_version']=gpusize_version\n  __dataclass_dict__['command']=command\n  __dataclass_dict__['fits']=fits\n  __dataclass_dict__['model']=model\n  __dataclass_dict__['workload']=workload\n  __dataclass_dict__['users']=users\n  __dataclass_dict__['prefix_hit_rate']=prefix_hit_rate\n  __dataclass_dict__['prompt_tokens']=prompt_tokens\n  __dataclass_dict__['output_tokens']=output_tokens\n  __dataclass_dict__['options']=options\n  __dataclass_dict__['recommendation']=recommendation\n  __dataclass_dict__['curve']=curve\n  __dataclass_dict__['topology_text']=topology_text\n  __dataclass_dict__['topology_mermaid']=topology_mermaid\n  __dataclass_dict__['assumptions']=assumptions\n  __dataclass_dict__['disaggregated']=disaggregated\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_serves_load, _type_model, _type_workload, _type_demand, _type_gpu, _type_gpu_full_name, _type_num_gpus, _type_targets, _type_layouts, _type_recommendation, _type_why, _type_launch, _type_power, _type_suggestions, _type_assumptions, _type_nodes, _type_disaggregated, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_nodes, _dflt_disaggregated, _return_type):
  def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,serves_load:_type_serves_load,model:_type_model,workload:_type_workload,demand:_type_demand,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,targets:_type_targets,layouts:_type_layouts,recommendation:_type_recommendation,why:_type_why,launch:_type_launch,power:_type_power,suggestions:_type_suggestions,assumptions:_type_assumptions,nodes:_type_nodes=_dflt_nodes,disaggregated:_type_disaggregated=_dflt_disaggregated)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)
-  __dataclass_builtins_object__.__setattr__(self,'command',command)
-  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
-  __dataclass_builtins_object__.__setattr__(self,'serves_load',serves_load)
-  __dataclass_builtins_object__.__setattr__(self,'model',model)
-  __dataclass_builtins_object__.__setattr__(self,'workload',workload)
-  __dataclass_builtins_object__.__setattr__(self,'demand',demand)
-  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_full_name',gpu_full_name)
-  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)
-  __dataclass_builtins_object__.__setattr__(self,'targets',targets)
-  __dataclass_builtins_object__.__setattr__(self,'layouts',layouts)
-  __dataclass_builtins_object__.__setattr__(self,'recommendation',recommendation)
-  __dataclass_builtins_object__.__setattr__(self,'why',why)
-  __dataclass_builtins_object__.__setattr__(self,'launch',launch)
-  __dataclass_builtins_object__.__setattr__(self,'power',power)
-  __dataclass_builtins_object__.__setattr__(self,'suggestions',suggestions)
-  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)
-  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)
-  __dataclass_builtins_object__.__setattr__(self,'disaggregated',disaggregated)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpusize_version']=gpusize_version
+  __dataclass_dict__['command']=command
+  __dataclass_dict__['fits']=fits
+  __dataclass_dict__['serves_load']=serves_load
+  __dataclass_dict__['model']=model
+  __dataclass_dict__['workload']=workload
+  __dataclass_dict__['demand']=demand
+  __dataclass_dict__['gpu']=gpu
+  __dataclass_dict__['gpu_full_name']=gpu_full_name
+  __dataclass_dict__['num_gpus']=num_gpus
+  __dataclass_dict__['targets']=targets
+  __dataclass_dict__['layouts']=layouts
+  __dataclass_dict__['recommendation']=recommendation
+  __dataclass_dict__['why']=why
+  __dataclass_dict__['launch']=launch
+  __dataclass_dict__['power']=power
+  __dataclass_dict__['suggestions']=suggestions
+  __dataclass_dict__['assumptions']=assumptions
+  __dataclass_dict__['nodes']=nodes
+  __dataclass_dict__['disaggregated']=disaggregated
  return __init__
-CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_serves_load, _type_model, _type_workload, _type_demand, _type_gpu, _type_gpu_full_name, _type_num_gpus, _type_targets, _type_layouts, _type_recommendation, _type_why, _type_launch, _type_power, _type_suggestions, _type_assumptions, _type_nodes, _type_disaggregated, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_nodes, _dflt_disaggregated, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,serves_load:_type_serves_load,model:_type_model,workload:_type_workload,demand:_type_demand,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,targets:_type_targets,layouts:_type_layouts,recommendation:_type_recommendation,why:_type_why,launch:_type_launch,power:_type_power,suggestions:_type_suggestions,assumptions:_type_assumptions,nodes:_type_nodes=_dflt_nodes,disaggregated:_type_disaggregated=_dflt_disaggregated)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)\n  __dataclass_builtins_object__.__setattr__(self,'command',command)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'serves_load',serves_load)\n  __dataclass_builtins_object__.__setattr__(self,'model',model)\n  __dataclass_builtins_object__.__setattr__(self,'workload',workload)\n  __dataclass_builtins_object__.__setattr__(self,'demand',demand)\n  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_full_name',gpu_full_name)\n  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'targets',targets)\n  __dataclass_builtins_object__.__setattr__(self,'layouts',layouts)\n  __dataclass_builtins_object__.__setattr__(self,'recommendation',recommendation)\n  __dataclass_builtins_object__.__setattr__(self,'why',why)\n  __dataclass_builtins_object__.__setattr__(self,'launch',launch)\n  __dataclass_builtins_object__.__setattr__(self,'power',power)\n  __dataclass_builtins_object__.__setattr__(self,'suggestions',suggestions)\n  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)\n  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)\n  __dataclass_builtins_object__.__setattr__(self,'disaggregated',disaggregated)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_fits, _type_serves_load, _type_model, _type_workload, _type_demand, _type_gpu, _type_gpu_full_name, _type_num_gpus, _type_targets, _type_layouts, _type_recommendation, _type_why, _type_launch, _type_power, _type_suggestions, _type_assumptions, _type_nodes, _type_disaggregated, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_nodes, _dflt_disaggregated, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,fits:_type_fits,serves_load:_type_serves_load,model:_type_model,workload:_type_workload,demand:_type_demand,gpu:_type_gpu,gpu_full_name:_type_gpu_full_name,num_gpus:_type_num_gpus,targets:_type_targets,layouts:_type_layouts,recommendation:_type_recommendation,why:_type_why,launch:_type_launch,power:_type_power,suggestions:_type_suggestions,assumptions:_type_assumptions,nodes:_type_nodes=_dflt_nodes,disaggregated:_type_disaggregated=_dflt_disaggregated)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpusize_version']=gpusize_version\n  __dataclass_dict__['command']=command\n  __dataclass_dict__['fits']=fits\n  __dataclass_dict__['serves_load']=serves_load\n  __dataclass_dict__['model']=model\n  __dataclass_dict__['workload']=workload\n  __dataclass_dict__['demand']=demand\n  __dataclass_dict__['gpu']=gpu\n  __dataclass_dict__['gpu_full_name']=gpu_full_name\n  __dataclass_dict__['num_gpus']=num_gpus\n  __dataclass_dict__['targets']=targets\n  __dataclass_dict__['layouts']=layouts\n  __dataclass_dict__['recommendation']=recommendation\n  __dataclass_dict__['why']=why\n  __dataclass_dict__['launch']=launch\n  __dataclass_dict__['power']=power\n  __dataclass_dict__['suggestions']=suggestions\n  __dataclass_dict__['assumptions']=assumptions\n  __dataclass_dict__['nodes']=nodes\n  __dataclass_dict__['disaggregated']=disaggregated\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpusize_version, _type_command, _type_gpus, _type_assumptions, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,gpus:_type_gpus,assumptions:_type_assumptions)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)
-  __dataclass_builtins_object__.__setattr__(self,'command',command)
-  __dataclass_builtins_object__.__setattr__(self,'gpus',gpus)
-  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpusize_version']=gpusize_version
+  __dataclass_dict__['command']=command
+  __dataclass_dict__['gpus']=gpus
+  __dataclass_dict__['assumptions']=assumptions
  return __init__
-CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_gpus, _type_assumptions, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,gpus:_type_gpus,assumptions:_type_assumptions)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)\n  __dataclass_builtins_object__.__setattr__(self,'command',command)\n  __dataclass_builtins_object__.__setattr__(self,'gpus',gpus)\n  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_gpus, _type_assumptions, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,gpus:_type_gpus,assumptions:_type_assumptions)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpusize_version']=gpusize_version\n  __dataclass_dict__['command']=command\n  __dataclass_dict__['gpus']=gpus\n  __dataclass_dict__['assumptions']=assumptions\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpusize_version, _type_command, _type_query, _type_models, _type_assumptions, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,query:_type_query,models:_type_models,assumptions:_type_assumptions)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)
-  __dataclass_builtins_object__.__setattr__(self,'command',command)
-  __dataclass_builtins_object__.__setattr__(self,'query',query)
-  __dataclass_builtins_object__.__setattr__(self,'models',models)
-  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpusize_version']=gpusize_version
+  __dataclass_dict__['command']=command
+  __dataclass_dict__['query']=query
+  __dataclass_dict__['models']=models
+  __dataclass_dict__['assumptions']=assumptions
  return __init__
-CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_query, _type_models, _type_assumptions, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,query:_type_query,models:_type_models,assumptions:_type_assumptions)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)\n  __dataclass_builtins_object__.__setattr__(self,'command',command)\n  __dataclass_builtins_object__.__setattr__(self,'query',query)\n  __dataclass_builtins_object__.__setattr__(self,'models',models)\n  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_query, _type_models, _type_assumptions, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,query:_type_query,models:_type_models,assumptions:_type_assumptions)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpusize_version']=gpusize_version\n  __dataclass_dict__['command']=command\n  __dataclass_dict__['query']=query\n  __dataclass_dict__['models']=models\n  __dataclass_dict__['assumptions']=assumptions\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_gpusize_version, _type_command, _type_rows, _type_assumptions, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_assumptions, _return_type):
  def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,rows:_type_rows,assumptions:_type_assumptions=_dflt_assumptions)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)
-  __dataclass_builtins_object__.__setattr__(self,'command',command)
-  __dataclass_builtins_object__.__setattr__(self,'rows',rows)
-  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['gpusize_version']=gpusize_version
+  __dataclass_dict__['command']=command
+  __dataclass_dict__['rows']=rows
+  __dataclass_dict__['assumptions']=assumptions
  return __init__
-CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_rows, _type_assumptions, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_assumptions, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,rows:_type_rows,assumptions:_type_assumptions=_dflt_assumptions)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'gpusize_version',gpusize_version)\n  __dataclass_builtins_object__.__setattr__(self,'command',command)\n  __dataclass_builtins_object__.__setattr__(self,'rows',rows)\n  __dataclass_builtins_object__.__setattr__(self,'assumptions',assumptions)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_rows, _type_assumptions, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_assumptions, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,rows:_type_rows,assumptions:_type_assumptions=_dflt_assumptions)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpusize_version']=gpusize_version\n  __dataclass_dict__['command']=command\n  __dataclass_dict__['rows']=rows\n  __dataclass_dict__['assumptions']=assumptions\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_head_dim, _type_rope_head_dim, _type_q_lora_rank, _type_o_lora_rank, _type_o_groups, _type_window, _type_index_n_heads, _type_index_head_dim, _type_hc_mult, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,head_dim:_type_head_dim,rope_head_dim:_type_rope_head_dim,q_lora_rank:_type_q_lora_rank,o_lora_rank:_type_o_lora_rank,o_groups:_type_o_groups,window:_type_window,index_n_heads:_type_index_n_heads,index_head_dim:_type_index_head_dim,hc_mult:_type_hc_mult)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'head_dim',head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'rope_head_dim',rope_head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'q_lora_rank',q_lora_rank)
-  __dataclass_builtins_object__.__setattr__(self,'o_lora_rank',o_lora_rank)
-  __dataclass_builtins_object__.__setattr__(self,'o_groups',o_groups)
-  __dataclass_builtins_object__.__setattr__(self,'window',window)
-  __dataclass_builtins_object__.__setattr__(self,'index_n_heads',index_n_heads)
-  __dataclass_builtins_object__.__setattr__(self,'index_head_dim',index_head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'hc_mult',hc_mult)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['head_dim']=head_dim
+  __dataclass_dict__['rope_head_dim']=rope_head_dim
+  __dataclass_dict__['q_lora_rank']=q_lora_rank
+  __dataclass_dict__['o_lora_rank']=o_lora_rank
+  __dataclass_dict__['o_groups']=o_groups
+  __dataclass_dict__['window']=window
+  __dataclass_dict__['index_n_heads']=index_n_heads
+  __dataclass_dict__['index_head_dim']=index_head_dim
+  __dataclass_dict__['hc_mult']=hc_mult
  return __init__
-CODE["def __create_fn__(_type_head_dim, _type_rope_head_dim, _type_q_lora_rank, _type_o_lora_rank, _type_o_groups, _type_window, _type_index_n_heads, _type_index_head_dim, _type_hc_mult, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,head_dim:_type_head_dim,rope_head_dim:_type_rope_head_dim,q_lora_rank:_type_q_lora_rank,o_lora_rank:_type_o_lora_rank,o_groups:_type_o_groups,window:_type_window,index_n_heads:_type_index_n_heads,index_head_dim:_type_index_head_dim,hc_mult:_type_hc_mult)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'head_dim',head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'rope_head_dim',rope_head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'q_lora_rank',q_lora_rank)\n  __dataclass_builtins_object__.__setattr__(self,'o_lora_rank',o_lora_rank)\n  __dataclass_builtins_object__.__setattr__(self,'o_groups',o_groups)\n  __dataclass_builtins_object__.__setattr__(self,'window',window)\n  __dataclass_builtins_object__.__setattr__(self,'index_n_heads',index_n_heads)\n  __dataclass_builtins_object__.__setattr__(self,'index_head_dim',index_head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'hc_mult',hc_mult)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_head_dim, _type_rope_head_dim, _type_q_lora_rank, _type_o_lora_rank, _type_o_groups, _type_window, _type_index_n_heads, _type_index_head_dim, _type_hc_mult, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,head_dim:_type_head_dim,rope_head_dim:_type_rope_head_dim,q_lora_rank:_type_q_lora_rank,o_lora_rank:_type_o_lora_rank,o_groups:_type_o_groups,window:_type_window,index_n_heads:_type_index_n_heads,index_head_dim:_type_index_head_dim,hc_mult:_type_hc_mult)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['head_dim']=head_dim\n  __dataclass_dict__['rope_head_dim']=rope_head_dim\n  __dataclass_dict__['q_lora_rank']=q_lora_rank\n  __dataclass_dict__['o_lora_rank']=o_lora_rank\n  __dataclass_dict__['o_groups']=o_groups\n  __dataclass_dict__['window']=window\n  __dataclass_dict__['index_n_heads']=index_n_heads\n  __dataclass_dict__['index_head_dim']=index_head_dim\n  __dataclass_dict__['hc_mult']=hc_mult\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_header, _type_align, _type_priority, _type_keep, _type_short, _type_prose, _type_styles, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_align, _dflt_priority, _dflt_keep, _dflt_short, _dflt_prose, _dflt_styles, _return_type):
  def __init__(self,header:_type_header,align:_type_align=_dflt_align,priority:_type_priority=_dflt_priority,keep:_type_keep=_dflt_keep,short:_type_short=_dflt_short,prose:_type_prose=_dflt_prose,styles:_type_styles=_dflt_styles)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'header',header)
-  __dataclass_builtins_object__.__setattr__(self,'align',align)
-  __dataclass_builtins_object__.__setattr__(self,'priority',priority)
-  __dataclass_builtins_object__.__setattr__(self,'keep',keep)
-  __dataclass_builtins_object__.__setattr__(self,'short',short)
-  __dataclass_builtins_object__.__setattr__(self,'prose',prose)
-  __dataclass_builtins_object__.__setattr__(self,'styles',styles)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['header']=header
+  __dataclass_dict__['align']=align
+  __dataclass_dict__['priority']=priority
+  __dataclass_dict__['keep']=keep
+  __dataclass_dict__['short']=short
+  __dataclass_dict__['prose']=prose
+  __dataclass_dict__['styles']=styles
  return __init__
-CODE["def __create_fn__(_type_header, _type_align, _type_priority, _type_keep, _type_short, _type_prose, _type_styles, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_align, _dflt_priority, _dflt_keep, _dflt_short, _dflt_prose, _dflt_styles, _return_type):\n def __init__(self,header:_type_header,align:_type_align=_dflt_align,priority:_type_priority=_dflt_priority,keep:_type_keep=_dflt_keep,short:_type_short=_dflt_short,prose:_type_prose=_dflt_prose,styles:_type_styles=_dflt_styles)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'header',header)\n  __dataclass_builtins_object__.__setattr__(self,'align',align)\n  __dataclass_builtins_object__.__setattr__(self,'priority',priority)\n  __dataclass_builtins_object__.__setattr__(self,'keep',keep)\n  __dataclass_builtins_object__.__setattr__(self,'short',short)\n  __dataclass_builtins_object__.__setattr__(self,'prose',prose)\n  __dataclass_builtins_object__.__setattr__(self,'styles',styles)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_header, _type_align, _type_priority, _type_keep, _type_short, _type_prose, _type_styles, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_align, _dflt_priority, _dflt_keep, _dflt_short, _dflt_prose, _dflt_styles, _return_type):\n def __init__(self,header:_type_header,align:_type_align=_dflt_align,priority:_type_priority=_dflt_priority,keep:_type_keep=_dflt_keep,short:_type_short=_dflt_short,prose:_type_prose=_dflt_prose,styles:_type_styles=_dflt_styles)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['header']=header\n  __dataclass_dict__['align']=align\n  __dataclass_dict__['priority']=priority\n  __dataclass_dict__['keep']=keep\n  __dataclass_dict__['short']=short\n  __dataclass_dict__['prose']=prose\n  __dataclass_dict__['styles']=styles\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_id, _type_name, _type_source, _type_revision, _type_checkpoint_bytes, _type_checkpoint_dtypes, _type_architecture, _type_model_type, _type_params_total, _type_params_active, _type_params_vision, _type_params_mtp, _type_num_hidden_layers, _type_num_attention_heads, _type_num_key_value_heads, _type_head_dim, _type_attention_layers, _type_sliding_window_layers, _type_vocab_size, _type_max_position_embeddings, _type_max_context_tokens, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,id:_type_id,name:_type_name,source:_type_source,revision:_type_revision,checkpoint_bytes:_type_checkpoint_bytes,checkpoint_dtypes:_type_checkpoint_dtypes,architecture:_type_architecture,model_type:_type_model_type,params_total:_type_params_total,params_active:_type_params_active,params_vision:_type_params_vision,params_mtp:_type_params_mtp,num_hidden_layers:_type_num_hidden_layers,num_attention_heads:_type_num_attention_heads,num_key_value_heads:_type_num_key_value_heads,head_dim:_type_head_dim,attention_layers:_type_attention_layers,sliding_window_layers:_type_sliding_window_layers,vocab_size:_type_vocab_size,max_position_embeddings:_type_max_position_embeddings,max_context_tokens:_type_max_context_tokens)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'id',id)
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'source',source)
-  __dataclass_builtins_object__.__setattr__(self,'revision',revision)
-  __dataclass_builtins_object__.__setattr__(self,'checkpoint_bytes',checkpoint_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'checkpoint_dtypes',checkpoint_dtypes)
-  __dataclass_builtins_object__.__setattr__(self,'architecture',architecture)
-  __dataclass_builtins_object__.__setattr__(self,'model_type',model_type)
-  __dataclass_builtins_object__.__setattr__(self,'params_total',params_total)
-  __dataclass_builtins_object__.__setattr__(self,'params_active',params_active)
-  __dataclass_builtins_object__.__setattr__(self,'params_vision',params_vision)
-  __dataclass_builtins_object__.__setattr__(self,'params_mtp',params_mtp)
-  __dataclass_builtins_object__.__setattr__(self,'num_hidden_layers',num_hidden_layers)
-  __dataclass_builtins_object__.__setattr__(self,'num_attention_heads',num_attention_heads)
-  __dataclass_builtins_object__.__setattr__(self,'num_key_value_heads',num_key_value_heads)
-  __dataclass_builtins_object__.__setattr__(self,'head_dim',head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'attention_layers',attention_layers)
-  __dataclass_builtins_object__.__setattr__(self,'sliding_window_layers',sliding_window_layers)
-  __dataclass_builtins_object__.__setattr__(self,'vocab_size',vocab_size)
-  __dataclass_builtins_object__.__setattr__(self,'max_position_embeddings',max_position_embeddings)
-  __dataclass_builtins_object__.__setattr__(self,'max_context_tokens',max_context_tokens)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['id']=id
+  __dataclass_dict__['name']=name
+  __dataclass_dict__['source']=source
+  __dataclass_dict__['revision']=revision
+  __dataclass_dict__['checkpoint_bytes']=checkpoint_bytes
+  __dataclass_dict__['checkpoint_dtypes']=checkpoint_dtypes
+  __dataclass_dict__['architecture']=architecture
+  __dataclass_dict__['model_type']=model_type
+  __dataclass_dict__['params_total']=params_total
+  __dataclass_dict__['params_active']=params_active
+  __dataclass_dict__['params_vision']=params_vision
+  __dataclass_dict__['params_mtp']=params_mtp
+  __dataclass_dict__['num_hidden_layers']=num_hidden_layers
+  __dataclass_dict__['num_attention_heads']=num_attention_heads
+  __dataclass_dict__['num_key_value_heads']=num_key_value_heads
+  __dataclass_dict__['head_dim']=head_dim
+  __dataclass_dict__['attention_layers']=attention_layers
+  __dataclass_dict__['sliding_window_layers']=sliding_window_layers
+  __dataclass_dict__['vocab_size']=vocab_size
+  __dataclass_dict__['max_position_embeddings']=max_position_embeddings
+  __dataclass_dict__['max_context_tokens']=max_context_tokens
  return __init__
-CODE["def __create_fn__(_type_id, _type_name, _type_source, _type_revision, _type_checkpoint_bytes, _type_checkpoint_dtypes, _type_architecture, _type_model_type, _type_params_total, _type_params_active, _type_params_vision, _type_params_mtp, _type_num_hidden_layers, _type_num_attention_heads, _type_num_key_value_heads, _type_head_dim, _type_attention_layers, _type_sliding_window_layers, _type_vocab_size, _type_max_position_embeddings, _type_max_context_tokens, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,id:_type_id,name:_type_name,source:_type_source,revision:_type_revision,checkpoint_bytes:_type_checkpoint_bytes,checkpoint_dtypes:_type_checkpoint_dtypes,architecture:_type_architecture,model_type:_type_model_type,params_total:_type_params_total,params_active:_type_params_active,params_vision:_type_params_vision,params_mtp:_type_params_mtp,num_hidden_layers:_type_num_hidden_layers,num_attention_heads:_type_num_attention_heads,num_key_value_heads:_type_num_key_value_heads,head_dim:_type_head_dim,attention_layers:_type_attention_layers,sliding_window_layers:_type_sliding_window_layers,vocab_size:_type_vocab_size,max_position_embeddings:_type_max_position_embeddings,max_context_tokens:_type_max_context_tokens)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'id',id)\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'source',source)\n  __dataclass_builtins_object__.__setattr__(self,'revision',revision)\n  __dataclass_builtins_object__.__setattr__(self,'checkpoint_bytes',checkpoint_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'checkpoint_dtypes',checkpoint_dtypes)\n  __dataclass_builtins_object__.__setattr__(self,'architecture',architecture)\n  __dataclass_builtins_object__.__setattr__(self,'model_type',model_type)\n  __dataclass_builtins_object__.__setattr__(self,'params_total',params_total)\n  __dataclass_builtins_object__.__setattr__(self,'params_active',params_active)\n  __dataclass_builtins_object__.__setattr__(self,'params_vision',params_vision)\n  __dataclass_builtins_object__.__setattr__(self,'params_mtp',params_mtp)\n  __dataclass_builtins_object__.__setattr__(self,'num_hidden_layers',num_hidden_layers)\n  __dataclass_builtins_object__.__setattr__(self,'num_attention_heads',num_attention_heads)\n  __dataclass_builtins_object__.__setattr__(self,'num_key_value_heads',num_key_value_heads)\n  __dataclass_builtins_object__.__setattr__(self,'head_dim',head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'attention_layers',attention_layers)\n  __dataclass_builtins_object__.__setattr__(self,'sliding_window_layers',sliding_window_layers)\n  __dataclass_builtins_object__.__setattr__(self,'vocab_size',vocab_size)\n  __dataclass_builtins_object__.__setattr__(self,'max_position_embeddings',max_position_embeddings)\n  __dataclass_builtins_object__.__setattr__(self,'max_context_tokens',max_context_tokens)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_id, _type_name, _type_source, _type_revision, _type_checkpoint_bytes, _type_checkpoint_dtypes, _type_architecture, _type_model_type, _type_params_total, _type_params_active, _type_params_vision, _type_params_mtp, _type_num_hidden_layers, _type_num_attention_heads, _type_num_key_value_heads, _type_head_dim, _type_attention_layers, _type_sliding_window_layers, _type_vocab_size, _type_max_position_embeddings, _type_max_context_tokens, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,id:_type_id,name:_type_name,source:_type_source,revision:_type_revision,checkpoint_bytes:_type_checkpoint_bytes,checkpoint_dtypes:_type_checkpoint_dtypes,architecture:_type_architecture,model_type:_type_model_type,params_total:_type_params_total,params_active:_type_params_active,params_vision:_type_params_vision,params_mtp:_type_params_mtp,num_hidden_layers:_type_num_hidden_layers,num_attention_heads:_type_num_attention_heads,num_key_value_heads:_type_num_key_value_heads,head_dim:_type_head_dim,attention_layers:_type_attention_layers,sliding_window_layers:_type_sliding_window_layers,vocab_size:_type_vocab_size,max_position_embeddings:_type_max_position_embeddings,max_context_tokens:_type_max_context_tokens)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['id']=id\n  __dataclass_dict__['name']=name\n  __dataclass_dict__['source']=source\n  __dataclass_dict__['revision']=revision\n  __dataclass_dict__['checkpoint_bytes']=checkpoint_bytes\n  __dataclass_dict__['checkpoint_dtypes']=checkpoint_dtypes\n  __dataclass_dict__['architecture']=architecture\n  __dataclass_dict__['model_type']=model_type\n  __dataclass_dict__['params_total']=params_total\n  __dataclass_dict__['params_active']=params_active\n  __dataclass_dict__['params_vision']=params_vision\n  __dataclass_dict__['params_mtp']=params_mtp\n  __dataclass_dict__['num_hidden_layers']=num_hidden_layers\n  __dataclass_dict__['num_attention_heads']=num_attention_heads\n  __dataclass_dict__['num_key_value_heads']=num_key_value_heads\n  __dataclass_dict__['head_dim']=head_dim\n  __dataclass_dict__['attention_layers']=attention_layers\n  __dataclass_dict__['sliding_window_layers']=sliding_window_layers\n  __dataclass_dict__['vocab_size']=vocab_size\n  __dataclass_dict__['max_position_embeddings']=max_position_embeddings\n  __dataclass_dict__['max_context_tokens']=max_context_tokens\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_id, _type_source, _type_config, _type_revision, _type_checkpoint_bytes, _type_checkpoint_dtypes, _type_notes, _type_stored_layers, _type_file_type, _type_catalog_name, _type_path, _type_ollama_tag, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_revision, _dflt_checkpoint_bytes, _dflt_checkpoint_dtypes, _dflt_notes, _dflt_stored_layers, _dflt_file_type, _dflt_catalog_name, _dflt_path, _dflt_ollama_tag, _return_type):
  def __init__(self,id:_type_id,source:_type_source,config:_type_config,revision:_type_revision=_dflt_revision,checkpoint_bytes:_type_checkpoint_bytes=_dflt_checkpoint_bytes,checkpoint_dtypes:_type_checkpoint_dtypes=_dflt_checkpoint_dtypes,notes:_type_notes=_dflt_notes,stored_layers:_type_stored_layers=_dflt_stored_layers,file_type:_type_file_type=_dflt_file_type,catalog_name:_type_catalog_name=_dflt_catalog_name,path:_type_path=_dflt_path,ollama_tag:_type_ollama_tag=_dflt_ollama_tag)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'id',id)
-  __dataclass_builtins_object__.__setattr__(self,'source',source)
-  __dataclass_builtins_object__.__setattr__(self,'config',config)
-  __dataclass_builtins_object__.__setattr__(self,'revision',revision)
-  __dataclass_builtins_object__.__setattr__(self,'checkpoint_bytes',checkpoint_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'checkpoint_dtypes',checkpoint_dtypes)
-  __dataclass_builtins_object__.__setattr__(self,'notes',notes)
-  __dataclass_builtins_object__.__setattr__(self,'stored_layers',stored_layers)
-  __dataclass_builtins_object__.__setattr__(self,'file_type',file_type)
-  __dataclass_builtins_object__.__setattr__(self,'catalog_name',catalog_name)
-  __dataclass_builtins_object__.__setattr__(self,'path',path)
-  __dataclass_builtins_object__.__setattr__(self,'ollama_tag',ollama_tag)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['id']=id
+  __dataclass_dict__['source']=source
+  __dataclass_dict__['config']=config
+  __dataclass_dict__['revision']=revision
+  __dataclass_dict__['checkpoint_bytes']=checkpoint_bytes
+  __dataclass_dict__['checkpoint_dtypes']=checkpoint_dtypes
+  __dataclass_dict__['notes']=notes
+  __dataclass_dict__['stored_layers']=stored_layers
+  __dataclass_dict__['file_type']=file_type
+  __dataclass_dict__['catalog_name']=catalog_name
+  __dataclass_dict__['path']=path
+  __dataclass_dict__['ollama_tag']=ollama_tag
  return __init__
-CODE["def __create_fn__(_type_id, _type_source, _type_config, _type_revision, _type_checkpoint_bytes, _type_checkpoint_dtypes, _type_notes, _type_stored_layers, _type_file_type, _type_catalog_name, _type_path, _type_ollama_tag, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_revision, _dflt_checkpoint_bytes, _dflt_checkpoint_dtypes, _dflt_notes, _dflt_stored_layers, _dflt_file_type, _dflt_catalog_name, _dflt_path, _dflt_ollama_tag, _return_type):\n def __init__(self,id:_type_id,source:_type_source,config:_type_config,revision:_type_revision=_dflt_revision,checkpoint_bytes:_type_checkpoint_bytes=_dflt_checkpoint_bytes,checkpoint_dtypes:_type_checkpoint_dtypes=_dflt_checkpoint_dtypes,notes:_type_notes=_dflt_notes,stored_layers:_type_stored_layers=_dflt_stored_layers,file_type:_type_file_type=_dflt_file_type,catalog_name:_type_catalog_name=_dflt_catalog_name,path:_type_path=_dflt_path,ollama_tag:_type_ollama_tag=_dflt_ollama_tag)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'id',id)\n  __dataclass_builtins_object__.__setattr__(self,'source',source)\n  __dataclass_builtins_object__.__setattr__(self,'config',config)\n  __dataclass_builtins_object__.__setattr__(self,'revision',revision)\n  __dataclass_builtins_object__.__setattr__(self,'checkpoint_bytes',checkpoint_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'checkpoint_dtypes',checkpoint_dtypes)\n  __dataclass_builtins_object__.__setattr__(self,'notes',notes)\n  __dataclass_builtins_object__.__setattr__(self,'stored_layers',stored_layers)\n  __dataclass_builtins_object__.__setattr__(self,'file_type',file_type)\n  __dataclass_builtins_object__.__setattr__(self,'catalog_name',catalog_name)\n  __dataclass_builtins_object__.__setattr__(self,'path',path)\n  __dataclass_builtins_object__.__setattr__(self,'ollama_tag',ollama_tag)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_id, _type_source, _type_config, _type_revision, _type_checkpoint_bytes, _type_checkpoint_dtypes, _type_notes, _type_stored_layers, _type_file_type, _type_catalog_name, _type_path, _type_ollama_tag, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_revision, _dflt_checkpoint_bytes, _dflt_checkpoint_dtypes, _dflt_notes, _dflt_stored_layers, _dflt_file_type, _dflt_catalog_name, _dflt_path, _dflt_ollama_tag, _return_type):\n def __init__(self,id:_type_id,source:_type_source,config:_type_config,revision:_type_revision=_dflt_revision,checkpoint_bytes:_type_checkpoint_bytes=_dflt_checkpoint_bytes,checkpoint_dtypes:_type_checkpoint_dtypes=_dflt_checkpoint_dtypes,notes:_type_notes=_dflt_notes,stored_layers:_type_stored_layers=_dflt_stored_layers,file_type:_type_file_type=_dflt_file_type,catalog_name:_type_catalog_name=_dflt_catalog_name,path:_type_path=_dflt_path,ollama_tag:_type_ollama_tag=_dflt_ollama_tag)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['id']=id\n  __dataclass_dict__['source']=source\n  __dataclass_dict__['config']=config\n  __dataclass_dict__['revision']=revision\n  __dataclass_dict__['checkpoint_bytes']=checkpoint_bytes\n  __dataclass_dict__['checkpoint_dtypes']=checkpoint_dtypes\n  __dataclass_dict__['notes']=notes\n  __dataclass_dict__['stored_layers']=stored_layers\n  __dataclass_dict__['file_type']=file_type\n  __dataclass_dict__['catalog_name']=catalog_name\n  __dataclass_dict__['path']=path\n  __dataclass_dict__['ollama_tag']=ollama_tag\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_image, _type_port, _type_health, _type_program, _type_listen, _type_multinode, _type_unversioned, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_program, _dflt_listen, _dflt_multinode, _dflt_unversioned, _return_type):
  def __init__(self,image:_type_image,port:_type_port,health:_type_health,program:_type_program=_dflt_program,listen:_type_listen=_dflt_listen,multinode:_type_multinode=_dflt_multinode,unversioned:_type_unversioned=_dflt_unversioned)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'image',image)
-  __dataclass_builtins_object__.__setattr__(self,'port',port)
-  __dataclass_builtins_object__.__setattr__(self,'health',health)
-  __dataclass_builtins_object__.__setattr__(self,'program',program)
-  __dataclass_builtins_object__.__setattr__(self,'listen',listen)
-  __dataclass_builtins_object__.__setattr__(self,'multinode',multinode)
-  __dataclass_builtins_object__.__setattr__(self,'unversioned',unversioned)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['image']=image
+  __dataclass_dict__['port']=port
+  __dataclass_dict__['health']=health
+  __dataclass_dict__['program']=program
+  __dataclass_dict__['listen']=listen
+  __dataclass_dict__['multinode']=multinode
+  __dataclass_dict__['unversioned']=unversioned
  return __init__
-CODE["def __create_fn__(_type_image, _type_port, _type_health, _type_program, _type_listen, _type_multinode, _type_unversioned, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_program, _dflt_listen, _dflt_multinode, _dflt_unversioned, _return_type):\n def __init__(self,image:_type_image,port:_type_port,health:_type_health,program:_type_program=_dflt_program,listen:_type_listen=_dflt_listen,multinode:_type_multinode=_dflt_multinode,unversioned:_type_unversioned=_dflt_unversioned)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'image',image)\n  __dataclass_builtins_object__.__setattr__(self,'port',port)\n  __dataclass_builtins_object__.__setattr__(self,'health',health)\n  __dataclass_builtins_object__.__setattr__(self,'program',program)\n  __dataclass_builtins_object__.__setattr__(self,'listen',listen)\n  __dataclass_builtins_object__.__setattr__(self,'multinode',multinode)\n  __dataclass_builtins_object__.__setattr__(self,'unversioned',unversioned)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_image, _type_port, _type_health, _type_program, _type_listen, _type_multinode, _type_unversioned, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_program, _dflt_listen, _dflt_multinode, _dflt_unversioned, _return_type):\n def __init__(self,image:_type_image,port:_type_port,health:_type_health,program:_type_program=_dflt_program,listen:_type_listen=_dflt_listen,multinode:_type_multinode=_dflt_multinode,unversioned:_type_unversioned=_dflt_unversioned)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['image']=image\n  __dataclass_dict__['port']=port\n  __dataclass_dict__['health']=health\n  __dataclass_dict__['program']=program\n  __dataclass_dict__['listen']=listen\n  __dataclass_dict__['multinode']=multinode\n  __dataclass_dict__['unversioned']=unversioned\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_image, _type_targets, _type_since, _type_families, _type_program, _type_groups, _type_one_node, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_since, _dflt_families, _dflt_program, _dflt_groups, _dflt_one_node, _return_type):
  def __init__(self,image:_type_image,targets:_type_targets,since:_type_since=_dflt_since,families:_type_families=_dflt_families,program:_type_program=_dflt_program,groups:_type_groups=_dflt_groups,one_node:_type_one_node=_dflt_one_node)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'image',image)
-  __dataclass_builtins_object__.__setattr__(self,'targets',targets)
-  __dataclass_builtins_object__.__setattr__(self,'since',since)
-  __dataclass_builtins_object__.__setattr__(self,'families',families)
-  __dataclass_builtins_object__.__setattr__(self,'program',program)
-  __dataclass_builtins_object__.__setattr__(self,'groups',groups)
-  __dataclass_builtins_object__.__setattr__(self,'one_node',one_node)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['image']=image
+  __dataclass_dict__['targets']=targets
+  __dataclass_dict__['since']=since
+  __dataclass_dict__['families']=families
+  __dataclass_dict__['program']=program
+  __dataclass_dict__['groups']=groups
+  __dataclass_dict__['one_node']=one_node
  return __init__
-CODE["def __create_fn__(_type_image, _type_targets, _type_since, _type_families, _type_program, _type_groups, _type_one_node, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_since, _dflt_families, _dflt_program, _dflt_groups, _dflt_one_node, _return_type):\n def __init__(self,image:_type_image,targets:_type_targets,since:_type_since=_dflt_since,families:_type_families=_dflt_families,program:_type_program=_dflt_program,groups:_type_groups=_dflt_groups,one_node:_type_one_node=_dflt_one_node)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'image',image)\n  __dataclass_builtins_object__.__setattr__(self,'targets',targets)\n  __dataclass_builtins_object__.__setattr__(self,'since',since)\n  __dataclass_builtins_object__.__setattr__(self,'families',families)\n  __dataclass_builtins_object__.__setattr__(self,'program',program)\n  __dataclass_builtins_object__.__setattr__(self,'groups',groups)\n  __dataclass_builtins_object__.__setattr__(self,'one_node',one_node)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_image, _type_targets, _type_since, _type_families, _type_program, _type_groups, _type_one_node, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_since, _dflt_families, _dflt_program, _dflt_groups, _dflt_one_node, _return_type):\n def __init__(self,image:_type_image,targets:_type_targets,since:_type_since=_dflt_since,families:_type_families=_dflt_families,program:_type_program=_dflt_program,groups:_type_groups=_dflt_groups,one_node:_type_one_node=_dflt_one_node)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['image']=image\n  __dataclass_dict__['targets']=targets\n  __dataclass_dict__['since']=since\n  __dataclass_dict__['families']=families\n  __dataclass_dict__['program']=program\n  __dataclass_dict__['groups']=groups\n  __dataclass_dict__['one_node']=one_node\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_key, _type_default, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,key:_type_key,default:_type_default)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'key',key)
-  __dataclass_builtins_object__.__setattr__(self,'default',default)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['key']=key
+  __dataclass_dict__['default']=default
  return __init__
-CODE["def __create_fn__(_type_key, _type_default, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,key:_type_key,default:_type_default)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'key',key)\n  __dataclass_builtins_object__.__setattr__(self,'default',default)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_key, _type_default, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,key:_type_key,default:_type_default)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['key']=key\n  __dataclass_dict__['default']=default\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_key, _type_rule, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,key:_type_key,rule:_type_rule)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'key',key)
-  __dataclass_builtins_object__.__setattr__(self,'rule',rule)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['key']=key
+  __dataclass_dict__['rule']=rule
  return __init__
-CODE["def __create_fn__(_type_key, _type_rule, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,key:_type_key,rule:_type_rule)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'key',key)\n  __dataclass_builtins_object__.__setattr__(self,'rule',rule)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_key, _type_rule, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,key:_type_key,rule:_type_rule)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['key']=key\n  __dataclass_dict__['rule']=rule\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_kind, _type_file, _type_index, _type_name, _type_shared, _type_replaced, _type_replaced_file, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,kind:_type_kind,file:_type_file,index:_type_index,name:_type_name,shared:_type_shared,replaced:_type_replaced,replaced_file:_type_replaced_file)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'kind',kind)
-  __dataclass_builtins_object__.__setattr__(self,'file',file)
-  __dataclass_builtins_object__.__setattr__(self,'index',index)
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'shared',shared)
-  __dataclass_builtins_object__.__setattr__(self,'replaced',replaced)
-  __dataclass_builtins_object__.__setattr__(self,'replaced_file',replaced_file)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['kind']=kind
+  __dataclass_dict__['file']=file
+  __dataclass_dict__['index']=index
+  __dataclass_dict__['name']=name
+  __dataclass_dict__['shared']=shared
+  __dataclass_dict__['replaced']=replaced
+  __dataclass_dict__['replaced_file']=replaced_file
  return __init__
-CODE["def __create_fn__(_type_kind, _type_file, _type_index, _type_name, _type_shared, _type_replaced, _type_replaced_file, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,kind:_type_kind,file:_type_file,index:_type_index,name:_type_name,shared:_type_shared,replaced:_type_replaced,replaced_file:_type_replaced_file)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'kind',kind)\n  __dataclass_builtins_object__.__setattr__(self,'file',file)\n  __dataclass_builtins_object__.__setattr__(self,'index',index)\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'shared',shared)\n  __dataclass_builtins_object__.__setattr__(self,'replaced',replaced)\n  __dataclass_builtins_object__.__setattr__(self,'replaced_file',replaced_file)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_kind, _type_file, _type_index, _type_name, _type_shared, _type_replaced, _type_replaced_file, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,kind:_type_kind,file:_type_file,index:_type_index,name:_type_name,shared:_type_shared,replaced:_type_replaced,replaced_file:_type_replaced_file)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['kind']=kind\n  __dataclass_dict__['file']=file\n  __dataclass_dict__['index']=index\n  __dataclass_dict__['name']=name\n  __dataclass_dict__['shared']=shared\n  __dataclass_dict__['replaced']=replaced\n  __dataclass_dict__['replaced_file']=replaced_file\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_kind, _type_gbytes_per_s, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,kind:_type_kind,gbytes_per_s:_type_gbytes_per_s,source:_type_source)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'kind',kind)
-  __dataclass_builtins_object__.__setattr__(self,'gbytes_per_s',gbytes_per_s)
-  __dataclass_builtins_object__.__setattr__(self,'source',source)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['kind']=kind
+  __dataclass_dict__['gbytes_per_s']=gbytes_per_s
+  __dataclass_dict__['source']=source
  return __init__
-CODE["def __create_fn__(_type_kind, _type_gbytes_per_s, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,kind:_type_kind,gbytes_per_s:_type_gbytes_per_s,source:_type_source)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'kind',kind)\n  __dataclass_builtins_object__.__setattr__(self,'gbytes_per_s',gbytes_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'source',source)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_kind, _type_gbytes_per_s, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,kind:_type_kind,gbytes_per_s:_type_gbytes_per_s,source:_type_source)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['kind']=kind\n  __dataclass_dict__['gbytes_per_s']=gbytes_per_s\n  __dataclass_dict__['source']=source\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_kind, _type_window, _type_block_size, _type_state_blocks, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_block_size, _dflt_state_blocks, _return_type):
  def __init__(self,kind:_type_kind,window:_type_window,block_size:_type_block_size=_dflt_block_size,state_blocks:_type_state_blocks=_dflt_state_blocks)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'kind',kind)
-  __dataclass_builtins_object__.__setattr__(self,'window',window)
-  __dataclass_builtins_object__.__setattr__(self,'block_size',block_size)
-  __dataclass_builtins_object__.__setattr__(self,'state_blocks',state_blocks)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['kind']=kind
+  __dataclass_dict__['window']=window
+  __dataclass_dict__['block_size']=block_size
+  __dataclass_dict__['state_blocks']=state_blocks
  return __init__
-CODE["def __create_fn__(_type_kind, _type_window, _type_block_size, _type_state_blocks, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_block_size, _dflt_state_blocks, _return_type):\n def __init__(self,kind:_type_kind,window:_type_window,block_size:_type_block_size=_dflt_block_size,state_blocks:_type_state_blocks=_dflt_state_blocks)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'kind',kind)\n  __dataclass_builtins_object__.__setattr__(self,'window',window)\n  __dataclass_builtins_object__.__setattr__(self,'block_size',block_size)\n  __dataclass_builtins_object__.__setattr__(self,'state_blocks',state_blocks)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_kind, _type_window, _type_block_size, _type_state_blocks, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_block_size, _dflt_state_blocks, _return_type):\n def __init__(self,kind:_type_kind,window:_type_window,block_size:_type_block_size=_dflt_block_size,state_blocks:_type_state_blocks=_dflt_state_blocks)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['kind']=kind\n  __dataclass_dict__['window']=window\n  __dataclass_dict__['block_size']=block_size\n  __dataclass_dict__['state_blocks']=state_blocks\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_layer_bytes, _type_token_embd_bytes, _type_output_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,layer_bytes:_type_layer_bytes,token_embd_bytes:_type_token_embd_bytes,output_bytes:_type_output_bytes)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'layer_bytes',layer_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'token_embd_bytes',token_embd_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'output_bytes',output_bytes)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['layer_bytes']=layer_bytes
+  __dataclass_dict__['token_embd_bytes']=token_embd_bytes
+  __dataclass_dict__['output_bytes']=output_bytes
  return __init__
-CODE["def __create_fn__(_type_layer_bytes, _type_token_embd_bytes, _type_output_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,layer_bytes:_type_layer_bytes,token_embd_bytes:_type_token_embd_bytes,output_bytes:_type_output_bytes)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'layer_bytes',layer_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'token_embd_bytes',token_embd_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'output_bytes',output_bytes)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_layer_bytes, _type_token_embd_bytes, _type_output_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,layer_bytes:_type_layer_bytes,token_embd_bytes:_type_token_embd_bytes,output_bytes:_type_output_bytes)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['layer_bytes']=layer_bytes\n  __dataclass_dict__['token_embd_bytes']=token_embd_bytes\n  __dataclass_dict__['output_bytes']=output_bytes\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_layers, _type_by_type, _type_embd, _type_output, _type_other, _type_vocab, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_by_type, _dflt_embd, _dflt_output, _dflt_other, _dflt_vocab, _return_type):
  def __init__(self,layers:_type_layers,by_type:_type_by_type=_HAS_DEFAULT_FACTORY,embd:_type_embd=_dflt_embd,output:_type_output=_dflt_output,other:_type_other=_dflt_other,vocab:_type_vocab=_dflt_vocab)->_return_type:
@@ -3500,764 +3559,809 @@ CODE['def __create_fn__(_type_layers, _type_by_type, _type_embd, _type_output, _
 
 def __create_fn__(_type_layers_model, _type_layers_offload, _type_tensor_split, _type_allocations, _type_required_full, _type_required_partial, _type_kv_bytes, _type_weights_repeating, _type_weights_nonrepeating, _type_graph_full, _type_graph_partial, _type_projector_bytes, _type_placed_weights, _type_placed_kv, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,layers_model:_type_layers_model,layers_offload:_type_layers_offload,tensor_split:_type_tensor_split,allocations:_type_allocations,required_full:_type_required_full,required_partial:_type_required_partial,kv_bytes:_type_kv_bytes,weights_repeating:_type_weights_repeating,weights_nonrepeating:_type_weights_nonrepeating,graph_full:_type_graph_full,graph_partial:_type_graph_partial,projector_bytes:_type_projector_bytes,placed_weights:_type_placed_weights,placed_kv:_type_placed_kv)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'layers_model',layers_model)
-  __dataclass_builtins_object__.__setattr__(self,'layers_offload',layers_offload)
-  __dataclass_builtins_object__.__setattr__(self,'tensor_split',tensor_split)
-  __dataclass_builtins_object__.__setattr__(self,'allocations',allocations)
-  __dataclass_builtins_object__.__setattr__(self,'required_full',required_full)
-  __dataclass_builtins_object__.__setattr__(self,'required_partial',required_partial)
-  __dataclass_builtins_object__.__setattr__(self,'kv_bytes',kv_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'weights_repeating',weights_repeating)
-  __dataclass_builtins_object__.__setattr__(self,'weights_nonrepeating',weights_nonrepeating)
-  __dataclass_builtins_object__.__setattr__(self,'graph_full',graph_full)
-  __dataclass_builtins_object__.__setattr__(self,'graph_partial',graph_partial)
-  __dataclass_builtins_object__.__setattr__(self,'projector_bytes',projector_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'placed_weights',placed_weights)
-  __dataclass_builtins_object__.__setattr__(self,'placed_kv',placed_kv)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['layers_model']=layers_model
+  __dataclass_dict__['layers_offload']=layers_offload
+  __dataclass_dict__['tensor_split']=tensor_split
+  __dataclass_dict__['allocations']=allocations
+  __dataclass_dict__['required_full']=required_full
+  __dataclass_dict__['required_partial']=required_partial
+  __dataclass_dict__['kv_bytes']=kv_bytes
+  __dataclass_dict__['weights_repeating']=weights_repeating
+  __dataclass_dict__['weights_nonrepeating']=weights_nonrepeating
+  __dataclass_dict__['graph_full']=graph_full
+  __dataclass_dict__['graph_partial']=graph_partial
+  __dataclass_dict__['projector_bytes']=projector_bytes
+  __dataclass_dict__['placed_weights']=placed_weights
+  __dataclass_dict__['placed_kv']=placed_kv
  return __init__
-CODE["def __create_fn__(_type_layers_model, _type_layers_offload, _type_tensor_split, _type_allocations, _type_required_full, _type_required_partial, _type_kv_bytes, _type_weights_repeating, _type_weights_nonrepeating, _type_graph_full, _type_graph_partial, _type_projector_bytes, _type_placed_weights, _type_placed_kv, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,layers_model:_type_layers_model,layers_offload:_type_layers_offload,tensor_split:_type_tensor_split,allocations:_type_allocations,required_full:_type_required_full,required_partial:_type_required_partial,kv_bytes:_type_kv_bytes,weights_repeating:_type_weights_repeating,weights_nonrepeating:_type_weights_nonrepeating,graph_full:_type_graph_full,graph_partial:_type_graph_partial,projector_bytes:_type_projector_bytes,placed_weights:_type_placed_weights,placed_kv:_type_placed_kv)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'layers_model',layers_model)\n  __dataclass_builtins_object__.__setattr__(self,'layers_offload',layers_offload)\n  __dataclass_builtins_object__.__setattr__(self,'tensor_split',tensor_split)\n  __dataclass_builtins_object__.__setattr__(self,'allocations',allocations)\n  __dataclass_builtins_object__.__setattr__(self,'required_full',required_full)\n  __dataclass_builtins_object__.__setattr__(self,'required_partial',required_partial)\n  __dataclass_builtins_object__.__setattr__(self,'kv_bytes',kv_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'weights_repeating',weights_repeating)\n  __dataclass_builtins_object__.__setattr__(self,'weights_nonrepeating',weights_nonrepeating)\n  __dataclass_builtins_object__.__setattr__(self,'graph_full',graph_full)\n  __dataclass_builtins_object__.__setattr__(self,'graph_partial',graph_partial)\n  __dataclass_builtins_object__.__setattr__(self,'projector_bytes',projector_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'placed_weights',placed_weights)\n  __dataclass_builtins_object__.__setattr__(self,'placed_kv',placed_kv)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_layers_model, _type_layers_offload, _type_tensor_split, _type_allocations, _type_required_full, _type_required_partial, _type_kv_bytes, _type_weights_repeating, _type_weights_nonrepeating, _type_graph_full, _type_graph_partial, _type_projector_bytes, _type_placed_weights, _type_placed_kv, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,layers_model:_type_layers_model,layers_offload:_type_layers_offload,tensor_split:_type_tensor_split,allocations:_type_allocations,required_full:_type_required_full,required_partial:_type_required_partial,kv_bytes:_type_kv_bytes,weights_repeating:_type_weights_repeating,weights_nonrepeating:_type_weights_nonrepeating,graph_full:_type_graph_full,graph_partial:_type_graph_partial,projector_bytes:_type_projector_bytes,placed_weights:_type_placed_weights,placed_kv:_type_placed_kv)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['layers_model']=layers_model\n  __dataclass_dict__['layers_offload']=layers_offload\n  __dataclass_dict__['tensor_split']=tensor_split\n  __dataclass_dict__['allocations']=allocations\n  __dataclass_dict__['required_full']=required_full\n  __dataclass_dict__['required_partial']=required_partial\n  __dataclass_dict__['kv_bytes']=kv_bytes\n  __dataclass_dict__['weights_repeating']=weights_repeating\n  __dataclass_dict__['weights_nonrepeating']=weights_nonrepeating\n  __dataclass_dict__['graph_full']=graph_full\n  __dataclass_dict__['graph_partial']=graph_partial\n  __dataclass_dict__['projector_bytes']=projector_bytes\n  __dataclass_dict__['placed_weights']=placed_weights\n  __dataclass_dict__['placed_kv']=placed_kv\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_lever, _type_changes, _type_summary, _type_note, _type_setup, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,lever:_type_lever,changes:_type_changes,summary:_type_summary,note:_type_note,setup:_type_setup)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'lever',lever)
-  __dataclass_builtins_object__.__setattr__(self,'changes',changes)
-  __dataclass_builtins_object__.__setattr__(self,'summary',summary)
-  __dataclass_builtins_object__.__setattr__(self,'note',note)
-  __dataclass_builtins_object__.__setattr__(self,'setup',setup)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['lever']=lever
+  __dataclass_dict__['changes']=changes
+  __dataclass_dict__['summary']=summary
+  __dataclass_dict__['note']=note
+  __dataclass_dict__['setup']=setup
  return __init__
-CODE["def __create_fn__(_type_lever, _type_changes, _type_summary, _type_note, _type_setup, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,lever:_type_lever,changes:_type_changes,summary:_type_summary,note:_type_note,setup:_type_setup)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'lever',lever)\n  __dataclass_builtins_object__.__setattr__(self,'changes',changes)\n  __dataclass_builtins_object__.__setattr__(self,'summary',summary)\n  __dataclass_builtins_object__.__setattr__(self,'note',note)\n  __dataclass_builtins_object__.__setattr__(self,'setup',setup)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_lever, _type_changes, _type_summary, _type_note, _type_setup, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,lever:_type_lever,changes:_type_changes,summary:_type_summary,note:_type_note,setup:_type_setup)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['lever']=lever\n  __dataclass_dict__['changes']=changes\n  __dataclass_dict__['summary']=summary\n  __dataclass_dict__['note']=note\n  __dataclass_dict__['setup']=setup\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_line, _type_command, _type_model, _type_argv, _type_exit_code, _type_answer, _type_error, _type_warnings, _type_result, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,line:_type_line,command:_type_command,model:_type_model,argv:_type_argv,exit_code:_type_exit_code,answer:_type_answer,error:_type_error,warnings:_type_warnings,result:_type_result)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'line',line)
-  __dataclass_builtins_object__.__setattr__(self,'command',command)
-  __dataclass_builtins_object__.__setattr__(self,'model',model)
-  __dataclass_builtins_object__.__setattr__(self,'argv',argv)
-  __dataclass_builtins_object__.__setattr__(self,'exit_code',exit_code)
-  __dataclass_builtins_object__.__setattr__(self,'answer',answer)
-  __dataclass_builtins_object__.__setattr__(self,'error',error)
-  __dataclass_builtins_object__.__setattr__(self,'warnings',warnings)
-  __dataclass_builtins_object__.__setattr__(self,'result',result)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['line']=line
+  __dataclass_dict__['command']=command
+  __dataclass_dict__['model']=model
+  __dataclass_dict__['argv']=argv
+  __dataclass_dict__['exit_code']=exit_code
+  __dataclass_dict__['answer']=answer
+  __dataclass_dict__['error']=error
+  __dataclass_dict__['warnings']=warnings
+  __dataclass_dict__['result']=result
  return __init__
-CODE["def __create_fn__(_type_line, _type_command, _type_model, _type_argv, _type_exit_code, _type_answer, _type_error, _type_warnings, _type_result, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,line:_type_line,command:_type_command,model:_type_model,argv:_type_argv,exit_code:_type_exit_code,answer:_type_answer,error:_type_error,warnings:_type_warnings,result:_type_result)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'line',line)\n  __dataclass_builtins_object__.__setattr__(self,'command',command)\n  __dataclass_builtins_object__.__setattr__(self,'model',model)\n  __dataclass_builtins_object__.__setattr__(self,'argv',argv)\n  __dataclass_builtins_object__.__setattr__(self,'exit_code',exit_code)\n  __dataclass_builtins_object__.__setattr__(self,'answer',answer)\n  __dataclass_builtins_object__.__setattr__(self,'error',error)\n  __dataclass_builtins_object__.__setattr__(self,'warnings',warnings)\n  __dataclass_builtins_object__.__setattr__(self,'result',result)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_line, _type_command, _type_model, _type_argv, _type_exit_code, _type_answer, _type_error, _type_warnings, _type_result, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,line:_type_line,command:_type_command,model:_type_model,argv:_type_argv,exit_code:_type_exit_code,answer:_type_answer,error:_type_error,warnings:_type_warnings,result:_type_result)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['line']=line\n  __dataclass_dict__['command']=command\n  __dataclass_dict__['model']=model\n  __dataclass_dict__['argv']=argv\n  __dataclass_dict__['exit_code']=exit_code\n  __dataclass_dict__['answer']=answer\n  __dataclass_dict__['error']=error\n  __dataclass_dict__['warnings']=warnings\n  __dataclass_dict__['result']=result\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_link, _type_runtime, _type_context, _type_graphs, _type_visible_devices, _type_smi, _type_collectives, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_collectives, _return_type):
  def __init__(self,link:_type_link,runtime:_type_runtime,context:_type_context,graphs:_type_graphs,visible_devices:_type_visible_devices,smi:_type_smi,collectives:_type_collectives=_dflt_collectives)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'link',link)
-  __dataclass_builtins_object__.__setattr__(self,'runtime',runtime)
-  __dataclass_builtins_object__.__setattr__(self,'context',context)
-  __dataclass_builtins_object__.__setattr__(self,'graphs',graphs)
-  __dataclass_builtins_object__.__setattr__(self,'visible_devices',visible_devices)
-  __dataclass_builtins_object__.__setattr__(self,'smi',smi)
-  __dataclass_builtins_object__.__setattr__(self,'collectives',collectives)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['link']=link
+  __dataclass_dict__['runtime']=runtime
+  __dataclass_dict__['context']=context
+  __dataclass_dict__['graphs']=graphs
+  __dataclass_dict__['visible_devices']=visible_devices
+  __dataclass_dict__['smi']=smi
+  __dataclass_dict__['collectives']=collectives
  return __init__
-CODE["def __create_fn__(_type_link, _type_runtime, _type_context, _type_graphs, _type_visible_devices, _type_smi, _type_collectives, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_collectives, _return_type):\n def __init__(self,link:_type_link,runtime:_type_runtime,context:_type_context,graphs:_type_graphs,visible_devices:_type_visible_devices,smi:_type_smi,collectives:_type_collectives=_dflt_collectives)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'link',link)\n  __dataclass_builtins_object__.__setattr__(self,'runtime',runtime)\n  __dataclass_builtins_object__.__setattr__(self,'context',context)\n  __dataclass_builtins_object__.__setattr__(self,'graphs',graphs)\n  __dataclass_builtins_object__.__setattr__(self,'visible_devices',visible_devices)\n  __dataclass_builtins_object__.__setattr__(self,'smi',smi)\n  __dataclass_builtins_object__.__setattr__(self,'collectives',collectives)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_link, _type_runtime, _type_context, _type_graphs, _type_visible_devices, _type_smi, _type_collectives, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_collectives, _return_type):\n def __init__(self,link:_type_link,runtime:_type_runtime,context:_type_context,graphs:_type_graphs,visible_devices:_type_visible_devices,smi:_type_smi,collectives:_type_collectives=_dflt_collectives)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['link']=link\n  __dataclass_dict__['runtime']=runtime\n  __dataclass_dict__['context']=context\n  __dataclass_dict__['graphs']=graphs\n  __dataclass_dict__['visible_devices']=visible_devices\n  __dataclass_dict__['smi']=smi\n  __dataclass_dict__['collectives']=collectives\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_max_num_seqs, _type_max_num_batched_tokens, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,max_num_seqs:_type_max_num_seqs,max_num_batched_tokens:_type_max_num_batched_tokens)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'max_num_seqs',max_num_seqs)
-  __dataclass_builtins_object__.__setattr__(self,'max_num_batched_tokens',max_num_batched_tokens)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['max_num_seqs']=max_num_seqs
+  __dataclass_dict__['max_num_batched_tokens']=max_num_batched_tokens
  return __init__
-CODE["def __create_fn__(_type_max_num_seqs, _type_max_num_batched_tokens, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,max_num_seqs:_type_max_num_seqs,max_num_batched_tokens:_type_max_num_batched_tokens)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'max_num_seqs',max_num_seqs)\n  __dataclass_builtins_object__.__setattr__(self,'max_num_batched_tokens',max_num_batched_tokens)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_max_num_seqs, _type_max_num_batched_tokens, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,max_num_seqs:_type_max_num_seqs,max_num_batched_tokens:_type_max_num_batched_tokens)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['max_num_seqs']=max_num_seqs\n  __dataclass_dict__['max_num_batched_tokens']=max_num_batched_tokens\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_method, _type_seq_tokens, _type_batch, _type_grad_accum, _type_optimizer, _type_precision, _type_grad_ckpt, _type_lora_rank, _type_lora_modules, _type_sharding, _type_offload, _type_optimizer_in_backward, _type_expandable_segments, _type_kernels, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_batch, _dflt_grad_accum, _dflt_optimizer, _dflt_precision, _dflt_grad_ckpt, _dflt_lora_rank, _dflt_lora_modules, _dflt_sharding, _dflt_offload, _dflt_optimizer_in_backward, _dflt_expandable_segments, _dflt_kernels, _return_type):
  def __init__(self,method:_type_method,seq_tokens:_type_seq_tokens,batch:_type_batch=_dflt_batch,grad_accum:_type_grad_accum=_dflt_grad_accum,optimizer:_type_optimizer=_dflt_optimizer,precision:_type_precision=_dflt_precision,grad_ckpt:_type_grad_ckpt=_dflt_grad_ckpt,lora_rank:_type_lora_rank=_dflt_lora_rank,lora_modules:_type_lora_modules=_dflt_lora_modules,sharding:_type_sharding=_dflt_sharding,offload:_type_offload=_dflt_offload,optimizer_in_backward:_type_optimizer_in_backward=_dflt_optimizer_in_backward,expandable_segments:_type_expandable_segments=_dflt_expandable_segments,kernels:_type_kernels=_dflt_kernels)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'method',method)
-  __dataclass_builtins_object__.__setattr__(self,'seq_tokens',seq_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'batch',batch)
-  __dataclass_builtins_object__.__setattr__(self,'grad_accum',grad_accum)
-  __dataclass_builtins_object__.__setattr__(self,'optimizer',optimizer)
-  __dataclass_builtins_object__.__setattr__(self,'precision',precision)
-  __dataclass_builtins_object__.__setattr__(self,'grad_ckpt',grad_ckpt)
-  __dataclass_builtins_object__.__setattr__(self,'lora_rank',lora_rank)
-  __dataclass_builtins_object__.__setattr__(self,'lora_modules',lora_modules)
-  __dataclass_builtins_object__.__setattr__(self,'sharding',sharding)
-  __dataclass_builtins_object__.__setattr__(self,'offload',offload)
-  __dataclass_builtins_object__.__setattr__(self,'optimizer_in_backward',optimizer_in_backward)
-  __dataclass_builtins_object__.__setattr__(self,'expandable_segments',expandable_segments)
-  __dataclass_builtins_object__.__setattr__(self,'kernels',kernels)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['method']=method
+  __dataclass_dict__['seq_tokens']=seq_tokens
+  __dataclass_dict__['batch']=batch
+  __dataclass_dict__['grad_accum']=grad_accum
+  __dataclass_dict__['optimizer']=optimizer
+  __dataclass_dict__['precision']=precision
+  __dataclass_dict__['grad_ckpt']=grad_ckpt
+  __dataclass_dict__['lora_rank']=lora_rank
+  __dataclass_dict__['lora_modules']=lora_modules
+  __dataclass_dict__['sharding']=sharding
+  __dataclass_dict__['offload']=offload
+  __dataclass_dict__['optimizer_in_backward']=optimizer_in_backward
+  __dataclass_dict__['expandable_segments']=expandable_segments
+  __dataclass_dict__['kernels']=kernels
  return __init__
-CODE["def __create_fn__(_type_method, _type_seq_tokens, _type_batch, _type_grad_accum, _type_optimizer, _type_precision, _type_grad_ckpt, _type_lora_rank, _type_lora_modules, _type_sharding, _type_offload, _type_optimizer_in_backward, _type_expandable_segments, _type_kernels, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_batch, _dflt_grad_accum, _dflt_optimizer, _dflt_precision, _dflt_grad_ckpt, _dflt_lora_rank, _dflt_lora_modules, _dflt_sharding, _dflt_offload, _dflt_optimizer_in_backward, _dflt_expandable_segments, _dflt_kernels, _return_type):\n def __init__(self,method:_type_method,seq_tokens:_type_seq_tokens,batch:_type_batch=_dflt_batch,grad_accum:_type_grad_accum=_dflt_grad_accum,optimizer:_type_optimizer=_dflt_optimizer,precision:_type_precision=_dflt_precision,grad_ckpt:_type_grad_ckpt=_dflt_grad_ckpt,lora_rank:_type_lora_rank=_dflt_lora_rank,lora_modules:_type_lora_modules=_dflt_lora_modules,sharding:_type_sharding=_dflt_sharding,offload:_type_offload=_dflt_offload,optimizer_in_backward:_type_optimizer_in_backward=_dflt_optimizer_in_backward,expandable_segments:_type_expandable_segments=_dflt_expandable_segments,kernels:_type_kernels=_dflt_kernels)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'method',method)\n  __dataclass_builtins_object__.__setattr__(self,'seq_tokens',seq_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'batch',batch)\n  __dataclass_builtins_object__.__setattr__(self,'grad_accum',grad_accum)\n  __dataclass_builtins_object__.__setattr__(self,'optimizer',optimizer)\n  __dataclass_builtins_object__.__setattr__(self,'precision',precision)\n  __dataclass_builtins_object__.__setattr__(self,'grad_ckpt',grad_ckpt)\n  __dataclass_builtins_object__.__setattr__(self,'lora_rank',lora_rank)\n  __dataclass_builtins_object__.__setattr__(self,'lora_modules',lora_modules)\n  __dataclass_builtins_object__.__setattr__(self,'sharding',sharding)\n  __dataclass_builtins_object__.__setattr__(self,'offload',offload)\n  __dataclass_builtins_object__.__setattr__(self,'optimizer_in_backward',optimizer_in_backward)\n  __dataclass_builtins_object__.__setattr__(self,'expandable_segments',expandable_segments)\n  __dataclass_builtins_object__.__setattr__(self,'kernels',kernels)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_method, _type_seq_tokens, _type_batch, _type_grad_accum, _type_optimizer, _type_precision, _type_grad_ckpt, _type_lora_rank, _type_lora_modules, _type_sharding, _type_offload, _type_optimizer_in_backward, _type_expandable_segments, _type_kernels, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_batch, _dflt_grad_accum, _dflt_optimizer, _dflt_precision, _dflt_grad_ckpt, _dflt_lora_rank, _dflt_lora_modules, _dflt_sharding, _dflt_offload, _dflt_optimizer_in_backward, _dflt_expandable_segments, _dflt_kernels, _return_type):\n def __init__(self,method:_type_method,seq_tokens:_type_seq_tokens,batch:_type_batch=_dflt_batch,grad_accum:_type_grad_accum=_dflt_grad_accum,optimizer:_type_optimizer=_dflt_optimizer,precision:_type_precision=_dflt_precision,grad_ckpt:_type_grad_ckpt=_dflt_grad_ckpt,lora_rank:_type_lora_rank=_dflt_lora_rank,lora_modules:_type_lora_modules=_dflt_lora_modules,sharding:_type_sharding=_dflt_sharding,offload:_type_offload=_dflt_offload,optimizer_in_backward:_type_optimizer_in_backward=_dflt_optimizer_in_backward,expandable_segments:_type_expandable_segments=_dflt_expandable_segments,kernels:_type_kernels=_dflt_kernels)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['method']=method\n  __dataclass_dict__['seq_tokens']=seq_tokens\n  __dataclass_dict__['batch']=batch\n  __dataclass_dict__['grad_accum']=grad_accum\n  __dataclass_dict__['optimizer']=optimizer\n  __dataclass_dict__['precision']=precision\n  __dataclass_dict__['grad_ckpt']=grad_ckpt\n  __dataclass_dict__['lora_rank']=lora_rank\n  __dataclass_dict__['lora_modules']=lora_modules\n  __dataclass_dict__['sharding']=sharding\n  __dataclass_dict__['offload']=offload\n  __dataclass_dict__['optimizer_in_backward']=optimizer_in_backward\n  __dataclass_dict__['expandable_segments']=expandable_segments\n  __dataclass_dict__['kernels']=kernels\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_method, _type_weight_bits, _type_label, _type_group_size, _type_block_size, _type_not_converted, _type_expert_format, _type_per_tensor, _type_mixed, _type_modelopt, _type_modelopt_skipped, _type_scale_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_group_size, _dflt_block_size, _dflt_not_converted, _dflt_expert_format, _dflt_per_tensor, _dflt_mixed, _dflt_modelopt, _dflt_modelopt_skipped, _dflt_scale_bytes, _return_type):
  def __init__(self,*,method:_type_method,weight_bits:_type_weight_bits,label:_type_label,group_size:_type_group_size=_dflt_group_size,block_size:_type_block_size=_dflt_block_size,not_converted:_type_not_converted=_dflt_not_converted,expert_format:_type_expert_format=_dflt_expert_format,per_tensor:_type_per_tensor=_dflt_per_tensor,mixed:_type_mixed=_dflt_mixed,modelopt:_type_modelopt=_dflt_modelopt,modelopt_skipped:_type_modelopt_skipped=_dflt_modelopt_skipped,scale_bytes:_type_scale_bytes=_dflt_scale_bytes)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'method',method)
-  __dataclass_builtins_object__.__setattr__(self,'weight_bits',weight_bits)
-  __dataclass_builtins_object__.__setattr__(self,'label',label)
-  __dataclass_builtins_object__.__setattr__(self,'group_size',group_size)
-  __dataclass_builtins_object__.__setattr__(self,'block_size',block_size)
-  __dataclass_builtins_object__.__setattr__(self,'not_converted',not_converted)
-  __dataclass_builtins_object__.__setattr__(self,'expert_format',expert_format)
-  __dataclass_builtins_object__.__setattr__(self,'per_tensor',per_tensor)
-  __dataclass_builtins_object__.__setattr__(self,'mixed',mixed)
-  __dataclass_builtins_object__.__setattr__(self,'modelopt',modelopt)
-  __dataclass_builtins_object__.__setattr__(self,'modelopt_skipped',modelopt_skipped)
-  __dataclass_builtins_object__.__setattr__(self,'scale_bytes',scale_bytes)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['method']=method
+  __dataclass_dict__['weight_bits']=weight_bits
+  __dataclass_dict__['label']=label
+  __dataclass_dict__['group_size']=group_size
+  __dataclass_dict__['block_size']=block_size
+  __dataclass_dict__['not_converted']=not_converted
+  __dataclass_dict__['expert_format']=expert_format
+  __dataclass_dict__['per_tensor']=per_tensor
+  __dataclass_dict__['mixed']=mixed
+  __dataclass_dict__['modelopt']=modelopt
+  __dataclass_dict__['modelopt_skipped']=modelopt_skipped
+  __dataclass_dict__['scale_bytes']=scale_bytes
  return __init__
-CODE["def __create_fn__(_type_method, _type_weight_bits, _type_label, _type_group_size, _type_block_size, _type_not_converted, _type_expert_format, _type_per_tensor, _type_mixed, _type_modelopt, _type_modelopt_skipped, _type_scale_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_group_size, _dflt_block_size, _dflt_not_converted, _dflt_expert_format, _dflt_per_tensor, _dflt_mixed, _dflt_modelopt, _dflt_modelopt_skipped, _dflt_scale_bytes, _return_type):\n def __init__(self,*,method:_type_method,weight_bits:_type_weight_bits,label:_type_label,group_size:_type_group_size=_dflt_group_size,block_size:_type_block_size=_dflt_block_size,not_converted:_type_not_converted=_dflt_not_converted,expert_format:_type_expert_format=_dflt_expert_format,per_tensor:_type_per_tensor=_dflt_per_tensor,mixed:_type_mixed=_dflt_mixed,modelopt:_type_modelopt=_dflt_modelopt,modelopt_skipped:_type_modelopt_skipped=_dflt_modelopt_skipped,scale_bytes:_type_scale_bytes=_dflt_scale_bytes)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'method',method)\n  __dataclass_builtins_object__.__setattr__(self,'weight_bits',weight_bits)\n  __dataclass_builtins_object__.__setattr__(self,'label',label)\n  __dataclass_builtins_object__.__setattr__(self,'group_size',group_size)\n  __dataclass_builtins_object__.__setattr__(self,'block_size',block_size)\n  __dataclass_builtins_object__.__setattr__(self,'not_converted',not_converted)\n  __dataclass_builtins_object__.__setattr__(self,'expert_format',expert_format)\n  __dataclass_builtins_object__.__setattr__(self,'per_tensor',per_tensor)\n  __dataclass_builtins_object__.__setattr__(self,'mixed',mixed)\n  __dataclass_builtins_object__.__setattr__(self,'modelopt',modelopt)\n  __dataclass_builtins_object__.__setattr__(self,'modelopt_skipped',modelopt_skipped)\n  __dataclass_builtins_object__.__setattr__(self,'scale_bytes',scale_bytes)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_method, _type_weight_bits, _type_label, _type_group_size, _type_block_size, _type_not_converted, _type_expert_format, _type_per_tensor, _type_mixed, _type_modelopt, _type_modelopt_skipped, _type_scale_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_group_size, _dflt_block_size, _dflt_not_converted, _dflt_expert_format, _dflt_per_tensor, _dflt_mixed, _dflt_modelopt, _dflt_modelopt_skipped, _dflt_scale_bytes, _return_type):\n def __init__(self,*,method:_type_method,weight_bits:_type_weight_bits,label:_type_label,group_size:_type_group_size=_dflt_group_size,block_size:_type_block_size=_dflt_block_size,not_converted:_type_not_converted=_dflt_not_converted,expert_format:_type_expert_format=_dflt_expert_format,per_tensor:_type_per_tensor=_dflt_per_tensor,mixed:_type_mixed=_dflt_mixed,modelopt:_type_modelopt=_dflt_modelopt,modelopt_skipped:_type_modelopt_skipped=_dflt_modelopt_skipped,scale_bytes:_type_scale_bytes=_dflt_scale_bytes)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['method']=method\n  __dataclass_dict__['weight_bits']=weight_bits\n  __dataclass_dict__['label']=label\n  __dataclass_dict__['group_size']=group_size\n  __dataclass_dict__['block_size']=block_size\n  __dataclass_dict__['not_converted']=not_converted\n  __dataclass_dict__['expert_format']=expert_format\n  __dataclass_dict__['per_tensor']=per_tensor\n  __dataclass_dict__['mixed']=mixed\n  __dataclass_dict__['modelopt']=modelopt\n  __dataclass_dict__['modelopt_skipped']=modelopt_skipped\n  __dataclass_dict__['scale_bytes']=scale_bytes\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_metric, _type_engine, _type_arch, _type_band, _type_figures, _type_mean_error, _type_low, _type_high, _type_basis, _type_engine_figures, _type_generated, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,metric:_type_metric,engine:_type_engine,arch:_type_arch,band:_type_band,figures:_type_figures,mean_error:_type_mean_error,low:_type_low,high:_type_high,basis:_type_basis,engine_figures:_type_engine_figures,generated:_type_generated)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'metric',metric)
-  __dataclass_builtins_object__.__setattr__(self,'engine',engine)
-  __dataclass_builtins_object__.__setattr__(self,'arch',arch)
-  __dataclass_builtins_object__.__setattr__(self,'band',band)
-  __dataclass_builtins_object__.__setattr__(self,'figures',figures)
-  __dataclass_builtins_object__.__setattr__(self,'mean_error',mean_error)
-  __dataclass_builtins_object__.__setattr__(self,'low',low)
-  __dataclass_builtins_object__.__setattr__(self,'high',high)
-  __dataclass_builtins_object__.__setattr__(self,'basis',basis)
-  __dataclass_builtins_object__.__setattr__(self,'engine_figures',engine_figures)
-  __dataclass_builtins_object__.__setattr__(self,'generated',generated)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['metric']=metric
+  __dataclass_dict__['engine']=engine
+  __dataclass_dict__['arch']=arch
+  __dataclass_dict__['band']=band
+  __dataclass_dict__['figures']=figures
+  __dataclass_dict__['mean_error']=mean_error
+  __dataclass_dict__['low']=low
+  __dataclass_dict__['high']=high
+  __dataclass_dict__['basis']=basis
+  __dataclass_dict__['engine_figures']=engine_figures
+  __dataclass_dict__['generated']=generated
  return __init__
-CODE["def __create_fn__(_type_metric, _type_engine, _type_arch, _type_band, _type_figures, _type_mean_error, _type_low, _type_high, _type_basis, _type_engine_figures, _type_generated, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,metric:_type_metric,engine:_type_engine,arch:_type_arch,band:_type_band,figures:_type_figures,mean_error:_type_mean_error,low:_type_low,high:_type_high,basis:_type_basis,engine_figures:_type_engine_figures,generated:_type_generated)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'metric',metric)\n  __dataclass_builtins_object__.__setattr__(self,'engine',engine)\n  __dataclass_builtins_object__.__setattr__(self,'arch',arch)\n  __dataclass_builtins_object__.__setattr__(self,'band',band)\n  __dataclass_builtins_object__.__setattr__(self,'figures',figures)\n  __dataclass_builtins_object__.__setattr__(self,'mean_error',mean_error)\n  __dataclass_builtins_object__.__setattr__(self,'low',low)\n  __dataclass_builtins_object__.__setattr__(self,'high',high)\n  __dataclass_builtins_object__.__setattr__(self,'basis',basis)\n  __dataclass_builtins_object__.__setattr__(self,'engine_figures',engine_figures)\n  __dataclass_builtins_object__.__setattr__(self,'generated',generated)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_metric, _type_engine, _type_arch, _type_band, _type_figures, _type_mean_error, _type_low, _type_high, _type_basis, _type_engine_figures, _type_generated, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,metric:_type_metric,engine:_type_engine,arch:_type_arch,band:_type_band,figures:_type_figures,mean_error:_type_mean_error,low:_type_low,high:_type_high,basis:_type_basis,engine_figures:_type_engine_figures,generated:_type_generated)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['metric']=metric\n  __dataclass_dict__['engine']=engine\n  __dataclass_dict__['arch']=arch\n  __dataclass_dict__['band']=band\n  __dataclass_dict__['figures']=figures\n  __dataclass_dict__['mean_error']=mean_error\n  __dataclass_dict__['low']=low\n  __dataclass_dict__['high']=high\n  __dataclass_dict__['basis']=basis\n  __dataclass_dict__['engine_figures']=engine_figures\n  __dataclass_dict__['generated']=generated\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_mixer, _type_window, _type_chunked, _type_num_attention_heads, _type_num_key_value_heads, _type_ffn, _type_intermediate_size, _type_compress_ratio, _type_shares_indexer, _type_head_dim, _type_v_head_dim, _type_k_eq_v, _type_sinks, _type_head_gate, _type_index_heads, _type_index_head_dim, _type_extra_vectors, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_window, _dflt_chunked, _dflt_num_attention_heads, _dflt_num_key_value_heads, _dflt_ffn, _dflt_intermediate_size, _dflt_compress_ratio, _dflt_shares_indexer, _dflt_head_dim, _dflt_v_head_dim, _dflt_k_eq_v, _dflt_sinks, _dflt_head_gate, _dflt_index_heads, _dflt_index_head_dim, _dflt_extra_vectors, _return_type):
  def __init__(self,*,mixer:_type_mixer,window:_type_window=_dflt_window,chunked:_type_chunked=_dflt_chunked,num_attention_heads:_type_num_attention_heads=_dflt_num_attention_heads,num_key_value_heads:_type_num_key_value_heads=_dflt_num_key_value_heads,ffn:_type_ffn=_dflt_ffn,intermediate_size:_type_intermediate_size=_dflt_intermediate_size,compress_ratio:_type_compress_ratio=_dflt_compress_ratio,shares_indexer:_type_shares_indexer=_dflt_shares_indexer,head_dim:_type_head_dim=_dflt_head_dim,v_head_dim:_type_v_head_dim=_dflt_v_head_dim,k_eq_v:_type_k_eq_v=_dflt_k_eq_v,sinks:_type_sinks=_dflt_sinks,head_gate:_type_head_gate=_dflt_head_gate,index_heads:_type_index_heads=_dflt_index_heads,index_head_dim:_type_index_head_dim=_dflt_index_head_dim,extra_vectors:_type_extra_vectors=_dflt_extra_vectors)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'mixer',mixer)
-  __dataclass_builtins_object__.__setattr__(self,'window',window)
-  __dataclass_builtins_object__.__setattr__(self,'chunked',chunked)
-  __dataclass_builtins_object__.__setattr__(self,'num_attention_heads',num_attention_heads)
-  __dataclass_builtins_object__.__setattr__(self,'num_key_value_heads',num_key_value_heads)
-  __dataclass_builtins_object__.__setattr__(self,'ffn',ffn)
-  __dataclass_builtins_object__.__setattr__(self,'intermediate_size',intermediate_size)
-  __dataclass_builtins_object__.__setattr__(self,'compress_ratio',compress_ratio)
-  __dataclass_builtins_object__.__setattr__(self,'shares_indexer',shares_indexer)
-  __dataclass_builtins_object__.__setattr__(self,'head_dim',head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'v_head_dim',v_head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'k_eq_v',k_eq_v)
-  __dataclass_builtins_object__.__setattr__(self,'sinks',sinks)
-  __dataclass_builtins_object__.__setattr__(self,'head_gate',head_gate)
-  __dataclass_builtins_object__.__setattr__(self,'index_heads',index_heads)
-  __dataclass_builtins_object__.__setattr__(self,'index_head_dim',index_head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'extra_vectors',extra_vectors)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['mixer']=mixer
+  __dataclass_dict__['window']=window
+  __dataclass_dict__['chunked']=chunked
+  __dataclass_dict__['num_attention_heads']=num_attention_heads
+  __dataclass_dict__['num_key_value_heads']=num_key_value_heads
+  __dataclass_dict__['ffn']=ffn
+  __dataclass_dict__['intermediate_size']=intermediate_size
+  __dataclass_dict__['compress_ratio']=compress_ratio
+  __dataclass_dict__['shares_indexer']=shares_indexer
+  __dataclass_dict__['head_dim']=head_dim
+  __dataclass_dict__['v_head_dim']=v_head_dim
+  __dataclass_dict__['k_eq_v']=k_eq_v
+  __dataclass_dict__['sinks']=sinks
+  __dataclass_dict__['head_gate']=head_gate
+  __dataclass_dict__['index_heads']=index_heads
+  __dataclass_dict__['index_head_dim']=index_head_dim
+  __dataclass_dict__['extra_vectors']=extra_vectors
  return __init__
-CODE["def __create_fn__(_type_mixer, _type_window, _type_chunked, _type_num_attention_heads, _type_num_key_value_heads, _type_ffn, _type_intermediate_size, _type_compress_ratio, _type_shares_indexer, _type_head_dim, _type_v_head_dim, _type_k_eq_v, _type_sinks, _type_head_gate, _type_index_heads, _type_index_head_dim, _type_extra_vectors, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_window, _dflt_chunked, _dflt_num_attention_heads, _dflt_num_key_value_heads, _dflt_ffn, _dflt_intermediate_size, _dflt_compress_ratio, _dflt_shares_indexer, _dflt_head_dim, _dflt_v_head_dim, _dflt_k_eq_v, _dflt_sinks, _dflt_head_gate, _dflt_index_heads, _dflt_index_head_dim, _dflt_extra_vectors, _return_type):\n def __init__(self,*,mixer:_type_mixer,window:_type_window=_dflt_window,chunked:_type_chunked=_dflt_chunked,num_attention_heads:_type_num_attention_heads=_dflt_num_attention_heads,num_key_value_heads:_type_num_key_value_heads=_dflt_num_key_value_heads,ffn:_type_ffn=_dflt_ffn,intermediate_size:_type_intermediate_size=_dflt_intermediate_size,compress_ratio:_type_compress_ratio=_dflt_compress_ratio,shares_indexer:_type_shares_indexer=_dflt_shares_indexer,head_dim:_type_head_dim=_dflt_head_dim,v_head_dim:_type_v_head_dim=_dflt_v_head_dim,k_eq_v:_type_k_eq_v=_dflt_k_eq_v,sinks:_type_sinks=_dflt_sinks,head_gate:_type_head_gate=_dflt_head_gate,index_heads:_type_index_heads=_dflt_index_heads,index_head_dim:_type_index_head_dim=_dflt_index_head_dim,extra_vectors:_type_extra_vectors=_dflt_extra_vectors)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'mixer',mixer)\n  __dataclass_builtins_object__.__setattr__(self,'window',window)\n  __dataclass_builtins_object__.__setattr__(self,'chunked',chunked)\n  __dataclass_builtins_object__.__setattr__(self,'num_attention_heads',num_attention_heads)\n  __dataclass_builtins_object__.__setattr__(self,'num_key_value_heads',num_key_value_heads)\n  __dataclass_builtins_object__.__setattr__(self,'ffn',ffn)\n  __dataclass_builtins_object__.__setattr__(self,'intermediate_size',intermediate_size)\n  __dataclass_builtins_object__.__setattr__(self,'compress_ratio',compress_ratio)\n  __dataclass_builtins_object__.__setattr__(self,'shares_indexer',shares_indexer)\n  __dataclass_builtins_object__.__setattr__(self,'head_dim',head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'v_head_dim',v_head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'k_eq_v',k_eq_v)\n  __dataclass_builtins_object__.__setattr__(self,'sinks',sinks)\n  __dataclass_builtins_object__.__setattr__(self,'head_gate',head_gate)\n  __dataclass_builtins_object__.__setattr__(self,'index_heads',index_heads)\n  __dataclass_builtins_object__.__setattr__(self,'index_head_dim',index_head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'extra_vectors',extra_vectors)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_mixer, _type_window, _type_chunked, _type_num_attention_heads, _type_num_key_value_heads, _type_ffn, _type_intermediate_size, _type_compress_ratio, _type_shares_indexer, _type_head_dim, _type_v_head_dim, _type_k_eq_v, _type_sinks, _type_head_gate, _type_index_heads, _type_index_head_dim, _type_extra_vectors, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_window, _dflt_chunked, _dflt_num_attention_heads, _dflt_num_key_value_heads, _dflt_ffn, _dflt_intermediate_size, _dflt_compress_ratio, _dflt_shares_indexer, _dflt_head_dim, _dflt_v_head_dim, _dflt_k_eq_v, _dflt_sinks, _dflt_head_gate, _dflt_index_heads, _dflt_index_head_dim, _dflt_extra_vectors, _return_type):\n def __init__(self,*,mixer:_type_mixer,window:_type_window=_dflt_window,chunked:_type_chunked=_dflt_chunked,num_attention_heads:_type_num_attention_heads=_dflt_num_attention_heads,num_key_value_heads:_type_num_key_value_heads=_dflt_num_key_value_heads,ffn:_type_ffn=_dflt_ffn,intermediate_size:_type_intermediate_size=_dflt_intermediate_size,compress_ratio:_type_compress_ratio=_dflt_compress_ratio,shares_indexer:_type_shares_indexer=_dflt_shares_indexer,head_dim:_type_head_dim=_dflt_head_dim,v_head_dim:_type_v_head_dim=_dflt_v_head_dim,k_eq_v:_type_k_eq_v=_dflt_k_eq_v,sinks:_type_sinks=_dflt_sinks,head_gate:_type_head_gate=_dflt_head_gate,index_heads:_type_index_heads=_dflt_index_heads,index_head_dim:_type_index_head_dim=_dflt_index_head_dim,extra_vectors:_type_extra_vectors=_dflt_extra_vectors)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['mixer']=mixer\n  __dataclass_dict__['window']=window\n  __dataclass_dict__['chunked']=chunked\n  __dataclass_dict__['num_attention_heads']=num_attention_heads\n  __dataclass_dict__['num_key_value_heads']=num_key_value_heads\n  __dataclass_dict__['ffn']=ffn\n  __dataclass_dict__['intermediate_size']=intermediate_size\n  __dataclass_dict__['compress_ratio']=compress_ratio\n  __dataclass_dict__['shares_indexer']=shares_indexer\n  __dataclass_dict__['head_dim']=head_dim\n  __dataclass_dict__['v_head_dim']=v_head_dim\n  __dataclass_dict__['k_eq_v']=k_eq_v\n  __dataclass_dict__['sinks']=sinks\n  __dataclass_dict__['head_gate']=head_gate\n  __dataclass_dict__['index_heads']=index_heads\n  __dataclass_dict__['index_head_dim']=index_head_dim\n  __dataclass_dict__['extra_vectors']=extra_vectors\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_model_type, _type_architecture, _type_family, _type_hidden_size, _type_num_hidden_layers, _type_num_attention_heads, _type_num_key_value_heads, _type_head_dim, _type_intermediate_size, _type_vocab_size, _type_tie_word_embeddings, _type_max_position_embeddings, _type_torch_dtype, _type_layers, _type_params, _type_mla, _type_moe, _type_linear_attention, _type_mamba, _type_kimi_delta, _type_attn_res_block_size, _type_ssm_state_dtype, _type_compressed, _type_vision, _type_quantization, _type_num_nextn_predict_layers, _type_mtp_layers, _type_norm, _type_norms_per_layer, _type_qkv_bias, _type_o_bias, _type_mlp_bias, _type_gated_mlp, _type_qk_norm, _type_learned_position_embeddings, _type_attention_sinks, _type_attention_output_gate, _type_best_effort_from, _type_max_context, _type_rope_scaling, _type_rope_overridden, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_params, _dflt_mla, _dflt_moe, _dflt_linear_attention, _dflt_mamba, _dflt_kimi_delta, _dflt_attn_res_block_size, _dflt_ssm_state_dtype, _dflt_compressed, _dflt_vision, _dflt_quantization, _dflt_num_nextn_predict_layers, _dflt_mtp_layers, _dflt_norm, _dflt_norms_per_layer, _dflt_qkv_bias, _dflt_o_bias, _dflt_mlp_bias, _dflt_gated_mlp, _dflt_qk_norm, _dflt_learned_position_embeddings, _dflt_attention_sinks, _dflt_attention_output_gate, _dflt_best_effort_from, _dflt_max_context, _dflt_rope_scaling, _dflt_rope_overridden, _return_type):
  def __init__(self,*,model_type:_type_model_type,architecture:_type_architecture,family:_type_family,hidden_size:_type_hidden_size,num_hidden_layers:_type_num_hidden_layers,num_attention_heads:_type_num_attention_heads,num_key_value_heads:_type_num_key_value_heads,head_dim:_type_head_dim,intermediate_size:_type_intermediate_size,vocab_size:_type_vocab_size,tie_word_embeddings:_type_tie_word_embeddings,max_position_embeddings:_type_max_position_embeddings,torch_dtype:_type_torch_dtype,layers:_type_layers,params:_type_params=_dflt_params,mla:_type_mla=_dflt_mla,moe:_type_moe=_dflt_moe,linear_attention:_type_linear_attention=_dflt_linear_attention,mamba:_type_mamba=_dflt_mamba,kimi_delta:_type_kimi_delta=_dflt_kimi_delta,attn_res_block_size:_type_attn_res_block_size=_dflt_attn_res_block_size,ssm_state_dtype:_type_ssm_state_dtype=_dflt_ssm_state_dtype,compressed:_type_compressed=_dflt_compressed,vision:_type_vision=_dflt_vision,quantization:_type_quantization=_dflt_quantization,num_nextn_predict_layers:_type_num_nextn_predict_layers=_dflt_num_nextn_predict_layers,mtp_layers:_type_mtp_layers=_dflt_mtp_layers,norm:_type_norm=_dflt_norm,norms_per_layer:_type_norms_per_layer=_dflt_norms_per_layer,qkv_bias:_type_qkv_bias=_dflt_qkv_bias,o_bias:_type_o_bias=_dflt_o_bias,mlp_bias:_type_mlp_bias=_dflt_mlp_bias,gated_mlp:_type_gated_mlp=_dflt_gated_mlp,qk_norm:_type_qk_norm=_dflt_qk_norm,learned_position_embeddings:_type_learned_position_embeddings=_dflt_learned_position_embeddings,attention_sinks:_type_attention_sinks=_dflt_attention_sinks,attention_output_gate:_type_attention_output_gate=_dflt_attention_output_gate,best_effort_from:_type_best_effort_from=_dflt_best_effort_from,max_context:_type_max_context=_dflt_max_context,rope_scaling:_type_rope_scaling=_dflt_rope_scaling,rope_overridden:_type_rope_overridden=_dflt_rope_overridden)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'model_type',model_type)
-  __dataclass_builtins_object__.__setattr__(self,'architecture',architecture)
-  __dataclass_builtins_object__.__setattr__(self,'family',family)
-  __dataclass_builtins_object__.__setattr__(self,'hidden_size',hidden_size)
-  __dataclass_builtins_object__.__setattr__(self,'num_hidden_layers',num_hidden_layers)
-  __dataclass_builtins_object__.__setattr__(self,'num_attention_heads',num_attention_heads)
-  __dataclass_builtins_object__.__setattr__(self,'num_key_value_heads',num_key_value_heads)
-  __dataclass_builtins_object__.__setattr__(self,'head_dim',head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'intermediate_size',intermediate_size)
-  __dataclass_builtins_object__.__setattr__(self,'vocab_size',vocab_size)
-  __dataclass_builtins_object__.__setattr__(self,'tie_word_embeddings',tie_word_embeddings)
-  __dataclass_builtins_object__.__setattr__(self,'max_position_embeddings',max_position_embeddings)
-  __dataclass_builtins_object__.__setattr__(self,'torch_dtype',torch_dtype)
-  __dataclass_builtins_object__.__setattr__(self,'layers',layers)
-  __dataclass_builtins_object__.__setattr__(self,'params',params)
-  __dataclass_builtins_object__.__setattr__(self,'mla',mla)
-  __dataclass_builtins_object__.__setattr__(self,'moe',moe)
-  __dataclass_builtins_object__.__setattr__(self,'linear_attention',linear_attention)
-  __dataclass_builtins_object__.__setattr__(self,'mamba',mamba)
-  __dataclass_builtins_object__.__setattr__(self,'kimi_delta',kimi_delta)
-  __dataclass_builtins_object__.__setattr__(self,'attn_res_block_size',attn_res_block_size)
-  __dataclass_builtins_object__.__setattr__(self,'ssm_state_dtype',ssm_state_dtype)
-  __dataclass_builtins_object__.__setattr__(self,'compressed',compressed)
-  __dataclass_builtins_object__.__setattr__(self,'vision',vision)
-  __dataclass_builtins_object__.__setattr__(self,'quantization',quantization)
-  __dataclass_builtins_object__.__setattr__(self,'num_nextn_predict_layers',num_nextn_predict_layers)
-  __dataclass_builtins_object__.__setattr__(self,'mtp_layers',mtp_layers)
-  __dataclass_builtins_object__.__setattr__(self,'norm',norm)
-  __dataclass_builtins_object__.__setattr__(self,'norms_per_layer',norms_per_layer)
-  __dataclass_builtins_object__.__setattr__(self,'qkv_bias',qkv_bias)
-  __dataclass_builtins_object__.__setattr__(self,'o_bias',o_bias)
-  __dataclass_builtins_object__.__setattr__(self,'mlp_bias',mlp_bias)
-  __dataclass_builtins_object__.__setattr__(self,'gated_mlp',gated_mlp)
-  __dataclass_builtins_object__.__setattr__(self,'qk_norm',qk_norm)
-  __dataclass_builtins_object__.__setattr__(self,'learned_position_embeddings',learned_position_embeddings)
-  __dataclass_builtins_object__.__setattr__(self,'attention_sinks',attention_sinks)
-  __dataclass_builtins_object__.__setattr__(self,'attention_output_gate',attention_output_gate)
-  __dataclass_builtins_object__.__setattr__(self,'best_effort_from',best_effort_from)
-  __dataclass_builtins_object__.__setattr__(self,'max_context',max_context)
-  __dataclass_builtins_object__.__setattr__(self,'rope_scaling',rope_scaling)
-  __dataclass_builtins_object__.__setattr__(self,'rope_overridden',rope_overridden)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['model_type']=model_type
+  __dataclass_dict__['architecture']=architecture
+  __dataclass_dict__['family']=family
+  __dataclass_dict__['hidden_size']=hidden_size
+  __dataclass_dict__['num_hidden_layers']=num_hidden_layers
+  __dataclass_dict__['num_attention_heads']=num_attention_heads
+  __dataclass_dict__['num_key_value_heads']=num_key_value_heads
+  __dataclass_dict__['head_dim']=head_dim
+  __dataclass_dict__['intermediate_size']=intermediate_size
+  __dataclass_dict__['vocab_size']=vocab_size
+  __dataclass_dict__['tie_word_embeddings']=tie_word_embeddings
+  __dataclass_dict__['max_position_embeddings']=max_position_embeddings
+  __dataclass_dict__['torch_dtype']=torch_dtype
+  __dataclass_dict__['layers']=layers
+  __dataclass_dict__['params']=params
+  __dataclass_dict__['mla']=mla
+  __dataclass_dict__['moe']=moe
+  __dataclass_dict__['linear_attention']=linear_attention
+  __dataclass_dict__['mamba']=mamba
+  __dataclass_dict__['kimi_delta']=kimi_delta
+  __dataclass_dict__['attn_res_block_size']=attn_res_block_size
+  __dataclass_dict__['ssm_state_dtype']=ssm_state_dtype
+  __dataclass_dict__['compressed']=compressed
+  __dataclass_dict__['vision']=vision
+  __dataclass_dict__['quantization']=quantization
+  __dataclass_dict__['num_nextn_predict_layers']=num_nextn_predict_layers
+  __dataclass_dict__['mtp_layers']=mtp_layers
+  __dataclass_dict__['norm']=norm
+  __dataclass_dict__['norms_per_layer']=norms_per_layer
+  __dataclass_dict__['qkv_bias']=qkv_bias
+  __dataclass_dict__['o_bias']=o_bias
+  __dataclass_dict__['mlp_bias']=mlp_bias
+  __dataclass_dict__['gated_mlp']=gated_mlp
+  __dataclass_dict__['qk_norm']=qk_norm
+  __dataclass_dict__['learned_position_embeddings']=learned_position_embeddings
+  __dataclass_dict__['attention_sinks']=attention_sinks
+  __dataclass_dict__['attention_output_gate']=attention_output_gate
+  __dataclass_dict__['best_effort_from']=best_effort_from
+  __dataclass_dict__['max_context']=max_context
+  __dataclass_dict__['rope_scaling']=rope_scaling
+  __dataclass_dict__['rope_overridden']=rope_overridden
  return __init__
-CODE["def __create_fn__(_type_model_type, _type_architecture, _type_family, _type_hidden_size, _type_num_hidden_layers, _type_num_attention_heads, _type_num_key_value_heads, _type_head_dim, _type_intermediate_size, _type_vocab_size, _type_tie_word_embeddings, _type_max_position_embeddings, _type_torch_dtype, _type_layers, _type_params, _type_mla, _type_moe, _type_linear_attention, _type_mamba, _type_kimi_delta, _type_attn_res_block_size, _type_ssm_state_dtype, _type_compressed, _type_vision, _type_quantization, _type_num_nextn_predict_layers, _type_mtp_layers, _type_norm, _type_norms_per_layer, _type_qkv_bias, _type_o_bias, _type_mlp_bias, _type_gated_mlp, _type_qk_norm, _type_learned_position_embeddings, _type_attention_sinks, _type_attention_output_gate, _type_best_effort_from, _type_max_context, _type_rope_scaling, _type_rope_overridden, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_params, _dflt_mla, _dflt_moe, _dflt_linear_attention, _dflt_mamba, _dflt_kimi_delta, _dflt_attn_res_block_size, _dflt_ssm_state_dtype, _dflt_compressed, _dflt_vision, _dflt_quantization, _dflt_num_nextn_predict_layers, _dflt_mtp_layers, _dflt_norm, _dflt_norms_per_layer, _dflt_qkv_bias, _dflt_o_bias, _dflt_mlp_bias, _dflt_gated_mlp, _dflt_qk_norm, _dflt_learned_position_embeddings, _dflt_attention_sinks, _dflt_attention_output_gate, _dflt_best_effort_from, _dflt_max_context, _dflt_rope_scaling, _dflt_rope_overridden, _return_type):\n def __init__(self,*,model_type:_type_model_type,architecture:_type_architecture,family:_type_family,hidden_size:_type_hidden_size,num_hidden_layers:_type_num_hidden_layers,num_attention_heads:_type_num_attention_heads,num_key_value_heads:_type_num_key_value_heads,head_dim:_type_head_dim,intermediate_size:_type_intermediate_size,vocab_size:_type_vocab_size,tie_word_embeddings:_type_tie_word_embeddings,max_position_embeddings:_type_max_position_embeddings,torch_dtype:_type_torch_dtype,layers:_type_layers,params:_type_params=_dflt_params,mla:_type_mla=_dflt_mla,moe:_type_moe=_dflt_moe,linear_attention:_type_linear_attention=_dflt_linear_attention,mamba:_type_mamba=_dflt_mamba,kimi_delta:_type_kimi_delta=_dflt_kimi_delta,attn_res_block_size:_type_attn_res_block_size=_dflt_attn_res_block_size,ssm_state_dtype:_type_ssm_state_dtype=_dflt_ssm_state_dtype,compressed:_type_compressed=_dflt_compressed,vision:_type_vision=_dflt_vision,quantization:_type_quantization=_dflt_quantization,num_nextn_predict_layers:_type_num_nextn_predict_layers=_dflt_num_nextn_predict_layers,mtp_layers:_type_mtp_layers=_dflt_mtp_layers,norm:_type_norm=_dflt_norm,norms_per_layer:_type_norms_per_layer=_dflt_norms_per_layer,qkv_bias:_type_qkv_bias=_dflt_qkv_bias,o_bias:_type_o_bias=_dflt_o_bias,mlp_bias:_type_mlp_bias=_dflt_mlp_bias,gated_mlp:_type_gated_mlp=_dflt_gated_mlp,qk_norm:_type_qk_norm=_dflt_qk_norm,learned_position_embeddings:_type_learned_position_embeddings=_dflt_learned_position_embeddings,attention_sinks:_type_attention_sinks=_dflt_attention_sinks,attention_output_gate:_type_attention_output_gate=_dflt_attention_output_gate,best_effort_from:_type_best_effort_from=_dflt_best_effort_from,max_context:_type_max_context=_dflt_max_context,rope_scaling:_type_rope_scaling=_dflt_rope_scaling,rope_overridden:_type_rope_overridden=_dflt_rope_overridden)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'model_type',model_type)\n  __dataclass_builtins_object__.__setattr__(self,'architecture',architecture)\n  __dataclass_builtins_object__.__setattr__(self,'family',family)\n  __dataclass_builtins_object__.__setattr__(self,'hidden_size',hidden_size)\n  __dataclass_builtins_object__.__setattr__(self,'num_hidden_layers',num_hidden_layers)\n  __dataclass_builtins_object__.__setattr__(self,'num_attention_heads',num_attention_heads)\n  __dataclass_builtins_object__.__setattr__(self,'num_key_value_heads',num_key_value_heads)\n  __dataclass_builtins_object__.__setattr__(self,'head_dim',head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'intermediate_size',intermediate_size)\n  __dataclass_builtins_object__.__setattr__(self,'vocab_size',vocab_size)\n  __dataclass_builtins_object__.__setattr__(self,'tie_word_embeddings',tie_word_embeddings)\n  __dataclass_builtins_object__.__setattr__(self,'max_position_embeddings',max_position_embeddings)\n  __dataclass_builtins_object__.__setattr__(self,'torch_dtype',torch_dtype)\n  __dataclass_builtins_object__.__setattr__(self,'layers',layers)\n  __dataclass_builtins_object__.__setattr__(self,'params',params)\n  __dataclass_builtins_object__.__setattr__(self,'mla',mla)\n  __dataclass_builtins_object__.__setattr__(self,'moe',moe)\n  __dataclass_builtins_object__.__setattr__(self,'linear_attention',linear_attention)\n  __dataclass_builtins_object__.__setattr__(self,'mamba',mamba)\n  __dataclass_builtins_object__.__setattr__(self,'kimi_delta',kimi_delta)\n  __dataclass_builtins_object__.__setattr__(self,'attn_res_block_size',attn_res_block_size)\n  __dataclass_builtins_object__.__setattr__(self,'ssm_state_dtype',ssm_state_dtype)\n  __dataclass_builtins_object__.__setattr__(self,'compressed',compressed)\n  __dataclass_builtins_object__.__setattr__(self,'vision',vision)\n  __dataclass_builtins_object__.__setattr__(self,'quantization',quantization)\n  __dataclass_builtins_object__.__setattr__(self,'num_nextn_predict_layers',num_nextn_predict_layers)\n  __dataclass_builtins_object__.__setattr__(self,'mtp_layers',mtp_layers)\n  __dataclass_builtins_object__.__setattr__(self,'norm',norm)\n  __dataclass_builtins_object__.__setattr__(self,'norms_per_layer',norms_per_layer)\n  __dataclass_builtins_object__.__setattr__(self,'qkv_bias',qkv_bias)\n  __dataclass_builtins_object__.__setattr__(self,'o_bias',o_bias)\n  __dataclass_builtins_object__.__setattr__(self,'mlp_bias',mlp_bias)\n  __dataclass_builtins_object__.__setattr__(self,'gated_mlp',gated_mlp)\n  __dataclass_builtins_object__.__setattr__(self,'qk_norm',qk_norm)\n  __dataclass_builtins_object__.__setattr__(self,'learned_position_embeddings',learned_position_embeddings)\n  __dataclass_builtins_object__.__setattr__(self,'attention_sinks',attention_sinks)\n  __dataclass_builtins_object__.__setattr__(self,'attention_output_gate',attention_output_gate)\n  __dataclass_builtins_object__.__setattr__(self,'best_effort_from',best_effort_from)\n  __dataclass_builtins_object__.__setattr__(self,'max_context',max_context)\n  __dataclass_builtins_object__.__setattr__(self,'rope_scaling',rope_scaling)\n  __dataclass_builtins_object__.__setattr__(self,'rope_overridden',rope_overridden)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_model_type, _type_architecture, _type_family, _type_hidden_size, _type_num_hidden_layers, _type_num_attention_heads, _type_num_key_value_heads, _type_head_dim, _type_intermediate_size, _type_vocab_size, _type_tie_word_embeddings, _type_max_position_embeddings, _type_torch_dtype, _type_layers, _type_params, _type_mla, _type_moe, _type_linear_attention, _type_mamba, _type_kimi_delta, _type_attn_res_block_size, _type_ssm_state_dtype, _type_compressed, _type_vision, _type_quantization, _type_num_nextn_predict_layers, _type_mtp_layers, _type_norm, _type_norms_per_layer, _type_qkv_bias, _type_o_bias, _type_mlp_bias, _type_gated_mlp, _type_qk_norm, _type_learned_position_embeddings, _type_attention_sinks, _type_attention_output_gate, _type_best_effort_from, _type_max_context, _type_rope_scaling, _type_rope_overridden, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_params, _dflt_mla, _dflt_moe, _dflt_linear_attention, _dflt_mamba, _dflt_kimi_delta, _dflt_attn_res_block_size, _dflt_ssm_state_dtype, _dflt_compressed, _dflt_vision, _dflt_quantization, _dflt_num_nextn_predict_layers, _dflt_mtp_layers, _dflt_norm, _dflt_norms_per_layer, _dflt_qkv_bias, _dflt_o_bias, _dflt_mlp_bias, _dflt_gated_mlp, _dflt_qk_norm, _dflt_learned_position_embeddings, _dflt_attention_sinks, _dflt_attention_output_gate, _dflt_best_effort_from, _dflt_max_context, _dflt_rope_scaling, _dflt_rope_overridden, _return_type):\n def __init__(self,*,model_type:_type_model_type,architecture:_type_architecture,family:_type_family,hidden_size:_type_hidden_size,num_hidden_layers:_type_num_hidden_layers,num_attention_heads:_type_num_attention_heads,num_key_value_heads:_type_num_key_value_heads,head_dim:_type_head_dim,intermediate_size:_type_intermediate_size,vocab_size:_type_vocab_size,tie_word_embeddings:_type_tie_word_embeddings,max_position_embeddings:_type_max_position_embeddings,torch_dtype:_type_torch_dtype,layers:_type_layers,params:_type_params=_dflt_params,mla:_type_mla=_dflt_mla,moe:_type_moe=_dflt_moe,linear_attention:_type_linear_attention=_dflt_linear_attention,mamba:_type_mamba=_dflt_mamba,kimi_delta:_type_kimi_delta=_dflt_kimi_delta,attn_res_block_size:_type_attn_res_block_size=_dflt_attn_res_block_size,ssm_state_dtype:_type_ssm_state_dtype=_dflt_ssm_state_dtype,compressed:_type_compressed=_dflt_compressed,vision:_type_vision=_dflt_vision,quantization:_type_quantization=_dflt_quantization,num_nextn_predict_layers:_type_num_nextn_predict_layers=_dflt_num_nextn_predict_layers,mtp_layers:_type_mtp_layers=_dflt_mtp_layers,norm:_type_norm=_dflt_norm,norms_per_layer:_type_norms_per_layer=_dflt_norms_per_layer,qkv_bias:_type_qkv_bias=_dflt_qkv_bias,o_bias:_type_o_bias=_dflt_o_bias,mlp_bias:_type_mlp_bias=_dflt_mlp_bias,gated_mlp:_type_gated_mlp=_dflt_gated_mlp,qk_norm:_type_qk_norm=_dflt_qk_norm,learned_position_embeddings:_type_learned_position_embeddings=_dflt_learned_position_embeddings,attention_sinks:_type_attention_sinks=_dflt_attention_sinks,attention_output_gate:_type_attention_output_gate=_dflt_attention_output_gate,best_effort_from:_type_best_effort_from=_dflt_best_effort_from,max_context:_type_max_context=_dflt_max_context,rope_scaling:_type_rope_scaling=_dflt_rope_scaling,rope_overridden:_type_rope_overridden=_dflt_rope_overridden)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['model_type']=model_type\n  __dataclass_dict__['architecture']=architecture\n  __dataclass_dict__['family']=family\n  __dataclass_dict__['hidden_size']=hidden_size\n  __dataclass_dict__['num_hidden_layers']=num_hidden_layers\n  __dataclass_dict__['num_attention_heads']=num_attention_heads\n  __dataclass_dict__['num_key_value_heads']=num_key_value_heads\n  __dataclass_dict__['head_dim']=head_dim\n  __dataclass_dict__['intermediate_size']=intermediate_size\n  __dataclass_dict__['vocab_size']=vocab_size\n  __dataclass_dict__['tie_word_embeddings']=tie_word_embeddings\n  __dataclass_dict__['max_position_embeddings']=max_position_embeddings\n  __dataclass_dict__['torch_dtype']=torch_dtype\n  __dataclass_dict__['layers']=layers\n  __dataclass_dict__['params']=params\n  __dataclass_dict__['mla']=mla\n  __dataclass_dict__['moe']=moe\n  __dataclass_dict__['linear_attention']=linear_attention\n  __dataclass_dict__['mamba']=mamba\n  __dataclass_dict__['kimi_delta']=kimi_delta\n  __dataclass_dict__['attn_res_block_size']=attn_res_block_size\n  __dataclass_dict__['ssm_state_dtype']=ssm_state_dtype\n  __dataclass_dict__['compressed']=compressed\n  __dataclass_dict__['vision']=vision\n  __dataclass_dict__['quantization']=quantization\n  __dataclass_dict__['num_nextn_predict_layers']=num_nextn_predict_layers\n  __dataclass_dict__['mtp_layers']=mtp_layers\n  __dataclass_dict__['norm']=norm\n  __dataclass_dict__['norms_per_layer']=norms_per_layer\n  __dataclass_dict__['qkv_bias']=qkv_bias\n  __dataclass_dict__['o_bias']=o_bias\n  __dataclass_dict__['mlp_bias']=mlp_bias\n  __dataclass_dict__['gated_mlp']=gated_mlp\n  __dataclass_dict__['qk_norm']=qk_norm\n  __dataclass_dict__['learned_position_embeddings']=learned_position_embeddings\n  __dataclass_dict__['attention_sinks']=attention_sinks\n  __dataclass_dict__['attention_output_gate']=attention_output_gate\n  __dataclass_dict__['best_effort_from']=best_effort_from\n  __dataclass_dict__['max_context']=max_context\n  __dataclass_dict__['rope_scaling']=rope_scaling\n  __dataclass_dict__['rope_overridden']=rope_overridden\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_model_type, _type_hidden_size, _type_intermediate_size, _type_num_hidden_layers, _type_num_channels, _type_patch_size, _type_image_size, _type_params, _type_exact, _type_temporal_patch_size, _type_spatial_merge_size, _type_out_hidden_size, _type_deepstack_layers, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_temporal_patch_size, _dflt_spatial_merge_size, _dflt_out_hidden_size, _dflt_deepstack_layers, _return_type):
  def __init__(self,*,model_type:_type_model_type,hidden_size:_type_hidden_size,intermediate_size:_type_intermediate_size,num_hidden_layers:_type_num_hidden_layers,num_channels:_type_num_channels,patch_size:_type_patch_size,image_size:_type_image_size,params:_type_params,exact:_type_exact,temporal_patch_size:_type_temporal_patch_size=_dflt_temporal_patch_size,spatial_merge_size:_type_spatial_merge_size=_dflt_spatial_merge_size,out_hidden_size:_type_out_hidden_size=_dflt_out_hidden_size,deepstack_layers:_type_deepstack_layers=_dflt_deepstack_layers)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'model_type',model_type)
-  __dataclass_builtins_object__.__setattr__(self,'hidden_size',hidden_size)
-  __dataclass_builtins_object__.__setattr__(self,'intermediate_size',intermediate_size)
-  __dataclass_builtins_object__.__setattr__(self,'num_hidden_layers',num_hidden_layers)
-  __dataclass_builtins_object__.__setattr__(self,'num_channels',num_channels)
-  __dataclass_builtins_object__.__setattr__(self,'patch_size',patch_size)
-  __dataclass_builtins_object__.__setattr__(self,'image_size',image_size)
-  __dataclass_builtins_object__.__setattr__(self,'params',params)
-  __dataclass_builtins_object__.__setattr__(self,'exact',exact)
-  __dataclass_builtins_object__.__setattr__(self,'temporal_patch_size',temporal_patch_size)
-  __dataclass_builtins_object__.__setattr__(self,'spatial_merge_size',spatial_merge_size)
-  __dataclass_builtins_object__.__setattr__(self,'out_hidden_size',out_hidden_size)
-  __dataclass_builtins_object__.__setattr__(self,'deepstack_layers',deepstack_layers)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['model_type']=model_type
+  __dataclass_dict__['hidden_size']=hidden_size
+  __dataclass_dict__['intermediate_size']=intermediate_size
+  __dataclass_dict__['num_hidden_layers']=num_hidden_layers
+  __dataclass_dict__['num_channels']=num_channels
+  __dataclass_dict__['patch_size']=patch_size
+  __dataclass_dict__['image_size']=image_size
+  __dataclass_dict__['params']=params
+  __dataclass_dict__['exact']=exact
+  __dataclass_dict__['temporal_patch_size']=temporal_patch_size
+  __dataclass_dict__['spatial_merge_size']=spatial_merge_size
+  __dataclass_dict__['out_hidden_size']=out_hidden_size
+  __dataclass_dict__['deepstack_layers']=deepstack_layers
  return __init__
-CODE["def __create_fn__(_type_model_type, _type_hidden_size, _type_intermediate_size, _type_num_hidden_layers, _type_num_channels, _type_patch_size, _type_image_size, _type_params, _type_exact, _type_temporal_patch_size, _type_spatial_merge_size, _type_out_hidden_size, _type_deepstack_layers, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_temporal_patch_size, _dflt_spatial_merge_size, _dflt_out_hidden_size, _dflt_deepstack_layers, _return_type):\n def __init__(self,*,model_type:_type_model_type,hidden_size:_type_hidden_size,intermediate_size:_type_intermediate_size,num_hidden_layers:_type_num_hidden_layers,num_channels:_type_num_channels,patch_size:_type_patch_size,image_size:_type_image_size,params:_type_params,exact:_type_exact,temporal_patch_size:_type_temporal_patch_size=_dflt_temporal_patch_size,spatial_merge_size:_type_spatial_merge_size=_dflt_spatial_merge_size,out_hidden_size:_type_out_hidden_size=_dflt_out_hidden_size,deepstack_layers:_type_deepstack_layers=_dflt_deepstack_layers)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'model_type',model_type)\n  __dataclass_builtins_object__.__setattr__(self,'hidden_size',hidden_size)\n  __dataclass_builtins_object__.__setattr__(self,'intermediate_size',intermediate_size)\n  __dataclass_builtins_object__.__setattr__(self,'num_hidden_layers',num_hidden_layers)\n  __dataclass_builtins_object__.__setattr__(self,'num_channels',num_channels)\n  __dataclass_builtins_object__.__setattr__(self,'patch_size',patch_size)\n  __dataclass_builtins_object__.__setattr__(self,'image_size',image_size)\n  __dataclass_builtins_object__.__setattr__(self,'params',params)\n  __dataclass_builtins_object__.__setattr__(self,'exact',exact)\n  __dataclass_builtins_object__.__setattr__(self,'temporal_patch_size',temporal_patch_size)\n  __dataclass_builtins_object__.__setattr__(self,'spatial_merge_size',spatial_merge_size)\n  __dataclass_builtins_object__.__setattr__(self,'out_hidden_size',out_hidden_size)\n  __dataclass_builtins_object__.__setattr__(self,'deepstack_layers',deepstack_layers)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_model_type, _type_hidden_size, _type_intermediate_size, _type_num_hidden_layers, _type_num_channels, _type_patch_size, _type_image_size, _type_params, _type_exact, _type_temporal_patch_size, _type_spatial_merge_size, _type_out_hidden_size, _type_deepstack_layers, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_temporal_patch_size, _dflt_spatial_merge_size, _dflt_out_hidden_size, _dflt_deepstack_layers, _return_type):\n def __init__(self,*,model_type:_type_model_type,hidden_size:_type_hidden_size,intermediate_size:_type_intermediate_size,num_hidden_layers:_type_num_hidden_layers,num_channels:_type_num_channels,patch_size:_type_patch_size,image_size:_type_image_size,params:_type_params,exact:_type_exact,temporal_patch_size:_type_temporal_patch_size=_dflt_temporal_patch_size,spatial_merge_size:_type_spatial_merge_size=_dflt_spatial_merge_size,out_hidden_size:_type_out_hidden_size=_dflt_out_hidden_size,deepstack_layers:_type_deepstack_layers=_dflt_deepstack_layers)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['model_type']=model_type\n  __dataclass_dict__['hidden_size']=hidden_size\n  __dataclass_dict__['intermediate_size']=intermediate_size\n  __dataclass_dict__['num_hidden_layers']=num_hidden_layers\n  __dataclass_dict__['num_channels']=num_channels\n  __dataclass_dict__['patch_size']=patch_size\n  __dataclass_dict__['image_size']=image_size\n  __dataclass_dict__['params']=params\n  __dataclass_dict__['exact']=exact\n  __dataclass_dict__['temporal_patch_size']=temporal_patch_size\n  __dataclass_dict__['spatial_merge_size']=spatial_merge_size\n  __dataclass_dict__['out_hidden_size']=out_hidden_size\n  __dataclass_dict__['deepstack_layers']=deepstack_layers\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_model_type, _type_hidden_size, _type_intermediate_size, _type_num_hidden_layers, _type_num_channels, _type_patch_size, _type_image_size, _type_projector_input_dim, _type_projector_output_dim, _type_vision_output_dim, _type_temporal_patch_size, _type_num_position_embeddings, _type_out_hidden_size, _type_spatial_merge_size, _type_deepstack_layers, _type_head_dim, _type_standardize, _type_qkv_hidden_size, _type_patch_merge, _type_feature_layers, _type_projector_bias, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_projector_input_dim, _dflt_projector_output_dim, _dflt_vision_output_dim, _dflt_temporal_patch_size, _dflt_num_position_embeddings, _dflt_out_hidden_size, _dflt_spatial_merge_size, _dflt_deepstack_layers, _dflt_head_dim, _dflt_standardize, _dflt_qkv_hidden_size, _dflt_patch_merge, _dflt_feature_layers, _dflt_projector_bias, _return_type):
  def __init__(self,model_type:_type_model_type,hidden_size:_type_hidden_size,intermediate_size:_type_intermediate_size,num_hidden_layers:_type_num_hidden_layers,num_channels:_type_num_channels,patch_size:_type_patch_size,image_size:_type_image_size,projector_input_dim:_type_projector_input_dim=_dflt_projector_input_dim,projector_output_dim:_type_projector_output_dim=_dflt_projector_output_dim,vision_output_dim:_type_vision_output_dim=_dflt_vision_output_dim,temporal_patch_size:_type_temporal_patch_size=_dflt_temporal_patch_size,num_position_embeddings:_type_num_position_embeddings=_dflt_num_position_embeddings,out_hidden_size:_type_out_hidden_size=_dflt_out_hidden_size,spatial_merge_size:_type_spatial_merge_size=_dflt_spatial_merge_size,deepstack_layers:_type_deepstack_layers=_dflt_deepstack_layers,head_dim:_type_head_dim=_dflt_head_dim,standardize:_type_standardize=_dflt_standardize,qkv_hidden_size:_type_qkv_hidden_size=_dflt_qkv_hidden_size,patch_merge:_type_patch_merge=_dflt_patch_merge,feature_layers:_type_feature_layers=_dflt_feature_layers,projector_bias:_type_projector_bias=_dflt_projector_bias)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'model_type',model_type)
-  __dataclass_builtins_object__.__setattr__(self,'hidden_size',hidden_size)
-  __dataclass_builtins_object__.__setattr__(self,'intermediate_size',intermediate_size)
-  __dataclass_builtins_object__.__setattr__(self,'num_hidden_layers',num_hidden_layers)
-  __dataclass_builtins_object__.__setattr__(self,'num_channels',num_channels)
-  __dataclass_builtins_object__.__setattr__(self,'patch_size',patch_size)
-  __dataclass_builtins_object__.__setattr__(self,'image_size',image_size)
-  __dataclass_builtins_object__.__setattr__(self,'projector_input_dim',projector_input_dim)
-  __dataclass_builtins_object__.__setattr__(self,'projector_output_dim',projector_output_dim)
-  __dataclass_builtins_object__.__setattr__(self,'vision_output_dim',vision_output_dim)
-  __dataclass_builtins_object__.__setattr__(self,'temporal_patch_size',temporal_patch_size)
-  __dataclass_builtins_object__.__setattr__(self,'num_position_embeddings',num_position_embeddings)
-  __dataclass_builtins_object__.__setattr__(self,'out_hidden_size',out_hidden_size)
-  __dataclass_builtins_object__.__setattr__(self,'spatial_merge_size',spatial_merge_size)
-  __dataclass_builtins_object__.__setattr__(self,'deepstack_layers',deepstack_layers)
-  __dataclass_builtins_object__.__setattr__(self,'head_dim',head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'standardize',standardize)
-  __dataclass_builtins_object__.__setattr__(self,'qkv_hidden_size',qkv_hidden_size)
-  __dataclass_builtins_object__.__setattr__(self,'patch_merge',patch_merge)
-  __dataclass_builtins_object__.__setattr__(self,'feature_layers',feature_layers)
-  __dataclass_builtins_object__.__setattr__(self,'projector_bias',projector_bias)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['model_type']=model_type
+  __dataclass_dict__['hidden_size']=hidden_size
+  __dataclass_dict__['intermediate_size']=intermediate_size
+  __dataclass_dict__['num_hidden_layers']=num_hidden_layers
+  __dataclass_dict__['num_channels']=num_channels
+  __dataclass_dict__['patch_size']=patch_size
+  __dataclass_dict__['image_size']=image_size
+  __dataclass_dict__['projector_input_dim']=projector_input_dim
+  __dataclass_dict__['projector_output_dim']=projector_output_dim
+  __dataclass_dict__['vision_output_dim']=vision_output_dim
+  __dataclass_dict__['temporal_patch_size']=temporal_patch_size
+  __dataclass_dict__['num_position_embeddings']=num_position_embeddings
+  __dataclass_dict__['out_hidden_size']=out_hidden_size
+  __dataclass_dict__['spatial_merge_size']=spatial_merge_size
+  __dataclass_dict__['deepstack_layers']=deepstack_layers
+  __dataclass_dict__['head_dim']=head_dim
+  __dataclass_dict__['standardize']=standardize
+  __dataclass_dict__['qkv_hidden_size']=qkv_hidden_size
+  __dataclass_dict__['patch_merge']=patch_merge
+  __dataclass_dict__['feature_layers']=feature_layers
+  __dataclass_dict__['projector_bias']=projector_bias
  return __init__
-CODE["def __create_fn__(_type_model_type, _type_hidden_size, _type_intermediate_size, _type_num_hidden_layers, _type_num_channels, _type_patch_size, _type_image_size, _type_projector_input_dim, _type_projector_output_dim, _type_vision_output_dim, _type_temporal_patch_size, _type_num_position_embeddings, _type_out_hidden_size, _type_spatial_merge_size, _type_deepstack_layers, _type_head_dim, _type_standardize, _type_qkv_hidden_size, _type_patch_merge, _type_feature_layers, _type_projector_bias, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_projector_input_dim, _dflt_projector_output_dim, _dflt_vision_output_dim, _dflt_temporal_patch_size, _dflt_num_position_embeddings, _dflt_out_hidden_size, _dflt_spatial_merge_size, _dflt_deepstack_layers, _dflt_head_dim, _dflt_standardize, _dflt_qkv_hidden_size, _dflt_patch_merge, _dflt_feature_layers, _dflt_projector_bias, _return_type):\n def __init__(self,model_type:_type_model_type,hidden_size:_type_hidden_size,intermediate_size:_type_intermediate_size,num_hidden_layers:_type_num_hidden_layers,num_channels:_type_num_channels,patch_size:_type_patch_size,image_size:_type_image_size,projector_input_dim:_type_projector_input_dim=_dflt_projector_input_dim,projector_output_dim:_type_projector_output_dim=_dflt_projector_output_dim,vision_output_dim:_type_vision_output_dim=_dflt_vision_output_dim,temporal_patch_size:_type_temporal_patch_size=_dflt_temporal_patch_size,num_position_embeddings:_type_num_position_embeddings=_dflt_num_position_embeddings,out_hidden_size:_type_out_hidden_size=_dflt_out_hidden_size,spatial_merge_size:_type_spatial_merge_size=_dflt_spatial_merge_size,deepstack_layers:_type_deepstack_layers=_dflt_deepstack_layers,head_dim:_type_head_dim=_dflt_head_dim,standardize:_type_standardize=_dflt_standardize,qkv_hidden_size:_type_qkv_hidden_size=_dflt_qkv_hidden_size,patch_merge:_type_patch_merge=_dflt_patch_merge,feature_layers:_type_feature_layers=_dflt_feature_layers,projector_bias:_type_projector_bias=_dflt_projector_bias)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'model_type',model_type)\n  __dataclass_builtins_object__.__setattr__(self,'hidden_size',hidden_size)\n  __dataclass_builtins_object__.__setattr__(self,'intermediate_size',intermediate_size)\n  __dataclass_builtins_object__.__setattr__(self,'num_hidden_layers',num_hidden_layers)\n  __dataclass_builtins_object__.__setattr__(self,'num_channels',num_channels)\n  __dataclass_builtins_object__.__setattr__(self,'patch_size',patch_size)\n  __dataclass_builtins_object__.__setattr__(self,'image_size',image_size)\n  __dataclass_builtins_object__.__setattr__(self,'projector_input_dim',projector_input_dim)\n  __dataclass_builtins_object__.__setattr__(self,'projector_output_dim',projector_output_dim)\n  __dataclass_builtins_object__.__setattr__(self,'vision_output_dim',vision_output_dim)\n  __dataclass_builtins_object__.__setattr__(self,'temporal_patch_size',temporal_patch_size)\n  __dataclass_builtins_object__.__setattr__(self,'num_position_embeddings',num_position_embeddings)\n  __dataclass_builtins_object__.__setattr__(self,'out_hidden_size',out_hidden_size)\n  __dataclass_builtins_object__.__setattr__(self,'spatial_merge_size',spatial_merge_size)\n  __dataclass_builtins_object__.__setattr__(self,'deepstack_layers',deepstack_layers)\n  __dataclass_builtins_object__.__setattr__(self,'head_dim',head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'standardize',standardize)\n  __dataclass_builtins_object__.__setattr__(self,'qkv_hidden_size',qkv_hidden_size)\n  __dataclass_builtins_object__.__setattr__(self,'patch_merge',patch_merge)\n  __dataclass_builtins_object__.__setattr__(self,'feature_layers',feature_layers)\n  __dataclass_builtins_object__.__setattr__(self,'projector_bias',projector_bias)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_model_type, _type_hidden_size, _type_intermediate_size, _type_num_hidden_layers, _type_num_channels, _type_patch_size, _type_image_size, _type_projector_input_dim, _type_projector_output_dim, _type_vision_output_dim, _type_temporal_patch_size, _type_num_position_embeddings, _type_out_hidden_size, _type_spatial_merge_size, _type_deepstack_layers, _type_head_dim, _type_standardize, _type_qkv_hidden_size, _type_patch_merge, _type_feature_layers, _type_projector_bias, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_projector_input_dim, _dflt_projector_output_dim, _dflt_vision_output_dim, _dflt_temporal_patch_size, _dflt_num_position_embeddings, _dflt_out_hidden_size, _dflt_spatial_merge_size, _dflt_deepstack_layers, _dflt_head_dim, _dflt_standardize, _dflt_qkv_hidden_size, _dflt_patch_merge, _dflt_feature_layers, _dflt_projector_bias, _return_type):\n def __init__(self,model_type:_type_model_type,hidden_size:_type_hidden_size,intermediate_size:_type_intermediate_size,num_hidden_layers:_type_num_hidden_layers,num_channels:_type_num_channels,patch_size:_type_patch_size,image_size:_type_image_size,projector_input_dim:_type_projector_input_dim=_dflt_projector_input_dim,projector_output_dim:_type_projector_output_dim=_dflt_projector_output_dim,vision_output_dim:_type_vision_output_dim=_dflt_vision_output_dim,temporal_patch_size:_type_temporal_patch_size=_dflt_temporal_patch_size,num_position_embeddings:_type_num_position_embeddings=_dflt_num_position_embeddings,out_hidden_size:_type_out_hidden_size=_dflt_out_hidden_size,spatial_merge_size:_type_spatial_merge_size=_dflt_spatial_merge_size,deepstack_layers:_type_deepstack_layers=_dflt_deepstack_layers,head_dim:_type_head_dim=_dflt_head_dim,standardize:_type_standardize=_dflt_standardize,qkv_hidden_size:_type_qkv_hidden_size=_dflt_qkv_hidden_size,patch_merge:_type_patch_merge=_dflt_patch_merge,feature_layers:_type_feature_layers=_dflt_feature_layers,projector_bias:_type_projector_bias=_dflt_projector_bias)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['model_type']=model_type\n  __dataclass_dict__['hidden_size']=hidden_size\n  __dataclass_dict__['intermediate_size']=intermediate_size\n  __dataclass_dict__['num_hidden_layers']=num_hidden_layers\n  __dataclass_dict__['num_channels']=num_channels\n  __dataclass_dict__['patch_size']=patch_size\n  __dataclass_dict__['image_size']=image_size\n  __dataclass_dict__['projector_input_dim']=projector_input_dim\n  __dataclass_dict__['projector_output_dim']=projector_output_dim\n  __dataclass_dict__['vision_output_dim']=vision_output_dim\n  __dataclass_dict__['temporal_patch_size']=temporal_patch_size\n  __dataclass_dict__['num_position_embeddings']=num_position_embeddings\n  __dataclass_dict__['out_hidden_size']=out_hidden_size\n  __dataclass_dict__['spatial_merge_size']=spatial_merge_size\n  __dataclass_dict__['deepstack_layers']=deepstack_layers\n  __dataclass_dict__['head_dim']=head_dim\n  __dataclass_dict__['standardize']=standardize\n  __dataclass_dict__['qkv_hidden_size']=qkv_hidden_size\n  __dataclass_dict__['patch_merge']=patch_merge\n  __dataclass_dict__['feature_layers']=feature_layers\n  __dataclass_dict__['projector_bias']=projector_bias\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_models_files, _type_gpus_files, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_models_files, _dflt_gpus_files, _return_type):
  def __init__(self,models_files:_type_models_files=_dflt_models_files,gpus_files:_type_gpus_files=_dflt_gpus_files)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'models_files',models_files)
-  __dataclass_builtins_object__.__setattr__(self,'gpus_files',gpus_files)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['models_files']=models_files
+  __dataclass_dict__['gpus_files']=gpus_files
  return __init__
-CODE["def __create_fn__(_type_models_files, _type_gpus_files, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_models_files, _dflt_gpus_files, _return_type):\n def __init__(self,models_files:_type_models_files=_dflt_models_files,gpus_files:_type_gpus_files=_dflt_gpus_files)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'models_files',models_files)\n  __dataclass_builtins_object__.__setattr__(self,'gpus_files',gpus_files)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_models_files, _type_gpus_files, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_models_files, _dflt_gpus_files, _return_type):\n def __init__(self,models_files:_type_models_files=_dflt_models_files,gpus_files:_type_gpus_files=_dflt_gpus_files)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['models_files']=models_files\n  __dataclass_dict__['gpus_files']=gpus_files\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_module, _type_fan_in, _type_fan_out, _type_count, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_count, _return_type):
  def __init__(self,module:_type_module,fan_in:_type_fan_in,fan_out:_type_fan_out,count:_type_count=_dflt_count)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'module',module)
-  __dataclass_builtins_object__.__setattr__(self,'fan_in',fan_in)
-  __dataclass_builtins_object__.__setattr__(self,'fan_out',fan_out)
-  __dataclass_builtins_object__.__setattr__(self,'count',count)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['module']=module
+  __dataclass_dict__['fan_in']=fan_in
+  __dataclass_dict__['fan_out']=fan_out
+  __dataclass_dict__['count']=count
  return __init__
-CODE["def __create_fn__(_type_module, _type_fan_in, _type_fan_out, _type_count, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_count, _return_type):\n def __init__(self,module:_type_module,fan_in:_type_fan_in,fan_out:_type_fan_out,count:_type_count=_dflt_count)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'module',module)\n  __dataclass_builtins_object__.__setattr__(self,'fan_in',fan_in)\n  __dataclass_builtins_object__.__setattr__(self,'fan_out',fan_out)\n  __dataclass_builtins_object__.__setattr__(self,'count',count)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_module, _type_fan_in, _type_fan_out, _type_count, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_count, _return_type):\n def __init__(self,module:_type_module,fan_in:_type_fan_in,fan_out:_type_fan_out,count:_type_count=_dflt_count)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['module']=module\n  __dataclass_dict__['fan_in']=fan_in\n  __dataclass_dict__['fan_out']=fan_out\n  __dataclass_dict__['count']=count\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_module, _type_program, _type_model_flag, _type_component, _type_image, _type_roles, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,module:_type_module,program:_type_program,model_flag:_type_model_flag,component:_type_component,image:_type_image,roles:_type_roles)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'module',module)
-  __dataclass_builtins_object__.__setattr__(self,'program',program)
-  __dataclass_builtins_object__.__setattr__(self,'model_flag',model_flag)
-  __dataclass_builtins_object__.__setattr__(self,'component',component)
-  __dataclass_builtins_object__.__setattr__(self,'image',image)
-  __dataclass_builtins_object__.__setattr__(self,'roles',roles)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['module']=module
+  __dataclass_dict__['program']=program
+  __dataclass_dict__['model_flag']=model_flag
+  __dataclass_dict__['component']=component
+  __dataclass_dict__['image']=image
+  __dataclass_dict__['roles']=roles
  return __init__
-CODE["def __create_fn__(_type_module, _type_program, _type_model_flag, _type_component, _type_image, _type_roles, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,module:_type_module,program:_type_program,model_flag:_type_model_flag,component:_type_component,image:_type_image,roles:_type_roles)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'module',module)\n  __dataclass_builtins_object__.__setattr__(self,'program',program)\n  __dataclass_builtins_object__.__setattr__(self,'model_flag',model_flag)\n  __dataclass_builtins_object__.__setattr__(self,'component',component)\n  __dataclass_builtins_object__.__setattr__(self,'image',image)\n  __dataclass_builtins_object__.__setattr__(self,'roles',roles)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_module, _type_program, _type_model_flag, _type_component, _type_image, _type_roles, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,module:_type_module,program:_type_program,model_flag:_type_model_flag,component:_type_component,image:_type_image,roles:_type_roles)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['module']=module\n  __dataclass_dict__['program']=program\n  __dataclass_dict__['model_flag']=model_flag\n  __dataclass_dict__['component']=component\n  __dataclass_dict__['image']=image\n  __dataclass_dict__['roles']=roles\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_n_heads, _type_head_dim, _type_topk, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,n_heads:_type_n_heads,head_dim:_type_head_dim,topk:_type_topk)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'n_heads',n_heads)
-  __dataclass_builtins_object__.__setattr__(self,'head_dim',head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'topk',topk)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['n_heads']=n_heads
+  __dataclass_dict__['head_dim']=head_dim
+  __dataclass_dict__['topk']=topk
  return __init__
-CODE["def __create_fn__(_type_n_heads, _type_head_dim, _type_topk, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,n_heads:_type_n_heads,head_dim:_type_head_dim,topk:_type_topk)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'n_heads',n_heads)\n  __dataclass_builtins_object__.__setattr__(self,'head_dim',head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'topk',topk)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_n_heads, _type_head_dim, _type_topk, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,n_heads:_type_n_heads,head_dim:_type_head_dim,topk:_type_topk)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['n_heads']=n_heads\n  __dataclass_dict__['head_dim']=head_dim\n  __dataclass_dict__['topk']=topk\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_n_layer, _type_n_gqa, _type_n_expert, _type_is_70b, _type_tied, _type_n_attention_wv, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,n_layer:_type_n_layer,n_gqa:_type_n_gqa,n_expert:_type_n_expert,is_70b:_type_is_70b,tied:_type_tied,n_attention_wv:_type_n_attention_wv)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'n_layer',n_layer)
-  __dataclass_builtins_object__.__setattr__(self,'n_gqa',n_gqa)
-  __dataclass_builtins_object__.__setattr__(self,'n_expert',n_expert)
-  __dataclass_builtins_object__.__setattr__(self,'is_70b',is_70b)
-  __dataclass_builtins_object__.__setattr__(self,'tied',tied)
-  __dataclass_builtins_object__.__setattr__(self,'n_attention_wv',n_attention_wv)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['n_layer']=n_layer
+  __dataclass_dict__['n_gqa']=n_gqa
+  __dataclass_dict__['n_expert']=n_expert
+  __dataclass_dict__['is_70b']=is_70b
+  __dataclass_dict__['tied']=tied
+  __dataclass_dict__['n_attention_wv']=n_attention_wv
  return __init__
-CODE["def __create_fn__(_type_n_layer, _type_n_gqa, _type_n_expert, _type_is_70b, _type_tied, _type_n_attention_wv, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,n_layer:_type_n_layer,n_gqa:_type_n_gqa,n_expert:_type_n_expert,is_70b:_type_is_70b,tied:_type_tied,n_attention_wv:_type_n_attention_wv)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'n_layer',n_layer)\n  __dataclass_builtins_object__.__setattr__(self,'n_gqa',n_gqa)\n  __dataclass_builtins_object__.__setattr__(self,'n_expert',n_expert)\n  __dataclass_builtins_object__.__setattr__(self,'is_70b',is_70b)\n  __dataclass_builtins_object__.__setattr__(self,'tied',tied)\n  __dataclass_builtins_object__.__setattr__(self,'n_attention_wv',n_attention_wv)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_n_layer, _type_n_gqa, _type_n_expert, _type_is_70b, _type_tied, _type_n_attention_wv, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,n_layer:_type_n_layer,n_gqa:_type_n_gqa,n_expert:_type_n_expert,is_70b:_type_is_70b,tied:_type_tied,n_attention_wv:_type_n_attention_wv)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['n_layer']=n_layer\n  __dataclass_dict__['n_gqa']=n_gqa\n  __dataclass_dict__['n_expert']=n_expert\n  __dataclass_dict__['is_70b']=is_70b\n  __dataclass_dict__['tied']=tied\n  __dataclass_dict__['n_attention_wv']=n_attention_wv\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_name, _type_full_name, _type_vendor, _type_segment, _type_architecture, _type_memory_type, _type_marketing_memory_gb, _type_memory_mib, _type_ecc, _type_interconnect, _type_source, _type_aliases, _type_compute_capability, _type_gfx_target, _type_cuda_visible_gib, _type_rocm_visible_gib, _type_ecc_off_memory_mib, _type_bandwidth_gbps, _type_bf16_tflops, _type_fp8_tflops, _type_nvlink_gbps, _type_pcie_gen, _type_p2p, _type_tdp_w, _type_mig_instances, _type_price_usd_per_hour, _type_price_date, _type_price_source, _type_purchase_price_usd, _type_purchase_price_date, _type_purchase_price_kind, _type_purchase_price_source, _type_source_date, _type_notes, _type_unified_memory, _type_memory_max_mib, _type_memory_override, _type_engines, _type_mig_parent, _type_mig_profile, _type_mig_per_gpu, _type_sm_count, _type_free_mib, _type_catalog_file, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_aliases, _dflt_compute_capability, _dflt_gfx_target, _dflt_cuda_visible_gib, _dflt_rocm_visible_gib, _dflt_ecc_off_memory_mib, _dflt_bandwidth_gbps, _dflt_bf16_tflops, _dflt_fp8_tflops, _dflt_nvlink_gbps, _dflt_pcie_gen, _dflt_p2p, _dflt_tdp_w, _dflt_mig_instances, _dflt_price_usd_per_hour, _dflt_price_date, _dflt_price_source, _dflt_purchase_price_usd, _dflt_purchase_price_date, _dflt_purchase_price_kind, _dflt_purchase_price_source, _dflt_source_date, _dflt_notes, _dflt_unified_memory, _dflt_memory_max_mib, _dflt_memory_override, _dflt_engines, _dflt_mig_parent, _dflt_mig_profile, _dflt_mig_per_gpu, _dflt_sm_count, _dflt_free_mib, _dflt_catalog_file, _return_type):
  def __init__(self,name:_type_name,full_name:_type_full_name,vendor:_type_vendor,segment:_type_segment,architecture:_type_architecture,memory_type:_type_memory_type,marketing_memory_gb:_type_marketing_memory_gb,memory_mib:_type_memory_mib,ecc:_type_ecc,interconnect:_type_interconnect,source:_type_source,aliases:_type_aliases=_dflt_aliases,compute_capability:_type_compute_capability=_dflt_compute_capability,gfx_target:_type_gfx_target=_dflt_gfx_target,cuda_visible_gib:_type_cuda_visible_gib=_dflt_cuda_visible_gib,rocm_visible_gib:_type_rocm_visible_gib=_dflt_rocm_visible_gib,ecc_off_memory_mib:_type_ecc_off_memory_mib=_dflt_ecc_off_memory_mib,bandwidth_gbps:_type_bandwidth_gbps=_dflt_bandwidth_gbps,bf16_tflops:_type_bf16_tflops=_dflt_bf16_tflops,fp8_tflops:_type_fp8_tflops=_dflt_fp8_tflops,nvlink_gbps:_type_nvlink_gbps=_dflt_nvlink_gbps,pcie_gen:_type_pcie_gen=_dflt_pcie_gen,p2p:_type_p2p=_dflt_p2p,tdp_w:_type_tdp_w=_dflt_tdp_w,mig_instances:_type_mig_instances=_dflt_mig_instances,price_usd_per_hour:_type_price_usd_per_hour=_dflt_price_usd_per_hour,price_date:_type_price_date=_dflt_price_date,price_source:_type_price_source=_dflt_price_source,purchase_price_usd:_type_purchase_price_usd=_dflt_purchase_price_usd,purchase_price_date:_type_purchase_price_date=_dflt_purchase_price_date,purchase_price_kind:_type_purchase_price_kind=_dflt_purchase_price_kind,purchase_price_source:_type_purchase_price_source=_dflt_purchase_price_source,source_date:_type_source_date=_dflt_source_date,notes:_type_notes=_dflt_notes,unified_memory:_type_unified_memory=_dflt_unified_memory,memory_max_mib:_type_memory_max_mib=_dflt_memory_max_mib,memory_override:_type_memory_override=_dflt_memory_override,engines:_type_engines=_dflt_engines,mig_parent:_type_mig_parent=_dflt_mig_parent,mig_profile:_type_mig_profile=_dflt_mig_profile,mig_per_gpu:_type_mig_per_gpu=_dflt_mig_per_gpu,sm_count:_type_sm_count=_dflt_sm_count,free_mib:_type_free_mib=_dflt_free_mib,catalog_file:_type_catalog_file=_dflt_catalog_file)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'full_name',full_name)
-  __dataclass_builtins_object__.__setattr__(self,'vendor',vendor)
-  __dataclass_builtins_object__.__setattr__(self,'segment',segment)
-  __dataclass_builtins_object__.__setattr__(self,'architecture',architecture)
-  __dataclass_builtins_object__.__setattr__(self,'memory_type',memory_type)
-  __dataclass_builtins_object__.__setattr__(self,'marketing_memory_gb',marketing_memory_gb)
-  __dataclass_builtins_object__.__setattr__(self,'memory_mib',memory_mib)
-  __dataclass_builtins_object__.__setattr__(self,'ecc',ecc)
-  __dataclass_builtins_object__.__setattr__(self,'interconnect',interconnect)
-  __dataclass_builtins_object__.__setattr__(self,'source',source)
-  __dataclass_builtins_object__.__setattr__(self,'aliases',aliases)
-  __dataclass_builtins_object__.__setattr__(self,'compute_capability',compute_capability)
-  __dataclass_builtins_object__.__setattr__(self,'gfx_target',gfx_target)
-  __dataclass_builtins_object__.__setattr__(self,'cuda_visible_gib',cuda_visible_gib)
-  __dataclass_builtins_object__.__setattr__(self,'rocm_visible_gib',rocm_visible_gib)
-  __dataclass_builtins_object__.__setattr__(self,'ecc_off_memory_mib',ecc_off_memory_mib)
-  __dataclass_builtins_object__.__setattr__(self,'bandwidth_gbps',bandwidth_gbps)
-  __dataclass_builtins_object__.__setattr__(self,'bf16_tflops',bf16_tflops)
-  __dataclass_builtins_object__.__setattr__(self,'fp8_tflops',fp8_tflops)
-  __dataclass_builtins_object__.__setattr__(self,'nvlink_gbps',nvlink_gbps)
-  __dataclass_builtins_object__.__setattr__(self,'pcie_gen',pcie_gen)
-  __dataclass_builtins_object__.__setattr__(self,'p2p',p2p)
-  __dataclass_builtins_object__.__setattr__(self,'tdp_w',tdp_w)
-  __dataclass_builtins_object__.__setattr__(self,'mig_instances',mig_instances)
-  __dataclass_builtins_object__.__setattr__(self,'price_usd_per_hour',price_usd_per_hour)
-  __dataclass_builtins_object__.__setattr__(self,'price_date',price_date)
-  __dataclass_builtins_object__.__setattr__(self,'price_source',price_source)
-  __dataclass_builtins_object__.__setattr__(self,'purchase_price_usd',purchase_price_usd)
-  __dataclass_builtins_object__.__setattr__(self,'purchase_price_date',purchase_price_date)
-  __dataclass_builtins_object__.__setattr__(self,'purchase_price_kind',purchase_price_kind)
-  __dataclass_builtins_object__.__setattr__(self,'purchase_price_source',purchase_price_source)
-  __dataclass_builtins_object__.__setattr__(self,'source_date',source_date)
-  __dataclass_builtins_object__.__setattr__(self,'notes',notes)
-  __dataclass_builtins_object__.__setattr__(self,'unified_memory',unified_memory)
-  __dataclass_builtins_object__.__setattr__(self,'memory_max_mib',memory_max_mib)
-  __dataclass_builtins_object__.__setattr__(self,'memory_override',memory_override)
-  __dataclass_builtins_object__.__setattr__(self,'engines',engines)
-  __dataclass_builtins_object__.__setattr__(self,'mig_parent',mig_parent)
-  __dataclass_builtins_object__.__setattr__(self,'mig_profile',mig_profile)
-  __dataclass_builtins_object__.__setattr__(self,'mig_per_gpu',mig_per_gpu)
-  __dataclass_builtins_object__.__setattr__(self,'sm_count',sm_count)
-  __dataclass_builtins_object__.__setattr__(self,'free_mib',free_mib)
-  __dataclass_builtins_object__.__setattr__(self,'catalog_file',catalog_file)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['name']=name
+  __dataclass_dict__['full_name']=full_name
+  __dataclass_dict__['vendor']=vendor
+  __dataclass_dict__['segment']=segment
+  __dataclass_dict__['architecture']=architecture
+  __dataclass_dict__['memory_type']=memory_type
+  __dataclass_dict__['marketing_memory_gb']=marketing_memory_gb
+  __dataclass_dict__['memory_mib']=memory_mib
+  __dataclass_dict__['ecc']=ecc
+  __dataclass_dict__['interconnect']=interconnect
+  __dataclass_dict__['source']=source
+  __dataclass_dict__['aliases']=aliases
+  __dataclass_dict__['compute_capability']=compute_capability
+  __dataclass_dict__['gfx_target']=gfx_target
+  __dataclass_dict__['cuda_visible_gib']=cuda_visible_gib
+  __dataclass_dict__['rocm_visible_gib']=rocm_visible_gib
+  __dataclass_dict__['ecc_off_memory_mib']=ecc_off_memory_mib
+  __dataclass_dict__['bandwidth_gbps']=bandwidth_gbps
+  __dataclass_dict__['bf16_tflops']=bf16_tflops
+  __dataclass_dict__['fp8_tflops']=fp8_tflops
+  __dataclass_dict__['nvlink_gbps']=nvlink_gbps
+  __dataclass_dict__['pcie_gen']=pcie_gen
+  __dataclass_dict__['p2p']=p2p
+  __dataclass_dict__['tdp_w']=tdp_w
+  __dataclass_dict__['mig_instances']=mig_instances
+  __dataclass_dict__['price_usd_per_hour']=price_usd_per_hour
+  __dataclass_dict__['price_date']=price_date
+  __dataclass_dict__['price_source']=price_source
+  __dataclass_dict__['purchase_price_usd']=purchase_price_usd
+  __dataclass_dict__['purchase_price_date']=purchase_price_date
+  __dataclass_dict__['purchase_price_kind']=purchase_price_kind
+  __dataclass_dict__['purchase_price_source']=purchase_price_source
+  __dataclass_dict__['source_date']=source_date
+  __dataclass_dict__['notes']=notes
+  __dataclass_dict__['unified_memory']=unified_memory
+  __dataclass_dict__['memory_max_mib']=memory_max_mib
+  __dataclass_dict__['memory_override']=memory_override
+  __dataclass_dict__['engines']=engines
+  __dataclass_dict__['mig_parent']=mig_parent
+  __dataclass_dict__['mig_profile']=mig_profile
+  __dataclass_dict__['mig_per_gpu']=mig_per_gpu
+  __dataclass_dict__['sm_count']=sm_count
+  __dataclass_dict__['free_mib']=free_mib
+  __dataclass_dict__['catalog_file']=catalog_file
  return __init__
-CODE["def __create_fn__(_type_name, _type_full_name, _type_vendor, _type_segment, _type_architecture, _type_memory_type, _type_marketing_memory_gb, _type_memory_mib, _type_ecc, _type_interconnect, _type_source, _type_aliases, _type_compute_capability, _type_gfx_target, _type_cuda_visible_gib, _type_rocm_visible_gib, _type_ecc_off_memory_mib, _type_bandwidth_gbps, _type_bf16_tflops, _type_fp8_tflops, _type_nvlink_gbps, _type_pcie_gen, _type_p2p, _type_tdp_w, _type_mig_instances, _type_price_usd_per_hour, _type_price_date, _type_price_source, _type_purchase_price_usd, _type_purchase_price_date, _type_purchase_price_kind, _type_purchase_price_source, _type_source_date, _type_notes, _type_unified_memory, _type_memory_max_mib, _type_memory_override, _type_engines, _type_mig_parent, _type_mig_profile, _type_mig_per_gpu, _type_sm_count, _type_free_mib, _type_catalog_file, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_aliases, _dflt_compute_capability, _dflt_gfx_target, _dflt_cuda_visible_gib, _dflt_rocm_visible_gib, _dflt_ecc_off_memory_mib, _dflt_bandwidth_gbps, _dflt_bf16_tflops, _dflt_fp8_tflops, _dflt_nvlink_gbps, _dflt_pcie_gen, _dflt_p2p, _dflt_tdp_w, _dflt_mig_instances, _dflt_price_usd_per_hour, _dflt_price_date, _dflt_price_source, _dflt_purchase_price_usd, _dflt_purchase_price_date, _dflt_purchase_price_kind, _dflt_purchase_price_source, _dflt_source_date, _dflt_notes, _dflt_unified_memory, _dflt_memory_max_mib, _dflt_memory_override, _dflt_engines, _dflt_mig_parent, _dflt_mig_profile, _dflt_mig_per_gpu, _dflt_sm_count, _dflt_free_mib, _dflt_catalog_file, _return_type):\n def __init__(self,name:_type_name,full_name:_type_full_name,vendor:_type_vendor,segment:_type_segment,architecture:_type_architecture,memory_type:_type_memory_type,marketing_memory_gb:_type_marketing_memory_gb,memory_mib:_type_memory_mib,ecc:_type_ecc,interconnect:_type_interconnect,source:_type_source,aliases:_type_aliases=_dflt_aliases,compute_capability:_type_compute_capability=_dflt_compute_capability,gfx_target:_type_gfx_target=_dflt_gfx_target,cuda_visible_gib:_type_cuda_visible_gib=_dflt_cuda_visible_gib,rocm_visible_gib:_type_rocm_visible_gib=_dflt_rocm_visible_gib,ecc_off_memory_mib:_type_ecc_off_memory_mib=_dflt_ecc_off_memory_mib,bandwidth_gbps:_type_bandwidth_gbps=_dflt_bandwidth_gbps,bf16_tflops:_type_bf16_tflops=_dflt_bf16_tflops,fp8_tflops:_type_fp8_tflops=_dflt_fp8_tflops,nvlink_gbps:_type_nvlink_gbps=_dflt_nvlink_gbps,pcie_gen:_type_pcie_gen=_dflt_pcie_gen,p2p:_type_p2p=_dflt_p2p,tdp_w:_type_tdp_w=_dflt_tdp_w,mig_instances:_type_mig_instances=_dflt_mig_instances,price_usd_per_hour:_type_price_usd_per_hour=_dflt_price_usd_per_hour,price_date:_type_price_date=_dflt_price_date,price_source:_type_price_source=_dflt_price_source,purchase_price_usd:_type_purchase_price_usd=_dflt_purchase_price_usd,purchase_price_date:_type_purchase_price_date=_dflt_purchase_price_date,purchase_price_kind:_type_purchase_price_kind=_dflt_purchase_price_kind,purchase_price_source:_type_purchase_price_source=_dflt_purchase_price_source,source_date:_type_source_date=_dflt_source_date,notes:_type_notes=_dflt_notes,unified_memory:_type_unified_memory=_dflt_unified_memory,memory_max_mib:_type_memory_max_mib=_dflt_memory_max_mib,memory_override:_type_memory_override=_dflt_memory_override,engines:_type_engines=_dflt_engines,mig_parent:_type_mig_parent=_dflt_mig_parent,mig_profile:_type_mig_profile=_dflt_mig_profile,mig_per_gpu:_type_mig_per_gpu=_dflt_mig_per_gpu,sm_count:_type_sm_count=_dflt_sm_count,free_mib:_type_free_mib=_dflt_free_mib,catalog_file:_type_catalog_file=_dflt_catalog_file)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'full_name',full_name)\n  __dataclass_builtins_object__.__setattr__(self,'vendor',vendor)\n  __dataclass_builtins_object__.__setattr__(self,'segment',segment)\n  __dataclass_builtins_object__.__setattr__(self,'architecture',architecture)\n  __dataclass_builtins_object__.__setattr__(self,'memory_type',memory_type)\n  __dataclass_builtins_object__.__setattr__(self,'marketing_memory_gb',marketing_memory_gb)\n  __dataclass_builtins_object__.__setattr__(self,'memory_mib',memory_mib)\n  __dataclass_builtins_object__.__setattr__(self,'ecc',ecc)\n  __dataclass_builtins_object__.__setattr__(self,'interconnect',interconnect)\n  __dataclass_builtins_object__.__setattr__(self,'source',source)\n  __dataclass_builtins_object__.__setattr__(self,'aliases',aliases)\n  __dataclass_builtins_object__.__setattr__(self,'compute_capability',compute_capability)\n  __dataclass_builtins_object__.__setattr__(self,'gfx_target',gfx_target)\n  __dataclass_builtins_object__.__setattr__(self,'cuda_visible_gib',cuda_visible_gib)\n  __dataclass_builtins_object__.__setattr__(self,'rocm_visible_gib',rocm_visible_gib)\n  __dataclass_builtins_object__.__setattr__(self,'ecc_off_memory_mib',ecc_off_memory_mib)\n  __dataclass_builtins_object__.__setattr__(self,'bandwidth_gbps',bandwidth_gbps)\n  __dataclass_builtins_object__.__setattr__(self,'bf16_tflops',bf16_tflops)\n  __dataclass_builtins_object__.__setattr__(self,'fp8_tflops',fp8_tflops)\n  __dataclass_builtins_object__.__setattr__(self,'nvlink_gbps',nvlink_gbps)\n  __dataclass_builtins_object__.__setattr__(self,'pcie_gen',pcie_gen)\n  __dataclass_builtins_object__.__setattr__(self,'p2p',p2p)\n  __dataclass_builtins_object__.__setattr__(self,'tdp_w',tdp_w)\n  __dataclass_builtins_object__.__setattr__(self,'mig_instances',mig_instances)\n  __dataclass_builtins_object__.__setattr__(self,'price_usd_per_hour',price_usd_per_hour)\n  __dataclass_builtins_object__.__setattr__(self,'price_date',price_date)\n  __dataclass_builtins_object__.__setattr__(self,'price_source',price_source)\n  __dataclass_builtins_object__.__setattr__(self,'purchase_price_usd',purchase_price_usd)\n  __dataclass_builtins_object__.__setattr__(self,'purchase_price_date',purchase_price_date)\n  __dataclass_builtins_object__.__setattr__(self,'purchase_price_kind',purchase_price_kind)\n  __dataclass_builtins_object__.__setattr__(self,'purchase_price_source',purchase_price_source)\n  __dataclass_builtins_object__.__setattr__(self,'source_date',source_date)\n  __dataclass_builtins_object__.__setattr__(self,'notes',notes)\n  __dataclass_builtins_object__.__setattr__(self,'unified_memory',unified_memory)\n  __dataclass_builtins_object__.__setattr__(self,'memory_max_mib',memory_max_mib)\n  __dataclass_builtins_object__.__setattr__(self,'memory_override',memory_override)\n  __dataclass_builtins_object__.__setattr__(self,'engines',engines)\n  __dataclass_builtins_object__.__setattr__(self,'mig_parent',mig_parent)\n  __dataclass_builtins_object__.__setattr__(self,'mig_profile',mig_profile)\n  __dataclass_builtins_object__.__setattr__(self,'mig_per_gpu',mig_per_gpu)\n  __dataclass_builtins_object__.__setattr__(self,'sm_count',sm_count)\n  __dataclass_builtins_object__.__setattr__(self,'free_mib',free_mib)\n  __dataclass_builtins_object__.__setattr__(self,'catalog_file',catalog_file)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_name, _type_full_name, _type_vendor, _type_segment, _type_architecture, _type_memory_type, _type_marketing_memory_gb, _type_memory_mib, _type_ecc, _type_interconnect, _type_source, _type_aliases, _type_compute_capability, _type_gfx_target, _type_cuda_visible_gib, _type_rocm_visible_gib, _type_ecc_off_memory_mib, _type_bandwidth_gbps, _type_bf16_tflops, _type_fp8_tflops, _type_nvlink_gbps, _type_pcie_gen, _type_p2p, _type_tdp_w, _type_mig_instances, _type_price_usd_per_hour, _type_price_date, _type_price_source, _type_purchase_price_usd, _type_purchase_price_date, _type_purchase_price_kind, _type_purchase_price_source, _type_source_date, _type_notes, _type_unified_memory, _type_memory_max_mib, _type_memory_override, _type_engines, _type_mig_parent, _type_mig_profile, _type_mig_per_gpu, _type_sm_count, _type_free_mib, _type_catalog_file, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_aliases, _dflt_compute_capability, _dflt_gfx_target, _dflt_cuda_visible_gib, _dflt_rocm_visible_gib, _dflt_ecc_off_memory_mib, _dflt_bandwidth_gbps, _dflt_bf16_tflops, _dflt_fp8_tflops, _dflt_nvlink_gbps, _dflt_pcie_gen, _dflt_p2p, _dflt_tdp_w, _dflt_mig_instances, _dflt_price_usd_per_hour, _dflt_price_date, _dflt_price_source, _dflt_purchase_price_usd, _dflt_purchase_price_date, _dflt_purchase_price_kind, _dflt_purchase_price_source, _dflt_source_date, _dflt_notes, _dflt_unified_memory, _dflt_memory_max_mib, _dflt_memory_override, _dflt_engines, _dflt_mig_parent, _dflt_mig_profile, _dflt_mig_per_gpu, _dflt_sm_count, _dflt_free_mib, _dflt_catalog_file, _return_type):\n def __init__(self,name:_type_name,full_name:_type_full_name,vendor:_type_vendor,segment:_type_segment,architecture:_type_architecture,memory_type:_type_memory_type,marketing_memory_gb:_type_marketing_memory_gb,memory_mib:_type_memory_mib,ecc:_type_ecc,interconnect:_type_interconnect,source:_type_source,aliases:_type_aliases=_dflt_aliases,compute_capability:_type_compute_capability=_dflt_compute_capability,gfx_target:_type_gfx_target=_dflt_gfx_target,cuda_visible_gib:_type_cuda_visible_gib=_dflt_cuda_visible_gib,rocm_visible_gib:_type_rocm_visible_gib=_dflt_rocm_visible_gib,ecc_off_memory_mib:_type_ecc_off_memory_mib=_dflt_ecc_off_memory_mib,bandwidth_gbps:_type_bandwidth_gbps=_dflt_bandwidth_gbps,bf16_tflops:_type_bf16_tflops=_dflt_bf16_tflops,fp8_tflops:_type_fp8_tflops=_dflt_fp8_tflops,nvlink_gbps:_type_nvlink_gbps=_dflt_nvlink_gbps,pcie_gen:_type_pcie_gen=_dflt_pcie_gen,p2p:_type_p2p=_dflt_p2p,tdp_w:_type_tdp_w=_dflt_tdp_w,mig_instances:_type_mig_instances=_dflt_mig_instances,price_usd_per_hour:_type_price_usd_per_hour=_dflt_price_usd_per_hour,price_date:_type_price_date=_dflt_price_date,price_source:_type_price_source=_dflt_price_source,purchase_price_usd:_type_purchase_price_usd=_dflt_purchase_price_usd,purchase_price_date:_type_purchase_price_date=_dflt_purchase_price_date,purchase_price_kind:_type_purchase_price_kind=_dflt_purchase_price_kind,purchase_price_source:_type_purchase_price_source=_dflt_purchase_price_source,source_date:_type_source_date=_dflt_source_date,notes:_type_notes=_dflt_notes,unified_memory:_type_unified_memory=_dflt_unified_memory,memory_max_mib:_type_memory_max_mib=_dflt_memory_max_mib,memory_override:_type_memory_override=_dflt_memory_override,engines:_type_engines=_dflt_engines,mig_parent:_type_mig_parent=_dflt_mig_parent,mig_profile:_type_mig_profile=_dflt_mig_profile,mig_per_gpu:_type_mig_per_gpu=_dflt_mig_per_gpu,sm_count:_type_sm_count=_dflt_sm_count,free_mib:_type_free_mib=_dflt_free_mib,catalog_file:_type_catalog_file=_dflt_catalog_file)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['name']=name\n  __dataclass_dict__['full_name']=full_name\n  __dataclass_dict__['vendor']=vendor\n  __dataclass_dict__['segment']=segment\n  __dataclass_dict__['architecture']=architecture\n  __dataclass_dict__['memory_type']=memory_type\n  __dataclass_dict__['marketing_memory_gb']=marketing_memory_gb\n  __dataclass_dict__['memory_mib']=memory_mib\n  __dataclass_dict__['ecc']=ecc\n  __dataclass_dict__['interconnect']=interconnect\n  __dataclass_dict__['source']=source\n  __dataclass_dict__['aliases']=aliases\n  __dataclass_dict__['compute_capability']=compute_capability\n  __dataclass_dict__['gfx_target']=gfx_target\n  __dataclass_dict__['cuda_visible_gib']=cuda_visible_gib\n  __dataclass_dict__['rocm_visible_gib']=rocm_visible_gib\n  __dataclass_dict__['ecc_off_memory_mib']=ecc_off_memory_mib\n  __dataclass_dict__['bandwidth_gbps']=bandwidth_gbps\n  __dataclass_dict__['bf16_tflops']=bf16_tflops\n  __dataclass_dict__['fp8_tflops']=fp8_tflops\n  __dataclass_dict__['nvlink_gbps']=nvlink_gbps\n  __dataclass_dict__['pcie_gen']=pcie_gen\n  __dataclass_dict__['p2p']=p2p\n  __dataclass_dict__['tdp_w']=tdp_w\n  __dataclass_dict__['mig_instances']=mig_instances\n  __dataclass_dict__['price_usd_per_hour']=price_usd_per_hour\n  __dataclass_dict__['price_date']=price_date\n  __dataclass_dict__['price_source']=price_source\n  __dataclass_dict__['purchase_price_usd']=purchase_price_usd\n  __dataclass_dict__['purchase_price_date']=purchase_price_date\n  __dataclass_dict__['purchase_price_kind']=purchase_price_kind\n  __dataclass_dict__['purchase_price_source']=purchase_price_source\n  __dataclass_dict__['source_date']=source_date\n  __dataclass_dict__['notes']=notes\n  __dataclass_dict__['unified_memory']=unified_memory\n  __dataclass_dict__['memory_max_mib']=memory_max_mib\n  __dataclass_dict__['memory_override']=memory_override\n  __dataclass_dict__['engines']=engines\n  __dataclass_dict__['mig_parent']=mig_parent\n  __dataclass_dict__['mig_profile']=mig_profile\n  __dataclass_dict__['mig_per_gpu']=mig_per_gpu\n  __dataclass_dict__['sm_count']=sm_count\n  __dataclass_dict__['free_mib']=free_mib\n  __dataclass_dict__['catalog_file']=catalog_file\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_name, _type_hf_id, _type_aliases, _type_family, _type_model_type, _type_params_total, _type_params_active, _type_params_published, _type_max_context_tokens, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,name:_type_name,hf_id:_type_hf_id,aliases:_type_aliases,family:_type_family,model_type:_type_model_type,params_total:_type_params_total,params_active:_type_params_active,params_published:_type_params_published,max_context_tokens:_type_max_context_tokens,source:_type_source)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)
-  __dataclass_builtins_object__.__setattr__(self,'aliases',aliases)
-  __dataclass_builtins_object__.__setattr__(self,'family',family)
-  __dataclass_builtins_object__.__setattr__(self,'model_type',model_type)
-  __dataclass_builtins_object__.__setattr__(self,'params_total',params_total)
-  __dataclass_builtins_object__.__setattr__(self,'params_active',params_active)
-  __dataclass_builtins_object__.__setattr__(self,'params_published',params_published)
-  __dataclass_builtins_object__.__setattr__(self,'max_context_tokens',max_context_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'source',source)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['name']=name
+  __dataclass_dict__['hf_id']=hf_id
+  __dataclass_dict__['aliases']=aliases
+  __dataclass_dict__['family']=family
+  __dataclass_dict__['model_type']=model_type
+  __dataclass_dict__['params_total']=params_total
+  __dataclass_dict__['params_active']=params_active
+  __dataclass_dict__['params_published']=params_published
+  __dataclass_dict__['max_context_tokens']=max_context_tokens
+  __dataclass_dict__['source']=source
  return __init__
-CODE["def __create_fn__(_type_name, _type_hf_id, _type_aliases, _type_family, _type_model_type, _type_params_total, _type_params_active, _type_params_published, _type_max_context_tokens, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,name:_type_name,hf_id:_type_hf_id,aliases:_type_aliases,family:_type_family,model_type:_type_model_type,params_total:_type_params_total,params_active:_type_params_active,params_published:_type_params_published,max_context_tokens:_type_max_context_tokens,source:_type_source)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)\n  __dataclass_builtins_object__.__setattr__(self,'aliases',aliases)\n  __dataclass_builtins_object__.__setattr__(self,'family',family)\n  __dataclass_builtins_object__.__setattr__(self,'model_type',model_type)\n  __dataclass_builtins_object__.__setattr__(self,'params_total',params_total)\n  __dataclass_builtins_object__.__setattr__(self,'params_active',params_active)\n  __dataclass_builtins_object__.__setattr__(self,'params_published',params_published)\n  __dataclass_builtins_object__.__setattr__(self,'max_context_tokens',max_context_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'source',source)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_name, _type_hf_id, _type_aliases, _type_family, _type_model_type, _type_params_total, _type_params_active, _type_params_published, _type_max_context_tokens, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,name:_type_name,hf_id:_type_hf_id,aliases:_type_aliases,family:_type_family,model_type:_type_model_type,params_total:_type_params_total,params_active:_type_params_active,params_published:_type_params_published,max_context_tokens:_type_max_context_tokens,source:_type_source)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['name']=name\n  __dataclass_dict__['hf_id']=hf_id\n  __dataclass_dict__['aliases']=aliases\n  __dataclass_dict__['family']=family\n  __dataclass_dict__['model_type']=model_type\n  __dataclass_dict__['params_total']=params_total\n  __dataclass_dict__['params_active']=params_active\n  __dataclass_dict__['params_published']=params_published\n  __dataclass_dict__['max_context_tokens']=max_context_tokens\n  __dataclass_dict__['source']=source\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_name, _type_hf_id, _type_config, _type_family, _type_released, _type_spec, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_family, _dflt_released, _dflt_spec, _return_type):
  def __init__(self,name:_type_name,hf_id:_type_hf_id,config:_type_config,family:_type_family=_dflt_family,released:_type_released=_dflt_released,spec:_type_spec=_dflt_spec)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)
-  __dataclass_builtins_object__.__setattr__(self,'config',config)
-  __dataclass_builtins_object__.__setattr__(self,'family',family)
-  __dataclass_builtins_object__.__setattr__(self,'released',released)
-  __dataclass_builtins_object__.__setattr__(self,'spec',spec)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['name']=name
+  __dataclass_dict__['hf_id']=hf_id
+  __dataclass_dict__['config']=config
+  __dataclass_dict__['family']=family
+  __dataclass_dict__['released']=released
+  __dataclass_dict__['spec']=spec
  return __init__
-CODE["def __create_fn__(_type_name, _type_hf_id, _type_config, _type_family, _type_released, _type_spec, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_family, _dflt_released, _dflt_spec, _return_type):\n def __init__(self,name:_type_name,hf_id:_type_hf_id,config:_type_config,family:_type_family=_dflt_family,released:_type_released=_dflt_released,spec:_type_spec=_dflt_spec)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)\n  __dataclass_builtins_object__.__setattr__(self,'config',config)\n  __dataclass_builtins_object__.__setattr__(self,'family',family)\n  __dataclass_builtins_object__.__setattr__(self,'released',released)\n  __dataclass_builtins_object__.__setattr__(self,'spec',spec)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_name, _type_hf_id, _type_config, _type_family, _type_released, _type_spec, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_family, _dflt_released, _dflt_spec, _return_type):\n def __init__(self,name:_type_name,hf_id:_type_hf_id,config:_type_config,family:_type_family=_dflt_family,released:_type_released=_dflt_released,spec:_type_spec=_dflt_spec)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['name']=name\n  __dataclass_dict__['hf_id']=hf_id\n  __dataclass_dict__['config']=config\n  __dataclass_dict__['family']=family\n  __dataclass_dict__['released']=released\n  __dataclass_dict__['spec']=spec\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_name, _type_hf_id, _type_family, _type_released, _type_params_total, _type_params_active, _type_fits, _type_weight_dtype, _type_changes, _type_replicas, _type_tensor_parallel, _type_headroom_bytes, _type_max_concurrency, _type_kv_cache_capacity_tokens, _type_tokens_per_s, _type_tokens_per_s_low, _type_tokens_per_s_high, _type_speed_range, _type_thin_margin, _type_reason, _type_shortfall, _type_pending_speed, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_released, _dflt_weight_dtype, _dflt_changes, _dflt_replicas, _dflt_tensor_parallel, _dflt_headroom_bytes, _dflt_max_concurrency, _dflt_kv_cache_capacity_tokens, _dflt_tokens_per_s, _dflt_tokens_per_s_low, _dflt_tokens_per_s_high, _dflt_speed_range, _dflt_thin_margin, _dflt_reason, _dflt_shortfall, _dflt_pending_speed, _return_type):
  def __init__(self,*,name:_type_name,hf_id:_type_hf_id,family:_type_family,released:_type_released=_dflt_released,params_total:_type_params_total,params_active:_type_params_active,fits:_type_fits,weight_dtype:_type_weight_dtype=_dflt_weight_dtype,changes:_type_changes=_dflt_changes,replicas:_type_replicas=_dflt_replicas,tensor_parallel:_type_tensor_parallel=_dflt_tensor_parallel,headroom_bytes:_type_headroom_bytes=_dflt_headroom_bytes,max_concurrency:_type_max_concurrency=_dflt_max_concurrency,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens=_dflt_kv_cache_capacity_tokens,tokens_per_s:_type_tokens_per_s=_dflt_tokens_per_s,tokens_per_s_low:_type_tokens_per_s_low=_dflt_tokens_per_s_low,tokens_per_s_high:_type_tokens_per_s_high=_dflt_tokens_per_s_high,speed_range:_type_speed_range=_dflt_speed_range,thin_margin:_type_thin_margin=_dflt_thin_margin,reason:_type_reason=_dflt_reason,shortfall:_type_shortfall=_dflt_shortfall,pending_speed:_type_pending_speed=_dflt_pending_speed)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)
-  __dataclass_builtins_object__.__setattr__(self,'family',family)
-  __dataclass_builtins_object__.__setattr__(self,'released',released)
-  __dataclass_builtins_object__.__setattr__(self,'params_total',params_total)
-  __dataclass_builtins_object__.__setattr__(self,'params_active',params_active)
-  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
-  __dataclass_builtins_object__.__setattr__(self,'weight_dtype',weight_dtype)
-  __dataclass_builtins_object__.__setattr__(self,'changes',changes)
-  __dataclass_builtins_object__.__setattr__(self,'replicas',replicas)
-  __dataclass_builtins_object__.__setattr__(self,'tensor_parallel',tensor_parallel)
-  __dataclass_builtins_object__.__setattr__(self,'headroom_bytes',headroom_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'max_concurrency',max_concurrency)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_capacity_tokens',kv_cache_capacity_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'tokens_per_s',tokens_per_s)
-  __dataclass_builtins_object__.__setattr__(self,'tokens_per_s_low',tokens_per_s_low)
-  __dataclass_builtins_object__.__setattr__(self,'tokens_per_s_high',tokens_per_s_high)
-  __dataclass_builtins_object__.__setattr__(self,'speed_range',speed_range)
-  __dataclass_builtins_object__.__setattr__(self,'thin_margin',thin_margin)
-  __dataclass_builtins_object__.__setattr__(self,'reason',reason)
-  __dataclass_builtins_object__.__setattr__(self,'shortfall',shortfall)
-  __dataclass_builtins_object__.__setattr__(self,'pending_speed',pending_speed)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['name']=name
+  __dataclass_dict__['hf_id']=hf_id
+  __dataclass_dict__['family']=family
+  __dataclass_dict__['released']=released
+  __dataclass_dict__['params_total']=params_total
+  __dataclass_dict__['params_active']=params_active
+  __dataclass_dict__['fits']=fits
+  __dataclass_dict__['weight_dtype']=weight_dtype
+  __dataclass_dict__['changes']=changes
+  __dataclass_dict__['replicas']=replicas
+  __dataclass_dict__['tensor_parallel']=tensor_parallel
+  __dataclass_dict__['headroom_bytes']=headroom_bytes
+  __dataclass_dict__['max_concurrency']=max_concurrency
+  __dataclass_dict__['kv_cache_capacity_tokens']=kv_cache_capacity_tokens
+  __dataclass_dict__['tokens_per_s']=tokens_per_s
+  __dataclass_dict__['tokens_per_s_low']=tokens_per_s_low
+  __dataclass_dict__['tokens_per_s_high']=tokens_per_s_high
+  __dataclass_dict__['speed_range']=speed_range
+  __dataclass_dict__['thin_margin']=thin_margin
+  __dataclass_dict__['reason']=reason
+  __dataclass_dict__['shortfall']=shortfall
+  __dataclass_dict__['pending_speed']=pending_speed
  return __init__
-CODE["def __create_fn__(_type_name, _type_hf_id, _type_family, _type_released, _type_params_total, _type_params_active, _type_fits, _type_weight_dtype, _type_changes, _type_replicas, _type_tensor_parallel, _type_headroom_bytes, _type_max_concurrency, _type_kv_cache_capacity_tokens, _type_tokens_per_s, _type_tokens_per_s_low, _type_tokens_per_s_high, _type_speed_range, _type_thin_margin, _type_reason, _type_shortfall, _type_pending_speed, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_released, _dflt_weight_dtype, _dflt_changes, _dflt_replicas, _dflt_tensor_parallel, _dflt_headroom_bytes, _dflt_max_concurrency, _dflt_kv_cache_capacity_tokens, _dflt_tokens_per_s, _dflt_tokens_per_s_low, _dflt_tokens_per_s_high, _dflt_speed_range, _dflt_thin_margin, _dflt_reason, _dflt_shortfall, _dflt_pending_speed, _return_type):\n def __init__(self,*,name:_type_name,hf_id:_type_hf_id,family:_type_family,released:_type_released=_dflt_released,params_total:_type_params_total,params_active:_type_params_active,fits:_type_fits,weight_dtype:_type_weight_dtype=_dflt_weight_dtype,changes:_type_changes=_dflt_changes,replicas:_type_replicas=_dflt_replicas,tensor_parallel:_type_tensor_parallel=_dflt_tensor_parallel,headroom_bytes:_type_headroom_bytes=_dflt_headroom_bytes,max_concurrency:_type_max_concurrency=_dflt_max_concurrency,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens=_dflt_kv_cache_capacity_tokens,tokens_per_s:_type_tokens_per_s=_dflt_tokens_per_s,tokens_per_s_low:_type_tokens_per_s_low=_dflt_tokens_per_s_low,tokens_per_s_high:_type_tokens_per_s_high=_dflt_tokens_per_s_high,speed_range:_type_speed_range=_dflt_speed_range,thin_margin:_type_thin_margin=_dflt_thin_margin,reason:_type_reason=_dflt_reason,shortfall:_type_shortfall=_dflt_shortfall,pending_speed:_type_pending_speed=_dflt_pending_speed)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)\n  __dataclass_builtins_object__.__setattr__(self,'family',family)\n  __dataclass_builtins_object__.__setattr__(self,'released',released)\n  __dataclass_builtins_object__.__setattr__(self,'params_total',params_total)\n  __dataclass_builtins_object__.__setattr__(self,'params_active',params_active)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'weight_dtype',weight_dtype)\n  __dataclass_builtins_object__.__setattr__(self,'changes',changes)\n  __dataclass_builtins_object__.__setattr__(self,'replicas',replicas)\n  __dataclass_builtins_object__.__setattr__(self,'tensor_parallel',tensor_parallel)\n  __dataclass_builtins_object__.__setattr__(self,'headroom_bytes',headroom_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'max_concurrency',max_concurrency)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_capacity_tokens',kv_cache_capacity_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'tokens_per_s',tokens_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'tokens_per_s_low',tokens_per_s_low)\n  __dataclass_builtins_object__.__setattr__(self,'tokens_per_s_high',tokens_per_s_high)\n  __dataclass_builtins_object__.__setattr__(self,'speed_range',speed_range)\n  __dataclass_builtins_object__.__setattr__(self,'thin_margin',thin_margin)\n  __dataclass_builtins_object__.__setattr__(self,'reason',reason)\n  __dataclass_builtins_object__.__setattr__(self,'shortfall',shortfall)\n  __dataclass_builtins_object__.__setattr__(self,'pending_speed',pending_speed)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_name, _type_hf_id, _type_family, _type_released, _type_params_total, _type_params_active, _type_fits, _type_weight_dtype, _type_changes, _type_replicas, _type_tensor_parallel, _type_headroom_bytes, _type_max_concurrency, _type_kv_cache_capacity_tokens, _type_tokens_per_s, _type_tokens_per_s_low, _type_tokens_per_s_high, _type_speed_range, _type_thin_margin, _type_reason, _type_shortfall, _type_pending_speed, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_released, _dflt_weight_dtype, _dflt_changes, _dflt_replicas, _dflt_tensor_parallel, _dflt_headroom_bytes, _dflt_max_concurrency, _dflt_kv_cache_capacity_tokens, _dflt_tokens_per_s, _dflt_tokens_per_s_low, _dflt_tokens_per_s_high, _dflt_speed_range, _dflt_thin_margin, _dflt_reason, _dflt_shortfall, _dflt_pending_speed, _return_type):\n def __init__(self,*,name:_type_name,hf_id:_type_hf_id,family:_type_family,released:_type_released=_dflt_released,params_total:_type_params_total,params_active:_type_params_active,fits:_type_fits,weight_dtype:_type_weight_dtype=_dflt_weight_dtype,changes:_type_changes=_dflt_changes,replicas:_type_replicas=_dflt_replicas,tensor_parallel:_type_tensor_parallel=_dflt_tensor_parallel,headroom_bytes:_type_headroom_bytes=_dflt_headroom_bytes,max_concurrency:_type_max_concurrency=_dflt_max_concurrency,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens=_dflt_kv_cache_capacity_tokens,tokens_per_s:_type_tokens_per_s=_dflt_tokens_per_s,tokens_per_s_low:_type_tokens_per_s_low=_dflt_tokens_per_s_low,tokens_per_s_high:_type_tokens_per_s_high=_dflt_tokens_per_s_high,speed_range:_type_speed_range=_dflt_speed_range,thin_margin:_type_thin_margin=_dflt_thin_margin,reason:_type_reason=_dflt_reason,shortfall:_type_shortfall=_dflt_shortfall,pending_speed:_type_pending_speed=_dflt_pending_speed)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['name']=name\n  __dataclass_dict__['hf_id']=hf_id\n  __dataclass_dict__['family']=family\n  __dataclass_dict__['released']=released\n  __dataclass_dict__['params_total']=params_total\n  __dataclass_dict__['params_active']=params_active\n  __dataclass_dict__['fits']=fits\n  __dataclass_dict__['weight_dtype']=weight_dtype\n  __dataclass_dict__['changes']=changes\n  __dataclass_dict__['replicas']=replicas\n  __dataclass_dict__['tensor_parallel']=tensor_parallel\n  __dataclass_dict__['headroom_bytes']=headroom_bytes\n  __dataclass_dict__['max_concurrency']=max_concurrency\n  __dataclass_dict__['kv_cache_capacity_tokens']=kv_cache_capacity_tokens\n  __dataclass_dict__['tokens_per_s']=tokens_per_s\n  __dataclass_dict__['tokens_per_s_low']=tokens_per_s_low\n  __dataclass_dict__['tokens_per_s_high']=tokens_per_s_high\n  __dataclass_dict__['speed_range']=speed_range\n  __dataclass_dict__['thin_margin']=thin_margin\n  __dataclass_dict__['reason']=reason\n  __dataclass_dict__['shortfall']=shortfall\n  __dataclass_dict__['pending_speed']=pending_speed\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_name, _type_hf_id, _type_source, _type_config, _type_aliases, _type_params_published, _type_params_source, _type_family, _type_released, _type_released_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_aliases, _dflt_params_published, _dflt_params_source, _dflt_family, _dflt_released, _dflt_released_source, _return_type):
  def __init__(self,name:_type_name,hf_id:_type_hf_id,source:_type_source,config:_type_config,aliases:_type_aliases=_dflt_aliases,params_published:_type_params_published=_dflt_params_published,params_source:_type_params_source=_dflt_params_source,family:_type_family=_dflt_family,released:_type_released=_dflt_released,released_source:_type_released_source=_dflt_released_source)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)
-  __dataclass_builtins_object__.__setattr__(self,'source',source)
-  __dataclass_builtins_object__.__setattr__(self,'config',config)
-  __dataclass_builtins_object__.__setattr__(self,'aliases',aliases)
-  __dataclass_builtins_object__.__setattr__(self,'params_published',params_published)
-  __dataclass_builtins_object__.__setattr__(self,'params_source',params_source)
-  __dataclass_builtins_object__.__setattr__(self,'family',family)
-  __dataclass_builtins_object__.__setattr__(self,'released',released)
-  __dataclass_builtins_object__.__setattr__(self,'released_source',released_source)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['name']=name
+  __dataclass_dict__['hf_id']=hf_id
+  __dataclass_dict__['source']=source
+  __dataclass_dict__['config']=config
+  __dataclass_dict__['aliases']=aliases
+  __dataclass_dict__['params_published']=params_published
+  __dataclass_dict__['params_source']=params_source
+  __dataclass_dict__['family']=family
+  __dataclass_dict__['released']=released
+  __dataclass_dict__['released_source']=released_source
  return __init__
-CODE["def __create_fn__(_type_name, _type_hf_id, _type_source, _type_config, _type_aliases, _type_params_published, _type_params_source, _type_family, _type_released, _type_released_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_aliases, _dflt_params_published, _dflt_params_source, _dflt_family, _dflt_released, _dflt_released_source, _return_type):\n def __init__(self,name:_type_name,hf_id:_type_hf_id,source:_type_source,config:_type_config,aliases:_type_aliases=_dflt_aliases,params_published:_type_params_published=_dflt_params_published,params_source:_type_params_source=_dflt_params_source,family:_type_family=_dflt_family,released:_type_released=_dflt_released,released_source:_type_released_source=_dflt_released_source)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)\n  __dataclass_builtins_object__.__setattr__(self,'source',source)\n  __dataclass_builtins_object__.__setattr__(self,'config',config)\n  __dataclass_builtins_object__.__setattr__(self,'aliases',aliases)\n  __dataclass_builtins_object__.__setattr__(self,'params_published',params_published)\n  __dataclass_builtins_object__.__setattr__(self,'params_source',params_source)\n  __dataclass_builtins_object__.__setattr__(self,'family',family)\n  __dataclass_builtins_object__.__setattr__(self,'released',released)\n  __dataclass_builtins_object__.__setattr__(self,'released_source',released_source)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_name, _type_hf_id, _type_source, _type_config, _type_aliases, _type_params_published, _type_params_source, _type_family, _type_released, _type_released_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_aliases, _dflt_params_published, _dflt_params_source, _dflt_family, _dflt_released, _dflt_released_source, _return_type):\n def __init__(self,name:_type_name,hf_id:_type_hf_id,source:_type_source,config:_type_config,aliases:_type_aliases=_dflt_aliases,params_published:_type_params_published=_dflt_params_published,params_source:_type_params_source=_dflt_params_source,family:_type_family=_dflt_family,released:_type_released=_dflt_released,released_source:_type_released_source=_dflt_released_source)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['name']=name\n  __dataclass_dict__['hf_id']=hf_id\n  __dataclass_dict__['source']=source\n  __dataclass_dict__['config']=config\n  __dataclass_dict__['aliases']=aliases\n  __dataclass_dict__['params_published']=params_published\n  __dataclass_dict__['params_source']=params_source\n  __dataclass_dict__['family']=family\n  __dataclass_dict__['released']=released\n  __dataclass_dict__['released_source']=released_source\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_name, _type_hf_id, _type_source, _type_config, _type_aliases, _type_params_published, _type_params_source, _type_family, _type_released, _type_released_source, _type_spec, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_aliases, _dflt_params_published, _dflt_params_source, _dflt_family, _dflt_released, _dflt_released_source, _dflt_spec, _return_type):
  def __init__(self,name:_type_name,hf_id:_type_hf_id,source:_type_source,config:_type_config,aliases:_type_aliases=_dflt_aliases,params_published:_type_params_published=_dflt_params_published,params_source:_type_params_source=_dflt_params_source,family:_type_family=_dflt_family,released:_type_released=_dflt_released,released_source:_type_released_source=_dflt_released_source,spec:_type_spec=_dflt_spec)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)
-  __dataclass_builtins_object__.__setattr__(self,'source',source)
-  __dataclass_builtins_object__.__setattr__(self,'config',config)
-  __dataclass_builtins_object__.__setattr__(self,'aliases',aliases)
-  __dataclass_builtins_object__.__setattr__(self,'params_published',params_published)
-  __dataclass_builtins_object__.__setattr__(self,'params_source',params_source)
-  __dataclass_builtins_object__.__setattr__(self,'family',family)
-  __dataclass_builtins_object__.__setattr__(self,'released',released)
-  __dataclass_builtins_object__.__setattr__(self,'released_source',released_source)
-  __dataclass_builtins_object__.__setattr__(self,'spec',spec)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['name']=name
+  __dataclass_dict__['hf_id']=hf_id
+  __dataclass_dict__['source']=source
+  __dataclass_dict__['config']=config
+  __dataclass_dict__['aliases']=aliases
+  __dataclass_dict__['params_published']=params_published
+  __dataclass_dict__['params_source']=params_source
+  __dataclass_dict__['family']=family
+  __dataclass_dict__['released']=released
+  __dataclass_dict__['released_source']=released_source
+  __dataclass_dict__['spec']=spec
  return __init__
-CODE["def __create_fn__(_type_name, _type_hf_id, _type_source, _type_config, _type_aliases, _type_params_published, _type_params_source, _type_family, _type_released, _type_released_source, _type_spec, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_aliases, _dflt_params_published, _dflt_params_source, _dflt_family, _dflt_released, _dflt_released_source, _dflt_spec, _return_type):\n def __init__(self,name:_type_name,hf_id:_type_hf_id,source:_type_source,config:_type_config,aliases:_type_aliases=_dflt_aliases,params_published:_type_params_published=_dflt_params_published,params_source:_type_params_source=_dflt_params_source,family:_type_family=_dflt_family,released:_type_released=_dflt_released,released_source:_type_released_source=_dflt_released_source,spec:_type_spec=_dflt_spec)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'hf_id',hf_id)\n  __dataclass_builtins_object__.__setattr__(self,'source',source)\n  __dataclass_builtins_object__.__setattr__(self,'config',config)\n  __dataclass_builtins_object__.__setattr__(self,'aliases',aliases)\n  __dataclass_builtins_object__.__setattr__(self,'params_published',params_published)\n  __dataclass_builtins_object__.__setattr__(self,'params_source',params_source)\n  __dataclass_builtins_object__.__setattr__(self,'family',family)\n  __dataclass_builtins_object__.__setattr__(self,'released',released)\n  __dataclass_builtins_object__.__setattr__(self,'released_source',released_source)\n  __dataclass_builtins_object__.__setattr__(self,'spec',spec)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_name, _type_hf_id, _type_source, _type_config, _type_aliases, _type_params_published, _type_params_source, _type_family, _type_released, _type_released_source, _type_spec, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_aliases, _dflt_params_published, _dflt_params_source, _dflt_family, _dflt_released, _dflt_released_source, _dflt_spec, _return_type):\n def __init__(self,name:_type_name,hf_id:_type_hf_id,source:_type_source,config:_type_config,aliases:_type_aliases=_dflt_aliases,params_published:_type_params_published=_dflt_params_published,params_source:_type_params_source=_dflt_params_source,family:_type_family=_dflt_family,released:_type_released=_dflt_released,released_source:_type_released_source=_dflt_released_source,spec:_type_spec=_dflt_spec)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['name']=name\n  __dataclass_dict__['hf_id']=hf_id\n  __dataclass_dict__['source']=source\n  __dataclass_dict__['config']=config\n  __dataclass_dict__['aliases']=aliases\n  __dataclass_dict__['params_published']=params_published\n  __dataclass_dict__['params_source']=params_source\n  __dataclass_dict__['family']=family\n  __dataclass_dict__['released']=released\n  __dataclass_dict__['released_source']=released_source\n  __dataclass_dict__['spec']=spec\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_name, _type_linear_bytes, _type_other_bytes, _type_unquantized, _type_expert_pad, _type_note, _type_checkpoint_scale, _type_expert_bytes, _type_gguf, _type_embedding_bytes, _type_lm_head_bytes, _type_small_bytes, _type_overrides, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unquantized, _dflt_expert_pad, _dflt_note, _dflt_checkpoint_scale, _dflt_expert_bytes, _dflt_gguf, _dflt_embedding_bytes, _dflt_lm_head_bytes, _dflt_small_bytes, _dflt_overrides, _return_type):
  def __init__(self,name:_type_name,linear_bytes:_type_linear_bytes,other_bytes:_type_other_bytes,unquantized:_type_unquantized=_dflt_unquantized,expert_pad:_type_expert_pad=_dflt_expert_pad,note:_type_note=_dflt_note,checkpoint_scale:_type_checkpoint_scale=_dflt_checkpoint_scale,expert_bytes:_type_expert_bytes=_dflt_expert_bytes,gguf:_type_gguf=_dflt_gguf,embedding_bytes:_type_embedding_bytes=_dflt_embedding_bytes,lm_head_bytes:_type_lm_head_bytes=_dflt_lm_head_bytes,small_bytes:_type_small_bytes=_dflt_small_bytes,overrides:_type_overrides=_dflt_overrides)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'linear_bytes',linear_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'other_bytes',other_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'unquantized',unquantized)
-  __dataclass_builtins_object__.__setattr__(self,'expert_pad',expert_pad)
-  __dataclass_builtins_object__.__setattr__(self,'note',note)
-  __dataclass_builtins_object__.__setattr__(self,'checkpoint_scale',checkpoint_scale)
-  __dataclass_builtins_object__.__setattr__(self,'expert_bytes',expert_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'gguf',gguf)
-  __dataclass_builtins_object__.__setattr__(self,'embedding_bytes',embedding_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'lm_head_bytes',lm_head_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'small_bytes',small_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'overrides',overrides)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['name']=name
+  __dataclass_dict__['linear_bytes']=linear_bytes
+  __dataclass_dict__['other_bytes']=other_bytes
+  __dataclass_dict__['unquantized']=unquantized
+  __dataclass_dict__['expert_pad']=expert_pad
+  __dataclass_dict__['note']=note
+  __dataclass_dict__['checkpoint_scale']=checkpoint_scale
+  __dataclass_dict__['expert_bytes']=expert_bytes
+  __dataclass_dict__['gguf']=gguf
+  __dataclass_dict__['embedding_bytes']=embedding_bytes
+  __dataclass_dict__['lm_head_bytes']=lm_head_bytes
+  __dataclass_dict__['small_bytes']=small_bytes
+  __dataclass_dict__['overrides']=overrides
  return __init__
-CODE["def __create_fn__(_type_name, _type_linear_bytes, _type_other_bytes, _type_unquantized, _type_expert_pad, _type_note, _type_checkpoint_scale, _type_expert_bytes, _type_gguf, _type_embedding_bytes, _type_lm_head_bytes, _type_small_bytes, _type_overrides, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unquantized, _dflt_expert_pad, _dflt_note, _dflt_checkpoint_scale, _dflt_expert_bytes, _dflt_gguf, _dflt_embedding_bytes, _dflt_lm_head_bytes, _dflt_small_bytes, _dflt_overrides, _return_type):\n def __init__(self,name:_type_name,linear_bytes:_type_linear_bytes,other_bytes:_type_other_bytes,unquantized:_type_unquantized=_dflt_unquantized,expert_pad:_type_expert_pad=_dflt_expert_pad,note:_type_note=_dflt_note,checkpoint_scale:_type_checkpoint_scale=_dflt_checkpoint_scale,expert_bytes:_type_expert_bytes=_dflt_expert_bytes,gguf:_type_gguf=_dflt_gguf,embedding_bytes:_type_embedding_bytes=_dflt_embedding_bytes,lm_head_bytes:_type_lm_head_bytes=_dflt_lm_head_bytes,small_bytes:_type_small_bytes=_dflt_small_bytes,overrides:_type_overrides=_dflt_overrides)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'linear_bytes',linear_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'other_bytes',other_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'unquantized',unquantized)\n  __dataclass_builtins_object__.__setattr__(self,'expert_pad',expert_pad)\n  __dataclass_builtins_object__.__setattr__(self,'note',note)\n  __dataclass_builtins_object__.__setattr__(self,'checkpoint_scale',checkpoint_scale)\n  __dataclass_builtins_object__.__setattr__(self,'expert_bytes',expert_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'gguf',gguf)\n  __dataclass_builtins_object__.__setattr__(self,'embedding_bytes',embedding_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'lm_head_bytes',lm_head_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'small_bytes',small_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'overrides',overrides)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_name, _type_linear_bytes, _type_other_bytes, _type_unquantized, _type_expert_pad, _type_note, _type_checkpoint_scale, _type_expert_bytes, _type_gguf, _type_embedding_bytes, _type_lm_head_bytes, _type_small_bytes, _type_overrides, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_unquantized, _dflt_expert_pad, _dflt_note, _dflt_checkpoint_scale, _dflt_expert_bytes, _dflt_gguf, _dflt_embedding_bytes, _dflt_lm_head_bytes, _dflt_small_bytes, _dflt_overrides, _return_type):\n def __init__(self,name:_type_name,linear_bytes:_type_linear_bytes,other_bytes:_type_other_bytes,unquantized:_type_unquantized=_dflt_unquantized,expert_pad:_type_expert_pad=_dflt_expert_pad,note:_type_note=_dflt_note,checkpoint_scale:_type_checkpoint_scale=_dflt_checkpoint_scale,expert_bytes:_type_expert_bytes=_dflt_expert_bytes,gguf:_type_gguf=_dflt_gguf,embedding_bytes:_type_embedding_bytes=_dflt_embedding_bytes,lm_head_bytes:_type_lm_head_bytes=_dflt_lm_head_bytes,small_bytes:_type_small_bytes=_dflt_small_bytes,overrides:_type_overrides=_dflt_overrides)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['name']=name\n  __dataclass_dict__['linear_bytes']=linear_bytes\n  __dataclass_dict__['other_bytes']=other_bytes\n  __dataclass_dict__['unquantized']=unquantized\n  __dataclass_dict__['expert_pad']=expert_pad\n  __dataclass_dict__['note']=note\n  __dataclass_dict__['checkpoint_scale']=checkpoint_scale\n  __dataclass_dict__['expert_bytes']=expert_bytes\n  __dataclass_dict__['gguf']=gguf\n  __dataclass_dict__['embedding_bytes']=embedding_bytes\n  __dataclass_dict__['lm_head_bytes']=lm_head_bytes\n  __dataclass_dict__['small_bytes']=small_bytes\n  __dataclass_dict__['overrides']=overrides\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_name, _type_memory_gib, _type_sm_count, _type_per_gpu, _type_memory_slices, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,name:_type_name,memory_gib:_type_memory_gib,sm_count:_type_sm_count,per_gpu:_type_per_gpu,memory_slices:_type_memory_slices)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'memory_gib',memory_gib)
-  __dataclass_builtins_object__.__setattr__(self,'sm_count',sm_count)
-  __dataclass_builtins_object__.__setattr__(self,'per_gpu',per_gpu)
-  __dataclass_builtins_object__.__setattr__(self,'memory_slices',memory_slices)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['name']=name
+  __dataclass_dict__['memory_gib']=memory_gib
+  __dataclass_dict__['sm_count']=sm_count
+  __dataclass_dict__['per_gpu']=per_gpu
+  __dataclass_dict__['memory_slices']=memory_slices
  return __init__
-CODE["def __create_fn__(_type_name, _type_memory_gib, _type_sm_count, _type_per_gpu, _type_memory_slices, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,name:_type_name,memory_gib:_type_memory_gib,sm_count:_type_sm_count,per_gpu:_type_per_gpu,memory_slices:_type_memory_slices)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'memory_gib',memory_gib)\n  __dataclass_builtins_object__.__setattr__(self,'sm_count',sm_count)\n  __dataclass_builtins_object__.__setattr__(self,'per_gpu',per_gpu)\n  __dataclass_builtins_object__.__setattr__(self,'memory_slices',memory_slices)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_name, _type_memory_gib, _type_sm_count, _type_per_gpu, _type_memory_slices, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,name:_type_name,memory_gib:_type_memory_gib,sm_count:_type_sm_count,per_gpu:_type_per_gpu,memory_slices:_type_memory_slices)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['name']=name\n  __dataclass_dict__['memory_gib']=memory_gib\n  __dataclass_dict__['sm_count']=sm_count\n  __dataclass_dict__['per_gpu']=per_gpu\n  __dataclass_dict__['memory_slices']=memory_slices\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_name, _type_saved, _type_logits_bytes_per_element, _type_offload_checkpoints, _type_upcast_unquantized, _type_workspace_layers, _type_loss_forward_bytes_per_element, _type_autocast, _type_fp32_adapters, _type_attention_copy, _type_quantize_after_load, _type_bnb_saves_input, _type_reentrant_checkpointing, _type_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_offload_checkpoints, _dflt_upcast_unquantized, _dflt_workspace_layers, _dflt_loss_forward_bytes_per_element, _dflt_autocast, _dflt_fp32_adapters, _dflt_attention_copy, _dflt_quantize_after_load, _dflt_bnb_saves_input, _dflt_reentrant_checkpointing, _dflt_version, _return_type):
  def __init__(self,name:_type_name,saved:_type_saved,logits_bytes_per_element:_type_logits_bytes_per_element,offload_checkpoints:_type_offload_checkpoints=_dflt_offload_checkpoints,upcast_unquantized:_type_upcast_unquantized=_dflt_upcast_unquantized,workspace_layers:_type_workspace_layers=_dflt_workspace_layers,loss_forward_bytes_per_element:_type_loss_forward_bytes_per_element=_dflt_loss_forward_bytes_per_element,autocast:_type_autocast=_dflt_autocast,fp32_adapters:_type_fp32_adapters=_dflt_fp32_adapters,attention_copy:_type_attention_copy=_dflt_attention_copy,quantize_after_load:_type_quantize_after_load=_dflt_quantize_after_load,bnb_saves_input:_type_bnb_saves_input=_dflt_bnb_saves_input,reentrant_checkpointing:_type_reentrant_checkpointing=_dflt_reentrant_checkpointing,version:_type_version=_dflt_version)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'saved',saved)
-  __dataclass_builtins_object__.__setattr__(self,'logits_bytes_per_element',logits_bytes_per_element)
-  __dataclass_builtins_object__.__setattr__(self,'offload_checkpoints',offload_checkpoints)
-  __dataclass_builtins_object__.__setattr__(self,'upcast_unquantized',upcast_unquantized)
-  __dataclass_builtins_object__.__setattr__(self,'workspace_layers',workspace_layers)
-  __dataclass_builtins_object__.__setattr__(self,'loss_forward_bytes_per_element',loss_forward_bytes_per_element)
-  __dataclass_builtins_object__.__setattr__(self,'autocast',autocast)
-  __dataclass_builtins_object__.__setattr__(self,'fp32_adapters',fp32_adapters)
-  __dataclass_builtins_object__.__setattr__(self,'attention_copy',attention_copy)
-  __dataclass_builtins_object__.__setattr__(self,'quantize_after_load',quantize_after_load)
-  __dataclass_builtins_object__.__setattr__(self,'bnb_saves_input',bnb_saves_input)
-  __dataclass_builtins_object__.__setattr__(self,'reentrant_checkpointing',reentrant_checkpointing)
-  __dataclass_builtins_object__.__setattr__(self,'version',version)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['name']=name
+  __dataclass_dict__['saved']=saved
+  __dataclass_dict__['logits_bytes_per_element']=logits_bytes_per_element
+  __dataclass_dict__['offload_checkpoints']=offload_checkpoints
+  __dataclass_dict__['upcast_unquantized']=upcast_unquantized
+  __dataclass_dict__['workspace_layers']=workspace_layers
+  __dataclass_dict__['loss_forward_bytes_per_element']=loss_forward_bytes_per_element
+  __dataclass_dict__['autocast']=autocast
+  __dataclass_dict__['fp32_adapters']=fp32_adapters
+  __dataclass_dict__['attention_copy']=attention_copy
+  __dataclass_dict__['quantize_after_load']=quantize_after_load
+  __dataclass_dict__['bnb_saves_input']=bnb_saves_input
+  __dataclass_dict__['reentrant_checkpointing']=reentrant_checkpointing
+  __dataclass_dict__['version']=version
  return __init__
-CODE["def __create_fn__(_type_name, _type_saved, _type_logits_bytes_per_element, _type_offload_checkpoints, _type_upcast_unquantized, _type_workspace_layers, _type_loss_forward_bytes_per_element, _type_autocast, _type_fp32_adapters, _type_attention_copy, _type_quantize_after_load, _type_bnb_saves_input, _type_reentrant_checkpointing, _type_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_offload_checkpoints, _dflt_upcast_unquantized, _dflt_workspace_layers, _dflt_loss_forward_bytes_per_element, _dflt_autocast, _dflt_fp32_adapters, _dflt_attention_copy, _dflt_quantize_after_load, _dflt_bnb_saves_input, _dflt_reentrant_checkpointing, _dflt_version, _return_type):\n def __init__(self,name:_type_name,saved:_type_saved,logits_bytes_per_element:_type_logits_bytes_per_element,offload_checkpoints:_type_offload_checkpoints=_dflt_offload_checkpoints,upcast_unquantized:_type_upcast_unquantized=_dflt_upcast_unquantized,workspace_layers:_type_workspace_layers=_dflt_workspace_layers,loss_forward_bytes_per_element:_type_loss_forward_bytes_per_element=_dflt_loss_forward_bytes_per_element,autocast:_type_autocast=_dflt_autocast,fp32_adapters:_type_fp32_adapters=_dflt_fp32_adapters,attention_copy:_type_attention_copy=_dflt_attention_copy,quantize_after_load:_type_quantize_after_load=_dflt_quantize_after_load,bnb_saves_input:_type_bnb_saves_input=_dflt_bnb_saves_input,reentrant_checkpointing:_type_reentrant_checkpointing=_dflt_reentrant_checkpointing,version:_type_version=_dflt_version)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'saved',saved)\n  __dataclass_builtins_object__.__setattr__(self,'logits_bytes_per_element',logits_bytes_per_element)\n  __dataclass_builtins_object__.__setattr__(self,'offload_checkpoints',offload_checkpoints)\n  __dataclass_builtins_object__.__setattr__(self,'upcast_unquantized',upcast_unquantized)\n  __dataclass_builtins_object__.__setattr__(self,'workspace_layers',workspace_layers)\n  __dataclass_builtins_object__.__setattr__(self,'loss_forward_bytes_per_element',loss_forward_bytes_per_element)\n  __dataclass_builtins_object__.__setattr__(self,'autocast',autocast)\n  __dataclass_builtins_object__.__setattr__(self,'fp32_adapters',fp32_adapters)\n  __dataclass_builtins_object__.__setattr__(self,'attention_copy',attention_copy)\n  __dataclass_builtins_object__.__setattr__(self,'quantize_after_load',quantize_after_load)\n  __dataclass_builtins_object__.__setattr__(self,'bnb_saves_input',bnb_saves_input)\n  __dataclass_builtins_object__.__setattr__(self,'reentrant_checkpointing',reentrant_checkpointing)\n  __dataclass_builtins_object__.__setattr__(self,'version',version)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_name, _type_saved, _type_logits_bytes_per_element, _type_offload_checkpoints, _type_upcast_unquantized, _type_workspace_layers, _type_loss_forward_bytes_per_element, _type_autocast, _type_fp32_adapters, _type_attention_copy, _type_quantize_after_load, _type_bnb_saves_input, _type_reentrant_checkpointing, _type_version, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_offload_checkpoints, _dflt_upcast_unquantized, _dflt_workspace_layers, _dflt_loss_forward_bytes_per_element, _dflt_autocast, _dflt_fp32_adapters, _dflt_attention_copy, _dflt_quantize_after_load, _dflt_bnb_saves_input, _dflt_reentrant_checkpointing, _dflt_version, _return_type):\n def __init__(self,name:_type_name,saved:_type_saved,logits_bytes_per_element:_type_logits_bytes_per_element,offload_checkpoints:_type_offload_checkpoints=_dflt_offload_checkpoints,upcast_unquantized:_type_upcast_unquantized=_dflt_upcast_unquantized,workspace_layers:_type_workspace_layers=_dflt_workspace_layers,loss_forward_bytes_per_element:_type_loss_forward_bytes_per_element=_dflt_loss_forward_bytes_per_element,autocast:_type_autocast=_dflt_autocast,fp32_adapters:_type_fp32_adapters=_dflt_fp32_adapters,attention_copy:_type_attention_copy=_dflt_attention_copy,quantize_after_load:_type_quantize_after_load=_dflt_quantize_after_load,bnb_saves_input:_type_bnb_saves_input=_dflt_bnb_saves_input,reentrant_checkpointing:_type_reentrant_checkpointing=_dflt_reentrant_checkpointing,version:_type_version=_dflt_version)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['name']=name\n  __dataclass_dict__['saved']=saved\n  __dataclass_dict__['logits_bytes_per_element']=logits_bytes_per_element\n  __dataclass_dict__['offload_checkpoints']=offload_checkpoints\n  __dataclass_dict__['upcast_unquantized']=upcast_unquantized\n  __dataclass_dict__['workspace_layers']=workspace_layers\n  __dataclass_dict__['loss_forward_bytes_per_element']=loss_forward_bytes_per_element\n  __dataclass_dict__['autocast']=autocast\n  __dataclass_dict__['fp32_adapters']=fp32_adapters\n  __dataclass_dict__['attention_copy']=attention_copy\n  __dataclass_dict__['quantize_after_load']=quantize_after_load\n  __dataclass_dict__['bnb_saves_input']=bnb_saves_input\n  __dataclass_dict__['reentrant_checkpointing']=reentrant_checkpointing\n  __dataclass_dict__['version']=version\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_name, _type_total_mib, _type_free_mib, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,name:_type_name,total_mib:_type_total_mib,free_mib:_type_free_mib)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'total_mib',total_mib)
-  __dataclass_builtins_object__.__setattr__(self,'free_mib',free_mib)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['name']=name
+  __dataclass_dict__['total_mib']=total_mib
+  __dataclass_dict__['free_mib']=free_mib
  return __init__
-CODE["def __create_fn__(_type_name, _type_total_mib, _type_free_mib, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,name:_type_name,total_mib:_type_total_mib,free_mib:_type_free_mib)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'total_mib',total_mib)\n  __dataclass_builtins_object__.__setattr__(self,'free_mib',free_mib)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_name, _type_total_mib, _type_free_mib, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,name:_type_name,total_mib:_type_total_mib,free_mib:_type_free_mib)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['name']=name\n  __dataclass_dict__['total_mib']=total_mib\n  __dataclass_dict__['free_mib']=free_mib\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_name, _type_version, _type_gpu_memory_utilization, _type_max_num_seqs, _type_max_num_batched_tokens, _type_enforce_eager, _type_enable_expert_parallel, _type_flashinfer_sampler, _type_vllm_use_v1, _type_cpu_offload_gb, _type_enable_lora, _type_max_loras, _type_max_lora_rank, _type_max_cpu_loras, _type_lora_dtype, _type_lora_paths, _type_max_loras_per_batch, _type_limit_mm_per_prompt, _type_language_model_only, _type_mm_encoder_tp_mode, _type_speculative_config, _type_mem_fraction_static, _type_chunked_prefill_size, _type_max_running_requests, _type_swa_full_tokens_ratio, _type_max_mamba_cache_size, _type_mamba_ssm_dtype, _type_enable_multimodal, _type_enable_dp_attention, _type_dp_size, _type_speculative_algorithm, _type_speculative_draft_model_path, _type_speculative_num_steps, _type_speculative_eagle_topk, _type_speculative_num_draft_tokens, _type_n_gpu_layers, _type_flash_attn, _type_split_mode, _type_backend, _type_num_gpu, _type_num_parallel, _type_gpu_overhead, _type_attn_implementation, _type_transformers_version, _type_expandable_segments, _type_kv_cache_free_gpu_memory_fraction, _type_max_batch_size, _type_max_num_tokens, _type_pp_size, _type_ep_size, _type_enable_attention_dp, _type_tokens_per_block, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_name, _dflt_version, _dflt_gpu_memory_utilization, _dflt_max_num_seqs, _dflt_max_num_batched_tokens, _dflt_enforce_eager, _dflt_enable_expert_parallel, _dflt_flashinfer_sampler, _dflt_vllm_use_v1, _dflt_cpu_offload_gb, _dflt_enable_lora, _dflt_max_loras, _dflt_max_lora_rank, _dflt_max_cpu_loras, _dflt_lora_dtype, _dflt_lora_paths, _dflt_max_loras_per_batch, _dflt_limit_mm_per_prompt, _dflt_language_model_only, _dflt_mm_encoder_tp_mode, _dflt_speculative_config, _dflt_mem_fraction_static, _dflt_chunked_prefill_size, _dflt_max_running_requests, _dflt_swa_full_tokens_ratio, _dflt_max_mamba_cache_size, _dflt_mamba_ssm_dtype, _dflt_enable_multimodal, _dflt_enable_dp_attention, _dflt_dp_size, _dflt_speculative_algorithm, _dflt_speculative_draft_model_path, _dflt_speculative_num_steps, _dflt_speculative_eagle_topk, _dflt_speculative_num_draft_tokens, _dflt_n_gpu_layers, _dflt_flash_attn, _dflt_split_mode, _dflt_backend, _dflt_num_gpu, _dflt_num_parallel, _dflt_gpu_overhead, _dflt_attn_implementation, _dflt_transformers_version, _dflt_expandable_segments, _dflt_kv_cache_free_gpu_memory_fraction, _dflt_max_batch_size, _dflt_max_num_tokens, _dflt_pp_size, _dflt_ep_size, _dflt_enable_attention_dp, _dflt_tokens_per_block, _return_type):
  def __init__(self,*,name:_type_name=_dflt_name,version:_type_version=_dflt_version,gpu_memory_utilization:_type_gpu_memory_utilization=_dflt_gpu_memory_utilization,max_num_seqs:_type_max_num_seqs=_dflt_max_num_seqs,max_num_batched_tokens:_type_max_num_batched_tokens=_dflt_max_num_batched_tokens,enforce_eager:_type_enforce_eager=_dflt_enforce_eager,enable_expert_parallel:_type_enable_expert_parallel=_dflt_enable_expert_parallel,flashinfer_sampler:_type_flashinfer_sampler=_dflt_flashinfer_sampler,vllm_use_v1:_type_vllm_use_v1=_dflt_vllm_use_v1,cpu_offload_gb:_type_cpu_offload_gb=_dflt_cpu_offload_gb,enable_lora:_type_enable_lora=_dflt_enable_lora,max_loras:_type_max_loras=_dflt_max_loras,max_lora_rank:_type_max_lora_rank=_dflt_max_lora_rank,max_cpu_loras:_type_max_cpu_loras=_dflt_max_cpu_loras,lora_dtype:_type_lora_dtype=_dflt_lora_dtype,lora_paths:_type_lora_paths=_dflt_lora_paths,max_loras_per_batch:_type_max_loras_per_batch=_dflt_max_loras_per_batch,limit_mm_per_prompt:_type_limit_mm_per_prompt=_dflt_limit_mm_per_prompt,language_model_only:_type_language_model_only=_dflt_language_model_only,mm_encoder_tp_mode:_type_mm_encoder_tp_mode=_dflt_mm_encoder_tp_mode,speculative_config:_type_speculative_config=_dflt_speculative_config,mem_fraction_static:_type_mem_fraction_static=_dflt_mem_fraction_static,chunked_prefill_size:_type_chunked_prefill_size=_dflt_chunked_prefill_size,max_running_requests:_type_max_running_requests=_dflt_max_running_requests,swa_full_tokens_ratio:_type_swa_full_tokens_ratio=_dflt_swa_full_tokens_ratio,max_mamba_cache_size:_type_max_mamba_cache_size=_dflt_max_mamba_cache_size,mamba_ssm_dtype:_type_mamba_ssm_dtype=_dflt_mamba_ssm_dtype,enable_multimodal:_type_enable_multimodal=_dflt_enable_multimodal,enable_dp_attention:_type_enable_dp_attention=_dflt_enable_dp_attention,dp_size:_type_dp_size=_dflt_dp_size,speculative_algorithm:_type_speculative_algorithm=_dflt_speculative_algorithm,speculative_draft_model_path:_type_speculative_draft_model_path=_dflt_speculative_draft_model_path,speculative_num_steps:_type_speculative_num_steps=_dflt_speculative_num_steps,speculative_eagle_topk:_type_speculative_eagle_topk=_dflt_speculative_eagle_topk,speculative_num_draft_tokens:_type_speculative_num_draft_tokens=_dflt_speculative_num_draft_tokens,n_gpu_layers:_type_n_gpu_layers=_dflt_n_gpu_layers,flash_attn:_type_flash_attn=_dflt_flash_attn,split_mode:_type_split_mode=_dflt_split_mode,backend:_type_backend=_dflt_backend,num_gpu:_type_num_gpu=_dflt_num_gpu,num_parallel:_type_num_parallel=_dflt_num_parallel,gpu_overhead:_type_gpu_overhead=_dflt_gpu_overhead,attn_implementation:_type_attn_implementation=_dflt_attn_implementation,transformers_version:_type_transformers_version=_dflt_transformers_version,expandable_segments:_type_expandable_segments=_dflt_expandable_segments,kv_cache_free_gpu_memory_fraction:_type_kv_cache_free_gpu_memory_fraction=_dflt_kv_cache_free_gpu_memory_fraction,max_batch_size:_type_max_batch_size=_dflt_max_batch_size,max_num_tokens:_type_max_num_tokens=_dflt_max_num_tokens,pp_size:_type_pp_size=_dflt_pp_size,ep_size:_type_ep_size=_dflt_ep_size,enable_attention_dp:_type_enable_attention_dp=_dflt_enable_attention_dp,tokens_per_block:_type_tokens_per_block=_dflt_tokens_per_block)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'version',version)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_memory_utilization',gpu_memory_utilization)
-  __dataclass_builtins_object__.__setattr__(self,'max_num_seqs',max_num_seqs)
-  __dataclass_builtins_object__.__setattr__(self,'max_num_batched_tokens',max_num_batched_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'enforce_eager',enforce_eager)
-  __dataclass_builtins_object__.__setattr__(self,'enable_expert_parallel',enable_expert_parallel)
-  __dataclass_builtins_object__.__setattr__(self,'flashinfer_sampler',flashinfer_sampler)
-  __dataclass_builtins_object__.__setattr__(self,'vllm_use_v1',vllm_use_v1)
-  __dataclass_builtins_object__.__setattr__(self,'cpu_offload_gb',cpu_offload_gb)
-  __dataclass_builtins_object__.__setattr__(self,'enable_lora',enable_lora)
-  __dataclass_builtins_object__.__setattr__(self,'max_loras',max_loras)
-  __dataclass_builtins_object__.__setattr__(self,'max_lora_rank',max_lora_rank)
-  __dataclass_builtins_object__.__setattr__(self,'max_cpu_loras',max_cpu_loras)
-  __dataclass_builtins_object__.__setattr__(self,'lora_dtype',lora_dtype)
-  __dataclass_builtins_object__.__setattr__(self,'lora_paths',lora_paths)
-  __dataclass_builtins_object__.__setattr__(self,'max_loras_per_batch',max_loras_per_batch)
-  __dataclass_builtins_object__.__setattr__(self,'limit_mm_per_prompt',limit_mm_per_prompt)
-  __dataclass_builtins_object__.__setattr__(self,'language_model_only',language_model_only)
-  __dataclass_builtins_object__.__setattr__(self,'mm_encoder_tp_mode',mm_encoder_tp_mode)
-  __dataclass_builtins_object__.__setattr__(self,'speculative_config',speculative_config)
-  __dataclass_builtins_object__.__setattr__(self,'mem_fraction_static',mem_fraction_static)
-  __dataclass_builtins_object__.__setattr__(self,'chunked_prefill_size',chunked_prefill_size)
-  __dataclass_builtins_object__.__setattr__(self,'max_running_requests',max_running_requests)
-  __dataclass_builtins_object__.__setattr__(self,'swa_full_tokens_ratio',swa_full_tokens_ratio)
-  __dataclass_builtins_object__.__setattr__(self,'max_mamba_cache_size',max_mamba_cache_size)
-  __dataclass_builtins_object__.__setattr__(self,'mamba_ssm_dtype',mamba_ssm_dtype)
-  __dataclass_builtins_object__.__setattr__(self,'enable_multimodal',enable_multimodal)
-  __dataclass_builtins_object__.__setattr__(self,'enable_dp_attention',enable_dp_attention)
-  __dataclass_builtins_object__.__setattr__(self,'dp_size',dp_size)
-  __dataclass_builtins_object__.__setattr__(self,'speculative_algorithm',speculative_algorithm)
-  __dataclass_builtins_object__.__setattr__(self,'speculative_draft_model_path',speculative_draft_model_path)
-  __dataclass_builtins_object__.__setattr__(self,'speculative_num_steps',speculative_num_steps)
-  __dataclass_builtins_object__.__setattr__(self,'speculative_eagle_topk',speculative_eagle_topk)
-  __dataclass_builtins_object__.__setattr__(self,'speculative_num_draft_tokens',speculative_num_draft_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'n_gpu_layers',n_gpu_layers)
-  __dataclass_builtins_object__.__setattr__(self,'flash_attn',flash_attn)
-  __dataclass_builtins_object__.__setattr__(self,'split_mode',split_mode)
-  __dataclass_builtins_object__.__setattr__(self,'backend',backend)
-  __dataclass_builtins_object__.__setattr__(self,'num_gpu',num_gpu)
-  __dataclass_builtins_object__.__setattr__(self,'num_parallel',num_parallel)
-  __dataclass_builtins_object__.__setattr__(self,'gpu_overhead',gpu_overhead)
-  __dataclass_builtins_object__.__setattr__(self,'attn_implementation',attn_implementation)
-  __dataclass_builtins_object__.__setattr__(self,'transformers_version',transformers_version)
-  __dataclass_builtins_object__.__setattr__(self,'expandable_segments',expandable_segments)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_free_gpu_memory_fraction',kv_cache_free_gpu_memory_fraction)
-  __dataclass_builtins_object__.__setattr__(self,'max_batch_size',max_batch_size)
-  __dataclass_builtins_object__.__setattr__(self,'max_num_tokens',max_num_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'pp_size',pp_size)
-  __dataclass_builtins_object__.__setattr__(self,'ep_size',ep_size)
-  __dataclass_builtins_object__.__setattr__(self,'enable_attention_dp',enable_attention_dp)
-  __dataclass_builtins_object__.__setattr__(self,'tokens_per_block',tokens_per_block)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['name']=name
+  __dataclass_dict__['version']=version
+  __dataclass_dict__['gpu_memory_utilization']=gpu_memory_utilization
+  __dataclass_dict__['max_num_seqs']=max_num_seqs
+  __dataclass_dict__['max_num_batched_tokens']=max_num_batched_tokens
+  __dataclass_dict__['enforce_eager']=enforce_eager
+  __dataclass_dict__['enable_expert_parallel']=enable_expert_parallel
+  __dataclass_dict__['flashinfer_sampler']=flashinfer_sampler
+  __dataclass_dict__['vllm_use_v1']=vllm_use_v1
+  __dataclass_dict__['cpu_offload_gb']=cpu_offload_gb
+  __dataclass_dict__['enable_lora']=enable_lora
+  __dataclass_dict__['max_loras']=max_loras
+  __dataclass_dict__['max_lora_rank']=max_lora_rank
+  __dataclass_dict__['max_cpu_loras']=max_cpu_loras
+  __dataclass_dict__['lora_dtype']=lora_dtype
+  __dataclass_dict__['lora_paths']=lora_paths
+  __dataclass_dict__['max_loras_per_batch']=max_loras_per_batch
+  __dataclass_dict__['limit_mm_per_prompt']=limit_mm_per_prompt
+  __dataclass_dict__['language_model_only']=language_model_only
+  __dataclass_dict__['mm_encoder_tp_mode']=mm_encoder_tp_mode
+  __dataclass_dict__['speculative_config']=speculative_config
+  __dataclass_dict__['mem_fraction_static']=mem_fraction_static
+  __dataclass_dict__['chunked_prefill_size']=chunked_prefill_size
+  __dataclass_dict__['max_running_requests']=max_running_requests
+  __dataclass_dict__['swa_full_tokens_ratio']=swa_full_tokens_ratio
+  __dataclass_dict__['max_mamba_cache_size']=max_mamba_cache_size
+  __dataclass_dict__['mamba_ssm_dtype']=mamba_ssm_dtype
+  __dataclass_dict__['enable_multimodal']=enable_multimodal
+  __dataclass_dict__['enable_dp_attention']=enable_dp_attention
+  __dataclass_dict__['dp_size']=dp_size
+  __dataclass_dict__['speculative_algorithm']=speculative_algorithm
+  __dataclass_dict__['speculative_draft_model_path']=speculative_draft_model_path
+  __dataclass_dict__['speculative_num_steps']=speculative_num_steps
+  __dataclass_dict__['speculative_eagle_topk']=speculative_eagle_topk
+  __dataclass_dict__['speculative_num_draft_tokens']=speculative_num_draft_tokens
+  __dataclass_dict__['n_gpu_layers']=n_gpu_layers
+  __dataclass_dict__['flash_attn']=flash_attn
+  __dataclass_dict__['split_mode']=split_mode
+  __dataclass_dict__['backend']=backend
+  __dataclass_dict__['num_gpu']=num_gpu
+  __dataclass_dict__['num_parallel']=num_parallel
+  __dataclass_dict__['gpu_overhead']=gpu_overhead
+  __dataclass_dict__['attn_implementation']=attn_implementation
+  __dataclass_dict__['transformers_version']=transformers_version
+  __dataclass_dict__['expandable_segments']=expandable_segments
+  __dataclass_dict__['kv_cache_free_gpu_memory_fraction']=kv_cache_free_gpu_memory_fraction
+  __dataclass_dict__['max_batch_size']=max_batch_size
+  __dataclass_dict__['max_num_tokens']=max_num_tokens
+  __dataclass_dict__['pp_size']=pp_size
+  __dataclass_dict__['ep_size']=ep_size
+  __dataclass_dict__['enable_attention_dp']=enable_attention_dp
+  __dataclass_dict__['tokens_per_block']=tokens_per_block
  return __init__
-CODE["def __create_fn__(_type_name, _type_version, _type_gpu_memory_utilization, _type_max_num_seqs, _type_max_num_batched_tokens, _type_enforce_eager, _type_enable_expert_parallel, _type_flashinfer_sampler, _type_vllm_use_v1, _type_cpu_offload_gb, _type_enable_lora, _type_max_loras, _type_max_lora_rank, _type_max_cpu_loras, _type_lora_dtype, _type_lora_paths, _type_max_loras_per_batch, _type_limit_mm_per_prompt, _type_language_model_only, _type_mm_encoder_tp_mode, _type_speculative_config, _type_mem_fraction_static, _type_chunked_prefill_size, _type_max_running_requests, _type_swa_full_tokens_ratio, _type_max_mamba_cache_size, _type_mamba_ssm_dtype, _type_enable_multimodal, _type_enable_dp_attention, _type_dp_size, _type_speculative_algorithm, _type_speculative_draft_model_path, _type_speculative_num_steps, _type_speculative_eagle_topk, _type_speculative_num_draft_tokens, _type_n_gpu_layers, _type_flash_attn, _type_split_mode, _type_backend, _type_num_gpu, _type_num_parallel, _type_gpu_overhead, _type_attn_implementation, _type_transformers_version, _type_expandable_segments, _type_kv_cache_free_gpu_memory_fraction, _type_max_batch_size, _type_max_num_tokens, _type_pp_size, _type_ep_size, _type_enable_attention_dp, _type_tokens_per_block, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_name, _dflt_version, _dflt_gpu_memory_utilization, _dflt_max_num_seqs, _dflt_max_num_batched_tokens, _dflt_enforce_eager, _dflt_enable_expert_parallel, _dflt_flashinfer_sampler, _dflt_vllm_use_v1, _dflt_cpu_offload_gb, _dflt_enable_lora, _dflt_max_loras, _dflt_max_lora_rank, _dflt_max_cpu_loras, _dflt_lora_dtype, _dflt_lora_paths, _dflt_max_loras_per_batch, _dflt_limit_mm_per_prompt, _dflt_language_model_only, _dflt_mm_encoder_tp_mode, _dflt_speculative_config, _dflt_mem_fraction_static, _dflt_chunked_prefill_size, _dflt_max_running_requests, _dflt_swa_full_tokens_ratio, _dflt_max_mamba_cache_size, _dflt_mamba_ssm_dtype, _dflt_enable_multimodal, _dflt_enable_dp_attention, _dflt_dp_size, _dflt_speculative_algorithm, _dflt_speculative_draft_model_path, _dflt_speculative_num_steps, _dflt_speculative_eagle_topk, _dflt_speculative_num_draft_tokens, _dflt_n_gpu_layers, _dflt_flash_attn, _dflt_split_mode, _dflt_backend, _dflt_num_gpu, _dflt_num_parallel, _dflt_gpu_overhead, _dflt_attn_implementation, _dflt_transformers_version, _dflt_expandable_segments, _dflt_kv_cache_free_gpu_memory_fraction, _dflt_max_batch_size, _dflt_max_num_tokens, _dflt_pp_size, _dflt_ep_size, _dflt_enable_attention_dp, _dflt_tokens_per_block, _return_type):\n def __init__(self,*,name:_type_name=_dflt_name,version:_type_version=_dflt_version,gpu_memory_utilization:_type_gpu_memory_utilization=_dflt_gpu_memory_utilization,max_num_seqs:_type_max_num_seqs=_dflt_max_num_seqs,max_num_batched_tokens:_type_max_num_batched_tokens=_dflt_max_num_batched_tokens,enforce_eager:_type_enforce_eager=_dflt_enforce_eager,enable_expert_parallel:_type_enable_expert_parallel=_dflt_enable_expert_parallel,flashinfer_sampler:_type_flashinfer_sampler=_dflt_flashinfer_sampler,vllm_use_v1:_type_vllm_use_v1=_dflt_vllm_use_v1,cpu_offload_gb:_type_cpu_offload_gb=_dflt_cpu_offload_gb,enable_lora:_type_enable_lora=_dflt_enable_lora,max_loras:_type_max_loras=_dflt_max_loras,max_lora_rank:_type_max_lora_rank=_dflt_max_lora_rank,max_cpu_loras:_type_max_cpu_loras=_dflt_max_cpu_loras,lora_dtype:_type_lora_dtype=_dflt_lora_dtype,lora_paths:_type_lora_paths=_dflt_lora_paths,max_loras_per_batch:_type_max_loras_per_batch=_dflt_max_loras_per_batch,limit_mm_per_prompt:_type_limit_mm_per_prompt=_dflt_limit_mm_per_prompt,language_model_only:_type_language_model_only=_dflt_language_model_only,mm_encoder_tp_mode:_type_mm_encoder_tp_mode=_dflt_mm_encoder_tp_mode,speculative_config:_type_speculative_config=_dflt_speculative_config,mem_fraction_static:_type_mem_fraction_static=_dflt_mem_fraction_static,chunked_prefill_size:_type_chunked_prefill_size=_dflt_chunked_prefill_size,max_running_requests:_type_max_running_requests=_dflt_max_running_requests,swa_full_tokens_ratio:_type_swa_full_tokens_ratio=_dflt_swa_full_tokens_ratio,max_mamba_cache_size:_type_max_mamba_cache_size=_dflt_max_mamba_cache_size,mamba_ssm_dtype:_type_mamba_ssm_dtype=_dflt_mamba_ssm_dtype,enable_multimodal:_type_enable_multimodal=_dflt_enable_multimodal,enable_dp_attention:_type_enable_dp_attention=_dflt_enable_dp_attention,dp_size:_type_dp_size=_dflt_dp_size,speculative_algorithm:_type_speculative_algorithm=_dflt_speculative_algorithm,speculative_draft_model_path:_type_speculative_draft_model_path=_dflt_speculative_draft_model_path,speculative_num_steps:_type_speculative_num_steps=_dflt_speculative_num_steps,speculative_eagle_topk:_type_speculative_eagle_topk=_dflt_speculative_eagle_topk,speculative_num_draft_tokens:_type_speculative_num_draft_tokens=_dflt_speculative_num_draft_tokens,n_gpu_layers:_type_n_gpu_layers=_dflt_n_gpu_layers,flash_attn:_type_flash_attn=_dflt_flash_attn,split_mode:_type_split_mode=_dflt_split_mode,backend:_type_backend=_dflt_backend,num_gpu:_type_num_gpu=_dflt_num_gpu,num_parallel:_type_num_parallel=_dflt_num_parallel,gpu_overhead:_type_gpu_overhead=_dflt_gpu_overhead,attn_implementation:_type_attn_implementation=_dflt_attn_implementation,transformers_version:_type_transformers_version=_dflt_transformers_version,expandable_segments:_type_expandable_segments=_dflt_expandable_segments,kv_cache_free_gpu_memory_fraction:_type_kv_cache_free_gpu_memory_fraction=_dflt_kv_cache_free_gpu_memory_fraction,max_batch_size:_type_max_batch_size=_dflt_max_batch_size,max_num_tokens:_type_max_num_tokens=_dflt_max_num_tokens,pp_size:_type_pp_size=_dflt_pp_size,ep_size:_type_ep_size=_dflt_ep_size,enable_attention_dp:_type_enable_attention_dp=_dflt_enable_attention_dp,tokens_per_block:_type_tokens_per_block=_dflt_tokens_per_block)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'version',version)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_memory_utilization',gpu_memory_utilization)\n  __dataclass_builtins_object__.__setattr__(self,'max_num_seqs',max_num_seqs)\n  __dataclass_builtins_object__.__setattr__(self,'max_num_batched_tokens',max_num_batched_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'enforce_eager',enforce_eager)\n  __dataclass_builtins_object__.__setattr__(self,'enable_expert_parallel',enable_expert_parallel)\n  __dataclass_builtins_object__.__setattr__(self,'flashinfer_sampler',flashinfer_sampler)\n  __dataclass_builtins_object__.__setattr__(self,'vllm_use_v1',vllm_use_v1)\n  __dataclass_builtins_object__.__setattr__(self,'cpu_offload_gb',cpu_offload_gb)\n  __dataclass_builtins_object__.__setattr__(self,'enable_lora',enable_lora)\n  __dataclass_builtins_object__.__setattr__(self,'max_loras',max_loras)\n  __dataclass_builtins_object__.__setattr__(self,'max_lora_rank',max_lora_rank)\n  __dataclass_builtins_object__.__setattr__(self,'max_cpu_loras',max_cpu_loras)\n  __dataclass_builtins_object__.__setattr__(self,'lora_dtype',lora_dtype)\n  __dataclass_builtins_object__.__setattr__(self,'lora_paths',lora_paths)\n  __dataclass_builtins_object__.__setattr__(self,'max_loras_per_batch',max_loras_per_batch)\n  __dataclass_builtins_object__.__setattr__(self,'limit_mm_per_prompt',limit_mm_per_prompt)\n  __dataclass_builtins_object__.__setattr__(self,'language_model_only',language_model_only)\n  __dataclass_builtins_object__.__setattr__(self,'mm_encoder_tp_mode',mm_encoder_tp_mode)\n  __dataclass_builtins_object__.__setattr__(self,'speculative_config',speculative_config)\n  __dataclass_builtins_object__.__setattr__(self,'mem_fraction_static',mem_fraction_static)\n  __dataclass_builtins_object__.__setattr__(self,'chunked_prefill_size',chunked_prefill_size)\n  __dataclass_builtins_object__.__setattr__(self,'max_running_requests',max_running_requests)\n  __dataclass_builtins_object__.__setattr__(self,'swa_full_tokens_ratio',swa_full_tokens_ratio)\n  __dataclass_builtins_object__.__setattr__(self,'max_mamba_cache_size',max_mamba_cache_size)\n  __dataclass_builtins_object__.__setattr__(self,'mamba_ssm_dtype',mamba_ssm_dtype)\n  __dataclass_builtins_object__.__setattr__(self,'enable_multimodal',enable_multimodal)\n  __dataclass_builtins_object__.__setattr__(self,'enable_dp_attention',enable_dp_attention)\n  __dataclass_builtins_object__.__setattr__(self,'dp_size',dp_size)\n  __dataclass_builtins_object__.__setattr__(self,'speculative_algorithm',speculative_algorithm)\n  __dataclass_builtins_object__.__setattr__(self,'speculative_draft_model_path',speculative_draft_model_path)\n  __dataclass_builtins_object__.__setattr__(self,'speculative_num_steps',speculative_num_steps)\n  __dataclass_builtins_object__.__setattr__(self,'speculative_eagle_topk',speculative_eagle_topk)\n  __dataclass_builtins_object__.__setattr__(self,'speculative_num_draft_tokens',speculative_num_draft_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'n_gpu_layers',n_gpu_layers)\n  __dataclass_builtins_object__.__setattr__(self,'flash_attn',flash_attn)\n  __dataclass_builtins_object__.__setattr__(self,'split_mode',split_mode)\n  __dataclass_builtins_object__.__setattr__(self,'backend',backend)\n  __dataclass_builtins_object__.__setattr__(self,'num_gpu',num_gpu)\n  __dataclass_builtins_object__.__setattr__(self,'num_parallel',num_parallel)\n  __dataclass_builtins_object__.__setattr__(self,'gpu_overhead',gpu_overhead)\n  __dataclass_builtins_object__.__setattr__(self,'attn_implementation',attn_implementation)\n  __dataclass_builtins_object__.__setattr__(self,'transformers_version',transformers_version)\n  __dataclass_builtins_object__.__setattr__(self,'expandable_segments',expandable_segments)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_free_gpu_memory_fraction',kv_cache_free_gpu_memory_fraction)\n  __dataclass_builtins_object__.__setattr__(self,'max_batch_size',max_batch_size)\n  __dataclass_builtins_object__.__setattr__(self,'max_num_tokens',max_num_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'pp_size',pp_size)\n  __dataclass_builtins_object__.__setattr__(self,'ep_size',ep_size)\n  __dataclass_builtins_object__.__setattr__(self,'enable_attention_dp',enable_attention_dp)\n  __dataclass_builtins_object__.__setattr__(self,'tokens_per_block',tokens_per_block)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_name, _type_version, _type_gpu_memory_utilization, _type_max_num_seqs, _type_max_num_batched_tokens, _type_enforce_eager, _type_enable_expert_parallel, _type_flashinfer_sampler, _type_vllm_use_v1, _type_cpu_offload_gb, _type_enable_lora, _type_max_loras, _type_max_lora_rank, _type_max_cpu_loras, _type_lora_dtype, _type_lora_paths, _type_max_loras_per_batch, _type_limit_mm_per_prompt, _type_language_model_only, _type_mm_encoder_tp_mode, _type_speculative_config, _type_mem_fraction_static, _type_chunked_prefill_size, _type_max_running_requests, _type_swa_full_tokens_ratio, _type_max_mamba_cache_size, _type_mamba_ssm_dtype, _type_enable_multimodal, _type_enable_dp_attention, _type_dp_size, _type_speculative_algorithm, _type_speculative_draft_model_path, _type_speculative_num_steps, _type_speculative_eagle_topk, _type_speculative_num_draft_tokens, _type_n_gpu_layers, _type_flash_attn, _type_split_mode, _type_backend, _type_num_gpu, _type_num_parallel, _type_gpu_overhead, _type_attn_implementation, _type_transformers_version, _type_expandable_segments, _type_kv_cache_free_gpu_memory_fraction, _type_max_batch_size, _type_max_num_tokens, _type_pp_size, _type_ep_size, _type_enable_attention_dp, _type_tokens_per_block, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_name, _dflt_version, _dflt_gpu_memory_utilization, _dflt_max_num_seqs, _dflt_max_num_batched_tokens, _dflt_enforce_eager, _dflt_enable_expert_parallel, _dflt_flashinfer_sampler, _dflt_vllm_use_v1, _dflt_cpu_offload_gb, _dflt_enable_lora, _dflt_max_loras, _dflt_max_lora_rank, _dflt_max_cpu_loras, _dflt_lora_dtype, _dflt_lora_paths, _dflt_max_loras_per_batch, _dflt_limit_mm_per_prompt, _dflt_language_model_only, _dflt_mm_encoder_tp_mode, _dflt_speculative_config, _dflt_mem_fraction_static, _dflt_chunked_prefill_size, _dflt_max_running_requests, _dflt_swa_full_tokens_ratio, _dflt_max_mamba_cache_size, _dflt_mamba_ssm_dtype, _dflt_enable_multimodal, _dflt_enable_dp_attention, _dflt_dp_size, _dflt_speculative_algorithm, _dflt_speculative_draft_model_path, _dflt_speculative_num_steps, _dflt_speculative_eagle_topk, _dflt_speculative_num_draft_tokens, _dflt_n_gpu_layers, _dflt_flash_attn, _dflt_split_mode, _dflt_backend, _dflt_num_gpu, _dflt_num_parallel, _dflt_gpu_overhead, _dflt_attn_implementation, _dflt_transformers_version, _dflt_expandable_segments, _dflt_kv_cache_free_gpu_memory_fraction, _dflt_max_batch_size, _dflt_max_num_tokens, _dflt_pp_size, _dflt_ep_size, _dflt_enable_attention_dp, _dflt_tokens_per_block, _return_type):\n def __init__(self,*,name:_type_name=_dflt_name,version:_type_version=_dflt_version,gpu_memory_utilization:_type_gpu_memory_utilization=_dflt_gpu_memory_utilization,max_num_seqs:_type_max_num_seqs=_dflt_max_num_seqs,max_num_batched_tokens:_type_max_num_batched_tokens=_dflt_max_num_batched_tokens,enforce_eager:_type_enforce_eager=_dflt_enforce_eager,enable_expert_parallel:_type_enable_expert_parallel=_dflt_enable_expert_parallel,flashinfer_sampler:_type_flashinfer_sampler=_dflt_flashinfer_sampler,vllm_use_v1:_type_vllm_use_v1=_dflt_vllm_use_v1,cpu_offload_gb:_type_cpu_offload_gb=_dflt_cpu_offload_gb,enable_lora:_type_enable_lora=_dflt_enable_lora,max_loras:_type_max_loras=_dflt_max_loras,max_lora_rank:_type_max_lora_rank=_dflt_max_lora_rank,max_cpu_loras:_type_max_cpu_loras=_dflt_max_cpu_loras,lora_dtype:_type_lora_dtype=_dflt_lora_dtype,lora_paths:_type_lora_paths=_dflt_lora_paths,max_loras_per_batch:_type_max_loras_per_batch=_dflt_max_loras_per_batch,limit_mm_per_prompt:_type_limit_mm_per_prompt=_dflt_limit_mm_per_prompt,language_model_only:_type_language_model_only=_dflt_language_model_only,mm_encoder_tp_mode:_type_mm_encoder_tp_mode=_dflt_mm_encoder_tp_mode,speculative_config:_type_speculative_config=_dflt_speculative_config,mem_fraction_static:_type_mem_fraction_static=_dflt_mem_fraction_static,chunked_prefill_size:_type_chunked_prefill_size=_dflt_chunked_prefill_size,max_running_requests:_type_max_running_requests=_dflt_max_running_requests,swa_full_tokens_ratio:_type_swa_full_tokens_ratio=_dflt_swa_full_tokens_ratio,max_mamba_cache_size:_type_max_mamba_cache_size=_dflt_max_mamba_cache_size,mamba_ssm_dtype:_type_mamba_ssm_dtype=_dflt_mamba_ssm_dtype,enable_multimodal:_type_enable_multimodal=_dflt_enable_multimodal,enable_dp_attention:_type_enable_dp_attention=_dflt_enable_dp_attention,dp_size:_type_dp_size=_dflt_dp_size,speculative_algorithm:_type_speculative_algorithm=_dflt_speculative_algorithm,speculative_draft_model_path:_type_speculative_draft_model_path=_dflt_speculative_draft_model_path,speculative_num_steps:_type_speculative_num_steps=_dflt_speculative_num_steps,speculative_eagle_topk:_type_speculative_eagle_topk=_dflt_speculative_eagle_topk,speculative_num_draft_tokens:_type_speculative_num_draft_tokens=_dflt_speculative_num_draft_tokens,n_gpu_layers:_type_n_gpu_layers=_dflt_n_gpu_layers,flash_attn:_type_flash_attn=_dflt_flash_attn,split_mode:_type_split_mode=_dflt_split_mode,backend:_type_backend=_dflt_backend,num_gpu:_type_num_gpu=_dflt_num_gpu,num_parallel:_type_num_parallel=_dflt_num_parallel,gpu_overhead:_type_gpu_overhead=_dflt_gpu_overhead,attn_implementation:_type_attn_implementation=_dflt_attn_implementation,transformers_version:_type_transformers_version=_dflt_transformers_version,expandable_segments:_type_expandable_segments=_dflt_expandable_segments,kv_cache_free_gpu_memory_fraction:_type_kv_cache_free_gpu_memory_fraction=_dflt_kv_cache_free_gpu_memory_fraction,max_batch_size:_type_max_batch_size=_dflt_max_batch_size,max_num_tokens:_type_max_num_tokens=_dflt_max_num_tokens,pp_size:_type_pp_size=_dflt_pp_size,ep_size:_type_ep_size=_dflt_ep_size,enable_attention_dp:_type_enable_attention_dp=_dflt_enable_attention_dp,tokens_per_block:_type_tokens_per_block=_dflt_tokens_per_block)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['name']=name\n  __dataclass_dict__['version']=version\n  __dataclass_dict__['gpu_memory_utilization']=gpu_memory_utilization\n  __dataclass_dict__['max_num_seqs']=max_num_seqs\n  __dataclass_dict__['max_num_batched_tokens']=max_num_batched_tokens\n  __dataclass_dict__['enforce_eager']=enforce_eager\n  __dataclass_dict__['enable_expert_parallel']=enable_expert_parallel\n  __dataclass_dict__['flashinfer_sampler']=flashinfer_sampler\n  __dataclass_dict__['vllm_use_v1']=vllm_use_v1\n  __dataclass_dict__['cpu_offload_gb']=cpu_offload_gb\n  __dataclass_dict__['enable_lora']=enable_lora\n  __dataclass_dict__['max_loras']=max_loras\n  __dataclass_dict__['max_lora_rank']=max_lora_rank\n  __dataclass_dict__['max_cpu_loras']=max_cpu_loras\n  __dataclass_dict__['lora_dtype']=lora_dtype\n  __dataclass_dict__['lora_paths']=lora_paths\n  __dataclass_dict__['max_loras_per_batch']=max_loras_per_batch\n  __dataclass_dict__['limit_mm_per_prompt']=limit_mm_per_prompt\n  __dataclass_dict__['language_model_only']=language_model_only\n  __dataclass_dict__['mm_encoder_tp_mode']=mm_encoder_tp_mode\n  __dataclass_dict__['speculative_config']=speculative_config\n  __dataclass_dict__['mem_fraction_static']=mem_fraction_static\n  __dataclass_dict__['chunked_prefill_size']=chunked_prefill_size\n  __dataclass_dict__['max_running_requests']=max_running_requests\n  __dataclass_dict__['swa_full_tokens_ratio']=swa_full_tokens_ratio\n  __dataclass_dict__['max_mamba_cache_size']=max_mamba_cache_size\n  __dataclass_dict__['mamba_ssm_dtype']=mamba_ssm_dtype\n  __dataclass_dict__['enable_multimodal']=enable_multimodal\n  __dataclass_dict__['enable_dp_attention']=enable_dp_attention\n  __dataclass_dict__['dp_size']=dp_size\n  __dataclass_dict__['speculative_algorithm']=speculative_algorithm\n  __dataclass_dict__['speculative_draft_model_path']=speculative_draft_model_path\n  __dataclass_dict__['speculative_num_steps']=speculative_num_steps\n  __dataclass_dict__['speculative_eagle_topk']=speculative_eagle_topk\n  __dataclass_dict__['speculative_num_draft_tokens']=speculative_num_draft_tokens\n  __dataclass_dict__['n_gpu_layers']=n_gpu_layers\n  __dataclass_dict__['flash_attn']=flash_attn\n  __dataclass_dict__['split_mode']=split_mode\n  __dataclass_dict__['backend']=backend\n  __dataclass_dict__['num_gpu']=num_gpu\n  __dataclass_dict__['num_parallel']=num_parallel\n  __dataclass_dict__['gpu_overhead']=gpu_overhead\n  __dataclass_dict__['attn_implementation']=attn_implementation\n  __dataclass_dict__['transformers_version']=transformers_version\n  __dataclass_dict__['expandable_segments']=expandable_segments\n  __dataclass_dict__['kv_cache_free_gpu_memory_fraction']=kv_cache_free_gpu_memory_fraction\n  __dataclass_dict__['max_batch_size']=max_batch_size\n  __dataclass_dict__['max_num_tokens']=max_num_tokens\n  __dataclass_dict__['pp_size']=pp_size\n  __dataclass_dict__['ep_size']=ep_size\n  __dataclass_dict__['enable_attention_dp']=enable_attention_dp\n  __dataclass_dict__['tokens_per_block']=tokens_per_block\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_name, _type_version, _type_note, _type_evaluate, _type_effective_settings, _type_releases, _type_refuses_context, _type_refuses_device, _type_build, _type_build_labels, _type_build_vendors, _type_levers, _type_kv_cache_types, _type_kv_default, _type_model_kv_default, _type_budget, _type_max_sequences, _type_prefill_budget, _type_pages_kv, _type_serves, _type_splits_layers, _type_quantizes_on_load, _type_nodes, _type_notes, _type_prefix_cache, _type_host_weights, _type_across_servers, _type_fixed_length_benchmark, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_effective_settings, _dflt_releases, _dflt_refuses_context, _dflt_refuses_device, _dflt_build, _dflt_build_labels, _dflt_build_vendors, _dflt_levers, _dflt_kv_cache_types, _dflt_kv_default, _dflt_model_kv_default, _dflt_budget, _dflt_max_sequences, _dflt_prefill_budget, _dflt_pages_kv, _dflt_serves, _dflt_splits_layers, _dflt_quantizes_on_load, _dflt_nodes, _dflt_notes, _dflt_prefix_cache, _dflt_host_weights, _dflt_across_servers, _dflt_fixed_length_benchmark, _return_type):
  def __init__(self,*,name:_type_name,version:_type_version,note:_type_note,evaluate:_type_evaluate,effective_settings:_type_effective_settings=_dflt_effective_settings,releases:_type_releases=_dflt_releases,refuses_context:_type_refuses_context=_dflt_refuses_context,refuses_device:_type_refuses_device=_dflt_refuses_device,build:_type_build=_dflt_build,build_labels:_type_build_labels=_HAS_DEFAULT_FACTORY,build_vendors:_type_build_vendors=_HAS_DEFAULT_FACTORY,levers:_type_levers=_dflt_levers,kv_cache_types:_type_kv_cache_types=_HAS_DEFAULT_FACTORY,kv_default:_type_kv_default=_dflt_kv_default,model_kv_default:_type_model_kv_default=_dflt_model_kv_default,budget:_type_budget=_dflt_budget,max_sequences:_type_max_sequences=_dflt_max_sequences,prefill_budget:_type_prefill_budget=_dflt_prefill_budget,pages_kv:_type_pages_kv=_dflt_pages_kv,serves:_type_serves=_dflt_serves,splits_layers:_type_splits_layers=_dflt_splits_layers,quantizes_on_load:_type_quantizes_on_load=_dflt_quantizes_on_load,nodes:_type_nodes=_dflt_nodes,notes:_type_notes=_dflt_notes,prefix_cache:_type_prefix_cache=_dflt_prefix_cache,host_weights:_type_host_weights=_dflt_host_weights,across_servers:_type_across_servers=_dflt_across_servers,fixed_length_benchmark:_type_fixed_length_benchmark=_dflt_fixed_length_benchmark)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'name',name)
-  __dataclass_builtins_object__.__setattr__(self,'version',version)
-  __dataclass_builtins_object__.__setattr__(self,'note',note)
-  __dataclass_builtins_object__.__setattr__(self,'evaluate',evaluate)
-  __dataclass_builtins_object__.__setattr__(self,'effective_settings',effective_settings)
-  __dataclass_builtins_object__.__setattr__(self,'releases',releases)
-  __dataclass_builtins_object__.__setattr__(self,'refuses_context',refuses_context)
-  __dataclass_builtins_object__.__setattr__(self,'refuses_device',refuses_device)
-  __dataclass_builtins_object__.__setattr__(self,'build',build)
-  __dataclass_builtins_object__.__setattr__(self,'build_labels',_dflt_build_labels() if build_labels is _HAS_DEFAULT_FACTORY else build_labels)
-  __dataclass_builtins_object__.__setattr__(self,'build_vendors',_dflt_build_vendors() if build_vendors is _HAS_DEFAULT_FACTORY else build_vendors)
-  __dataclass_builtins_object__.__setattr__(self,'levers',levers)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_types',_dflt_kv_cache_types() if kv_cache_types is _HAS_DEFAULT_FACTORY else kv_cache_types)
-  __dataclass_builtins_object__.__setattr__(self,'kv_default',kv_default)
-  __dataclass_builtins_object__.__setattr__(self,'model_kv_default',model_kv_default)
-  __dataclass_builtins_object__.__setattr__(self,'budget',budget)
-  __dataclass_builtins_object__.__setattr__(self,'max_sequences',max_sequences)
-  __dataclass_builtins_object__.__setattr__(self,'prefill_budget',prefill_budget)
-  __dataclass_builtins_object__.__setattr__(self,'pages_kv',pages_kv)
-  __dataclass_builtins_object__.__setattr__(self,'serves',serves)
-  __dataclass_builtins_object__.__setattr__(self,'splits_layers',splits_layers)
-  __dataclass_builtins_object__.__setattr__(self,'quantizes_on_load',quantizes_on_load)
-  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)
-  __dataclass_builtins_object__.__setattr__(self,'notes',notes)
-  __dataclass_builtins_object__.__setattr__(self,'prefix_cache',prefix_cache)
-  __dataclass_builtins_object__.__setattr__(self,'host_weights',host_weights)
-  __dataclass_builtins_object__.__setattr__(self,'across_servers',across_servers)
-  __dataclass_builtins_object__.__setattr__(self,'fixed_length_benchmark',fixed_length_benchmark)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['name']=name
+  __dataclass_dict__['version']=version
+  __dataclass_dict__['note']=note
+  __dataclass_dict__['evaluate']=evaluate
+  __dataclass_dict__['effective_settings']=effective_settings
+  __dataclass_dict__['releases']=releases
+  __dataclass_dict__['refuses_context']=refuses_context
+  __dataclass_dict__['refuses_device']=refuses_device
+  __dataclass_dict__['build']=build
+  __dataclass_dict__['build_labels']=_dflt_build_labels() if build_labels is _HAS_DEFAULT_FACTORY else build_labels
+  __dataclass_dict__['build_vendors']=_dflt_build_vendors() if build_vendors is _HAS_DEFAULT_FACTORY else build_vendors
+  __dataclass_dict__['levers']=levers
+  __dataclass_dict__['kv_cache_types']=_dflt_kv_cache_types() if kv_cache_types is _HAS_DEFAULT_FACTORY else kv_cache_types
+  __dataclass_dict__['kv_default']=kv_default
+  __dataclass_dict__['model_kv_default']=model_kv_default
+  __dataclass_dict__['budget']=budget
+  __dataclass_dict__['max_sequences']=max_sequences
+  __dataclass_dict__['prefill_budget']=prefill_budget
+  __dataclass_dict__['pages_kv']=pages_kv
+  __dataclass_dict__['serves']=serves
+  __dataclass_dict__['splits_layers']=splits_layers
+  __dataclass_dict__['quantizes_on_load']=quantizes_on_load
+  __dataclass_dict__['nodes']=nodes
+  __dataclass_dict__['notes']=notes
+  __dataclass_dict__['prefix_cache']=prefix_cache
+  __dataclass_dict__['host_weights']=host_weights
+  __dataclass_dict__['across_servers']=across_servers
+  __dataclass_dict__['fixed_length_benchmark']=fixed_length_benchmark
  return __init__
-CODE["def __create_fn__(_type_name, _type_version, _type_note, _type_evaluate, _type_effective_settings, _type_releases, _type_refuses_context, _type_refuses_device, _type_build, _type_build_labels, _type_build_vendors, _type_levers, _type_kv_cache_types, _type_kv_default, _type_model_kv_default, _type_budget, _type_max_sequences, _type_prefill_budget, _type_pages_kv, _type_serves, _type_splits_layers, _type_quantizes_on_load, _type_nodes, _type_notes, _type_prefix_cache, _type_host_weights, _type_across_servers, _type_fixed_length_benchmark, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_effective_settings, _dflt_releases, _dflt_refuses_context, _dflt_refuses_device, _dflt_build, _dflt_build_labels, _dflt_build_vendors, _dflt_levers, _dflt_kv_cache_types, _dflt_kv_default, _dflt_model_kv_default, _dflt_budget, _dflt_max_sequences, _dflt_prefill_budget, _dflt_pages_kv, _dflt_serves, _dflt_splits_layers, _dflt_quantizes_on_load, _dflt_nodes, _dflt_notes, _dflt_prefix_cache, _dflt_host_weights, _dflt_across_servers, _dflt_fixed_length_benchmark, _return_type):\n def __init__(self,*,name:_type_name,version:_type_version,note:_type_note,evaluate:_type_evaluate,effective_settings:_type_effective_settings=_dflt_effective_settings,releases:_type_releases=_dflt_releases,refuses_context:_type_refuses_context=_dflt_refuses_context,refuses_device:_type_refuses_device=_dflt_refuses_device,build:_type_build=_dflt_build,build_labels:_type_build_labels=_HAS_DEFAULT_FACTORY,build_vendors:_type_build_vendors=_HAS_DEFAULT_FACTORY,levers:_type_levers=_dflt_levers,kv_cache_types:_type_kv_cache_types=_HAS_DEFAULT_FACTORY,kv_default:_type_kv_default=_dflt_kv_default,model_kv_default:_type_model_kv_default=_dflt_model_kv_default,budget:_type_budget=_dflt_budget,max_sequences:_type_max_sequences=_dflt_max_sequences,prefill_budget:_type_prefill_budget=_dflt_prefill_budget,pages_kv:_type_pages_kv=_dflt_pages_kv,serves:_type_serves=_dflt_serves,splits_layers:_type_splits_layers=_dflt_splits_layers,quantizes_on_load:_type_quantizes_on_load=_dflt_quantizes_on_load,nodes:_type_nodes=_dflt_nodes,notes:_type_notes=_dflt_notes,prefix_cache:_type_prefix_cache=_dflt_prefix_cache,host_weights:_type_host_weights=_dflt_host_weights,across_servers:_type_across_servers=_dflt_across_servers,fixed_length_benchmark:_type_fixed_length_benchmark=_dflt_fixed_length_benchmark)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'version',version)\n  __dataclass_builtins_object__.__setattr__(self,'note',note)\n  __dataclass_builtins_object__.__setattr__(self,'evaluate',evaluate)\n  __dataclass_builtins_object__.__setattr__(self,'effective_settings',effective_settings)\n  __dataclass_builtins_object__.__setattr__(self,'releases',releases)\n  __dataclass_builtins_object__.__setattr__(self,'refuses_context',refuses_context)\n  __dataclass_builtins_object__.__setattr__(self,'refuses_device',refuses_device)\n  __dataclass_builtins_object__.__setattr__(self,'build',build)\n  __dataclass_builtins_object__.__setattr__(self,'build_labels',_dflt_build_labels() if build_labels is _HAS_DEFAULT_FACTORY else build_labels)\n  __dataclass_builtins_object__.__setattr__(self,'build_vendors',_dflt_build_vendors() if build_vendors is _HAS_DEFAULT_FACTORY else build_vendors)\n  __dataclass_builtins_object__.__setattr__(self,'levers',levers)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_types',_dflt_kv_cache_types() if kv_cache_types is _HAS_DEFAULT_FACTORY else kv_cache_types)\n  __dataclass_builtins_object__.__setattr__(self,'kv_default',kv_default)\n  __dataclass_builtins_object__.__setattr__(self,'model_kv_default',model_kv_default)\n  __dataclass_builtins_object__.__setattr__(self,'budget',budget)\n  __dataclass_builtins_object__.__setattr__(self,'max_sequences',max_sequences)\n  __dataclass_builtins_object__.__setattr__(self,'prefill_budget',prefill_budget)\n  __dataclass_builtins_object__.__setattr__(self,'pages_kv',pages_kv)\n  __dataclass_builtins_object__.__setattr__(self,'serves',serves)\n  __dataclass_builtins_object__.__setattr__(self,'splits_layers',splits_layers)\n  __dataclass_builtins_object__.__setattr__(self,'quantizes_on_load',quantizes_on_load)\n  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)\n  __dataclass_builtins_object__.__setattr__(self,'notes',notes)\n  __dataclass_builtins_object__.__setattr__(self,'prefix_cache',prefix_cache)\n  __dataclass_builtins_object__.__setattr__(self,'host_weights',host_weights)\n  __dataclass_builtins_object__.__setattr__(self,'across_servers',across_servers)\n  __dataclass_builtins_object__.__setattr__(self,'fixed_length_benchmark',fixed_length_benchmark)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_name, _type_version, _type_note, _type_evaluate, _type_effective_settings, _type_releases, _type_refuses_context, _type_refuses_device, _type_build, _type_build_labels, _type_build_vendors, _type_levers, _type_kv_cache_types, _type_kv_default, _type_model_kv_default, _type_budget, _type_max_sequences, _type_prefill_budget, _type_pages_kv, _type_serves, _type_splits_layers, _type_quantizes_on_load, _type_nodes, _type_notes, _type_prefix_cache, _type_host_weights, _type_across_servers, _type_fixed_length_benchmark, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_effective_settings, _dflt_releases, _dflt_refuses_context, _dflt_refuses_device, _dflt_build, _dflt_build_labels, _dflt_build_vendors, _dflt_levers, _dflt_kv_cache_types, _dflt_kv_default, _dflt_model_kv_default, _dflt_budget, _dflt_max_sequences, _dflt_prefill_budget, _dflt_pages_kv, _dflt_serves, _dflt_splits_layers, _dflt_quantizes_on_load, _dflt_nodes, _dflt_notes, _dflt_prefix_cache, _dflt_host_weights, _dflt_across_servers, _dflt_fixed_length_benchmark, _return_type):\n def __init__(self,*,name:_type_name,version:_type_version,note:_type_note,evaluate:_type_evaluate,effective_settings:_type_effective_settings=_dflt_effective_settings,releases:_type_releases=_dflt_releases,refuses_context:_type_refuses_context=_dflt_refuses_context,refuses_device:_type_refuses_device=_dflt_refuses_device,build:_type_build=_dflt_build,build_labels:_type_build_labels=_HAS_DEFAULT_FACTORY,build_vendors:_type_build_vendors=_HAS_DEFAULT_FACTORY,levers:_type_levers=_dflt_levers,kv_cache_types:_type_kv_cache_types=_HAS_DEFAULT_FACTORY,kv_default:_type_kv_default=_dflt_kv_default,model_kv_default:_type_model_kv_default=_dflt_model_kv_default,budget:_type_budget=_dflt_budget,max_sequences:_type_max_sequences=_dflt_max_sequences,prefill_budget:_type_prefill_budget=_dflt_prefill_budget,pages_kv:_type_pages_kv=_dflt_pages_kv,serves:_type_serves=_dflt_serves,splits_layers:_type_splits_layers=_dflt_splits_layers,quantizes_on_load:_type_quantizes_on_load=_dflt_quantizes_on_load,nodes:_type_nodes=_dflt_nodes,notes:_type_notes=_dflt_notes,prefix_cache:_type_prefix_cache=_dflt_prefix_cache,host_weights:_type_host_weights=_dflt_host_weights,across_servers:_type_across_servers=_dflt_across_servers,fixed_length_benchmark:_type_fixed_length_benchmark=_dflt_fixed_length_benchmark)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['name']=name\n  __dataclass_dict__['version']=version\n  __dataclass_dict__['note']=note\n  __dataclass_dict__['evaluate']=evaluate\n  __dataclass_dict__['effective_settings']=effective_settings\n  __dataclass_dict__['releases']=releases\n  __dataclass_dict__['refuses_context']=refuses_context\n  __dataclass_dict__['refuses_device']=refuses_device\n  __dataclass_dict__['build']=build\n  __dataclass_dict__['build_labels']=_dflt_build_labels() if build_labels is _HAS_DEFAULT_FACTORY else build_labels\n  __dataclass_dict__['build_vendors']=_dflt_build_vendors() if build_vendors is _HAS_DEFAULT_FACTORY else build_vendors\n  __dataclass_dict__['levers']=levers\n  __dataclass_dict__['kv_cache_types']=_dflt_kv_cache_types() if kv_cache_types is _HAS_DEFAULT_FACTORY else kv_cache_types\n  __dataclass_dict__['kv_default']=kv_default\n  __dataclass_dict__['model_kv_default']=model_kv_default\n  __dataclass_dict__['budget']=budget\n  __dataclass_dict__['max_sequences']=max_sequences\n  __dataclass_dict__['prefill_budget']=prefill_budget\n  __dataclass_dict__['pages_kv']=pages_kv\n  __dataclass_dict__['serves']=serves\n  __dataclass_dict__['splits_layers']=splits_layers\n  __dataclass_dict__['quantizes_on_load']=quantizes_on_load\n  __dataclass_dict__['nodes']=nodes\n  __dataclass_dict__['notes']=notes\n  __dataclass_dict__['prefix_cache']=prefix_cache\n  __dataclass_dict__['host_weights']=host_weights\n  __dataclass_dict__['across_servers']=across_servers\n  __dataclass_dict__['fixed_length_benchmark']=fixed_length_benchmark\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_nodes, _type_gpus_per_node, _type_link, _type_asked_kind, _type_asked_gbytes_per_s, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_asked_kind, _dflt_asked_gbytes_per_s, _return_type):
  def __init__(self,*,nodes:_type_nodes,gpus_per_node:_type_gpus_per_node,link:_type_link,asked_kind:_type_asked_kind=_dflt_asked_kind,asked_gbytes_per_s:_type_asked_gbytes_per_s=_dflt_asked_gbytes_per_s)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)
-  __dataclass_builtins_object__.__setattr__(self,'gpus_per_node',gpus_per_node)
-  __dataclass_builtins_object__.__setattr__(self,'link',link)
-  __dataclass_builtins_object__.__setattr__(self,'asked_kind',asked_kind)
-  __dataclass_builtins_object__.__setattr__(self,'asked_gbytes_per_s',asked_gbytes_per_s)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['nodes']=nodes
+  __dataclass_dict__['gpus_per_node']=gpus_per_node
+  __dataclass_dict__['link']=link
+  __dataclass_dict__['asked_kind']=asked_kind
+  __dataclass_dict__['asked_gbytes_per_s']=asked_gbytes_per_s
  return __init__
-CODE["def __create_fn__(_type_nodes, _type_gpus_per_node, _type_link, _type_asked_kind, _type_asked_gbytes_per_s, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_asked_kind, _dflt_asked_gbytes_per_s, _return_type):\n def __init__(self,*,nodes:_type_nodes,gpus_per_node:_type_gpus_per_node,link:_type_link,asked_kind:_type_asked_kind=_dflt_asked_kind,asked_gbytes_per_s:_type_asked_gbytes_per_s=_dflt_asked_gbytes_per_s)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)\n  __dataclass_builtins_object__.__setattr__(self,'gpus_per_node',gpus_per_node)\n  __dataclass_builtins_object__.__setattr__(self,'link',link)\n  __dataclass_builtins_object__.__setattr__(self,'asked_kind',asked_kind)\n  __dataclass_builtins_object__.__setattr__(self,'asked_gbytes_per_s',asked_gbytes_per_s)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_nodes, _type_gpus_per_node, _type_link, _type_asked_kind, _type_asked_gbytes_per_s, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_asked_kind, _dflt_asked_gbytes_per_s, _return_type):\n def __init__(self,*,nodes:_type_nodes,gpus_per_node:_type_gpus_per_node,link:_type_link,asked_kind:_type_asked_kind=_dflt_asked_kind,asked_gbytes_per_s:_type_asked_gbytes_per_s=_dflt_asked_gbytes_per_s)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['nodes']=nodes\n  __dataclass_dict__['gpus_per_node']=gpus_per_node\n  __dataclass_dict__['link']=link\n  __dataclass_dict__['asked_kind']=asked_kind\n  __dataclass_dict__['asked_gbytes_per_s']=asked_gbytes_per_s\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_nodes, _type_gpus_per_node, _type_num_gpus, _type_sharding, _type_shard_gpus, _type_link, _type_tokens_per_step, _type_compute_s, _type_inter_node_comm_s, _type_intra_node_comm_s, _type_step_s_low, _type_step_s_high, _type_comm, _type_tokens_per_s_low, _type_tokens_per_s_high, _type_hours_low, _type_hours_high, _type_cost_usd_low, _type_cost_usd_high, _type_nodes_that_fit, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_nodes_that_fit, _return_type):
  def __init__(self,*,nodes:_type_nodes,gpus_per_node:_type_gpus_per_node,num_gpus:_type_num_gpus,sharding:_type_sharding,shard_gpus:_type_shard_gpus,link:_type_link,tokens_per_step:_type_tokens_per_step,compute_s:_type_compute_s,inter_node_comm_s:_type_inter_node_comm_s,intra_node_comm_s:_type_intra_node_comm_s,step_s_low:_type_step_s_low,step_s_high:_type_step_s_high,comm:_type_comm,tokens_per_s_low:_type_tokens_per_s_low,tokens_per_s_high:_type_tokens_per_s_high,hours_low:_type_hours_low,hours_high:_type_hours_high,cost_usd_low:_type_cost_usd_low,cost_usd_high:_type_cost_usd_high,nodes_that_fit:_type_nodes_that_fit=_dflt_nodes_that_fit)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)
-  __dataclass_builtins_object__.__setattr__(self,'gpus_per_node',gpus_per_node)
-  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)
-  __dataclass_builtins_object__.__setattr__(self,'sharding',sharding)
-  __dataclass_builtins_object__.__setattr__(self,'shard_gpus',shard_gpus)
-  __dataclass_builtins_object__.__setattr__(self,'link',link)
-  __dataclass_builtins_object__.__setattr__(self,'tokens_per_step',tokens_per_step)
-  __dataclass_builtins_object__.__setattr__(self,'compute_s',compute_s)
-  __dataclass_builtins_object__.__setattr__(self,'inter_node_comm_s',inter_node_comm_s)
-  __dataclass_builtins_object__.__setattr__(self,'intra_node_comm_s',intra_node_comm_s)
-  __dataclass_builtins_object__.__setattr__(self,'step_s_low',step_s_low)
-  __dataclass_builtins_object__.__setattr__(self,'step_s_high',step_s_high)
-  __dataclass_builtins_object__.__setattr__(self,'comm',comm)
-  __dataclass_builtins_object__.__setattr__(self,'tokens_per_s_low',tokens_per_s_low)
-  __dataclass_builtins_object__.__setattr__(self,'tokens_per_s_high',tokens_per_s_high)
-  __dataclass_builtins_object__.__setattr__(self,'hours_low',hours_low)
-  __dataclass_builtins_object__.__setattr__(self,'hours_high',hours_high)
-  __dataclass_builtins_object__.__setattr__(self,'cost_usd_low',cost_usd_low)
-  __dataclass_builtins_object__.__setattr__(self,'cost_usd_high',cost_usd_high)
-  __dataclass_builtins_object__.__setattr__(self,'nodes_that_fit',nodes_that_fit)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['nodes']=nodes
+  __dataclass_dict__['gpus_per_node']=gpus_per_node
+  __dataclass_dict__['num_gpus']=num_gpus
+  __dataclass_dict__['sharding']=sharding
+  __dataclass_dict__['shard_gpus']=shard_gpus
+  __dataclass_dict__['link']=link
+  __dataclass_dict__['tokens_per_step']=tokens_per_step
+  __dataclass_dict__['compute_s']=compute_s
+  __dataclass_dict__['inter_node_comm_s']=inter_node_comm_s
+  __dataclass_dict__['intra_node_comm_s']=intra_node_comm_s
+  __dataclass_dict__['step_s_low']=step_s_low
+  __dataclass_dict__['step_s_high']=step_s_high
+  __dataclass_dict__['comm']=comm
+  __dataclass_dict__['tokens_per_s_low']=tokens_per_s_low
+  __dataclass_dict__['tokens_per_s_high']=tokens_per_s_high
+  __dataclass_dict__['hours_low']=hours_low
+  __dataclass_dict__['hours_high']=hours_high
+  __dataclass_dict__['cost_usd_low']=cost_usd_low
+  __dataclass_dict__['cost_usd_high']=cost_usd_high
+  __dataclass_dict__['nodes_that_fit']=nodes_that_fit
  return __init__
-CODE["def __create_fn__(_type_nodes, _type_gpus_per_node, _type_num_gpus, _type_sharding, _type_shard_gpus, _type_link, _type_tokens_per_step, _type_compute_s, _type_inter_node_comm_s, _type_intra_node_comm_s, _type_step_s_low, _type_step_s_high, _type_comm, _type_tokens_per_s_low, _type_tokens_per_s_high, _type_hours_low, _type_hours_high, _type_cost_usd_low, _type_cost_usd_high, _type_nodes_that_fit, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_nodes_that_fit, _return_type):\n def __init__(self,*,nodes:_type_nodes,gpus_per_node:_type_gpus_per_node,num_gpus:_type_num_gpus,sharding:_type_sharding,shard_gpus:_type_shard_gpus,link:_type_link,tokens_per_step:_type_tokens_per_step,compute_s:_type_compute_s,inter_node_comm_s:_type_inter_node_comm_s,intra_node_comm_s:_type_intra_node_comm_s,step_s_low:_type_step_s_low,step_s_high:_type_step_s_high,comm:_type_comm,tokens_per_s_low:_type_tokens_per_s_low,tokens_per_s_high:_type_tokens_per_s_high,hours_low:_type_hours_low,hours_high:_type_hours_high,cost_usd_low:_type_cost_usd_low,cost_usd_high:_type_cost_usd_high,nodes_that_fit:_type_nodes_that_fit=_dflt_nodes_that_fit)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)\n  __dataclass_builtins_object__.__setattr__(self,'gpus_per_node',gpus_per_node)\n  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'sharding',sharding)\n  __dataclass_builtins_object__.__setattr__(self,'shard_gpus',shard_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'link',link)\n  __dataclass_builtins_object__.__setattr__(self,'tokens_per_step',tokens_per_step)\n  __dataclass_builtins_object__.__setattr__(self,'compute_s',compute_s)\n  __dataclass_builtins_object__.__setattr__(self,'inter_node_comm_s',inter_node_comm_s)\n  __dataclass_builtins_object__.__setattr__(self,'intra_node_comm_s',intra_node_comm_s)\n  __dataclass_builtins_object__.__setattr__(self,'step_s_low',step_s_low)\n  __dataclass_builtins_object__.__setattr__(self,'step_s_high',step_s_high)\n  __dataclass_builtins_object__.__setattr__(self,'comm',comm)\n  __dataclass_builtins_object__.__setattr__(self,'tokens_per_s_low',tokens_per_s_low)\n  __dataclass_builtins_object__.__setattr__(self,'tokens_per_s_high',tokens_per_s_high)\n  __dataclass_builtins_object__.__setattr__(self,'hours_low',hours_low)\n  __dataclass_builtins_object__.__setattr__(self,'hours_high',hours_high)\n  __dataclass_builtins_object__.__setattr__(self,'cost_usd_low',cost_usd_low)\n  __dataclass_builtins_object__.__setattr__(self,'cost_usd_high',cost_usd_high)\n  __dataclass_builtins_object__.__setattr__(self,'nodes_that_fit',nodes_that_fit)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_nodes, _type_gpus_per_node, _type_num_gpus, _type_sharding, _type_shard_gpus, _type_link, _type_tokens_per_step, _type_compute_s, _type_inter_node_comm_s, _type_intra_node_comm_s, _type_step_s_low, _type_step_s_high, _type_comm, _type_tokens_per_s_low, _type_tokens_per_s_high, _type_hours_low, _type_hours_high, _type_cost_usd_low, _type_cost_usd_high, _type_nodes_that_fit, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_nodes_that_fit, _return_type):\n def __init__(self,*,nodes:_type_nodes,gpus_per_node:_type_gpus_per_node,num_gpus:_type_num_gpus,sharding:_type_sharding,shard_gpus:_type_shard_gpus,link:_type_link,tokens_per_step:_type_tokens_per_step,compute_s:_type_compute_s,inter_node_comm_s:_type_inter_node_comm_s,intra_node_comm_s:_type_intra_node_comm_s,step_s_low:_type_step_s_low,step_s_high:_type_step_s_high,comm:_type_comm,tokens_per_s_low:_type_tokens_per_s_low,tokens_per_s_high:_type_tokens_per_s_high,hours_low:_type_hours_low,hours_high:_type_hours_high,cost_usd_low:_type_cost_usd_low,cost_usd_high:_type_cost_usd_high,nodes_that_fit:_type_nodes_that_fit=_dflt_nodes_that_fit)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['nodes']=nodes\n  __dataclass_dict__['gpus_per_node']=gpus_per_node\n  __dataclass_dict__['num_gpus']=num_gpus\n  __dataclass_dict__['sharding']=sharding\n  __dataclass_dict__['shard_gpus']=shard_gpus\n  __dataclass_dict__['link']=link\n  __dataclass_dict__['tokens_per_step']=tokens_per_step\n  __dataclass_dict__['compute_s']=compute_s\n  __dataclass_dict__['inter_node_comm_s']=inter_node_comm_s\n  __dataclass_dict__['intra_node_comm_s']=intra_node_comm_s\n  __dataclass_dict__['step_s_low']=step_s_low\n  __dataclass_dict__['step_s_high']=step_s_high\n  __dataclass_dict__['comm']=comm\n  __dataclass_dict__['tokens_per_s_low']=tokens_per_s_low\n  __dataclass_dict__['tokens_per_s_high']=tokens_per_s_high\n  __dataclass_dict__['hours_low']=hours_low\n  __dataclass_dict__['hours_high']=hours_high\n  __dataclass_dict__['cost_usd_low']=cost_usd_low\n  __dataclass_dict__['cost_usd_high']=cost_usd_high\n  __dataclass_dict__['nodes_that_fit']=nodes_that_fit\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_norm, _type_norms_per_layer, _type_qkv_bias, _type_o_bias, _type_mlp_bias, _type_gated_mlp, _type_tie_default, _type_qk_norm, _type_qk_norm_key, _type_learned_positions, _type_attention_sinks, _type_default_mlp_ratio, _type_defaults, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_norm, _dflt_norms_per_layer, _dflt_qkv_bias, _dflt_o_bias, _dflt_mlp_bias, _dflt_gated_mlp, _dflt_tie_default, _dflt_qk_norm, _dflt_qk_norm_key, _dflt_learned_positions, _dflt_attention_sinks, _dflt_default_mlp_ratio, _dflt_defaults, _return_type):
  def __init__(self,norm:_type_norm=_dflt_norm,norms_per_layer:_type_norms_per_layer=_dflt_norms_per_layer,qkv_bias:_type_qkv_bias=_dflt_qkv_bias,o_bias:_type_o_bias=_dflt_o_bias,mlp_bias:_type_mlp_bias=_dflt_mlp_bias,gated_mlp:_type_gated_mlp=_dflt_gated_mlp,tie_default:_type_tie_default=_dflt_tie_default,qk_norm:_type_qk_norm=_dflt_qk_norm,qk_norm_key:_type_qk_norm_key=_dflt_qk_norm_key,learned_positions:_type_learned_positions=_dflt_learned_positions,attention_sinks:_type_attention_sinks=_dflt_attention_sinks,default_mlp_ratio:_type_default_mlp_ratio=_dflt_default_mlp_ratio,defaults:_type_defaults=_HAS_DEFAULT_FACTORY)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'norm',norm)
-  __dataclass_builtins_object__.__setattr__(self,'norms_per_layer',norms_per_layer)
-  __dataclass_builtins_object__.__setattr__(self,'qkv_bias',qkv_bias)
-  __dataclass_builtins_object__.__setattr__(self,'o_bias',o_bias)
-  __dataclass_builtins_object__.__setattr__(self,'mlp_bias',mlp_bias)
-  __dataclass_builtins_object__.__setattr__(self,'gated_mlp',gated_mlp)
-  __dataclass_builtins_object__.__setattr__(self,'tie_default',tie_default)
-  __dataclass_builtins_object__.__setattr__(self,'qk_norm',qk_norm)
-  __dataclass_builtins_object__.__setattr__(self,'qk_norm_key',qk_norm_key)
-  __dataclass_builtins_object__.__setattr__(self,'learned_positions',learned_positions)
-  __dataclass_builtins_object__.__setattr__(self,'attention_sinks',attention_sinks)
-  __dataclass_builtins_object__.__setattr__(self,'default_mlp_ratio',default_mlp_ratio)
-  __dataclass_builtins_object__.__setattr__(self,'defaults',_dflt_defaults() if defaults is _HAS_DEFAULT_FACTORY else defaults)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['norm']=norm
+  __dataclass_dict__['norms_per_layer']=norms_per_layer
+  __dataclass_dict__['qkv_bias']=qkv_bias
+  __dataclass_dict__['o_bias']=o_bias
+  __dataclass_dict__['mlp_bias']=mlp_bias
+  __dataclass_dict__['gated_mlp']=gated_mlp
+  __dataclass_dict__['tie_default']=tie_default
+  __dataclass_dict__['qk_norm']=qk_norm
+  __dataclass_dict__['qk_norm_key']=qk_norm_key
+  __dataclass_dict__['learned_positions']=learned_positions
+  __dataclass_dict__['attention_sinks']=attention_sinks
+  __dataclass_dict__['default_mlp_ratio']=default_mlp_ratio
+  __dataclass_dict__['defaults']=_dflt_defaults() if defaults is _HAS_DEFAULT_FACTORY else defaults
  return __init__
-CODE["def __create_fn__(_type_norm, _type_norms_per_layer, _type_qkv_bias, _type_o_bias, _type_mlp_bias, _type_gated_mlp, _type_tie_default, _type_qk_norm, _type_qk_norm_key, _type_learned_positions, _type_attention_sinks, _type_default_mlp_ratio, _type_defaults, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_norm, _dflt_norms_per_layer, _dflt_qkv_bias, _dflt_o_bias, _dflt_mlp_bias, _dflt_gated_mlp, _dflt_tie_default, _dflt_qk_norm, _dflt_qk_norm_key, _dflt_learned_positions, _dflt_attention_sinks, _dflt_default_mlp_ratio, _dflt_defaults, _return_type):\n def __init__(self,norm:_type_norm=_dflt_norm,norms_per_layer:_type_norms_per_layer=_dflt_norms_per_layer,qkv_bias:_type_qkv_bias=_dflt_qkv_bias,o_bias:_type_o_bias=_dflt_o_bias,mlp_bias:_type_mlp_bias=_dflt_mlp_bias,gated_mlp:_type_gated_mlp=_dflt_gated_mlp,tie_default:_type_tie_default=_dflt_tie_default,qk_norm:_type_qk_norm=_dflt_qk_norm,qk_norm_key:_type_qk_norm_key=_dflt_qk_norm_key,learned_positions:_type_learned_positions=_dflt_learned_positions,attention_sinks:_type_attention_sinks=_dflt_attention_sinks,default_mlp_ratio:_type_default_mlp_ratio=_dflt_default_mlp_ratio,defaults:_type_defaults=_HAS_DEFAULT_FACTORY)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'norm',norm)\n  __dataclass_builtins_object__.__setattr__(self,'norms_per_layer',norms_per_layer)\n  __dataclass_builtins_object__.__setattr__(self,'qkv_bias',qkv_bias)\n  __dataclass_builtins_object__.__setattr__(self,'o_bias',o_bias)\n  __dataclass_builtins_object__.__setattr__(self,'mlp_bias',mlp_bias)\n  __dataclass_builtins_object__.__setattr__(self,'gated_mlp',gated_mlp)\n  __dataclass_builtins_object__.__setattr__(self,'tie_default',tie_default)\n  __dataclass_builtins_object__.__setattr__(self,'qk_norm',qk_norm)\n  __dataclass_builtins_object__.__setattr__(self,'qk_norm_key',qk_norm_key)\n  __dataclass_builtins_object__.__setattr__(self,'learned_positions',learned_positions)\n  __dataclass_builtins_object__.__setattr__(self,'attention_sinks',attention_sinks)\n  __dataclass_builtins_object__.__setattr__(self,'default_mlp_ratio',default_mlp_ratio)\n  __dataclass_builtins_object__.__setattr__(self,'defaults',_dflt_defaults() if defaults is _HAS_DEFAULT_FACTORY else defaults)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_norm, _type_norms_per_layer, _type_qkv_bias, _type_o_bias, _type_mlp_bias, _type_gated_mlp, _type_tie_default, _type_qk_norm, _type_qk_norm_key, _type_learned_positions, _type_attention_sinks, _type_default_mlp_ratio, _type_defaults, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_norm, _dflt_norms_per_layer, _dflt_qkv_bias, _dflt_o_bias, _dflt_mlp_bias, _dflt_gated_mlp, _dflt_tie_default, _dflt_qk_norm, _dflt_qk_norm_key, _dflt_learned_positions, _dflt_attention_sinks, _dflt_default_mlp_ratio, _dflt_defaults, _return_type):\n def __init__(self,norm:_type_norm=_dflt_norm,norms_per_layer:_type_norms_per_layer=_dflt_norms_per_layer,qkv_bias:_type_qkv_bias=_dflt_qkv_bias,o_bias:_type_o_bias=_dflt_o_bias,mlp_bias:_type_mlp_bias=_dflt_mlp_bias,gated_mlp:_type_gated_mlp=_dflt_gated_mlp,tie_default:_type_tie_default=_dflt_tie_default,qk_norm:_type_qk_norm=_dflt_qk_norm,qk_norm_key:_type_qk_norm_key=_dflt_qk_norm_key,learned_positions:_type_learned_positions=_dflt_learned_positions,attention_sinks:_type_attention_sinks=_dflt_attention_sinks,default_mlp_ratio:_type_default_mlp_ratio=_dflt_default_mlp_ratio,defaults:_type_defaults=_HAS_DEFAULT_FACTORY)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['norm']=norm\n  __dataclass_dict__['norms_per_layer']=norms_per_layer\n  __dataclass_dict__['qkv_bias']=qkv_bias\n  __dataclass_dict__['o_bias']=o_bias\n  __dataclass_dict__['mlp_bias']=mlp_bias\n  __dataclass_dict__['gated_mlp']=gated_mlp\n  __dataclass_dict__['tie_default']=tie_default\n  __dataclass_dict__['qk_norm']=qk_norm\n  __dataclass_dict__['qk_norm_key']=qk_norm_key\n  __dataclass_dict__['learned_positions']=learned_positions\n  __dataclass_dict__['attention_sinks']=attention_sinks\n  __dataclass_dict__['default_mlp_ratio']=default_mlp_ratio\n  __dataclass_dict__['defaults']=_dflt_defaults() if defaults is _HAS_DEFAULT_FACTORY else defaults\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_num_experts, _type_num_experts_per_tok, _type_moe_intermediate_size, _type_shared_intermediate_size, _type_shared_expert_gate, _type_router_bias, _type_score_correction_bias, _type_expert_bias, _type_gated, _type_latent_size, _type_latent_norm, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_shared_intermediate_size, _dflt_shared_expert_gate, _dflt_router_bias, _dflt_score_correction_bias, _dflt_expert_bias, _dflt_gated, _dflt_latent_size, _dflt_latent_norm, _return_type):
  def __init__(self,*,num_experts:_type_num_experts,num_experts_per_tok:_type_num_experts_per_tok,moe_intermediate_size:_type_moe_intermediate_size,shared_intermediate_size:_type_shared_intermediate_size=_dflt_shared_intermediate_size,shared_expert_gate:_type_shared_expert_gate=_dflt_shared_expert_gate,router_bias:_type_router_bias=_dflt_router_bias,score_correction_bias:_type_score_correction_bias=_dflt_score_correction_bias,expert_bias:_type_expert_bias=_dflt_expert_bias,gated:_type_gated=_dflt_gated,latent_size:_type_latent_size=_dflt_latent_size,latent_norm:_type_latent_norm=_dflt_latent_norm)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'num_experts',num_experts)
-  __dataclass_builtins_object__.__setattr__(self,'num_experts_per_tok',num_experts_per_tok)
-  __dataclass_builtins_object__.__setattr__(self,'moe_intermediate_size',moe_intermediate_size)
-  __dataclass_builtins_object__.__setattr__(self,'shared_intermediate_size',shared_intermediate_size)
-  __dataclass_builtins_object__.__setattr__(self,'shared_expert_gate',shared_expert_gate)
-  __dataclass_builtins_object__.__setattr__(self,'router_bias',router_bias)
-  __dataclass_builtins_object__.__setattr__(self,'score_correction_bias',score_correction_bias)
-  __dataclass_builtins_object__.__setattr__(self,'expert_bias',expert_bias)
-  __dataclass_builtins_object__.__setattr__(self,'gated',gated)
-  __dataclass_builtins_object__.__setattr__(self,'latent_size',latent_size)
-  __dataclass_builtins_object__.__setattr__(self,'latent_norm',latent_norm)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['num_experts']=num_experts
+  __dataclass_dict__['num_experts_per_tok']=num_experts_per_tok
+  __dataclass_dict__['moe_intermediate_size']=moe_intermediate_size
+  __dataclass_dict__['shared_intermediate_size']=shared_intermediate_size
+  __dataclass_dict__['shared_expert_gate']=shared_expert_gate
+  __dataclass_dict__['router_bias']=router_bias
+  __dataclass_dict__['score_correction_bias']=score_correction_bias
+  __dataclass_dict__['expert_bias']=expert_bias
+  __dataclass_dict__['gated']=gated
+  __dataclass_dict__['latent_size']=latent_size
+  __dataclass_dict__['latent_norm']=latent_norm
  return __init__
-CODE["def __create_fn__(_type_num_experts, _type_num_experts_per_tok, _type_moe_intermediate_size, _type_shared_intermediate_size, _type_shared_expert_gate, _type_router_bias, _type_score_correction_bias, _type_expert_bias, _type_gated, _type_latent_size, _type_latent_norm, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_shared_intermediate_size, _dflt_shared_expert_gate, _dflt_router_bias, _dflt_score_correction_bias, _dflt_expert_bias, _dflt_gated, _dflt_latent_size, _dflt_latent_norm, _return_type):\n def __init__(self,*,num_experts:_type_num_experts,num_experts_per_tok:_type_num_experts_per_tok,moe_intermediate_size:_type_moe_intermediate_size,shared_intermediate_size:_type_shared_intermediate_size=_dflt_shared_intermediate_size,shared_expert_gate:_type_shared_expert_gate=_dflt_shared_expert_gate,router_bias:_type_router_bias=_dflt_router_bias,score_correction_bias:_type_score_correction_bias=_dflt_score_correction_bias,expert_bias:_type_expert_bias=_dflt_expert_bias,gated:_type_gated=_dflt_gated,latent_size:_type_latent_size=_dflt_latent_size,latent_norm:_type_latent_norm=_dflt_latent_norm)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'num_experts',num_experts)\n  __dataclass_builtins_object__.__setattr__(self,'num_experts_per_tok',num_experts_per_tok)\n  __dataclass_builtins_object__.__setattr__(self,'moe_intermediate_size',moe_intermediate_size)\n  __dataclass_builtins_object__.__setattr__(self,'shared_intermediate_size',shared_intermediate_size)\n  __dataclass_builtins_object__.__setattr__(self,'shared_expert_gate',shared_expert_gate)\n  __dataclass_builtins_object__.__setattr__(self,'router_bias',router_bias)\n  __dataclass_builtins_object__.__setattr__(self,'score_correction_bias',score_correction_bias)\n  __dataclass_builtins_object__.__setattr__(self,'expert_bias',expert_bias)\n  __dataclass_builtins_object__.__setattr__(self,'gated',gated)\n  __dataclass_builtins_object__.__setattr__(self,'latent_size',latent_size)\n  __dataclass_builtins_object__.__setattr__(self,'latent_norm',latent_norm)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_num_experts, _type_num_experts_per_tok, _type_moe_intermediate_size, _type_shared_intermediate_size, _type_shared_expert_gate, _type_router_bias, _type_score_correction_bias, _type_expert_bias, _type_gated, _type_latent_size, _type_latent_norm, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_shared_intermediate_size, _dflt_shared_expert_gate, _dflt_router_bias, _dflt_score_correction_bias, _dflt_expert_bias, _dflt_gated, _dflt_latent_size, _dflt_latent_norm, _return_type):\n def __init__(self,*,num_experts:_type_num_experts,num_experts_per_tok:_type_num_experts_per_tok,moe_intermediate_size:_type_moe_intermediate_size,shared_intermediate_size:_type_shared_intermediate_size=_dflt_shared_intermediate_size,shared_expert_gate:_type_shared_expert_gate=_dflt_shared_expert_gate,router_bias:_type_router_bias=_dflt_router_bias,score_correction_bias:_type_score_correction_bias=_dflt_score_correction_bias,expert_bias:_type_expert_bias=_dflt_expert_bias,gated:_type_gated=_dflt_gated,latent_size:_type_latent_size=_dflt_latent_size,latent_norm:_type_latent_norm=_dflt_latent_norm)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['num_experts']=num_experts\n  __dataclass_dict__['num_experts_per_tok']=num_experts_per_tok\n  __dataclass_dict__['moe_intermediate_size']=moe_intermediate_size\n  __dataclass_dict__['shared_intermediate_size']=shared_intermediate_size\n  __dataclass_dict__['shared_expert_gate']=shared_expert_gate\n  __dataclass_dict__['router_bias']=router_bias\n  __dataclass_dict__['score_correction_bias']=score_correction_bias\n  __dataclass_dict__['expert_bias']=expert_bias\n  __dataclass_dict__['gated']=gated\n  __dataclass_dict__['latent_size']=latent_size\n  __dataclass_dict__['latent_norm']=latent_norm\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_num_gpus, _type_fits, _type_scaling_efficiency, _type_speedup, _type_hours, _type_cost_usd, _type_hours_low, _type_hours_high, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_hours_low, _dflt_hours_high, _return_type):
  def __init__(self,*,num_gpus:_type_num_gpus,fits:_type_fits,scaling_efficiency:_type_scaling_efficiency,speedup:_type_speedup,hours:_type_hours,cost_usd:_type_cost_usd,hours_low:_type_hours_low=_dflt_hours_low,hours_high:_type_hours_high=_dflt_hours_high)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)
-  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
-  __dataclass_builtins_object__.__setattr__(self,'scaling_efficiency',scaling_efficiency)
-  __dataclass_builtins_object__.__setattr__(self,'speedup',speedup)
-  __dataclass_builtins_object__.__setattr__(self,'hours',hours)
-  __dataclass_builtins_object__.__setattr__(self,'cost_usd',cost_usd)
-  __dataclass_builtins_object__.__setattr__(self,'hours_low',hours_low)
-  __dataclass_builtins_object__.__setattr__(self,'hours_high',hours_high)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['num_gpus']=num_gpus
+  __dataclass_dict__['fits']=fits
+  __dataclass_dict__['scaling_efficiency']=scaling_efficiency
+  __dataclass_dict__['speedup']=speedup
+  __dataclass_dict__['hours']=hours
+  __dataclass_dict__['cost_usd']=cost_usd
+  __dataclass_dict__['hours_low']=hours_low
+  __dataclass_dict__['hours_high']=hours_high
  return __init__
-CODE["def __create_fn__(_type_num_gpus, _type_fits, _type_scaling_efficiency, _type_speedup, _type_hours, _type_cost_usd, _type_hours_low, _type_hours_high, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_hours_low, _dflt_hours_high, _return_type):\n def __init__(self,*,num_gpus:_type_num_gpus,fits:_type_fits,scaling_efficiency:_type_scaling_efficiency,speedup:_type_speedup,hours:_type_hours,cost_usd:_type_cost_usd,hours_low:_type_hours_low=_dflt_hours_low,hours_high:_type_hours_high=_dflt_hours_high)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'scaling_efficiency',scaling_efficiency)\n  __dataclass_builtins_object__.__setattr__(self,'speedup',speedup)\n  __dataclass_builtins_object__.__setattr__(self,'hours',hours)\n  __dataclass_builtins_object__.__setattr__(self,'cost_usd',cost_usd)\n  __dataclass_builtins_object__.__setattr__(self,'hours_low',hours_low)\n  __dataclass_builtins_object__.__setattr__(self,'hours_high',hours_high)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_num_gpus, _type_fits, _type_scaling_efficiency, _type_speedup, _type_hours, _type_cost_usd, _type_hours_low, _type_hours_high, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_hours_low, _dflt_hours_high, _return_type):\n def __init__(self,*,num_gpus:_type_num_gpus,fits:_type_fits,scaling_efficiency:_type_scaling_efficiency,speedup:_type_speedup,hours:_type_hours,cost_usd:_type_cost_usd,hours_low:_type_hours_low=_dflt_hours_low,hours_high:_type_hours_high=_dflt_hours_high)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['num_gpus']=num_gpus\n  __dataclass_dict__['fits']=fits\n  __dataclass_dict__['scaling_efficiency']=scaling_efficiency\n  __dataclass_dict__['speedup']=speedup\n  __dataclass_dict__['hours']=hours\n  __dataclass_dict__['cost_usd']=cost_usd\n  __dataclass_dict__['hours_low']=hours_low\n  __dataclass_dict__['hours_high']=hours_high\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_num_gpus, _type_layout, _type_per_gpu, _type_fits, _type_reason, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,num_gpus:_type_num_gpus,layout:_type_layout,per_gpu:_type_per_gpu,fits:_type_fits,reason:_type_reason)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)
-  __dataclass_builtins_object__.__setattr__(self,'layout',layout)
-  __dataclass_builtins_object__.__setattr__(self,'per_gpu',per_gpu)
-  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
-  __dataclass_builtins_object__.__setattr__(self,'reason',reason)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['num_gpus']=num_gpus
+  __dataclass_dict__['layout']=layout
+  __dataclass_dict__['per_gpu']=per_gpu
+  __dataclass_dict__['fits']=fits
+  __dataclass_dict__['reason']=reason
  return __init__
-CODE["def __create_fn__(_type_num_gpus, _type_layout, _type_per_gpu, _type_fits, _type_reason, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,num_gpus:_type_num_gpus,layout:_type_layout,per_gpu:_type_per_gpu,fits:_type_fits,reason:_type_reason)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'layout',layout)\n  __dataclass_builtins_object__.__setattr__(self,'per_gpu',per_gpu)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'reason',reason)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_num_gpus, _type_layout, _type_per_gpu, _type_fits, _type_reason, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,num_gpus:_type_num_gpus,layout:_type_layout,per_gpu:_type_per_gpu,fits:_type_fits,reason:_type_reason)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['num_gpus']=num_gpus\n  __dataclass_dict__['layout']=layout\n  __dataclass_dict__['per_gpu']=per_gpu\n  __dataclass_dict__['fits']=fits\n  __dataclass_dict__['reason']=reason\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_num_gpus, _type_prefill, _type_decode, _type_ratio, _type_arrival_rps, _type_kv_transfer_bytes_per_request, _type_kv_transfer_s, _type_link, _type_holds_load, _type_meets_targets, _type_ttft_s, _type_per_request_tokens_per_s, _type_aggregate_tokens_per_s, _type_max_requests_per_s, _type_usd_per_million_tokens, _type_aggregated_layout, _type_aggregated_ttft_s, _type_aggregated_per_request_tokens_per_s, _type_aggregated_tokens_per_s, _type_aggregated_usd_per_million_tokens, _type_pays, _type_verdict, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,num_gpus:_type_num_gpus,prefill:_type_prefill,decode:_type_decode,ratio:_type_ratio,arrival_rps:_type_arrival_rps,kv_transfer_bytes_per_request:_type_kv_transfer_bytes_per_request,kv_transfer_s:_type_kv_transfer_s,link:_type_link,holds_load:_type_holds_load,meets_targets:_type_meets_targets,ttft_s:_type_ttft_s,per_request_tokens_per_s:_type_per_request_tokens_per_s,aggregate_tokens_per_s:_type_aggregate_tokens_per_s,max_requests_per_s:_type_max_requests_per_s,usd_per_million_tokens:_type_usd_per_million_tokens,aggregated_layout:_type_aggregated_layout,aggregated_ttft_s:_type_aggregated_ttft_s,aggregated_per_request_tokens_per_s:_type_aggregated_per_request_tokens_per_s,aggregated_tokens_per_s:_type_aggregated_tokens_per_s,aggregated_usd_per_million_tokens:_type_aggregated_usd_per_million_tokens,pays:_type_pays,verdict:_type_verdict)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)
-  __dataclass_builtins_object__.__setattr__(self,'prefill',prefill)
-  __dataclass_builtins_object__.__setattr__(self,'decode',decode)
-  __dataclass_builtins_object__.__setattr__(self,'ratio',ratio)
-  __dataclass_builtins_object__.__setattr__(self,'arrival_rps',arrival_rps)
-  __dataclass_builtins_object__.__setattr__(self,'kv_transfer_bytes_per_request',kv_transfer_bytes_per_request)
-  __dataclass_builtins_object__.__setattr__(self,'kv_transfer_s',kv_transfer_s)
-  __dataclass_builtins_object__.__setattr__(self,'link',link)
-  __dataclass_builtins_object__.__setattr__(self,'holds_load',holds_load)
-  __dataclass_builtins_object__.__setattr__(self,'meets_targets',meets_targets)
-  __dataclass_builtins_object__.__setattr__(self,'ttft_s',ttft_s)
-  __dataclass_builtins_object__.__setattr__(self,'per_request_tokens_per_s',per_request_tokens_per_s)
-  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s',aggregate_tokens_per_s)
-  __dataclass_builtins_object__.__setattr__(self,'max_requests_per_s',max_requests_per_s)
-  __dataclass_builtins_object__.__setattr__(self,'usd_per_million_tokens',usd_per_million_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'aggregated_layout',aggregated_layout)
-  __dataclass_builtins_object__.__setattr__(self,'aggregated_ttft_s',aggregated_ttft_s)
-  __dataclass_builtins_object__.__setattr__(self,'aggregated_per_request_tokens_per_s',aggregated_per_request_tokens_per_s)
-  __dataclass_builtins_object__.__setattr__(self,'aggregated_tokens_per_s',aggregated_tokens_per_s)
-  __dataclass_builtins_object__.__setattr__(self,'aggregated_usd_per_million_tokens',aggregated_usd_per_million_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'pays',pays)
-  __dataclass_builtins_object__.__setattr__(self,'verdict',verdict)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['num_gpus']=num_gpus
+  __dataclass_dict__['prefill']=prefill
+  __dataclass_dict__['decode']=decode
+  __dataclass_dict__['ratio']=ratio
+  __dataclass_dict__['arrival_rps']=arrival_rps
+  __dataclass_dict__['kv_transfer_bytes_per_request']=kv_transfer_bytes_per_request
+  __dataclass_dict__['kv_transfer_s']=kv_transfer_s
+  __dataclass_dict__['link']=link
+  __dataclass_dict__['holds_load']=holds_load
+  __dataclass_dict__['meets_targets']=meets_targets
+  __dataclass_dict__['ttft_s']=ttft_s
+  __dataclass_dict__['per_request_tokens_per_s']=per_request_tokens_per_s
+  __dataclass_dict__['aggregate_tokens_per_s']=aggregate_tokens_per_s
+  __dataclass_dict__['max_requests_per_s']=max_requests_per_s
+  __dataclass_dict__['usd_per_million_tokens']=usd_per_million_tokens
+  __dataclass_dict__['aggregated_layout']=aggregated_layout
+  __dataclass_dict__['aggregated_ttft_s']=aggregated_ttft_s
+  __dataclass_dict__['aggregated_per_request_tokens_per_s']=aggregated_per_request_tokens_per_s
+  __dataclass_dict__['aggregated_tokens_per_s']=aggregated_tokens_per_s
+  __dataclass_dict__['aggregated_usd_per_million_tokens']=aggregated_usd_per_million_tokens
+  __dataclass_dict__['pays']=pays
+  __dataclass_dict__['verdict']=verdict
  return __init__
-CODE["def __create_fn__(_type_num_gpus, _type_prefill, _type_decode, _type_ratio, _type_arrival_rps, _type_kv_transfer_bytes_per_request, _type_kv_transfer_s, _type_link, _type_holds_load, _type_meets_targets, _type_ttft_s, _type_per_request_tokens_per_s, _type_aggregate_tokens_per_s, _type_max_requests_per_s, _type_usd_per_million_tokens, _type_aggregated_layout, _type_aggregated_ttft_s, _type_aggregated_per_request_tokens_per_s, _type_aggregated_tokens_per_s, _type_aggregated_usd_per_million_tokens, _type_pays, _type_verdict, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,num_gpus:_type_num_gpus,prefill:_type_prefill,decode:_type_decode,ratio:_type_ratio,arrival_rps:_type_arrival_rps,kv_transfer_bytes_per_request:_type_kv_transfer_bytes_per_request,kv_transfer_s:_type_kv_transfer_s,link:_type_link,holds_load:_type_holds_load,meets_targets:_type_meets_targets,ttft_s:_type_ttft_s,per_request_tokens_per_s:_type_per_request_tokens_per_s,aggregate_tokens_per_s:_type_aggregate_tokens_per_s,max_requests_per_s:_type_max_requests_per_s,usd_per_million_tokens:_type_usd_per_million_tokens,aggregated_layout:_type_aggregated_layout,aggregated_ttft_s:_type_aggregated_ttft_s,aggregated_per_request_tokens_per_s:_type_aggregated_per_request_tokens_per_s,aggregated_tokens_per_s:_type_aggregated_tokens_per_s,aggregated_usd_per_million_tokens:_type_aggregated_usd_per_million_tokens,pays:_type_pays,verdict:_type_verdict)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'num_gpus',num_gpus)\n  __dataclass_builtins_object__.__setattr__(self,'prefill',prefill)\n  __dataclass_builtins_object__.__setattr__(self,'decode',decode)\n  __dataclass_builtins_object__.__setattr__(self,'ratio',ratio)\n  __dataclass_builtins_object__.__setattr__(self,'arrival_rps',arrival_rps)\n  __dataclass_builtins_object__.__setattr__(self,'kv_transfer_bytes_per_request',kv_transfer_bytes_per_request)\n  __dataclass_builtins_object__.__setattr__(self,'kv_transfer_s',kv_transfer_s)\n  __dataclass_builtins_object__.__setattr__(self,'link',link)\n  __dataclass_builtins_object__.__setattr__(self,'holds_load',holds_load)\n  __dataclass_builtins_object__.__setattr__(self,'meets_targets',meets_targets)\n  __dataclass_builtins_object__.__setattr__(self,'ttft_s',ttft_s)\n  __dataclass_builtins_object__.__setattr__(self,'per_request_tokens_per_s',per_request_tokens_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s',aggregate_tokens_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'max_requests_per_s',max_requests_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'usd_per_million_tokens',usd_per_million_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'aggregated_layout',aggregated_layout)\n  __dataclass_builtins_object__.__setattr__(self,'aggregated_ttft_s',aggregated_ttft_s)\n  __dataclass_builtins_object__.__setattr__(self,'aggregated_per_request_tokens_per_s',aggregated_per_request_tokens_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'aggregated_tokens_per_s',aggregated_tokens_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'aggregated_usd_per_million_tokens',aggregated_usd_per_million_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'pays',pays)\n  __dataclass_builtins_object__.__setattr__(self,'verdict',verdict)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_num_gpus, _type_prefill, _type_decode, _type_ratio, _type_arrival_rps, _type_kv_transfer_bytes_per_request, _type_kv_transfer_s, _type_link, _type_holds_load, _type_meets_targets, _type_ttft_s, _type_per_request_tokens_per_s, _type_aggregate_tokens_per_s, _type_max_requests_per_s, _type_usd_per_million_tokens, _type_aggregated_layout, _type_aggregated_ttft_s, _type_aggregated_per_request_tokens_per_s, _type_aggregated_tokens_per_s, _type_aggregated_usd_per_million_tokens, _type_pays, _type_verdict, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,num_gpus:_type_num_gpus,prefill:_type_prefill,decode:_type_decode,ratio:_type_ratio,arrival_rps:_type_arrival_rps,kv_transfer_bytes_per_request:_type_kv_transfer_bytes_per_request,kv_transfer_s:_type_kv_transfer_s,link:_type_link,holds_load:_type_holds_load,meets_targets:_type_meets_targets,ttft_s:_type_ttft_s,per_request_tokens_per_s:_type_per_request_tokens_per_s,aggregate_tokens_per_s:_type_aggregate_tokens_per_s,max_requests_per_s:_type_max_requests_per_s,usd_per_million_tokens:_type_usd_per_million_tokens,aggregated_layout:_type_aggregated_layout,aggregated_ttft_s:_type_aggregated_ttft_s,aggregated_per_request_tokens_per_s:_type_aggregated_per_request_tokens_per_s,aggregated_tokens_per_s:_type_aggregated_tokens_per_s,aggregated_usd_per_million_tokens:_type_aggregated_usd_per_million_tokens,pays:_type_pays,verdict:_type_verdict)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['num_gpus']=num_gpus\n  __dataclass_dict__['prefill']=prefill\n  __dataclass_dict__['decode']=decode\n  __dataclass_dict__['ratio']=ratio\n  __dataclass_dict__['arrival_rps']=arrival_rps\n  __dataclass_dict__['kv_transfer_bytes_per_request']=kv_transfer_bytes_per_request\n  __dataclass_dict__['kv_transfer_s']=kv_transfer_s\n  __dataclass_dict__['link']=link\n  __dataclass_dict__['holds_load']=holds_load\n  __dataclass_dict__['meets_targets']=meets_targets\n  __dataclass_dict__['ttft_s']=ttft_s\n  __dataclass_dict__['per_request_tokens_per_s']=per_request_tokens_per_s\n  __dataclass_dict__['aggregate_tokens_per_s']=aggregate_tokens_per_s\n  __dataclass_dict__['max_requests_per_s']=max_requests_per_s\n  __dataclass_dict__['usd_per_million_tokens']=usd_per_million_tokens\n  __dataclass_dict__['aggregated_layout']=aggregated_layout\n  __dataclass_dict__['aggregated_ttft_s']=aggregated_ttft_s\n  __dataclass_dict__['aggregated_per_request_tokens_per_s']=aggregated_per_request_tokens_per_s\n  __dataclass_dict__['aggregated_tokens_per_s']=aggregated_tokens_per_s\n  __dataclass_dict__['aggregated_usd_per_million_tokens']=aggregated_usd_per_million_tokens\n  __dataclass_dict__['pays']=pays\n  __dataclass_dict__['verdict']=verdict\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_num_heads, _type_head_dim, _type_conv_kernel, _type_full_rank_gate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_full_rank_gate, _return_type):
  def __init__(self,*,num_heads:_type_num_heads,head_dim:_type_head_dim,conv_kernel:_type_conv_kernel,full_rank_gate:_type_full_rank_gate=_dflt_full_rank_gate)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'num_heads',num_heads)
-  __dataclass_builtins_object__.__setattr__(self,'head_dim',head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'conv_kernel',conv_kernel)
-  __dataclass_builtins_object__.__setattr__(self,'full_rank_gate',full_rank_gate)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['num_heads']=num_heads
+  __dataclass_dict__['head_dim']=head_dim
+  __dataclass_dict__['conv_kernel']=conv_kernel
+  __dataclass_dict__['full_rank_gate']=full_rank_gate
  return __init__
-CODE["def __create_fn__(_type_num_heads, _type_head_dim, _type_conv_kernel, _type_full_rank_gate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_full_rank_gate, _return_type):\n def __init__(self,*,num_heads:_type_num_heads,head_dim:_type_head_dim,conv_kernel:_type_conv_kernel,full_rank_gate:_type_full_rank_gate=_dflt_full_rank_gate)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'num_heads',num_heads)\n  __dataclass_builtins_object__.__setattr__(self,'head_dim',head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'conv_kernel',conv_kernel)\n  __dataclass_builtins_object__.__setattr__(self,'full_rank_gate',full_rank_gate)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_num_heads, _type_head_dim, _type_conv_kernel, _type_full_rank_gate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_full_rank_gate, _return_type):\n def __init__(self,*,num_heads:_type_num_heads,head_dim:_type_head_dim,conv_kernel:_type_conv_kernel,full_rank_gate:_type_full_rank_gate=_dflt_full_rank_gate)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['num_heads']=num_heads\n  __dataclass_dict__['head_dim']=head_dim\n  __dataclass_dict__['conv_kernel']=conv_kernel\n  __dataclass_dict__['full_rank_gate']=full_rank_gate\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_num_heads, _type_head_dim, _type_state_size, _type_n_groups, _type_conv_kernel, _type_proj_bias, _type_conv_bias, _type_gated_norm, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gated_norm, _return_type):
  def __init__(self,*,num_heads:_type_num_heads,head_dim:_type_head_dim,state_size:_type_state_size,n_groups:_type_n_groups,conv_kernel:_type_conv_kernel,proj_bias:_type_proj_bias,conv_bias:_type_conv_bias,gated_norm:_type_gated_norm=_dflt_gated_norm)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'num_heads',num_heads)
-  __dataclass_builtins_object__.__setattr__(self,'head_dim',head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'state_size',state_size)
-  __dataclass_builtins_object__.__setattr__(self,'n_groups',n_groups)
-  __dataclass_builtins_object__.__setattr__(self,'conv_kernel',conv_kernel)
-  __dataclass_builtins_object__.__setattr__(self,'proj_bias',proj_bias)
-  __dataclass_builtins_object__.__setattr__(self,'conv_bias',conv_bias)
-  __dataclass_builtins_object__.__setattr__(self,'gated_norm',gated_norm)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['num_heads']=num_heads
+  __dataclass_dict__['head_dim']=head_dim
+  __dataclass_dict__['state_size']=state_size
+  __dataclass_dict__['n_groups']=n_groups
+  __dataclass_dict__['conv_kernel']=conv_kernel
+  __dataclass_dict__['proj_bias']=proj_bias
+  __dataclass_dict__['conv_bias']=conv_bias
+  __dataclass_dict__['gated_norm']=gated_norm
  return __init__
-CODE["def __create_fn__(_type_num_heads, _type_head_dim, _type_state_size, _type_n_groups, _type_conv_kernel, _type_proj_bias, _type_conv_bias, _type_gated_norm, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gated_norm, _return_type):\n def __init__(self,*,num_heads:_type_num_heads,head_dim:_type_head_dim,state_size:_type_state_size,n_groups:_type_n_groups,conv_kernel:_type_conv_kernel,proj_bias:_type_proj_bias,conv_bias:_type_conv_bias,gated_norm:_type_gated_norm=_dflt_gated_norm)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'num_heads',num_heads)\n  __dataclass_builtins_object__.__setattr__(self,'head_dim',head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'state_size',state_size)\n  __dataclass_builtins_object__.__setattr__(self,'n_groups',n_groups)\n  __dataclass_builtins_object__.__setattr__(self,'conv_kernel',conv_kernel)\n  __dataclass_builtins_object__.__setattr__(self,'proj_bias',proj_bias)\n  __dataclass_builtins_object__.__setattr__(self,'conv_bias',conv_bias)\n  __dataclass_builtins_object__.__setattr__(self,'gated_norm',gated_norm)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_num_heads, _type_head_dim, _type_state_size, _type_n_groups, _type_conv_kernel, _type_proj_bias, _type_conv_bias, _type_gated_norm, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_gated_norm, _return_type):\n def __init__(self,*,num_heads:_type_num_heads,head_dim:_type_head_dim,state_size:_type_state_size,n_groups:_type_n_groups,conv_kernel:_type_conv_kernel,proj_bias:_type_proj_bias,conv_bias:_type_conv_bias,gated_norm:_type_gated_norm=_dflt_gated_norm)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['num_heads']=num_heads\n  __dataclass_dict__['head_dim']=head_dim\n  __dataclass_dict__['state_size']=state_size\n  __dataclass_dict__['n_groups']=n_groups\n  __dataclass_dict__['conv_kernel']=conv_kernel\n  __dataclass_dict__['proj_bias']=proj_bias\n  __dataclass_dict__['conv_bias']=conv_bias\n  __dataclass_dict__['gated_norm']=gated_norm\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_num_key_heads, _type_num_value_heads, _type_key_head_dim, _type_value_head_dim, _type_conv_kernel, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,num_key_heads:_type_num_key_heads,num_value_heads:_type_num_value_heads,key_head_dim:_type_key_head_dim,value_head_dim:_type_value_head_dim,conv_kernel:_type_conv_kernel)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'num_key_heads',num_key_heads)
-  __dataclass_builtins_object__.__setattr__(self,'num_value_heads',num_value_heads)
-  __dataclass_builtins_object__.__setattr__(self,'key_head_dim',key_head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'value_head_dim',value_head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'conv_kernel',conv_kernel)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['num_key_heads']=num_key_heads
+  __dataclass_dict__['num_value_heads']=num_value_heads
+  __dataclass_dict__['key_head_dim']=key_head_dim
+  __dataclass_dict__['value_head_dim']=value_head_dim
+  __dataclass_dict__['conv_kernel']=conv_kernel
  return __init__
-CODE["def __create_fn__(_type_num_key_heads, _type_num_value_heads, _type_key_head_dim, _type_value_head_dim, _type_conv_kernel, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,num_key_heads:_type_num_key_heads,num_value_heads:_type_num_value_heads,key_head_dim:_type_key_head_dim,value_head_dim:_type_value_head_dim,conv_kernel:_type_conv_kernel)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'num_key_heads',num_key_heads)\n  __dataclass_builtins_object__.__setattr__(self,'num_value_heads',num_value_heads)\n  __dataclass_builtins_object__.__setattr__(self,'key_head_dim',key_head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'value_head_dim',value_head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'conv_kernel',conv_kernel)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_num_key_heads, _type_num_value_heads, _type_key_head_dim, _type_value_head_dim, _type_conv_kernel, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,num_key_heads:_type_num_key_heads,num_value_heads:_type_num_value_heads,key_head_dim:_type_key_head_dim,value_head_dim:_type_value_head_dim,conv_kernel:_type_conv_kernel)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['num_key_heads']=num_key_heads\n  __dataclass_dict__['num_value_heads']=num_value_heads\n  __dataclass_dict__['key_head_dim']=key_head_dim\n  __dataclass_dict__['value_head_dim']=value_head_dim\n  __dataclass_dict__['conv_kernel']=conv_kernel\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_number, _type_values, _type_problem, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_problem, _return_type):
  def __init__(self,number:_type_number,values:_type_values,problem:_type_problem=_dflt_problem)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'number',number)
-  __dataclass_builtins_object__.__setattr__(self,'values',values)
-  __dataclass_builtins_object__.__setattr__(self,'problem',problem)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['number']=number
+  __dataclass_dict__['values']=values
+  __dataclass_dict__['problem']=problem
  return __init__
-CODE["def __create_fn__(_type_number, _type_values, _type_problem, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_problem, _return_type):\n def __init__(self,number:_type_number,values:_type_values,problem:_type_problem=_dflt_problem)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'number',number)\n  __dataclass_builtins_object__.__setattr__(self,'values',values)\n  __dataclass_builtins_object__.__setattr__(self,'problem',problem)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_number, _type_values, _type_problem, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_problem, _return_type):\n def __init__(self,number:_type_number,values:_type_values,problem:_type_problem=_dflt_problem)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['number']=number\n  __dataclass_dict__['values']=values\n  __dataclass_dict__['problem']=problem\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_order, _type_reuse, _type_exit_code, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_order, _dflt_reuse, _dflt_exit_code, _return_type):
  def __init__(self,order:_type_order=_dflt_order,reuse:_type_reuse=_dflt_reuse,exit_code:_type_exit_code=_dflt_exit_code)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'order',order)
-  __dataclass_builtins_object__.__setattr__(self,'reuse',reuse)
-  __dataclass_builtins_object__.__setattr__(self,'exit_code',exit_code)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['order']=order
+  __dataclass_dict__['reuse']=reuse
+  __dataclass_dict__['exit_code']=exit_code
  return __init__
-CODE["def __create_fn__(_type_order, _type_reuse, _type_exit_code, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_order, _dflt_reuse, _dflt_exit_code, _return_type):\n def __init__(self,order:_type_order=_dflt_order,reuse:_type_reuse=_dflt_reuse,exit_code:_type_exit_code=_dflt_exit_code)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'order',order)\n  __dataclass_builtins_object__.__setattr__(self,'reuse',reuse)\n  __dataclass_builtins_object__.__setattr__(self,'exit_code',exit_code)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_order, _type_reuse, _type_exit_code, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_order, _dflt_reuse, _dflt_exit_code, _return_type):\n def __init__(self,order:_type_order=_dflt_order,reuse:_type_reuse=_dflt_reuse,exit_code:_type_exit_code=_dflt_exit_code)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['order']=order\n  __dataclass_dict__['reuse']=reuse\n  __dataclass_dict__['exit_code']=exit_code\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_page_bytes, _type_block_size, _type_group_size, _type_groups, _type_draft_page_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_draft_page_bytes, _return_type):
  def __init__(self,page_bytes:_type_page_bytes,block_size:_type_block_size,group_size:_type_group_size,groups:_type_groups,draft_page_bytes:_type_draft_page_bytes=_dflt_draft_page_bytes)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'page_bytes',page_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'block_size',block_size)
-  __dataclass_builtins_object__.__setattr__(self,'group_size',group_size)
-  __dataclass_builtins_object__.__setattr__(self,'groups',groups)
-  __dataclass_builtins_object__.__setattr__(self,'draft_page_bytes',draft_page_bytes)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['page_bytes']=page_bytes
+  __dataclass_dict__['block_size']=block_size
+  __dataclass_dict__['group_size']=group_size
+  __dataclass_dict__['groups']=groups
+  __dataclass_dict__['draft_page_bytes']=draft_page_bytes
  return __init__
-CODE["def __create_fn__(_type_page_bytes, _type_block_size, _type_group_size, _type_groups, _type_draft_page_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_draft_page_bytes, _return_type):\n def __init__(self,page_bytes:_type_page_bytes,block_size:_type_block_size,group_size:_type_group_size,groups:_type_groups,draft_page_bytes:_type_draft_page_bytes=_dflt_draft_page_bytes)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'page_bytes',page_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'block_size',block_size)\n  __dataclass_builtins_object__.__setattr__(self,'group_size',group_size)\n  __dataclass_builtins_object__.__setattr__(self,'groups',groups)\n  __dataclass_builtins_object__.__setattr__(self,'draft_page_bytes',draft_page_bytes)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_page_bytes, _type_block_size, _type_group_size, _type_groups, _type_draft_page_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_draft_page_bytes, _return_type):\n def __init__(self,page_bytes:_type_page_bytes,block_size:_type_block_size,group_size:_type_group_size,groups:_type_groups,draft_page_bytes:_type_draft_page_bytes=_dflt_draft_page_bytes)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['page_bytes']=page_bytes\n  __dataclass_dict__['block_size']=block_size\n  __dataclass_dict__['group_size']=group_size\n  __dataclass_dict__['groups']=groups\n  __dataclass_dict__['draft_page_bytes']=draft_page_bytes\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_parts, _type_post, _type_text, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_post, _dflt_text, _return_type):
  def __init__(self,parts:_type_parts,post:_type_post=_dflt_post,text:_type_text=_dflt_text)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'parts',parts)
-  __dataclass_builtins_object__.__setattr__(self,'post',post)
-  __dataclass_builtins_object__.__setattr__(self,'text',text)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['parts']=parts
+  __dataclass_dict__['post']=post
+  __dataclass_dict__['text']=text
  return __init__
-CODE["def __create_fn__(_type_parts, _type_post, _type_text, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_post, _dflt_text, _return_type):\n def __init__(self,parts:_type_parts,post:_type_post=_dflt_post,text:_type_text=_dflt_text)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'parts',parts)\n  __dataclass_builtins_object__.__setattr__(self,'post',post)\n  __dataclass_builtins_object__.__setattr__(self,'text',text)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_parts, _type_post, _type_text, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_post, _dflt_text, _return_type):\n def __init__(self,parts:_type_parts,post:_type_post=_dflt_post,text:_type_text=_dflt_text)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['parts']=parts\n  __dataclass_dict__['post']=post\n  __dataclass_dict__['text']=text\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_path, _type_architecture, _type_file_type, _type_config, _type_tensor_bytes, _type_bytes_by_type, _type_layer_bytes, _type_token_embd_bytes, _type_output_bytes, _type_other_bytes, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_notes, _return_type):
  def __init__(self,path:_type_path,architecture:_type_architecture,file_type:_type_file_type,config:_type_config,tensor_bytes:_type_tensor_bytes,bytes_by_type:_type_bytes_by_type,layer_bytes:_type_layer_bytes,token_embd_bytes:_type_token_embd_bytes,output_bytes:_type_output_bytes,other_bytes:_type_other_bytes,notes:_type_notes=_HAS_DEFAULT_FACTORY)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'path',path)
-  __dataclass_builtins_object__.__setattr__(self,'architecture',architecture)
-  __dataclass_builtins_object__.__setattr__(self,'file_type',file_type)
-  __dataclass_builtins_object__.__setattr__(self,'config',config)
-  __dataclass_builtins_object__.__setattr__(self,'tensor_bytes',tensor_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'bytes_by_type',bytes_by_type)
-  __dataclass_builtins_object__.__setattr__(self,'layer_bytes',layer_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'token_embd_bytes',token_embd_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'output_bytes',output_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'other_bytes',other_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'notes',_dflt_notes() if notes is _HAS_DEFAULT_FACTORY else notes)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['path']=path
+  __dataclass_dict__['architecture']=architecture
+  __dataclass_dict__['file_type']=file_type
+  __dataclass_dict__['config']=config
+  __dataclass_dict__['tensor_bytes']=tensor_bytes
+  __dataclass_dict__['bytes_by_type']=bytes_by_type
+  __dataclass_dict__['layer_bytes']=layer_bytes
+  __dataclass_dict__['token_embd_bytes']=token_embd_bytes
+  __dataclass_dict__['output_bytes']=output_bytes
+  __dataclass_dict__['other_bytes']=other_bytes
+  __dataclass_dict__['notes']=_dflt_notes() if notes is _HAS_DEFAULT_FACTORY else notes
  return __init__
-CODE["def __create_fn__(_type_path, _type_architecture, _type_file_type, _type_config, _type_tensor_bytes, _type_bytes_by_type, _type_layer_bytes, _type_token_embd_bytes, _type_output_bytes, _type_other_bytes, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_notes, _return_type):\n def __init__(self,path:_type_path,architecture:_type_architecture,file_type:_type_file_type,config:_type_config,tensor_bytes:_type_tensor_bytes,bytes_by_type:_type_bytes_by_type,layer_bytes:_type_layer_bytes,token_embd_bytes:_type_token_embd_bytes,output_bytes:_type_output_bytes,other_bytes:_type_other_bytes,notes:_type_notes=_HAS_DEFAULT_FACTORY)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'path',path)\n  __dataclass_builtins_object__.__setattr__(self,'architecture',architecture)\n  __dataclass_builtins_object__.__setattr__(self,'file_type',file_type)\n  __dataclass_builtins_object__.__setattr__(self,'config',config)\n  __dataclass_builtins_object__.__setattr__(self,'tensor_bytes',tensor_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'bytes_by_type',bytes_by_type)\n  __dataclass_builtins_object__.__setattr__(self,'layer_bytes',layer_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'token_embd_bytes',token_embd_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'output_bytes',output_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'other_bytes',other_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'notes',_dflt_notes() if notes is _HAS_DEFAULT_FACTORY else notes)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_path, _type_architecture, _type_file_type, _type_config, _type_tensor_bytes, _type_bytes_by_type, _type_layer_bytes, _type_token_embd_bytes, _type_output_bytes, _type_other_bytes, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_notes, _return_type):\n def __init__(self,path:_type_path,architecture:_type_architecture,file_type:_type_file_type,config:_type_config,tensor_bytes:_type_tensor_bytes,bytes_by_type:_type_bytes_by_type,layer_bytes:_type_layer_bytes,token_embd_bytes:_type_token_embd_bytes,output_bytes:_type_output_bytes,other_bytes:_type_other_bytes,notes:_type_notes=_HAS_DEFAULT_FACTORY)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['path']=path\n  __dataclass_dict__['architecture']=architecture\n  __dataclass_dict__['file_type']=file_type\n  __dataclass_dict__['config']=config\n  __dataclass_dict__['tensor_bytes']=tensor_bytes\n  __dataclass_dict__['bytes_by_type']=bytes_by_type\n  __dataclass_dict__['layer_bytes']=layer_bytes\n  __dataclass_dict__['token_embd_bytes']=token_embd_bytes\n  __dataclass_dict__['output_bytes']=output_bytes\n  __dataclass_dict__['other_bytes']=other_bytes\n  __dataclass_dict__['notes']=_dflt_notes() if notes is _HAS_DEFAULT_FACTORY else notes\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_pipeline_flag, _type_expert_flags, _type_expert_servers, _type_spanning_servers, _type_expert_why, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_expert_why, _return_type):
  def __init__(self,pipeline_flag:_type_pipeline_flag,expert_flags:_type_expert_flags,expert_servers:_type_expert_servers,spanning_servers:_type_spanning_servers,expert_why:_type_expert_why=_dflt_expert_why)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'pipeline_flag',pipeline_flag)
-  __dataclass_builtins_object__.__setattr__(self,'expert_flags',expert_flags)
-  __dataclass_builtins_object__.__setattr__(self,'expert_servers',expert_servers)
-  __dataclass_builtins_object__.__setattr__(self,'spanning_servers',spanning_servers)
-  __dataclass_builtins_object__.__setattr__(self,'expert_why',expert_why)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['pipeline_flag']=pipeline_flag
+  __dataclass_dict__['expert_flags']=expert_flags
+  __dataclass_dict__['expert_servers']=expert_servers
+  __dataclass_dict__['spanning_servers']=spanning_servers
+  __dataclass_dict__['expert_why']=expert_why
  return __init__
-CODE["def __create_fn__(_type_pipeline_flag, _type_expert_flags, _type_expert_servers, _type_spanning_servers, _type_expert_why, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_expert_why, _return_type):\n def __init__(self,pipeline_flag:_type_pipeline_flag,expert_flags:_type_expert_flags,expert_servers:_type_expert_servers,spanning_servers:_type_spanning_servers,expert_why:_type_expert_why=_dflt_expert_why)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'pipeline_flag',pipeline_flag)\n  __dataclass_builtins_object__.__setattr__(self,'expert_flags',expert_flags)\n  __dataclass_builtins_object__.__setattr__(self,'expert_servers',expert_servers)\n  __dataclass_builtins_object__.__setattr__(self,'spanning_servers',spanning_servers)\n  __dataclass_builtins_object__.__setattr__(self,'expert_why',expert_why)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_pipeline_flag, _type_expert_flags, _type_expert_servers, _type_spanning_servers, _type_expert_why, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_expert_why, _return_type):\n def __init__(self,pipeline_flag:_type_pipeline_flag,expert_flags:_type_expert_flags,expert_servers:_type_expert_servers,spanning_servers:_type_spanning_servers,expert_why:_type_expert_why=_dflt_expert_why)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['pipeline_flag']=pipeline_flag\n  __dataclass_dict__['expert_flags']=expert_flags\n  __dataclass_dict__['expert_servers']=expert_servers\n  __dataclass_dict__['spanning_servers']=spanning_servers\n  __dataclass_dict__['expert_why']=expert_why\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_pools, _type_live, _type_k, _type_allocated, _type_peak, _type_reserved_peak, _type_low, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_k, _dflt_allocated, _dflt_peak, _dflt_reserved_peak, _dflt_low, _return_type):
  def __init__(self,pools:_type_pools,live:_type_live,k:_type_k=_dflt_k,allocated:_type_allocated=_dflt_allocated,peak:_type_peak=_dflt_peak,reserved_peak:_type_reserved_peak=_dflt_reserved_peak,low:_type_low=_dflt_low)->_return_type:
@@ -4273,375 +4377,403 @@ CODE['def __create_fn__(_type_pools, _type_live, _type_k, _type_allocated, _type
 
 def __create_fn__(_type_profiles, _type_memory_slices, _type_compute_slices, _type_source, _type_omitted, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_omitted, _return_type):
  def __init__(self,profiles:_type_profiles,memory_slices:_type_memory_slices,compute_slices:_type_compute_slices,source:_type_source,omitted:_type_omitted=_dflt_omitted)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'profiles',profiles)
-  __dataclass_builtins_object__.__setattr__(self,'memory_slices',memory_slices)
-  __dataclass_builtins_object__.__setattr__(self,'compute_slices',compute_slices)
-  __dataclass_builtins_object__.__setattr__(self,'source',source)
-  __dataclass_builtins_object__.__setattr__(self,'omitted',omitted)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['profiles']=profiles
+  __dataclass_dict__['memory_slices']=memory_slices
+  __dataclass_dict__['compute_slices']=compute_slices
+  __dataclass_dict__['source']=source
+  __dataclass_dict__['omitted']=omitted
  return __init__
-CODE["def __create_fn__(_type_profiles, _type_memory_slices, _type_compute_slices, _type_source, _type_omitted, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_omitted, _return_type):\n def __init__(self,profiles:_type_profiles,memory_slices:_type_memory_slices,compute_slices:_type_compute_slices,source:_type_source,omitted:_type_omitted=_dflt_omitted)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'profiles',profiles)\n  __dataclass_builtins_object__.__setattr__(self,'memory_slices',memory_slices)\n  __dataclass_builtins_object__.__setattr__(self,'compute_slices',compute_slices)\n  __dataclass_builtins_object__.__setattr__(self,'source',source)\n  __dataclass_builtins_object__.__setattr__(self,'omitted',omitted)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_profiles, _type_memory_slices, _type_compute_slices, _type_source, _type_omitted, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_omitted, _return_type):\n def __init__(self,profiles:_type_profiles,memory_slices:_type_memory_slices,compute_slices:_type_compute_slices,source:_type_source,omitted:_type_omitted=_dflt_omitted)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['profiles']=profiles\n  __dataclass_dict__['memory_slices']=memory_slices\n  __dataclass_dict__['compute_slices']=compute_slices\n  __dataclass_dict__['source']=source\n  __dataclass_dict__['omitted']=omitted\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_q_lora_rank, _type_kv_lora_rank, _type_qk_nope_head_dim, _type_qk_rope_head_dim, _type_v_head_dim, _type_indexer, _type_output_gate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_indexer, _dflt_output_gate, _return_type):
  def __init__(self,*,q_lora_rank:_type_q_lora_rank,kv_lora_rank:_type_kv_lora_rank,qk_nope_head_dim:_type_qk_nope_head_dim,qk_rope_head_dim:_type_qk_rope_head_dim,v_head_dim:_type_v_head_dim,indexer:_type_indexer=_dflt_indexer,output_gate:_type_output_gate=_dflt_output_gate)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'q_lora_rank',q_lora_rank)
-  __dataclass_builtins_object__.__setattr__(self,'kv_lora_rank',kv_lora_rank)
-  __dataclass_builtins_object__.__setattr__(self,'qk_nope_head_dim',qk_nope_head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'qk_rope_head_dim',qk_rope_head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'v_head_dim',v_head_dim)
-  __dataclass_builtins_object__.__setattr__(self,'indexer',indexer)
-  __dataclass_builtins_object__.__setattr__(self,'output_gate',output_gate)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['q_lora_rank']=q_lora_rank
+  __dataclass_dict__['kv_lora_rank']=kv_lora_rank
+  __dataclass_dict__['qk_nope_head_dim']=qk_nope_head_dim
+  __dataclass_dict__['qk_rope_head_dim']=qk_rope_head_dim
+  __dataclass_dict__['v_head_dim']=v_head_dim
+  __dataclass_dict__['indexer']=indexer
+  __dataclass_dict__['output_gate']=output_gate
  return __init__
-CODE["def __create_fn__(_type_q_lora_rank, _type_kv_lora_rank, _type_qk_nope_head_dim, _type_qk_rope_head_dim, _type_v_head_dim, _type_indexer, _type_output_gate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_indexer, _dflt_output_gate, _return_type):\n def __init__(self,*,q_lora_rank:_type_q_lora_rank,kv_lora_rank:_type_kv_lora_rank,qk_nope_head_dim:_type_qk_nope_head_dim,qk_rope_head_dim:_type_qk_rope_head_dim,v_head_dim:_type_v_head_dim,indexer:_type_indexer=_dflt_indexer,output_gate:_type_output_gate=_dflt_output_gate)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'q_lora_rank',q_lora_rank)\n  __dataclass_builtins_object__.__setattr__(self,'kv_lora_rank',kv_lora_rank)\n  __dataclass_builtins_object__.__setattr__(self,'qk_nope_head_dim',qk_nope_head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'qk_rope_head_dim',qk_rope_head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'v_head_dim',v_head_dim)\n  __dataclass_builtins_object__.__setattr__(self,'indexer',indexer)\n  __dataclass_builtins_object__.__setattr__(self,'output_gate',output_gate)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_q_lora_rank, _type_kv_lora_rank, _type_qk_nope_head_dim, _type_qk_rope_head_dim, _type_v_head_dim, _type_indexer, _type_output_gate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_indexer, _dflt_output_gate, _return_type):\n def __init__(self,*,q_lora_rank:_type_q_lora_rank,kv_lora_rank:_type_kv_lora_rank,qk_nope_head_dim:_type_qk_nope_head_dim,qk_rope_head_dim:_type_qk_rope_head_dim,v_head_dim:_type_v_head_dim,indexer:_type_indexer=_dflt_indexer,output_gate:_type_output_gate=_dflt_output_gate)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['q_lora_rank']=q_lora_rank\n  __dataclass_dict__['kv_lora_rank']=kv_lora_rank\n  __dataclass_dict__['qk_nope_head_dim']=qk_nope_head_dim\n  __dataclass_dict__['qk_rope_head_dim']=qk_rope_head_dim\n  __dataclass_dict__['v_head_dim']=v_head_dim\n  __dataclass_dict__['indexer']=indexer\n  __dataclass_dict__['output_gate']=output_gate\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_raw, _type_where, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_where, _return_type):
  def __init__(self,raw:_type_raw,where:_type_where=_dflt_where)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'raw',raw)
-  __dataclass_builtins_object__.__setattr__(self,'where',where)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['raw']=raw
+  __dataclass_dict__['where']=where
  return __init__
-CODE["def __create_fn__(_type_raw, _type_where, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_where, _return_type):\n def __init__(self,raw:_type_raw,where:_type_where=_dflt_where)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'raw',raw)\n  __dataclass_builtins_object__.__setattr__(self,'where',where)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_raw, _type_where, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_where, _return_type):\n def __init__(self,raw:_type_raw,where:_type_where=_dflt_where)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['raw']=raw\n  __dataclass_dict__['where']=where\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_replicas, _type_tensor_parallel, _type_gpus_per_replica, _type_split_mode, _type_fits, _type_reason, _type_kv_cache_capacity_tokens, _type_max_concurrency, _type_capacity_sequences, _type_concurrent_sequences, _type_serves_all, _type_thin_margin, _type_meets_targets, _type_per_request_tokens_per_s, _type_per_request_tokens_per_s_low, _type_per_request_tokens_per_s_high, _type_aggregate_tokens_per_s, _type_aggregate_tokens_per_s_low, _type_aggregate_tokens_per_s_high, _type_ttft_s, _type_ttft_s_low, _type_ttft_s_high, _type_ttft_p50_s, _type_ttft_p90_s, _type_ttft_in_step_s, _type_speed_ranges, _type_bound, _type_kv_cache_bytes, _type_headroom_bytes, _type_one_gpu_failure, _type_usd_per_hour, _type_usd_per_month, _type_usd_per_million_tokens, _type_usd_per_million_tokens_low, _type_usd_per_million_tokens_high, _type_nodes, _type_pipeline_parallel, _type_expert_parallel, _type_network, _type_network_s_per_step, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_reason, _dflt_kv_cache_capacity_tokens, _dflt_max_concurrency, _dflt_capacity_sequences, _dflt_concurrent_sequences, _dflt_serves_all, _dflt_thin_margin, _dflt_meets_targets, _dflt_per_request_tokens_per_s, _dflt_per_request_tokens_per_s_low, _dflt_per_request_tokens_per_s_high, _dflt_aggregate_tokens_per_s, _dflt_aggregate_tokens_per_s_low, _dflt_aggregate_tokens_per_s_high, _dflt_ttft_s, _dflt_ttft_s_low, _dflt_ttft_s_high, _dflt_ttft_p50_s, _dflt_ttft_p90_s, _dflt_ttft_in_step_s, _dflt_speed_ranges, _dflt_bound, _dflt_kv_cache_bytes, _dflt_headroom_bytes, _dflt_one_gpu_failure, _dflt_usd_per_hour, _dflt_usd_per_month, _dflt_usd_per_million_tokens, _dflt_usd_per_million_tokens_low, _dflt_usd_per_million_tokens_high, _dflt_nodes, _dflt_pipeline_parallel, _dflt_expert_parallel, _dflt_network, _dflt_network_s_per_step, _return_type):
  def __init__(self,*,replicas:_type_replicas,tensor_parallel:_type_tensor_parallel,gpus_per_replica:_type_gpus_per_replica,split_mode:_type_split_mode,fits:_type_fits,reason:_type_reason=_dflt_reason,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens=_dflt_kv_cache_capacity_tokens,max_concurrency:_type_max_concurrency=_dflt_max_concurrency,capacity_sequences:_type_capacity_sequences=_dflt_capacity_sequences,concurrent_sequences:_type_concurrent_sequences=_dflt_concurrent_sequences,serves_all:_type_serves_all=_dflt_serves_all,thin_margin:_type_thin_margin=_dflt_thin_margin,meets_targets:_type_meets_targets=_dflt_meets_targets,per_request_tokens_per_s:_type_per_request_tokens_per_s=_dflt_per_request_tokens_per_s,per_request_tokens_per_s_low:_type_per_request_tokens_per_s_low=_dflt_per_request_tokens_per_s_low,per_request_tokens_per_s_high:_type_per_request_tokens_per_s_high=_dflt_per_request_tokens_per_s_high,aggregate_tokens_per_s:_type_aggregate_tokens_per_s=_dflt_aggregate_tokens_per_s,aggregate_tokens_per_s_low:_type_aggregate_tokens_per_s_low=_dflt_aggregate_tokens_per_s_low,aggregate_tokens_per_s_high:_type_aggregate_tokens_per_s_high=_dflt_aggregate_tokens_per_s_high,ttft_s:_type_ttft_s=_dflt_ttft_s,ttft_s_low:_type_ttft_s_low=_dflt_ttft_s_low,ttft_s_high:_type_ttft_s_high=_dflt_ttft_s_high,ttft_p50_s:_type_ttft_p50_s=_dflt_ttft_p50_s,ttft_p90_s:_type_ttft_p90_s=_dflt_ttft_p90_s,ttft_in_step_s:_type_ttft_in_step_s=_dflt_ttft_in_step_s,speed_ranges:_type_speed_ranges=_dflt_speed_ranges,bound:_type_bound=_dflt_bound,kv_cache_bytes:_type_kv_cache_bytes=_dflt_kv_cache_bytes,headroom_bytes:_type_headroom_bytes=_dflt_headroom_bytes,one_gpu_failure:_type_one_gpu_failure=_dflt_one_gpu_failure,usd_per_hour:_type_usd_per_hour=_dflt_usd_per_hour,usd_per_month:_type_usd_per_month=_dflt_usd_per_month,usd_per_million_tokens:_type_usd_per_million_tokens=_dflt_usd_per_million_tokens,usd_per_million_tokens_low:_type_usd_per_million_tokens_low=_dflt_usd_per_million_tokens_low,usd_per_million_tokens_high:_type_usd_per_million_tokens_high=_dflt_usd_per_million_tokens_high,nodes:_type_nodes=_dflt_nodes,pipeline_parallel:_type_pipeline_parallel=_dflt_pipeline_parallel,expert_parallel:_type_expert_parallel=_dflt_expert_parallel,network:_type_network=_dflt_network,network_s_per_step:_type_network_s_per_step=_dflt_network_s_per_step)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'replicas',replicas)
-  __dataclass_builtins_object__.__setattr__(self,'tensor_parallel',tensor_parallel)
-  __dataclass_builtins_object__.__setattr__(self,'gpus_per_replica',gpus_per_replica)
-  __dataclass_builtins_object__.__setattr__(self,'split_mode',split_mode)
-  __dataclass_builtins_object__.__setattr__(self,'fits',fits)
-  __dataclass_builtins_object__.__setattr__(self,'reason',reason)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_capacity_tokens',kv_cache_capacity_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'max_concurrency',max_concurrency)
-  __dataclass_builtins_object__.__setattr__(self,'capacity_sequences',capacity_sequences)
-  __dataclass_builtins_object__.__setattr__(self,'concurrent_sequences',concurrent_sequences)
-  __dataclass_builtins_object__.__setattr__(self,'serves_all',serves_all)
-  __dataclass_builtins_object__.__setattr__(self,'thin_margin',thin_margin)
-  __dataclass_builtins_object__.__setattr__(self,'meets_targets',meets_targets)
-  __dataclass_builtins_object__.__setattr__(self,'per_request_tokens_per_s',per_request_tokens_per_s)
-  __dataclass_builtins_object__.__setattr__(self,'per_request_tokens_per_s_low',per_request_tokens_per_s_low)
-  __dataclass_builtins_object__.__setattr__(self,'per_request_tokens_per_s_high',per_request_tokens_per_s_high)
-  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s',aggregate_tokens_per_s)
-  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s_low',aggregate_tokens_per_s_low)
-  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s_high',aggregate_tokens_per_s_high)
-  __dataclass_builtins_object__.__setattr__(self,'ttft_s',ttft_s)
-  __dataclass_builtins_object__.__setattr__(self,'ttft_s_low',ttft_s_low)
-  __dataclass_builtins_object__.__setattr__(self,'ttft_s_high',ttft_s_high)
-  __dataclass_builtins_object__.__setattr__(self,'ttft_p50_s',ttft_p50_s)
-  __dataclass_builtins_object__.__setattr__(self,'ttft_p90_s',ttft_p90_s)
-  __dataclass_builtins_object__.__setattr__(self,'ttft_in_step_s',ttft_in_step_s)
-  __dataclass_builtins_object__.__setattr__(self,'speed_ranges',speed_ranges)
-  __dataclass_builtins_object__.__setattr__(self,'bound',bound)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_bytes',kv_cache_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'headroom_bytes',headroom_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'one_gpu_failure',one_gpu_failure)
-  __dataclass_builtins_object__.__setattr__(self,'usd_per_hour',usd_per_hour)
-  __dataclass_builtins_object__.__setattr__(self,'usd_per_month',usd_per_month)
-  __dataclass_builtins_object__.__setattr__(self,'usd_per_million_tokens',usd_per_million_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'usd_per_million_tokens_low',usd_per_million_tokens_low)
-  __dataclass_builtins_object__.__setattr__(self,'usd_per_million_tokens_high',usd_per_million_tokens_high)
-  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)
-  __dataclass_builtins_object__.__setattr__(self,'pipeline_parallel',pipeline_parallel)
-  __dataclass_builtins_object__.__setattr__(self,'expert_parallel',expert_parallel)
-  __dataclass_builtins_object__.__setattr__(self,'network',network)
-  __dataclass_builtins_object__.__setattr__(self,'network_s_per_step',network_s_per_step)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['replicas']=replicas
+  __dataclass_dict__['tensor_parallel']=tensor_parallel
+  __dataclass_dict__['gpus_per_replica']=gpus_per_replica
+  __dataclass_dict__['split_mode']=split_mode
+  __dataclass_dict__['fits']=fits
+  __dataclass_dict__['reason']=reason
+  __dataclass_dict__['kv_cache_capacity_tokens']=kv_cache_capacity_tokens
+  __dataclass_dict__['max_concurrency']=max_concurrency
+  __dataclass_dict__['capacity_sequences']=capacity_sequences
+  __dataclass_dict__['concurrent_sequences']=concurrent_sequences
+  __dataclass_dict__['serves_all']=serves_all
+  __dataclass_dict__['thin_margin']=thin_margin
+  __dataclass_dict__['meets_targets']=meets_targets
+  __dataclass_dict__['per_request_tokens_per_s']=per_request_tokens_per_s
+  __dataclass_dict__['per_request_tokens_per_s_low']=per_request_tokens_per_s_low
+  __dataclass_dict__['per_request_tokens_per_s_high']=per_request_tokens_per_s_high
+  __dataclass_dict__['aggregate_tokens_per_s']=aggregate_tokens_per_s
+  __dataclass_dict__['aggregate_tokens_per_s_low']=aggregate_tokens_per_s_low
+  __dataclass_dict__['aggregate_tokens_per_s_high']=aggregate_tokens_per_s_high
+  __dataclass_dict__['ttft_s']=ttft_s
+  __dataclass_dict__['ttft_s_low']=ttft_s_low
+  __dataclass_dict__['ttft_s_high']=ttft_s_high
+  __dataclass_dict__['ttft_p50_s']=ttft_p50_s
+  __dataclass_dict__['ttft_p90_s']=ttft_p90_s
+  __dataclass_dict__['ttft_in_step_s']=ttft_in_step_s
+  __dataclass_dict__['speed_ranges']=speed_ranges
+  __dataclass_dict__['bound']=bound
+  __dataclass_dict__['kv_cache_bytes']=kv_cache_bytes
+  __dataclass_dict__['headroom_bytes']=headroom_bytes
+  __dataclass_dict__['one_gpu_failure']=one_gpu_failure
+  __dataclass_dict__['usd_per_hour']=usd_per_hour
+  __dataclass_dict__['usd_per_month']=usd_per_month
+  __dataclass_dict__['usd_per_million_tokens']=usd_per_million_tokens
+  __dataclass_dict__['usd_per_million_tokens_low']=usd_per_million_tokens_low
+  __dataclass_dict__['usd_per_million_tokens_high']=usd_per_million_tokens_high
+  __dataclass_dict__['nodes']=nodes
+  __dataclass_dict__['pipeline_parallel']=pipeline_parallel
+  __dataclass_dict__['expert_parallel']=expert_parallel
+  __dataclass_dict__['network']=network
+  __dataclass_dict__['network_s_per_step']=network_s_per_step
  return __init__
-CODE["def __create_fn__(_type_replicas, _type_tensor_parallel, _type_gpus_per_replica, _type_split_mode, _type_fits, _type_reason, _type_kv_cache_capacity_tokens, _type_max_concurrency, _type_capacity_sequences, _type_concurrent_sequences, _type_serves_all, _type_thin_margin, _type_meets_targets, _type_per_request_tokens_per_s, _type_per_request_tokens_per_s_low, _type_per_request_tokens_per_s_high, _type_aggregate_tokens_per_s, _type_aggregate_tokens_per_s_low, _type_aggregate_tokens_per_s_high, _type_ttft_s, _type_ttft_s_low, _type_ttft_s_high, _type_ttft_p50_s, _type_ttft_p90_s, _type_ttft_in_step_s, _type_speed_ranges, _type_bound, _type_kv_cache_bytes, _type_headroom_bytes, _type_one_gpu_failure, _type_usd_per_hour, _type_usd_per_month, _type_usd_per_million_tokens, _type_usd_per_million_tokens_low, _type_usd_per_million_tokens_high, _type_nodes, _type_pipeline_parallel, _type_expert_parallel, _type_network, _type_network_s_per_step, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_reason, _dflt_kv_cache_capacity_tokens, _dflt_max_concurrency, _dflt_capacity_sequences, _dflt_concurrent_sequences, _dflt_serves_all, _dflt_thin_margin, _dflt_meets_targets, _dflt_per_request_tokens_per_s, _dflt_per_request_tokens_per_s_low, _dflt_per_request_tokens_per_s_high, _dflt_aggregate_tokens_per_s, _dflt_aggregate_tokens_per_s_low, _dflt_aggregate_tokens_per_s_high, _dflt_ttft_s, _dflt_ttft_s_low, _dflt_ttft_s_high, _dflt_ttft_p50_s, _dflt_ttft_p90_s, _dflt_ttft_in_step_s, _dflt_speed_ranges, _dflt_bound, _dflt_kv_cache_bytes, _dflt_headroom_bytes, _dflt_one_gpu_failure, _dflt_usd_per_hour, _dflt_usd_per_month, _dflt_usd_per_million_tokens, _dflt_usd_per_million_tokens_low, _dflt_usd_per_million_tokens_high, _dflt_nodes, _dflt_pipeline_parallel, _dflt_expert_parallel, _dflt_network, _dflt_network_s_per_step, _return_type):\n def __init__(self,*,replicas:_type_replicas,tensor_parallel:_type_tensor_parallel,gpus_per_replica:_type_gpus_per_replica,split_mode:_type_split_mode,fits:_type_fits,reason:_type_reason=_dflt_reason,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens=_dflt_kv_cache_capacity_tokens,max_concurrency:_type_max_concurrency=_dflt_max_concurrency,capacity_sequences:_type_capacity_sequences=_dflt_capacity_sequences,concurrent_sequences:_type_concurrent_sequences=_dflt_concurrent_sequences,serves_all:_type_serves_all=_dflt_serves_all,thin_margin:_type_thin_margin=_dflt_thin_margin,meets_targets:_type_meets_targets=_dflt_meets_targets,per_request_tokens_per_s:_type_per_request_tokens_per_s=_dflt_per_request_tokens_per_s,per_request_tokens_per_s_low:_type_per_request_tokens_per_s_low=_dflt_per_request_tokens_per_s_low,per_request_tokens_per_s_high:_type_per_request_tokens_per_s_high=_dflt_per_request_tokens_per_s_high,aggregate_tokens_per_s:_type_aggregate_tokens_per_s=_dflt_aggregate_tokens_per_s,aggregate_tokens_per_s_low:_type_aggregate_tokens_per_s_low=_dflt_aggregate_tokens_per_s_low,aggregate_tokens_per_s_high:_type_aggregate_tokens_per_s_high=_dflt_aggregate_tokens_per_s_high,ttft_s:_type_ttft_s=_dflt_ttft_s,ttft_s_low:_type_ttft_s_low=_dflt_ttft_s_low,ttft_s_high:_type_ttft_s_high=_dflt_ttft_s_high,ttft_p50_s:_type_ttft_p50_s=_dflt_ttft_p50_s,ttft_p90_s:_type_ttft_p90_s=_dflt_ttft_p90_s,ttft_in_step_s:_type_ttft_in_step_s=_dflt_ttft_in_step_s,speed_ranges:_type_speed_ranges=_dflt_speed_ranges,bound:_type_bound=_dflt_bound,kv_cache_bytes:_type_kv_cache_bytes=_dflt_kv_cache_bytes,headroom_bytes:_type_headroom_bytes=_dflt_headroom_bytes,one_gpu_failure:_type_one_gpu_failure=_dflt_one_gpu_failure,usd_per_hour:_type_usd_per_hour=_dflt_usd_per_hour,usd_per_month:_type_usd_per_month=_dflt_usd_per_month,usd_per_million_tokens:_type_usd_per_million_tokens=_dflt_usd_per_million_tokens,usd_per_million_tokens_low:_type_usd_per_million_tokens_low=_dflt_usd_per_million_tokens_low,usd_per_million_tokens_high:_type_usd_per_million_tokens_high=_dflt_usd_per_million_tokens_high,nodes:_type_nodes=_dflt_nodes,pipeline_parallel:_type_pipeline_parallel=_dflt_pipeline_parallel,expert_parallel:_type_expert_parallel=_dflt_expert_parallel,network:_type_network=_dflt_network,network_s_per_step:_type_network_s_per_step=_dflt_network_s_per_step)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'replicas',replicas)\n  __dataclass_builtins_object__.__setattr__(self,'tensor_parallel',tensor_parallel)\n  __dataclass_builtins_object__.__setattr__(self,'gpus_per_replica',gpus_per_replica)\n  __dataclass_builtins_object__.__setattr__(self,'split_mode',split_mode)\n  __dataclass_builtins_object__.__setattr__(self,'fits',fits)\n  __dataclass_builtins_object__.__setattr__(self,'reason',reason)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_capacity_tokens',kv_cache_capacity_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'max_concurrency',max_concurrency)\n  __dataclass_builtins_object__.__setattr__(self,'capacity_sequences',capacity_sequences)\n  __dataclass_builtins_object__.__setattr__(self,'concurrent_sequences',concurrent_sequences)\n  __dataclass_builtins_object__.__setattr__(self,'serves_all',serves_all)\n  __dataclass_builtins_object__.__setattr__(self,'thin_margin',thin_margin)\n  __dataclass_builtins_object__.__setattr__(self,'meets_targets',meets_targets)\n  __dataclass_builtins_object__.__setattr__(self,'per_request_tokens_per_s',per_request_tokens_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'per_request_tokens_per_s_low',per_request_tokens_per_s_low)\n  __dataclass_builtins_object__.__setattr__(self,'per_request_tokens_per_s_high',per_request_tokens_per_s_high)\n  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s',aggregate_tokens_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s_low',aggregate_tokens_per_s_low)\n  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s_high',aggregate_tokens_per_s_high)\n  __dataclass_builtins_object__.__setattr__(self,'ttft_s',ttft_s)\n  __dataclass_builtins_object__.__setattr__(self,'ttft_s_low',ttft_s_low)\n  __dataclass_builtins_object__.__setattr__(self,'ttft_s_high',ttft_s_high)\n  __dataclass_builtins_object__.__setattr__(self,'ttft_p50_s',ttft_p50_s)\n  __dataclass_builtins_object__.__setattr__(self,'ttft_p90_s',ttft_p90_s)\n  __dataclass_builtins_object__.__setattr__(self,'ttft_in_step_s',ttft_in_step_s)\n  __dataclass_builtins_object__.__setattr__(self,'speed_ranges',speed_ranges)\n  __dataclass_builtins_object__.__setattr__(self,'bound',bound)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_bytes',kv_cache_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'headroom_bytes',headroom_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'one_gpu_failure',one_gpu_failure)\n  __dataclass_builtins_object__.__setattr__(self,'usd_per_hour',usd_per_hour)\n  __dataclass_builtins_object__.__setattr__(self,'usd_per_month',usd_per_month)\n  __dataclass_builtins_object__.__setattr__(self,'usd_per_million_tokens',usd_per_million_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'usd_per_million_tokens_low',usd_per_million_tokens_low)\n  __dataclass_builtins_object__.__setattr__(self,'usd_per_million_tokens_high',usd_per_million_tokens_high)\n  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)\n  __dataclass_builtins_object__.__setattr__(self,'pipeline_parallel',pipeline_parallel)\n  __dataclass_builtins_object__.__setattr__(self,'expert_parallel',expert_parallel)\n  __dataclass_builtins_object__.__setattr__(self,'network',network)\n  __dataclass_builtins_object__.__setattr__(self,'network_s_per_step',network_s_per_step)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_replicas, _type_tensor_parallel, _type_gpus_per_replica, _type_split_mode, _type_fits, _type_reason, _type_kv_cache_capacity_tokens, _type_max_concurrency, _type_capacity_sequences, _type_concurrent_sequences, _type_serves_all, _type_thin_margin, _type_meets_targets, _type_per_request_tokens_per_s, _type_per_request_tokens_per_s_low, _type_per_request_tokens_per_s_high, _type_aggregate_tokens_per_s, _type_aggregate_tokens_per_s_low, _type_aggregate_tokens_per_s_high, _type_ttft_s, _type_ttft_s_low, _type_ttft_s_high, _type_ttft_p50_s, _type_ttft_p90_s, _type_ttft_in_step_s, _type_speed_ranges, _type_bound, _type_kv_cache_bytes, _type_headroom_bytes, _type_one_gpu_failure, _type_usd_per_hour, _type_usd_per_month, _type_usd_per_million_tokens, _type_usd_per_million_tokens_low, _type_usd_per_million_tokens_high, _type_nodes, _type_pipeline_parallel, _type_expert_parallel, _type_network, _type_network_s_per_step, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_reason, _dflt_kv_cache_capacity_tokens, _dflt_max_concurrency, _dflt_capacity_sequences, _dflt_concurrent_sequences, _dflt_serves_all, _dflt_thin_margin, _dflt_meets_targets, _dflt_per_request_tokens_per_s, _dflt_per_request_tokens_per_s_low, _dflt_per_request_tokens_per_s_high, _dflt_aggregate_tokens_per_s, _dflt_aggregate_tokens_per_s_low, _dflt_aggregate_tokens_per_s_high, _dflt_ttft_s, _dflt_ttft_s_low, _dflt_ttft_s_high, _dflt_ttft_p50_s, _dflt_ttft_p90_s, _dflt_ttft_in_step_s, _dflt_speed_ranges, _dflt_bound, _dflt_kv_cache_bytes, _dflt_headroom_bytes, _dflt_one_gpu_failure, _dflt_usd_per_hour, _dflt_usd_per_month, _dflt_usd_per_million_tokens, _dflt_usd_per_million_tokens_low, _dflt_usd_per_million_tokens_high, _dflt_nodes, _dflt_pipeline_parallel, _dflt_expert_parallel, _dflt_network, _dflt_network_s_per_step, _return_type):\n def __init__(self,*,replicas:_type_replicas,tensor_parallel:_type_tensor_parallel,gpus_per_replica:_type_gpus_per_replica,split_mode:_type_split_mode,fits:_type_fits,reason:_type_reason=_dflt_reason,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens=_dflt_kv_cache_capacity_tokens,max_concurrency:_type_max_concurrency=_dflt_max_concurrency,capacity_sequences:_type_capacity_sequences=_dflt_capacity_sequences,concurrent_sequences:_type_concurrent_sequences=_dflt_concurrent_sequences,serves_all:_type_serves_all=_dflt_serves_all,thin_margin:_type_thin_margin=_dflt_thin_margin,meets_targets:_type_meets_targets=_dflt_meets_targets,per_request_tokens_per_s:_type_per_request_tokens_per_s=_dflt_per_request_tokens_per_s,per_request_tokens_per_s_low:_type_per_request_tokens_per_s_low=_dflt_per_request_tokens_per_s_low,per_request_tokens_per_s_high:_type_per_request_tokens_per_s_high=_dflt_per_request_tokens_per_s_high,aggregate_tokens_per_s:_type_aggregate_tokens_per_s=_dflt_aggregate_tokens_per_s,aggregate_tokens_per_s_low:_type_aggregate_tokens_per_s_low=_dflt_aggregate_tokens_per_s_low,aggregate_tokens_per_s_high:_type_aggregate_tokens_per_s_high=_dflt_aggregate_tokens_per_s_high,ttft_s:_type_ttft_s=_dflt_ttft_s,ttft_s_low:_type_ttft_s_low=_dflt_ttft_s_low,ttft_s_high:_type_ttft_s_high=_dflt_ttft_s_high,ttft_p50_s:_type_ttft_p50_s=_dflt_ttft_p50_s,ttft_p90_s:_type_ttft_p90_s=_dflt_ttft_p90_s,ttft_in_step_s:_type_ttft_in_step_s=_dflt_ttft_in_step_s,speed_ranges:_type_speed_ranges=_dflt_speed_ranges,bound:_type_bound=_dflt_bound,kv_cache_bytes:_type_kv_cache_bytes=_dflt_kv_cache_bytes,headroom_bytes:_type_headroom_bytes=_dflt_headroom_bytes,one_gpu_failure:_type_one_gpu_failure=_dflt_one_gpu_failure,usd_per_hour:_type_usd_per_hour=_dflt_usd_per_hour,usd_per_month:_type_usd_per_month=_dflt_usd_per_month,usd_per_million_tokens:_type_usd_per_million_tokens=_dflt_usd_per_million_tokens,usd_per_million_tokens_low:_type_usd_per_million_tokens_low=_dflt_usd_per_million_tokens_low,usd_per_million_tokens_high:_type_usd_per_million_tokens_high=_dflt_usd_per_million_tokens_high,nodes:_type_nodes=_dflt_nodes,pipeline_parallel:_type_pipeline_parallel=_dflt_pipeline_parallel,expert_parallel:_type_expert_parallel=_dflt_expert_parallel,network:_type_network=_dflt_network,network_s_per_step:_type_network_s_per_step=_dflt_network_s_per_step)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['replicas']=replicas\n  __dataclass_dict__['tensor_parallel']=tensor_parallel\n  __dataclass_dict__['gpus_per_replica']=gpus_per_replica\n  __dataclass_dict__['split_mode']=split_mode\n  __dataclass_dict__['fits']=fits\n  __dataclass_dict__['reason']=reason\n  __dataclass_dict__['kv_cache_capacity_tokens']=kv_cache_capacity_tokens\n  __dataclass_dict__['max_concurrency']=max_concurrency\n  __dataclass_dict__['capacity_sequences']=capacity_sequences\n  __dataclass_dict__['concurrent_sequences']=concurrent_sequences\n  __dataclass_dict__['serves_all']=serves_all\n  __dataclass_dict__['thin_margin']=thin_margin\n  __dataclass_dict__['meets_targets']=meets_targets\n  __dataclass_dict__['per_request_tokens_per_s']=per_request_tokens_per_s\n  __dataclass_dict__['per_request_tokens_per_s_low']=per_request_tokens_per_s_low\n  __dataclass_dict__['per_request_tokens_per_s_high']=per_request_tokens_per_s_high\n  __dataclass_dict__['aggregate_tokens_per_s']=aggregate_tokens_per_s\n  __dataclass_dict__['aggregate_tokens_per_s_low']=aggregate_tokens_per_s_low\n  __dataclass_dict__['aggregate_tokens_per_s_high']=aggregate_tokens_per_s_high\n  __dataclass_dict__['ttft_s']=ttft_s\n  __dataclass_dict__['ttft_s_low']=ttft_s_low\n  __dataclass_dict__['ttft_s_high']=ttft_s_high\n  __dataclass_dict__['ttft_p50_s']=ttft_p50_s\n  __dataclass_dict__['ttft_p90_s']=ttft_p90_s\n  __dataclass_dict__['ttft_in_step_s']=ttft_in_step_s\n  __dataclass_dict__['speed_ranges']=speed_ranges\n  __dataclass_dict__['bound']=bound\n  __dataclass_dict__['kv_cache_bytes']=kv_cache_bytes\n  __dataclass_dict__['headroom_bytes']=headroom_bytes\n  __dataclass_dict__['one_gpu_failure']=one_gpu_failure\n  __dataclass_dict__['usd_per_hour']=usd_per_hour\n  __dataclass_dict__['usd_per_month']=usd_per_month\n  __dataclass_dict__['usd_per_million_tokens']=usd_per_million_tokens\n  __dataclass_dict__['usd_per_million_tokens_low']=usd_per_million_tokens_low\n  __dataclass_dict__['usd_per_million_tokens_high']=usd_per_million_tokens_high\n  __dataclass_dict__['nodes']=nodes\n  __dataclass_dict__['pipeline_parallel']=pipeline_parallel\n  __dataclass_dict__['expert_parallel']=expert_parallel\n  __dataclass_dict__['network']=network\n  __dataclass_dict__['network_s_per_step']=network_s_per_step\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_repo_id, _type_revision, _type_config, _type_dtype_elements, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_notes, _return_type):
  def __init__(self,repo_id:_type_repo_id,revision:_type_revision,config:_type_config,dtype_elements:_type_dtype_elements,notes:_type_notes=_dflt_notes)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'repo_id',repo_id)
-  __dataclass_builtins_object__.__setattr__(self,'revision',revision)
-  __dataclass_builtins_object__.__setattr__(self,'config',config)
-  __dataclass_builtins_object__.__setattr__(self,'dtype_elements',dtype_elements)
-  __dataclass_builtins_object__.__setattr__(self,'notes',notes)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['repo_id']=repo_id
+  __dataclass_dict__['revision']=revision
+  __dataclass_dict__['config']=config
+  __dataclass_dict__['dtype_elements']=dtype_elements
+  __dataclass_dict__['notes']=notes
  return __init__
-CODE["def __create_fn__(_type_repo_id, _type_revision, _type_config, _type_dtype_elements, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_notes, _return_type):\n def __init__(self,repo_id:_type_repo_id,revision:_type_revision,config:_type_config,dtype_elements:_type_dtype_elements,notes:_type_notes=_dflt_notes)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'repo_id',repo_id)\n  __dataclass_builtins_object__.__setattr__(self,'revision',revision)\n  __dataclass_builtins_object__.__setattr__(self,'config',config)\n  __dataclass_builtins_object__.__setattr__(self,'dtype_elements',dtype_elements)\n  __dataclass_builtins_object__.__setattr__(self,'notes',notes)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_repo_id, _type_revision, _type_config, _type_dtype_elements, _type_notes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_notes, _return_type):\n def __init__(self,repo_id:_type_repo_id,revision:_type_revision,config:_type_config,dtype_elements:_type_dtype_elements,notes:_type_notes=_dflt_notes)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['repo_id']=repo_id\n  __dataclass_dict__['revision']=revision\n  __dataclass_dict__['config']=config\n  __dataclass_dict__['dtype_elements']=dtype_elements\n  __dataclass_dict__['notes']=notes\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_requests, _type_synchronized, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_requests, _dflt_synchronized, _return_type):
  def __init__(self,requests:_type_requests=_dflt_requests,synchronized:_type_synchronized=_dflt_synchronized)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'requests',requests)
-  __dataclass_builtins_object__.__setattr__(self,'synchronized',synchronized)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['requests']=requests
+  __dataclass_dict__['synchronized']=synchronized
  return __init__
-CODE["def __create_fn__(_type_requests, _type_synchronized, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_requests, _dflt_synchronized, _return_type):\n def __init__(self,requests:_type_requests=_dflt_requests,synchronized:_type_synchronized=_dflt_synchronized)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'requests',requests)\n  __dataclass_builtins_object__.__setattr__(self,'synchronized',synchronized)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_requests, _type_synchronized, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_requests, _dflt_synchronized, _return_type):\n def __init__(self,requests:_type_requests=_dflt_requests,synchronized:_type_synchronized=_dflt_synchronized)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['requests']=requests\n  __dataclass_dict__['synchronized']=synchronized\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_resource, _type_compose_driver, _type_devices, _type_visible, _type_security_opt, _type_seccomp_unconfined, _type_setup, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_compose_driver, _dflt_devices, _dflt_visible, _dflt_security_opt, _dflt_seccomp_unconfined, _dflt_setup, _return_type):
  def __init__(self,resource:_type_resource,compose_driver:_type_compose_driver=_dflt_compose_driver,devices:_type_devices=_dflt_devices,visible:_type_visible=_dflt_visible,security_opt:_type_security_opt=_dflt_security_opt,seccomp_unconfined:_type_seccomp_unconfined=_dflt_seccomp_unconfined,setup:_type_setup=_dflt_setup)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'resource',resource)
-  __dataclass_builtins_object__.__setattr__(self,'compose_driver',compose_driver)
-  __dataclass_builtins_object__.__setattr__(self,'devices',devices)
-  __dataclass_builtins_object__.__setattr__(self,'visible',visible)
-  __dataclass_builtins_object__.__setattr__(self,'security_opt',security_opt)
-  __dataclass_builtins_object__.__setattr__(self,'seccomp_unconfined',seccomp_unconfined)
-  __dataclass_builtins_object__.__setattr__(self,'setup',setup)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['resource']=resource
+  __dataclass_dict__['compose_driver']=compose_driver
+  __dataclass_dict__['devices']=devices
+  __dataclass_dict__['visible']=visible
+  __dataclass_dict__['security_opt']=security_opt
+  __dataclass_dict__['seccomp_unconfined']=seccomp_unconfined
+  __dataclass_dict__['setup']=setup
  return __init__
-CODE["def __create_fn__(_type_resource, _type_compose_driver, _type_devices, _type_visible, _type_security_opt, _type_seccomp_unconfined, _type_setup, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_compose_driver, _dflt_devices, _dflt_visible, _dflt_security_opt, _dflt_seccomp_unconfined, _dflt_setup, _return_type):\n def __init__(self,resource:_type_resource,compose_driver:_type_compose_driver=_dflt_compose_driver,devices:_type_devices=_dflt_devices,visible:_type_visible=_dflt_visible,security_opt:_type_security_opt=_dflt_security_opt,seccomp_unconfined:_type_seccomp_unconfined=_dflt_seccomp_unconfined,setup:_type_setup=_dflt_setup)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'resource',resource)\n  __dataclass_builtins_object__.__setattr__(self,'compose_driver',compose_driver)\n  __dataclass_builtins_object__.__setattr__(self,'devices',devices)\n  __dataclass_builtins_object__.__setattr__(self,'visible',visible)\n  __dataclass_builtins_object__.__setattr__(self,'security_opt',security_opt)\n  __dataclass_builtins_object__.__setattr__(self,'seccomp_unconfined',seccomp_unconfined)\n  __dataclass_builtins_object__.__setattr__(self,'setup',setup)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_resource, _type_compose_driver, _type_devices, _type_visible, _type_security_opt, _type_seccomp_unconfined, _type_setup, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_compose_driver, _dflt_devices, _dflt_visible, _dflt_security_opt, _dflt_seccomp_unconfined, _dflt_setup, _return_type):\n def __init__(self,resource:_type_resource,compose_driver:_type_compose_driver=_dflt_compose_driver,devices:_type_devices=_dflt_devices,visible:_type_visible=_dflt_visible,security_opt:_type_security_opt=_dflt_security_opt,seccomp_unconfined:_type_seccomp_unconfined=_dflt_seccomp_unconfined,setup:_type_setup=_dflt_setup)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['resource']=resource\n  __dataclass_dict__['compose_driver']=compose_driver\n  __dataclass_dict__['devices']=devices\n  __dataclass_dict__['visible']=visible\n  __dataclass_dict__['security_opt']=security_opt\n  __dataclass_dict__['seccomp_unconfined']=seccomp_unconfined\n  __dataclass_dict__['setup']=setup\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_role, _type_instances, _type_tensor_parallel, _type_weights_bytes, _type_headroom_bytes, _type_kv_cache_capacity_tokens, _type_capacity_sequences, _type_requests_per_s, _type_utilization, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,role:_type_role,instances:_type_instances,tensor_parallel:_type_tensor_parallel,weights_bytes:_type_weights_bytes,headroom_bytes:_type_headroom_bytes,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens,capacity_sequences:_type_capacity_sequences,requests_per_s:_type_requests_per_s,utilization:_type_utilization)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'role',role)
-  __dataclass_builtins_object__.__setattr__(self,'instances',instances)
-  __dataclass_builtins_object__.__setattr__(self,'tensor_parallel',tensor_parallel)
-  __dataclass_builtins_object__.__setattr__(self,'weights_bytes',weights_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'headroom_bytes',headroom_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_capacity_tokens',kv_cache_capacity_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'capacity_sequences',capacity_sequences)
-  __dataclass_builtins_object__.__setattr__(self,'requests_per_s',requests_per_s)
-  __dataclass_builtins_object__.__setattr__(self,'utilization',utilization)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['role']=role
+  __dataclass_dict__['instances']=instances
+  __dataclass_dict__['tensor_parallel']=tensor_parallel
+  __dataclass_dict__['weights_bytes']=weights_bytes
+  __dataclass_dict__['headroom_bytes']=headroom_bytes
+  __dataclass_dict__['kv_cache_capacity_tokens']=kv_cache_capacity_tokens
+  __dataclass_dict__['capacity_sequences']=capacity_sequences
+  __dataclass_dict__['requests_per_s']=requests_per_s
+  __dataclass_dict__['utilization']=utilization
  return __init__
-CODE["def __create_fn__(_type_role, _type_instances, _type_tensor_parallel, _type_weights_bytes, _type_headroom_bytes, _type_kv_cache_capacity_tokens, _type_capacity_sequences, _type_requests_per_s, _type_utilization, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,role:_type_role,instances:_type_instances,tensor_parallel:_type_tensor_parallel,weights_bytes:_type_weights_bytes,headroom_bytes:_type_headroom_bytes,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens,capacity_sequences:_type_capacity_sequences,requests_per_s:_type_requests_per_s,utilization:_type_utilization)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'role',role)\n  __dataclass_builtins_object__.__setattr__(self,'instances',instances)\n  __dataclass_builtins_object__.__setattr__(self,'tensor_parallel',tensor_parallel)\n  __dataclass_builtins_object__.__setattr__(self,'weights_bytes',weights_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'headroom_bytes',headroom_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_capacity_tokens',kv_cache_capacity_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'capacity_sequences',capacity_sequences)\n  __dataclass_builtins_object__.__setattr__(self,'requests_per_s',requests_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'utilization',utilization)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_role, _type_instances, _type_tensor_parallel, _type_weights_bytes, _type_headroom_bytes, _type_kv_cache_capacity_tokens, _type_capacity_sequences, _type_requests_per_s, _type_utilization, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,role:_type_role,instances:_type_instances,tensor_parallel:_type_tensor_parallel,weights_bytes:_type_weights_bytes,headroom_bytes:_type_headroom_bytes,kv_cache_capacity_tokens:_type_kv_cache_capacity_tokens,capacity_sequences:_type_capacity_sequences,requests_per_s:_type_requests_per_s,utilization:_type_utilization)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['role']=role\n  __dataclass_dict__['instances']=instances\n  __dataclass_dict__['tensor_parallel']=tensor_parallel\n  __dataclass_dict__['weights_bytes']=weights_bytes\n  __dataclass_dict__['headroom_bytes']=headroom_bytes\n  __dataclass_dict__['kv_cache_capacity_tokens']=kv_cache_capacity_tokens\n  __dataclass_dict__['capacity_sequences']=capacity_sequences\n  __dataclass_dict__['requests_per_s']=requests_per_s\n  __dataclass_dict__['utilization']=utilization\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_sequences, _type_per_request_tokens_per_s, _type_aggregate_tokens_per_s, _type_ttft_s, _type_step, _type_spread, _type_ttft_in_step_s, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_spread, _dflt_ttft_in_step_s, _return_type):
  def __init__(self,sequences:_type_sequences,per_request_tokens_per_s:_type_per_request_tokens_per_s,aggregate_tokens_per_s:_type_aggregate_tokens_per_s,ttft_s:_type_ttft_s,step:_type_step,spread:_type_spread=_dflt_spread,ttft_in_step_s:_type_ttft_in_step_s=_dflt_ttft_in_step_s)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'sequences',sequences)
-  __dataclass_builtins_object__.__setattr__(self,'per_request_tokens_per_s',per_request_tokens_per_s)
-  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s',aggregate_tokens_per_s)
-  __dataclass_builtins_object__.__setattr__(self,'ttft_s',ttft_s)
-  __dataclass_builtins_object__.__setattr__(self,'step',step)
-  __dataclass_builtins_object__.__setattr__(self,'spread',spread)
-  __dataclass_builtins_object__.__setattr__(self,'ttft_in_step_s',ttft_in_step_s)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['sequences']=sequences
+  __dataclass_dict__['per_request_tokens_per_s']=per_request_tokens_per_s
+  __dataclass_dict__['aggregate_tokens_per_s']=aggregate_tokens_per_s
+  __dataclass_dict__['ttft_s']=ttft_s
+  __dataclass_dict__['step']=step
+  __dataclass_dict__['spread']=spread
+  __dataclass_dict__['ttft_in_step_s']=ttft_in_step_s
  return __init__
-CODE["def __create_fn__(_type_sequences, _type_per_request_tokens_per_s, _type_aggregate_tokens_per_s, _type_ttft_s, _type_step, _type_spread, _type_ttft_in_step_s, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_spread, _dflt_ttft_in_step_s, _return_type):\n def __init__(self,sequences:_type_sequences,per_request_tokens_per_s:_type_per_request_tokens_per_s,aggregate_tokens_per_s:_type_aggregate_tokens_per_s,ttft_s:_type_ttft_s,step:_type_step,spread:_type_spread=_dflt_spread,ttft_in_step_s:_type_ttft_in_step_s=_dflt_ttft_in_step_s)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'sequences',sequences)\n  __dataclass_builtins_object__.__setattr__(self,'per_request_tokens_per_s',per_request_tokens_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s',aggregate_tokens_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'ttft_s',ttft_s)\n  __dataclass_builtins_object__.__setattr__(self,'step',step)\n  __dataclass_builtins_object__.__setattr__(self,'spread',spread)\n  __dataclass_builtins_object__.__setattr__(self,'ttft_in_step_s',ttft_in_step_s)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_sequences, _type_per_request_tokens_per_s, _type_aggregate_tokens_per_s, _type_ttft_s, _type_step, _type_spread, _type_ttft_in_step_s, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_spread, _dflt_ttft_in_step_s, _return_type):\n def __init__(self,sequences:_type_sequences,per_request_tokens_per_s:_type_per_request_tokens_per_s,aggregate_tokens_per_s:_type_aggregate_tokens_per_s,ttft_s:_type_ttft_s,step:_type_step,spread:_type_spread=_dflt_spread,ttft_in_step_s:_type_ttft_in_step_s=_dflt_ttft_in_step_s)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['sequences']=sequences\n  __dataclass_dict__['per_request_tokens_per_s']=per_request_tokens_per_s\n  __dataclass_dict__['aggregate_tokens_per_s']=aggregate_tokens_per_s\n  __dataclass_dict__['ttft_s']=ttft_s\n  __dataclass_dict__['step']=step\n  __dataclass_dict__['spread']=spread\n  __dataclass_dict__['ttft_in_step_s']=ttft_in_step_s\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_shown, _type_below, _type_dropped, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,shown:_type_shown,below:_type_below,dropped:_type_dropped)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'shown',shown)
-  __dataclass_builtins_object__.__setattr__(self,'below',below)
-  __dataclass_builtins_object__.__setattr__(self,'dropped',dropped)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['shown']=shown
+  __dataclass_dict__['below']=below
+  __dataclass_dict__['dropped']=dropped
  return __init__
-CODE["def __create_fn__(_type_shown, _type_below, _type_dropped, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,shown:_type_shown,below:_type_below,dropped:_type_dropped)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'shown',shown)\n  __dataclass_builtins_object__.__setattr__(self,'below',below)\n  __dataclass_builtins_object__.__setattr__(self,'dropped',dropped)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_shown, _type_below, _type_dropped, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,shown:_type_shown,below:_type_below,dropped:_type_dropped)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['shown']=shown\n  __dataclass_dict__['below']=below\n  __dataclass_dict__['dropped']=dropped\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_step_s, _type_per_sequence_tokens_per_s, _type_aggregate_tokens_per_s, _type_bound, _type_comm_s, _type_fixed_s, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,step_s:_type_step_s,per_sequence_tokens_per_s:_type_per_sequence_tokens_per_s,aggregate_tokens_per_s:_type_aggregate_tokens_per_s,bound:_type_bound,comm_s:_type_comm_s,fixed_s:_type_fixed_s)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'step_s',step_s)
-  __dataclass_builtins_object__.__setattr__(self,'per_sequence_tokens_per_s',per_sequence_tokens_per_s)
-  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s',aggregate_tokens_per_s)
-  __dataclass_builtins_object__.__setattr__(self,'bound',bound)
-  __dataclass_builtins_object__.__setattr__(self,'comm_s',comm_s)
-  __dataclass_builtins_object__.__setattr__(self,'fixed_s',fixed_s)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['step_s']=step_s
+  __dataclass_dict__['per_sequence_tokens_per_s']=per_sequence_tokens_per_s
+  __dataclass_dict__['aggregate_tokens_per_s']=aggregate_tokens_per_s
+  __dataclass_dict__['bound']=bound
+  __dataclass_dict__['comm_s']=comm_s
+  __dataclass_dict__['fixed_s']=fixed_s
  return __init__
-CODE["def __create_fn__(_type_step_s, _type_per_sequence_tokens_per_s, _type_aggregate_tokens_per_s, _type_bound, _type_comm_s, _type_fixed_s, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,step_s:_type_step_s,per_sequence_tokens_per_s:_type_per_sequence_tokens_per_s,aggregate_tokens_per_s:_type_aggregate_tokens_per_s,bound:_type_bound,comm_s:_type_comm_s,fixed_s:_type_fixed_s)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'step_s',step_s)\n  __dataclass_builtins_object__.__setattr__(self,'per_sequence_tokens_per_s',per_sequence_tokens_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'aggregate_tokens_per_s',aggregate_tokens_per_s)\n  __dataclass_builtins_object__.__setattr__(self,'bound',bound)\n  __dataclass_builtins_object__.__setattr__(self,'comm_s',comm_s)\n  __dataclass_builtins_object__.__setattr__(self,'fixed_s',fixed_s)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_step_s, _type_per_sequence_tokens_per_s, _type_aggregate_tokens_per_s, _type_bound, _type_comm_s, _type_fixed_s, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,step_s:_type_step_s,per_sequence_tokens_per_s:_type_per_sequence_tokens_per_s,aggregate_tokens_per_s:_type_aggregate_tokens_per_s,bound:_type_bound,comm_s:_type_comm_s,fixed_s:_type_fixed_s)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['step_s']=step_s\n  __dataclass_dict__['per_sequence_tokens_per_s']=per_sequence_tokens_per_s\n  __dataclass_dict__['aggregate_tokens_per_s']=aggregate_tokens_per_s\n  __dataclass_dict__['bound']=bound\n  __dataclass_dict__['comm_s']=comm_s\n  __dataclass_dict__['fixed_s']=fixed_s\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_tag, _type_model, _type_dtype, _type_source, _type_size_gb, _type_assumed, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_size_gb, _dflt_assumed, _return_type):
  def __init__(self,tag:_type_tag,model:_type_model,dtype:_type_dtype,source:_type_source,size_gb:_type_size_gb=_dflt_size_gb,assumed:_type_assumed=_dflt_assumed)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'tag',tag)
-  __dataclass_builtins_object__.__setattr__(self,'model',model)
-  __dataclass_builtins_object__.__setattr__(self,'dtype',dtype)
-  __dataclass_builtins_object__.__setattr__(self,'source',source)
-  __dataclass_builtins_object__.__setattr__(self,'size_gb',size_gb)
-  __dataclass_builtins_object__.__setattr__(self,'assumed',assumed)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['tag']=tag
+  __dataclass_dict__['model']=model
+  __dataclass_dict__['dtype']=dtype
+  __dataclass_dict__['source']=source
+  __dataclass_dict__['size_gb']=size_gb
+  __dataclass_dict__['assumed']=assumed
  return __init__
-CODE["def __create_fn__(_type_tag, _type_model, _type_dtype, _type_source, _type_size_gb, _type_assumed, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_size_gb, _dflt_assumed, _return_type):\n def __init__(self,tag:_type_tag,model:_type_model,dtype:_type_dtype,source:_type_source,size_gb:_type_size_gb=_dflt_size_gb,assumed:_type_assumed=_dflt_assumed)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'tag',tag)\n  __dataclass_builtins_object__.__setattr__(self,'model',model)\n  __dataclass_builtins_object__.__setattr__(self,'dtype',dtype)\n  __dataclass_builtins_object__.__setattr__(self,'source',source)\n  __dataclass_builtins_object__.__setattr__(self,'size_gb',size_gb)\n  __dataclass_builtins_object__.__setattr__(self,'assumed',assumed)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_tag, _type_model, _type_dtype, _type_source, _type_size_gb, _type_assumed, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_size_gb, _dflt_assumed, _return_type):\n def __init__(self,tag:_type_tag,model:_type_model,dtype:_type_dtype,source:_type_source,size_gb:_type_size_gb=_dflt_size_gb,assumed:_type_assumed=_dflt_assumed)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['tag']=tag\n  __dataclass_dict__['model']=model\n  __dataclass_dict__['dtype']=dtype\n  __dataclass_dict__['source']=source\n  __dataclass_dict__['size_gb']=size_gb\n  __dataclass_dict__['assumed']=assumed\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_token_budget, _type_flops_per_token, _type_total_flops, _type_mfu, _type_gpu, _type_bf16_tflops, _type_interconnect, _type_rows, _type_note, _type_estimate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_estimate, _return_type):
  def __init__(self,*,token_budget:_type_token_budget,flops_per_token:_type_flops_per_token,total_flops:_type_total_flops,mfu:_type_mfu,gpu:_type_gpu,bf16_tflops:_type_bf16_tflops,interconnect:_type_interconnect,rows:_type_rows,note:_type_note,estimate:_type_estimate=_dflt_estimate)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'token_budget',token_budget)
-  __dataclass_builtins_object__.__setattr__(self,'flops_per_token',flops_per_token)
-  __dataclass_builtins_object__.__setattr__(self,'total_flops',total_flops)
-  __dataclass_builtins_object__.__setattr__(self,'mfu',mfu)
-  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)
-  __dataclass_builtins_object__.__setattr__(self,'bf16_tflops',bf16_tflops)
-  __dataclass_builtins_object__.__setattr__(self,'interconnect',interconnect)
-  __dataclass_builtins_object__.__setattr__(self,'rows',rows)
-  __dataclass_builtins_object__.__setattr__(self,'note',note)
-  __dataclass_builtins_object__.__setattr__(self,'estimate',estimate)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['token_budget']=token_budget
+  __dataclass_dict__['flops_per_token']=flops_per_token
+  __dataclass_dict__['total_flops']=total_flops
+  __dataclass_dict__['mfu']=mfu
+  __dataclass_dict__['gpu']=gpu
+  __dataclass_dict__['bf16_tflops']=bf16_tflops
+  __dataclass_dict__['interconnect']=interconnect
+  __dataclass_dict__['rows']=rows
+  __dataclass_dict__['note']=note
+  __dataclass_dict__['estimate']=estimate
  return __init__
-CODE["def __create_fn__(_type_token_budget, _type_flops_per_token, _type_total_flops, _type_mfu, _type_gpu, _type_bf16_tflops, _type_interconnect, _type_rows, _type_note, _type_estimate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_estimate, _return_type):\n def __init__(self,*,token_budget:_type_token_budget,flops_per_token:_type_flops_per_token,total_flops:_type_total_flops,mfu:_type_mfu,gpu:_type_gpu,bf16_tflops:_type_bf16_tflops,interconnect:_type_interconnect,rows:_type_rows,note:_type_note,estimate:_type_estimate=_dflt_estimate)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'token_budget',token_budget)\n  __dataclass_builtins_object__.__setattr__(self,'flops_per_token',flops_per_token)\n  __dataclass_builtins_object__.__setattr__(self,'total_flops',total_flops)\n  __dataclass_builtins_object__.__setattr__(self,'mfu',mfu)\n  __dataclass_builtins_object__.__setattr__(self,'gpu',gpu)\n  __dataclass_builtins_object__.__setattr__(self,'bf16_tflops',bf16_tflops)\n  __dataclass_builtins_object__.__setattr__(self,'interconnect',interconnect)\n  __dataclass_builtins_object__.__setattr__(self,'rows',rows)\n  __dataclass_builtins_object__.__setattr__(self,'note',note)\n  __dataclass_builtins_object__.__setattr__(self,'estimate',estimate)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_token_budget, _type_flops_per_token, _type_total_flops, _type_mfu, _type_gpu, _type_bf16_tflops, _type_interconnect, _type_rows, _type_note, _type_estimate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_estimate, _return_type):\n def __init__(self,*,token_budget:_type_token_budget,flops_per_token:_type_flops_per_token,total_flops:_type_total_flops,mfu:_type_mfu,gpu:_type_gpu,bf16_tflops:_type_bf16_tflops,interconnect:_type_interconnect,rows:_type_rows,note:_type_note,estimate:_type_estimate=_dflt_estimate)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['token_budget']=token_budget\n  __dataclass_dict__['flops_per_token']=flops_per_token\n  __dataclass_dict__['total_flops']=total_flops\n  __dataclass_dict__['mfu']=mfu\n  __dataclass_dict__['gpu']=gpu\n  __dataclass_dict__['bf16_tflops']=bf16_tflops\n  __dataclass_dict__['interconnect']=interconnect\n  __dataclass_dict__['rows']=rows\n  __dataclass_dict__['note']=note\n  __dataclass_dict__['estimate']=estimate\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_tokens_per_step, _type_compute_s, _type_dequant_s, _type_optimizer_s, _type_comm_s, _type_exposed_comm_s, _type_step_s, _type_efficiency, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,tokens_per_step:_type_tokens_per_step,compute_s:_type_compute_s,dequant_s:_type_dequant_s,optimizer_s:_type_optimizer_s,comm_s:_type_comm_s,exposed_comm_s:_type_exposed_comm_s,step_s:_type_step_s,efficiency:_type_efficiency)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'tokens_per_step',tokens_per_step)
-  __dataclass_builtins_object__.__setattr__(self,'compute_s',compute_s)
-  __dataclass_builtins_object__.__setattr__(self,'dequant_s',dequant_s)
-  __dataclass_builtins_object__.__setattr__(self,'optimizer_s',optimizer_s)
-  __dataclass_builtins_object__.__setattr__(self,'comm_s',comm_s)
-  __dataclass_builtins_object__.__setattr__(self,'exposed_comm_s',exposed_comm_s)
-  __dataclass_builtins_object__.__setattr__(self,'step_s',step_s)
-  __dataclass_builtins_object__.__setattr__(self,'efficiency',efficiency)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['tokens_per_step']=tokens_per_step
+  __dataclass_dict__['compute_s']=compute_s
+  __dataclass_dict__['dequant_s']=dequant_s
+  __dataclass_dict__['optimizer_s']=optimizer_s
+  __dataclass_dict__['comm_s']=comm_s
+  __dataclass_dict__['exposed_comm_s']=exposed_comm_s
+  __dataclass_dict__['step_s']=step_s
+  __dataclass_dict__['efficiency']=efficiency
  return __init__
-CODE["def __create_fn__(_type_tokens_per_step, _type_compute_s, _type_dequant_s, _type_optimizer_s, _type_comm_s, _type_exposed_comm_s, _type_step_s, _type_efficiency, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,tokens_per_step:_type_tokens_per_step,compute_s:_type_compute_s,dequant_s:_type_dequant_s,optimizer_s:_type_optimizer_s,comm_s:_type_comm_s,exposed_comm_s:_type_exposed_comm_s,step_s:_type_step_s,efficiency:_type_efficiency)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'tokens_per_step',tokens_per_step)\n  __dataclass_builtins_object__.__setattr__(self,'compute_s',compute_s)\n  __dataclass_builtins_object__.__setattr__(self,'dequant_s',dequant_s)\n  __dataclass_builtins_object__.__setattr__(self,'optimizer_s',optimizer_s)\n  __dataclass_builtins_object__.__setattr__(self,'comm_s',comm_s)\n  __dataclass_builtins_object__.__setattr__(self,'exposed_comm_s',exposed_comm_s)\n  __dataclass_builtins_object__.__setattr__(self,'step_s',step_s)\n  __dataclass_builtins_object__.__setattr__(self,'efficiency',efficiency)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_tokens_per_step, _type_compute_s, _type_dequant_s, _type_optimizer_s, _type_comm_s, _type_exposed_comm_s, _type_step_s, _type_efficiency, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,tokens_per_step:_type_tokens_per_step,compute_s:_type_compute_s,dequant_s:_type_dequant_s,optimizer_s:_type_optimizer_s,comm_s:_type_comm_s,exposed_comm_s:_type_exposed_comm_s,step_s:_type_step_s,efficiency:_type_efficiency)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['tokens_per_step']=tokens_per_step\n  __dataclass_dict__['compute_s']=compute_s\n  __dataclass_dict__['dequant_s']=dequant_s\n  __dataclass_dict__['optimizer_s']=optimizer_s\n  __dataclass_dict__['comm_s']=comm_s\n  __dataclass_dict__['exposed_comm_s']=exposed_comm_s\n  __dataclass_dict__['step_s']=step_s\n  __dataclass_dict__['efficiency']=efficiency\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_total, _type_trainable, _type_trainable_fraction, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,*,total:_type_total,trainable:_type_trainable,trainable_fraction:_type_trainable_fraction)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'total',total)
-  __dataclass_builtins_object__.__setattr__(self,'trainable',trainable)
-  __dataclass_builtins_object__.__setattr__(self,'trainable_fraction',trainable_fraction)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['total']=total
+  __dataclass_dict__['trainable']=trainable
+  __dataclass_dict__['trainable_fraction']=trainable_fraction
  return __init__
-CODE["def __create_fn__(_type_total, _type_trainable, _type_trainable_fraction, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,total:_type_total,trainable:_type_trainable,trainable_fraction:_type_trainable_fraction)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'total',total)\n  __dataclass_builtins_object__.__setattr__(self,'trainable',trainable)\n  __dataclass_builtins_object__.__setattr__(self,'trainable_fraction',trainable_fraction)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_total, _type_trainable, _type_trainable_fraction, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,total:_type_total,trainable:_type_trainable,trainable_fraction:_type_trainable_fraction)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['total']=total\n  __dataclass_dict__['trainable']=trainable\n  __dataclass_dict__['trainable_fraction']=trainable_fraction\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_touched, _type_m_blocks, _type_blocks, _type_tiles, _type_elements, _type_bytes, _type_kernel, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,touched:_type_touched,m_blocks:_type_m_blocks,blocks:_type_blocks,tiles:_type_tiles,elements:_type_elements,bytes:_type_bytes,kernel:_type_kernel)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'touched',touched)
-  __dataclass_builtins_object__.__setattr__(self,'m_blocks',m_blocks)
-  __dataclass_builtins_object__.__setattr__(self,'blocks',blocks)
-  __dataclass_builtins_object__.__setattr__(self,'tiles',tiles)
-  __dataclass_builtins_object__.__setattr__(self,'elements',elements)
-  __dataclass_builtins_object__.__setattr__(self,'bytes',bytes)
-  __dataclass_builtins_object__.__setattr__(self,'kernel',kernel)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['touched']=touched
+  __dataclass_dict__['m_blocks']=m_blocks
+  __dataclass_dict__['blocks']=blocks
+  __dataclass_dict__['tiles']=tiles
+  __dataclass_dict__['elements']=elements
+  __dataclass_dict__['bytes']=bytes
+  __dataclass_dict__['kernel']=kernel
  return __init__
-CODE["def __create_fn__(_type_touched, _type_m_blocks, _type_blocks, _type_tiles, _type_elements, _type_bytes, _type_kernel, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,touched:_type_touched,m_blocks:_type_m_blocks,blocks:_type_blocks,tiles:_type_tiles,elements:_type_elements,bytes:_type_bytes,kernel:_type_kernel)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'touched',touched)\n  __dataclass_builtins_object__.__setattr__(self,'m_blocks',m_blocks)\n  __dataclass_builtins_object__.__setattr__(self,'blocks',blocks)\n  __dataclass_builtins_object__.__setattr__(self,'tiles',tiles)\n  __dataclass_builtins_object__.__setattr__(self,'elements',elements)\n  __dataclass_builtins_object__.__setattr__(self,'bytes',bytes)\n  __dataclass_builtins_object__.__setattr__(self,'kernel',kernel)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_touched, _type_m_blocks, _type_blocks, _type_tiles, _type_elements, _type_bytes, _type_kernel, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,touched:_type_touched,m_blocks:_type_m_blocks,blocks:_type_blocks,tiles:_type_tiles,elements:_type_elements,bytes:_type_bytes,kernel:_type_kernel)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['touched']=touched\n  __dataclass_dict__['m_blocks']=m_blocks\n  __dataclass_dict__['blocks']=blocks\n  __dataclass_dict__['tiles']=tiles\n  __dataclass_dict__['elements']=elements\n  __dataclass_dict__['bytes']=bytes\n  __dataclass_dict__['kernel']=kernel\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_users, _type_rps, _type_prompt_tokens, _type_output_tokens, _type_prefix_hit_rate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_users, _dflt_rps, _dflt_prompt_tokens, _dflt_output_tokens, _dflt_prefix_hit_rate, _return_type):
  def __init__(self,*,users:_type_users=_dflt_users,rps:_type_rps=_dflt_rps,prompt_tokens:_type_prompt_tokens=_dflt_prompt_tokens,output_tokens:_type_output_tokens=_dflt_output_tokens,prefix_hit_rate:_type_prefix_hit_rate=_dflt_prefix_hit_rate)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'users',users)
-  __dataclass_builtins_object__.__setattr__(self,'rps',rps)
-  __dataclass_builtins_object__.__setattr__(self,'prompt_tokens',prompt_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'output_tokens',output_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'prefix_hit_rate',prefix_hit_rate)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['users']=users
+  __dataclass_dict__['rps']=rps
+  __dataclass_dict__['prompt_tokens']=prompt_tokens
+  __dataclass_dict__['output_tokens']=output_tokens
+  __dataclass_dict__['prefix_hit_rate']=prefix_hit_rate
  return __init__
-CODE["def __create_fn__(_type_users, _type_rps, _type_prompt_tokens, _type_output_tokens, _type_prefix_hit_rate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_users, _dflt_rps, _dflt_prompt_tokens, _dflt_output_tokens, _dflt_prefix_hit_rate, _return_type):\n def __init__(self,*,users:_type_users=_dflt_users,rps:_type_rps=_dflt_rps,prompt_tokens:_type_prompt_tokens=_dflt_prompt_tokens,output_tokens:_type_output_tokens=_dflt_output_tokens,prefix_hit_rate:_type_prefix_hit_rate=_dflt_prefix_hit_rate)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'users',users)\n  __dataclass_builtins_object__.__setattr__(self,'rps',rps)\n  __dataclass_builtins_object__.__setattr__(self,'prompt_tokens',prompt_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'output_tokens',output_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'prefix_hit_rate',prefix_hit_rate)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_users, _type_rps, _type_prompt_tokens, _type_output_tokens, _type_prefix_hit_rate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_users, _dflt_rps, _dflt_prompt_tokens, _dflt_output_tokens, _dflt_prefix_hit_rate, _return_type):\n def __init__(self,*,users:_type_users=_dflt_users,rps:_type_rps=_dflt_rps,prompt_tokens:_type_prompt_tokens=_dflt_prompt_tokens,output_tokens:_type_output_tokens=_dflt_output_tokens,prefix_hit_rate:_type_prefix_hit_rate=_dflt_prefix_hit_rate)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['users']=users\n  __dataclass_dict__['rps']=rps\n  __dataclass_dict__['prompt_tokens']=prompt_tokens\n  __dataclass_dict__['output_tokens']=output_tokens\n  __dataclass_dict__['prefix_hit_rate']=prefix_hit_rate\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_version, _type_default_utilization, _type_sort_sampler, _type_nccl_init_in_budget, _type_nvls_in_profile, _type_graphs_in_budget, _type_hybrid_group_ratio, _type_tokens_from_concurrency, _type_rope_extends_max_len, _type_huge_tier, _type_clamp_tokens_to_len, _type_clamp_seqs_to_tokens, _type_v1, _type_context_in_budget, _type_checks_free_memory, _type_logits_every_token, _type_hybrid_kv, _type_batch_tier, _type_seqs_1024_everywhere, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_v1, _dflt_context_in_budget, _dflt_checks_free_memory, _dflt_logits_every_token, _dflt_hybrid_kv, _dflt_batch_tier, _dflt_seqs_1024_everywhere, _return_type):
  def __init__(self,version:_type_version,default_utilization:_type_default_utilization,sort_sampler:_type_sort_sampler,nccl_init_in_budget:_type_nccl_init_in_budget,nvls_in_profile:_type_nvls_in_profile,graphs_in_budget:_type_graphs_in_budget,hybrid_group_ratio:_type_hybrid_group_ratio,tokens_from_concurrency:_type_tokens_from_concurrency,rope_extends_max_len:_type_rope_extends_max_len,huge_tier:_type_huge_tier,clamp_tokens_to_len:_type_clamp_tokens_to_len,clamp_seqs_to_tokens:_type_clamp_seqs_to_tokens,v1:_type_v1=_dflt_v1,context_in_budget:_type_context_in_budget=_dflt_context_in_budget,checks_free_memory:_type_checks_free_memory=_dflt_checks_free_memory,logits_every_token:_type_logits_every_token=_dflt_logits_every_token,hybrid_kv:_type_hybrid_kv=_dflt_hybrid_kv,batch_tier:_type_batch_tier=_dflt_batch_tier,seqs_1024_everywhere:_type_seqs_1024_everywhere=_dflt_seqs_1024_everywhere)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'version',version)
-  __dataclass_builtins_object__.__setattr__(self,'default_utilization',default_utilization)
-  __dataclass_builtins_object__.__setattr__(self,'sort_sampler',sort_sampler)
-  __dataclass_builtins_object__.__setattr__(self,'nccl_init_in_budget',nccl_init_in_budget)
-  __dataclass_builtins_object__.__setattr__(self,'nvls_in_profile',nvls_in_profile)
-  __dataclass_builtins_object__.__setattr__(self,'graphs_in_budget',graphs_in_budget)
-  __dataclass_builtins_object__.__setattr__(self,'hybrid_group_ratio',hybrid_group_ratio)
-  __dataclass_builtins_object__.__setattr__(self,'tokens_from_concurrency',tokens_from_concurrency)
-  __dataclass_builtins_object__.__setattr__(self,'rope_extends_max_len',rope_extends_max_len)
-  __dataclass_builtins_object__.__setattr__(self,'huge_tier',huge_tier)
-  __dataclass_builtins_object__.__setattr__(self,'clamp_tokens_to_len',clamp_tokens_to_len)
-  __dataclass_builtins_object__.__setattr__(self,'clamp_seqs_to_tokens',clamp_seqs_to_tokens)
-  __dataclass_builtins_object__.__setattr__(self,'v1',v1)
-  __dataclass_builtins_object__.__setattr__(self,'context_in_budget',context_in_budget)
-  __dataclass_builtins_object__.__setattr__(self,'checks_free_memory',checks_free_memory)
-  __dataclass_builtins_object__.__setattr__(self,'logits_every_token',logits_every_token)
-  __dataclass_builtins_object__.__setattr__(self,'hybrid_kv',hybrid_kv)
-  __dataclass_builtins_object__.__setattr__(self,'batch_tier',batch_tier)
-  __dataclass_builtins_object__.__setattr__(self,'seqs_1024_everywhere',seqs_1024_everywhere)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['version']=version
+  __dataclass_dict__['default_utilization']=default_utilization
+  __dataclass_dict__['sort_sampler']=sort_sampler
+  __dataclass_dict__['nccl_init_in_budget']=nccl_init_in_budget
+  __dataclass_dict__['nvls_in_profile']=nvls_in_profile
+  __dataclass_dict__['graphs_in_budget']=graphs_in_budget
+  __dataclass_dict__['hybrid_group_ratio']=hybrid_group_ratio
+  __dataclass_dict__['tokens_from_concurrency']=tokens_from_concurrency
+  __dataclass_dict__['rope_extends_max_len']=rope_extends_max_len
+  __dataclass_dict__['huge_tier']=huge_tier
+  __dataclass_dict__['clamp_tokens_to_len']=clamp_tokens_to_len
+  __dataclass_dict__['clamp_seqs_to_tokens']=clamp_seqs_to_tokens
+  __dataclass_dict__['v1']=v1
+  __dataclass_dict__['context_in_budget']=context_in_budget
+  __dataclass_dict__['checks_free_memory']=checks_free_memory
+  __dataclass_dict__['logits_every_token']=logits_every_token
+  __dataclass_dict__['hybrid_kv']=hybrid_kv
+  __dataclass_dict__['batch_tier']=batch_tier
+  __dataclass_dict__['seqs_1024_everywhere']=seqs_1024_everywhere
  return __init__
-CODE["def __create_fn__(_type_version, _type_default_utilization, _type_sort_sampler, _type_nccl_init_in_budget, _type_nvls_in_profile, _type_graphs_in_budget, _type_hybrid_group_ratio, _type_tokens_from_concurrency, _type_rope_extends_max_len, _type_huge_tier, _type_clamp_tokens_to_len, _type_clamp_seqs_to_tokens, _type_v1, _type_context_in_budget, _type_checks_free_memory, _type_logits_every_token, _type_hybrid_kv, _type_batch_tier, _type_seqs_1024_everywhere, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_v1, _dflt_context_in_budget, _dflt_checks_free_memory, _dflt_logits_every_token, _dflt_hybrid_kv, _dflt_batch_tier, _dflt_seqs_1024_everywhere, _return_type):\n def __init__(self,version:_type_version,default_utilization:_type_default_utilization,sort_sampler:_type_sort_sampler,nccl_init_in_budget:_type_nccl_init_in_budget,nvls_in_profile:_type_nvls_in_profile,graphs_in_budget:_type_graphs_in_budget,hybrid_group_ratio:_type_hybrid_group_ratio,tokens_from_concurrency:_type_tokens_from_concurrency,rope_extends_max_len:_type_rope_extends_max_len,huge_tier:_type_huge_tier,clamp_tokens_to_len:_type_clamp_tokens_to_len,clamp_seqs_to_tokens:_type_clamp_seqs_to_tokens,v1:_type_v1=_dflt_v1,context_in_budget:_type_context_in_budget=_dflt_context_in_budget,checks_free_memory:_type_checks_free_memory=_dflt_checks_free_memory,logits_every_token:_type_logits_every_token=_dflt_logits_every_token,hybrid_kv:_type_hybrid_kv=_dflt_hybrid_kv,batch_tier:_type_batch_tier=_dflt_batch_tier,seqs_1024_everywhere:_type_seqs_1024_everywhere=_dflt_seqs_1024_everywhere)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'version',version)\n  __dataclass_builtins_object__.__setattr__(self,'default_utilization',default_utilization)\n  __dataclass_builtins_object__.__setattr__(self,'sort_sampler',sort_sampler)\n  __dataclass_builtins_object__.__setattr__(self,'nccl_init_in_budget',nccl_init_in_budget)\n  __dataclass_builtins_object__.__setattr__(self,'nvls_in_profile',nvls_in_profile)\n  __dataclass_builtins_object__.__setattr__(self,'graphs_in_budget',graphs_in_budget)\n  __dataclass_builtins_object__.__setattr__(self,'hybrid_group_ratio',hybrid_group_ratio)\n  __dataclass_builtins_object__.__setattr__(self,'tokens_from_concurrency',tokens_from_concurrency)\n  __dataclass_builtins_object__.__setattr__(self,'rope_extends_max_len',rope_extends_max_len)\n  __dataclass_builtins_object__.__setattr__(self,'huge_tier',huge_tier)\n  __dataclass_builtins_object__.__setattr__(self,'clamp_tokens_to_len',clamp_tokens_to_len)\n  __dataclass_builtins_object__.__setattr__(self,'clamp_seqs_to_tokens',clamp_seqs_to_tokens)\n  __dataclass_builtins_object__.__setattr__(self,'v1',v1)\n  __dataclass_builtins_object__.__setattr__(self,'context_in_budget',context_in_budget)\n  __dataclass_builtins_object__.__setattr__(self,'checks_free_memory',checks_free_memory)\n  __dataclass_builtins_object__.__setattr__(self,'logits_every_token',logits_every_token)\n  __dataclass_builtins_object__.__setattr__(self,'hybrid_kv',hybrid_kv)\n  __dataclass_builtins_object__.__setattr__(self,'batch_tier',batch_tier)\n  __dataclass_builtins_object__.__setattr__(self,'seqs_1024_everywhere',seqs_1024_everywhere)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_version, _type_default_utilization, _type_sort_sampler, _type_nccl_init_in_budget, _type_nvls_in_profile, _type_graphs_in_budget, _type_hybrid_group_ratio, _type_tokens_from_concurrency, _type_rope_extends_max_len, _type_huge_tier, _type_clamp_tokens_to_len, _type_clamp_seqs_to_tokens, _type_v1, _type_context_in_budget, _type_checks_free_memory, _type_logits_every_token, _type_hybrid_kv, _type_batch_tier, _type_seqs_1024_everywhere, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_v1, _dflt_context_in_budget, _dflt_checks_free_memory, _dflt_logits_every_token, _dflt_hybrid_kv, _dflt_batch_tier, _dflt_seqs_1024_everywhere, _return_type):\n def __init__(self,version:_type_version,default_utilization:_type_default_utilization,sort_sampler:_type_sort_sampler,nccl_init_in_budget:_type_nccl_init_in_budget,nvls_in_profile:_type_nvls_in_profile,graphs_in_budget:_type_graphs_in_budget,hybrid_group_ratio:_type_hybrid_group_ratio,tokens_from_concurrency:_type_tokens_from_concurrency,rope_extends_max_len:_type_rope_extends_max_len,huge_tier:_type_huge_tier,clamp_tokens_to_len:_type_clamp_tokens_to_len,clamp_seqs_to_tokens:_type_clamp_seqs_to_tokens,v1:_type_v1=_dflt_v1,context_in_budget:_type_context_in_budget=_dflt_context_in_budget,checks_free_memory:_type_checks_free_memory=_dflt_checks_free_memory,logits_every_token:_type_logits_every_token=_dflt_logits_every_token,hybrid_kv:_type_hybrid_kv=_dflt_hybrid_kv,batch_tier:_type_batch_tier=_dflt_batch_tier,seqs_1024_everywhere:_type_seqs_1024_everywhere=_dflt_seqs_1024_everywhere)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['version']=version\n  __dataclass_dict__['default_utilization']=default_utilization\n  __dataclass_dict__['sort_sampler']=sort_sampler\n  __dataclass_dict__['nccl_init_in_budget']=nccl_init_in_budget\n  __dataclass_dict__['nvls_in_profile']=nvls_in_profile\n  __dataclass_dict__['graphs_in_budget']=graphs_in_budget\n  __dataclass_dict__['hybrid_group_ratio']=hybrid_group_ratio\n  __dataclass_dict__['tokens_from_concurrency']=tokens_from_concurrency\n  __dataclass_dict__['rope_extends_max_len']=rope_extends_max_len\n  __dataclass_dict__['huge_tier']=huge_tier\n  __dataclass_dict__['clamp_tokens_to_len']=clamp_tokens_to_len\n  __dataclass_dict__['clamp_seqs_to_tokens']=clamp_seqs_to_tokens\n  __dataclass_dict__['v1']=v1\n  __dataclass_dict__['context_in_budget']=context_in_budget\n  __dataclass_dict__['checks_free_memory']=checks_free_memory\n  __dataclass_dict__['logits_every_token']=logits_every_token\n  __dataclass_dict__['hybrid_kv']=hybrid_kv\n  __dataclass_dict__['batch_tier']=batch_tier\n  __dataclass_dict__['seqs_1024_everywhere']=seqs_1024_everywhere\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_version, _type_engines, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,version:_type_version,engines:_type_engines)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'version',version)
-  __dataclass_builtins_object__.__setattr__(self,'engines',engines)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['version']=version
+  __dataclass_dict__['engines']=engines
  return __init__
-CODE["def __create_fn__(_type_version, _type_engines, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,version:_type_version,engines:_type_engines)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'version',version)\n  __dataclass_builtins_object__.__setattr__(self,'engines',engines)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_version, _type_engines, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,version:_type_version,engines:_type_engines)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['version']=version\n  __dataclass_dict__['engines']=engines\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_version, _type_label, _type_note, _type_engine, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_note, _dflt_engine, _return_type):
  def __init__(self,version:_type_version,label:_type_label,note:_type_note=_dflt_note,engine:_type_engine=_dflt_engine)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'version',version)
-  __dataclass_builtins_object__.__setattr__(self,'label',label)
-  __dataclass_builtins_object__.__setattr__(self,'note',note)
-  __dataclass_builtins_object__.__setattr__(self,'engine',engine)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['version']=version
+  __dataclass_dict__['label']=label
+  __dataclass_dict__['note']=note
+  __dataclass_dict__['engine']=engine
  return __init__
-CODE["def __create_fn__(_type_version, _type_label, _type_note, _type_engine, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_note, _dflt_engine, _return_type):\n def __init__(self,version:_type_version,label:_type_label,note:_type_note=_dflt_note,engine:_type_engine=_dflt_engine)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'version',version)\n  __dataclass_builtins_object__.__setattr__(self,'label',label)\n  __dataclass_builtins_object__.__setattr__(self,'note',note)\n  __dataclass_builtins_object__.__setattr__(self,'engine',engine)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_version, _type_label, _type_note, _type_engine, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_note, _dflt_engine, _return_type):\n def __init__(self,version:_type_version,label:_type_label,note:_type_note=_dflt_note,engine:_type_engine=_dflt_engine)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['version']=version\n  __dataclass_dict__['label']=label\n  __dataclass_dict__['note']=note\n  __dataclass_dict__['engine']=engine\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_weight, _type_master, _type_grad, _type_moment, _type_frozen, _type_activation, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,weight:_type_weight,master:_type_master,grad:_type_grad,moment:_type_moment,frozen:_type_frozen,activation:_type_activation)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'weight',weight)
-  __dataclass_builtins_object__.__setattr__(self,'master',master)
-  __dataclass_builtins_object__.__setattr__(self,'grad',grad)
-  __dataclass_builtins_object__.__setattr__(self,'moment',moment)
-  __dataclass_builtins_object__.__setattr__(self,'frozen',frozen)
-  __dataclass_builtins_object__.__setattr__(self,'activation',activation)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['weight']=weight
+  __dataclass_dict__['master']=master
+  __dataclass_dict__['grad']=grad
+  __dataclass_dict__['moment']=moment
+  __dataclass_dict__['frozen']=frozen
+  __dataclass_dict__['activation']=activation
  return __init__
-CODE["def __create_fn__(_type_weight, _type_master, _type_grad, _type_moment, _type_frozen, _type_activation, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,weight:_type_weight,master:_type_master,grad:_type_grad,moment:_type_moment,frozen:_type_frozen,activation:_type_activation)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'weight',weight)\n  __dataclass_builtins_object__.__setattr__(self,'master',master)\n  __dataclass_builtins_object__.__setattr__(self,'grad',grad)\n  __dataclass_builtins_object__.__setattr__(self,'moment',moment)\n  __dataclass_builtins_object__.__setattr__(self,'frozen',frozen)\n  __dataclass_builtins_object__.__setattr__(self,'activation',activation)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_weight, _type_master, _type_grad, _type_moment, _type_frozen, _type_activation, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,weight:_type_weight,master:_type_master,grad:_type_grad,moment:_type_moment,frozen:_type_frozen,activation:_type_activation)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['weight']=weight\n  __dataclass_dict__['master']=master\n  __dataclass_dict__['grad']=grad\n  __dataclass_dict__['moment']=moment\n  __dataclass_dict__['frozen']=frozen\n  __dataclass_dict__['activation']=activation\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_weights, _type_master, _type_gathered_layer, _type_grads, _type_fresh_grads, _type_states, _type_step_temp, _type_buffers, _type_ddp_buckets, _type_autocast_cache, _type_layer_saved, _type_hidden_piece, _type_wide_piece, _type_layer_wide, _type_checkpoint, _type_working, _type_head, _type_loss_forward, _type_loss_backward, _type_trainable_full, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,weights:_type_weights,master:_type_master,gathered_layer:_type_gathered_layer,grads:_type_grads,fresh_grads:_type_fresh_grads,states:_type_states,step_temp:_type_step_temp,buffers:_type_buffers,ddp_buckets:_type_ddp_buckets,autocast_cache:_type_autocast_cache,layer_saved:_type_layer_saved,hidden_piece:_type_hidden_piece,wide_piece:_type_wide_piece,layer_wide:_type_layer_wide,checkpoint:_type_checkpoint,working:_type_working,head:_type_head,loss_forward:_type_loss_forward,loss_backward:_type_loss_backward,trainable_full:_type_trainable_full)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'weights',weights)
-  __dataclass_builtins_object__.__setattr__(self,'master',master)
-  __dataclass_builtins_object__.__setattr__(self,'gathered_layer',gathered_layer)
-  __dataclass_builtins_object__.__setattr__(self,'grads',grads)
-  __dataclass_builtins_object__.__setattr__(self,'fresh_grads',fresh_grads)
-  __dataclass_builtins_object__.__setattr__(self,'states',states)
-  __dataclass_builtins_object__.__setattr__(self,'step_temp',step_temp)
-  __dataclass_builtins_object__.__setattr__(self,'buffers',buffers)
-  __dataclass_builtins_object__.__setattr__(self,'ddp_buckets',ddp_buckets)
-  __dataclass_builtins_object__.__setattr__(self,'autocast_cache',autocast_cache)
-  __dataclass_builtins_object__.__setattr__(self,'layer_saved',layer_saved)
-  __dataclass_builtins_object__.__setattr__(self,'hidden_piece',hidden_piece)
-  __dataclass_builtins_object__.__setattr__(self,'wide_piece',wide_piece)
-  __dataclass_builtins_object__.__setattr__(self,'layer_wide',layer_wide)
-  __dataclass_builtins_object__.__setattr__(self,'checkpoint',checkpoint)
-  __dataclass_builtins_object__.__setattr__(self,'working',working)
-  __dataclass_builtins_object__.__setattr__(self,'head',head)
-  __dataclass_builtins_object__.__setattr__(self,'loss_forward',loss_forward)
-  __dataclass_builtins_object__.__setattr__(self,'loss_backward',loss_backward)
-  __dataclass_builtins_object__.__setattr__(self,'trainable_full',trainable_full)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['weights']=weights
+  __dataclass_dict__['master']=master
+  __dataclass_dict__['gathered_layer']=gathered_layer
+  __dataclass_dict__['grads']=grads
+  __dataclass_dict__['fresh_grads']=fresh_grads
+  __dataclass_dict__['states']=states
+  __dataclass_dict__['step_temp']=step_temp
+  __dataclass_dict__['buffers']=buffers
+  __dataclass_dict__['ddp_buckets']=ddp_buckets
+  __dataclass_dict__['autocast_cache']=autocast_cache
+  __dataclass_dict__['layer_saved']=layer_saved
+  __dataclass_dict__['hidden_piece']=hidden_piece
+  __dataclass_dict__['wide_piece']=wide_piece
+  __dataclass_dict__['layer_wide']=layer_wide
+  __dataclass_dict__['checkpoint']=checkpoint
+  __dataclass_dict__['working']=working
+  __dataclass_dict__['head']=head
+  __dataclass_dict__['loss_forward']=loss_forward
+  __dataclass_dict__['loss_backward']=loss_backward
+  __dataclass_dict__['trainable_full']=trainable_full
  return __init__
-CODE["def __create_fn__(_type_weights, _type_master, _type_gathered_layer, _type_grads, _type_fresh_grads, _type_states, _type_step_temp, _type_buffers, _type_ddp_buckets, _type_autocast_cache, _type_layer_saved, _type_hidden_piece, _type_wide_piece, _type_layer_wide, _type_checkpoint, _type_working, _type_head, _type_loss_forward, _type_loss_backward, _type_trainable_full, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,weights:_type_weights,master:_type_master,gathered_layer:_type_gathered_layer,grads:_type_grads,fresh_grads:_type_fresh_grads,states:_type_states,step_temp:_type_step_temp,buffers:_type_buffers,ddp_buckets:_type_ddp_buckets,autocast_cache:_type_autocast_cache,layer_saved:_type_layer_saved,hidden_piece:_type_hidden_piece,wide_piece:_type_wide_piece,layer_wide:_type_layer_wide,checkpoint:_type_checkpoint,working:_type_working,head:_type_head,loss_forward:_type_loss_forward,loss_backward:_type_loss_backward,trainable_full:_type_trainable_full)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'weights',weights)\n  __dataclass_builtins_object__.__setattr__(self,'master',master)\n  __dataclass_builtins_object__.__setattr__(self,'gathered_layer',gathered_layer)\n  __dataclass_builtins_object__.__setattr__(self,'grads',grads)\n  __dataclass_builtins_object__.__setattr__(self,'fresh_grads',fresh_grads)\n  __dataclass_builtins_object__.__setattr__(self,'states',states)\n  __dataclass_builtins_object__.__setattr__(self,'step_temp',step_temp)\n  __dataclass_builtins_object__.__setattr__(self,'buffers',buffers)\n  __dataclass_builtins_object__.__setattr__(self,'ddp_buckets',ddp_buckets)\n  __dataclass_builtins_object__.__setattr__(self,'autocast_cache',autocast_cache)\n  __dataclass_builtins_object__.__setattr__(self,'layer_saved',layer_saved)\n  __dataclass_builtins_object__.__setattr__(self,'hidden_piece',hidden_piece)\n  __dataclass_builtins_object__.__setattr__(self,'wide_piece',wide_piece)\n  __dataclass_builtins_object__.__setattr__(self,'layer_wide',layer_wide)\n  __dataclass_builtins_object__.__setattr__(self,'checkpoint',checkpoint)\n  __dataclass_builtins_object__.__setattr__(self,'working',working)\n  __dataclass_builtins_object__.__setattr__(self,'head',head)\n  __dataclass_builtins_object__.__setattr__(self,'loss_forward',loss_forward)\n  __dataclass_builtins_object__.__setattr__(self,'loss_backward',loss_backward)\n  __dataclass_builtins_object__.__setattr__(self,'trainable_full',trainable_full)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_weights, _type_master, _type_gathered_layer, _type_grads, _type_fresh_grads, _type_states, _type_step_temp, _type_buffers, _type_ddp_buckets, _type_autocast_cache, _type_layer_saved, _type_hidden_piece, _type_wide_piece, _type_layer_wide, _type_checkpoint, _type_working, _type_head, _type_loss_forward, _type_loss_backward, _type_trainable_full, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,weights:_type_weights,master:_type_master,gathered_layer:_type_gathered_layer,grads:_type_grads,fresh_grads:_type_fresh_grads,states:_type_states,step_temp:_type_step_temp,buffers:_type_buffers,ddp_buckets:_type_ddp_buckets,autocast_cache:_type_autocast_cache,layer_saved:_type_layer_saved,hidden_piece:_type_hidden_piece,wide_piece:_type_wide_piece,layer_wide:_type_layer_wide,checkpoint:_type_checkpoint,working:_type_working,head:_type_head,loss_forward:_type_loss_forward,loss_backward:_type_loss_backward,trainable_full:_type_trainable_full)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['weights']=weights\n  __dataclass_dict__['master']=master\n  __dataclass_dict__['gathered_layer']=gathered_layer\n  __dataclass_dict__['grads']=grads\n  __dataclass_dict__['fresh_grads']=fresh_grads\n  __dataclass_dict__['states']=states\n  __dataclass_dict__['step_temp']=step_temp\n  __dataclass_dict__['buffers']=buffers\n  __dataclass_dict__['ddp_buckets']=ddp_buckets\n  __dataclass_dict__['autocast_cache']=autocast_cache\n  __dataclass_dict__['layer_saved']=layer_saved\n  __dataclass_dict__['hidden_piece']=hidden_piece\n  __dataclass_dict__['wide_piece']=wide_piece\n  __dataclass_dict__['layer_wide']=layer_wide\n  __dataclass_dict__['checkpoint']=checkpoint\n  __dataclass_dict__['working']=working\n  __dataclass_dict__['head']=head\n  __dataclass_dict__['loss_forward']=loss_forward\n  __dataclass_dict__['loss_backward']=loss_backward\n  __dataclass_dict__['trainable_full']=trainable_full\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_weights_bytes, _type_kv_cache_bytes, _type_activations_bytes, _type_overhead_bytes, _type_total_bytes, _type_usable_bytes, _type_headroom_bytes, _type_outside_budget_bytes, _type_outside_budget_limit_bytes, _type_visible_bytes, _type_allocated_peak_bytes, _type_device_bytes, _type_reserves, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_allocated_peak_bytes, _dflt_device_bytes, _dflt_reserves, _return_type):
  def __init__(self,*,weights_bytes:_type_weights_bytes,kv_cache_bytes:_type_kv_cache_bytes,activations_bytes:_type_activations_bytes,overhead_bytes:_type_overhead_bytes,total_bytes:_type_total_bytes,usable_bytes:_type_usable_bytes,headroom_bytes:_type_headroom_bytes,outside_budget_bytes:_type_outside_budget_bytes,outside_budget_limit_bytes:_type_outside_budget_limit_bytes,visible_bytes:_type_visible_bytes,allocated_peak_bytes:_type_allocated_peak_bytes=_dflt_allocated_peak_bytes,device_bytes:_type_device_bytes=_dflt_device_bytes,reserves:_type_reserves=_dflt_reserves)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'weights_bytes',weights_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_bytes',kv_cache_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'activations_bytes',activations_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'overhead_bytes',overhead_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'total_bytes',total_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'usable_bytes',usable_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'headroom_bytes',headroom_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'outside_budget_bytes',outside_budget_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'outside_budget_limit_bytes',outside_budget_limit_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'visible_bytes',visible_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'allocated_peak_bytes',allocated_peak_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'device_bytes',device_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'reserves',reserves)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['weights_bytes']=weights_bytes
+  __dataclass_dict__['kv_cache_bytes']=kv_cache_bytes
+  __dataclass_dict__['activations_bytes']=activations_bytes
+  __dataclass_dict__['overhead_bytes']=overhead_bytes
+  __dataclass_dict__['total_bytes']=total_bytes
+  __dataclass_dict__['usable_bytes']=usable_bytes
+  __dataclass_dict__['headroom_bytes']=headroom_bytes
+  __dataclass_dict__['outside_budget_bytes']=outside_budget_bytes
+  __dataclass_dict__['outside_budget_limit_bytes']=outside_budget_limit_bytes
+  __dataclass_dict__['visible_bytes']=visible_bytes
+  __dataclass_dict__['allocated_peak_bytes']=allocated_peak_bytes
+  __dataclass_dict__['device_bytes']=device_bytes
+  __dataclass_dict__['reserves']=reserves
  return __init__
-CODE["def __create_fn__(_type_weights_bytes, _type_kv_cache_bytes, _type_activations_bytes, _type_overhead_bytes, _type_total_bytes, _type_usable_bytes, _type_headroom_bytes, _type_outside_budget_bytes, _type_outside_budget_limit_bytes, _type_visible_bytes, _type_allocated_peak_bytes, _type_device_bytes, _type_reserves, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_allocated_peak_bytes, _dflt_device_bytes, _dflt_reserves, _return_type):\n def __init__(self,*,weights_bytes:_type_weights_bytes,kv_cache_bytes:_type_kv_cache_bytes,activations_bytes:_type_activations_bytes,overhead_bytes:_type_overhead_bytes,total_bytes:_type_total_bytes,usable_bytes:_type_usable_bytes,headroom_bytes:_type_headroom_bytes,outside_budget_bytes:_type_outside_budget_bytes,outside_budget_limit_bytes:_type_outside_budget_limit_bytes,visible_bytes:_type_visible_bytes,allocated_peak_bytes:_type_allocated_peak_bytes=_dflt_allocated_peak_bytes,device_bytes:_type_device_bytes=_dflt_device_bytes,reserves:_type_reserves=_dflt_reserves)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'weights_bytes',weights_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_bytes',kv_cache_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'activations_bytes',activations_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'overhead_bytes',overhead_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'total_bytes',total_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'usable_bytes',usable_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'headroom_bytes',headroom_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'outside_budget_bytes',outside_budget_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'outside_budget_limit_bytes',outside_budget_limit_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'visible_bytes',visible_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'allocated_peak_bytes',allocated_peak_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'device_bytes',device_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'reserves',reserves)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_weights_bytes, _type_kv_cache_bytes, _type_activations_bytes, _type_overhead_bytes, _type_total_bytes, _type_usable_bytes, _type_headroom_bytes, _type_outside_budget_bytes, _type_outside_budget_limit_bytes, _type_visible_bytes, _type_allocated_peak_bytes, _type_device_bytes, _type_reserves, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_allocated_peak_bytes, _dflt_device_bytes, _dflt_reserves, _return_type):\n def __init__(self,*,weights_bytes:_type_weights_bytes,kv_cache_bytes:_type_kv_cache_bytes,activations_bytes:_type_activations_bytes,overhead_bytes:_type_overhead_bytes,total_bytes:_type_total_bytes,usable_bytes:_type_usable_bytes,headroom_bytes:_type_headroom_bytes,outside_budget_bytes:_type_outside_budget_bytes,outside_budget_limit_bytes:_type_outside_budget_limit_bytes,visible_bytes:_type_visible_bytes,allocated_peak_bytes:_type_allocated_peak_bytes=_dflt_allocated_peak_bytes,device_bytes:_type_device_bytes=_dflt_device_bytes,reserves:_type_reserves=_dflt_reserves)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['weights_bytes']=weights_bytes\n  __dataclass_dict__['kv_cache_bytes']=kv_cache_bytes\n  __dataclass_dict__['activations_bytes']=activations_bytes\n  __dataclass_dict__['overhead_bytes']=overhead_bytes\n  __dataclass_dict__['total_bytes']=total_bytes\n  __dataclass_dict__['usable_bytes']=usable_bytes\n  __dataclass_dict__['headroom_bytes']=headroom_bytes\n  __dataclass_dict__['outside_budget_bytes']=outside_budget_bytes\n  __dataclass_dict__['outside_budget_limit_bytes']=outside_budget_limit_bytes\n  __dataclass_dict__['visible_bytes']=visible_bytes\n  __dataclass_dict__['allocated_peak_bytes']=allocated_peak_bytes\n  __dataclass_dict__['device_bytes']=device_bytes\n  __dataclass_dict__['reserves']=reserves\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_weights_bytes, _type_kv_cache_bytes, _type_allocated_peak_bytes, _type_reserved_peak_bytes, _type_context_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,weights_bytes:_type_weights_bytes,kv_cache_bytes:_type_kv_cache_bytes,allocated_peak_bytes:_type_allocated_peak_bytes,reserved_peak_bytes:_type_reserved_peak_bytes,context_bytes:_type_context_bytes)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'weights_bytes',weights_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_bytes',kv_cache_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'allocated_peak_bytes',allocated_peak_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'reserved_peak_bytes',reserved_peak_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'context_bytes',context_bytes)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['weights_bytes']=weights_bytes
+  __dataclass_dict__['kv_cache_bytes']=kv_cache_bytes
+  __dataclass_dict__['allocated_peak_bytes']=allocated_peak_bytes
+  __dataclass_dict__['reserved_peak_bytes']=reserved_peak_bytes
+  __dataclass_dict__['context_bytes']=context_bytes
  return __init__
-CODE["def __create_fn__(_type_weights_bytes, _type_kv_cache_bytes, _type_allocated_peak_bytes, _type_reserved_peak_bytes, _type_context_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,weights_bytes:_type_weights_bytes,kv_cache_bytes:_type_kv_cache_bytes,allocated_peak_bytes:_type_allocated_peak_bytes,reserved_peak_bytes:_type_reserved_peak_bytes,context_bytes:_type_context_bytes)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'weights_bytes',weights_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_bytes',kv_cache_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'allocated_peak_bytes',allocated_peak_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'reserved_peak_bytes',reserved_peak_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'context_bytes',context_bytes)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_weights_bytes, _type_kv_cache_bytes, _type_allocated_peak_bytes, _type_reserved_peak_bytes, _type_context_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,weights_bytes:_type_weights_bytes,kv_cache_bytes:_type_kv_cache_bytes,allocated_peak_bytes:_type_allocated_peak_bytes,reserved_peak_bytes:_type_reserved_peak_bytes,context_bytes:_type_context_bytes)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['weights_bytes']=weights_bytes\n  __dataclass_dict__['kv_cache_bytes']=kv_cache_bytes\n  __dataclass_dict__['allocated_peak_bytes']=allocated_peak_bytes\n  __dataclass_dict__['reserved_peak_bytes']=reserved_peak_bytes\n  __dataclass_dict__['context_bytes']=context_bytes\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_weights_bytes, _type_kv_cache_bytes, _type_kv_cache_bytes_per_token, _type_activations_bytes, _type_overhead_bytes, _type_total_bytes, _type_outside_budget_bytes, _type_allocated_peak_bytes, _type_device_bytes, _type_reserves, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_allocated_peak_bytes, _dflt_device_bytes, _dflt_reserves, _return_type):
  def __init__(self,*,weights_bytes:_type_weights_bytes,kv_cache_bytes:_type_kv_cache_bytes,kv_cache_bytes_per_token:_type_kv_cache_bytes_per_token,activations_bytes:_type_activations_bytes,overhead_bytes:_type_overhead_bytes,total_bytes:_type_total_bytes,outside_budget_bytes:_type_outside_budget_bytes,allocated_peak_bytes:_type_allocated_peak_bytes=_dflt_allocated_peak_bytes,device_bytes:_type_device_bytes=_dflt_device_bytes,reserves:_type_reserves=_dflt_reserves)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'weights_bytes',weights_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_bytes',kv_cache_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'kv_cache_bytes_per_token',kv_cache_bytes_per_token)
-  __dataclass_builtins_object__.__setattr__(self,'activations_bytes',activations_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'overhead_bytes',overhead_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'total_bytes',total_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'outside_budget_bytes',outside_budget_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'allocated_peak_bytes',allocated_peak_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'device_bytes',device_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'reserves',reserves)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['weights_bytes']=weights_bytes
+  __dataclass_dict__['kv_cache_bytes']=kv_cache_bytes
+  __dataclass_dict__['kv_cache_bytes_per_token']=kv_cache_bytes_per_token
+  __dataclass_dict__['activations_bytes']=activations_bytes
+  __dataclass_dict__['overhead_bytes']=overhead_bytes
+  __dataclass_dict__['total_bytes']=total_bytes
+  __dataclass_dict__['outside_budget_bytes']=outside_budget_bytes
+  __dataclass_dict__['allocated_peak_bytes']=allocated_peak_bytes
+  __dataclass_dict__['device_bytes']=device_bytes
+  __dataclass_dict__['reserves']=reserves
  return __init__
-CODE["def __create_fn__(_type_weights_bytes, _type_kv_cache_bytes, _type_kv_cache_bytes_per_token, _type_activations_bytes, _type_overhead_bytes, _type_total_bytes, _type_outside_budget_bytes, _type_allocated_peak_bytes, _type_device_bytes, _type_reserves, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_allocated_peak_bytes, _dflt_device_bytes, _dflt_reserves, _return_type):\n def __init__(self,*,weights_bytes:_type_weights_bytes,kv_cache_bytes:_type_kv_cache_bytes,kv_cache_bytes_per_token:_type_kv_cache_bytes_per_token,activations_bytes:_type_activations_bytes,overhead_bytes:_type_overhead_bytes,total_bytes:_type_total_bytes,outside_budget_bytes:_type_outside_budget_bytes,allocated_peak_bytes:_type_allocated_peak_bytes=_dflt_allocated_peak_bytes,device_bytes:_type_device_bytes=_dflt_device_bytes,reserves:_type_reserves=_dflt_reserves)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'weights_bytes',weights_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_bytes',kv_cache_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'kv_cache_bytes_per_token',kv_cache_bytes_per_token)\n  __dataclass_builtins_object__.__setattr__(self,'activations_bytes',activations_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'overhead_bytes',overhead_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'total_bytes',total_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'outside_budget_bytes',outside_budget_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'allocated_peak_bytes',allocated_peak_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'device_bytes',device_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'reserves',reserves)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_weights_bytes, _type_kv_cache_bytes, _type_kv_cache_bytes_per_token, _type_activations_bytes, _type_overhead_bytes, _type_total_bytes, _type_outside_budget_bytes, _type_allocated_peak_bytes, _type_device_bytes, _type_reserves, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_allocated_peak_bytes, _dflt_device_bytes, _dflt_reserves, _return_type):\n def __init__(self,*,weights_bytes:_type_weights_bytes,kv_cache_bytes:_type_kv_cache_bytes,kv_cache_bytes_per_token:_type_kv_cache_bytes_per_token,activations_bytes:_type_activations_bytes,overhead_bytes:_type_overhead_bytes,total_bytes:_type_total_bytes,outside_budget_bytes:_type_outside_budget_bytes,allocated_peak_bytes:_type_allocated_peak_bytes=_dflt_allocated_peak_bytes,device_bytes:_type_device_bytes=_dflt_device_bytes,reserves:_type_reserves=_dflt_reserves)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['weights_bytes']=weights_bytes\n  __dataclass_dict__['kv_cache_bytes']=kv_cache_bytes\n  __dataclass_dict__['kv_cache_bytes_per_token']=kv_cache_bytes_per_token\n  __dataclass_dict__['activations_bytes']=activations_bytes\n  __dataclass_dict__['overhead_bytes']=overhead_bytes\n  __dataclass_dict__['total_bytes']=total_bytes\n  __dataclass_dict__['outside_budget_bytes']=outside_budget_bytes\n  __dataclass_dict__['allocated_peak_bytes']=allocated_peak_bytes\n  __dataclass_dict__['device_bytes']=device_bytes\n  __dataclass_dict__['reserves']=reserves\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_weights_bytes, _type_master_weights_bytes, _type_gradients_bytes, _type_optimizer_bytes, _type_activations_bytes, _type_logits_bytes, _type_overhead_bytes, _type_host_ram_bytes, _type_overlap_bytes, _type_step_bytes, _type_buffers_bytes, _type_paged_bytes, _type_load_peak_bytes, _type_allocated_peak_bytes, _type_fragmentation_bytes, _type_peak_phase, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_overlap_bytes, _dflt_step_bytes, _dflt_buffers_bytes, _dflt_paged_bytes, _dflt_load_peak_bytes, _dflt_allocated_peak_bytes, _dflt_fragmentation_bytes, _dflt_peak_phase, _return_type):
  def __init__(self,weights_bytes:_type_weights_bytes,master_weights_bytes:_type_master_weights_bytes,gradients_bytes:_type_gradients_bytes,optimizer_bytes:_type_optimizer_bytes,activations_bytes:_type_activations_bytes,logits_bytes:_type_logits_bytes,overhead_bytes:_type_overhead_bytes,host_ram_bytes:_type_host_ram_bytes,overlap_bytes:_type_overlap_bytes=_dflt_overlap_bytes,step_bytes:_type_step_bytes=_dflt_step_bytes,buffers_bytes:_type_buffers_bytes=_dflt_buffers_bytes,paged_bytes:_type_paged_bytes=_dflt_paged_bytes,load_peak_bytes:_type_load_peak_bytes=_dflt_load_peak_bytes,allocated_peak_bytes:_type_allocated_peak_bytes=_dflt_allocated_peak_bytes,fragmentation_bytes:_type_fragmentation_bytes=_dflt_fragmentation_bytes,peak_phase:_type_peak_phase=_dflt_peak_phase)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'weights_bytes',weights_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'master_weights_bytes',master_weights_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'gradients_bytes',gradients_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'optimizer_bytes',optimizer_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'activations_bytes',activations_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'logits_bytes',logits_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'overhead_bytes',overhead_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'host_ram_bytes',host_ram_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'overlap_bytes',overlap_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'step_bytes',step_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'buffers_bytes',buffers_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'paged_bytes',paged_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'load_peak_bytes',load_peak_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'allocated_peak_bytes',allocated_peak_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'fragmentation_bytes',fragmentation_bytes)
-  __dataclass_builtins_object__.__setattr__(self,'peak_phase',peak_phase)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['weights_bytes']=weights_bytes
+  __dataclass_dict__['master_weights_bytes']=master_weights_bytes
+  __dataclass_dict__['gradients_bytes']=gradients_bytes
+  __dataclass_dict__['optimizer_bytes']=optimizer_bytes
+  __dataclass_dict__['activations_bytes']=activations_bytes
+  __dataclass_dict__['logits_bytes']=logits_bytes
+  __dataclass_dict__['overhead_bytes']=overhead_bytes
+  __dataclass_dict__['host_ram_bytes']=host_ram_bytes
+  __dataclass_dict__['overlap_bytes']=overlap_bytes
+  __dataclass_dict__['step_bytes']=step_bytes
+  __dataclass_dict__['buffers_bytes']=buffers_bytes
+  __dataclass_dict__['paged_bytes']=paged_bytes
+  __dataclass_dict__['load_peak_bytes']=load_peak_bytes
+  __dataclass_dict__['allocated_peak_bytes']=allocated_peak_bytes
+  __dataclass_dict__['fragmentation_bytes']=fragmentation_bytes
+  __dataclass_dict__['peak_phase']=peak_phase
  return __init__
-CODE["def __create_fn__(_type_weights_bytes, _type_master_weights_bytes, _type_gradients_bytes, _type_optimizer_bytes, _type_activations_bytes, _type_logits_bytes, _type_overhead_bytes, _type_host_ram_bytes, _type_overlap_bytes, _type_step_bytes, _type_buffers_bytes, _type_paged_bytes, _type_load_peak_bytes, _type_allocated_peak_bytes, _type_fragmentation_bytes, _type_peak_phase, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_overlap_bytes, _dflt_step_bytes, _dflt_buffers_bytes, _dflt_paged_bytes, _dflt_load_peak_bytes, _dflt_allocated_peak_bytes, _dflt_fragmentation_bytes, _dflt_peak_phase, _return_type):\n def __init__(self,weights_bytes:_type_weights_bytes,master_weights_bytes:_type_master_weights_bytes,gradients_bytes:_type_gradients_bytes,optimizer_bytes:_type_optimizer_bytes,activations_bytes:_type_activations_bytes,logits_bytes:_type_logits_bytes,overhead_bytes:_type_overhead_bytes,host_ram_bytes:_type_host_ram_bytes,overlap_bytes:_type_overlap_bytes=_dflt_overlap_bytes,step_bytes:_type_step_bytes=_dflt_step_bytes,buffers_bytes:_type_buffers_bytes=_dflt_buffers_bytes,paged_bytes:_type_paged_bytes=_dflt_paged_bytes,load_peak_bytes:_type_load_peak_bytes=_dflt_load_peak_bytes,allocated_peak_bytes:_type_allocated_peak_bytes=_dflt_allocated_peak_bytes,fragmentation_bytes:_type_fragmentation_bytes=_dflt_fragmentation_bytes,peak_phase:_type_peak_phase=_dflt_peak_phase)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'weights_bytes',weights_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'master_weights_bytes',master_weights_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'gradients_bytes',gradients_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'optimizer_bytes',optimizer_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'activations_bytes',activations_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'logits_bytes',logits_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'overhead_bytes',overhead_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'host_ram_bytes',host_ram_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'overlap_bytes',overlap_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'step_bytes',step_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'buffers_bytes',buffers_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'paged_bytes',paged_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'load_peak_bytes',load_peak_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'allocated_peak_bytes',allocated_peak_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'fragmentation_bytes',fragmentation_bytes)\n  __dataclass_builtins_object__.__setattr__(self,'peak_phase',peak_phase)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_weights_bytes, _type_master_weights_bytes, _type_gradients_bytes, _type_optimizer_bytes, _type_activations_bytes, _type_logits_bytes, _type_overhead_bytes, _type_host_ram_bytes, _type_overlap_bytes, _type_step_bytes, _type_buffers_bytes, _type_paged_bytes, _type_load_peak_bytes, _type_allocated_peak_bytes, _type_fragmentation_bytes, _type_peak_phase, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_overlap_bytes, _dflt_step_bytes, _dflt_buffers_bytes, _dflt_paged_bytes, _dflt_load_peak_bytes, _dflt_allocated_peak_bytes, _dflt_fragmentation_bytes, _dflt_peak_phase, _return_type):\n def __init__(self,weights_bytes:_type_weights_bytes,master_weights_bytes:_type_master_weights_bytes,gradients_bytes:_type_gradients_bytes,optimizer_bytes:_type_optimizer_bytes,activations_bytes:_type_activations_bytes,logits_bytes:_type_logits_bytes,overhead_bytes:_type_overhead_bytes,host_ram_bytes:_type_host_ram_bytes,overlap_bytes:_type_overlap_bytes=_dflt_overlap_bytes,step_bytes:_type_step_bytes=_dflt_step_bytes,buffers_bytes:_type_buffers_bytes=_dflt_buffers_bytes,paged_bytes:_type_paged_bytes=_dflt_paged_bytes,load_peak_bytes:_type_load_peak_bytes=_dflt_load_peak_bytes,allocated_peak_bytes:_type_allocated_peak_bytes=_dflt_allocated_peak_bytes,fragmentation_bytes:_type_fragmentation_bytes=_dflt_fragmentation_bytes,peak_phase:_type_peak_phase=_dflt_peak_phase)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['weights_bytes']=weights_bytes\n  __dataclass_dict__['master_weights_bytes']=master_weights_bytes\n  __dataclass_dict__['gradients_bytes']=gradients_bytes\n  __dataclass_dict__['optimizer_bytes']=optimizer_bytes\n  __dataclass_dict__['activations_bytes']=activations_bytes\n  __dataclass_dict__['logits_bytes']=logits_bytes\n  __dataclass_dict__['overhead_bytes']=overhead_bytes\n  __dataclass_dict__['host_ram_bytes']=host_ram_bytes\n  __dataclass_dict__['overlap_bytes']=overlap_bytes\n  __dataclass_dict__['step_bytes']=step_bytes\n  __dataclass_dict__['buffers_bytes']=buffers_bytes\n  __dataclass_dict__['paged_bytes']=paged_bytes\n  __dataclass_dict__['load_peak_bytes']=load_peak_bytes\n  __dataclass_dict__['allocated_peak_bytes']=allocated_peak_bytes\n  __dataclass_dict__['fragmentation_bytes']=fragmentation_bytes\n  __dataclass_dict__['peak_phase']=peak_phase\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_what, _type_count, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,what:_type_what,count:_type_count)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'what',what)
-  __dataclass_builtins_object__.__setattr__(self,'count',count)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['what']=what
+  __dataclass_dict__['count']=count
  return __init__
-CODE["def __create_fn__(_type_what, _type_count, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,what:_type_what,count:_type_count)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'what',what)\n  __dataclass_builtins_object__.__setattr__(self,'count',count)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_what, _type_count, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,what:_type_what,count:_type_count)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['what']=what\n  __dataclass_dict__['count']=count\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_words, _type_instances, _type_gpus, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,words:_type_words,instances:_type_instances,gpus:_type_gpus)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'words',words)
-  __dataclass_builtins_object__.__setattr__(self,'instances',instances)
-  __dataclass_builtins_object__.__setattr__(self,'gpus',gpus)
+  __dataclass_dict__=self.__dict__
+  __dataclass_dict__['words']=words
+  __dataclass_dict__['instances']=instances
+  __dataclass_dict__['gpus']=gpus
  return __init__
-CODE["def __create_fn__(_type_words, _type_instances, _type_gpus, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,words:_type_words,instances:_type_instances,gpus:_type_gpus)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'words',words)\n  __dataclass_builtins_object__.__setattr__(self,'instances',instances)\n  __dataclass_builtins_object__.__setattr__(self,'gpus',gpus)\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_words, _type_instances, _type_gpus, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,words:_type_words,instances:_type_instances,gpus:_type_gpus)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['words']=words\n  __dataclass_dict__['instances']=instances\n  __dataclass_dict__['gpus']=gpus\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):

@@ -69,6 +69,12 @@ def batch_csv(report: BatchReport) -> str:
     return value_csv(_CSV, report.rows)
 
 
+#: `json.dumps(value, allow_nan=False)` without its check for containers that hold themselves: a
+#: report's data is a tree `to_data` builds fresh (no container is its own ancestor), so the text is
+#: the same and each row skips the check's bookkeeping (about a tenth of the encoder's time).
+_ROW = json.JSONEncoder(allow_nan=False, check_circular=False).encode
+
+
 def batch_jsonl(report: BatchReport) -> str:
     """One JSON object per row, in input order (the rows of `--format json`)."""
-    return "".join(json.dumps(to_data(row), allow_nan=False) + "\n" for row in report.rows)
+    return "".join(_ROW(to_data(row)) + "\n" for row in report.rows)
