@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from gpusize.render.curve import curve_lines
 from gpusize.render.format import fmt_float, fmt_gib, fmt_int, fmt_range, human_tokens
-from gpusize.render.serve import split_lines
+from gpusize.render.split import split_lines
 from gpusize.render.table import Column, render_table
 from gpusize.render.text import Style, block, paragraph, safe, said_once
 from gpusize.reports.quote import QuoteReport
