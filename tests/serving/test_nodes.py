@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpusize.core.network import NodeLink
 from gpusize.core.weights import weights_bytes
@@ -118,3 +120,32 @@ def test_expert_all_to_all_has_deepep_low_latency_floor_per_ep_size() -> None:
     ep = next(y for y in x if y.expert_parallel == 16)
     moe_layers = sum(1 for layer in spec.layers if layer.ffn == "moe")
     assert ep.network_s_per_step == pytest.approx(moe_layers * 313e-6)  # one token: the floor decides
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    name=st.sampled_from(["Qwen3-8B", "Llama-3.3-70B", "Qwen3-30B-A3B", "DeepSeek-V3", "gpt-oss-120b"]),
+    gpu=st.sampled_from(["H100", "H200", "L40S", "A100-80GB"]),
+    servers=st.integers(2, 4),
+    per_node=st.sampled_from([1, 2, 4, 8]),
+    users=st.integers(1, 200),
+)
+def test_layouts_over_servers_of_any_size_use_their_servers_as_the_engines_can(
+    name: str, gpu: str, servers: int, per_node: int, users: int
+) -> None:
+    # --nodes N --gpus G: a replica stays inside one server (its tensor parallel over NVLink, never
+    # over the link); one engine over them all takes every GPU: TP=G x PP=N, TP=G*N, DP x EP=G*N;
+    # each layout is priced for all the servers' GPUs
+    spec, card = catalog_spec(name), find_gpu(gpu)
+    total = servers * per_node
+    out = nodes.node_layouts(
+        spec, card, servers, workload(spec, 8192), Demand(users=users), IB, None, per_node
+    )
+    spanning = [x for x in out if x.gpus_per_replica > per_node]
+    replicas = [x for x in out if x.gpus_per_replica <= per_node]
+    assert replicas and all(x.replicas * x.gpus_per_replica == total for x in replicas)
+    assert all(x.gpus_per_replica == total and x.replicas == 1 for x in spanning)
+    kinds = {(x.tensor_parallel, x.pipeline_parallel, x.expert_parallel) for x in spanning}
+    assert (per_node, servers, 1) in kinds and (total, 1, 1) in kinds
+    assert ((1, 1, total) in kinds) == (spec.moe is not None)
+    assert all(x.usd_per_hour == card.price_for(total) and x.nodes == servers for x in out)
