@@ -196,11 +196,12 @@ def render_serve(report: ServeReport, width: int, style: Style) -> str:
 def serve_markdown(report: ServeReport) -> str:
     """The comparison as Markdown: why, the launch commands, every layout and the assumptions."""
     lead = [md(targets_line(report)), f"**Why:** {md(report.why)}", *map(md, ttft_spread_lines(report))]
-    lead += [
-        f"**Launch ({md(name)}):** `{launch.command.replace('`', '')}`"
-        for name, launch in report.launch.items()
-        if launch.command
-    ]
+    lead += [md(line) for line in disaggregated_lines(report)]
+    for name, launch in report.launch.items():  # as the text: each command, then what it cannot say
+        if launch.command:
+            lead.append(f"**Launch ({md(name)}):** `{launch.command.replace('`', '')}`")
+        if launch.note:
+            lead.append(f"**Launch ({md(name)}):** {md(launch.note)}")
     return sheet_markdown(title(report), lead, SERVE_COLUMNS, report.layouts, assumption_items(report))
 
 

@@ -358,3 +358,23 @@ def test_hsdp_is_named_hsdp_where_it_is_sized() -> None:
     assert "sharding hsdp, offload" in " ".join(run_in_process(*args, "--sharding", "hsdp").stdout.split())
     fsdp = json.loads(run_in_process(*args, "--sharding", "fsdp", "--json").stdout)
     assert {c["sharding"] for c in fsdp["candidates"]} == {"fsdp"} and fsdp["nodes"]["shard_gpus"] == 16
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (
+            ("serve", "DeepSeek-R1", "--gpu", "H200", "--nodes", "2", "--users", "50"),
+            "**Launch (nodes):** on each of 2 servers, the command above with --data-parallel-size-local 8",
+        ),
+        (
+            ("serve", "Qwen3-8B", "--gpu", "H100", "--gpus", "8", "--users", "64"),
+            "**Launch (replicas):** run 4 copies, one per group of 2 GPU(s)",
+        ),
+    ],
+)
+def test_the_markdown_says_what_the_launch_command_cannot(args: tuple[str, ...], words: str) -> None:
+    # the command alone runs one replica (or one server's share): the Markdown carries the same notes
+    # as the text (it printed the commands only)
+    out = run_in_process(*args, "--format", "markdown").stdout.replace("\\_", "_").replace("\\<", "<")
+    assert words.replace("\\_", "_") in out.replace("\\>", ">")
