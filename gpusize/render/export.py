@@ -71,7 +71,8 @@ def _gib(n_bytes: int | None) -> float | None:
 def quote_csv_columns(report: QuoteReport) -> list[ValueColumn]:
     """The quote as plain values: the question on every row (so a row pasted elsewhere still says what
     it quotes), then one column per figure of the option, each header with its unit; estimates as
-    low, best and high columns. Money and speed are per server unless the header says fleet."""
+    low, best and high columns. Money and speed are per server unless the header says fleet (with
+    --nodes, per option: a set of servers)."""
     w, a = report.workload, report.assumptions
     question: list[ValueColumn] = [
         ("model", lambda o: report.model.id, 0),
@@ -120,7 +121,36 @@ def quote_csv_columns(report: QuoteReport) -> list[ValueColumn]:
         ("interconnect", lambda o: o.interconnect, 0),
         ("caveats", lambda o: "; ".join(o.caveats) or o.reason, 0),
     ]
-    return question + option
+    servers = max((o.nodes for o in report.options), default=1)
+    return question + (_over_servers(option, servers) if servers > 1 else option)
+
+
+#: quote --nodes: the columns priced, sized or served per option (a set of servers), not per server.
+_PER_OPTION = {
+    "replicas per server": "replicas per option",
+    "holds (sequences/server)": "holds (sequences/option)",
+    "tok/s per server low": "tok/s per option low",
+    "tok/s per server best": "tok/s per option best",
+    "tok/s per server high": "tok/s per option high",
+    "price ($/h per server)": "price ($/h per option)",
+    "price ($/month per server)": "price ($/month per option)",
+    "servers for the users": "options for the users",
+    "buy price of the GPUs ($ per server)": "buy price of the GPUs ($ per option)",
+}
+
+
+def _over_servers(option: list[ValueColumn], servers: int) -> list[ValueColumn]:
+    """The option columns of a quote whose options are `servers` servers each (quote --nodes): a
+    server's GPUs and the servers of an option side by side, and the figures of the whole option so
+    named (power and PSU stay a server's)."""
+    out: list[ValueColumn] = []
+    for header, value, digits in option:
+        if header == "GPUs per server":
+            out.append((header, lambda o: o.num_gpus // max(o.nodes, 1), 0))
+            out.append(("servers per option", lambda o: o.nodes, 0))
+            continue
+        out.append((_PER_OPTION.get(header, header), value, digits))
+    return out
 
 
 def to_csv(report: QuoteReport) -> str:

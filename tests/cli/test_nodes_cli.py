@@ -378,3 +378,19 @@ def test_the_markdown_says_what_the_launch_command_cannot(args: tuple[str, ...],
     # as the text (it printed the commands only)
     out = run_in_process(*args, "--format", "markdown").stdout.replace("\\_", "_").replace("\\<", "<")
     assert words.replace("\\_", "_") in out.replace("\\>", ">")
+
+
+def test_quote_csv_over_servers_names_what_is_per_option() -> None:
+    # quote --nodes --format csv: a server's GPUs beside the servers of an option; the price, speed and
+    # capacity columns are the option's (a set of servers), power a server's; one server unchanged
+    import csv
+    import io
+
+    rows = list(csv.DictReader(io.StringIO(run_in_process(
+        "quote", "DeepSeek-V3", "--nodes", "2", "--users", "40", "--gpu", "H200", "--format", "csv").stdout)))  # fmt: skip
+    (row,) = rows
+    assert (row["GPUs per server"], row["servers per option"]) == ("8", "2")
+    assert float(row["price ($/h per option)"]) == 64.0 and "price ($/h per server)" not in row
+    plain = next(csv.DictReader(io.StringIO(run_in_process(
+        "quote", "Qwen3-8B", "--users", "4", "--gpu", "H100", "--format", "csv").stdout)))  # fmt: skip
+    assert "price ($/h per server)" in plain and "servers per option" not in plain
