@@ -386,11 +386,10 @@ def test_quote_csv_over_servers_names_what_is_per_option() -> None:
     import csv
     import io
 
-    rows = list(csv.DictReader(io.StringIO(run_in_process(
-        "quote", "DeepSeek-V3", "--nodes", "2", "--users", "40", "--gpu", "H200", "--format", "csv").stdout)))  # fmt: skip
-    (row,) = rows
+    args = ("quote", "DeepSeek-V3", "--nodes", "2", "--users", "40", "--gpu", "H200", "--format", "csv")
+    (row,) = list(csv.DictReader(io.StringIO(run_in_process(*args).stdout)))
     assert (row["GPUs per server"], row["servers per option"]) == ("8", "2")
     assert float(row["price ($/h per option)"]) == 64.0 and "price ($/h per server)" not in row
-    plain = next(csv.DictReader(io.StringIO(run_in_process(
-        "quote", "Qwen3-8B", "--users", "4", "--gpu", "H100", "--format", "csv").stdout)))  # fmt: skip
+    one = ("quote", "Qwen3-8B", "--users", "4", "--gpu", "H100", "--format", "csv")
+    plain = next(csv.DictReader(io.StringIO(run_in_process(*one).stdout)))
     assert "price ($/h per server)" in plain and "servers per option" not in plain
