@@ -10,7 +10,7 @@ import math
 from gpusize.render.format import human_tokens
 from gpusize.render.text import safe
 from gpusize.reports.quote import QuoteReport
-from gpusize.serving.quote import CurvePoint, Option, memory_parts
+from gpusize.serving.quote import CurvePoint, Option, memory_parts, option_layout
 from gpusize.units import GIB
 
 __all__ = ["MEMORY_COLORS", "concurrency_svg", "curve_svg", "nice_ticks", "quote_chart_svg"]
@@ -47,7 +47,7 @@ def nice_ticks(top: float, count: int = 5) -> list[float]:
 
 
 def _label(o: Option) -> str:
-    return f"{o.num_gpus}x {o.gpu} ({o.replicas} x TP={o.tensor_parallel})"
+    return f"{o.num_gpus}x {o.gpu} ({option_layout(o)})"
 
 
 def _tick(value: float) -> str:

@@ -19,7 +19,7 @@ from gpusize.render.quote import QUOTE_COLUMNS, buy_lines, load_lines, title
 from gpusize.render.sheet import ValueColumn, md, sheet_markdown, value_csv
 from gpusize.render.text import safe
 from gpusize.reports.quote import QuoteReport
-from gpusize.serving.quote import Option
+from gpusize.serving.quote import Option, option_layout
 from gpusize.units import GIB
 
 __all__ = ["memory_bar_svg", "quote_csv_columns", "to_csv", "to_html", "to_markdown"]
@@ -35,7 +35,7 @@ def to_markdown(report: QuoteReport) -> str:
     if report.recommendation:
         r = report.recommendation
         lead.append(
-            f"**Recommended:** {r.num_gpus}x {md(r.gpu_full_name)}, {r.replicas} x TP={r.tensor_parallel} "
+            f"**Recommended:** {r.num_gpus}x {md(r.gpu_full_name)}, {option_layout(r)} "
             f"({fmt_float(r.usd_per_hour, 2)} $/h indicative)."
         )
     sections: list[str] = []
@@ -245,7 +245,7 @@ def to_html(report: QuoteReport) -> str:
     rec = report.recommendation
     summary = (
         f"<p class='rec'><b>Recommended:</b> {rec.num_gpus}x {_h(rec.gpu_full_name)}, "
-        f"{rec.replicas} x TP={rec.tensor_parallel}, {fmt_float(rec.usd_per_hour, 2)} $/h "
+        f"{option_layout(rec)}, {fmt_float(rec.usd_per_hour, 2)} $/h "
         "indicative</p>"
         if rec
         else "<p class='rec'><b>No option fits.</b></p>"

@@ -36,6 +36,7 @@ __all__ = [
     "concurrency_for",
     "evaluate_layout",
     "layout_name",
+    "parallel_name",
     "layout_prices",
     "layouts_for",
     "mean_context",
@@ -422,15 +423,20 @@ def compare(
     ]
 
 
+def parallel_name(replicas: int, tp: int, pp: int = 1, ep: int = 1) -> str:
+    """'4 x TP=1', across servers '1 x TP=8 x PP=2' or '1 x DP=16 x EP=16': how every layout and quote
+    option of a tensor-parallel engine is named."""
+    if ep > 1:
+        return f"{replicas} x DP={ep} x EP={ep}"
+    if pp > 1:
+        return f"{replicas} x TP={tp} x PP={pp}"
+    return f"{replicas} x TP={tp}"
+
+
 def layout_name(x: Layout) -> str:
-    """'4 x TP=1', or for llama.cpp '1 x 4 GPUs -sm layer'; across servers '1 x TP=8 x PP=2',
-    '1 x DP=16 x EP=16'."""
-    if x.expert_parallel > 1:
-        return f"{x.replicas} x DP={x.expert_parallel} x EP={x.expert_parallel}"
-    if x.pipeline_parallel > 1:
-        return f"{x.replicas} x TP={x.tensor_parallel} x PP={x.pipeline_parallel}"
-    if x.split_mode == "tensor":
-        return f"{x.replicas} x TP={x.tensor_parallel}"
+    """`parallel_name`, or for llama.cpp '1 x 4 GPUs -sm layer'."""
+    if x.split_mode == "tensor" or x.pipeline_parallel > 1 or x.expert_parallel > 1:
+        return parallel_name(x.replicas, x.tensor_parallel, x.pipeline_parallel, x.expert_parallel)
     gpus = "1 GPU" if x.gpus_per_replica == 1 else f"{x.gpus_per_replica} GPUs -sm {x.split_mode}"
     return f"{x.replicas} x {gpus}"
 

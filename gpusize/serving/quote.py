@@ -18,7 +18,7 @@ from gpusize.core.workload import Workload
 from gpusize.dataclass import dataclass, replace
 from gpusize.serving import economics
 from gpusize.serving.curve import CurvePoint, concurrency_curve
-from gpusize.serving.layouts import Demand, Layout, compare, recommend, repriced
+from gpusize.serving.layouts import Demand, Layout, compare, parallel_name, recommend, repriced
 from gpusize.serving.load import SpeedRange
 from gpusize.serving.plan_key import plan_key
 from gpusize.serving.targets import READING_TOKENS_PER_S, Targets
@@ -130,12 +130,9 @@ class Option:
 
 
 def option_layout(o: Option) -> str:
-    """'2 x TP=4'; across servers '1 x TP=8 x PP=2' or '1 x DP=16 x EP=16' (as serve's layout_name)."""
-    if o.expert_parallel > 1:
-        return f"{o.replicas} x DP={o.expert_parallel} x EP={o.expert_parallel}"
-    if o.pipeline_parallel > 1:
-        return f"{o.replicas} x TP={o.tensor_parallel} x PP={o.pipeline_parallel}"
-    return f"{o.replicas} x TP={o.tensor_parallel}"
+    """The option's layout as serve names it (`layouts.parallel_name`: quote compares tensor-parallel
+    engines only)."""
+    return parallel_name(o.replicas, o.tensor_parallel, o.pipeline_parallel, o.expert_parallel)
 
 
 def _caveats(gpu: GpuSpec, tp: int, option_visible_measured: bool) -> tuple[str, ...]:
