@@ -177,10 +177,11 @@ def _point(
     extra_step_s: float,
     extra_prefill_s: float,
     lanes: int = 1,
-) -> tuple[float, float, float | None] | None:
-    """(per-request tok/s, aggregate tok/s, TTFT) as load.steady computes them, with the inter-node
-    time added to each decode step and to the prefill, and `lanes` micro-batches in flight at once
-    (pipeline stages each working on one). `step_of`: the decode step, when the caller computed it."""
+) -> tuple[float, float, float | None, float] | None:
+    """(per-request tok/s, aggregate tok/s, TTFT, decode step s) as load.steady computes them, with
+    the inter-node time added to each decode step and to the prefill, and `lanes` micro-batches in
+    flight at once (pipeline stages each working on one). `step_of`: the decode step, when the caller
+    computed it."""
     lane = max(1, math.ceil(batch / lanes))
     if step_of is None:
         step = decode_step(spec, work, gpu, tp, lane, context)
@@ -194,7 +195,7 @@ def _point(
     first = calibrated.engine_speed(work.engine.name).request_s + prefill + step_s
     cycle = first + (max(output, 1) - 1) * tpot
     active = min(lanes, batch)
-    return 1 / tpot, active * lane * max(output, 1) / cycle, first if t_pf is not None else None
+    return 1 / tpot, active * lane * max(output, 1) / cycle, first if t_pf is not None else None, step_s
 
 
 def _layout(
@@ -207,7 +208,7 @@ def _layout(
     ep: int,
     capacity: int,
     kv_per_seq_gpu: int,
-    point: tuple[float, float, float | None] | None,
+    point: tuple[float, float, float | None, float] | None,
     in_flight: int,
     network_s: float,
     note: str,
@@ -235,7 +236,9 @@ def _layout(
         return Layout(fits=False, reason=reason or (base.reason if base else None), **common)  # type: ignore[arg-type]
     g = base.per_gpu
     active = min(in_flight, capacity)
-    per_request, aggregate, ttft = point if point else (None, None, None)
+    per_request, aggregate, ttft, step_s = point if point else (None, None, None, 0.0)
+    # steady load's spread (load.FirstTokenSpread: each request arrives at a random point of a step)
+    spread = load.FirstTokenSpread(ttft, wave_s=step_s) if ttft is not None else None
     kv = kv_per_seq_gpu * math.ceil(active / max(1, ep))
     headroom = g.usable_bytes - (g.total_bytes - g.kv_cache_bytes) - kv
     per_kind = load.per_request_metric(in_flight)
@@ -263,6 +266,8 @@ def _layout(
         ttft_s=ttft,
         ttft_s_low=ttft_low,
         ttft_s_high=ttft_high,
+        ttft_p50_s=spread.quantile(load.TTFT_QUANTILES[0]) if spread else None,
+        ttft_p90_s=spread.quantile(load.TTFT_QUANTILES[1]) if spread else None,
         speed_ranges=load.shown_ranges(ranges, (per_request, aggregate, ttft)),
         bound="network" if point and network_s > 0.5 / max(per_request or 1, 1e-9) else "memory",
         kv_cache_bytes=kv,
@@ -526,7 +531,7 @@ def _expert(
         point = _point(spec, work, gpu, 1, local, demand, prompt, output, context, step_s, net, pf_net)
         if point is None:
             break
-        point = (point[0], point[1] * min(ep, batch), point[2])
+        point = (point[0], point[1] * min(ep, batch), point[2], point[3])
         want = _in_flight(demand, point[0], point[2])
         if want == in_flight:
             break

@@ -393,3 +393,13 @@ def test_quote_csv_over_servers_names_what_is_per_option() -> None:
     one = ("quote", "Qwen3-8B", "--users", "4", "--gpu", "H100", "--format", "csv")
     plain = next(csv.DictReader(io.StringIO(run_in_process(*one).stdout)))
     assert "price ($/h per server)" in plain and "servers per option" not in plain
+
+
+def test_layouts_over_servers_say_how_the_ttft_spreads() -> None:
+    # the steady-load spread of one server's layouts (load.FirstTokenSpread: half a step either way
+    # of the mean), for the layouts that span servers too (they had none)
+    args = ("serve", "DeepSeek-R1", "--gpu", "H200", "--nodes", "2", "--users", "50", "--json")
+    report = json.loads(run_in_process(*args).stdout)
+    for x in (x for x in report["layouts"] if x["fits"]):
+        assert x["ttft_p50_s"] is not None and x["ttft_p50_s"] <= x["ttft_p90_s"]
+        assert x["ttft_p50_s"] == pytest.approx(x["ttft_s"])
