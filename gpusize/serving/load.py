@@ -57,6 +57,7 @@ __all__ = [
     "static_batch_seconds",
     "steady",
     "synchronized_cluster",
+    "turn",
 ]
 
 
@@ -381,6 +382,19 @@ def ranged(value: float | None, rng: SpeedRange) -> tuple[float | None, float | 
     return value * rng.low, value * rng.high
 
 
+def turn(
+    step_s: float, prefill_s: float, sequences: int, output: int, request_s: float
+) -> tuple[float, float, float]:
+    """(time per output token, time to first token, one request's turn) of a closed loop of
+    `sequences` decoding together, each request's prefill chunked into the others' decode steps:
+    time per output token = step + (sequences - 1) / output x prefill; time to first token =
+    request_s + prefill + one step; the turn = TTFT + (output - 1) x time per output token."""
+    out = max(output, 1)
+    tpot = step_s + (sequences - 1) / out * prefill_s
+    first = request_s + prefill_s + step_s
+    return tpot, first, first + (out - 1) * tpot
+
+
 def steady(
     spec: ModelSpec,
     work: Workload,
@@ -413,9 +427,7 @@ def steady(
     t_pf = prefill_seconds(spec, work, gpu, tp, prompt, cached=cached)
     split = llamacpp.gpus if llamacpp and llamacpp.split_mode == "row" else 1
     prefill = (t_pf or 0.0) / split
-    tpot = step.step_s + (batch - 1) / max(output, 1) * prefill
-    first = speed_on(work, gpu).request_s + prefill + step.step_s
-    cycle = first + (max(output, 1) - 1) * tpot
+    tpot, first, cycle = turn(step.step_s, prefill, batch, output, speed_on(work, gpu).request_s)
     queued = max(users - batch, 0) / batch * cycle  # clients beyond capacity wait for a slot
     if t_pf is None:
         return LoadPoint(batch, 1 / tpot, batch * max(output, 1) / cycle, None, step, None)

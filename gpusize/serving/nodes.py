@@ -28,7 +28,7 @@ from gpusize.core.releases import parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import weights_bytes
 from gpusize.core.workload import Workload
-from gpusize.serving import calibrated, economics, load
+from gpusize.serving import economics, load
 from gpusize.serving.launch import LaunchCommand
 from gpusize.serving.layouts import Demand, Layout, compare, concurrency_for, mean_context, recommend
 from gpusize.serving.quote import Option, option_from
@@ -39,6 +39,7 @@ from gpusize.serving.throughput import (
     experts_touched,
     kv_read_bytes,
     prefill_seconds,
+    speed_on,
 )
 from gpusize.units import GIB
 
@@ -191,9 +192,7 @@ def _point(
     t_pf = prefill_seconds(spec, work, gpu, tp, prompt, cached=demand.cached_tokens(prompt))
     prefill = (t_pf or 0.0) + extra_prefill_s
     step_s = step_of + extra_step_s
-    tpot = step_s + (lane - 1) / max(output, 1) * prefill
-    first = calibrated.engine_speed(work.engine.name).request_s + prefill + step_s
-    cycle = first + (max(output, 1) - 1) * tpot
+    tpot, first, cycle = load.turn(step_s, prefill, lane, output, speed_on(work, gpu).request_s)
     active = min(lanes, batch)
     return 1 / tpot, active * lane * max(output, 1) / cycle, first if t_pf is not None else None, step_s
 
