@@ -120,7 +120,10 @@ def packed_prompts(place: int, arrived: int, per_step: float) -> float:
     prompt waits for the end of the step that holds its last chunk, and the last step holds what is
     left. One prompt a step (`per_step` 1): place + 1."""
     steps = math.ceil((place + 1) / per_step - PACKING_TOLERANCE)
-    return min(steps * per_step, arrived)
+    done = steps * per_step
+    # the step that reaches the last prompt holds what is left, though the product may fall an ulp
+    # short of it (25 steps of 1.16 prompts: 28.999999999999996 of 29)
+    return arrived if done >= arrived * (1 - PACKING_TOLERANCE) else done
 
 
 #: Rounding allowance of `packed_prompts` (a prompt that ends exactly on a step's edge is in it).

@@ -42,6 +42,13 @@ def test_a_prompt_waits_for_itself_and_those_before_it_and_no_more_than_all(
     assert done[-1] == arrived  # the last step holds what is left
 
 
+def test_the_last_step_holds_what_is_left_to_the_prompt() -> None:
+    # 25 steps of 1.16 prompts make 28.999999999999996 in floating point: the 29th prompt's step
+    # holds what is left, all 29 (a hypothesis draw found it)
+    assert packed_prompts(28, 29, 1.16) == packed_prompts(27, 29, 1.16) == 29  # both in the 25th step
+    assert packed_prompts(26, 29, 1.16) == pytest.approx(24 * 1.16)
+
+
 def test_one_prompt_a_step_is_the_serial_schedule() -> None:
     assert [packed_prompts(i, 5, 1.0) for i in range(5)] == [1, 2, 3, 4, 5]
 
