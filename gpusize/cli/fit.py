@@ -29,6 +29,7 @@ from gpusize.cli.options import (
     ShowAll,
     engine_options,
 )
+from gpusize.core.engines import engine
 from gpusize.core.network import MAX_NODES
 from gpusize.errors import UsageError
 from gpusize.render.fit import render_fit
@@ -89,6 +90,11 @@ def fit(
             gpus=[gpu],
         ),
     )
+    if nodes is not None and engine(work.engine.name).nodes is None:  # it would be ignored, silently
+        raise UsageError(
+            f"fit --nodes takes TP=G x PP=N, modelled for vLLM; not --engine {work.engine.name} "
+            "(serve --nodes compares its layouts over servers)"
+        )
     where = prepare.targets(gpu, cats, gpus)
     others = prepare.all_gpus(cats) if where.local_count is None else ()  # this machine's GPUs: no other type
     report = build_fit_report(resolved, spec, work, where.gpus, gpus, where.max_count, nodes, others)

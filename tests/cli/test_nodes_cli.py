@@ -403,3 +403,12 @@ def test_layouts_over_servers_say_how_the_ttft_spreads() -> None:
     for x in (x for x in report["layouts"] if x["fits"]):
         assert x["ttft_p50_s"] is not None and x["ttft_p50_s"] <= x["ttft_p90_s"]
         assert x["ttft_p50_s"] == pytest.approx(x["ttft_s"])
+
+
+@pytest.mark.parametrize("engine", ["sglang", "trtllm", "llamacpp"])
+def test_fit_over_servers_is_refused_where_it_would_be_ignored(engine: str) -> None:
+    # fit --nodes asks the engine's plan over servers (vLLM's TP=G x PP=N); an engine without one
+    # answered for one server and said nothing of --nodes
+    out = run_in_process("fit", "Llama-3.1-405B", "--nodes", "2", "--gpu", "H100", "--engine", engine)
+    assert out.code == 2 and out.stdout == "" and out.stderr.count("\n") == 1
+    assert f"fit --nodes takes TP=G x PP=N, modelled for vLLM; not --engine {engine}" in out.stderr
