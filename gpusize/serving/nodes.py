@@ -4,11 +4,13 @@
 - data-parallel replicas that each fit one server (TP <= G; no traffic between servers);
 - one engine over every server, tensor parallel inside each and pipeline parallel across (TP=G x PP=N,
   vLLM's layout for a model beyond one node; memory from the engine's own `nodes` plan, as `fit --nodes`);
-- one engine tensor parallel over every GPU (TP=8N, SGLang's `--nnodes` recipe for DeepSeek-V3 on two
+- one engine tensor parallel over every GPU (TP=GN, SGLang's `--nnodes` recipe for DeepSeek-V3 on two
   H100 servers): two all-reduces per layer cross the link;
-- MoE only: data-parallel attention with expert parallel over every GPU (vLLM `--data-parallel-size 8N
-  --enable-expert-parallel`, SGLang `--enable-dp-attention --dp 8N --ep 8N`): each GPU holds the
-  dense weights whole and 1/(8N) of the routed experts; tokens reach their experts by all-to-all.
+- MoE only: data-parallel attention with expert parallel over every GPU (vLLM `--data-parallel-size GN
+  --enable-expert-parallel`, SGLang `--enable-dp-attention --dp GN --ep GN`): each GPU holds the
+  dense weights whole and 1/(GN) of the routed experts; tokens reach their experts by all-to-all.
+
+How each engine's launch command says it is the engine's own declaration (`EngineModel.across_servers`).
 
 Each has its memory per GPU from the same engine model and the speed cost of its inter-node traffic
 (pipeline hops, all-reduces, all-to-all), all ESTIMATES stated as such.
@@ -112,7 +114,7 @@ def across_servers_words(engine_name: str, pick: Layout) -> tuple[str, ...] | No
     return ()
 
 
-def node_launch(pick: Layout, plan: NodePlan | None, engine_name: str = "vllm") -> dict[str, LaunchCommand]:
+def node_launch(pick: Layout, plan: NodePlan | None, engine_name: str) -> dict[str, LaunchCommand]:
     """How the recommended layout runs across servers under `engine_name`, beside its launch command
     (which carries the layout's parallelism, `across_servers_words`): what each server adds to it,
     as the engine declares it (`EngineModel.across_servers`)."""
