@@ -148,12 +148,20 @@ def dynamo_launch(
 ) -> dict[str, LaunchCommand]:
     """The commands of a disaggregated plan under Dynamo, from the engine's own launch commands at
     each pool's tensor parallel size: the frontend, a prefill worker and a decode worker; or one note
-    when no Dynamo release ships this engine release (empty: Dynamo has no worker for the engine)."""
+    when no Dynamo release ships this engine release, or when gpusize writes no Dynamo worker for the
+    engine."""
     backend = DYNAMO_BACKENDS.get(engine)
-    if backend is None:
-        return {}
-    release = dynamo_release(engine, version)
     label = engine_model(engine).label
+    if backend is None:  # the split is sized, its launch is not written: say so
+        return {
+            "prefill": LaunchCommand(
+                None,
+                f"gpusize writes the prefill and decode workers as NVIDIA Dynamo runs them for "
+                f"{', '.join(engine_model(e).label for e in DYNAMO_BACKENDS)}; not for {label}: its own P/D "
+                "launch is not written",
+            )
+        }
+    release = dynamo_release(engine, version)
     if release is None:
         return {
             "frontend": LaunchCommand(

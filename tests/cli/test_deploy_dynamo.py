@@ -206,7 +206,8 @@ def test_an_engine_without_a_dynamo_worker_has_no_graph_and_says_so() -> None:
     assert out.code == 2 and out.stdout == "" and len(out.stderr.strip().splitlines()) == 1
     assert "no NVIDIA Dynamo worker for SGLang" in out.stderr and "drop --disaggregate" in out.stderr
     launch = json.loads(_gpusize("serve", *args, "--engine", "sglang", "--json").stdout)["launch"]
-    assert not {"frontend", "prefill", "decode"} & set(launch)
+    assert not {"frontend", "decode"} & set(launch)  # no command to run; the split's note says why
+    assert launch["prefill"]["command"] is None and "not for SGLang" in launch["prefill"]["note"]
 
 
 def test_an_environment_word_of_the_command_is_each_worker_s_environment() -> None:

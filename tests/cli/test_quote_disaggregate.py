@@ -137,3 +137,13 @@ def test_expert_parallel_on_one_server_says_its_speed_is_not_modelled(flags: tup
     notes = _json(*base, *flags)["assumptions"]["notes"]
     assert any(n.startswith("expert parallel is sized for memory only") for n in notes)
     assert not any("expert parallel is sized" in n for n in _json(*base)["assumptions"]["notes"])
+
+
+def test_a_split_without_a_written_launch_says_so() -> None:
+    # gpusize writes P/D workers as NVIDIA Dynamo runs them for vLLM only: SGLang's split is sized,
+    # and the launch says it is not written (it printed the aggregated command alone)
+    args = ("serve", "Llama-3.1-8B", "--users", "64", "--gpu", "H100", "--gpus", "8", "--engine", "sglang")
+    report = _json(*args, "--disaggregate")
+    assert report["disaggregated"] is not None
+    launch = report["launch"]["prefill"]
+    assert launch["command"] is None and "not for SGLang: its own P/D launch is not written" in launch["note"]
