@@ -24,4 +24,5 @@ def test_no_command_stays_its_note_and_an_unknown_release_is_one_note() -> None:
     assert got["prefill"] == none and got["decode"] == none and got["frontend"].command is not None
     only = dynamo_launch("vllm", "0.30.0", none, none)
     assert list(only) == ["frontend"] and only["frontend"].command is None
-    assert dynamo_launch("sglang", "0.5.21", none, none) == {}
+    (no_worker,) = dynamo_launch("sglang", "0.5.21", none, none).values()  # a note that it is not written
+    assert no_worker.command is None and no_worker.note and "not for SGLang" in no_worker.note
