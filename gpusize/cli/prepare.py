@@ -343,26 +343,27 @@ def context_tokens(ctx: str | None, spec: ModelSpec, turn: int | None = None) ->
     max_model_len / context_length), and the default grows to hold it (said on stderr): the plan's KV
     per sequence and its speed are then sized for the requests asked about, not silently for shorter
     ones."""
+    request = f"a request of {turn:,} tokens (--prompt-tokens + --output-tokens)" if turn else ""
     if ctx is not None:
         tokens = parse_tokens(ctx)
         if turn is not None and turn > tokens:
             raise UsageError(
-                f"a request of {turn:,} tokens (--prompt-tokens + --output-tokens) does not fit the "
-                f"{tokens:,}-token context (--ctx): the engine refuses it; raise --ctx or shorten the request"
+                f"{request} does not fit the {tokens:,}-token context (--ctx): the engine refuses it; "
+                "raise --ctx or shorten the request"
             )
         return tokens
     longest = spec.max_position_embeddings
-    if turn is not None and turn > DEFAULT_CONTEXT_TOKENS and not (longest and turn > longest):
+    if turn is not None and longest and turn > longest:
+        raise UsageError(
+            f"{request} is longer than the model's {longest:,}-token max_position_embeddings: the engine "
+            "refuses it"
+        )
+    if turn is not None and turn > DEFAULT_CONTEXT_TOKENS:
         warn(
             f"--ctx not given: sized at {turn:,} tokens, one request's prompt + output "
             f"(the default, {DEFAULT_CONTEXT_TOKENS:,}, cannot hold it); pass --ctx to choose"
         )
         return turn
-    if turn is not None and longest and turn > longest:
-        raise UsageError(
-            f"a request of {turn:,} tokens (--prompt-tokens + --output-tokens) is longer than the model's "
-            f"{longest:,}-token max_position_embeddings: the engine refuses it"
-        )
     if longest and longest < DEFAULT_CONTEXT_TOKENS:
         warn(
             f"--ctx not given: sized at {longest:,} tokens, the model's max_position_embeddings "

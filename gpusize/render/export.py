@@ -146,7 +146,7 @@ def _over_servers(option: list[ValueColumn], servers: int) -> list[ValueColumn]:
     out: list[ValueColumn] = []
     for header, value, digits in option:
         if header == "GPUs per server":
-            out.append((header, lambda o: o.num_gpus // max(o.nodes, 1), 0))
+            out.append((header, lambda o: o.gpus_per_server, 0))
             out.append(("servers per option", lambda o: o.nodes, 0))
             continue
         out.append((_PER_OPTION.get(header, header), value, digits))

@@ -174,7 +174,8 @@ def build_quote(
             _with_split(o, spec, gpus, work, replace(traffic, users=users), aim, nodes) for o in options
         ]
     top = next((o for o in options if o.fits), None)
-    servers = next(iter(nodes.values())).nodes if nodes else 1
+    a_plan = next(iter(nodes.values())) if nodes else None  # every GPU type's servers alike
+    servers = a_plan.nodes if a_plan else 1
     curve: list[CurvePoint] = []
     if top and top.nodes == 1:  # the curve is one server's; a multi-node option has none
         gpu = next(g for g in gpus if g.name == top.gpu)
@@ -205,10 +206,9 @@ def build_quote(
             ranking=_ranking(users, aim, servers),
             min_tokens_per_s_per_user=aim.min_tokens_per_s_per_user,
             max_ttft_s=aim.max_ttft_s,
-            layout=f"each option is {next(iter(nodes.values())).nodes} servers of "
-            f"{next(iter(nodes.values())).gpus_per_node} GPUs, laid out as "
+            layout=f"each option is {servers} servers of {a_plan.gpus_per_node} GPUs, laid out as "
             "`serve --nodes` recommends"
-            if nodes
+            if a_plan
             else "each option is the smallest server of its GPU type (1, 2, 4 or 8 GPUs) that holds every "
             "user at once, else 8 GPUs, laid out as `serve` recommends"
             + (

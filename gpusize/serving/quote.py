@@ -128,6 +128,11 @@ class Option:
     #: GPUs (serving/disagg.py); None without the flag, or when no split runs the model.
     disaggregated: Disaggregated | None = field(default=None, metadata={"sheet": False})
 
+    @property
+    def gpus_per_server(self) -> int:
+        """The GPUs of one server of the option (all of them on one server; with --nodes, a share)."""
+        return self.num_gpus // max(self.nodes, 1)
+
 
 def option_layout(o: Option) -> str:
     """The option's layout as serve names it (`layouts.parallel_name`: quote compares tensor-parallel

@@ -14,17 +14,13 @@ def _span(option: Option) -> int:
     return max(option.tensor_parallel * option.pipeline_parallel, option.expert_parallel)
 
 
-def _per_server(option: Option) -> int:
-    return option.num_gpus // max(option.nodes, 1)
-
-
 def _spans_servers(option: Option) -> bool:
-    return option.nodes > 1 and _span(option) > _per_server(option)
+    return option.nodes > 1 and _span(option) > option.gpus_per_server
 
 
 def _server_role(option: Option, k: int) -> str:
     """What server `k` (0-based) of a replica spanning the servers runs."""
-    per = _per_server(option)
+    per = option.gpus_per_server
     if option.expert_parallel > 1:
         ep = option.expert_parallel
         return f"DP ranks {k * per + 1}-{(k + 1) * per} of {ep}, 1/{ep} of the experts each"
@@ -36,7 +32,7 @@ def _server_role(option: Option, k: int) -> str:
 def topology_text(option: Option) -> str:
     """Where the weights load, where requests arrive, which GPUs each request needs."""
     link = option.link
-    per = _per_server(option)
+    per = option.gpus_per_server
     if _spans_servers(option):
         return "\n".join(
             [
@@ -71,7 +67,7 @@ def topology_mermaid(option: Option) -> str:
     link = option.link
     out = ["flowchart LR", "  U([Requests])"]
     if _spans_servers(option):  # one engine: a box per server, the link between them
-        per = _per_server(option)
+        per = option.gpus_per_server
         for k in range(option.nodes):
             out.append(f"  subgraph S{k}[Server {k + 1}: {per}x {option.gpu}]")
             out.append(f"    E{k}[{_server_role(option, k)}]")
