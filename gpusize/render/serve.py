@@ -94,11 +94,7 @@ def title(report: ServeReport) -> str:
     where = f"{report.num_gpus}x {report.gpu_full_name}"
     if not pick:
         return f"{report.model.name} does not fit {where}"
-    layout = (
-        f"{pick.replicas} replica(s) x TP={pick.tensor_parallel}"
-        if pick.split_mode == "tensor" and pick.nodes == 1
-        else f"{pick.replicas} replica(s) x {layout_name(pick).split(' x ', 1)[1]}"
-    )
+    layout = f"{pick.replicas} replica(s) x {layout_name(pick).split(' x ', 1)[1]}"  # "2 replica(s) x TP=4"
     queues = "" if pick.serves_all else " (requests queue: no layout holds the whole load)"
     if pick.serves_all and pick.thin_margin:
         queues = f" (thin margin: {THIN_MARGIN_NOTE})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpusize.render.format import fmt_float
+from gpusize.serving.layouts import parallel_name
 
 if TYPE_CHECKING:
     from gpusize.serving.disagg import Disaggregated
@@ -30,8 +31,8 @@ def split_lines(d: Disaggregated | None, lead: str = "Disaggregated (estimate): 
             f"{fmt_float(d.aggregated_tokens_per_s)} tok/s{agg_cost}"
         )
     return [
-        f"{lead}prefill {p.instances} x TP={p.tensor_parallel} "
-        f"({p.utilization:.0%} busy), decode {q.instances} x TP={q.tensor_parallel} "
+        f"{lead}prefill {parallel_name(p.instances, p.tensor_parallel)} "
+        f"({p.utilization:.0%} busy), decode {parallel_name(q.instances, q.tensor_parallel)} "
         f"({q.capacity_sequences} sequences); {d.ratio} at {d.arrival_rps:.2f} requests/s; KV "
         f"{d.kv_transfer_bytes_per_request / 2**20:.1f} MiB per request over {d.link}, "
         f"{d.kv_transfer_s * 1e3:.2f} ms; {fmt_float(d.per_request_tokens_per_s)} tok/s per request, TTFT "

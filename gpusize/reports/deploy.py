@@ -15,7 +15,7 @@ from gpusize.reports.serve import ServeReport
 from gpusize.serving.deploy import SERVER_IMAGES, DeployPlan, object_name
 from gpusize.serving.devices import ACCELERATORS
 from gpusize.serving.dynamo import DYNAMO_VENDOR, GraphPlan, PoolPlan, dynamo_release
-from gpusize.serving.layouts import layout_name
+from gpusize.serving.layouts import layout_name, parallel_name
 
 __all__ = ["deploy_plan", "graph_plan"]
 
@@ -125,7 +125,8 @@ def graph_plan(
         model_is_file=model_is_file,
         header=(
             f"gpusize {report.gpusize_version} serve {report.model.id} --disaggregate: prefill "
-            f"{p.instances} x TP={p.tensor_parallel}, decode {d.instances} x TP={d.tensor_parallel} "
+            f"{parallel_name(p.instances, p.tensor_parallel)}, decode "
+            f"{parallel_name(d.instances, d.tensor_parallel)} "
             f"({report.num_gpus}x {report.gpu}), {engine(name).label} {report.workload.engine_version} "
             f"in NVIDIA Dynamo {release.version}",
             f"disaggregation (estimate) {split.verdict}",
