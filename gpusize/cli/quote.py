@@ -113,6 +113,7 @@ def quote(
     """
     form = output_format(fmt, as_json, FORMATS)
     distinct_outputs({"-o": output, "--svg": svg})
+    lengths = parse_tokens(prompt, "--prompt-tokens"), parse_tokens(output_tokens, "--output-tokens")
     with prepare.reuse():  # each --gpu looked up once, for the engine check and the targets both
         cats = prepare.catalogs(models_file, gpus_file)
         prepare.known_gpus(cats, gpu or ())
@@ -129,7 +130,7 @@ def quote(
             cats=cats,
             gpus=list(gpu or ()),
             acceptance_rate=acceptance_rate,
-            turn=parse_tokens(prompt, "--prompt-tokens") + parse_tokens(output_tokens, "--output-tokens"),
+            turn=sum(lengths),
         )
         if not engine(req.engine.name).pages_kv:
             raise UsageError(
@@ -159,11 +160,7 @@ def quote(
         parse_count(users, "--users") if users is not None else None,
         hours or 730.0,
         {t.gpus[0].name: t.max_count for t in targets},
-        Demand(
-            prompt_tokens=parse_tokens(prompt, "--prompt-tokens"),
-            output_tokens=parse_tokens(output_tokens, "--output-tokens"),
-            prefix_hit_rate=hit_rate,
-        ),
+        Demand(prompt_tokens=lengths[0], output_tokens=lengths[1], prefix_hit_rate=hit_rate),
         aim,
         {name: plan for name, plan in plans.items() if plan is not None} or None,
         disaggregated,
