@@ -14,6 +14,7 @@ setting, measured, predicted, residual) with per-engine MAE and worst case, cali
     python bench/calibrate_throughput.py --moe-config --loso   # ... the tried tuned-config expert model
     python bench/calibrate_throughput.py --expert-blocks --loso   # ... per-expert cost + per gate_up block
     python bench/calibrate_throughput.py --nccl-pcie --loso   # ... NCCL's PCIe all-reduce latency
+    python bench/calibrate_throughput.py --layer-kernels --loso   # ... a time per extra kernel a layer runs
     python bench/calibrate_throughput.py --loso --write-ranges   # ... and re-range the answers:
         # bench/results/loso.json and gpusize/serving/speed_ranges.py (`--from-results`: from the
         # recorded loso.json, no refit)
@@ -672,6 +673,22 @@ def use_moe_config() -> None:
 #: TP records ran eager), so nothing is refitted (tests/serving/test_pcie_allreduce.py: what moves).
 
 
+#: The tried layer-kernels model (bench/VALIDATION.md, "The layers' kernels in place of a cost per
+#: routed expert"), `--layer-kernels`: the per-routed-expert cost `expert_s` replaced by a time per
+#: kernel the layers launch beyond a dense attention layer's (`kernel_s` x
+#: `step_kernels.extra_kernels`), fitted in the vLLM MoE decode stage from START (SGLang and
+#: Transformers inherit it); `--layer-kernels-expert`: both, fitted together.
+LAYER_KERNELS_NAMES = ("vllm.kernel_s",)
+
+
+def use_layer_kernels(keep_expert: bool = False) -> None:
+    """Switch this process to the tried layer-kernels model and fit it from START."""
+    _expert_cost_fitted_as(("vllm.expert_s", *LAYER_KERNELS_NAMES) if keep_expert else LAYER_KERNELS_NAMES)
+    if not keep_expert:
+        set_constant("vllm.expert_s", 0.0)
+    _refit("layer-kernels")
+
+
 def use_nccl_pcie() -> None:
     """Switch this process to the tried NCCL PCIe latency for CUDA-graph steps."""
     calibrated.ALLREDUCE_PCIE_NCCL = True
@@ -862,6 +879,8 @@ START = {
     "layer_s": 5e-5,
     "expert_s": 5e-6,
     "expert_tuned_s": 5e-6,
+    # a small kernel under CUDA graphs: a few microseconds from launch to the next
+    "kernel_s": 5e-6,
     # the experts' bytes read a second time at an H100 SXM's 3.35 TB/s
     "expert_byte_s": 3e-13,
     # a tenth of a microsecond per thread block: a few hundred cycles of a block's prologue, K loop
@@ -1365,6 +1384,8 @@ if __name__ == "__main__":
         print("# refitting with the decode stage up to 16 sequences", file=sys.stderr)
         for name, value in fit().items():
             print(f"# {name} = {rounded(value)}", file=sys.stderr)
+    if "--layer-kernels" in sys.argv or "--layer-kernels-expert" in sys.argv:
+        use_layer_kernels(keep_expert="--layer-kernels-expert" in sys.argv)
     if "--nccl-pcie" in sys.argv:
         use_nccl_pcie()
     if "--fit" in sys.argv:

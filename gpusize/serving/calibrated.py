@@ -15,6 +15,9 @@ Decode step time on one GPU group (`gpusize.serving.throughput.decode_step`):
            expert_tuned_s in its place where the release ships a tuned fused-MoE config: tried, not
            adopted, zero in the published constants)
            + moe_layer_s x MoE layers (these two x ROCM_KERNEL_FLOOR_FACTOR on AMD) + sequence_s x sequences
+           [+ kernel_s x the kernels the layers launch beyond a dense attention layer's
+              (`step_kernels.extra_kernels`), in place of expert_s; tried, not adopted yet
+              (bench/VALIDATION.md), zero in the published constants]
            [+ expert_block_s x gate_up thread blocks per expert run (summed like expert_s),
               ceil(2 x intermediate / tp / BLOCK_N): the part of an expert run that shrinks with TP;
               tried, not adopted (bench/VALIDATION.md), zero in the published constants]
@@ -103,6 +106,14 @@ class EngineSpeed:
     #: Tried (`bench/calibrate_throughput.py --expert-size`), not adopted (bench/VALIDATION.md), so
     #: zero in the published constants.
     expert_weight_s: float = 0.0
+    #: Seconds per kernel a decode step's layers launch beyond a dense attention layer's
+    #: (`step_kernels.extra_kernels`: MoE routing and combine, shared experts, MLA's projections and
+    #: norms, q/k norms, linear attention's recurrences, activation quantization of FP8 GEMMs), in place
+    #: of `expert_s`: small latency-bound kernels under CUDA graphs, whatever the experts a step
+    #: touches. Tried (`bench/calibrate_throughput.py --layer-kernels`), not adopted yet
+    #: (bench/VALIDATION.md, "The layers' kernels in place of a cost per routed expert"), so zero in
+    #: the published constants.
+    kernel_s: float = 0.0
     sequence_s: float = 0.0
     #: Fractions of the dense tensor peak reached by the matmuls of prefill (and of a compute-bound
     #: batched decode step: the same kernels) and by prefill attention (QK^T, PV).

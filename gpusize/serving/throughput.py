@@ -40,6 +40,7 @@ from gpusize.core.workload import EngineSettings, Workload
 from gpusize.dataclass import dataclass
 from gpusize.serving import calibrated
 from gpusize.serving.gpu_tables import SM_COUNT
+from gpusize.serving.step_kernels import extra_kernels
 
 __all__ = [
     "PCIE_GBPS",
@@ -408,6 +409,7 @@ def expert_run_s(
 
 def _fixed_s(
     spec: ModelSpec,
+    work: Workload,
     speed: calibrated.EngineSpeed,
     sequences: int,
     gpu: GpuSpec,
@@ -416,13 +418,17 @@ def _fixed_s(
     """The fitted costs a step pays whatever it reads: per step, per layer, per routed expert run
     (experts touched x MoE layers, at `expert_s`, default the engine's; zero under the tried
     MoE-kernel model, `_moe_kernel_s`), per MoE
-    layer (routing and the MoE kernels' launches: a floor) and per sequence. The three kernel
-    floors are scaled by `kernel_floor_factor` (ROCm's dispatch on AMD GPUs)."""
+    layer (routing and the MoE kernels' launches: a floor), per kernel the layers run beyond a dense
+    attention layer's (`kernel_s`: the tried layer-kernels model, zero in the published constants)
+    and per sequence. The kernel floors are scaled by `kernel_floor_factor` (ROCm's dispatch on AMD
+    GPUs)."""
     moe_layers = sum(n for layer, n in spec.layer_counts if layer.ffn == "moe")
     experts = spec.moe.num_experts * experts_touched(spec, sequences) * moe_layers if spec.moe else 0.0
     launches = (speed.layer_s * len(spec.layers) + speed.moe_layer_s * moe_layers) * kernel_floor_factor(
         gpu, speed
     )
+    if speed.kernel_s:
+        launches += speed.kernel_s * extra_kernels(spec, work) * kernel_floor_factor(gpu, speed)
     per_expert = speed.expert_s if expert_s is None else expert_s
     return speed.step_s + launches + per_expert * experts + speed.sequence_s * sequences
 
@@ -466,7 +472,7 @@ def decode_step(
     t_cmp = 2 * spec.params.active * tokens / tp / (tflops * 1e12 * speed.prefill_mfu) if tflops else 0.0
     eager = work.engine.enforce_eager
     comm = 2 * len(spec.layers) * allreduce_s(gpu, tp, tokens * spec.hidden_size * 2, eager)
-    fixed = _fixed_s(spec, speed, sequences, gpu, expert_run_s(spec, work, gpu, tp, speed, sequences))
+    fixed = _fixed_s(spec, work, speed, sequences, gpu, expert_run_s(spec, work, gpu, tp, speed, sequences))
     t_host = host_copy_s(spec, work, gpu, tp)
     # under speculative decoding one verification step yields `accepted` tokens per sequence: the
     # time per generated token, what every caller reads as the step, is the step over them
@@ -546,7 +552,7 @@ def _llamacpp_step(
     tflops = gpu.bf16_tflops
     active = 2 * spec.params.active * sequences / split
     t_cmp = active / (tflops * 1e12 * speed.prefill_mfu) if tflops else 0.0
-    fixed = _fixed_s(spec, speed, sequences, gpu)
+    fixed = _fixed_s(spec, work, speed, sequences, gpu)
     step = fixed + max(t_mem, t_cmp) + comm
     return Speed(step, 1 / step, sequences / step, "memory" if t_mem >= t_cmp else "compute", comm, fixed)
 
