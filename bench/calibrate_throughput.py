@@ -9,12 +9,12 @@ setting, measured, predicted, residual) with per-engine MAE and worst case, cali
     python bench/calibrate_throughput.py          # the table with the constants in calibrated.py
     python bench/calibrate_throughput.py --fit    # refit and print the constants to paste
     python bench/calibrate_throughput.py --loso > bench/VALIDATION.md   # leave one source out
+    python bench/calibrate_throughput.py --per-expert --loso   # the model published until 2026-12-03
     python bench/calibrate_throughput.py --moe-kernel --loso   # the same for the tried MoE model
     python bench/calibrate_throughput.py --expert-bytes --loso   # ... the tried per-byte expert model
     python bench/calibrate_throughput.py --moe-config --loso   # ... the tried tuned-config expert model
     python bench/calibrate_throughput.py --expert-blocks --loso   # ... per-expert cost + per gate_up block
     python bench/calibrate_throughput.py --nccl-pcie --loso   # ... NCCL's PCIe all-reduce latency
-    python bench/calibrate_throughput.py --layer-kernels --loso   # ... a time per extra kernel a layer runs
     python bench/calibrate_throughput.py --loso --write-ranges   # ... and re-range the answers:
         # bench/results/loso.json and gpusize/serving/speed_ranges.py (`--from-results`: from the
         # recorded loso.json, no refit)
@@ -448,7 +448,7 @@ VLLM_DENSE_NAMES = (
     "ALLREDUCE_HOP_S.pcie",
     "ALLREDUCE_HOP_S.pcie-host",
 )
-VLLM_MOE_NAMES = ("vllm.expert_s", "vllm.moe_mweight_s.matmul_ogs", "vllm.moe_layer_s")
+VLLM_MOE_NAMES = ("vllm.kernel_s", "vllm.moe_mweight_s.matmul_ogs", "vllm.moe_layer_s")
 
 #: The fit, in stages: (engines whose calibration rows are used, figure classes, constants). Each
 #: stage minimises the squared log residuals of its rows over its constants, the others held. A name
@@ -544,16 +544,21 @@ MOE_KERNEL_FIT = {
 
 
 def _expert_cost_fitted_as(replacement: tuple[str, ...]) -> None:
-    """The fitted stages with `vllm.expert_s` replaced by the constants of a tried expert model."""
+    """The fitted stages with the MoE layers' published cost (`vllm.kernel_s`, the layer-kernels
+    model) replaced by the constants of a tried expert model; `kernel_s` then 0 unless the
+    replacement fits it. (Every tried model before 2026-12-03's fifth session was tried in place of
+    the per-routed-expert cost `expert_s`, with no kernel term: so they reproduce.)"""
     global STAGES
     STAGES = tuple(
         (
             engines,
             classes,
-            tuple(n for name in names for n in (replacement if name == "vllm.expert_s" else (name,))),
+            tuple(n for name in names for n in (replacement if name == "vllm.kernel_s" else (name,))),
         )
         for engines, classes, names in STAGES
     )
+    if "vllm.kernel_s" not in replacement:
+        set_constant("vllm.kernel_s", 0.0)
 
 
 def _refit(model: str) -> None:
@@ -673,20 +678,18 @@ def use_moe_config() -> None:
 #: TP records ran eager), so nothing is refitted (tests/serving/test_pcie_allreduce.py: what moves).
 
 
-#: The tried layer-kernels model (bench/VALIDATION.md, "The layers' kernels in place of a cost per
-#: routed expert"), `--layer-kernels`: the per-routed-expert cost `expert_s` replaced by a time per
-#: kernel the layers launch beyond a dense attention layer's (`kernel_s` x
-#: `step_kernels.extra_kernels`), fitted in the vLLM MoE decode stage from START (SGLang and
-#: Transformers inherit it); `--layer-kernels-expert`: both, fitted together.
-LAYER_KERNELS_NAMES = ("vllm.kernel_s",)
+#: The model published until 2026-12-03 (fifth session), `--per-expert`: a fixed cost per routed
+#: expert run (`expert_s` x the experts a step touches x MoE layers) in place of the time per kernel
+#: the layers launch beyond a dense attention layer's (`kernel_s`), fitted from START; and
+#: `--layer-kernels-expert`: both, fitted together.
+PER_EXPERT_NAMES = ("vllm.expert_s",)
 
 
-def use_layer_kernels(keep_expert: bool = False) -> None:
-    """Switch this process to the tried layer-kernels model and fit it from START."""
-    _expert_cost_fitted_as(("vllm.expert_s", *LAYER_KERNELS_NAMES) if keep_expert else LAYER_KERNELS_NAMES)
-    if not keep_expert:
-        set_constant("vllm.expert_s", 0.0)
-    _refit("layer-kernels")
+def use_per_expert(keep_kernels: bool = False) -> None:
+    """Switch this process to the per-routed-expert model (`keep_kernels`: beside the layer kernels)
+    and fit it from START."""
+    _expert_cost_fitted_as(("vllm.kernel_s", *PER_EXPERT_NAMES) if keep_kernels else PER_EXPERT_NAMES)
+    _refit("per-expert")
 
 
 def use_nccl_pcie() -> None:
@@ -1384,8 +1387,8 @@ if __name__ == "__main__":
         print("# refitting with the decode stage up to 16 sequences", file=sys.stderr)
         for name, value in fit().items():
             print(f"# {name} = {rounded(value)}", file=sys.stderr)
-    if "--layer-kernels" in sys.argv or "--layer-kernels-expert" in sys.argv:
-        use_layer_kernels(keep_expert="--layer-kernels-expert" in sys.argv)
+    if "--per-expert" in sys.argv or "--layer-kernels-expert" in sys.argv:
+        use_per_expert(keep_kernels="--layer-kernels-expert" in sys.argv)
     if "--nccl-pcie" in sys.argv:
         use_nccl_pcie()
     if "--fit" in sys.argv:

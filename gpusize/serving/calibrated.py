@@ -8,19 +8,19 @@ README's "Throughput model". The figures of the last fit are in bench/RESULTS.md
 by a fit that never saw its source (leave one source out, `--loso`) in bench/VALIDATION.md.
 
 vLLM's decode constants are fitted in two stages: those every model pays on the dense models' records,
-those only a MoE model pays (expert_s, moe_mweight_s, moe_layer_s) on the MoE models' records.
+those only a MoE model pays (kernel_s, moe_mweight_s, moe_layer_s) on the MoE models' records.
 
 Decode step time on one GPU group (`gpusize.serving.throughput.decode_step`):
-    step = step_s + layer_s x layers + expert_s x experts touched (summed over MoE layers;
-           expert_tuned_s in its place where the release ships a tuned fused-MoE config: tried, not
-           adopted, zero in the published constants)
-           + moe_layer_s x MoE layers (these two x ROCM_KERNEL_FLOOR_FACTOR on AMD) + sequence_s x sequences
-           [+ kernel_s x the kernels the layers launch beyond a dense attention layer's
-              (`step_kernels.extra_kernels`), in place of expert_s; tried, not adopted yet
-              (bench/VALIDATION.md), zero in the published constants]
-           [+ expert_block_s x gate_up thread blocks per expert run (summed like expert_s),
-              ceil(2 x intermediate / tp / BLOCK_N): the part of an expert run that shrinks with TP;
-              tried, not adopted (bench/VALIDATION.md), zero in the published constants]
+    step = step_s + layer_s x layers
+           + kernel_s x the kernels the layers launch beyond a dense attention layer's
+             (`step_kernels.extra_kernels`: MoE routing and combine, shared experts, MLA, q/k norms,
+             linear attention, FP8 activation quantization; counted from the engines' code)
+           + moe_layer_s x MoE layers (these three x ROCM_KERNEL_FLOOR_FACTOR on AMD) + sequence_s x sequences
+           [+ expert_s x experts touched (summed over MoE layers): the model published until
+              2026-12-03, `bench/calibrate_throughput.py --per-expert`; zero in the published
+              constants: the measured steps barely follow the experts a step touches
+              (bench/VALIDATION.md, "The layers' kernels in place of a cost per routed expert")]
+           [+ expert_tuned_s / expert_block_s: tried, not adopted (bench/VALIDATION.md), zero]
            + max(bytes read / (bandwidth x bandwidth_efficiency), flops / (TFLOPS x prefill_mfu))
            + per MoE layer max(0, tile weights / 1e6 x moe_mweight_s / SMs - expert bytes / (bandwidth
               x bandwidth_efficiency)): the MoE kernel at the slower of its bytes over the bandwidth and
@@ -73,8 +73,8 @@ class EngineSpeed:
     #: calibration data (LPDDR for every engine) gets the lowest the engine has: conservative.
     bandwidth_efficiency: dict[str, float] = field(default_factory=dict)
     #: Seconds per decode step: fixed, per decoder layer, per routed expert a step runs in one layer (a
-    #: grouped-GEMM floor: routing and small per-expert matmuls), per MoE layer, per sequence in the
-    #: batch (scheduler, sampler, detokenizer).
+    #: grouped-GEMM floor; the model published until 2026-12-03, zero since: `kernel_s` prices the MoE
+    #: layers), per MoE layer, per sequence in the batch (scheduler, sampler, detokenizer).
     step_s: float = 0.0
     layer_s: float = 0.0
     expert_s: float = 0.0
@@ -108,11 +108,10 @@ class EngineSpeed:
     expert_weight_s: float = 0.0
     #: Seconds per kernel a decode step's layers launch beyond a dense attention layer's
     #: (`step_kernels.extra_kernels`: MoE routing and combine, shared experts, MLA's projections and
-    #: norms, q/k norms, linear attention's recurrences, activation quantization of FP8 GEMMs), in place
-    #: of `expert_s`: small latency-bound kernels under CUDA graphs, whatever the experts a step
-    #: touches. Tried (`bench/calibrate_throughput.py --layer-kernels`), not adopted yet
-    #: (bench/VALIDATION.md, "The layers' kernels in place of a cost per routed expert"), so zero in
-    #: the published constants.
+    #: norms, linear attention's recurrences, activation quantization of FP8 GEMMs): small kernels of
+    #: a few rows each, latency-bound under CUDA graphs whatever their bytes. In place of `expert_s`
+    #: since 2026-12-03 (bench/VALIDATION.md, "The layers' kernels in place of a cost per routed
+    #: expert"); `bench/calibrate_throughput.py --per-expert` refits the model published before.
     kernel_s: float = 0.0
     sequence_s: float = 0.0
     #: Fractions of the dense tensor peak reached by the matmuls of prefill (and of a compute-bound
@@ -145,17 +144,19 @@ class EngineSpeed:
 
 _VLLM = EngineSpeed(
     "vllm",
-    {"hbm3": 0.887, "hbm2": 0.689},
-    step_s=0.000915,
-    layer_s=2.71e-05,
-    expert_s=4.46e-06,
-    moe_layer_s=4.7e-06,
+    {"hbm3": 0.923, "hbm2": 0.676},
+    step_s=0.000818,
+    layer_s=1.8e-05,
+    expert_s=0.0,
+    moe_layer_s=3.41e-06,
+    kernel_s=8.73e-06,
     # MXFP4 experts (gpt-oss) run triton_kernels' matmul_ogs, priced by its weight tiles over the SMs
-    # (`throughput.kernel_rate`; on AMD times ROCM_KERNEL_FLOOR_FACTOR); fused_moe experts pay `expert_s`
-    moe_mweight_s={"matmul_ogs": 2.8e-05},
-    sequence_s=9e-05,
-    prefill_mfu=0.532,
-    request_s=0.0467,
+    # (`throughput.kernel_rate`; on AMD times ROCM_KERNEL_FLOOR_FACTOR); fused_moe experts are read at
+    # the bandwidth, and every MoE layer pays its extra kernels (`kernel_s`)
+    moe_mweight_s={"matmul_ogs": 2.14e-05},
+    sequence_s=9.55e-05,
+    prefill_mfu=0.534,
+    request_s=0.0465,
     fitted_on="vLLM 0.10-0.11 (gpustack performance lab, dennislee22 sweeps) and Oct 2023 "
     "(mlc-ai/llm-perf-bench) on A100 and H100/H200: 15 decode, 36 load and 29 first-token figures",
 )
@@ -204,8 +205,8 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
     "sglang": replace(
         _VLLM,
         engine="sglang",
-        step_s=0.00116,
-        request_s=0.022,
+        step_s=0.00028,
+        request_s=0.0218,
         fitted_on="SGLang 0.5.3 (gpustack performance lab, H100): step and request costs over vLLM's "
         "kernel constants",
     ),
@@ -239,7 +240,7 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
     "transformers": replace(
         _VLLM,
         engine="transformers",
-        layer_s=7.91e-05,
+        layer_s=7.9e-05,
         sequence_s=0.0,
         request_s=0.0,
         fitted_on="one record: the llm-awq PyTorch runtime (LMDeploy docs, RTX 4090), per-layer cost over "
@@ -259,7 +260,7 @@ ALLREDUCE_NVLINK_S = 1e-05
 #: _moe_kernel_s`: a rate fitted on NVIDIA GPUs). Fitted on the AMD calibration records alone: ROCm vLLM
 #: on MI300X (ROCm/vllm docs/dev-docker, Llama-3.1-70B/405B FP8 TP=8; InferenceX PR #1092,
 #: gpt-oss-120b TP=8); the NVIDIA floors left every AMD single-stream figure 29-44% too fast.
-ROCM_KERNEL_FLOOR_FACTOR = 2.13
+ROCM_KERNEL_FLOOR_FACTOR = 1.15
 #: The GPUs of the AMD calibration records that fit ROCM_KERNEL_FLOOR_FACTOR (catalog names;
 #: tests/serving/test_throughput_conformance.py holds it to the records).
 ROCM_FITTED_ON = ("MI300X",)
@@ -267,7 +268,7 @@ ROCM_FITTED_ON = ("MI300X",)
 #: ("pcie": Oct 2023 vLLM on A100 PCIe, mlc-ai/llm-perf-bench) and through host memory ("pcie-host":
 #: GeForce cards, whose peer-to-peer NVIDIA disables; fitted on dennislee22's TP=2 runs, two
 #: single-GPU pods joined by Ray, which cannot reach each other's memory).
-ALLREDUCE_HOP_S = {"pcie": 2.42e-05, "pcie-host": 1.58e-05}
+ALLREDUCE_HOP_S = {"pcie": 2.44e-05, "pcie-host": 1.74e-05}
 #: NCCL's own latency model of a single-server ring all-reduce in its LL protocol (the one it picks
 #: for a decode step's few-KiB messages; LL128 is off over PCIe): baseLat[Ring][LL] + 2 (tp - 1) x
 #: hwLat[PCI][Ring][LL] (NVIDIA/nccl src/graph/tuning.cc, ncclTopoTuneModel, commit b6475625: 6.6 us

@@ -477,7 +477,8 @@ def test_ollama_and_tensorrt_llm_deploy_with_their_images(
 
 #: `serve --nodes 2` plans whose one engine spans both servers (the recommendation of each).
 LLAMA_405B_NODES = ("Llama-3.1-405B", "--gpu", "H100", "--nodes", "2", "--users", "50")
-DEEPSEEK_NODES = ("DeepSeek-R1", "--gpu", "H200", "--nodes", "2", "--users", "50")
+#: 200 users: where DP x EP over the 16 GPUs is the recommendation (at 50, two TP=8 replicas are)
+DEEPSEEK_NODES = ("DeepSeek-R1", "--gpu", "H200", "--nodes", "2", "--users", "200")
 
 
 def test_a_pipeline_across_servers_is_launched_and_deployed_with_its_stages() -> None:

@@ -148,7 +148,8 @@ def test_disaggregate_refuses_one_gpu_and_layer_split_engines() -> None:
 def test_the_disaggregated_comparison_names_the_aggregated_layout_as_the_table_does() -> None:
     # the aggregated layout it is compared with is the recommendation, named as every layout is
     # (serving.layouts.layout_name): across servers a DP x EP layout, not "1 x TP=1"
-    args = ("serve", "Kimi-K2", "--gpu", "H200", "--nodes", "2", "--users", "50", "--disaggregate")
+    # 100 users: where DP x EP is the recommendation (at 50, TP=8 x PP=2 is)
+    args = ("serve", "Kimi-K2", "--gpu", "H200", "--nodes", "2", "--users", "100", "--disaggregate")
     report = json.loads(run_in_process(*args, "--json").stdout)
     pick = report["recommendation"]
     assert (pick["replicas"], pick["expert_parallel"]) == (1, 16)
@@ -364,7 +365,7 @@ def test_hsdp_is_named_hsdp_where_it_is_sized() -> None:
     ("args", "words"),
     [
         (
-            ("serve", "DeepSeek-R1", "--gpu", "H200", "--nodes", "2", "--users", "50"),
+            ("serve", "DeepSeek-R1", "--gpu", "H200", "--nodes", "2", "--users", "200"),
             "**Launch (nodes):** on each of 2 servers, the command above with --data-parallel-size-local 8",
         ),
         (

@@ -126,20 +126,21 @@ def test_the_measured_split_is_predicted_within_the_stated_range(record: dict[st
 
 
 def test_the_known_miss_is_the_one_stated() -> None:
-    # inside on all three figures, at the low end of vLLM dense 32+'s range for the reasons the
-    # record gives: the 48 users overrun the predicted prefill pool and queue for it (TTFT inside the
-    # range: measured 1.19x the estimate since the 2026-12-03 refit's prefill MFU, 0.532 for 0.517,
-    # 1.0-1.1x before), the aggregate is the pool's rate, about 1.9x the measured, and the per-user
-    # decode speed (ranged by the load's group, as the answers range it) about 1.6x
+    # the TTFT outside the range (2.25x), the aggregate and the per-user decode speed inside: the 48
+    # users overrun the predicted prefill pool and queue for it; since the layer-kernels fit (FP8
+    # activation quantization priced) the decode estimate is close (0.91x, 0.63x before) and the closed
+    # loop sends the pool fewer prompts than the run's queue shows (the TTFT was 1.19x before, with a
+    # decode 1.6x too fast); the aggregate is the pool's rate, about 1.9x the measured
     record = _record("triton-distributed-llama70b-fp8-h100-4xtp2-1xtp8")
     got = _predicted(record)
     assert not got.holds_load and got.prefill.utilization == 1.0
-    assert got.ttft_s is not None and 1.1 < record["figures"]["ttft_s"] / got.ttft_s < 1.25
+    assert got.ttft_s is not None and 2.1 < record["figures"]["ttft_s"] / got.ttft_s < 2.4
     assert 1.8 < got.aggregate_tokens_per_s / record["figures"]["aggregate_tokens_per_s"] < 2.0
+    assert 0.85 < record["figures"]["decode_tokens_per_s"] / got.per_request_tokens_per_s < 0.95
     assert 17 < got.prefill.requests_per_s < 18.5
-    assert _misses(record) == []
-    # reason (1): the same source's aggregated baseline (1 x TP=4, 4 users) is within the aggregate
-    # range but decodes slower than the fit and starts each request about half a second late
+    assert [m.split(":")[0] for m in _misses(record)] == ["ttft"]
+    # the notes' reason: the same source's aggregated baseline (1 x TP=4, 4 users) is within the
+    # aggregate range, decodes as the fit does and starts each request about half a second late
     use, base = record["use"], record["baseline"]
     spec = catalog_spec(use["model"])
     work = workload(spec, use["context_tokens"], dtype=use["dtype"], kv_dtype=use["kv_dtype"])
@@ -148,8 +149,8 @@ def test_the_known_miss_is_the_one_stated() -> None:
     assert tp4.aggregate_tokens_per_s is not None and tp4.ttft_s is not None
     low, high = _range("vllm", use, 4, "aggregate")
     assert low <= base["aggregate_tokens_per_s"] / tp4.aggregate_tokens_per_s <= high
-    # it decodes at 0.90x the fit: slower, within the range the answer prints at 4 users
-    assert base["decode_tokens_per_s"] / tp4.per_request_tokens_per_s < 0.95
+    # it decodes at 1.01x the fit (0.90x before the layer-kernels fit), within the printed range
+    assert 0.95 < base["decode_tokens_per_s"] / tp4.per_request_tokens_per_s < 1.05
     assert tp4.per_request_tokens_per_s_low is not None
     assert tp4.per_request_tokens_per_s_low <= base["decode_tokens_per_s"]
     assert base["ttft_s"] - tp4.ttft_s > 0.4
@@ -218,15 +219,15 @@ def _aggregated(record: dict[str, Any], gpus: int, tp: int) -> Any:
 
 
 def test_the_a10_tp4_miss_is_the_decode_step_not_the_split() -> None:
-    # Mooncake's SGLang 1P1D (TP=4 each) at 1 request/s: the per-user decode speed inside SGLang's
-    # wide range under load, the aggregate at its edge (0.796x against 0.8x), the TTFT just under its
-    # range (0.49x), the decode speed about 2.3x the prediction; the source's aggregated baseline
-    # (2 x TP=4 on the same 8 GPUs) misses the same way while its TTFT agrees, so it is the TP=4 step
-    # on four PCIe A10s
+    # Mooncake's SGLang 1P1D (TP=4 each) at 1 request/s: the per-user decode speed about 2.1x the
+    # prediction, outside SGLang dense's range under load since the layer-kernels fit narrowed it
+    # (0.7-1.42x; inside the earlier 0.72-2.89x), the aggregate inside, the TTFT under its range
+    # (0.51x); the source's aggregated baseline (2 x TP=4 on the same 8 GPUs) misses the same way
+    # while its TTFT agrees, so it is the TP=4 step on four PCIe A10s
     record = _record("mooncake-sglang-qwen2.5-7b-gptq-a10-1p1d-tp4-rate1")
     got = _predicted(record)
     assert got.holds_load and got.ttft_s is not None
-    assert [m.split(":")[0] for m in _misses(record)] == ["aggregate", "ttft"]
+    assert [m.split(":")[0] for m in _misses(record)] == ["decode", "ttft"]
     assert 0.45 < record["figures"]["ttft_s"] / got.ttft_s < 0.54
     assert 2.0 < record["figures"]["decode_tokens_per_s"] / got.per_request_tokens_per_s < 2.5
     base = record["baseline"]
@@ -259,12 +260,12 @@ def _measured_batch(record: dict[str, Any]) -> int:
 @pytest.mark.parametrize(
     ("record_id", "gpus", "tp", "step_ratio", "missed"),
     [
-        ("dynamo-vllm-llama70b-fp8-b200-4xtp1-1xtp4-c32", 8, 4, (1.7, 1.9), ["aggregate", "ttft"]),
+        ("dynamo-vllm-llama70b-fp8-b200-4xtp1-1xtp4-c32", 8, 4, (1.4, 1.6), ["ttft"]),
         (
             "dynamo-vllm-llama70b-fp8-b200-3xtp1-1xtp1-c16",
             4,
             1,
-            (1.8, 2.0),
+            (1.6, 1.8),
             ["aggregate", "decode", "ttft"],
         ),
     ],
@@ -272,18 +273,19 @@ def _measured_batch(record: dict[str, Any]) -> int:
 def test_the_b200_dynamo_misses_are_shared_with_the_sources_aggregated_runs(
     record_id: str, gpus: int, tp: int, step_ratio: tuple[float, float], missed: list[str]
 ) -> None:
-    # Dynamo 1.2.1 on B200 (GKE, benchmarked through kubectl port-forward): the aggregate and TTFT miss
-    # (and the per-user decode speed of the 1:1 split; at 32 users it is inside, at the range's low end).
-    # (1) the source's aggregated baseline on the same GPUs starts requests over a second late too
-    # (TTFT 7x+ the prediction) while its decode speed agrees; (2) the P/D decode instance, at the
-    # batch the measured latencies give, steps about twice the fit's step without prefill in it and
-    # no faster than the aggregated instances that also prefill
+    # Dynamo 1.2.1 on B200 (GKE, benchmarked through kubectl port-forward): the TTFT misses (and the
+    # aggregate and per-user decode speed of the 1:1 split; at 32 users they are inside since the
+    # layer-kernels fit prices FP8's activation quantization). (1) the source's aggregated baseline on
+    # the same GPUs starts requests over a second late too (TTFT 7x+ the prediction) while its decode
+    # speed agrees within 15%; (2) the P/D decode instance, at the batch the measured latencies give,
+    # steps 1.5-1.7x the fit's step without prefill in it (about twice before that fit) and no faster
+    # than the aggregated instances that also prefill
     record = _record(record_id)
     assert [m.split(":")[0] for m in _misses(record)] == missed
     base, use = record["baseline"], record["use"]
     agg = _aggregated(record, gpus, tp)
     assert agg.ttft_s is not None and base["ttft_s"] / agg.ttft_s > 7
-    assert 0.8 < base["decode_tokens_per_s"] / agg.per_request_tokens_per_s < 1.05
+    assert 0.85 < base["decode_tokens_per_s"] / agg.per_request_tokens_per_s < 1.15
     assert record["figures"]["decode_tokens_per_s"] <= base["decode_tokens_per_s"]
     spec = catalog_spec(use["model"])
     context = use["prompt_tokens"] + use["output_tokens"] // 2

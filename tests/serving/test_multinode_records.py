@@ -143,10 +143,10 @@ def test_the_span_the_answer_states_is_the_records() -> None:
 
 def test_eager_tp16_across_servers_is_slower_than_the_network_term_says() -> None:
     # the reason of the DeepSeek-V3 2 x 8 H200 misses: the same source's single-server runs are at
-    # 0.5-0.71x the estimate (below the printed range since InferenceX issue 870's faster DeepSeek-R1
-    # runs set SGLang MoE's), the two-server runs 7-8x slower than estimated; per step, two servers
-    # are 4-6x slower than one where gpusize's TP16 is at most 1.2x slower than its TP8, and the
-    # inter-node all-reduces gpusize counts are a few ms of the ~630-720 ms difference
+    # 0.25-0.33x the estimate (0.5-0.71x while a MoE step paid a fixed cost per routed expert, before
+    # 2026-12-03's fifth session), the two-server runs 13-15x slower than estimated; per step, two
+    # servers are 4-6x slower than one where gpusize's TP16 is at most 1.3x slower than its TP8, and
+    # the inter-node all-reduces gpusize counts are a few ms of the ~630-720 ms difference
     records = [r for r in _records() if "single_node" in r]
     assert len(records) == 2
     for record in records:
@@ -157,31 +157,29 @@ def test_eager_tp16_across_servers_is_slower_than_the_network_term_says() -> Non
             x for x in compare(spec, gpu, 8, work, _demand(use, one["concurrency"])) if x.tensor_parallel == 8
         ]
         assert tp8.aggregate_tokens_per_s is not None
-        assert 0.45 < one["output_tokens_per_s"] / tp8.aggregate_tokens_per_s < 0.75
+        assert 0.2 < one["output_tokens_per_s"] / tp8.aggregate_tokens_per_s < 0.4
         got = predicted(record["id"])
         assert got.per_request_tokens_per_s is not None and tp8.per_request_tokens_per_s is not None
-        assert 6 < got.per_request_tokens_per_s / record["figures"]["per_request_tokens_per_s"] < 9
+        assert 12 < got.per_request_tokens_per_s / record["figures"]["per_request_tokens_per_s"] < 16
         measured = one["per_request_tokens_per_s"] / record["figures"]["per_request_tokens_per_s"]
         estimated = tp8.per_request_tokens_per_s / got.per_request_tokens_per_s
-        assert measured > 4 and estimated < 1.2
+        assert measured > 4 and estimated < 1.3
         step_gap = 1 / record["figures"]["per_request_tokens_per_s"] - 1 / one["per_request_tokens_per_s"]
         assert got.network_s_per_step is not None and got.network_s_per_step < 0.02 < 0.6 < step_gap
 
 
-def test_one_request_over_tp16_misses_by_more_than_the_network_term() -> None:
-    # the reason of the DeepSeek-R1 2 x 8 H100 misses: the estimate is about 2.2x too fast, the
-    # inter-node all-reduces it counts (122 per step, two 15 us messages each) are 3.7 ms of a
-    # 10.4 ms estimated step against the 23.1 ms measured; the network alone would need about
-    # 4x the modelled latency per cross-server all-reduce
+def test_one_request_over_tp16_is_near_its_estimate() -> None:
+    # the DeepSeek-R1 2 x 8 H100 runs at one request: the estimate is about 1.2x too fast (2.2x while a
+    # MoE step paid a fixed cost per routed expert and no kernel cost, before 2026-12-03's fifth
+    # session); the inter-node all-reduces it counts (122 per step, two 15 us messages each) are 3.7 ms
+    # of a 19 ms estimated step against the 23.1 ms measured
     record = next(r for r in _records() if r["id"] == "tt356-sglang-dsr1-2x8xh100-ib-c1-128")
     got = predicted(record["id"])
     assert got.per_request_tokens_per_s is not None and got.network_s_per_step is not None
-    assert 2.0 < got.per_request_tokens_per_s / record["figures"]["per_request_tokens_per_s"] < 2.5
+    assert 1.1 < got.per_request_tokens_per_s / record["figures"]["per_request_tokens_per_s"] < 1.3
     assert 0.003 < got.network_s_per_step < 0.0045
     measured_step = 1 / record["figures"]["per_request_tokens_per_s"]
-    gap = measured_step - 1 / got.per_request_tokens_per_s
-    per_allreduce = (got.network_s_per_step + gap) / 122
-    assert 120e-6 < per_allreduce < 150e-6
+    assert 0.75 < (1 / got.per_request_tokens_per_s) / measured_step < 0.9
 
 
 if __name__ == "__main__":

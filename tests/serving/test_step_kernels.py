@@ -90,18 +90,21 @@ def test_gated_deltanet_layers() -> None:
     assert extra_kernels(spec, _work(spec)) == want
 
 
-def test_the_published_model_has_no_kernel_term_and_the_tried_one_adds_kernels_times_rate(
+def test_a_step_pays_kernel_s_per_extra_kernel_and_no_cost_per_routed_expert(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """`kernel_s` is the tried layer-kernels model (`calibrate_throughput.py --layer-kernels`, not
-    adopted yet: bench/VALIDATION.md): zero in the published constants; where set, a step's fixed
-    cost grows by kernel_s x extra_kernels (on NVIDIA, where the ROCm factor is 1)."""
-    assert all(speed.kernel_s == 0.0 for speed in calibrated.ENGINE_SPEED.values())
+    """The published model (bench/VALIDATION.md, "The layers' kernels in place of a cost per routed
+    expert"): vLLM's kernel_s, inherited by SGLang and Transformers, and no expert_s; a step's fixed
+    cost holds kernel_s x extra_kernels (on NVIDIA, where the ROCm factor is 1)."""
+    vllm = calibrated.ENGINE_SPEED["vllm"]
+    assert vllm.kernel_s > 0 and vllm.expert_s == 0
+    for name in ("sglang", "transformers"):
+        assert calibrated.ENGINE_SPEED[name].kernel_s == vllm.kernel_s
     spec = catalog_spec("Qwen3-30B-A3B")
     work, h100 = _work(spec), find_gpu("H100")
-    before = throughput.decode_step(spec, work, h100, 1, 10, 3000)
-    tried = replace(calibrated.ENGINE_SPEED["vllm"], kernel_s=8.7e-6)
-    monkeypatch.setitem(calibrated.ENGINE_SPEED, "vllm", tried)
-    after = throughput.decode_step(spec, work, h100, 1, 10, 3000)
-    assert before is not None and after is not None
-    assert after.fixed_s - before.fixed_s == pytest.approx(8.7e-6 * extra_kernels(spec, work), rel=1e-9)
+    with_kernels = throughput.decode_step(spec, work, h100, 1, 10, 3000)
+    monkeypatch.setitem(calibrated.ENGINE_SPEED, "vllm", replace(vllm, kernel_s=0.0))
+    without = throughput.decode_step(spec, work, h100, 1, 10, 3000)
+    assert with_kernels is not None and without is not None
+    want = vllm.kernel_s * extra_kernels(spec, work)
+    assert with_kernels.fixed_s - without.fixed_s == pytest.approx(want, rel=1e-9)
