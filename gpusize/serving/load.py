@@ -311,7 +311,7 @@ def speed_group(engine: str, vendor: str, build: str | None = None) -> str:
 
 
 #: The architecture groups a speed estimate is ranged in, and their words: a dense model, a MoE model
-#: whose experts pay the fitted cost per routed expert run, and one whose experts the step prices by
+#: whose experts are read at the bandwidth (the fused_moe kernel), and one whose experts the step prices by
 #: their kernel's weight tiles (`throughput.kernel_rate`: MXFP4 experts, triton_kernels' matmul_ogs,
 #: the only family with a fitted rate). The two MoE forms are different terms of the model, with
 #: errors of their own.

@@ -5,8 +5,10 @@ A decode step of `sequences` sequences at `context` tokens on one GPU group:
 - bytes: what the step reads, per GPU: the text weights actually used (no vision tower, no MTP
   layers, one row of an untied input embedding, the experts the batch routes to), at their stored
   size (GGUF tensors as stored), plus every sequence's KV cache at its context;
-- time: fitted fixed costs (per step, per layer, per routed expert run, per MoE layer, per
-  sequence) + max(bytes / effective bandwidth, flops / effective compute) + tensor-parallel
+- time: fitted fixed costs (per step, per layer, per kernel a layer launches beyond a dense attention
+  layer's: `step_kernels`, per MoE layer, per sequence; a cost per routed expert run is the model
+  before 2026-12-03, zero since) + max(bytes / effective bandwidth, flops / effective compute) +
+  tensor-parallel
   all-reduces (two per layer). The MoE kernel's own work (`moe_kernel`: the weight tiles of vLLM's and
   SGLang's default kernel configs over the GPU's SMs, against the experts' bytes) is in the model as a
   term the engine may carry (`EngineSpeed.moe_mweight_s`); it was tried in place of the per-expert
@@ -356,8 +358,8 @@ def _tflops(gpu: GpuSpec, work: Workload) -> float | None:
 
 
 def kernel_floor_factor(gpu: GpuSpec, speed: calibrated.EngineSpeed | None = None) -> float:
-    """How many times the NVIDIA-fitted kernel floors (per layer, per MoE layer, per routed expert
-    run) a step pays on this GPU: `calibrated.ROCM_KERNEL_FLOOR_FACTOR` on AMD (ROCm, HIP graphs),
+    """How many times the NVIDIA-fitted kernel floors (per layer, per MoE layer, per extra kernel of
+    a layer) a step pays on this GPU: `calibrated.ROCM_KERNEL_FLOOR_FACTOR` on AMD (ROCm, HIP graphs),
     1 elsewhere, and 1 for constants fitted on their own build (`EngineSpeed.build`: llama.cpp's ROCm
     and Vulkan floors are measured on AMD GPUs, not scaled from NVIDIA's)."""
     if speed is not None and speed.build is not None:
@@ -631,6 +633,9 @@ def assumptions(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> str:
         moe = f", {kernel} MoE kernel at {1e-3 / rate:.1f} G weights per SM per s"
     else:
         moe = f", {speed.expert_s * 1e6:.1f} us per routed expert run" if speed.expert_s else ""
+    kernels = extra_kernels(spec, work) if speed.kernel_s else 0
+    if kernels:
+        moe += f", {speed.kernel_s * 1e6:.1f} us per kernel beyond a dense layer's ({kernels:,} a step)"
     build = build_of(work.engine, gpu)
     if build is not None:
         label = engine(work.engine.name).build_labels.get(build, build)
