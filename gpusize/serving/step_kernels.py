@@ -46,8 +46,10 @@ QK_NORM_KERNELS = 2
 #: the gating kernel and the gated RMSNorm (+4; the recurrence takes attention's place).
 LINEAR_ATTENTION_KERNELS = 4
 #: FP8 weights: each GEMM first quantizes its input (per-token or per-token-group, +1 a GEMM): QKV
-#: (MLA: its three projections) and O, the MLP's two (MoE: the fused kernel's two, and the shared
-#: expert's two).
+#: (MLA: its fused q/kv_a and q_b projections) and O, the MLP's two (MoE: the fused kernel's two,
+#: `moe_kernel_quantize_input` before each in fused_moe.py, and the shared expert's two). Counting it
+#: for every FP8 GEMM fitted best of the forms tried (bench/VALIDATION.md: for none, for the experts
+#: only, for block-scaled checkpoints only).
 FP8_ACTIVATION_QUANT = frozenset({"fp8"})
 
 
