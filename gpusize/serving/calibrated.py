@@ -252,14 +252,17 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
 #: Fabric): vLLM's and SGLang's one-shot custom all-reduce, whatever the GPU count (fitted at 10 us:
 #: vLLM PR 39080's kernel table puts a one-shot all-reduce at 6-7 us on 8 MI355X GPUs).
 ALLREDUCE_NVLINK_S = 1e-05
-#: Kernel floors on AMD GPUs (ROCm): the per-layer and per-MoE-layer launch floors (`layer_s`,
-#: `moe_layer_s`), fitted on NVIDIA under CUDA graphs, are this many times longer under ROCm's HIP
-#: graphs, whose dispatch of each captured kernel costs more (ROCm/rocm-systems issue 10834: HIP graph
-#: replay 3-10x Vulkan's cost per dispatch, on RDNA 3). The per-routed-expert cost is not scaled (the
-#: experts run inside one fused kernel launch); the MXFP4 kernel's tile time is (`throughput.
-#: _moe_kernel_s`: a rate fitted on NVIDIA GPUs). Fitted on the AMD calibration records alone: ROCm vLLM
-#: on MI300X (ROCm/vllm docs/dev-docker, Llama-3.1-70B/405B FP8 TP=8; InferenceX PR #1092,
-#: gpt-oss-120b TP=8); the NVIDIA floors left every AMD single-stream figure 29-44% too fast.
+#: Kernel floors on AMD GPUs (ROCm): the per-layer, per-MoE-layer and per-extra-kernel floors
+#: (`layer_s`, `moe_layer_s`, `kernel_s`), fitted on NVIDIA under CUDA graphs, are this many times
+#: longer under ROCm's HIP graphs, whose dispatch of each captured kernel costs more
+#: (ROCm/rocm-systems issue 10834: HIP graph replay 3-10x Vulkan's cost per dispatch, on RDNA 3). A
+#: per-routed-expert cost (the tried models) is not scaled (the experts run inside one fused kernel
+#: launch); the MXFP4 kernel's tile time is (`throughput._moe_kernel_s`: a rate fitted on NVIDIA GPUs).
+#: Fitted on the AMD calibration records alone: ROCm vLLM on MI300X (ROCm/vllm docs/dev-docker,
+#: Llama-3.1-70B/405B FP8 TP=8; InferenceX PR #1092, gpt-oss-120b TP=8); the NVIDIA floors left every
+#: AMD single-stream figure 29-44% too fast. 2.13 while a MoE step paid a cost per routed expert; 1.15
+#: since the layers' kernels are priced, the FP8 Llama records' activation-quantization kernels
+#: carrying the rest (bench/VALIDATION.md).
 ROCM_KERNEL_FLOOR_FACTOR = 1.15
 #: The GPUs of the AMD calibration records that fit ROCM_KERNEL_FLOOR_FACTOR (catalog names;
 #: tests/serving/test_throughput_conformance.py holds it to the records).

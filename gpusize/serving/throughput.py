@@ -417,13 +417,12 @@ def _fixed_s(
     gpu: GpuSpec,
     expert_s: float | None = None,
 ) -> float:
-    """The fitted costs a step pays whatever it reads: per step, per layer, per routed expert run
-    (experts touched x MoE layers, at `expert_s`, default the engine's; zero under the tried
-    MoE-kernel model, `_moe_kernel_s`), per MoE
-    layer (routing and the MoE kernels' launches: a floor), per kernel the layers run beyond a dense
-    attention layer's (`kernel_s`: the tried layer-kernels model, zero in the published constants)
+    """The fitted costs a step pays whatever it reads: per step, per layer, per kernel the layers
+    run beyond a dense attention layer's (`kernel_s` x `step_kernels.extra_kernels`), per MoE layer
+    (routing and the MoE kernels' launches: a floor), per routed expert run (experts touched x MoE
+    layers at `expert_s`, default the engine's: the model published before 2026-12-03, zero since)
     and per sequence. The kernel floors are scaled by `kernel_floor_factor` (ROCm's dispatch on AMD
-    GPUs)."""
+    GPUs). Mamba and Kimi Delta layers add no kernel of their own here (no record to count them on)."""
     moe_layers = sum(n for layer, n in spec.layer_counts if layer.ffn == "moe")
     experts = spec.moe.num_experts * experts_touched(spec, sequences) * moe_layers if spec.moe else 0.0
     launches = (speed.layer_s * len(spec.layers) + speed.moe_layer_s * moe_layers) * kernel_floor_factor(
