@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import statistics
 import sys
 from dataclasses import dataclass, field, replace
@@ -271,6 +272,8 @@ def scenario(rid: str) -> Scenario:
     work = resolve(spec, request, model.settings, model.releases)
     if USE_MOE_CONFIG and record_release(rid):  # the speed model's release only (tuned configs)
         work = replace(work, engine=replace(work.engine, version=record_release(rid)))
+    elif rec.engine == "vllm":  # the speed model's release (async scheduling from 0.14.0)
+        work = replace(work, engine=replace(work.engine, version=vllm_release(rec)))
     gpu = _gpu(u["gpu"], u.get("interconnect"))
     llamacpp = None
     if rec.engine == "llamacpp":
@@ -655,6 +658,26 @@ MOE_RELEASE = {
     "sglang10467-": "0.5.3",
 }
 USE_MOE_CONFIG = False
+
+
+#: vLLM records whose engine_version text names no release: the release they ran, from the text.
+VLLM_RELEASE_NAMED = {
+    "vLLM acbed3e": "0.2.0",  # 2023-10-06, before any release gpusize models; what matters: < 0.14
+    "vLLM main of 2025-08-19": "0.10.1",  # the main branch between 0.10.1 and 0.10.2
+    "vllm/vllm-openai:gptoss image": "0.10.1",  # the gpt-oss image of August 2025 (0.10.1+gptoss)
+}
+
+
+def vllm_release(rec: Record) -> str:
+    """The vLLM release a record ran, for the speed model (the first X.Y.Z in its engine_version, or
+    VLLM_RELEASE_NAMED); the memory model keeps the release the records were sized with."""
+    for prefix, version in VLLM_RELEASE_NAMED.items():
+        if rec.engine_version.startswith(prefix):
+            return version
+    found = re.search(r"\d+\.\d+\.\d+(?:\.\d+)?", rec.engine_version)
+    if found is None:
+        raise ValueError(f"{rec.id}: no vLLM release in {rec.engine_version!r}")
+    return found.group(0)
 
 
 def record_release(rid: str) -> str | None:

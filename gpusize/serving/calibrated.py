@@ -15,7 +15,9 @@ Decode step time on one GPU group (`gpusize.serving.throughput.decode_step`):
            + kernel_s x the kernels the layers launch beyond a dense attention layer's
              (`step_kernels.extra_kernels`: MoE routing and combine, shared experts, MLA, q/k norms,
              linear attention, FP8 activation quantization; counted from the engines' code)
-           + moe_layer_s x MoE layers (these three x ROCM_KERNEL_FLOOR_FACTOR on AMD) + sequence_s x sequences
+           + moe_layer_s x MoE layers (these three x ROCM_KERNEL_FLOOR_FACTOR on AMD)
+           + sequence_s x sequences (the host work: where the engine overlaps it with the GPU's step,
+             vLLM's async scheduling from 0.14.0, the step is the longer of it and the rest)
            [+ expert_s x experts touched (summed over MoE layers): the model published until
               2026-12-03, `bench/calibrate_throughput.py --per-expert`; zero in the published
               constants: the measured steps barely follow the experts a step touches

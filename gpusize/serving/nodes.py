@@ -187,7 +187,8 @@ def _point(
     computed it."""
     lane = max(1, math.ceil(batch / lanes))
     if step_of is None:
-        step = decode_step(spec, work, gpu, tp, lane, context)
+        # one engine over servers: vLLM runs it on Ray (or in pipeline stages), without async scheduling
+        step = decode_step(spec, work, gpu, tp, lane, context, host_overlap=False)
         if step is None:
             return None
         step_of = step.step_s

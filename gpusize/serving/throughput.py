@@ -8,8 +8,9 @@ A decode step of `sequences` sequences at `context` tokens on one GPU group:
 - time: fitted fixed costs (per step, per layer, per kernel a layer launches beyond a dense attention
   layer's: `step_kernels`, per MoE layer, per sequence; a cost per routed expert run is the model
   before 2026-12-03, zero since) + max(bytes / effective bandwidth, flops / effective compute) +
-  tensor-parallel
-  all-reduces (two per layer). The MoE kernel's own work (`moe_kernel`: the weight tiles of vLLM's and
+  tensor-parallel all-reduces (two per layer); where the engine overlaps the per-sequence host work
+  with the GPU's step (vLLM's async scheduling, `EngineModel.overlaps_host_work`), the step is the
+  longer of that work and the rest. The MoE kernel's own work (`moe_kernel`: the weight tiles of vLLM's and
   SGLang's default kernel configs over the GPU's SMs, against the experts' bytes) is in the model as a
   term the engine may carry (`EngineSpeed.moe_mweight_s`); it was tried in place of the per-expert
   cost and not adopted (bench/VALIDATION.md), so no published engine has it.
@@ -455,9 +456,14 @@ def decode_step(
     sequences: int,
     context: int,
     llamacpp: LlamaCppPlacement | None = None,
+    host_overlap: bool = True,
 ) -> Speed | None:
     """Estimated decode step of one engine instance serving `sequences` sequences at `context` tokens
-    (tensor parallel `tp` for vLLM/SGLang/transformers; `llamacpp` for llama.cpp's splits)."""
+    (tensor parallel `tp` for vLLM/SGLang/transformers; `llamacpp` for llama.cpp's splits). Where the
+    engine overlaps a step's per-sequence host work with the GPU's step (`EngineModel.
+    overlaps_host_work`: vLLM's async scheduling) and the launch lets it (`host_overlap`: False for
+    one engine over several servers, pipeline stages or Ray's executor, where vLLM turns it off),
+    the step is the longer of the two."""
     if not gpu.bandwidth_gbps:
         return None
     speed = speed_on(work, gpu)
@@ -477,7 +483,14 @@ def decode_step(
     t_host = host_copy_s(spec, work, gpu, tp)
     # under speculative decoding one verification step yields `accepted` tokens per sequence: the
     # time per generated token, what every caller reads as the step, is the step over them
-    step = (fixed + max(t_mem, t_cmp) + comm + t_host + draft_s) / accepted
+    host = speed.sequence_s * sequences  # in `fixed`: the per-sequence host work
+    gpu_s = fixed - host + max(t_mem, t_cmp) + comm + t_host + draft_s
+    overlaps = engine(work.engine.name).overlaps_host_work
+    if host_overlap and overlaps is not None and overlaps(work, gpu):
+        whole, fixed = max(gpu_s, host), (fixed - host if gpu_s >= host else host)
+    else:
+        whole = gpu_s + host
+    step = whole / accepted
     bound = "host link" if t_host > max(t_mem, t_cmp) else "memory" if t_mem >= t_cmp else "compute"
     return Speed(step, 1 / step, sequences / step, bound, comm, fixed)
 

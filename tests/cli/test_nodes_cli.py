@@ -370,7 +370,7 @@ def test_hsdp_is_named_hsdp_where_it_is_sized() -> None:
         ),
         (
             ("serve", "Qwen3-8B", "--gpu", "H100", "--gpus", "8", "--users", "64"),
-            "**Launch (replicas):** run 4 copies, one per group of 2 GPU(s)",
+            "**Launch (replicas):** run 2 copies, one per group of 4 GPU(s)",
         ),
     ],
 )

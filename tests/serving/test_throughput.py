@@ -179,7 +179,9 @@ def test_steady_load_and_ttft() -> None:
     st.integers(1, 32768),
 )
 def test_step_grows_with_batch_and_context(name: str, tp: int, seqs: int, ctx: int) -> None:
-    """A step never gets shorter with more sequences or a longer context; the total never drops."""
+    """A step never gets shorter with more sequences or a longer context; the total never drops (where
+    vLLM's async scheduling leaves the step to the per-sequence host work, the total is flat at
+    1 / sequence_s: equal up to rounding)."""
     spec = catalog_spec(name)
     work = workload(spec, 32768)
     base = throughput.decode_step(spec, work, H100, tp, seqs, ctx)
@@ -187,7 +189,7 @@ def test_step_grows_with_batch_and_context(name: str, tp: int, seqs: int, ctx: i
     longer = throughput.decode_step(spec, work, H100, tp, seqs, ctx + 1024)
     assert base and more and longer
     assert more.step_s >= base.step_s and longer.step_s >= base.step_s
-    assert more.aggregate_tokens_per_s >= base.aggregate_tokens_per_s
+    assert more.aggregate_tokens_per_s >= base.aggregate_tokens_per_s * (1 - 1e-12)
     short, long_ = (throughput.prefill_seconds(spec, work, H100, tp, p) for p in (ctx, ctx + 512))
     assert short is not None and long_ is not None and long_ > short
 

@@ -57,6 +57,9 @@ ModelNotes = Callable[[ModelSpec, Workload], tuple[str, ...]]
 #: Weight bytes per GPU the engine keeps in host memory for a plan of `tp` GPUs and copies to the GPU
 #: every forward pass (vLLM's and SGLang's --cpu-offload-gb); 0 when it keeps none.
 HostWeights = Callable[[ModelSpec, Workload, int], int]
+#: Whether a decode step's per-sequence host work (scheduling, input preparation, output processing)
+#: overlaps the GPU's step on this GPU (vLLM's async scheduling), not added to it.
+OverlapsHostWork = Callable[[Workload, GpuSpec], bool]
 
 
 def _no_host_weights(spec: ModelSpec, work: Workload, tp: int) -> int:
@@ -168,6 +171,9 @@ class EngineModel:
     #: keeps its clients in step (`serving.load.Arrivals.synchronized`), as its command line asks for
     #: it: what `serve` names beside the in-step time to first token. None: no such run is named.
     fixed_length_benchmark: str | None = None
+    #: Whether a decode step's per-sequence host work overlaps the GPU's step (`serving.throughput.
+    #: decode_step`: the step is the longer of the two, not their sum). None: it never does.
+    overlaps_host_work: OverlapsHostWork | None = None
 
     @property
     def label(self) -> str:

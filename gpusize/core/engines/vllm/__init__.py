@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from gpusize.core import kvcache
 from gpusize.core.engines.base import AcrossServers, EngineModel
+from gpusize.core.engines.vllm.async_scheduling import overlaps_host_work
 from gpusize.core.engines.vllm.behaviour import (
     Behaviour,
     behaviour,
@@ -275,6 +276,7 @@ ENGINE = EngineModel(
     # benchmarks/datasets.py RandomDataset: lengths drawn from [len x (1 - r), len x (1 + r)],
     # --random-range-ratio r defaulting to 0.0, so one length unless asked otherwise
     fixed_length_benchmark="vllm bench serve --dataset-name random",
+    overlaps_host_work=overlaps_host_work,
     # --pipeline-parallel-size (engine/arg_utils.py, every release gpusize models); data parallel with
     # expert parallel over servers from 0.9.0 (serving.nodes.MULTINODE_SINCE): one engine per server,
     # the first with the address, the others --headless (docs/serving/data_parallel_deployment.md);
