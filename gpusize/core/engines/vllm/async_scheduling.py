@@ -14,7 +14,7 @@ __all__ = ["ASYNC_SCHEDULING_SINCE", "ASYNC_SPECULATION", "overlaps_host_work"]
 #: `scheduler_config.async_scheduling` None (the default, vllm/config/scheduler.py `Field(default=None)`)
 #: becomes True "unless there is an incompatible option": pipeline_parallel_size > 1, speculative
 #: decoding other than EAGLE/MTP, disable_padded_drafter_batch, or an executor other than mp, uni or
-#: external_launcher. 0.13.0 and before: `async_scheduling: bool = False` (an opt-in flag since 0.10).
+#: external_launcher. 0.13.0 and before: `async_scheduling: bool = False` (opt-in, --async-scheduling).
 ASYNC_SCHEDULING_SINCE = "0.14.0"
 #: The speculative methods async scheduling runs with (vllm/config/vllm.py: EagleModelTypes).
 ASYNC_SPECULATION = frozenset({"eagle", "eagle3", "mtp"})
@@ -25,7 +25,7 @@ def overlaps_host_work(work: Workload, gpu: GpuSpec) -> bool:
     release is the one the plan names (`work.engine.version`, the newest modelled when none is
     named). ROCm builds keep the host work serial: the one ROCm record from 0.14 on (InferenceX PR
     1061, the vLLM 0.17 ROCm image, gpt-oss-120b on one MI300X at 64-256 in flight) is estimated
-    1.8-2.1x too fast with it overlapped, 1.1-1.4x without (bench/VALIDATION.md)."""
+    1.8-2.1x too fast with it overlapped, 1.2-1.4x without (bench/VALIDATION.md)."""
     if gpu.vendor == "AMD":
         return False
     version = parse_version(work.engine.version) if work.engine.version else VLLM.newest
