@@ -270,10 +270,9 @@ def scenario(rid: str) -> Scenario:
     )
     model = engine_model(rec.engine)
     work = resolve(spec, request, model.settings, model.releases)
-    if USE_MOE_CONFIG and record_release(rid):  # the speed model's release only (tuned configs)
-        work = replace(work, engine=replace(work.engine, version=record_release(rid)))
-    elif rec.engine == "vllm":  # the speed model's release (async scheduling from 0.14.0)
-        work = replace(work, engine=replace(work.engine, version=vllm_release(rec)))
+    release = record_release(rec)
+    if release is not None:  # the speed model's release only (async scheduling, tuned configs)
+        work = replace(work, engine=replace(work.engine, version=release))
     gpu = _gpu(u["gpu"], u.get("interconnect"))
     llamacpp = None
     if rec.engine == "llamacpp":
@@ -638,23 +637,17 @@ def use_expert_size() -> None:
 #: The tried tuned-config model (bench/VALIDATION.md), `--moe-config`: the per-routed-expert cost takes
 #: `expert_tuned_s` where the record's release ships a tuned fused-MoE Triton config for the layer on
 #: its GPU (`gpusize.serving.moe_config`), `expert_s` elsewhere; both fitted in the vLLM decode stage
-#: from START (SGLang inherits them, as it does `expert_s`). MOE_RELEASE: the release each MoE record
-#: ran, by id prefix (bench/moe_configs_build.py reads those wheels; a main-branch build: the nearest).
+#: from START (SGLang inherits them, as it does `expert_s`). SGLANG_MOE_RELEASE: the release each
+#: SGLang MoE record ran, by id prefix (bench/moe_configs_build.py reads those wheels; a main-branch
+#: build: the nearest); a vLLM record's is `vllm_release`'s, from its engine_version.
 MOE_CONFIG_NAMES = ("vllm.expert_s", "vllm.expert_tuned_s")
-MOE_RELEASE = {
-    "gs-vllm-gptoss120b-h100": "0.10.2",
-    "gs-vllm-": "0.11.0",
+SGLANG_MOE_RELEASE = {
     "gs-sglang-": "0.5.4.post2",
-    "vllmblog-": "0.19.1",
     "sglang-gptoss120b-": "0.5.2",
-    "vllm-issue22331-": "0.10.1",
     "achatbot183-": "0.5.2",
-    "inferencex1061-": "0.17.0",
-    "inferencex1092-": "0.17.0",
     "inferencex870-": "0.5.9",
     "sglang10404-": "0.5.3",
     "sglang18195-": "0.5.8",
-    "vllm23151-": "0.10.1",
     "sglang10467-": "0.5.3",
 }
 USE_MOE_CONFIG = False
@@ -680,9 +673,15 @@ def vllm_release(rec: Record) -> str:
     return found.group(0)
 
 
-def record_release(rid: str) -> str | None:
-    """The release a MoE record ran (MOE_RELEASE, first matching prefix), None elsewhere."""
-    return next((v for prefix, v in MOE_RELEASE.items() if rid.startswith(prefix)), None)
+def record_release(rec: Record) -> str | None:
+    """The release the speed model runs a record at: a vLLM record's always (`vllm_release`: async
+    scheduling from 0.14.0), an SGLang MoE record's under the tried tuned-config model
+    (SGLANG_MOE_RELEASE, first matching prefix); None elsewhere (the newest)."""
+    if rec.engine == "vllm":
+        return vllm_release(rec)
+    if not USE_MOE_CONFIG:
+        return None
+    return next((v for prefix, v in SGLANG_MOE_RELEASE.items() if rec.id.startswith(prefix)), None)
 
 
 def use_moe_config() -> None:
