@@ -418,12 +418,13 @@ def _fixed_s(
     gpu: GpuSpec,
     expert_s: float | None = None,
 ) -> float:
-    """The fitted costs a step pays whatever it reads: per step, per layer, per kernel the layers
-    run beyond a dense attention layer's (`kernel_s` x `step_kernels.extra_kernels`), per MoE layer
-    (routing and the MoE kernels' launches: a floor), per routed expert run (experts touched x MoE
-    layers at `expert_s`, default the engine's: the model published before 2026-12-03, zero since)
-    and per sequence. The kernel floors are scaled by `kernel_floor_factor` (ROCm's dispatch on AMD
-    GPUs). Mamba and Kimi Delta layers add no kernel of their own here (no record to count them on)."""
+    """The fitted costs a step's GPU side pays whatever it reads: per step, per layer, per kernel the
+    layers run beyond a dense attention layer's (`kernel_s` x `step_kernels.extra_kernels`), per MoE
+    layer (routing and the MoE kernels' launches: a floor) and per routed expert run (experts touched
+    x MoE layers at `expert_s`, default the engine's: the model published before 2026-12-03, zero
+    since); the per-sequence host work (`sequence_s`) is the callers', which may overlap it. The
+    kernel floors are scaled by `kernel_floor_factor` (ROCm's dispatch on AMD GPUs). Mamba and Kimi
+    Delta layers add no kernel of their own here (no record to count them on)."""
     moe_layers = sum(n for layer, n in spec.layer_counts if layer.ffn == "moe")
     experts = spec.moe.num_experts * experts_touched(spec, sequences) * moe_layers if spec.moe else 0.0
     launches = (speed.layer_s * len(spec.layers) + speed.moe_layer_s * moe_layers) * kernel_floor_factor(
@@ -432,7 +433,7 @@ def _fixed_s(
     if speed.kernel_s:
         launches += speed.kernel_s * extra_kernels(spec, work) * kernel_floor_factor(gpu, speed)
     per_expert = speed.expert_s if expert_s is None else expert_s
-    return speed.step_s + launches + per_expert * experts + speed.sequence_s * sequences
+    return speed.step_s + launches + per_expert * experts
 
 
 def build_of(settings: EngineSettings, gpu: GpuSpec) -> str | None:
@@ -483,13 +484,13 @@ def decode_step(
     t_host = host_copy_s(spec, work, gpu, tp)
     # under speculative decoding one verification step yields `accepted` tokens per sequence: the
     # time per generated token, what every caller reads as the step, is the step over them
-    host = speed.sequence_s * sequences  # in `fixed`: the per-sequence host work
-    gpu_s = fixed - host + max(t_mem, t_cmp) + comm + t_host + draft_s
+    host = speed.sequence_s * sequences  # the per-sequence host work
+    gpu_s = fixed + max(t_mem, t_cmp) + comm + t_host + draft_s
     overlaps = engine(work.engine.name).overlaps_host_work
     if host_overlap and overlaps is not None and overlaps(work, gpu):
-        whole, fixed = max(gpu_s, host), (fixed - host if gpu_s >= host else host)
+        whole, fixed = max(gpu_s, host), (fixed if gpu_s >= host else host)
     else:
-        whole = gpu_s + host
+        whole, fixed = gpu_s + host, fixed + host
     step = whole / accepted
     bound = "host link" if t_host > max(t_mem, t_cmp) else "memory" if t_mem >= t_cmp else "compute"
     return Speed(step, 1 / step, sequences / step, bound, comm, fixed)
@@ -566,7 +567,7 @@ def _llamacpp_step(
     tflops = gpu.bf16_tflops
     active = 2 * spec.params.active * sequences / split
     t_cmp = active / (tflops * 1e12 * speed.prefill_mfu) if tflops else 0.0
-    fixed = _fixed_s(spec, work, speed, sequences, gpu)
+    fixed = _fixed_s(spec, work, speed, sequences, gpu) + speed.sequence_s * sequences
     step = fixed + max(t_mem, t_cmp) + comm
     return Speed(step, 1 / step, sequences / step, "memory" if t_mem >= t_cmp else "compute", comm, fixed)
 
@@ -642,12 +643,13 @@ def assumptions(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> str:
     )
     kernel, rate = moe_kernel_family(work.weights.name), kernel_rate(spec, work, gpu, speed)
     if rate:
-        moe = f", {kernel} MoE kernel at {1e-3 / rate:.1f} G weights per SM per s"
+        layer_costs = f", {kernel} MoE kernel at {1e-3 / rate:.1f} G weights per SM per s"
     else:
-        moe = f", {speed.expert_s * 1e6:.1f} us per routed expert run" if speed.expert_s else ""
+        layer_costs = f", {speed.expert_s * 1e6:.1f} us per routed expert run" if speed.expert_s else ""
     kernels = extra_kernels(spec, work) if speed.kernel_s else 0
     if kernels:
-        moe += f", {speed.kernel_s * 1e6:.1f} us per kernel beyond a dense layer's ({kernels:,} a step)"
+        per_kernel = speed.kernel_s * 1e6
+        layer_costs += f", {per_kernel:.1f} us per kernel beyond a dense layer's ({kernels:,} a step)"
     build = build_of(work.engine, gpu)
     if build is not None:
         label = engine(work.engine.name).build_labels.get(build, build)
@@ -670,6 +672,6 @@ def assumptions(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> str:
     return (
         f"estimates from a model fitted on published measurements ({speed.fitted_on}): "
         f"{eff:.0%} of spec memory bandwidth ({kind}{note}), {speed.layer_s * 1e6:.0f} us per layer per "
-        f"step{moe}, prefill at {speed.prefill_mfu:.0%} of dense peak, {multi}; ranges are the 10th-90th "
-        "percentiles of the leave-one-out calibration residuals"
+        f"step{layer_costs}, prefill at {speed.prefill_mfu:.0%} of dense peak, {multi}; ranges are the "
+        "10th-90th percentiles of the leave-one-out calibration residuals"
     )
