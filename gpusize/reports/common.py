@@ -50,8 +50,32 @@ class ModelFacts:
     max_position_embeddings: int | None
     max_context_tokens: int | None
 
+    #: One value per model and spec (`model_facts`): JSON Lines write its text once
+    #: (`reports.serialize.json_lines`).
+    __json_shared__ = True
+
+
+#: Facts already made, by the identity of the model and spec they were made from (both kept, so the
+#: ids stay theirs): every row of a batch over one model reads the same loaded values.
+_FACTS: dict[tuple[int, int], tuple[ResolvedModel, ModelSpec, ModelFacts]] = {}
+#: Facts kept at most (a batch names a few models; `which` a catalog's).
+FACTS_KEPT = 256
+
 
 def model_facts(resolved: ResolvedModel, spec: ModelSpec) -> ModelFacts:
+    """The report's facts of the model: one value for the same loaded model and spec."""
+    key = (id(resolved), id(spec))
+    found = _FACTS.get(key)
+    if found is not None and found[0] is resolved and found[1] is spec:
+        return found[2]
+    if len(_FACTS) >= FACTS_KEPT:
+        _FACTS.clear()
+    facts = _facts(resolved, spec)
+    _FACTS[key] = (resolved, spec, facts)
+    return facts
+
+
+def _facts(resolved: ResolvedModel, spec: ModelSpec) -> ModelFacts:
     counts = spec.params
     return ModelFacts(
         id=resolved.id,

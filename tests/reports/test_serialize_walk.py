@@ -4,13 +4,14 @@ over every value writes: the walk is kept here as the reference."""
 from __future__ import annotations
 
 import enum
+import json
 import math
 import re
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, NamedTuple
 
 import gpusize
-from gpusize.reports.serialize import _SURROGATE, to_data
+from gpusize.reports.serialize import _SURROGATE, json_lines, to_data
 
 
 def walked(value: Any) -> Any:
@@ -92,3 +93,54 @@ def test_reports_are_written_as_the_walk_writes_them() -> None:
     ]
     for report in reports:
         assert repr(to_data(report)) == repr(walked(report))
+
+
+@dataclass(frozen=True)
+class Held:
+    """A value many rows share: JSON Lines write its text once (`json_lines`)."""
+
+    name: str
+    inner: Inner | None = None
+
+    __json_shared__ = True
+
+
+@dataclass(frozen=True)
+class Row:
+    first: Held
+    again: Held
+    text: str
+    rest: tuple[Held, ...]
+
+
+def test_json_lines_write_each_value_as_json_dumps_does() -> None:
+    """Shared values (one object in many rows, twice in a row, one inside another's field, unequal
+    objects of the class) and strings that hold what a placeholder holds (a NUL, the word the
+    placeholder starts with) give the lines `json.dumps` writes value by value."""
+    one = Held("one\u00e9", Inner((Pair("p", 1.5),)))
+    other = Held("\x00gpusize-shared-0\x00")
+    rows = [
+        Row(one, one, "\x00gpusize-shared-0\x00", (other, Held("x"))),
+        Row(other, one, "plain", ()),
+        Row(Held("one\u00e9", Inner((Pair("p", 1.5),))), other, "\x00", (one, one)),
+    ]
+    expected = "".join(json.dumps(walked(row), allow_nan=False) + "\n" for row in rows)
+    assert json_lines(rows) == expected
+    assert json_lines(rows) == expected  # a second writing starts afresh
+    assert to_data(one) == walked(one)  # outside json_lines a shared value is written in full
+
+
+def test_batch_lines_are_the_reports_dumped() -> None:
+    """A batch over rows that share a model and settings: each line is json.dumps of the row."""
+    from gpusize.cli.batch import run_rows
+    from gpusize.sources.batch_file import BatchRow
+
+    rows = [
+        BatchRow(number=i + 2, values={"command": "fit", "model": model, "gpu": "H100", "ctx": ctx})
+        for i, (model, ctx) in enumerate(
+            [("Qwen3-8B", "4k"), ("Qwen3-8B", "8k"), ("Llama-3.1-8B", "4k"), ("Qwen3-8B", "4k")]
+        )
+    ]
+    answers = run_rows(rows)
+    lines = json_lines(answers).splitlines()
+    assert lines == [json.dumps(walked(a), allow_nan=False) for a in answers]

@@ -84,6 +84,10 @@ class EngineSettings(  # the parts in reverse field order
     Its fields are the parts' in reverse base order: the engine choice, vLLM, the reserves, SGLang,
     the local engines, TensorRT-LLM (the order of the command options and the JSON keys)."""
 
+    #: One value serves every row of a batch that gives the same settings: JSON Lines write its text
+    #: once (`reports.serialize.json_lines`).
+    __json_shared__ = True
+
     def given(self) -> tuple[str, ...]:
         """The settings the user set (not left to the engine's default); the engine itself excluded.
         Computed once per settings value (kept in its __dict__, as ModelSpec keeps its hash): one
