@@ -658,6 +658,9 @@ VLLM_RELEASE_NAMED = {
     "vLLM acbed3e": "0.2.0",  # 2023-10-06, before any release gpusize models; what matters: < 0.14
     "vLLM main of 2025-08-19": "0.10.1",  # the main branch between 0.10.1 and 0.10.2
     "vllm/vllm-openai:gptoss image": "0.10.1",  # the gpt-oss image of August 2025 (0.10.1+gptoss)
+    # PyPI upload dates: 0.22.0 2026-05-29, 0.22.1 2026-06-05; 0.9.1 2025-06-10, 0.9.2 2025-07-07
+    "vLLM main of 2026-06-03": "0.22.0",
+    "vLLM main of 2025-07-10": "0.9.2",
 }
 
 
