@@ -1231,9 +1231,11 @@ def loso_result_rows(loso: list[Row]) -> list[dict[str, Any]]:
             {
                 "record": r.id,
                 "source": r.source,
+                "set": r.set,
                 "figure": row.figure,
                 "engine": r.group,
                 "arch": record_arch(r),
+                "gpu_architecture": load.architecture_family(scenario(r.id).gpu),
                 "band": band(r.concurrency),
                 "metric": row.kind,
                 "known_miss": row.figure in r.known_miss,
@@ -1350,6 +1352,54 @@ def ranges_table(
     return out
 
 
+def _inherited_from(group: str) -> list[str]:
+    """The groups whose fitted constants `group` starts from (`INHERITORS`: SGLang and Transformers
+    run vLLM's kernels; "sglang/AMD" vLLM's ROCm ones), itself first."""
+    engine, slash, rest = group.partition("/")
+    bases = [base for base, heirs in INHERITORS.items() if engine in heirs]
+    return [group] + [base + slash + rest for base in bases]
+
+
+def fitted_architectures(result_rows: list[dict[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """group -> the GPU architectures (`load.architecture_family`) of the calibration records its
+    constants were fitted on: its own and those of the groups it inherits from (`_inherited_from`),
+    for every group with a figure."""
+    fitted: dict[str, set[str]] = {}
+    for row in result_rows:
+        if row["set"] == "calibration":
+            fitted.setdefault(row["engine"], set()).add(row["gpu_architecture"])
+    groups = sorted({row["engine"] for row in result_rows})
+    return {
+        group: tuple(sorted(set().union(*(fitted.get(g, set()) for g in _inherited_from(group)))))
+        for group in groups
+    }
+
+
+def outside_table(
+    result_rows: list[dict[str, Any]],
+) -> dict[tuple[str, str], tuple[int, float, float, float]]:
+    """(group | "*", metric) -> (figures, mean error, low, high) as `ranges_table` computes them, over
+    the figures on GPU architectures outside their group's fit (`fitted_architectures`); "*" pools
+    every group's."""
+    fitted = fitted_architectures(result_rows)
+    outside = [
+        {**row, "band": "*", "arch": row["engine"]}
+        for row in result_rows
+        if row["gpu_architecture"] not in fitted[row["engine"]]
+    ]
+    table = ranges_table([{**row, "engine": "outside"} for row in outside])
+    by_group = ranges_table(outside)
+    out = {("*", metric): value for (_, arch, _, metric), value in table.items() if arch == "*"}
+    out.update(
+        {
+            (arch, metric): value
+            for (_, arch, where, metric), value in by_group.items()
+            if where == "*" and arch != "*"
+        }
+    )
+    return dict(sorted(out.items()))
+
+
 def ranges_module(document: dict[str, Any]) -> str:
     """The text of gpusize/serving/speed_ranges.py for a LOSO result document (as ruff formats it)."""
     import json
@@ -1370,7 +1420,7 @@ def ranges_module(document: dict[str, Any]) -> str:
         "",
         "from __future__ import annotations",
         "",
-        '__all__ = ["GENERATED", "RANGES"]',
+        '__all__ = ["FITTED_ARCHITECTURES", "GENERATED", "OUTSIDE", "RANGES"]',
         "",
         "#: The date of the LOSO run the ranges come from.",
         f"GENERATED = {json.dumps(document['generated'])}",
@@ -1382,6 +1432,29 @@ def ranges_module(document: dict[str, Any]) -> str:
         "RANGES: dict[tuple[str, str, str, str], tuple[int, float, float, float]] = {",
     ]
     lines += [f"    ({', '.join(json.dumps(k) for k in key)}): {value!r}," for key, value in table.items()]
+    lines += [
+        "}",
+        "",
+        "#: engine group -> the GPU architectures (`load.architecture_family`) of the calibration records",
+        "#: its constants were fitted on (its own and those of the groups whose constants it starts from:",
+        "#: SGLang and Transformers run vLLM's kernels).",
+        "FITTED_ARCHITECTURES: dict[str, tuple[str, ...]] = {",
+    ]
+    for group, archs in fitted_architectures(document["rows"]).items():
+        named = ", ".join(json.dumps(a) for a in archs) + ("," if len(archs) == 1 else "")
+        lines.append(f"    {json.dumps(group)}: ({named}),")
+    lines += [
+        "}",
+        "",
+        "#: (engine group, metric) -> (figures, mean error, low, high) as RANGES, over the figures on GPU",
+        "#: architectures outside their group's fit (FITTED_ARCHITECTURES); group \"*\": every group's",
+        "#: pooled. An estimate on a GPU outside its engine's fit prints its range widened to hold these.",
+        "OUTSIDE: dict[tuple[str, str], tuple[int, float, float, float]] = {",
+    ]
+    lines += [
+        f"    ({', '.join(json.dumps(k) for k in key)}): {value!r},"
+        for key, value in outside_table(document["rows"]).items()
+    ]
     lines += ["}", ""]
     return "\n".join(lines)
 

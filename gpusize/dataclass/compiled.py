@@ -559,10 +559,10 @@ CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is se
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.metric,self.engine,self.arch,self.band,self.figures,self.mean_error,self.low,self.high,self.basis,self.engine_figures,self.generated,)==(other.metric,other.engine,other.arch,other.band,other.figures,other.mean_error,other.low,other.high,other.basis,other.engine_figures,other.generated,)
+   return (self.metric,self.engine,self.arch,self.band,self.figures,self.mean_error,self.low,self.high,self.basis,self.engine_figures,self.generated,self.outside_fit,self.fitted_on,self.outside_figures,)==(other.metric,other.engine,other.arch,other.band,other.figures,other.mean_error,other.low,other.high,other.basis,other.engine_figures,other.generated,other.outside_fit,other.fitted_on,other.outside_figures,)
   return NotImplemented
  return __eq__
-CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.metric,self.engine,self.arch,self.band,self.figures,self.mean_error,self.low,self.high,self.basis,self.engine_figures,self.generated,)==(other.metric,other.engine,other.arch,other.band,other.figures,other.mean_error,other.low,other.high,other.basis,other.engine_figures,other.generated,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.metric,self.engine,self.arch,self.band,self.figures,self.mean_error,self.low,self.high,self.basis,self.engine_figures,self.generated,self.outside_fit,self.fitted_on,self.outside_figures,)==(other.metric,other.engine,other.arch,other.band,other.figures,other.mean_error,other.low,other.high,other.basis,other.engine_figures,other.generated,other.outside_fit,other.fitted_on,other.outside_figures,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __eq__(self,other):
@@ -1486,9 +1486,9 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.method,sel
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.metric,self.engine,self.arch,self.band,self.figures,self.mean_error,self.low,self.high,self.basis,self.engine_figures,self.generated,))
+  return hash((self.metric,self.engine,self.arch,self.band,self.figures,self.mean_error,self.low,self.high,self.basis,self.engine_figures,self.generated,self.outside_fit,self.fitted_on,self.outside_figures,))
  return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.metric,self.engine,self.arch,self.band,self.figures,self.mean_error,self.low,self.high,self.basis,self.engine_figures,self.generated,))\n return __hash__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.metric,self.engine,self.arch,self.band,self.figures,self.mean_error,self.low,self.high,self.basis,self.engine_figures,self.generated,self.outside_fit,self.fitted_on,self.outside_figures,))\n return __hash__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __hash__(self):
@@ -2258,9 +2258,9 @@ CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qual
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(metric={self.metric!r}, engine={self.engine!r}, arch={self.arch!r}, band={self.band!r}, figures={self.figures!r}, mean_error={self.mean_error!r}, low={self.low!r}, high={self.high!r}, basis={self.basis!r}, engine_figures={self.engine_figures!r}, generated={self.generated!r})"
+  return self.__class__.__qualname__ + f"(metric={self.metric!r}, engine={self.engine!r}, arch={self.arch!r}, band={self.band!r}, figures={self.figures!r}, mean_error={self.mean_error!r}, low={self.low!r}, high={self.high!r}, basis={self.basis!r}, engine_figures={self.engine_figures!r}, generated={self.generated!r}, outside_fit={self.outside_fit!r}, fitted_on={self.fitted_on!r}, outside_figures={self.outside_figures!r})"
  return __repr__
-CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(metric={self.metric!r}, engine={self.engine!r}, arch={self.arch!r}, band={self.band!r}, figures={self.figures!r}, mean_error={self.mean_error!r}, low={self.low!r}, high={self.high!r}, basis={self.basis!r}, engine_figures={self.engine_figures!r}, generated={self.generated!r})"\n return __repr__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(metric={self.metric!r}, engine={self.engine!r}, arch={self.arch!r}, band={self.band!r}, figures={self.figures!r}, mean_error={self.mean_error!r}, low={self.low!r}, high={self.high!r}, basis={self.basis!r}, engine_figures={self.engine_figures!r}, generated={self.generated!r}, outside_fit={self.outside_fit!r}, fitted_on={self.fitted_on!r}, outside_figures={self.outside_figures!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -3663,8 +3663,8 @@ def __create_fn__(_type_method, _type_weight_bits, _type_label, _type_group_size
  return __init__
 CODE["def __create_fn__(_type_method, _type_weight_bits, _type_label, _type_group_size, _type_block_size, _type_not_converted, _type_expert_format, _type_per_tensor, _type_mixed, _type_modelopt, _type_modelopt_skipped, _type_scale_bytes, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_group_size, _dflt_block_size, _dflt_not_converted, _dflt_expert_format, _dflt_per_tensor, _dflt_mixed, _dflt_modelopt, _dflt_modelopt_skipped, _dflt_scale_bytes, _return_type):\n def __init__(self,*,method:_type_method,weight_bits:_type_weight_bits,label:_type_label,group_size:_type_group_size=_dflt_group_size,block_size:_type_block_size=_dflt_block_size,not_converted:_type_not_converted=_dflt_not_converted,expert_format:_type_expert_format=_dflt_expert_format,per_tensor:_type_per_tensor=_dflt_per_tensor,mixed:_type_mixed=_dflt_mixed,modelopt:_type_modelopt=_dflt_modelopt,modelopt_skipped:_type_modelopt_skipped=_dflt_modelopt_skipped,scale_bytes:_type_scale_bytes=_dflt_scale_bytes)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['method']=method\n  __dataclass_dict__['weight_bits']=weight_bits\n  __dataclass_dict__['label']=label\n  __dataclass_dict__['group_size']=group_size\n  __dataclass_dict__['block_size']=block_size\n  __dataclass_dict__['not_converted']=not_converted\n  __dataclass_dict__['expert_format']=expert_format\n  __dataclass_dict__['per_tensor']=per_tensor\n  __dataclass_dict__['mixed']=mixed\n  __dataclass_dict__['modelopt']=modelopt\n  __dataclass_dict__['modelopt_skipped']=modelopt_skipped\n  __dataclass_dict__['scale_bytes']=scale_bytes\n return __init__"] = __create_fn__.__code__
 
-def __create_fn__(_type_metric, _type_engine, _type_arch, _type_band, _type_figures, _type_mean_error, _type_low, _type_high, _type_basis, _type_engine_figures, _type_generated, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,metric:_type_metric,engine:_type_engine,arch:_type_arch,band:_type_band,figures:_type_figures,mean_error:_type_mean_error,low:_type_low,high:_type_high,basis:_type_basis,engine_figures:_type_engine_figures,generated:_type_generated)->_return_type:
+def __create_fn__(_type_metric, _type_engine, _type_arch, _type_band, _type_figures, _type_mean_error, _type_low, _type_high, _type_basis, _type_engine_figures, _type_generated, _type_outside_fit, _type_fitted_on, _type_outside_figures, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_outside_fit, _dflt_fitted_on, _dflt_outside_figures, _return_type):
+ def __init__(self,metric:_type_metric,engine:_type_engine,arch:_type_arch,band:_type_band,figures:_type_figures,mean_error:_type_mean_error,low:_type_low,high:_type_high,basis:_type_basis,engine_figures:_type_engine_figures,generated:_type_generated,outside_fit:_type_outside_fit=_dflt_outside_fit,fitted_on:_type_fitted_on=_dflt_fitted_on,outside_figures:_type_outside_figures=_dflt_outside_figures)->_return_type:
   __dataclass_dict__=self.__dict__
   __dataclass_dict__['metric']=metric
   __dataclass_dict__['engine']=engine
@@ -3677,8 +3677,11 @@ def __create_fn__(_type_metric, _type_engine, _type_arch, _type_band, _type_figu
   __dataclass_dict__['basis']=basis
   __dataclass_dict__['engine_figures']=engine_figures
   __dataclass_dict__['generated']=generated
+  __dataclass_dict__['outside_fit']=outside_fit
+  __dataclass_dict__['fitted_on']=fitted_on
+  __dataclass_dict__['outside_figures']=outside_figures
  return __init__
-CODE["def __create_fn__(_type_metric, _type_engine, _type_arch, _type_band, _type_figures, _type_mean_error, _type_low, _type_high, _type_basis, _type_engine_figures, _type_generated, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,metric:_type_metric,engine:_type_engine,arch:_type_arch,band:_type_band,figures:_type_figures,mean_error:_type_mean_error,low:_type_low,high:_type_high,basis:_type_basis,engine_figures:_type_engine_figures,generated:_type_generated)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['metric']=metric\n  __dataclass_dict__['engine']=engine\n  __dataclass_dict__['arch']=arch\n  __dataclass_dict__['band']=band\n  __dataclass_dict__['figures']=figures\n  __dataclass_dict__['mean_error']=mean_error\n  __dataclass_dict__['low']=low\n  __dataclass_dict__['high']=high\n  __dataclass_dict__['basis']=basis\n  __dataclass_dict__['engine_figures']=engine_figures\n  __dataclass_dict__['generated']=generated\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_metric, _type_engine, _type_arch, _type_band, _type_figures, _type_mean_error, _type_low, _type_high, _type_basis, _type_engine_figures, _type_generated, _type_outside_fit, _type_fitted_on, _type_outside_figures, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_outside_fit, _dflt_fitted_on, _dflt_outside_figures, _return_type):\n def __init__(self,metric:_type_metric,engine:_type_engine,arch:_type_arch,band:_type_band,figures:_type_figures,mean_error:_type_mean_error,low:_type_low,high:_type_high,basis:_type_basis,engine_figures:_type_engine_figures,generated:_type_generated,outside_fit:_type_outside_fit=_dflt_outside_fit,fitted_on:_type_fitted_on=_dflt_fitted_on,outside_figures:_type_outside_figures=_dflt_outside_figures)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['metric']=metric\n  __dataclass_dict__['engine']=engine\n  __dataclass_dict__['arch']=arch\n  __dataclass_dict__['band']=band\n  __dataclass_dict__['figures']=figures\n  __dataclass_dict__['mean_error']=mean_error\n  __dataclass_dict__['low']=low\n  __dataclass_dict__['high']=high\n  __dataclass_dict__['basis']=basis\n  __dataclass_dict__['engine_figures']=engine_figures\n  __dataclass_dict__['generated']=generated\n  __dataclass_dict__['outside_fit']=outside_fit\n  __dataclass_dict__['fitted_on']=fitted_on\n  __dataclass_dict__['outside_figures']=outside_figures\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_mixer, _type_window, _type_chunked, _type_num_attention_heads, _type_num_key_value_heads, _type_ffn, _type_intermediate_size, _type_compress_ratio, _type_shares_indexer, _type_head_dim, _type_v_head_dim, _type_k_eq_v, _type_sinks, _type_head_gate, _type_index_heads, _type_index_head_dim, _type_extra_vectors, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_window, _dflt_chunked, _dflt_num_attention_heads, _dflt_num_key_value_heads, _dflt_ffn, _dflt_intermediate_size, _dflt_compress_ratio, _dflt_shares_indexer, _dflt_head_dim, _dflt_v_head_dim, _dflt_k_eq_v, _dflt_sinks, _dflt_head_gate, _dflt_index_heads, _dflt_index_head_dim, _dflt_extra_vectors, _return_type):
  def __init__(self,*,mixer:_type_mixer,window:_type_window=_dflt_window,chunked:_type_chunked=_dflt_chunked,num_attention_heads:_type_num_attention_heads=_dflt_num_attention_heads,num_key_value_heads:_type_num_key_value_heads=_dflt_num_key_value_heads,ffn:_type_ffn=_dflt_ffn,intermediate_size:_type_intermediate_size=_dflt_intermediate_size,compress_ratio:_type_compress_ratio=_dflt_compress_ratio,shares_indexer:_type_shares_indexer=_dflt_shares_indexer,head_dim:_type_head_dim=_dflt_head_dim,v_head_dim:_type_v_head_dim=_dflt_v_head_dim,k_eq_v:_type_k_eq_v=_dflt_k_eq_v,sinks:_type_sinks=_dflt_sinks,head_gate:_type_head_gate=_dflt_head_gate,index_heads:_type_index_heads=_dflt_index_heads,index_head_dim:_type_index_head_dim=_dflt_index_head_dim,extra_vectors:_type_extra_vectors=_dflt_extra_vectors)->_return_type:
@@ -5307,11 +5310,11 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('metric','engine','arch','band','figures','mean_error','low','high','basis','engine_figures','generated',):
+  if type(self) is cls or name in ('metric','engine','arch','band','figures','mean_error','low','high','basis','engine_figures','generated','outside_fit','fitted_on','outside_figures',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'metric\',\'engine\',\'arch\',\'band\',\'figures\',\'mean_error\',\'low\',\'high\',\'basis\',\'engine_figures\',\'generated\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'metric\',\'engine\',\'arch\',\'band\',\'figures\',\'mean_error\',\'low\',\'high\',\'basis\',\'engine_figures\',\'generated\',\'outside_fit\',\'fitted_on\',\'outside_figures\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
@@ -6363,11 +6366,11 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,v
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('metric','engine','arch','band','figures','mean_error','low','high','basis','engine_figures','generated',):
+  if type(self) is cls or name in ('metric','engine','arch','band','figures','mean_error','low','high','basis','engine_figures','generated','outside_fit','fitted_on','outside_figures',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'metric\',\'engine\',\'arch\',\'band\',\'figures\',\'mean_error\',\'low\',\'high\',\'basis\',\'engine_figures\',\'generated\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'metric\',\'engine\',\'arch\',\'band\',\'figures\',\'mean_error\',\'low\',\'high\',\'basis\',\'engine_figures\',\'generated\',\'outside_fit\',\'fitted_on\',\'outside_figures\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):

@@ -18,11 +18,20 @@ __all__ = ["speed_range_notes"]
 
 def speed_range_notes(ranges: Iterable[SpeedRange]) -> list[str]:
     """One note per group the speed ranges of an answer come from, once each, in order: its range,
-    figures out of sample by source and mean error (flagged above 30%); the figures a group has no
+    figures out of sample by source and mean error (flagged above 30%), on a GPU outside the engine's
+    fit marked with its architecture (unless the range is an in-fit GPU's of the same answer), and
+    once per engine and architecture what that means (`SpeedRange.outside_words`); the figures a group has no
     range for (not calibrated there) on one line per engine, architecture and load; one engine across
     servers on one line, with what the public multi-server runs measured."""
     unique = list(dict.fromkeys(ranges))
-    notes = [f"speed range, {r.words()}" for r in unique if r.calibrated]
+    known = set(unique)
+    # a range on a GPU outside the engine's fit that widening left as an in-fit GPU's prints it: one line
+    notes = [
+        f"speed range, {r.words()}"
+        for r in unique
+        if r.calibrated and (r.outside_fit is None or r.inside() not in known)
+    ]
+    notes += list(dict.fromkeys(w for w in (r.outside_words() for r in unique) if w is not None))
     if any(r.basis == "servers" for r in unique):
         notes.append(
             "speed not calibrated for one engine across servers (tensor, pipeline or expert parallel "

@@ -235,9 +235,10 @@ def speed_ranges_for(
     aggregate), aggregate and TTFT, by the group of `per_instance` sequences in flight per engine."""
 
     def of(metric: str) -> load.SpeedRange:
-        return load.speed_range(work.engine.name, gpu.vendor, arch, per_instance, metric, build)
+        return load.speed_range(work.engine.name, gpu.vendor, arch, per_instance, metric, build, family)
 
     build, arch = build_of(work.engine, gpu), load.speed_arch(spec, work, gpu)
+    family = load.architecture_family(gpu)
 
     return of(per_kind), of("aggregate"), of("ttft")
 

@@ -18,7 +18,7 @@ from gpusize.core.engines import engine as engine_model
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replace
 from gpusize.serving import calibrated, speed_ranges
 from gpusize.serving.throughput import (
     LlamaCppPlacement,
@@ -255,6 +255,15 @@ class SpeedRange:
     basis: str
     engine_figures: int  # out-of-sample figures of the engine's metric, every group pooled
     generated: str  # the date of the LOSO run
+    #: The GPU's architecture (`architecture_family`) when no calibration record of the engine ran on
+    #: one (`speed_ranges.FITTED_ARCHITECTURES`): the estimate is extrapolated, and the range is
+    #: widened to hold the out-of-sample figures on architectures outside their engine's fit
+    #: (`speed_ranges.OUTSIDE`); None inside the fit.
+    outside_fit: str | None = None
+    #: The architectures the engine's constants were fitted on (set with `outside_fit`).
+    fitted_on: tuple[str, ...] = ()
+    #: The out-of-sample figures on architectures outside their engine's fit the range was widened by.
+    outside_figures: int = 0
 
     @property
     def calibrated(self) -> bool:
@@ -273,9 +282,11 @@ class SpeedRange:
         return f"{self.who()} {ARCH_WORDS.get(self.arch, self.arch)}, {self.band} in flight"
 
     def words(self) -> str:
-        """One plain line for the notes of an answer the range is printed with."""
+        """One plain line for the notes of an answer the range is printed with (on a GPU outside the
+        engine's fit, naming its architecture; `outside_words` says what that means)."""
         who = self.who()
-        group = f"{self.where()}, {METRIC_WORDS[self.metric]}"
+        on = f", on {self.outside_fit} GPUs" if self.outside_fit else ""
+        group = f"{self.where()}, {METRIC_WORDS[self.metric]}{on}"
         error = f", mean error {self.mean_error:.0%}" if self.mean_error is not None else ""
         wide = self.mean_error is not None and self.mean_error > WIDE_GROUP_ERROR
         flag = f", above {WIDE_GROUP_ERROR:.0%}: read the range, not the estimate" if wide else ""
@@ -286,12 +297,36 @@ class SpeedRange:
         if self.low is None or self.high is None:
             return f"{group}: not calibrated, no range shown ({self.figures} out-of-sample figures, too few)"
         span = f"{self.low:g}-{self.high:g}x the estimate"
+        widened = "; widened for these GPUs, below" if self.outside_fit else ""
         if self.basis == "engine":
             pooled = f"{who}'s over its {self.engine_figures} figures of the metric"
             if not self.figures:
-                return f"{group}: {span} ({pooled}: no figure of this group)"
-            return f"{group}: {span} ({pooled}, widened to hold this group's {self.figures}{error}{flag})"
-        return f"{group}: {span} (8 in 10 of {self.figures} figures out of sample by source{error}{flag})"
+                return f"{group}: {span} ({pooled}: no figure of this group{widened})"
+            return (
+                f"{group}: {span} ({pooled}, widened to hold this group's {self.figures}{error}{flag}"
+                f"{widened})"
+            )
+        return (
+            f"{group}: {span} (8 in 10 of {self.figures} figures out of sample by source{error}{flag}"
+            f"{widened})"
+        )
+
+    def outside_words(self) -> str | None:
+        """What an estimate on a GPU architecture outside the engine's fit means, once per engine and
+        architecture; None inside the fit."""
+        if self.outside_fit is None:
+            return None
+        fitted = ", ".join(self.fitted_on) or "no GPU of its own"
+        return (
+            f"{self.outside_fit} GPUs are outside {self.who()}'s speed fit (calibrated on {fitted}): their "
+            f"estimates are extrapolated, and their ranges widened to hold the {self.outside_figures} "
+            "out-of-sample figures of engines on architectures outside their fit"
+        )
+
+    def inside(self) -> SpeedRange:
+        """The same range as a GPU inside the engine's fit would print it (`outside_fit` cleared; the
+        multipliers kept)."""
+        return replace(self, outside_fit=None, fitted_on=(), outside_figures=0)
 
 
 def per_request_metric(sequences: int) -> str:
@@ -325,24 +360,56 @@ def speed_arch(spec: ModelSpec, work: Workload, gpu: GpuSpec) -> str:
     return "MoE-MXFP4" if kernel_rate(spec, work, gpu, speed_on(work, gpu)) else "MoE"
 
 
+def architecture_family(gpu: GpuSpec) -> str:
+    """The architecture a GPU's speed is fitted and ranged by: the first word of the catalog's
+    `architecture` ("Hopper", "Blackwell", "CDNA3", "Apple")."""
+    return gpu.architecture.split()[0] if gpu.architecture else "unknown"
+
+
 def speed_range(
-    engine: str, vendor: str, arch: str, concurrency: int, metric: str, build: str | None = None
+    engine: str,
+    vendor: str,
+    arch: str,
+    concurrency: int,
+    metric: str,
+    build: str | None = None,
+    architecture: str | None = None,
 ) -> SpeedRange:
     """The range of a `metric` (decode | aggregate | ttft) estimate for `engine` (its `build`) on a GPU
     of `vendor`, a model of `arch` (`speed_arch`), `concurrency` sequences in flight per engine
     instance: its group's (`speed_group`), its engine's pooled one when the group has fewer than
     MIN_RANGE_FIGURES figures (widened to hold them), none ("not calibrated") when the engine has
-    fewer of the metric."""
+    fewer of the metric. On a GPU `architecture` (`architecture_family`) none of the group's
+    calibration records ran on, the range is widened to hold the out-of-sample figures of engines on
+    architectures outside their fit (`speed_ranges.OUTSIDE`: the group's, else every group's)."""
     who = speed_group(engine, vendor, build)
     where = band(concurrency)
     own = speed_ranges.RANGES.get((who, arch, where, metric))
     pooled = speed_ranges.RANGES.get((who, "*", "*", metric))
     figures, error = (own[0], own[1]) if own else (0, None)
+    fitted = speed_ranges.FITTED_ARCHITECTURES.get(who, ())
+    outside = architecture is not None and architecture not in fitted
+    beyond = _outside_range(who, metric) if outside else None
 
     def made(low: float | None, high: float | None, basis: str) -> SpeedRange:
         pooled_n = pooled[0] if pooled else 0
+        if beyond is not None and low is not None and high is not None:
+            low, high = min(low, beyond[2]), max(high, beyond[3])
         return SpeedRange(
-            metric, who, arch, where, figures, error, low, high, basis, pooled_n, speed_ranges.GENERATED
+            metric,
+            who,
+            arch,
+            where,
+            figures,
+            error,
+            low,
+            high,
+            basis,
+            pooled_n,
+            speed_ranges.GENERATED,
+            architecture if beyond is not None else None,
+            fitted if beyond is not None else (),
+            beyond[0] if beyond is not None else 0,
         )
 
     if own and own[0] >= MIN_RANGE_FIGURES:
@@ -352,6 +419,16 @@ def speed_range(
         high = max(pooled[3], own[3]) if own else pooled[3]
         return made(low, high, "engine")
     return made(None, None, "none")
+
+
+def _outside_range(group: str, metric: str) -> tuple[int, float, float, float] | None:
+    """The out-of-sample figures of `metric` on GPU architectures outside their engine's fit: the
+    group's where it has MIN_RANGE_FIGURES of them, else every group's pooled; None with fewer."""
+    for key in ((group, metric), ("*", metric)):
+        found = speed_ranges.OUTSIDE.get(key)
+        if found is not None and found[0] >= MIN_RANGE_FIGURES:
+            return found
+    return None
 
 
 def across_servers(rng: SpeedRange) -> SpeedRange:
@@ -369,6 +446,9 @@ def across_servers(rng: SpeedRange) -> SpeedRange:
         "servers",
         rng.engine_figures,
         rng.generated,
+        rng.outside_fit,
+        rng.fitted_on,
+        rng.outside_figures,
     )
 
 

@@ -245,7 +245,11 @@ def _layout(
     headroom = g.usable_bytes - (g.total_bytes - g.kv_cache_bytes) - kv
     per_kind = load.per_request_metric(in_flight)
     ranges = tuple(  # one engine across servers: no single-server range applies
-        load.across_servers(load.speed_range(engine_name, gpu.vendor, arch, in_flight, m))
+        load.across_servers(
+            load.speed_range(
+                engine_name, gpu.vendor, arch, in_flight, m, architecture=load.architecture_family(gpu)
+            )
+        )
         for m in (per_kind, "aggregate", "ttft")
     )
     per_low, per_high = load.ranged(per_request, ranges[0])

@@ -353,6 +353,7 @@ def _fitting(
         1,
         "decode",
         throughput.build_of(work.engine, gpu),
+        load.architecture_family(gpu),
     )
     estimate = functools.partial(_speeds, spec, work, gpu, best, rng)
     tokens, low, high = estimate() if speeds else (None, None, None)

@@ -100,8 +100,8 @@ WORKLOAD = {
 
 #: The range each speed figure is printed with (serving/load.SpeedRange), under `<prefix>.speed_ranges[]`.
 SPEED_RANGE_KEYS = (
-    "arch", "band", "basis", "engine", "engine_figures", "figures", "generated", "high", "low",
-    "mean_error", "metric",
+    "arch", "band", "basis", "engine", "engine_figures", "figures", "fitted_on", "generated", "high",
+    "low", "mean_error", "metric", "outside_figures", "outside_fit",
 )  # fmt: skip
 
 

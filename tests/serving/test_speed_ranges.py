@@ -131,6 +131,9 @@ def test_an_answer_in_a_group_above_30_percent_prints_its_range() -> None:
         "basis": "group",
         "engine_figures": speed_ranges.RANGES[("vllm", "*", "*", "aggregate")][0],
         "generated": speed_ranges.GENERATED,
+        "outside_fit": None,  # an H100: vLLM's constants were fitted on Hopper
+        "fitted_on": [],
+        "outside_figures": 0,
     }
     flat = " ".join(text.stdout.split())
     assert f"{agg * low:,.0f}-{agg * high:,.0f}" in flat
@@ -203,3 +206,61 @@ def test_the_disaggregated_split_says_not_calibrated() -> None:
     # more than one published P/D run is recorded (tests/data/pd_records.yaml), each missing a figure
     assert "one published" not in said
     assert "3 are reproduced on all of TTFT, per-user decode speed and throughput" in said
+
+
+def test_the_fitted_architectures_are_the_calibration_records_gpus() -> None:
+    """FITTED_ARCHITECTURES is read off the recorded run: each group's calibration records' GPU
+    architectures, with vLLM's for SGLang and Transformers (they start from vLLM's fitted kernels);
+    a group with no calibration record of its own (SGLang on AMD) has vLLM on AMD's."""
+    rows = _document()["rows"]
+    own: dict[str, set[str]] = {}
+    for d in rows:
+        if d["set"] == "calibration":
+            own.setdefault(d["engine"], set()).add(d["gpu_architecture"])
+    fitted = speed_ranges.FITTED_ARCHITECTURES
+    assert set(fitted["vllm"]) == own["vllm"] == {"Ampere", "Hopper"}
+    assert set(fitted["sglang"]) == own["sglang"] | own["vllm"]
+    assert set(fitted["transformers"]) == own["transformers"] | own["vllm"]
+    assert "sglang/AMD" not in own and fitted["sglang/AMD"] == fitted["vllm/AMD"]
+    assert "Blackwell" not in {a for archs in fitted.values() for a in archs}
+
+
+def test_an_architecture_outside_the_fit_widens_the_range_and_says_so() -> None:
+    """A B200 (Blackwell, no calibration record of any engine) under vLLM: the group's range widened
+    to hold the out-of-sample figures on architectures outside their engine's fit (OUTSIDE: vLLM's
+    own with enough of them, else every engine's pooled), and words that say the estimate is
+    extrapolated; an H100 (Hopper, in vLLM's fit) keeps the group's range."""
+    inside = load.speed_range("vllm", "NVIDIA", "dense", 64, "aggregate", architecture="Hopper")
+    out = load.speed_range("vllm", "NVIDIA", "dense", 64, "aggregate", architecture="Blackwell")
+    beyond = speed_ranges.OUTSIDE[("vllm", "aggregate")]
+    if beyond[0] < load.MIN_RANGE_FIGURES:
+        beyond = speed_ranges.OUTSIDE[("*", "aggregate")]
+    assert inside.outside_fit is None and inside.low is not None and inside.high is not None
+    assert (out.low, out.high) == (min(inside.low, beyond[2]), max(inside.high, beyond[3]))
+    assert (out.outside_fit, out.fitted_on, out.outside_figures) == (
+        "Blackwell",
+        ("Ampere", "Hopper"),
+        beyond[0],
+    )
+    assert "Blackwell GPUs are outside vLLM's speed fit (calibrated on Ampere, Hopper)" in (
+        out.outside_words() or ""
+    )
+    # an engine with no range there stays "not calibrated": nothing is widened from nothing
+    none = load.speed_range("trtllm", "NVIDIA", "dense", 1, "decode", architecture="Blackwell")
+    assert none.low is None and none.high is None
+
+
+def test_the_outside_table_is_the_figures_on_architectures_outside_their_fit() -> None:
+    """OUTSIDE recomputed by hand for every group pooled, one metric: the LOSO figures whose GPU
+    architecture is not in their group's FITTED_ARCHITECTURES."""
+    fitted = speed_ranges.FITTED_ARCHITECTURES
+    rows = [
+        d
+        for d in _document()["rows"]
+        if d["metric"] == "decode" and d["gpu_architecture"] not in fitted[d["engine"]]
+    ]
+    figures, error, _, _ = speed_ranges.OUTSIDE[("*", "decode")]
+    assert figures == len(rows) >= load.MIN_RANGE_FIGURES
+    assert error == pytest.approx(
+        statistics.fmean(abs(d["predicted"] / d["measured"] - 1) for d in rows), abs=1e-3
+    )
