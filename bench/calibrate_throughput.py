@@ -661,6 +661,7 @@ VLLM_RELEASE_NAMED = {
     # PyPI upload dates: 0.22.0 2026-05-29, 0.22.1 2026-06-05; 0.9.1 2025-06-10, 0.9.2 2025-07-07
     "vLLM main of 2026-06-03": "0.22.0",
     "vLLM main of 2025-07-10": "0.9.2",
+    "vllm/vllm-openai:minimax-m3 image": "0.23.0",  # built from the m3_release branch, June 2026
 }
 
 
