@@ -297,7 +297,7 @@ class SpeedRange:
         if self.low is None or self.high is None:
             return f"{group}: not calibrated, no range shown ({self.figures} out-of-sample figures, too few)"
         span = f"{self.low:g}-{self.high:g}x the estimate"
-        widened = "; widened for these GPUs, below" if self.outside_fit else ""
+        widened = "; widened for these GPUs, below" if self.outside_fit and self.outside_figures else ""
         if self.basis == "engine":
             pooled = f"{who}'s over its {self.engine_figures} figures of the metric"
             if not self.figures:
@@ -317,9 +317,13 @@ class SpeedRange:
         if self.outside_fit is None:
             return None
         fitted = ", ".join(self.fitted_on) or "no GPU of its own"
+        head = f"{self.outside_fit} GPUs are outside {self.who()}'s speed fit (calibrated on {fitted}): their"
+        if not self.outside_figures:  # too few such figures to widen by: said, not widened
+            return (
+                f"{head} estimates are extrapolated (too few out-of-sample figures there to widen the ranges)"
+            )
         return (
-            f"{self.outside_fit} GPUs are outside {self.who()}'s speed fit (calibrated on {fitted}): their "
-            f"estimates are extrapolated, and their ranges widened to hold the {self.outside_figures} "
+            f"{head} estimates are extrapolated, and their ranges widened to hold the {self.outside_figures} "
             "out-of-sample figures of engines on architectures outside their fit"
         )
 
@@ -407,8 +411,8 @@ def speed_range(
             basis,
             pooled_n,
             speed_ranges.GENERATED,
-            architecture if beyond is not None else None,
-            fitted if beyond is not None else (),
+            architecture if outside else None,
+            fitted if outside else (),
             beyond[0] if beyond is not None else 0,
         )
 

@@ -264,3 +264,17 @@ def test_the_outside_table_is_the_figures_on_architectures_outside_their_fit() -
     assert error == pytest.approx(
         statistics.fmean(abs(d["predicted"] / d["measured"] - 1) for d in rows), abs=1e-3
     )
+
+
+def test_outside_the_fit_with_too_few_figures_to_widen_it_is_said_not_widened(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Synthetic (no metric has fewer than 5 such figures today): an architecture outside the fit
+    with too few out-of-sample figures there keeps its group's range and the note says so."""
+    monkeypatch.setattr(speed_ranges, "OUTSIDE", {("*", "decode"): (2, 0.5, 0.1, 9.0)})
+    inside = load.speed_range("vllm", "NVIDIA", "dense", 1, "decode", architecture="Hopper")
+    out = load.speed_range("vllm", "NVIDIA", "dense", 1, "decode", architecture="Blackwell")
+    assert (out.low, out.high) == (inside.low, inside.high)
+    assert (out.outside_fit, out.outside_figures) == ("Blackwell", 0)
+    assert "too few out-of-sample figures there to widen the ranges" in (out.outside_words() or "")
+    assert "widened for these GPUs" not in out.words()
