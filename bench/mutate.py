@@ -123,7 +123,12 @@ MUTANTS = [
         "return 0, mb.num_heads // tp * mb.head_dim * mb.state_size",
         "Mamba conv state dropped",
     ),
-    Mutant(KV, "return MLA_BLOCK_SIZE if spec.mla else BLOCK_SIZE", "return BLOCK_SIZE", "MLA block size 16"),
+    Mutant(
+        KV,
+        "return max(MLA_BLOCK_SIZE, default_block) if spec.mla else default_block",
+        "return default_block",
+        "MLA block size 16",
+    ),
     Mutant(
         KV,
         "return KvLayout(page, block, count, (KvGroup(kind, window),))",

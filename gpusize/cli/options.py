@@ -299,7 +299,10 @@ def _help(name: str, setting: Setting, engines: tuple[EngineName, ...]) -> str:
     if name == "name":
         return ", ".join(e + _ENGINE_DEFAULTS.get(e, "") for e in engines) + "."
     if name == "version":
-        return f"Engine release to model: vLLM {VLLM.span}, SGLang {SGLANG.span} (default the newest)."
+        return (
+            f"Engine release to model: vLLM {VLLM.span} (default {VLLM.default_version}), SGLang "
+            f"{SGLANG.span} (default the newest)."
+        )
     return f"{' and '.join(ENGINE_LABELS[e] for e in setting.engines)}: {setting.help}"
 
 

@@ -170,14 +170,19 @@ LAYOUTS_KEPT = 1024
 
 @functools.lru_cache(maxsize=LAYOUTS_KEPT)
 def kv_layout(
-    spec: ModelSpec, kv_bytes: float, tp: int, group_ratio: float = GROUP_SIZE_RATIO
+    spec: ModelSpec,
+    kv_bytes: float,
+    tp: int,
+    group_ratio: float = GROUP_SIZE_RATIO,
+    default_block: int = BLOCK_SIZE,
 ) -> KvLayout | None:
     """The engine's KV grouping for this model on one GPU; None when no layer keeps a KV cache.
-    A pure function of its arguments, so a kept answer (LAYOUTS_KEPT) is the answer."""
+    `default_block`: the release's default block size (vLLM's CacheConfig.DEFAULT_BLOCK_SIZE). A pure
+    function of its arguments, so a kept answer (LAYOUTS_KEPT) is the answer."""
     layers = spec.attention_layers
     if not layers:
         return None
-    block = block_size(spec)
+    block = block_size(spec, default_block)
     mixed = _mixed_page_layout(spec, kv_bytes, tp, block, group_ratio)
     if mixed is not None:
         return mixed
@@ -220,11 +225,12 @@ def groups_of(count: int, size: int) -> int:
     return -(-count // size)
 
 
-def block_size(spec: ModelSpec) -> int:
-    """Tokens per KV block vLLM uses for this model: 256 for DeepSeek-V4, 64 for MLA, else 16."""
+def block_size(spec: ModelSpec, default_block: int = BLOCK_SIZE) -> int:
+    """Tokens per KV block vLLM uses for this model: 256 for DeepSeek-V4, 64 for MLA (at least), else
+    the release's default (`default_block`: BLOCK_SIZE, 16, up to vLLM 0.33.0; 64 from 0.34.0)."""
     if spec.compressed is not None:
         return COMPRESSED_BLOCK_SIZE
-    return MLA_BLOCK_SIZE if spec.mla else BLOCK_SIZE
+    return max(MLA_BLOCK_SIZE, default_block) if spec.mla else default_block
 
 
 def _mixed_page_layout(

@@ -83,6 +83,10 @@ class Releases:
     #: True when `known` lists every release (vLLM); False when it lists only the releases where the
     #: modelled behaviour changes (SGLang), so any version in the range is a release.
     exhaustive: bool = True
+    #: The release modelled when none is named; None: the newest listed. A release newer than it is
+    #: modelled from its source and named with --engine-version until a published start-up log of it
+    #: checks the model.
+    default: str | None = None
 
     @functools.cached_property
     def versions(self) -> tuple[Version, ...]:
@@ -92,6 +96,12 @@ class Releases:
     @property
     def newest(self) -> Version:
         return self.versions[-1]
+
+    @property
+    def default_version(self) -> Version:
+        """The release modelled when none is named (`default`, else the newest)."""
+        found = parse_version(self.default) if self.default else None
+        return found if found is not None else self.newest
 
     @property
     def bounds(self) -> tuple[str, str]:
@@ -128,14 +138,15 @@ class Releases:
 
     def _resolve(self, text: str | None) -> Release:
         if text is None:
-            return Release(self.newest, f"{self.engine} {self.newest}", engine=self.engine)
+            default = self.default_version
+            return Release(default, f"{self.engine} {default}", engine=self.engine)
         wanted = parse_version(text)
         low, high = self.versions[0], self.versions[-1]
         if wanted is None or wanted < low or wanted.parts[:2] > high.parts[:2]:
             shown = text.strip()[:30]
             raise InputError(
                 f"--engine-version {shown!r} is not a {self.engine} release gpusize models: "
-                f"supported {' to '.join(self.bounds)} (default {high})"
+                f"supported {' to '.join(self.bounds)} (default {self.default_version})"
             )
         if not self.exhaustive or any(v == wanted for v in self.versions):
             return Release(wanted, f"{self.engine} {wanted}", engine=self.engine)
@@ -154,7 +165,9 @@ RESOLVED_KEPT = 256
 
 
 #: Every vLLM release on PyPI from the first to the newest listed (the wheels read for the behaviour
-#: table).
+#: table). 0.34.0 (2026-11-16: its extensible KV cache sizes the pool from the memory free after
+#: warmup, `core/engines/vllm/extensible.py`) is modelled from its source and named with
+#: --engine-version 0.34.0; the default stays 0.33.0, the newest checked on published start-up logs.
 VLLM = Releases(
     "vLLM",
     (
@@ -164,8 +177,9 @@ VLLM = Releases(
         "0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0", "0.18.1",
         "0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1", "0.23.0",
         "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0",
-        "0.31.0", "0.32.0", "0.33.0",
+        "0.31.0", "0.32.0", "0.33.0", "0.34.0",
     ),
+    default="0.33.0",
 )  # fmt: skip
 
 #: SGLang releases on PyPI whose memory settings changed (the era boundaries), from the first to the

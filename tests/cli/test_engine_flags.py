@@ -81,8 +81,8 @@ def test_a_version_between_releases_uses_the_older_one_and_says_so() -> None:
 @pytest.mark.parametrize(
     "args, fragment",
     [
-        (["--engine-version", "0.6.6"], "supported 0.7.0 to 0.33.x"),
-        (["--engine-version", "1.4"], "supported 0.7.0 to 0.33.x"),
+        (["--engine-version", "0.6.6"], "supported 0.7.0 to 0.34.x (default 0.33.0)"),
+        (["--engine-version", "1.4"], "supported 0.7.0 to 0.34.x (default 0.33.0)"),
         (["--engine-version", "latest"], "is not a vLLM release"),
         (["--engine", "sglang", "--engine-version", "0.3.9"], "supported 0.4.0 to 0.5.x"),
         (["--engine", "llamacpp", "--engine-version", "0.19.0"], "does not apply to --engine llamacpp"),

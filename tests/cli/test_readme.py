@@ -33,15 +33,19 @@ def test_readme_opens_with_the_two_commands() -> None:
 def test_readme_release_ranges_are_the_release_tables() -> None:
     """The README's prose names the releases core/releases.py models, in the words --help uses."""
     text = " ".join(README.read_text().split())
-    first, newest = VLLM.versions[0], VLLM.newest
+    first, newest, default = VLLM.versions[0], VLLM.newest, VLLM.default_version
     assert f"--engine-version X.Y[.Z]` (vLLM {VLLM.span}, SGLang {SGLANG.span};" in text
-    assert f"(vLLM {first.parts[0]}.{first.parts[1]}-{newest.parts[0]}.{newest.parts[1]} by default" in text
-    assert f"newest it has read (vLLM {newest}, SGLang {SGLANG.newest})" in text
+    assert (
+        f"(vLLM {first.parts[0]}.{first.parts[1]}-{newest.parts[0]}.{newest.parts[1]} by default {default}"
+        in text
+    )
+    assert f"checked on published start-up logs (vLLM {default}, SGLang {SGLANG.newest})" in text
     assert (
         f"every vLLM wheel from {first} to {newest} and every SGLang wheel from {SGLANG.versions[0]} "
         f"to {SGLANG.newest} was read" in text
     )
-    assert f"-{newest} | cards of 160 GiB" in text  # the last row of the behaviour table
+    assert f"-{default} | cards of 160 GiB" in text  # the default's row of the behaviour table
+    assert f"| {newest} | the extensible KV cache" in text  # the last row: modelled from the source
 
 
 def test_readme_shows_a_quote_with_a_speed_floor_and_its_csv() -> None:

@@ -149,7 +149,18 @@ def effective_settings(
         out["enable_expert_parallel"] = "on"
     if work.engine.flashinfer_sampler:
         out["sampler"] = "FlashInfer"
+    if beh.extensible_kv:
+        out["kv_cache"] = EXTENSIBLE_NOTE
     return out
+
+
+#: How 0.34.0's extensible KV cache is sized (`extensible.py`), in the settings an answer states: the
+#: release is modelled from its source, no published start-up log of it checks the figure yet.
+EXTENSIBLE_NOTE = (
+    "extensible (sized after warmup from the memory the device leaves, less max(1 GiB, 0.75 x the "
+    "activation peak) and the peak itself; modelled from vLLM 0.34.0's source, not yet checked on a "
+    "start-up log)"
+)
 
 
 #: How vLLM keeps a hybrid's recurrent state (core/engines/vllm/hybrid.py), in the model notes.
@@ -180,11 +191,12 @@ KIMI_K3_NOTE = (
 
 
 def _block_size(spec: ModelSpec, tp: int, work: Workload, beh: Behaviour) -> int:
-    """The attention block size vLLM runs with: 16 (64 for MLA), raised for a hybrid (hybrid.py)."""
-    layout = kvcache.kv_layout(spec, work.kv_bytes, tp, beh.hybrid_group_ratio)
+    """The attention block size vLLM runs with: the release's default (16; 64 from 0.34.0), 64 for MLA, raised
+    for a hybrid (hybrid.py)."""
+    layout = kvcache.kv_layout(spec, work.kv_bytes, tp, beh.hybrid_group_ratio, beh.default_block_size)
     layout = with_state_pages(spec, layout, work, tp, beh.hybrid_group_ratio)
     if layout is None:
-        return kvcache.block_size(spec)
+        return kvcache.block_size(spec, beh.default_block_size)
     return layout.block_size
 
 
@@ -250,7 +262,7 @@ def model_notes(spec: ModelSpec, work: Workload) -> tuple[str, ...]:
 
 ENGINE = EngineModel(
     name="vllm",
-    version=f"vLLM {VLLM.newest}",
+    version=f"vLLM {VLLM.default_version}",
     note="vLLM: gpu_memory_utilization x CUDA-visible total holds weights + activation peak + non-torch "
     "memory (+ the CUDA-graph estimate from 0.20) + paged KV (16-token blocks, hybrid groups); the CUDA "
     "context outside it",

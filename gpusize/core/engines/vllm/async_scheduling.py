@@ -22,13 +22,13 @@ ASYNC_SPECULATION = frozenset({"eagle", "eagle3", "mtp"})
 
 def overlaps_host_work(work: Workload, gpu: GpuSpec) -> bool:
     """Whether the release runs async scheduling by default for these settings on this GPU. The
-    release is the one the plan names (`work.engine.version`, the newest modelled when none is
+    release is the one the plan names (`work.engine.version`, the default when none is
     named). ROCm builds keep the host work serial: the one ROCm record from 0.14 on (InferenceX PR
     1061, the vLLM 0.17 ROCm image, gpt-oss-120b on one MI300X at 64-256 in flight) is estimated
     1.8-2.1x too fast with it overlapped, 1.2-1.4x without (bench/VALIDATION.md)."""
     if gpu.vendor == "AMD":
         return False
-    version = parse_version(work.engine.version) if work.engine.version else VLLM.newest
+    version = parse_version(work.engine.version) if work.engine.version else VLLM.default_version
     since = parse_version(ASYNC_SCHEDULING_SINCE)
     if version is None or since is None or version < since:
         return False

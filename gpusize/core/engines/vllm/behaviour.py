@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 
+from gpusize.core.engines.vllm.extensible import extensible
 from gpusize.core.plan import yarn_caveat, yarn_flag
 from gpusize.core.releases import VLLM, Version, parse_version
 from gpusize.core.spec import ModelSpec
@@ -46,7 +47,7 @@ class Behaviour:
     """How one vLLM release sizes memory (each field: the releases where it holds, from the source)."""
 
     version: Version
-    #: CacheConfig default: 0.9 up to 0.19.1, 0.92 from 0.20.0.
+    #: CacheConfig default: 0.9 up to 0.19.1, 0.92 from 0.20.0, 1.0 with the extensible KV cache.
     default_utilization: float
     #: PyTorch-sort top-k/top-p in the profile run (before 0.17.0).
     sort_sampler: bool
@@ -97,6 +98,11 @@ class Behaviour:
     #: "memory" >= 70 GiB (0.8.5); "memory-not-a100" >= 70 GiB and not an A100 (0.9.0 on).
     batch_tier: str = "memory-not-a100"
     seqs_1024_everywhere: bool = False
+    #: The extensible KV cache (0.34.0 on, V1; `extensible.py`): the pool is what the device leaves
+    #: after warmup less a margin and the activation peak, at a default utilization of 1.0.
+    extensible_kv: bool = False
+    #: CacheConfig.DEFAULT_BLOCK_SIZE: 16 tokens up to 0.33.0, 64 from 0.34.0 (vllm/config/cache.py).
+    default_block_size: int = 16
 
 
 def _at_least(version: Version, text: str) -> bool:
@@ -121,9 +127,11 @@ def _behaviour(v: Version, dense: bool, v1: bool = True) -> Behaviour:
     """The release's behaviour for a dense non-hybrid model (`dense`) or any other; cached, as every
     evaluation asks for it."""
     v2_runner_without_estimate = dense and _at_least(v, "0.25.0") and not _at_least(v, "0.29.0")
+    sized_after_warmup = v1 and extensible(v)
     return Behaviour(
         version=v,
-        default_utilization=0.92 if _at_least(v, "0.20.0") else 0.9,
+        # CacheConfig.resolved_gpu_memory_utilization: 1.0 with the extensible KV cache (0.34.0 on)
+        default_utilization=1.0 if sized_after_warmup else 0.92 if _at_least(v, "0.20.0") else 0.9,
         sort_sampler=not _at_least(v, "0.17.0"),
         nccl_init_in_budget=not _at_least(v, "0.11.0"),
         nvls_in_profile=_at_least(v, "0.17.0"),
@@ -145,6 +153,8 @@ def _behaviour(v: Version, dense: bool, v1: bool = True) -> Behaviour:
         if _at_least(v, "0.8.5")
         else "h100",
         seqs_1024_everywhere=not _at_least(v, "0.8.4"),
+        extensible_kv=sized_after_warmup,
+        default_block_size=64 if _at_least(v, "0.34.0") else 16,
     )
 
 

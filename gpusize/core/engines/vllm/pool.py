@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpusize.core import kvcache, runtime
 from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour_of, utilization
+from gpusize.core.engines.vllm.extensible import budget_bytes
 from gpusize.core.engines.vllm.hybrid import holds_state, with_state_pages
 from gpusize.core.engines.vllm.lora import lora_host_bytes
 from gpusize.core.engines.vllm.multimodal import skipped_tower_bytes
@@ -57,13 +58,17 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     others = _others_bytes(gpu, work.reserved_bytes) if beh.context_in_budget else 0
     overhead = non_torch_bytes(gpu, tp, beh) + (graphs if beh.graphs_in_budget else 0) + context + others
     visible = gpu.visible_bytes
-    usable = int(utilization(work) * visible)
+    if beh.extensible_kv:  # sized after warmup: the device's free memory less a margin and the peak
+        before = runtime.cuda_context_bytes(tp, gpu.interconnect) + _others_bytes(gpu, work.reserved_bytes)
+        usable = budget_bytes(visible, utilization(work), before, acts, gpu.vendor)
+    else:
+        usable = int(utilization(work) * visible)
     outside = (
         runtime.cuda_context_bytes(tp, gpu.interconnect)
         - context
         + (0 if beh.graphs_in_budget or not graphs else CUDA_GRAPH_POOL)
     )
-    layout = kvcache.kv_layout(spec, work.kv_bytes, tp, beh.hybrid_group_ratio)
+    layout = kvcache.kv_layout(spec, work.kv_bytes, tp, beh.hybrid_group_ratio, beh.default_block_size)
     if layout is not None and not beh.hybrid_kv:  # V0 and V1 before 0.9.1: one group, whole context
         layout = _unified(layout, spec)
     else:
@@ -93,7 +98,12 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     )
     reason = (
         _misfit(per_gpu, available, work, max_ctx)
-        or (None if beh.context_in_budget else _not_free(gpu, usable, work.reserved_bytes, tp, beh))
+        # the extensible cache's budget is a cap, not a requirement of free memory at start-up
+        or (
+            None
+            if beh.context_in_budget or beh.extensible_kv
+            else _not_free(gpu, usable, work.reserved_bytes, tp, beh)
+        )
         or _no_context_room(per_gpu)
     )
     thin = reason is None and thin_margin(concurrency, work.batch, THIN_MARGIN)
