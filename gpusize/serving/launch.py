@@ -156,7 +156,7 @@ def vllm_command(
     revision: str | None,
     tp: int,
     work: Workload,
-    utilization: float,
+    utilization: float | None,
     spec: ModelSpec,
     gpu: GpuSpec | None = None,
 ) -> LaunchCommand:
@@ -168,14 +168,9 @@ def vllm_command(
     words = [*env, *launch_env(work.engine, work.release.version), "vllm", "serve", model]
     if revision:
         words += ["--revision", revision]
-    words += [
-        "--tensor-parallel-size",
-        str(tp),
-        "--max-model-len",
-        str(work.context_tokens),
-        "--gpu-memory-utilization",
-        str(utilization),
-    ]
+    words += ["--tensor-parallel-size", str(tp), "--max-model-len", str(work.context_tokens)]
+    if utilization is not None:  # None: the engine's own default (EngineModel.budget), not passed
+        words += ["--gpu-memory-utilization", str(utilization)]
     words += flags
     if work.kv_cache_dtype == "fp8":
         words += ["--kv-cache-dtype", "fp8"]

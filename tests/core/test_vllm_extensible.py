@@ -132,3 +132,24 @@ def test_0_34_0_is_named_and_0_33_0_stays_the_default() -> None:
     assert str(later.version) == "0.34.0" and later.note and "modelled as 0.34.0" in later.note
     with pytest.raises(InputError, match=r"supported 0.7.0 to 0.34.x \(default 0.33.0\)"):
         VLLM.resolve("0.35.0")
+
+
+def test_the_launch_command_leaves_the_default_utilization_to_vllm() -> None:
+    """At 0.34.0's default the command names no --gpu-memory-utilization (the engine's budget member is
+    None): vLLM resolves 1.0 with the extensible cache and 0.92 where it falls back to estimate-based
+    sizing (a driver without virtual memory management), where a 1.0 on the command line would hold
+    the whole device. A utilization the user gave is passed on, as before 0.34.0 the default is."""
+    from gpusize.core.engines import engine
+    from gpusize.serving.launch import vllm_command
+
+    gpu, model = find_gpu("H100"), engine("vllm")
+    assert model.budget is not None
+
+    def command(version: str, utilization: float | None = None) -> str:
+        spec, work = _work(version, utilization)
+        budget = model.budget(spec, gpu, 1, work)  # type: ignore[misc]
+        return vllm_command("Qwen/Qwen3-32B", None, 1, work, budget, spec).command or ""
+
+    assert "--gpu-memory-utilization" not in command("0.34.0")
+    assert "--gpu-memory-utilization 0.8" in command("0.34.0", 0.8)
+    assert "--gpu-memory-utilization 0.92" in command("0.33.0")

@@ -40,8 +40,9 @@ ContextRefusal = Callable[[ModelSpec, Workload], str | None]
 DeviceRefusal = Callable[[GpuSpec, Workload], str | None]
 
 #: The fraction of each GPU the engine budgets for a plan of `tp` GPUs (vLLM's gpu_memory_utilization,
-#: SGLang's mem_fraction_static): what its launch command passes.
-Budget = Callable[[ModelSpec, GpuSpec, int, Workload], float]
+#: SGLang's mem_fraction_static): what its launch command passes; None where the command leaves the
+#: engine's own default (vLLM 0.34's extensible KV cache: `core/engines/vllm/extensible.py`).
+Budget = Callable[[ModelSpec, GpuSpec, int, Workload], float | None]
 
 #: The most sequences the engine's scheduler runs at once on `gpu` (its own cap, before the KV pool's).
 SequenceCap = Callable[[GpuSpec, Workload], int]

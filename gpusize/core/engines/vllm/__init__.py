@@ -154,6 +154,16 @@ def effective_settings(
     return out
 
 
+def launch_utilization(work: Workload) -> float | None:
+    """The --gpu-memory-utilization the launch command passes: the one sized with, except 0.34.0's
+    default with the extensible KV cache, left to vLLM (None): where the driver lacks virtual memory
+    management it falls back to estimate-based sizing at 0.92 (vllm/config/cache.py
+    resolved_gpu_memory_utilization), where a 1.0 on the command line would hold the whole device."""
+    if work.engine.gpu_memory_utilization is None and behaviour_of(work).extensible_kv:
+        return None
+    return utilization(work)
+
+
 #: How 0.34.0's extensible KV cache is sized (`extensible.py`), in the settings an answer states: the
 #: release is modelled from its source, no published start-up log of it checks the figure yet.
 EXTENSIBLE_NOTE = (
@@ -276,7 +286,7 @@ ENGINE = EngineModel(
     ),
     model_kv_default=kv_default,
     levers=LEVERS,
-    budget=lambda spec, gpu, tp, work: utilization(work),
+    budget=lambda spec, gpu, tp, work: launch_utilization(work),
     max_sequences=lambda gpu, work: scheduler_limits(gpu, work).max_num_seqs,
     prefill_budget=lambda gpu, work: scheduler_limits(gpu, work).max_num_batched_tokens,
     pages_kv=True,
