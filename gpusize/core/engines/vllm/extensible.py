@@ -19,6 +19,12 @@ The start-up snapshot comes after the CUDA context, NCCL and cuBLAS, so at the d
 of 1.0 the first term is the larger and the pool is what the device leaves, less the margin and the
 peak: the CUDA context and CUDA graphs are measured, not estimated, and no share of the memory is
 held back. What it keeps free in full beside the pool is the activation peak and the margin.
+
+Not modelled: torch's reservation growth during warmup (`torch_reserve_growth_bytes`, taken as no
+more than the peak), the warmup's own peak above the profiled one, and the frontend's multimodal IPC
+reservation (`reserve_mm_ipc_gpu_memory`: `mm_ipc_gpu_memory_gb` for GPU-decoded video frames, off by
+default). Where the driver lacks virtual memory management vLLM falls back to 0.33.0's
+estimate-based sizing at 0.92; gpusize assumes the default path.
 """
 
 from __future__ import annotations
