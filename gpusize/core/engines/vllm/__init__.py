@@ -168,8 +168,8 @@ def launch_utilization(work: Workload) -> float | None:
 #: release is modelled from its source, no published start-up log of it checks the figure yet.
 EXTENSIBLE_NOTE = (
     "extensible (sized after warmup from the memory the device leaves, less max(1 GiB, 0.75 x the "
-    "activation peak) and the peak itself; modelled from vLLM 0.34.0's source, not yet checked on a "
-    "start-up log)"
+    "transient peak) and the peak itself, the activations and the CUDA-graph estimate; modelled from "
+    "vLLM 0.34.0's source, not yet checked on a start-up log)"
 )
 
 

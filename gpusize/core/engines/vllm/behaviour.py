@@ -99,7 +99,8 @@ class Behaviour:
     batch_tier: str = "memory-not-a100"
     seqs_1024_everywhere: bool = False
     #: The extensible KV cache (0.34.0 on, V1; `extensible.py`): the pool is what the device leaves
-    #: after warmup less a margin and the activation peak, at a default utilization of 1.0.
+    #: after warmup less a margin and the transient peak (activations + graph estimate), at a default
+    #: utilization of 1.0.
     extensible_kv: bool = False
     #: CacheConfig.DEFAULT_BLOCK_SIZE: 16 tokens up to 0.33.0, 64 from 0.34.0 (vllm/config/cache.py).
     default_block_size: int = 16

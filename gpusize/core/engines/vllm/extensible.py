@@ -12,8 +12,10 @@ Read from the 0.34.0 wheel on PyPI (bench/release_sources.py):
   headroom = the free memory plus the KV prefix committed (what the device leaves with no KV cache),
   non_kv_used = what the engine allocated since its start-up snapshot besides the KV cache (weights,
   CUDA graphs, buffers), margin = max(KV_CACHE_MARGIN_FLOOR_BYTES, KV_CACHE_MARGIN_FRACTION x
-  transient_peak), transient_peak = the profiled activation peak (`reserved_headroom_bytes`, the
-  warmup's own peak where larger).
+  transient_peak), transient_peak = `reserved_headroom_bytes`: `peak_activation_memory` (gpu_worker.py
+  determine_available_memory: the profiled activation peak + the CUDA-graph memory estimate, on by
+  default, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS), the warmup's own peak where larger. So the
+  graphs are taken twice: as captured (in non_kv_used) and as estimated (in the peak).
 
 The start-up snapshot comes after the CUDA context, NCCL and cuBLAS, so at the default utilization
 of 1.0 the first term is the larger and the pool is what the device leaves, less the margin and the
@@ -65,11 +67,21 @@ def margin_bytes(peak_bytes: int, vendor: str) -> int:
     return max(floor, int(peak_bytes * MARGIN_FRACTION))
 
 
-def budget_bytes(visible: int, utilization: float, before_snapshot: int, peak_bytes: int, vendor: str) -> int:
+def budget_bytes(
+    visible: int,
+    utilization: float,
+    before_snapshot: int,
+    activation_bytes: int,
+    graph_bytes: int,
+    vendor: str,
+) -> int:
     """What the engine may fill (weights, graphs, buffers, the activation peak and the KV cache), as
     `measure_kv_cache_bytes` bounds it: the requested ceil(visible x utilization), or the device less
     what it held before the engine's start-up snapshot (`before_snapshot`: the CUDA context, NCCL,
-    other processes) and the margin, whichever is smaller. The pool is this less what the engine
-    holds besides it (`pool.evaluate` subtracts them as for any budget)."""
+    other processes) and the margin, whichever is smaller; less the CUDA graphs' estimate a second
+    time (`graph_bytes`: the transient peak holds it beside the activations). The pool is this less
+    what the engine holds besides it (`pool.evaluate` subtracts them, the graphs once, as for any
+    budget)."""
     requested = math.ceil(visible * utilization)
-    return min(requested, visible - before_snapshot - margin_bytes(peak_bytes, vendor))
+    margin = margin_bytes(activation_bytes + graph_bytes, vendor)
+    return min(requested, visible - before_snapshot - margin) - graph_bytes

@@ -60,7 +60,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     visible = gpu.visible_bytes
     if beh.extensible_kv:  # sized after warmup: the device's free memory less a margin and the peak
         before = runtime.cuda_context_bytes(tp, gpu.interconnect) + _others_bytes(gpu, work.reserved_bytes)
-        usable = budget_bytes(visible, utilization(work), before, acts, gpu.vendor)
+        usable = budget_bytes(visible, utilization(work), before, acts, graphs, gpu.vendor)
     else:
         usable = int(utilization(work) * visible)
     outside = (
