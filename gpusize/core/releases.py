@@ -139,7 +139,13 @@ class Releases:
     def _resolve(self, text: str | None) -> Release:
         if text is None:
             default = self.default_version
-            return Release(default, f"{self.engine} {default}", engine=self.engine)
+            newer = (
+                f"{self.engine} {self.newest}, newer than this default, is modelled from its source and not "
+                f"yet checked on a published start-up log: --engine-version {self.newest} if you run it"
+                if self.newest != default
+                else None
+            )
+            return Release(default, f"{self.engine} {default}", newer, engine=self.engine)
         wanted = parse_version(text)
         low, high = self.versions[0], self.versions[-1]
         if wanted is None or wanted < low or wanted.parts[:2] > high.parts[:2]:
