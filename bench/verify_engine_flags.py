@@ -10,7 +10,8 @@ For every row (one era of one flag) of the vLLM and SGLang tables:
   (CHOICE_FILES) in every release of the era, and a choice an era adds is not quoted there in the
   release just before the era. A choice found there may still be quoted for another
   reason; a choice missing is certain.
-Environment rows are checked by the variable's name in vllm/envs.py.
+Environment rows are checked by the variable's name in vllm/envs.py. A row marked `generated: true` is
+the `--no-` form argparse's BooleanOptionalAction builds from a switch: its switch is checked instead.
 
 The releases: vLLM, every release gpusize models (gpusize/core/releases.py VLLM, the full list); SGLang,
 every final release on PyPI between the first and the newest of core/releases.py SGLANG (its table lists
@@ -142,6 +143,10 @@ def check_row(engine: str, name: str, eras: list[dict[str, Any]], index: int, en
     era, files = eras[index], (ENV_FILES if env else FLAG_FILES)[engine]
     since, until, covers = era.get("since"), era.get("until"), releases(engine)
     out: list[str] = []
+    # an argparse-generated `--no-` form (BooleanOptionalAction, `generated: true`): no source quotes it,
+    # so its switch's own flag is checked in its place
+    if era.get("generated"):
+        name = "--" + name.removeprefix("--no-")
     inside = [v for v in covers if _in(since, v, until)]
     for version, text in zip(inside, _texts(engine, inside, files), strict=True):
         if not _declared(engine, text, name):

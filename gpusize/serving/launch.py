@@ -27,7 +27,7 @@ from gpusize.core.engines import engine
 from gpusize.core.engines.llamacpp import BACKENDS, cache_type, flash_attention
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.releases import Version, parse_version
-from gpusize.core.settings import launch_env, launch_flag, launch_words, taken_by
+from gpusize.core.settings import launch_env, launch_flag, launch_words, setting_of, taken_by
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.dataclass import dataclass
@@ -133,6 +133,10 @@ def _settings_words(work: Workload) -> list[str]:
         flag = launch_flag(name, work.engine.name, str(work.release.version))
         value = getattr(work.engine, name)
         if flag is None or not taken_by(name, work.release.version):
+            continue
+        if value is False:  # a switch turned off: its --no- form where the engine has one
+            off = setting_of(name).launch_off
+            words += [off] if off else []
             continue
         words += [flag] if value is True else [flag, *launch_words(name, value)]
     return words

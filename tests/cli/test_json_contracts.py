@@ -41,6 +41,7 @@ WORKLOAD = {
     "workload.engine.attn_implementation",
     "workload.engine.chunked_prefill_size",
     "workload.engine.enable_expert_parallel",
+    "workload.engine.enable_extensible_kv_cache",
     "workload.engine.enforce_eager",
     "workload.engine.expandable_segments",
     "workload.engine.flash_attn",

@@ -164,3 +164,26 @@ def test_the_launch_command_leaves_the_default_utilization_to_vllm() -> None:
     assert "--gpu-memory-utilization" not in command("0.34.0")
     assert "--gpu-memory-utilization 0.8" in command("0.34.0", 0.8)
     assert "--gpu-memory-utilization 0.92" in command("0.33.0")
+
+
+def test_the_switch_turns_the_extensible_cache_off() -> None:
+    """--no-enable-extensible-kv-cache (vLLM's BooleanOptionalAction form, 0.34.0 on): the
+    estimate-based sizing at CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION (0.92), in 64-token blocks,
+    with the free-memory check back; the launch command carries the switch and the utilization; an
+    older release refuses the flag."""
+    from gpusize.core.engines import engine
+    from gpusize.serving.launch import vllm_command
+
+    gpu, spec = find_gpu("H100"), catalog_spec("Qwen3-32B")
+    off = EngineSettings(version="0.34.0", enable_extensible_kv_cache=False)
+    work = prepare(spec, Request(context_tokens=32768, engine=off))
+    c = evaluate(spec, gpu, 1, work)
+    assert c.per_gpu is not None and c.per_gpu.usable_bytes == int(0.92 * gpu.visible_bytes)
+    assert c.kv_cache_capacity_tokens is not None and c.kv_cache_capacity_tokens % 64 == 0
+    budget = engine("vllm").budget(spec, gpu, 1, work)  # type: ignore[misc]
+    command = vllm_command("Qwen/Qwen3-32B", None, 1, work, budget, spec).command or ""
+    assert "--gpu-memory-utilization 0.92" in command and "--no-enable-extensible-kv-cache" in command
+    held = prepare(spec, Request(context_tokens=32768, engine=off, reserved_bytes=8192 << 20))
+    assert "is less than the utilization budget" in (evaluate(spec, gpu, 1, held).reason or "")
+    with pytest.raises(InputError, match="does not exist in vLLM 0.33.0"):
+        prepare(spec, Request(context_tokens=32768, engine=EngineSettings(enable_extensible_kv_cache=False)))

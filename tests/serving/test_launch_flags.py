@@ -150,6 +150,8 @@ def _workloads(engine: str) -> list[tuple[Workload, ModelSpec, GpuSpec, str | No
         DTYPES + ("bitsandbytes",), KV_DTYPES, GPUS, (False, True), enumerate(_specs())
     ):
         settings = everything[engine] if full else {}
+        if full and engine == "vllm":  # prepared at the newest release, whose flags include every one
+            settings = {**settings, "version": str(VLLM.newest)}
         weight = "int4" if dtype == "bitsandbytes" else dtype
         work = workload(spec, 8192, dtype=weight, kv_dtype=kv, engine_name=engine, **settings)
         if dtype == "bitsandbytes":

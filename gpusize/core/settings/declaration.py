@@ -50,6 +50,9 @@ class Setting(NamedTuple):
     #: (engine, first release) where the `launch` flag exists later than the engines' first modelled
     #: release: an older release's command leaves it out.
     launch_since: tuple[tuple[EngineName, str], ...] = ()
+    #: The flag a launch command prints for a switch the user turned off (argparse's
+    #: BooleanOptionalAction `--no-` form); None: an off switch is left out.
+    launch_off: str | None = None
     #: The value is several space-separated words, each its own argument (argparse nargs="*").
     many: bool = False
     #: The first release of its engine that takes the flag (None: every release modelled); an older

@@ -54,6 +54,18 @@ class VllmSettings:
         launch="--enable-expert-parallel",
         since="0.8.0",  # the first vLLM wheel whose arg_utils.py declares it
     )
+    #: vLLM 0.34.0's extensible KV cache (on by default on CUDA and ROCm: `core/engines/vllm/extensible.py`);
+    #: False: the estimate-based sizing of 0.33.0 at its 0.92 default utilization. None: the default.
+    enable_extensible_kv_cache: bool | None = setting(
+        default=None,
+        flag="--enable-extensible-kv-cache",
+        engines=("vllm",),
+        help="the KV cache sized after warmup from the memory free (default from 0.34.0); with "
+        "--no-enable-extensible-kv-cache, the estimate-based sizing at 0.92.",
+        launch="--enable-extensible-kv-cache",
+        launch_off="--no-enable-extensible-kv-cache",
+        since="0.34.0",  # vllm/config/cache.py CacheConfig.enable_extensible_kv_cache, absent in 0.33.0
+    )
     #: vLLM samples top-k/top-p with FlashInfer (VLLM_USE_FLASHINFER_SAMPLER=1; up to 0.11.0 whenever
     #: FlashInfer is installed, as in the vllm/vllm-openai image) instead of PyTorch.
     flashinfer_sampler: bool = setting(

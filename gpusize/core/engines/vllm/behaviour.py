@@ -15,7 +15,7 @@ from gpusize.core.plan import yarn_caveat, yarn_flag
 from gpusize.core.releases import VLLM, Version, parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
-from gpusize.dataclass import dataclass
+from gpusize.dataclass import dataclass, replace
 
 __all__ = [
     "LAST_V0",
@@ -119,8 +119,22 @@ def behaviour(version: Version, spec: ModelSpec | None = None, v1: bool | None =
 
 
 def behaviour_of(work: Workload, spec: ModelSpec | None = None) -> Behaviour:
-    """The behaviour of the release and engine (VLLM_USE_V1) the workload names."""
-    return behaviour(work.release.version, spec, work.engine.vllm_use_v1)
+    """The behaviour of the release and engine (VLLM_USE_V1) the workload names, with the extensible KV
+    cache turned off where the settings say so (--no-enable-extensible-kv-cache: the estimate-based
+    sizing, at its 0.92 default utilization)."""
+    found = behaviour(work.release.version, spec, work.engine.vllm_use_v1)
+    if found.extensible_kv and work.engine.enable_extensible_kv_cache is False:
+        return _without_extensible(found)
+    return found
+
+
+@functools.lru_cache(maxsize=16)
+def _without_extensible(beh: Behaviour) -> Behaviour:
+    return replace(beh, extensible_kv=False, default_utilization=ESTIMATE_BASED_UTILIZATION)
+
+
+#: CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION (0.34.0): the default without the extensible KV cache.
+ESTIMATE_BASED_UTILIZATION = 0.92
 
 
 @functools.lru_cache(maxsize=128)
@@ -160,7 +174,7 @@ def _behaviour(v: Version, dense: bool, v1: bool = True) -> Behaviour:
 
 
 def utilization(work: Workload) -> float:
-    return work.engine.gpu_memory_utilization or behaviour(work.release.version).default_utilization
+    return work.engine.gpu_memory_utilization or behaviour_of(work).default_utilization
 
 
 def engine_refusal(work: Workload) -> str | None:
