@@ -256,6 +256,7 @@ def scenario(rid: str) -> Scenario:
         n_gpu_layers=u.get("n_gpu_layers"),
         enforce_eager=bool(u.get("enforce_eager", False)),
         backend=u.get("backend"),
+        max_num_batched_tokens=u.get("max_num_batched_tokens"),
     )
     stored = _stored(spec, u["gguf"]) if "gguf" in u else None
     request = Request(

@@ -132,8 +132,10 @@ def test_the_measured_split_is_predicted_within_the_stated_range(record: dict[st
     assert _misses(record) == []
 
 
-def test_the_known_miss_is_the_one_stated() -> None:
-    # the TTFT outside the range (2.25x), the aggregate and the per-user decode speed inside: the 48
+def test_the_measured_ttft_is_the_queue_the_notes_name() -> None:
+    # the TTFT 2.25x the prediction, the aggregate and the per-user decode speed inside their ranges
+    # (the TTFT too since 2026-12-04, second session: the forty held-out fixed-length Hopper bursts
+    # widened vLLM dense's 32+ TTFT range to 0.53-2.36x; a known miss before, `range_history`): the 48
     # users overrun the predicted prefill pool and queue for it; since the layer-kernels fit (FP8
     # activation quantization priced) the decode estimate is close (0.91x, 0.63x before) and the closed
     # loop sends the pool fewer prompts than the run's queue shows (the TTFT was 1.19x before, with a
@@ -145,7 +147,7 @@ def test_the_known_miss_is_the_one_stated() -> None:
     assert 1.8 < got.aggregate_tokens_per_s / record["figures"]["aggregate_tokens_per_s"] < 2.0
     assert 0.85 < record["figures"]["decode_tokens_per_s"] / got.per_request_tokens_per_s < 0.95
     assert 17 < got.prefill.requests_per_s < 18.5
-    assert [m.split(":")[0] for m in _misses(record)] == ["ttft"]
+    assert _misses(record) == []
     # the notes' reason: the same source's aggregated baseline (1 x TP=4, 4 users) is within the
     # aggregate range, decodes as the fit does and starts each request about half a second late
     use, base = record["use"], record["baseline"]
@@ -267,7 +269,8 @@ def _measured_batch(record: dict[str, Any]) -> int:
 @pytest.mark.parametrize(
     ("record_id", "gpus", "tp", "step_ratio", "missed"),
     [
-        ("dynamo-vllm-llama70b-fp8-b200-4xtp1-1xtp4-c32", 8, 4, (1.7, 1.9), ["aggregate", "ttft"]),
+        # its TTFT (2.01x) inside vLLM dense's 32+ range since the forty Hopper bursts (0.53-2.36x)
+        ("dynamo-vllm-llama70b-fp8-b200-4xtp1-1xtp4-c32", 8, 4, (1.7, 1.9), ["aggregate"]),
         (
             "dynamo-vllm-llama70b-fp8-b200-3xtp1-1xtp1-c16",
             4,
@@ -325,8 +328,9 @@ def test_the_gptoss_misses_are_the_sources_ttft_and_the_ranges_set_by_other_miss
             replicas, tp = int(layout[0]), int(layout.split("TP=")[1].split()[0])
             agg = _aggregated(record, replicas * tp, tp)
             assert agg.ttft_s is not None and record["baseline"]["ttft_s"] / agg.ttft_s > 1.9
-    # each outside the TTFT range of its group
-    assert ttft_misses == 4
+    # outside the TTFT range of its group: the runs at 16 and 32 users; those at 4 and 8 since the forty
+    # held-out Hopper bursts (2026-12-04, second session) widened the MXFP4 MoE groups' TTFT ranges
+    assert ttft_misses == 2
     c4 = _record("rayserve-vllm-gptoss120b-h100-1xtp4-1xtp4-c4")
     c32 = _record("rayserve-vllm-gptoss120b-h100-1xtp4-1xtp4-c32")
     fit_growth = _predicted(c4).per_request_tokens_per_s / _predicted(c32).per_request_tokens_per_s
