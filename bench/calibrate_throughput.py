@@ -507,7 +507,19 @@ STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
     (("vllm",), ("aggregate",), ("vllm.sequence_s",)),
     # on AMD GPUs only (`ROCM_NAMES`): the kernel floors' factor under ROCm, over the NVIDIA fit
     (("vllm",), ("decode", "aggregate"), ("ROCM_KERNEL_FLOOR_FACTOR",)),
-    (("vllm",), ("ttft",), ("vllm.prefill_mfu", "vllm.request_s")),
+    # prefill on Hopper apart (`EngineSpeed.prefill_mfu_by_family`): its fixed-length bursts run 1.8x
+    # an A100's speed where the dense peaks are 3.2x apart (bench/VALIDATION.md, 2026-12-04)
+    # and the routed experts' grouped GEMMs at their own share of it (`EngineSpeed.expert_mfu_ratio`)
+    (
+        ("vllm",),
+        ("ttft",),
+        (
+            "vllm.prefill_mfu",
+            "vllm.prefill_mfu_by_family.Hopper",
+            "vllm.expert_mfu_ratio",
+            "vllm.request_s",
+        ),
+    ),
     # SGLang's per-step cost from its decode-bound figures alone, as vLLM's decode stage fits its own:
     # fitted on the aggregate of the ShareGPT bursts too, a fold without gpustack's Qwen3-8B page put
     # it at whatever slows those bursts (its c=4 figures then 5x too slow left out)
@@ -889,7 +901,13 @@ def fit_stage(
 
 
 #: What SGLang and Transformers keep of their own when they start from vLLM's fitted kernels.
-OWN = {"sglang": ("step_s", "request_s"), "transformers": ("layer_s", "sequence_s", "request_s")}
+#: SGLang keeps its prefill at vLLM's general MFU: the Hopper and routed-expert shares are vLLM
+#: 0.10-0.11's kernels (its bursts on H100/H200), where SGLang's own run FlashInfer / FA3 and its fused
+#: MoE, and dstack's SGLang gpt-oss-120b on H200 prefills 32k-token prompts 3x faster than they allow.
+OWN = {
+    "sglang": ("step_s", "request_s", "prefill_mfu_by_family", "expert_mfu_ratio"),
+    "transformers": ("layer_s", "sequence_s", "request_s"),
+}
 
 
 def inherit(engine: str) -> None:

@@ -119,7 +119,16 @@ class EngineSpeed:
     #: Fractions of the dense tensor peak reached by the matmuls of prefill (and of a compute-bound
     #: batched decode step: the same kernels) and by prefill attention (QK^T, PV).
     prefill_mfu: float = 0.5
+    #: The same fraction on a GPU architecture family (`throughput.architecture_family`: "Hopper")
+    #: where the engine's records show it apart; a family not listed takes `prefill_mfu`. A GPU of a
+    #: higher peak reaches less of it: vLLM 0.10-0.11's prefill-bound bursts on H100/H200 run 1.8x an
+    #: A100's speed where the dense BF16 peaks are 3.2x apart (bench/VALIDATION.md, 2026-12-04).
+    prefill_mfu_by_family: dict[str, float] = field(default_factory=dict)
     attention_mfu: float | None = None  # None: as prefill_mfu (FlashAttention-class kernels)
+    #: The fraction of the dense matmuls' MFU the routed experts' grouped GEMMs reach (prefill, and a
+    #: compute-bound decode step): each expert runs its share of the tokens (tokens x top-k / experts
+    #: rows), routed, permuted and combined around it (`throughput.matmul_seconds`). 1: as dense.
+    expert_mfu_ratio: float = 1.0
     #: Highest dense TFLOPS the engine's prefill kernels reach on any GPU (None: no ceiling).
     prefill_tflops_ceiling: float | None = None
     #: Seconds a request pays before its prefill (API server, tokenizer, scheduling): part of TTFT.
@@ -135,6 +144,10 @@ class EngineSpeed:
         eff = self.bandwidth_efficiency
         return eff.get(memory_class) or min(eff.values())
 
+    def prefill_mfu_on(self, family: str) -> float:
+        """The fraction of the dense peak prefill's matmuls reach on a GPU of this architecture family."""
+        return self.prefill_mfu_by_family.get(family, self.prefill_mfu)
+
     def calibrated_for(self, memory_class: str) -> bool:
         return memory_class in self.bandwidth_efficiency
 
@@ -147,18 +160,20 @@ class EngineSpeed:
 _VLLM = EngineSpeed(
     "vllm",
     {"hbm3": 0.923, "hbm2": 0.676},
-    step_s=0.000818,
+    step_s=0.000829,
     layer_s=1.8e-05,
     expert_s=0.0,
-    moe_layer_s=3.41e-06,
-    kernel_s=8.73e-06,
+    moe_layer_s=3.34e-06,
+    kernel_s=8.72e-06,
     # MXFP4 experts (gpt-oss) run triton_kernels' matmul_ogs, priced by its weight tiles over the SMs
     # (`throughput.kernel_rate`; on AMD times ROCM_KERNEL_FLOOR_FACTOR); fused_moe experts are read at
     # the bandwidth, and every MoE layer pays its extra kernels (`kernel_s`)
     moe_mweight_s={"matmul_ogs": 2.14e-05},
-    sequence_s=9.55e-05,
-    prefill_mfu=0.534,
-    request_s=0.0465,
+    sequence_s=8.02e-05,
+    prefill_mfu=0.517,
+    prefill_mfu_by_family={"Hopper": 0.339},
+    expert_mfu_ratio=0.531,
+    request_s=0.0438,
     fitted_on="vLLM 0.10-0.11 (gpustack performance lab, dennislee22 sweeps) and Oct 2023 "
     "(mlc-ai/llm-perf-bench) on A100 and H100/H200: 15 decode, 36 load and 29 first-token figures",
 )
@@ -207,8 +222,12 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
     "sglang": replace(
         _VLLM,
         engine="sglang",
-        step_s=0.00028,
-        request_s=0.0218,
+        step_s=0.000319,
+        request_s=0.0216,
+        # vLLM's Hopper and routed-expert prefill shares are its own releases' kernels: not inherited
+        # (bench/calibrate_throughput.py OWN)
+        prefill_mfu_by_family={},
+        expert_mfu_ratio=1.0,
         fitted_on="SGLang 0.5.3 (gpustack performance lab, H100): step and request costs over vLLM's "
         "kernel constants",
     ),
@@ -242,7 +261,7 @@ ENGINE_SPEED: dict[str, EngineSpeed] = {
     "transformers": replace(
         _VLLM,
         engine="transformers",
-        layer_s=7.9e-05,
+        layer_s=7.87e-05,
         sequence_s=0.0,
         request_s=0.0,
         fitted_on="one record: the llm-awq PyTorch runtime (LMDeploy docs, RTX 4090), per-layer cost over "
@@ -265,7 +284,7 @@ ALLREDUCE_NVLINK_S = 1e-05
 #: AMD single-stream figure 29-44% too fast. 2.13 while a MoE step paid a cost per routed expert; 1.15
 #: since the layers' kernels are priced, the FP8 Llama records' activation-quantization kernels
 #: carrying the rest (bench/VALIDATION.md).
-ROCM_KERNEL_FLOOR_FACTOR = 1.15
+ROCM_KERNEL_FLOOR_FACTOR = 1.21
 #: The GPUs of the AMD calibration records that fit ROCM_KERNEL_FLOOR_FACTOR (catalog names;
 #: tests/serving/test_throughput_conformance.py holds it to the records).
 ROCM_FITTED_ON = ("MI300X",)

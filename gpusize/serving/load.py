@@ -23,6 +23,7 @@ from gpusize.serving import calibrated, speed_ranges
 from gpusize.serving.throughput import (
     LlamaCppPlacement,
     Speed,
+    architecture_family,
     decode_step,
     kernel_rate,
     prefill_seconds,
@@ -46,6 +47,7 @@ __all__ = [
     "LoadPoint",
     "SpeedRange",
     "across_servers",
+    "architecture_family",
     "band",
     "burst",
     "packed_prompts",
@@ -362,12 +364,6 @@ def speed_arch(spec: ModelSpec, work: Workload, gpu: GpuSpec) -> str:
     if spec.moe is None:
         return "dense"
     return "MoE-MXFP4" if kernel_rate(spec, work, gpu, speed_on(work, gpu)) else "MoE"
-
-
-def architecture_family(gpu: GpuSpec) -> str:
-    """The architecture a GPU's speed is fitted and ranged by: the first word of the catalog's
-    `architecture` ("Hopper", "Blackwell", "CDNA3", "Apple")."""
-    return gpu.architecture.split()[0] if gpu.architecture else "unknown"
 
 
 def speed_range(

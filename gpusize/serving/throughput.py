@@ -47,6 +47,10 @@ from gpusize.serving.step_kernels import extra_kernels
 
 __all__ = [
     "PCIE_GBPS",
+    "architecture_family",
+    "matmul_seconds",
+    "prefill_mfu",
+    "routed_active_params",
     "MOE_KERNELS",
     "MOE_TILE_FP8",
     "MOE_TILE_LARGE_M",
@@ -443,6 +447,38 @@ def build_of(settings: EngineSettings, gpu: GpuSpec) -> str | None:
     return None if build is None else build(settings, gpu)
 
 
+def architecture_family(gpu: GpuSpec) -> str:
+    """The architecture a GPU's speed is fitted and ranged by: the first word of the catalog's
+    `architecture` ("Hopper", "Blackwell", "CDNA3", "Apple")."""
+    return gpu.architecture.split()[0] if gpu.architecture else "unknown"
+
+
+def prefill_mfu(speed: calibrated.EngineSpeed, gpu: GpuSpec) -> float:
+    """The fraction of the dense peak an engine's prefill matmuls reach on this GPU (its family's)."""
+    return speed.prefill_mfu_on(architecture_family(gpu))
+
+
+def routed_active_params(spec: ModelSpec) -> int:
+    """Weights of the routed experts one token runs through: top-k experts in every MoE layer (0 for a
+    dense model)."""
+    moe = spec.moe
+    if moe is None:
+        return 0
+    moe_layers = sum(n for layer, n in spec.layer_counts if layer.ffn == "moe")
+    return routed_expert_params(spec) * moe.num_experts_per_tok * moe_layers
+
+
+def matmul_seconds(
+    spec: ModelSpec, speed: calibrated.EngineSpeed, gpu: GpuSpec, tokens: float, peak_flops: float
+) -> float:
+    """Seconds the weight matmuls of `tokens` tokens take at `peak_flops` dense FLOP/s (the GPUs'
+    together): the active weights at the family's prefill MFU (`prefill_mfu`), the routed experts' at
+    `EngineSpeed.expert_mfu_ratio` of it (their grouped GEMMs)."""
+    routed = min(routed_active_params(spec), spec.params.active)
+    weights = spec.params.active - routed + routed / speed.expert_mfu_ratio
+    return 2 * weights * tokens / (peak_flops * prefill_mfu(speed, gpu))
+
+
 def speed_on(work: Workload, gpu: GpuSpec) -> calibrated.EngineSpeed:
     """The fitted constants the plan's engine runs with on `gpu`: those of its build where they are
     fitted (`calibrated.engine_speed`), else the engine's."""
@@ -477,7 +513,7 @@ def decode_step(
     tflops = _tflops(gpu, work)
     accepted, verified, draft_s = _speculative(spec, work, tp, bandwidth, speed)
     tokens = sequences * verified
-    t_cmp = 2 * spec.params.active * tokens / tp / (tflops * 1e12 * speed.prefill_mfu) if tflops else 0.0
+    t_cmp = matmul_seconds(spec, speed, gpu, tokens, tp * tflops * 1e12) if tflops else 0.0
     eager = work.engine.enforce_eager
     comm = 2 * len(spec.layers) * allreduce_s(gpu, tp, tokens * spec.hidden_size * 2, eager)
     fixed = _fixed_s(spec, work, speed, sequences, gpu, expert_run_s(spec, work, gpu, tp, speed, sequences))
@@ -565,8 +601,7 @@ def _llamacpp_step(
     t_mem = gpu_bytes / bandwidth + host_bytes / host_bw
     split = lay.gpus if lay.split_mode == "row" else 1
     tflops = gpu.bf16_tflops
-    active = 2 * spec.params.active * sequences / split
-    t_cmp = active / (tflops * 1e12 * speed.prefill_mfu) if tflops else 0.0
+    t_cmp = matmul_seconds(spec, speed, gpu, sequences, split * tflops * 1e12) if tflops else 0.0
     fixed = _fixed_s(spec, work, speed, sequences, gpu) + speed.sequence_s * sequences
     step = fixed + max(t_mem, t_cmp) + comm
     return Speed(step, 1 / step, sequences / step, "memory" if t_mem >= t_cmp else "compute", comm, fixed)
@@ -592,8 +627,9 @@ def prefill_seconds(
     if not tflops or new <= 0:
         return 0.0 if tflops else None
     speed = speed_on(work, gpu)
+    mfu = prefill_mfu(speed, gpu)
     if speed.prefill_tflops_ceiling:
-        tflops = min(tflops * speed.prefill_mfu, speed.prefill_tflops_ceiling) / speed.prefill_mfu
+        tflops = min(tflops * mfu, speed.prefill_tflops_ceiling) / mfu
     attn_width = spec.num_attention_heads * spec.head_dim
     attention = 0.0
     past = prompt - new
@@ -602,8 +638,8 @@ def prefill_seconds(
         keys = min(layer.window, keys) if layer.window else keys
         attention += 4 * new * keys * attn_width
     peak = tp * tflops * 1e12
-    dense = sequences * 2 * spec.params.active * new / (peak * speed.prefill_mfu)
-    attend = sequences * attention / (peak * (speed.attention_mfu or speed.prefill_mfu))
+    dense = matmul_seconds(spec, speed, gpu, sequences * new, peak)
+    attend = sequences * attention / (peak * (speed.attention_mfu or mfu))
     comm = (
         2
         * len(spec.layers)
@@ -672,6 +708,6 @@ def assumptions(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> str:
     return (
         f"estimates from a model fitted on published measurements ({speed.fitted_on}): "
         f"{eff:.0%} of spec memory bandwidth ({kind}{note}), {speed.layer_s * 1e6:.0f} us per layer per "
-        f"step{layer_costs}, prefill at {speed.prefill_mfu:.0%} of dense peak, {multi}; ranges are the "
+        f"step{layer_costs}, prefill at {prefill_mfu(speed, gpu):.0%} of dense peak, {multi}; ranges are the "
         "10th-90th percentiles of the leave-one-out calibration residuals"
     )

@@ -132,22 +132,20 @@ def test_the_measured_split_is_predicted_within_the_stated_range(record: dict[st
     assert _misses(record) == []
 
 
-def test_the_measured_ttft_is_the_queue_the_notes_name() -> None:
-    # the TTFT 2.25x the prediction, the aggregate and the per-user decode speed inside their ranges
-    # (the TTFT too since 2026-12-04, second session: the forty held-out fixed-length Hopper bursts
-    # widened vLLM dense's 32+ TTFT range to 0.53-2.36x; a known miss before, `range_history`): the 48
-    # users overrun the predicted prefill pool and queue for it; since the layer-kernels fit (FP8
-    # activation quantization priced) the decode estimate is close (0.91x, 0.63x before) and the closed
-    # loop sends the pool fewer prompts than the run's queue shows (the TTFT was 1.19x before, with a
-    # decode 1.6x too fast); the aggregate is the pool's rate, about 1.9x the measured
+def test_the_known_miss_is_the_one_stated() -> None:
+    # the TTFT outside the range (0.50x: 2.30 s predicted, 1.157 s measured), the aggregate and the
+    # per-user decode speed inside: since Hopper's prefill has its own fitted MFU (2026-12-04, second
+    # session) the 4 x TP=2 prefill pool is predicted to serve 11.8 requests/s, and the 48 users'
+    # closed loop saturates it and queues; the run moved 9.3 with a shorter queue (2.25x the other way
+    # before, when the pool was predicted at 17-18.5 requests/s)
     record = _record("triton-distributed-llama70b-fp8-h100-4xtp2-1xtp8")
     got = _predicted(record)
     assert not got.holds_load and got.prefill.utilization == 1.0
-    assert got.ttft_s is not None and 2.1 < record["figures"]["ttft_s"] / got.ttft_s < 2.4
-    assert 1.8 < got.aggregate_tokens_per_s / record["figures"]["aggregate_tokens_per_s"] < 2.0
-    assert 0.85 < record["figures"]["decode_tokens_per_s"] / got.per_request_tokens_per_s < 0.95
-    assert 17 < got.prefill.requests_per_s < 18.5
-    assert _misses(record) == []
+    assert got.ttft_s is not None and 0.45 < record["figures"]["ttft_s"] / got.ttft_s < 0.55
+    assert 1.2 < got.aggregate_tokens_per_s / record["figures"]["aggregate_tokens_per_s"] < 1.35
+    assert 0.7 < record["figures"]["decode_tokens_per_s"] / got.per_request_tokens_per_s < 0.8
+    assert 11 < got.prefill.requests_per_s < 12.5
+    assert [m.split(":")[0] for m in _misses(record)] == ["ttft"]
     # the notes' reason: the same source's aggregated baseline (1 x TP=4, 4 users) is within the
     # aggregate range, decodes as the fit does and starts each request about half a second late
     use, base = record["use"], record["baseline"]
@@ -158,8 +156,10 @@ def test_the_measured_ttft_is_the_queue_the_notes_name() -> None:
     assert tp4.aggregate_tokens_per_s is not None and tp4.ttft_s is not None
     low, high = _range("vllm", use, 4, "aggregate")
     assert low <= base["aggregate_tokens_per_s"] / tp4.aggregate_tokens_per_s <= high
-    # it decodes at 1.01x the fit (0.90x before the layer-kernels fit), within the printed range
-    assert 0.95 < base["decode_tokens_per_s"] / tp4.per_request_tokens_per_s < 1.05
+    # it decodes at 1.09x the fit (1.01x before Hopper's prefill had its own MFU, 2026-12-04: the other
+    # users' prefill chunks in its steps now take longer; 0.90x before the layer-kernels fit), within
+    # the printed range
+    assert 1.0 < base["decode_tokens_per_s"] / tp4.per_request_tokens_per_s < 1.15
     assert tp4.per_request_tokens_per_s_low is not None
     assert tp4.per_request_tokens_per_s_low <= base["decode_tokens_per_s"]
     assert base["ttft_s"] - tp4.ttft_s > 0.4
@@ -269,8 +269,7 @@ def _measured_batch(record: dict[str, Any]) -> int:
 @pytest.mark.parametrize(
     ("record_id", "gpus", "tp", "step_ratio", "missed"),
     [
-        # its TTFT (2.01x) inside vLLM dense's 32+ range since the forty Hopper bursts (0.53-2.36x)
-        ("dynamo-vllm-llama70b-fp8-b200-4xtp1-1xtp4-c32", 8, 4, (1.7, 1.9), ["aggregate"]),
+        ("dynamo-vllm-llama70b-fp8-b200-4xtp1-1xtp4-c32", 8, 4, (1.7, 1.9), ["aggregate", "ttft"]),
         (
             "dynamo-vllm-llama70b-fp8-b200-3xtp1-1xtp1-c16",
             4,
@@ -307,37 +306,38 @@ def test_the_b200_dynamo_misses_are_shared_with_the_sources_aggregated_runs(
     assert low < 1 / record["figures"]["decode_tokens_per_s"] / step.step_s < high
 
 
-def test_the_gptoss_misses_are_the_sources_ttft_and_the_ranges_set_by_other_misses() -> None:
-    # Ray Serve + vLLM 0.11 + NIXL, gpt-oss-120b: every record misses the TTFT (2.4x+ the prediction),
-    # and so does the source's collocated baseline at the same load (about 2x at 4-8 users, 4.8x at
-    # 32). The per-user decode speed is within 13-21% of the estimate in all four (MXFP4 experts priced
-    # by matmul_ogs's tiles); where it misses, it is under the narrow ranges of vLLM MoE (MXFP4
-    # experts) at 2-7 and 8-31 in flight (1.07-1.17x, 1.06-1.3x: the other gpt-oss runs on H100 are
-    # estimated 7-30% too slow, these through Ray Serve 10-23% too fast)
+def test_the_gptoss_misses_are_the_ranges_set_by_other_misses() -> None:
+    # Ray Serve + vLLM 0.11 + NIXL, gpt-oss-120b: every record's TTFT is inside its group's range since
+    # Hopper's prefill and the routed experts' GEMMs have MFUs of their own (2026-12-04, second
+    # session): measured 1.0-1.7x the prediction, 2.4-4.2x before, and the source's collocated
+    # baselines 1.25-3.5x (about 2x at 4-8 users, 4.8x at 32 before). The source's own prefill-only
+    # run had said so: gpt-oss-120b prefilled at half the rate the fit then gave it. The per-user
+    # decode speed is within 13-21% of the estimate in all four (MXFP4 experts priced by matmul_ogs's
+    # tiles); where it misses, it is under the narrow ranges of vLLM MoE (MXFP4 experts) at 2-7 and
+    # 8-31 in flight (the other gpt-oss runs on H100 are estimated too slow, these through Ray Serve
+    # too fast)
     ids = [r["id"] for r in _records() if r["id"].startswith("rayserve-vllm-gptoss120b")]
     assert len(ids) == 4
-    ttft_misses = 0
     for record_id in ids:
         record = _record(record_id)
-        ttft_misses += "ttft" in [m.split(":")[0] for m in _misses(record)]
+        assert "ttft" not in [m.split(":")[0] for m in _misses(record)]
         got = _predicted(record)
-        assert got.ttft_s is not None and record["figures"]["ttft_s"] / got.ttft_s > 2.4
+        assert got.ttft_s is not None and 1.0 < record["figures"]["ttft_s"] / got.ttft_s < 1.75
         assert 0.85 < record["figures"]["decode_tokens_per_s"] / got.per_request_tokens_per_s < 1.25
         if "baseline" in record:
             layout = record["baseline"]["layout"]
             replicas, tp = int(layout[0]), int(layout.split("TP=")[1].split()[0])
             agg = _aggregated(record, replicas * tp, tp)
-            assert agg.ttft_s is not None and record["baseline"]["ttft_s"] / agg.ttft_s > 1.9
-    # outside the TTFT range of its group: the runs at 16 and 32 users; those at 4 and 8 since the forty
-    # held-out Hopper bursts (2026-12-04, second session) widened the MXFP4 MoE groups' TTFT ranges
-    assert ttft_misses == 2
+            assert agg.ttft_s is not None and record["baseline"]["ttft_s"] / agg.ttft_s > 1.2
     c4 = _record("rayserve-vllm-gptoss120b-h100-1xtp4-1xtp4-c4")
     c32 = _record("rayserve-vllm-gptoss120b-h100-1xtp4-1xtp4-c32")
     fit_growth = _predicted(c4).per_request_tokens_per_s / _predicted(c32).per_request_tokens_per_s
     measured_growth = c4["figures"]["decode_tokens_per_s"] / c32["figures"]["decode_tokens_per_s"]
-    assert 2.0 < fit_growth < 2.5 and measured_growth < 1.7  # the fit's step still grows faster
+    assert 1.8 < fit_growth < 2.5 and measured_growth < 1.7  # the fit's step still grows faster
     base_c32 = _aggregated(c32, 8, 4)
-    assert 0.95 < c32["baseline"]["decode_tokens_per_s"] / base_c32.per_request_tokens_per_s < 1.1
+    # the collocated baseline at 32 users decodes 1.26x the estimate (1.0x before 2026-12-04): its
+    # steps now carry longer prefill chunks of the other users' 5,000-token prompts
+    assert 1.15 < c32["baseline"]["decode_tokens_per_s"] / base_c32.per_request_tokens_per_s < 1.35
 
 
 def test_serve_disaggregate_plans_and_compares_a_reproduced_configuration() -> None:
