@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import field, replace
 
+from gpusize.core.releases import Version, parse_version
 from gpusize.dataclass import dataclass
 
 __all__ = [
@@ -124,6 +125,12 @@ class EngineSpeed:
     #: higher peak reaches less of it: vLLM 0.10-0.11's prefill-bound bursts on H100/H200 run 1.8x an
     #: A100's speed where the dense BF16 peaks are 3.2x apart (bench/VALIDATION.md, 2026-12-04).
     prefill_mfu_by_family: dict[str, float] = field(default_factory=dict)
+    #: The newest release (major.minor) the family MFUs hold for: the newest their records ran. A later
+    #: release takes `prefill_mfu`: vLLM 0.19.1's 20k-token prompts on an H100 (the vLLM blog, held
+    #: out) are within 8-11% of it and 1.65-1.8x faster than Hopper's 0.10-0.11 MFU allows, and no
+    #: record between the two releases says where it changed (bench/VALIDATION.md, 2026-12-04).
+    #: None: every release.
+    family_mfu_through: str | None = None
     attention_mfu: float | None = None  # None: as prefill_mfu (FlashAttention-class kernels)
     #: The fraction of the dense matmuls' MFU the routed experts' grouped GEMMs reach (prefill, and a
     #: compute-bound decode step): each expert runs its share of the tokens (tokens x top-k / experts
@@ -144,8 +151,12 @@ class EngineSpeed:
         eff = self.bandwidth_efficiency
         return eff.get(memory_class) or min(eff.values())
 
-    def prefill_mfu_on(self, family: str) -> float:
-        """The fraction of the dense peak prefill's matmuls reach on a GPU of this architecture family."""
+    def prefill_mfu_on(self, family: str, release: Version | None = None) -> float:
+        """The fraction of the dense peak prefill's matmuls reach on a GPU of this architecture family,
+        under `release` (None: any)."""
+        through = parse_version(self.family_mfu_through) if self.family_mfu_through else None
+        if through is not None and release is not None and release.parts[:2] > through.parts[:2]:
+            return self.prefill_mfu
         return self.prefill_mfu_by_family.get(family, self.prefill_mfu)
 
     def calibrated_for(self, memory_class: str) -> bool:
@@ -172,6 +183,7 @@ _VLLM = EngineSpeed(
     sequence_s=8.02e-05,
     prefill_mfu=0.517,
     prefill_mfu_by_family={"Hopper": 0.339},
+    family_mfu_through="0.11",
     expert_mfu_ratio=0.531,
     request_s=0.0438,
     fitted_on="vLLM 0.10-0.11 (gpustack performance lab, dennislee22 sweeps) and Oct 2023 "

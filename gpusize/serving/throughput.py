@@ -30,6 +30,7 @@ from gpusize.core import kvcache
 from gpusize.core.engines import engine
 from gpusize.core.gpu import PCIE_GBPS, GpuSpec
 from gpusize.core.params import routed_expert_params
+from gpusize.core.releases import Version, parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.speculative import (
     draft_format,
@@ -51,6 +52,7 @@ __all__ = [
     "matmul_seconds",
     "prefill_mfu",
     "routed_active_params",
+    "speed_release",
     "MOE_KERNELS",
     "MOE_TILE_FP8",
     "MOE_TILE_LARGE_M",
@@ -453,9 +455,17 @@ def architecture_family(gpu: GpuSpec) -> str:
     return gpu.architecture.split()[0] if gpu.architecture else "unknown"
 
 
-def prefill_mfu(speed: calibrated.EngineSpeed, gpu: GpuSpec) -> float:
-    """The fraction of the dense peak an engine's prefill matmuls reach on this GPU (its family's)."""
-    return speed.prefill_mfu_on(architecture_family(gpu))
+def speed_release(work: Workload) -> Version | None:
+    """The release the speed model runs: the one the plan names, else the engine's default."""
+    if work.engine.version:
+        return parse_version(work.engine.version)
+    return engine(work.engine.name).releases.default_version
+
+
+def prefill_mfu(speed: calibrated.EngineSpeed, gpu: GpuSpec, work: Workload) -> float:
+    """The fraction of the dense peak an engine's prefill matmuls reach on this GPU under the plan's
+    release (its family's, where the release is one the family's records ran)."""
+    return speed.prefill_mfu_on(architecture_family(gpu), speed_release(work))
 
 
 def routed_active_params(spec: ModelSpec) -> int:
@@ -469,14 +479,19 @@ def routed_active_params(spec: ModelSpec) -> int:
 
 
 def matmul_seconds(
-    spec: ModelSpec, speed: calibrated.EngineSpeed, gpu: GpuSpec, tokens: float, peak_flops: float
+    spec: ModelSpec,
+    speed: calibrated.EngineSpeed,
+    gpu: GpuSpec,
+    work: Workload,
+    tokens: float,
+    peak_flops: float,
 ) -> float:
     """Seconds the weight matmuls of `tokens` tokens take at `peak_flops` dense FLOP/s (the GPUs'
     together): the active weights at the family's prefill MFU (`prefill_mfu`), the routed experts' at
     `EngineSpeed.expert_mfu_ratio` of it (their grouped GEMMs)."""
     routed = min(routed_active_params(spec), spec.params.active)
     weights = spec.params.active - routed + routed / speed.expert_mfu_ratio
-    return 2 * weights * tokens / (peak_flops * prefill_mfu(speed, gpu))
+    return 2 * weights * tokens / (peak_flops * prefill_mfu(speed, gpu, work))
 
 
 def speed_on(work: Workload, gpu: GpuSpec) -> calibrated.EngineSpeed:
@@ -513,7 +528,7 @@ def decode_step(
     tflops = _tflops(gpu, work)
     accepted, verified, draft_s = _speculative(spec, work, tp, bandwidth, speed)
     tokens = sequences * verified
-    t_cmp = matmul_seconds(spec, speed, gpu, tokens, tp * tflops * 1e12) if tflops else 0.0
+    t_cmp = matmul_seconds(spec, speed, gpu, work, tokens, tp * tflops * 1e12) if tflops else 0.0
     eager = work.engine.enforce_eager
     comm = 2 * len(spec.layers) * allreduce_s(gpu, tp, tokens * spec.hidden_size * 2, eager)
     fixed = _fixed_s(spec, work, speed, sequences, gpu, expert_run_s(spec, work, gpu, tp, speed, sequences))
@@ -601,7 +616,7 @@ def _llamacpp_step(
     t_mem = gpu_bytes / bandwidth + host_bytes / host_bw
     split = lay.gpus if lay.split_mode == "row" else 1
     tflops = gpu.bf16_tflops
-    t_cmp = matmul_seconds(spec, speed, gpu, sequences, split * tflops * 1e12) if tflops else 0.0
+    t_cmp = matmul_seconds(spec, speed, gpu, work, sequences, split * tflops * 1e12) if tflops else 0.0
     fixed = _fixed_s(spec, work, speed, sequences, gpu) + speed.sequence_s * sequences
     step = fixed + max(t_mem, t_cmp) + comm
     return Speed(step, 1 / step, sequences / step, "memory" if t_mem >= t_cmp else "compute", comm, fixed)
@@ -627,7 +642,7 @@ def prefill_seconds(
     if not tflops or new <= 0:
         return 0.0 if tflops else None
     speed = speed_on(work, gpu)
-    mfu = prefill_mfu(speed, gpu)
+    mfu = prefill_mfu(speed, gpu, work)
     if speed.prefill_tflops_ceiling:
         tflops = min(tflops * mfu, speed.prefill_tflops_ceiling) / mfu
     attn_width = spec.num_attention_heads * spec.head_dim
@@ -638,7 +653,7 @@ def prefill_seconds(
         keys = min(layer.window, keys) if layer.window else keys
         attention += 4 * new * keys * attn_width
     peak = tp * tflops * 1e12
-    dense = matmul_seconds(spec, speed, gpu, sequences * new, peak)
+    dense = matmul_seconds(spec, speed, gpu, work, sequences * new, peak)
     attend = sequences * attention / (peak * (speed.attention_mfu or mfu))
     comm = (
         2
@@ -708,6 +723,6 @@ def assumptions(spec: ModelSpec, gpu: GpuSpec, work: Workload) -> str:
     return (
         f"estimates from a model fitted on published measurements ({speed.fitted_on}): "
         f"{eff:.0%} of spec memory bandwidth ({kind}{note}), {speed.layer_s * 1e6:.0f} us per layer per "
-        f"step{layer_costs}, prefill at {prefill_mfu(speed, gpu):.0%} of dense peak, {multi}; ranges are the "
-        "10th-90th percentiles of the leave-one-out calibration residuals"
+        f"step{layer_costs}, prefill at {prefill_mfu(speed, gpu, work):.0%} of dense peak, {multi}; ranges "
+        "are the 10th-90th percentiles of the leave-one-out calibration residuals"
     )

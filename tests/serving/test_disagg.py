@@ -9,6 +9,7 @@ import pytest
 
 from gpusize.core import kvcache
 from gpusize.core.network import NodeLink
+from gpusize.dataclass import replace
 from gpusize.serving import disagg
 from gpusize.serving.layouts import Demand, compare, recommend
 from gpusize.serving.targets import Targets
@@ -54,10 +55,9 @@ def test_short_prompts_long_outputs_do_not_pay() -> None:
 
 def test_it_pays_when_it_meets_a_target_the_aggregated_layout_misses() -> None:
     """Taking prefill chunks out of the decode steps raises each user's speed: with a floor above the
-    aggregated layout's speed and below the decode pool's, the split pays (40 users: at 48 the split
-    sized for that floor saturates a pool since Hopper's prefill is priced at its own MFU, 2026-12-04;
-    at 64 before)."""
-    demand = Demand(users=40, prompt_tokens=8192, output_tokens=256)
+    aggregated layout's speed and below the decode pool's, the split pays (48 users; at 40 and fewer
+    the decode pool is no faster per request)."""
+    demand = Demand(users=48, prompt_tokens=8192, output_tokens=256)
     base = _split(demand)
     assert base is not None and base.aggregated_per_request_tokens_per_s is not None
     if base.per_request_tokens_per_s <= base.aggregated_per_request_tokens_per_s:
@@ -104,9 +104,9 @@ def test_vllm_disagg_benchmark_configuration() -> None:
     disagg_performance_benchmark.sh at 01b2fd30): Llama-3.1-70B on 8x H100, 2048-token prompts, 10
     output tokens, 4 requests/s, one TP=4 prefill and one TP=4 decode instance against two TP=4
     chunked-prefill instances. gpusize picks the same split and, as vLLM's documentation says of
-    it, no throughput gain. Since Hopper's prefill has its own fitted MFU (2026-12-04, 0.34 of the
-    dense peak where 0.53 was fitted on A100 bursts) the TP=4 prefill instance serves about 4.2 of
-    these prompts a second, so 4 a second put it at 94%, over the 80% a plan is sized to
+    it, no throughput gain. At vLLM 0.11 and earlier, whose Hopper prefill has its own fitted MFU
+    (2026-12-04: 0.34 of the dense peak), the TP=4 prefill instance serves about 4.2 of these prompts
+    a second, so 4 a second put it at 94%, over the 80% a plan is sized to
     (`disagg.MAX_PREFILL_UTILIZATION`): the split is said not to hold the load."""
     spec = catalog_spec("Llama-3.1-70B")
     work = workload(spec, 30000)
@@ -120,8 +120,11 @@ def test_vllm_disagg_benchmark_configuration() -> None:
     assert d is not None
     assert (d.prefill.instances, d.prefill.tensor_parallel) == (1, 4)
     assert (d.decode.instances, d.decode.tensor_parallel) == (1, 4)
-    assert d.aggregated_layout == "2 x TP=4" and not d.holds_load
-    assert disagg.MAX_PREFILL_UTILIZATION < d.prefill.utilization < 1
+    assert d.aggregated_layout == "2 x TP=4" and d.holds_load
     assert d.kv_transfer_bytes_per_request == kvcache.kv_cache_bytes_per_token(spec, 2, 1) * 2048
     assert d.aggregated_tokens_per_s is not None
     assert d.aggregate_tokens_per_s <= d.aggregated_tokens_per_s * 1.05 and not d.pays
+    old = replace(work, engine=replace(work.engine, version="0.11.0"))
+    at_011 = disagg.disaggregate(spec, GPU, 8, old, demand, theirs)
+    assert at_011 is not None and not at_011.holds_load
+    assert disagg.MAX_PREFILL_UTILIZATION < at_011.prefill.utilization < 1
