@@ -26,6 +26,8 @@ on one GPU: conservative).
 
 from __future__ import annotations
 
+import functools
+
 from gpusize.core import kvcache
 from gpusize.core.engines import engine
 from gpusize.core.gpu import PCIE_GBPS, GpuSpec
@@ -457,9 +459,12 @@ def architecture_family(gpu: GpuSpec) -> str:
 
 def speed_release(work: Workload) -> Version | None:
     """The release the speed model runs: the one the plan names, else the engine's default."""
-    if work.engine.version:
-        return parse_version(work.engine.version)
-    return engine(work.engine.name).releases.default_version
+    return _release(work.engine.name, work.engine.version)
+
+
+@functools.lru_cache(maxsize=256)
+def _release(name: str, version: str | None) -> Version | None:
+    return parse_version(version) if version else engine(name).releases.default_version
 
 
 def prefill_mfu(speed: calibrated.EngineSpeed, gpu: GpuSpec, work: Workload) -> float:
@@ -468,6 +473,7 @@ def prefill_mfu(speed: calibrated.EngineSpeed, gpu: GpuSpec, work: Workload) -> 
     return speed.prefill_mfu_on(architecture_family(gpu), speed_release(work))
 
 
+@functools.lru_cache(maxsize=1024)
 def routed_active_params(spec: ModelSpec) -> int:
     """Weights of the routed experts one token runs through: top-k experts in every MoE layer (0 for a
     dense model)."""
