@@ -507,8 +507,8 @@ STAGES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], ...] = (
     (("vllm",), ("aggregate",), ("vllm.sequence_s",)),
     # on AMD GPUs only (`ROCM_NAMES`): the kernel floors' factor under ROCm, over the NVIDIA fit
     (("vllm",), ("decode", "aggregate"), ("ROCM_KERNEL_FLOOR_FACTOR",)),
-    # prefill on Hopper apart (`EngineSpeed.prefill_mfu_by_family`): its fixed-length bursts run 1.8x
-    # an A100's speed where the dense peaks are 3.2x apart (bench/VALIDATION.md, 2026-12-04)
+    # prefill on Hopper apart (`EngineSpeed.prefill_mfu_by_family`): at one MFU its fixed-length dense
+    # bursts are estimated too fast on H100 and too slow on A100 (bench/VALIDATION.md, 2026-12-04)
     # and the routed experts' grouped GEMMs at their own share of it (`EngineSpeed.expert_mfu_ratio`)
     (
         ("vllm",),

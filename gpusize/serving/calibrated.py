@@ -122,8 +122,8 @@ class EngineSpeed:
     prefill_mfu: float = 0.5
     #: The same fraction on a GPU architecture family (`throughput.architecture_family`: "Hopper")
     #: where the engine's records show it apart; a family not listed takes `prefill_mfu`. A GPU of a
-    #: higher peak reaches less of it: vLLM 0.10-0.11's prefill-bound bursts on H100/H200 run 1.8x an
-    #: A100's speed where the dense BF16 peaks are 3.2x apart (bench/VALIDATION.md, 2026-12-04).
+    #: higher peak reaches less of it: at one MFU, vLLM 0.10-0.11's prefill-bound dense bursts are
+    #: estimated 10-30% too slow on A100 and 26-38% too fast on H100 (bench/VALIDATION.md, 2026-12-04).
     prefill_mfu_by_family: dict[str, float] = field(default_factory=dict)
     #: The newest release (major.minor) the family MFUs hold for: the newest their records ran. A later
     #: release takes `prefill_mfu`: vLLM 0.19.1's 20k-token prompts on an H100 (the vLLM blog, held
