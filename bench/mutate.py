@@ -497,7 +497,7 @@ MUTANTS = [
     ),
     Mutant(
         PER_GPU,
-        "    return moe_layers * 2 * spec.hidden_size * spec.moe.latent_size\n",
+        "    return moe_layers(spec) * 2 * spec.hidden_size * spec.moe.latent_size\n",
         "    return 0\n",
         "latent MoE projections sharded by TP, not replicated",
     ),

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from gpusize.core.kinds import has_attention_projections, mixer_parts
+from gpusize.core.params import moe_layers
 from gpusize.core.spec import LayerSpec, ModelSpec
 
 __all__ = ["LoraModule", "lora_modules", "moe_layers"]
@@ -53,11 +54,6 @@ def lora_modules(spec: ModelSpec) -> tuple[tuple[LoraModule, ...], bool]:
         elif layer.ffn != "none":
             complete = False
     return tuple(out), complete
-
-
-def moe_layers(spec: ModelSpec) -> int:
-    """Layers whose feed-forward is routed experts."""
-    return sum(1 for layer in spec.layers if layer.ffn == "moe") if spec.moe else 0
 
 
 def _attention(spec: ModelSpec, layer: LayerSpec) -> list[LoraModule]:

@@ -22,6 +22,7 @@ __all__ = [
     "ATTN_RES_MODEL_VECTORS",
     "count_params",
     "layer_params",
+    "moe_layers",
     "routed_expert_params",
 ]
 
@@ -78,6 +79,13 @@ def _mlp_weights(spec: ModelSpec, width: int) -> tuple[int, int]:
     if spec.gated_mlp:
         return 3 * h * width, (2 * width + h) * spec.mlp_bias
     return 2 * h * width, (width + h) * spec.mlp_bias
+
+
+def moe_layers(spec: ModelSpec) -> int:
+    """Layers whose feed-forward is routed experts (0 for a dense model)."""
+    if spec.moe is None:
+        return 0
+    return sum(n for layer, n in spec.layer_counts if layer.ffn == "moe")
 
 
 def routed_expert_params(spec: ModelSpec) -> int:

@@ -25,6 +25,7 @@ from gpusize.core import kvcache, network
 from gpusize.core.engines import engine
 from gpusize.core.gpu import GpuSpec
 from gpusize.core.network import GPUS_PER_NODE, NodeLink, NodePlan
+from gpusize.core.params import moe_layers
 from gpusize.core.plan import Candidate
 from gpusize.core.releases import parse_version
 from gpusize.core.spec import ModelSpec
@@ -517,7 +518,7 @@ def _expert(
     context = mean_context(demand, work.context_tokens)
     fmt = work.weights
     expert_bytes = spec.params.experts * fmt.role_bytes("experts") * fmt.checkpoint_scale
-    moe_layers = sum(1 for layer in spec.layers if layer.ffn == "moe")
+    layers = moe_layers(spec)
     in_flight, point, net = 1, None, 0.0
     for _ in range(12):
         batch = max(1, min(in_flight, capacity))
@@ -531,9 +532,9 @@ def _expert(
         step_s = one.fixed_s + (one.step_s - one.fixed_s) * read_ep / max(read_one, 1.0)
         a2a_bytes = local * spec.moe.num_experts_per_tok * spec.hidden_size * A2A_BYTES_PER_ELEMENT
         floor = all_to_all_floor_s(ep)
-        net = moe_layers * max(floor, network.all_to_all_s(link, nodes, a2a_bytes))
+        net = layers * max(floor, network.all_to_all_s(link, nodes, a2a_bytes))
         pf_bytes = prompt * spec.moe.num_experts_per_tok * spec.hidden_size * A2A_BYTES_PER_ELEMENT
-        pf_net = moe_layers * max(floor, network.all_to_all_s(link, nodes, pf_bytes))
+        pf_net = layers * max(floor, network.all_to_all_s(link, nodes, pf_bytes))
         point = _point(spec, work, gpu, 1, local, demand, prompt, output, context, step_s, net, pf_net)
         if point is None:
             break

@@ -31,7 +31,7 @@ import functools
 from gpusize.core import kvcache
 from gpusize.core.engines import engine
 from gpusize.core.gpu import PCIE_GBPS, GpuSpec
-from gpusize.core.params import routed_expert_params
+from gpusize.core.params import moe_layers, routed_expert_params
 from gpusize.core.releases import Version, parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.speculative import (
@@ -246,9 +246,8 @@ def moe_kernel(spec: ModelSpec, work: Workload, tp: int, sequences: int) -> MoeK
     (moe_align_block_size), at least max(touched, tokens x top-k / BLOCK_M). Bytes: the touched
     experts' share of the layer's routed-expert weights, at the format's expert bytes. None for a
     dense model."""
-    moe = spec.moe
-    moe_layers = sum(n for layer, n in spec.layer_counts if layer.ffn == "moe")
-    if moe is None or moe_layers == 0:
+    moe, layers = spec.moe, moe_layers(spec)
+    if moe is None or layers == 0:
         return None
     e, k = moe.num_experts, moe.num_experts_per_tok
     tokens = max(sequences, 1)
@@ -261,7 +260,7 @@ def moe_kernel(spec: ModelSpec, work: Workload, tp: int, sequences: int) -> MoeK
     tiles = n_up * _cdiv(width, block_k) + n_down * _cdiv(inter, block_k)
     m_blocks = max(touched, tokens * k / block_m)
     fmt = work.weights
-    layer_bytes = spec.params.experts * fmt.role_bytes("experts") * fmt.checkpoint_scale / tp / moe_layers
+    layer_bytes = spec.params.experts * fmt.role_bytes("experts") * fmt.checkpoint_scale / tp / layers
     return MoeKernel(
         touched,
         m_blocks,
@@ -304,9 +303,8 @@ def _moe_kernel_s(
     sms = sm_count(gpu)
     if not mweight_s or work_per_layer is None or not sms:
         return 0.0
-    moe_layers = sum(n for layer, n in spec.layer_counts if layer.ffn == "moe")
     issue = work_per_layer.elements / 1e6 * mweight_s / sms * kernel_floor_factor(gpu, speed)
-    return moe_layers * max(0.0, issue - work_per_layer.bytes / bandwidth)
+    return moe_layers(spec) * max(0.0, issue - work_per_layer.bytes / bandwidth)
 
 
 def _expert_share(spec: ModelSpec) -> float:
@@ -433,9 +431,9 @@ def _fixed_s(
     since); the per-sequence host work (`sequence_s`) is the callers', which may overlap it. The
     kernel floors are scaled by `kernel_floor_factor` (ROCm's dispatch on AMD GPUs). Mamba and Kimi
     Delta layers add no kernel of their own here (no record to count them on)."""
-    moe_layers = sum(n for layer, n in spec.layer_counts if layer.ffn == "moe")
-    experts = spec.moe.num_experts * experts_touched(spec, sequences) * moe_layers if spec.moe else 0.0
-    launches = (speed.layer_s * len(spec.layers) + speed.moe_layer_s * moe_layers) * kernel_floor_factor(
+    layers = moe_layers(spec)
+    experts = spec.moe.num_experts * experts_touched(spec, sequences) * layers if spec.moe else 0.0
+    launches = (speed.layer_s * len(spec.layers) + speed.moe_layer_s * layers) * kernel_floor_factor(
         gpu, speed
     )
     if speed.kernel_s:
@@ -480,8 +478,7 @@ def routed_active_params(spec: ModelSpec) -> int:
     moe = spec.moe
     if moe is None:
         return 0
-    moe_layers = sum(n for layer, n in spec.layer_counts if layer.ffn == "moe")
-    return routed_expert_params(spec) * moe.num_experts_per_tok * moe_layers
+    return routed_expert_params(spec) * moe.num_experts_per_tok * moe_layers(spec)
 
 
 def matmul_seconds(

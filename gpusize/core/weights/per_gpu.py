@@ -10,7 +10,7 @@ import math
 
 from gpusize.core.gguf_tensors import gguf_layer_bytes
 from gpusize.core.kinds.attention import head_width, value_width
-from gpusize.core.params import layer_params
+from gpusize.core.params import layer_params, moe_layers
 from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 from gpusize.core.weights.formats import WeightFormat
 from gpusize.dataclass import dataclass
@@ -75,8 +75,7 @@ def _latent_projections(spec: ModelSpec) -> int:
     routed_expert_down_proj/up_proj), whole on every TP rank."""
     if spec.moe is None or not spec.moe.latent_size:
         return 0
-    moe_layers = sum(n for layer, n in spec.layer_counts if layer.ffn == "moe")
-    return moe_layers * 2 * spec.hidden_size * spec.moe.latent_size
+    return moe_layers(spec) * 2 * spec.hidden_size * spec.moe.latent_size
 
 
 def _or(value: float | None, default: float) -> float:
