@@ -186,8 +186,9 @@ _VLLM = EngineSpeed(
     family_mfu_through="0.11",
     expert_mfu_ratio=0.531,
     request_s=0.0438,
-    fitted_on="vLLM 0.10-0.11 (gpustack performance lab, dennislee22 sweeps) and Oct 2023 "
-    "(mlc-ai/llm-perf-bench) on A100 and H100/H200: 15 decode, 36 load and 29 first-token figures",
+    fitted_on="vLLM 0.10-0.11 (gpustack performance lab incl. its fixed-length bursts, dennislee22 "
+    "sweeps) and Oct 2023 (mlc-ai/llm-perf-bench) on A100 and H100/H200: 15 decode, 69 load and 62 "
+    "first-token figures",
 )
 
 _LLAMACPP = EngineSpeed(
