@@ -82,3 +82,18 @@ def test_a_release_after_the_familys_records_takes_the_engines_mfu() -> None:
     hopper = VLLM.prefill_mfu_by_family["Hopper"]
     assert throughput.prefill_mfu(VLLM, H100, _at(NEW, "0.11.2")) == hopper
     assert throughput.prefill_mfu(VLLM, H100, _at(NEW, "0.9.2")) == hopper
+
+
+def test_the_release_scope_is_the_newest_release_of_the_familys_records() -> None:
+    """`family_mfu_through` is not chosen: it is the newest vLLM release (major.minor) among the
+    calibration records on Hopper whose first-token figures fit the family's MFU."""
+    from bench import calibrate_throughput as cal
+
+    releases = {
+        cal.vllm_release(r)
+        for r in cal.calibration_records(("vllm",))
+        if any(cal.fit_class(r, f) == "ttft" and f not in r.known_miss for f in r.figures)
+        and throughput.architecture_family(cal.scenario(r.id).gpu) == "Hopper"
+    }
+    newest = max(releases, key=lambda v: tuple(int(p) for p in v.split(".")[:2]))
+    assert ".".join(newest.split(".")[:2]) == VLLM.family_mfu_through
