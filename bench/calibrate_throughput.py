@@ -257,6 +257,8 @@ def scenario(rid: str) -> Scenario:
         enforce_eager=bool(u.get("enforce_eager", False)),
         backend=u.get("backend"),
         max_num_batched_tokens=u.get("max_num_batched_tokens"),
+        enable_dp_attention="dp_size" in u,  # SGLang --enable-dp-attention --dp-size N
+        dp_size=u.get("dp_size"),
     )
     stored = _stored(spec, u["gguf"]) if "gguf" in u else None
     request = Request(

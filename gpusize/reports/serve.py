@@ -28,6 +28,7 @@ from gpusize.reports.fit import model_notes
 from gpusize.reports.speed_notes import speed_range_notes
 from gpusize.serving import calibrated, disagg, economics, throughput
 from gpusize.serving.disagg import Disaggregated, disaggregate
+from gpusize.serving.dp_alternative import dp_attention_alternative
 from gpusize.serving.launch import (
     SERVER_COMMANDS,
     LaunchCommand,
@@ -353,6 +354,7 @@ def build_serve_report(
                     r for x in ([pick] if pick else []) + layouts if x.fits for r in x.speed_ranges
                 )
                 + throughput.unmodelled(work)
+                + _listed(dp_attention_alternative(spec, gpu, work, demand, pick if nodes is None else None))
                 + ([nodes.words()] if nodes else [])
                 + (
                     ["--disaggregate: no split of these GPUs runs the model in a prefill and a decode pool"]
@@ -372,6 +374,10 @@ def build_serve_report(
         nodes=nodes,
         disaggregated=split,
     )
+
+
+def _listed(line: str | None) -> list[str]:
+    return [line] if line else []
 
 
 def _across_servers(launch: LaunchCommand, name: str, label: str, pick: Layout) -> LaunchCommand:

@@ -525,7 +525,13 @@ def decode_step(
     bandwidth = gpu.bandwidth_gbps * 1e9 * speed.efficiency(memory_class(gpu))
     if engine(work.engine.name).splits_layers:
         return _llamacpp_step(spec, work, gpu, sequences, context, llamacpp or LlamaCppPlacement(), bandwidth)
-    read = decode_weight_bytes(spec, work, tp, sequences) + sequences * kv_read_bytes(spec, work, tp, context)
+    # attention data parallel: each group attends to its own sequences (the step waits for the
+    # busiest, `local`) on tp / groups GPUs, reading their KV cache only and the attention weights at
+    # its own slice; the MoE and MLP layers, their all-reduces and compute stay those of all tp
+    groups, attention_extra = engine(work.engine.name).attention_dp(spec, work, tp)
+    local = -(-sequences // groups)
+    kv = local * kv_read_bytes(spec, work, tp // groups, context)
+    read = decode_weight_bytes(spec, work, tp, sequences) + attention_extra + kv
     t_mem = read / bandwidth + _moe_kernel_s(spec, work, gpu, tp, sequences, bandwidth, speed)
     t_mem += speed.expert_byte_s * touched_expert_bytes(spec, work, tp, sequences)
     tflops = _tflops(gpu, work)
@@ -538,7 +544,7 @@ def decode_step(
     t_host = host_copy_s(spec, work, gpu, tp)
     # under speculative decoding one verification step yields `accepted` tokens per sequence: the
     # time per generated token, what every caller reads as the step, is the step over them
-    host = speed.sequence_s * sequences  # the per-sequence host work
+    host = speed.sequence_s * local  # the per-sequence host work (each group's scheduler its own)
     gpu_s = fixed + max(t_mem, t_cmp) + comm + t_host + draft_s
     overlaps = engine(work.engine.name).overlaps_host_work
     if host_overlap and overlaps is not None and overlaps(work, gpu):
@@ -667,15 +673,20 @@ def prefill_seconds(
 
 
 def unmodelled(work: Workload) -> list[str]:
-    """Settings the plan is sized with that the speed estimates do not model, said beside them:
-    SGLang's data-parallel attention is sized for memory (core/engines/sglang_dp.py: each group holds
-    its own sequences) and expert parallel on one server for its whole experts per GPU, while no
-    public record fits either's decode step."""
+    """Settings the plan is sized with that the speed estimates model only in part, said beside them:
+    data-parallel attention's decode step is its groups' (`decode_step`), its prefill tensor
+    parallel's; expert parallel on one server is sized for its whole experts per GPU, while no
+    public record fits its decode step."""
     out = []
+    adp = "enable_attention_dp" if work.engine.enable_attention_dp else None
     if work.engine.enable_dp_attention and (work.engine.dp_size or 1) > 1:
+        adp = f"--enable-dp-attention --dp-size {work.engine.dp_size}"
+    if adp:
         out.append(
-            f"--enable-dp-attention --dp-size {work.engine.dp_size} is sized for memory only: the speed "
-            "estimates are plain tensor parallel's (the step of data-parallel attention is not modelled)"
+            f"{adp}: the decode step is modelled per "
+            "attention group (its own sequences' KV cache, the attention weights at the group's slice); "
+            "a prompt's prefill is priced as tensor parallel over all the GPUs (the groups prefill side "
+            "by side), so an idle server's time to first token is a lower bound"
         )
     if work.engine.enable_expert_parallel or (work.engine.ep_size or 1) > 1:
         # whole experts per GPU (vLLM --enable-expert-parallel, TensorRT-LLM --ep_size) change the

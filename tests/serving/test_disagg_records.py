@@ -253,7 +253,9 @@ def test_the_a10_tp2_miss_is_the_prefill_pool_at_its_edge() -> None:
     got = _predicted(record)
     assert got.ttft_s is None and not got.holds_load
     assert 0.95 < record["use"]["rps"] / got.prefill.requests_per_s < 1.1
-    assert [m.split(":")[0] for m in _misses(record)] == ["aggregate", "ttft"]
+    # the aggregate (0.61x) is inside SGLang's range under load since the data-parallel attention
+    # records widened it (0.5-1.4x, 2026-12-04 third session): only the unbounded TTFT misses
+    assert [m.split(":")[0] for m in _misses(record)] == ["ttft"]
     agg = _aggregated(record, 4, 2)
     assert agg.ttft_s is not None and 0.9 < record["baseline"]["ttft_s"] / agg.ttft_s < 1.1
 

@@ -20,6 +20,8 @@ __all__ = [
     "ContextRefusal",
     "EffectiveSettings",
     "EngineModel",
+    "AttentionGroups",
+    "WithAttentionDp",
     "HostWeights",
     "ModelNotes",
     "NodesEvaluator",
@@ -61,6 +63,19 @@ HostWeights = Callable[[ModelSpec, Workload, int], int]
 #: Whether a decode step's per-sequence host work (scheduling, input preparation, output processing)
 #: overlaps the GPU's step on this GPU (vLLM's async scheduling), not added to it.
 OverlapsHostWork = Callable[[Workload, GpuSpec], bool]
+#: Attention data parallel in a plan of `tp` GPUs (SGLang's --enable-dp-attention --dp-size,
+#: TensorRT-LLM's enable_attention_dp): (groups, bytes): each of `groups` groups attends to its own
+#: requests on tp / groups GPUs while the MoE and MLP layers stay on all tp, and each GPU reads
+#: `bytes` of weights a step beyond its tensor-parallel slice (the attention projections, and what
+#: else the engine replicates). (1, 0.0): plain tensor parallel.
+AttentionGroups = Callable[[ModelSpec, Workload, int], tuple[int, float]]
+#: The workload with data-parallel attention over a plan's `tp` GPUs and the flags that say it, where
+#: the engine and its release have it and the user has not set it; None otherwise.
+WithAttentionDp = Callable[[Workload, int], "tuple[Workload, str] | None"]
+
+
+def _one_group(spec: ModelSpec, work: Workload, tp: int) -> tuple[int, float]:
+    return 1, 0.0
 
 
 def _no_host_weights(spec: ModelSpec, work: Workload, tp: int) -> int:
@@ -175,6 +190,12 @@ class EngineModel:
     #: Whether a decode step's per-sequence host work overlaps the GPU's step (`serving.throughput.
     #: decode_step`: the step is the longer of the two, not their sum). None: it never does.
     overlaps_host_work: OverlapsHostWork | None = None
+    #: Attention data-parallel groups of a plan (`serving.throughput.decode_step`: each group reads
+    #: its own sequences' KV cache and the attention weights at its own slice).
+    attention_dp: AttentionGroups = _one_group
+    #: Data-parallel attention as an alternative to a tensor-parallel plan (`serve` states it for
+    #: MLA MoE models); None: the engine has none gpusize models.
+    with_attention_dp: WithAttentionDp | None = None
 
     @property
     def label(self) -> str:

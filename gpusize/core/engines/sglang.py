@@ -23,10 +23,12 @@ from gpusize.core.engines.sglang_defaults import (
     workload_defaults,
 )
 from gpusize.core.engines.sglang_dp import (
+    attention_dp,
     attention_tp,
     dp_problem,
     dp_size,
     dp_weight_extra_bytes,
+    with_dp_attention,
 )
 from gpusize.core.engines.sglang_kv import (
     dsa_forced_fp8,
@@ -275,6 +277,8 @@ ENGINE = EngineModel(
     quantizes_on_load=True,
     notes=model_notes,
     host_weights=sglang_offloaded_bytes,
+    attention_dp=attention_dp,
+    with_attention_dp=with_dp_attention,
     # python/sglang/bench_serving.py sample_random_requests: lengths drawn from [len x r, len],
     # --random-range-ratio r defaulting to 0.0 (docs/developer_guide/bench_serving.md), so one
     # length only at 1

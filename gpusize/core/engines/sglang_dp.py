@@ -23,15 +23,19 @@ from gpusize.core.releases import Version, parse_version
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import WeightFormat
 from gpusize.core.workload import Workload
+from gpusize.dataclass import replace
 from gpusize.errors import InputError
 
 __all__ = [
     "DP_ATTENTION_SINCE",
+    "attention_extra_bytes",
+    "attention_dp",
     "attention_tp",
     "dp_graph_reserve_mib",
     "dp_problem",
     "dp_size",
     "dp_weight_extra_bytes",
+    "with_dp_attention",
 ]
 
 #: The first release whose mem_fraction_static formula (the one with the DP attention term) gpusize
@@ -68,6 +72,27 @@ def dp_problem(tp: int, dp: int) -> str | None:
     return None
 
 
+def attention_dp(spec: ModelSpec, work: Workload, tp: int) -> tuple[int, float]:
+    """(groups, weight bytes per GPU a decode step reads beyond tensor parallel's) in a plan of `tp`
+    GPUs: dp_size groups where SGLang takes it on tp GPUs (`dp_problem`), each reading the sharded
+    attention projections at 1 / attn_tp (`attention_extra_bytes`); else (1, 0.0)."""
+    dp = dp_size(work)
+    if dp <= 1 or dp_problem(tp, dp) is not None:
+        return 1, 0.0
+    return dp, attention_extra_bytes(spec, work.weights, tp, dp)
+
+
+def with_dp_attention(work: Workload, tp: int) -> tuple[Workload, str] | None:
+    """The workload with --enable-dp-attention --dp-size tp, and those flags; None where the user set
+    it already, the plan has one GPU, or the release predates DP_ATTENTION_SINCE."""
+    since = parse_version(DP_ATTENTION_SINCE)
+    assert since is not None
+    if work.engine.enable_dp_attention or tp < 2 or work.release.version < since:
+        return None
+    engine = replace(work.engine, enable_dp_attention=True, dp_size=tp)
+    return replace(work, engine=engine), f"--enable-dp-attention --dp-size {tp}"
+
+
 def attention_tp(tp: int, dp: int) -> int:
     """GPUs one attention group spans: attn_tp_size = tp_size // dp_size."""
     return max(tp // dp, 1)
@@ -79,12 +104,20 @@ def dp_weight_extra_bytes(spec: ModelSpec, fmt: WeightFormat, tp: int, dp: int) 
     instead of 1 / tp of it."""
     if dp <= 1:
         return 0
+    embedding = spec.params.embedding * fmt.other_bytes * (1 - 1 / tp)
+    return int(attention_extra_bytes(spec, fmt, tp, dp) + embedding * fmt.checkpoint_scale)
+
+
+def attention_extra_bytes(spec: ModelSpec, fmt: WeightFormat, tp: int, dp: int) -> float:
+    """Bytes per GPU of the sharded attention projections beyond their 1 / tp slice: each group holds
+    them at 1 / attn_tp (what a decode step reads more under DP attention; the embedding the memory
+    adds is looked up, not read)."""
+    if dp <= 1:
+        return 0.0
     counts = spec.params
     attention_bytes = fmt.other_bytes if "attention" in fmt.unquantized else fmt.linear_bytes
     sharded = (counts.attention - counts.replicated_attention) * attention_bytes
-    attn = sharded * (1 / attention_tp(tp, dp) - 1 / tp)
-    embedding = counts.embedding * fmt.other_bytes * (1 - 1 / tp)
-    return int((attn + embedding) * fmt.checkpoint_scale)
+    return sharded * (1 / attention_tp(tp, dp) - 1 / tp) * fmt.checkpoint_scale
 
 
 def dp_graph_reserve_mib(graph_max_bs: int, dp: int) -> float:

@@ -42,6 +42,7 @@ from gpusize.core.engines.trtllm.defaults import (
     max_num_tokens,
     tokens_per_block,
 )
+from gpusize.core.engines.trtllm.dp import attention_dp
 from gpusize.core.engines.trtllm.pool import (
     ACTIVATION_HIDDEN_COPIES,
     ACTIVATION_MLP_COPIES,
@@ -157,6 +158,7 @@ ENGINE = EngineModel(
     pages_kv=True,
     serves=True,
     notes=model_notes,
+    attention_dp=attention_dp,
     prefix_cache="TensorRT-LLM's KV cache block reuse (kv_cache_config.enable_block_reuse, on by default "
     "in the PyTorch backend)",
 )

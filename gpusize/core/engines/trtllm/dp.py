@@ -13,12 +13,12 @@ runs attention for its own requests, so
 
 from __future__ import annotations
 
-from gpusize.core.engines.sglang_dp import dp_weight_extra_bytes
+from gpusize.core.engines.sglang_dp import attention_extra_bytes, dp_weight_extra_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import WeightFormat
 from gpusize.core.workload import Workload
 
-__all__ = ["adp_weight_extra_bytes", "attention_groups"]
+__all__ = ["adp_weight_extra_bytes", "attention_dp", "attention_groups"]
 
 
 def attention_groups(work: Workload, tp: int) -> int:
@@ -26,10 +26,25 @@ def attention_groups(work: Workload, tp: int) -> int:
     return tp if work.engine.enable_attention_dp else 1
 
 
+def attention_dp(spec: ModelSpec, work: Workload, tp: int) -> tuple[int, float]:
+    """(groups, weight bytes per GPU a decode step reads beyond tensor parallel's): with attention DP,
+    tp groups of one GPU reading the whole attention projections and the whole LM head
+    (`_replicated_head_bytes`); else (1, 0.0)."""
+    groups = attention_groups(work, tp)
+    if groups <= 1:
+        return 1, 0.0
+    extra = attention_extra_bytes(spec, work.weights, tp, tp) + _replicated_head_bytes(spec, work.weights, tp)
+    return groups, extra
+
+
+def _replicated_head_bytes(spec: ModelSpec, fmt: WeightFormat, tp: int) -> float:
+    """The LM head beyond its 1 / tp slice: whole on every GPU under attention DP."""
+    return spec.params.lm_head * fmt.other_bytes * (1 - 1 / tp) * fmt.checkpoint_scale
+
+
 def adp_weight_extra_bytes(spec: ModelSpec, fmt: WeightFormat, tp: int) -> int:
     """Bytes per GPU attention DP adds to the tensor-parallel weights: attention projections and the
     input embedding whole (as SGLang's DP attention at dp = tp), and the LM head whole."""
     if tp <= 1:
         return 0
-    head = spec.params.lm_head * fmt.other_bytes * (1 - 1 / tp) * fmt.checkpoint_scale
-    return dp_weight_extra_bytes(spec, fmt, tp, tp) + int(head)
+    return dp_weight_extra_bytes(spec, fmt, tp, tp) + int(_replicated_head_bytes(spec, fmt, tp))
