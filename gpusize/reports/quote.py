@@ -27,7 +27,8 @@ from gpusize.reports.common import (
 from gpusize.reports.fit import model_notes
 from gpusize.reports.speed_notes import speed_range_notes
 from gpusize.serving import economics, throughput
-from gpusize.serving.layouts import Demand, prefix_note
+from gpusize.serving.dp_alternative import dp_attention_layout, dp_attention_words
+from gpusize.serving.layouts import Demand, evaluate_layout, prefix_note
 from gpusize.serving.quote import (
     DEFAULT_TRAFFIC,
     RANKING,
@@ -238,10 +239,43 @@ def build_quote(
                 + device_notes(gpus, work.engine)
                 + speed_range_notes(r for o in options if o.fits for r in o.speed_ranges)
                 + throughput.unmodelled(work)
+                + _dp_note(spec, gpus, work, top if not nodes else None, traffic, users)
                 + [plan.words() for plan in (nodes or {}).values()][:1]
             ),
         ),
     )
+
+
+def _dp_note(
+    spec: ModelSpec,
+    gpus: list[GpuSpec],
+    work: Workload,
+    top: Option | None,
+    traffic: Demand,
+    users: int | None,
+) -> list[str]:
+    """The recommended option's server with the engine's data-parallel attention, for MLA MoE models
+    sized without it (serving/dp_alternative.py), each server sized for its share of the users; with
+    --users, the servers that hold them all at once both ways (each server's capacity)."""
+    if top is None or spec.mla is None or spec.moe is None:
+        return []
+    gpu = next(g for g in gpus if g.name == top.gpu)
+    here = on_gpu(spec, gpu, work)
+    servers = max(top.servers or 1, 1)
+    share = replace(traffic, users=math.ceil((users or 1) / servers))
+    plain = evaluate_layout(spec, gpu, top.replicas, top.tensor_parallel, here, share)
+    found = dp_attention_layout(spec, gpu, here, share, plain)
+    if found is None:
+        return []
+    other, flags = found
+    fewer = ""
+    if users and other.capacity_sequences > 0:
+        dp_servers = math.ceil(users / other.capacity_sequences)
+        if dp_servers < servers:  # each server then holds a larger share: evaluated at that share
+            share = replace(traffic, users=math.ceil(users / dp_servers))
+            other = dp_attention_layout(spec, gpu, here, share, plain)[0]  # type: ignore[index]
+            fewer = f"; {dp_servers} server(s) hold the {users:,} users at once ({servers} without)"
+    return [f"{top.num_gpus}x {top.gpu}: {dp_attention_words(plain, other, flags)}{fewer}"]
 
 
 def _node_sets(

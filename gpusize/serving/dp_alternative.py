@@ -16,15 +16,16 @@ from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.serving.layouts import Demand, Layout, evaluate_layout
 
-__all__ = ["dp_attention_alternative"]
+__all__ = ["dp_attention_alternative", "dp_attention_layout", "dp_attention_words"]
 
 
-def dp_attention_alternative(
+def dp_attention_layout(
     spec: ModelSpec, gpu: GpuSpec, work: Workload, demand: Demand, pick: Layout | None
-) -> str | None:
-    """One line on the recommended layout run with the engine's data-parallel attention over all its
-    GPUs, for an MLA mixture-of-experts model sized without it; None where it does not apply (an
-    engine or release without it, not MLA MoE, one GPU, the setting already given) or does not fit."""
+) -> tuple[Layout, str] | None:
+    """The recommended layout run with the engine's data-parallel attention over all its GPUs (for
+    `demand`), and the flags that say it, for an MLA mixture-of-experts model sized without it; None
+    where it does not apply (an engine or release without it, not MLA MoE, one GPU, the setting
+    already given) or does not fit."""
     if pick is None or not pick.fits or spec.mla is None or spec.moe is None:
         return None
     alternative = engine(work.engine.name).with_attention_dp
@@ -36,13 +37,29 @@ def dp_attention_alternative(
     if engine(work.engine.name).attention_dp(spec, dp_work, tp)[0] <= 1:
         return None
     other = evaluate_layout(spec, gpu, pick.replicas, tp, dp_work, demand)
-    if not other.fits or other.aggregate_tokens_per_s is None or pick.aggregate_tokens_per_s is None:
+    if not other.fits or other.aggregate_tokens_per_s is None:
         return None
+    return other, flags
+
+
+def dp_attention_words(pick: Layout, other: Layout, flags: str) -> str:
+    """The two layouts side by side: capacity, tok/s and per-user speed, estimates said as such."""
     return (
-        f"with {flags} the same {pick.replicas} x TP={tp} holds {other.capacity_sequences:,} "
-        f"sequences of this context ({pick.capacity_sequences:,} without) and moves "
-        f"{other.aggregate_tokens_per_s:,.0f} tok/s at this load ({pick.aggregate_tokens_per_s:,.0f} "
-        f"without), {other.per_request_tokens_per_s or 0:,.1f} tok/s per user "
-        f"({pick.per_request_tokens_per_s or 0:,.1f}) (estimates: each of the {tp} attention groups "
-        "holds and reads its own sequences' KV cache, every GPU the whole attention projections)"
+        f"with {flags} the same {pick.replicas} x TP={pick.tensor_parallel} holds "
+        f"{other.capacity_sequences:,} sequences of this context ({pick.capacity_sequences:,} without) "
+        f"and moves {other.aggregate_tokens_per_s or 0:,.0f} tok/s at this load "
+        f"({pick.aggregate_tokens_per_s or 0:,.0f} without), {other.per_request_tokens_per_s or 0:,.1f} "
+        f"tok/s per user ({pick.per_request_tokens_per_s or 0:,.1f}) (estimates: each of the "
+        f"{pick.tensor_parallel} attention groups holds and reads its own sequences' KV cache, every GPU "
+        "the whole attention projections)"
     )
+
+
+def dp_attention_alternative(
+    spec: ModelSpec, gpu: GpuSpec, work: Workload, demand: Demand, pick: Layout | None
+) -> str | None:
+    """`serve`'s line on the recommended layout with data-parallel attention (`dp_attention_layout`)."""
+    found = dp_attention_layout(spec, gpu, work, demand, pick)
+    if found is None or pick is None or pick.aggregate_tokens_per_s is None:
+        return None
+    return dp_attention_words(pick, *found)

@@ -145,7 +145,7 @@ def _serve(*extra: str) -> dict[str, object]:
 
 def _dp_note(report: dict[str, object]) -> str | None:
     notes = report["assumptions"]["notes"]  # type: ignore[index]
-    return next((n for n in notes if n.startswith("with --enable-dp-attention")), None)
+    return next((n for n in notes if "with --enable-dp-attention" in n), None)
 
 
 def test_serve_states_the_dp_attention_layout_with_the_figures_of_that_setting() -> None:
@@ -170,3 +170,25 @@ def test_serve_states_the_dp_attention_layout_with_the_figures_of_that_setting()
 )
 def test_no_dp_attention_note_where_the_engine_or_release_lacks_it(extra: tuple[str, ...]) -> None:
     assert _dp_note(_serve(*extra)) is None
+
+
+def test_quote_states_the_dp_attention_server_and_the_servers_it_saves() -> None:
+    """quote at 200 users: plain TP=8 on H200 holds 81 sequences of 8k, so three servers; with
+    --enable-dp-attention --dp-size 8 one holds 236, so one server takes all 200 users. The note gives
+    the figures `quote` gives when asked with the setting, and both server counts."""
+    import json
+
+    from tests.helpers import run_in_process
+
+    base = ("quote", "DeepSeek-V3", "--users", "200", "--engine", "sglang", "--ctx", "8k", "--gpu", "H200")
+    plain = json.loads(run_in_process(*base, "--json").stdout)
+    asked = json.loads(run_in_process(*base, "--enable-dp-attention", "--dp-size", "8", "--json").stdout)
+    note = _dp_note(plain)
+    top, dp = plain["recommendation"], asked["recommendation"]
+    assert note is not None and note.startswith("8x H200-SXM: ")
+    assert f"holds {dp['capacity_sequences']:,} sequences" in note
+    assert f"({top['capacity_sequences']:,} without)" in note
+    assert f"moves {dp['aggregate_tokens_per_s']:,.0f} tok/s" in note
+    assert f"{dp['servers']} server(s) hold the 200 users at once ({top['servers']} without)" in note
+    assert dp["servers"] < top["servers"]
+    assert _dp_note(asked) is None
