@@ -24,6 +24,7 @@ from gpusize.serving.throughput import (
     LlamaCppPlacement,
     Speed,
     architecture_family,
+    attention_groups,
     decode_step,
     kernel_rate,
     prefill_seconds,
@@ -546,7 +547,11 @@ def burst(
     waves before each request (the mean of `FirstTokenSpread`'s schedule)."""
     batch = max(1, min(requests, capacity))
     step = decode_step(spec, work, gpu, tp, batch, prompt + output // 2)
-    t_pf = prefill_seconds(spec, work, gpu, tp, prompt, cached=cached)
+    # a burst's prompts spread over data-parallel attention's groups: each prompt's share of their
+    # prefill side by side (`attention_groups`; one group: the prompt's own prefill)
+    groups = min(attention_groups(spec, work, tp), requests)
+    together = prefill_seconds(spec, work, gpu, tp, prompt, groups, cached)
+    t_pf = together / groups if together is not None else None
     if step is None or t_pf is None:
         return None
     out = max(output, 1)

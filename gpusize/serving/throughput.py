@@ -67,6 +67,7 @@ __all__ = [
     "Speed",
     "allreduce_s",
     "assumptions",
+    "attention_groups",
     "decode_step",
     "decode_weight_bytes",
     "expert_column_blocks",
@@ -503,6 +504,11 @@ def speed_on(work: Workload, gpu: GpuSpec) -> calibrated.EngineSpeed:
     return calibrated.engine_speed(work.engine.name, build_of(work.engine, gpu))
 
 
+def attention_groups(spec: ModelSpec, work: Workload, tp: int) -> int:
+    """Data-parallel attention's groups in a plan of `tp` GPUs (`EngineModel.attention_dp`; 1: none)."""
+    return engine(work.engine.name).attention_dp(spec, work, tp)[0]
+
+
 def decode_step(
     spec: ModelSpec,
     work: Workload,
@@ -645,7 +651,10 @@ def prefill_seconds(
     of offloaded weights (`host_copy_s`). `cached`: the first tokens of each prompt the engine's prefix
     cache already holds (vLLM's automatic prefix caching, SGLang's radix cache): only the other
     prompt - cached tokens are computed, each attending to the cached prefix and, causally, to half
-    the new tokens on average."""
+    the new tokens on average. Under data-parallel attention (`EngineModel.attention_dp`) a prompt's
+    attention (its projections and the attention itself) runs on its own group's tp / groups GPUs,
+    the prompts spread over the groups, the busiest taking ceil(sequences / groups); every group
+    steps together through the MoE layers, so the step waits for that group."""
     tflops = _tflops(gpu, work)
     new = prompt - min(max(cached, 0), prompt)
     if not tflops or new <= 0:
@@ -664,6 +673,13 @@ def prefill_seconds(
     peak = tp * tflops * 1e12
     dense = matmul_seconds(spec, speed, gpu, work, sequences * new, peak)
     attend = sequences * attention / (peak * (speed.attention_mfu or mfu))
+    groups = attention_groups(spec, work, tp)
+    if groups > 1:  # the busiest group's prompts on its tp / groups GPUs, not spread over all tp
+        busiest = -(-sequences // groups) * groups / sequences
+        counts = spec.params
+        projections = 2 * (counts.attention - counts.replicated_attention) * sequences * new / (peak * mfu)
+        dense += (busiest - 1) * projections
+        attend *= busiest
     comm = (
         2
         * len(spec.layers)
@@ -674,8 +690,8 @@ def prefill_seconds(
 
 def unmodelled(work: Workload) -> list[str]:
     """Settings the plan is sized with that the speed estimates model only in part, said beside them:
-    data-parallel attention's decode step is its groups' (`decode_step`), its prefill tensor
-    parallel's; expert parallel on one server is sized for its whole experts per GPU, while no
+    data-parallel attention's decode step and prefill are its groups' (`decode_step`,
+    `prefill_seconds`); expert parallel on one server is sized for its whole experts per GPU, while no
     public record fits its decode step."""
     out = []
     adp = "enable_attention_dp" if work.engine.enable_attention_dp else None
@@ -685,8 +701,8 @@ def unmodelled(work: Workload) -> list[str]:
         out.append(
             f"{adp}: the decode step is modelled per "
             "attention group (its own sequences' KV cache, the attention weights at the group's slice); "
-            "a prompt's prefill is priced as tensor parallel over all the GPUs (the groups prefill side "
-            "by side), so an idle server's time to first token is a lower bound"
+            "a prompt's attention prefills on its own group's GPUs and the MoE layers on all of them "
+            "(a burst's prompts spread over the groups)"
         )
     if work.engine.enable_expert_parallel or (work.engine.ep_size or 1) > 1:
         # whole experts per GPU (vLLM --enable-expert-parallel, TensorRT-LLM --ep_size) change the

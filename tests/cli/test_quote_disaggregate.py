@@ -118,7 +118,7 @@ def test_a_context_that_cannot_hold_a_request_is_refused_or_grown(command: str) 
 
 @pytest.mark.parametrize("command", ["serve", "quote"])
 def test_data_parallel_attention_says_what_its_speed_models(command: str) -> None:
-    # the decode step is the attention groups' (serving/throughput.decode_step), the prefill TP=8's:
+    # the decode step and the prefill are the attention groups' (serving/throughput):
     # the answer says so, and says nothing without the setting
     base = (command, "DeepSeek-V3", "--gpu", "H200", "--users", "64", "--engine", "sglang")
     if command == "serve":
@@ -126,9 +126,7 @@ def test_data_parallel_attention_says_what_its_speed_models(command: str) -> Non
     words = "--enable-dp-attention --dp-size 8: the decode step is modelled per attention group"
     asked = _json(*base, "--enable-dp-attention", "--dp-size", "8")
     assert any(words in n for n in asked["assumptions"]["notes"])
-    assert any(
-        "idle server's time to first token is a lower bound" in n for n in asked["assumptions"]["notes"]
-    )
+    assert any("attention prefills on its own group's GPUs" in n for n in asked["assumptions"]["notes"])
     assert not any("modelled per attention group" in n for n in _json(*base)["assumptions"]["notes"])
 
 
