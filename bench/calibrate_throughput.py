@@ -259,6 +259,8 @@ def scenario(rid: str) -> Scenario:
         max_num_batched_tokens=u.get("max_num_batched_tokens"),
         enable_dp_attention="dp_size" in u,  # SGLang --enable-dp-attention --dp-size N
         dp_size=u.get("dp_size"),
+        data_parallel_size=u.get("data_parallel_size"),  # vLLM --data-parallel-size (use.tp: all GPUs)
+        enable_expert_parallel=bool(u.get("enable_expert_parallel", False)),
     )
     stored = _stored(spec, u["gguf"]) if "gguf" in u else None
     request = Request(

@@ -25,6 +25,7 @@ __all__ = [
     "ranked",
     "recommend",
     "smallest_fit",
+    "expert_split_problem",
     "split_problem",
     "thin_margin",
     "yarn_caveat",
@@ -117,9 +118,15 @@ def split_problem(
 ) -> str | None:
     """Why tensor-parallel size `tp` is not a valid split of this model, or None. With expert
     parallelism the experts are not sliced, so only their full width meets the FP8 blocks."""
-    problem = kinds.tp_problem(spec, tp)
-    if problem:
-        return problem
+    return kinds.tp_problem(spec, tp) or expert_split_problem(spec, tp, fp8_block, expert_parallel)
+
+
+def expert_split_problem(
+    spec: ModelSpec, tp: int, fp8_block: tuple[int, int] | None, expert_parallel: bool = False
+) -> str | None:
+    """Why the routed experts cannot be split over `tp` GPUs (sliced, or whole with expert
+    parallelism), or None (`split_problem`'s expert half: vLLM's data parallel spreads the experts
+    over every GPU of its ranks while attention keeps each rank's TP)."""
     if spec.moe and expert_parallel and tp > spec.moe.num_experts:
         experts = spec.moe.num_experts
         return f"expert parallel over {tp} GPUs needs at least {tp} experts; the model has {experts}"

@@ -15,6 +15,7 @@ from gpusize.core.gpu import GpuSpec
 from gpusize.core.spec import ModelSpec
 from gpusize.core.workload import Workload
 from gpusize.serving.layouts import Demand, Layout, evaluate_layout
+from gpusize.serving.throughput import data_parallel_caveat
 
 __all__ = ["dp_attention_alternative", "dp_attention_layout", "dp_attention_words"]
 
@@ -39,19 +40,27 @@ def dp_attention_layout(
     other = evaluate_layout(spec, gpu, pick.replicas, tp, dp_work, demand)
     if not other.fits or other.aggregate_tokens_per_s is None:
         return None
-    return other, flags
+    caveat = data_parallel_caveat(dp_work)
+    return other, flags + (f"{CAVEAT_MARK}{caveat}" if caveat else "")
+
+
+#: Where an engine's caveat on the layout's speed follows its flags (`dp_attention_words` puts it last).
+CAVEAT_MARK = "\n"
 
 
 def dp_attention_words(pick: Layout, other: Layout, flags: str) -> str:
-    """The two layouts side by side: capacity, tok/s and per-user speed, estimates said as such."""
+    """The two layouts side by side: capacity, tok/s and per-user speed, estimates said as such, and
+    the engine's caveat on that speed where it has one (`throughput.data_parallel_caveat`)."""
+    flags, _, caveat = flags.partition(CAVEAT_MARK)
     return (
-        f"with {flags} the same {pick.replicas} x TP={pick.tensor_parallel} holds "
+        f"with {flags} the same {pick.replicas * pick.tensor_parallel} GPUs ({pick.replicas} x "
+        f"TP={pick.tensor_parallel} without) hold "
         f"{other.capacity_sequences:,} sequences of this context ({pick.capacity_sequences:,} without) "
-        f"and moves {other.aggregate_tokens_per_s or 0:,.0f} tok/s at this load "
+        f"and move {other.aggregate_tokens_per_s or 0:,.0f} tok/s at this load "
         f"({pick.aggregate_tokens_per_s or 0:,.0f} without), {other.per_request_tokens_per_s or 0:,.1f} "
         f"tok/s per user ({pick.per_request_tokens_per_s or 0:,.1f}) (estimates: each of the "
         f"{pick.tensor_parallel} attention groups holds and reads its own sequences' KV cache, every GPU "
-        "the whole attention projections)"
+        "the whole attention projections)" + (f"; {caveat}" if caveat else "")
     )
 
 

@@ -172,7 +172,9 @@ def vllm_command(
     words = [*env, *launch_env(work.engine, work.release.version), "vllm", "serve", model]
     if revision:
         words += ["--revision", revision]
-    words += ["--tensor-parallel-size", str(tp), "--max-model-len", str(work.context_tokens)]
+    # the plan's tp counts the server's GPUs; under --data-parallel-size vLLM's own TP is each rank's
+    rank = engine(work.engine.name).launch_tp(work, tp)
+    words += ["--tensor-parallel-size", str(rank), "--max-model-len", str(work.context_tokens)]
     if utilization is not None:  # None: the engine's own default (EngineModel.budget), not passed
         words += ["--gpu-memory-utilization", str(utilization)]
     words += flags

@@ -29,7 +29,7 @@ from gpusize.core.params import moe_layers
 from gpusize.core.plan import Candidate
 from gpusize.core.releases import parse_version
 from gpusize.core.spec import ModelSpec
-from gpusize.core.weights import weights_bytes
+from gpusize.core.weights import data_parallel_weights_bytes
 from gpusize.core.workload import Workload
 from gpusize.serving import economics, load
 from gpusize.serving.launch import LaunchCommand
@@ -146,13 +146,7 @@ def expert_parallel_weights_bytes(spec: ModelSpec, work: Workload, ep: int) -> i
     """Weight bytes one GPU holds under data-parallel attention + expert parallel over `ep` GPUs: the
     whole model at TP=1 less the routed experts, plus ceil(experts / ep) whole experts (vLLM
     determine_expert_map gives the first ranks one more when ep does not divide them)."""
-    whole = weights_bytes(spec, work.weights, 1)
-    moe = spec.moe
-    if moe is None:
-        return whole
-    experts = spec.params.experts * work.weights.role_bytes("experts") * work.weights.checkpoint_scale
-    share = math.ceil(moe.num_experts / ep) / moe.num_experts
-    return int(whole - experts + experts * share)
+    return data_parallel_weights_bytes(spec, work.weights, 1, ep, False, True)
 
 
 def _supported(work: Workload, kind: str) -> str | None:

@@ -64,10 +64,13 @@ __all__ = [
     "SM_FALLBACK_TFLOPS",
     "LlamaCppPlacement",
     "MoeKernel",
+    "VLLM_DP_GAIN",
+    "VLLM_DP_NOTE",
     "Speed",
     "allreduce_s",
     "assumptions",
     "attention_groups",
+    "data_parallel_caveat",
     "decode_step",
     "decode_weight_bytes",
     "expert_column_blocks",
@@ -688,6 +691,25 @@ def prefill_seconds(
     return dense + attend + comm + host_copy_s(spec, work, gpu, tp)
 
 
+#: vLLM's --data-parallel-size on one server, beside its speed estimates: the ranks' decode step as
+#: data-parallel attention's groups (`attention_dp`), and the one published pair it was checked on
+#: (tests/serving/test_vllm_data_parallel.py), whose gain the step overstates.
+VLLM_DP_GAIN = (
+    "on the one published vLLM pair (gpustack, DeepSeek-V3.2 on 8 x H200, a ShareGPT burst of 1,000) "
+    "the measured gain of -dp 8 over -tp 8 was 1.11x the tok/s where this model gives 1.99x: read the "
+    "gain as an upper bound"
+)
+VLLM_DP_NOTE = (
+    "--data-parallel-size {dp}: the decode step is modelled per rank (its own sequences' KV cache and "
+    "scheduler, the weights it holds whole at its own TP) with the MoE layers over every GPU; " + VLLM_DP_GAIN
+)
+
+
+def data_parallel_caveat(work: Workload) -> str | None:
+    """What the speed of vLLM's --data-parallel-size rests on (`VLLM_DP_GAIN`); None without it."""
+    return VLLM_DP_GAIN if (work.engine.data_parallel_size or 1) > 1 else None
+
+
 def unmodelled(work: Workload) -> list[str]:
     """Settings the plan is sized with that the speed estimates model only in part, said beside them:
     data-parallel attention's decode step and prefill are its groups' (`decode_step`,
@@ -704,6 +726,8 @@ def unmodelled(work: Workload) -> list[str]:
             "a prompt's attention prefills on its own group's GPUs and the MoE layers on all of them "
             "(a burst's prompts spread over the groups)"
         )
+    if (work.engine.data_parallel_size or 1) > 1:
+        out.append(VLLM_DP_NOTE.format(dp=work.engine.data_parallel_size))
     if work.engine.enable_expert_parallel or (work.engine.ep_size or 1) > 1:
         # whole experts per GPU (vLLM --enable-expert-parallel, TensorRT-LLM --ep_size) change the
         # memory per GPU; the decode step still reads the experts as tensor parallel slices

@@ -175,18 +175,16 @@ def test_serve_states_the_dp_attention_layout_with_the_figures_of_that_setting()
     assert note is not None
     mine, theirs = plain["recommendation"], asked["recommendation"]
     assert mine["tensor_parallel"] == theirs["tensor_parallel"] == 8  # type: ignore[index]
-    assert f"holds {theirs['capacity_sequences']:,} sequences" in note  # type: ignore[index]
+    assert f"hold {theirs['capacity_sequences']:,} sequences" in note  # type: ignore[index]
     assert f"({mine['capacity_sequences']:,} without)" in note  # type: ignore[index]
-    assert f"moves {theirs['aggregate_tokens_per_s']:,.0f} tok/s" in note  # type: ignore[index]
+    assert f"move {theirs['aggregate_tokens_per_s']:,.0f} tok/s" in note  # type: ignore[index]
     assert theirs["capacity_sequences"] > mine["capacity_sequences"]  # type: ignore[index,operator]
     assert _dp_note(asked) is None  # given: not offered again
 
 
-@pytest.mark.parametrize(
-    "extra", [("--engine", "vllm"), ("--engine", "sglang", "--engine-version", "0.5.2")], ids=["vllm", "old"]
-)
-def test_no_dp_attention_note_where_the_engine_or_release_lacks_it(extra: tuple[str, ...]) -> None:
-    assert _dp_note(_serve(*extra)) is None
+def test_no_dp_attention_note_where_the_release_lacks_it() -> None:
+    """SGLang 0.5.2 (before DP_ATTENTION_SINCE). vLLM's own layout: test_vllm_data_parallel.py."""
+    assert _dp_note(_serve("--engine", "sglang", "--engine-version", "0.5.2")) is None
 
 
 def test_quote_states_the_dp_attention_server_and_the_servers_it_saves() -> None:
@@ -203,9 +201,9 @@ def test_quote_states_the_dp_attention_server_and_the_servers_it_saves() -> None
     note = _dp_note(plain)
     top, dp = plain["recommendation"], asked["recommendation"]
     assert note is not None and note.startswith("8x H200-SXM: ")
-    assert f"holds {dp['capacity_sequences']:,} sequences" in note
+    assert f"hold {dp['capacity_sequences']:,} sequences" in note
     assert f"({top['capacity_sequences']:,} without)" in note
-    assert f"moves {dp['aggregate_tokens_per_s']:,.0f} tok/s" in note
+    assert f"move {dp['aggregate_tokens_per_s']:,.0f} tok/s" in note
     assert f"{dp['servers']} server(s) hold the 200 users at once ({top['servers']} without)" in note
     assert dp["servers"] < top["servers"]
     assert _dp_note(asked) is None

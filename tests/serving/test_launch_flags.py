@@ -133,6 +133,8 @@ def _every_setting(engine: str) -> dict[str, object]:
                 sample = _SAMPLE.get(kind)
                 if kind == "float" and setting.high is not None:  # a ratio: legal inside its range
                     sample = min(float(setting.high), 4.0)
+                if kind == "int" and setting.high is not None:  # a count with a ceiling (ranks)
+                    sample = min(int(setting.high), 64)
                 out[name] = sample
     return {k: v for k, v in out.items() if v is not None}
 

@@ -23,6 +23,7 @@ __all__ = [
     "AttentionGroups",
     "WithAttentionDp",
     "HostWeights",
+    "LaunchTp",
     "ModelNotes",
     "NodesEvaluator",
     "SequenceCap",
@@ -73,9 +74,17 @@ AttentionGroups = Callable[[ModelSpec, Workload, int], tuple[int, float]]
 #: the engine and its release have it and the user has not set it; None otherwise.
 WithAttentionDp = Callable[[Workload, int], "tuple[Workload, str] | None"]
 
+#: The tensor-parallel size the engine's launch command gives a plan of `n` GPUs of one server: n,
+#: or each data-parallel rank's where the engine counts ranks apart (vLLM's --data-parallel-size).
+LaunchTp = Callable[[Workload, int], int]
+
 
 def _one_group(spec: ModelSpec, work: Workload, tp: int) -> tuple[int, float]:
     return 1, 0.0
+
+
+def _all_gpus(work: Workload, n: int) -> int:
+    return n
 
 
 def _no_host_weights(spec: ModelSpec, work: Workload, tp: int) -> int:
@@ -196,6 +205,8 @@ class EngineModel:
     #: Data-parallel attention as an alternative to a tensor-parallel plan (`serve` states it for
     #: MLA MoE models); None: the engine has none gpusize models.
     with_attention_dp: WithAttentionDp | None = None
+    #: Its launch command's tensor-parallel size for a plan of n GPUs (`serving.launch`).
+    launch_tp: LaunchTp = _all_gpus
 
     @property
     def label(self) -> str:

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from gpusize.core.settings.declaration import setting, settings_part
 
-__all__ = ["VllmSettings"]
+__all__ = ["VLLM_DATA_PARALLEL", "VllmSettings"]
+
+#: vLLM's --data-parallel-size / -dp: first in the 0.8.3 wheel's engine/arg_utils.py ("Number of data
+#: parallel replicas. MoE layers will be sharded according to the product of the tensor-parallel-size
+#: and data-parallel-size"; absent in 0.8.2, where DP was the VLLM_DP_SIZE environment only), served
+#: on one node by V1's DPAsyncMPClient, one engine core per rank (v1/engine/core_client.py; read with
+#: bench/release_sources.py). Across servers from 0.9.0 (serving.nodes.MULTINODE_SINCE).
+VLLM_DATA_PARALLEL = "0.8.3"
 
 
 @settings_part
@@ -53,6 +60,21 @@ class VllmSettings:
         help="whole experts per GPU instead of slicing each by TP.",
         launch="--enable-expert-parallel",
         since="0.8.0",  # the first vLLM wheel whose arg_utils.py declares it
+    )
+    #: vLLM data parallel on one server (core/engines/vllm/data_parallel.py): dp engine ranks of
+    #: --tensor-parallel-size GPUs each, every rank with its own scheduler and KV cache; a MoE model's
+    #: routed experts spread over all dp x tp GPUs (sliced, or whole with --enable-expert-parallel).
+    #: gpusize's --gpus counts the server's GPUs (dp x tp); the command prints vLLM's own split.
+    data_parallel_size: int | None = setting(
+        default=None,
+        flag="--data-parallel-size",
+        engines=("vllm",),
+        help="engine ranks on the server's GPUs, each --gpus / DP wide with its own scheduler and KV "
+        "cache (a MoE model's experts over all of them; with --enable-expert-parallel, whole).",
+        low=1,
+        high=8,
+        launch="--data-parallel-size",
+        since=VLLM_DATA_PARALLEL,
     )
     #: vLLM 0.34.0's extensible KV cache (on by default on CUDA and ROCm: `core/engines/vllm/extensible.py`);
     #: False: the estimate-based sizing of 0.33.0 at its 0.92 default utilization. None: the default.

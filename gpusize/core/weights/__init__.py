@@ -23,9 +23,11 @@ from gpusize.core.weights.formats import (
 )
 from gpusize.core.weights.per_gpu import (
     StoredLayers,
+    data_parallel_weights_bytes,
     estimated_layers,
     linear_bytes_per_gpu,
     rope_cache_bytes,
+    routed_expert_bytes,
     weights_bytes,
 )
 
@@ -42,10 +44,12 @@ __all__ = [
     "activation_dtype",
     "bits_per_weight",
     "checkpoint_agreement",
+    "data_parallel_weights_bytes",
     "estimated_layers",
     "gguf_weight_format",
     "linear_bytes_per_gpu",
     "rope_cache_bytes",
+    "routed_expert_bytes",
     "weight_format",
     "weights_bytes",
 ]

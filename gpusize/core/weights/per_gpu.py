@@ -15,7 +15,15 @@ from gpusize.core.spec import LayerSpec, ModelSpec, ParamCounts
 from gpusize.core.weights.formats import WeightFormat
 from gpusize.dataclass import dataclass
 
-__all__ = ["StoredLayers", "estimated_layers", "linear_bytes_per_gpu", "rope_cache_bytes", "weights_bytes"]
+__all__ = [
+    "StoredLayers",
+    "data_parallel_weights_bytes",
+    "estimated_layers",
+    "linear_bytes_per_gpu",
+    "rope_cache_bytes",
+    "routed_expert_bytes",
+    "weights_bytes",
+]
 
 
 def rope_cache_bytes(spec: ModelSpec, fmt: WeightFormat) -> int:
@@ -44,10 +52,7 @@ def weights_bytes(
     """
     counts = spec.params
     quant = {role: fmt.role_bytes(role) for role in ("attention", "mlp", "experts", "shared_experts")}
-    sliced = 1 if expert_parallel else tp
-    experts = counts.experts * _expert_padding(spec, fmt, sliced) * quant["experts"]
-    if expert_parallel and spec.moe:
-        experts *= tp * math.ceil(spec.moe.num_experts / tp) / spec.moe.num_experts  # / tp below
+    experts = _routed_experts(spec, fmt, tp, expert_parallel)  # / tp below
     sharded = (
         (counts.attention - counts.replicated_attention) * quant["attention"]
         + counts.mlp * quant["mlp"]
@@ -67,6 +72,36 @@ def weights_bytes(
     mtp = counts.mtp * fmt.linear_bytes / tp if include_mtp else 0
     stored = (sharded / tp + replicated + extra_kv + mtp) * fmt.checkpoint_scale
     return int(stored) + rope_cache_bytes(spec, fmt)
+
+
+def _routed_experts(spec: ModelSpec, fmt: WeightFormat, tp: int, expert_parallel: bool) -> float:
+    """The routed experts' bytes over `tp` GPUs, times tp (before the checkpoint's scale): sliced by tp
+    with the kernel's padding, or, with `expert_parallel`, whole experts, the fullest rank holding
+    ceil(experts / tp) of them (vLLM determine_expert_map)."""
+    sliced = 1 if expert_parallel else tp
+    experts = spec.params.experts * _expert_padding(spec, fmt, sliced) * fmt.role_bytes("experts")
+    if expert_parallel and spec.moe:
+        experts *= tp * math.ceil(spec.moe.num_experts / tp) / spec.moe.num_experts
+    return experts
+
+
+def routed_expert_bytes(spec: ModelSpec, fmt: WeightFormat, tp: int, expert_parallel: bool = False) -> float:
+    """Bytes of the routed experts one GPU holds at `tp` (the part of `weights_bytes` they are)."""
+    return _routed_experts(spec, fmt, tp, expert_parallel) / tp * fmt.checkpoint_scale
+
+
+def data_parallel_weights_bytes(
+    spec: ModelSpec, fmt: WeightFormat, tp: int, world: int, include_mtp: bool, expert_parallel: bool
+) -> int:
+    """Weight bytes per GPU where every layer but the routed experts is held per data-parallel rank
+    at tensor parallel `tp`, and the routed experts are spread over all `world` GPUs of the ranks
+    (sliced, or whole with `expert_parallel`): vLLM's --data-parallel-size (world = dp x tp), and
+    data-parallel attention x expert parallel over servers (tp 1)."""
+    rank = weights_bytes(spec, fmt, tp, include_mtp)
+    if spec.moe is None:
+        return rank
+    moved = routed_expert_bytes(spec, fmt, world, expert_parallel) - routed_expert_bytes(spec, fmt, tp)
+    return int(rank + moved)
 
 
 def _latent_projections(spec: ModelSpec) -> int:

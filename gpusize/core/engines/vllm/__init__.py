@@ -30,6 +30,7 @@ from gpusize.core.engines.vllm.behaviour import (
     quantization_refusal,
     utilization,
 )
+from gpusize.core.engines.vllm.data_parallel import attention_dp, dp_size, rank_tp, with_data_parallel
 from gpusize.core.engines.vllm.families import kv_default
 from gpusize.core.engines.vllm.hybrid import state_blocks, with_state_pages
 from gpusize.core.engines.vllm.levers import LEVERS
@@ -147,6 +148,11 @@ def effective_settings(
         out["engine"] = "V1 (VLLM_USE_V1=1)" if beh.v1 else "V0 (VLLM_USE_V1=0)"
     if work.engine.enable_expert_parallel:
         out["enable_expert_parallel"] = "on"
+    dp = dp_size(work)
+    if dp > 1:  # the plan's tp is the server's GPUs: vLLM's own split, per rank
+        out["data_parallel_size"] = dp
+        out["tensor_parallel_size"] = rank_tp(tp, dp)
+        out["kv_cache"] = f"one pool per rank ({dp}), the busiest holding ceil(batch / {dp}) requests"
     if work.engine.flashinfer_sampler:
         out["sampler"] = "FlashInfer"
     if beh.extensible_kv:
@@ -299,6 +305,9 @@ ENGINE = EngineModel(
     # --random-range-ratio r defaulting to 0.0, so one length unless asked otherwise
     fixed_length_benchmark="vllm bench serve --dataset-name random",
     overlaps_host_work=overlaps_host_work,
+    attention_dp=attention_dp,
+    with_attention_dp=with_data_parallel,
+    launch_tp=lambda work, n: rank_tp(n, dp_size(work)),
     # --pipeline-parallel-size (engine/arg_utils.py, every release gpusize models); data parallel with
     # expert parallel over servers from 0.9.0 (serving.nodes.MULTINODE_SINCE): one engine per server,
     # the first with the address, the others --headless (docs/serving/data_parallel_deployment.md);

@@ -14,6 +14,7 @@ from gpusize.core.reserves import total_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import rope_cache_bytes
 from gpusize.core.workload import Workload
+from gpusize.errors import InputError
 from gpusize.units import GIB
 
 __all__ = ["evaluate_nodes", "evaluate_pipeline"]
@@ -25,6 +26,11 @@ def evaluate_pipeline(
     """TP x PP: each of `pp` pipeline stages holds 1/pp of the layers (weights and KV) on `tp` GPUs;
     the last stage keeps the sampler's activation peak, and vLLM sizes the pool by the fullest stage
     (llmd-v019-04: Llama-3.1-8B at PP=2 logs 1,075,312 tokens). An ESTIMATE beyond that record."""
+    if (work.engine.data_parallel_size or 1) > 1:  # data_parallel.py: ranks inside one server
+        raise InputError(
+            "--data-parallel-size is modelled on one server; across servers 'serve --nodes' lays out "
+            "data parallel x expert parallel itself"
+        )
     single = evaluate(spec, gpu, tp, work)
     if single.per_gpu is None:
         return replace(single, num_gpus=tp * pp, pipeline_parallel=pp, usd_per_hour=gpu.price_for(tp * pp))

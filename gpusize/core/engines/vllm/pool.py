@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from gpusize.core import kvcache, runtime
+from gpusize.core import kinds, kvcache, runtime
 from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour_of, utilization
+from gpusize.core.engines.vllm.data_parallel import dp_problem, dp_size, rank_tp, rank_work, weights_per_gpu
 from gpusize.core.engines.vllm.extensible import budget_bytes
 from gpusize.core.engines.vllm.hybrid import holds_state, with_state_pages
 from gpusize.core.engines.vllm.lora import lora_host_bytes
@@ -18,7 +19,7 @@ from gpusize.core.engines.vllm.reserves import RESERVES
 from gpusize.core.engines.vllm.scheduler import SchedulerLimits, scheduler_limits
 from gpusize.core.engines.vllm.speculative import draft_layout
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, thin_margin
+from gpusize.core.plan import Candidate, PerGpu, expert_split_problem, refused, split_problem, thin_margin
 from gpusize.core.reserves import reserves_of, total_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import estimated_layers, weights_bytes
@@ -40,14 +41,26 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     beh = behaviour_of(work, spec)
     ep = work.engine.enable_expert_parallel and spec.moe is not None
     block = spec.quantization.block_size if (spec.quantization and work.uses_checkpoint_blocks) else None
-    problem = split_problem(spec, tp, block, ep)
+    # --data-parallel-size: the plan's n GPUs run dp ranks of n / dp (data_parallel.py); each term
+    # below is one rank's, on one of its GPUs, but the routed experts (over all n) and what the n
+    # GPUs share (NCCL, the context, the price)
+    n, dp = tp, dp_size(work)
+    if dp > 1:
+        problem = dp_problem(n, dp) or kinds.tp_problem(spec, rank_tp(n, dp))
+        problem = problem or expert_split_problem(spec, n, block, ep)
+        tp, work = rank_tp(n, dp), rank_work(work, dp)
+    else:
+        problem = split_problem(spec, tp, block, ep)
     if problem:
-        return refused(gpu, tp, problem)
+        return refused(gpu, n, problem)
     limits = scheduler_limits(gpu, work, beh, spec)
     offloaded = offloaded_bytes(spec, work, tp)
     # Text-only: the vision tower is not built (multimodal.TOWER_SKIPPED_SINCE).
     skipped = skipped_tower_bytes(spec, work, tp)
-    weights = weights_bytes(spec, work.weights, tp, work.include_mtp, ep) - offloaded - skipped
+    if dp > 1:
+        weights = weights_per_gpu(spec, work, n, dp, ep) - offloaded - skipped
+    else:
+        weights = weights_bytes(spec, work.weights, tp, work.include_mtp, ep) - offloaded - skipped
     acts = activation_bytes(
         spec, limits, tp, work.weights.name != "mxfp4", beh, ep, work.engine.flashinfer_sampler
     )
@@ -56,15 +69,15 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     # (Behaviour.context_in_budget).
     context = runtime.CUDA_CONTEXT_TP1 if beh.context_in_budget else 0
     others = _others_bytes(gpu, work.reserved_bytes) if beh.context_in_budget else 0
-    overhead = non_torch_bytes(gpu, tp, beh) + (graphs if beh.graphs_in_budget else 0) + context + others
+    overhead = non_torch_bytes(gpu, n, beh) + (graphs if beh.graphs_in_budget else 0) + context + others
     visible = gpu.visible_bytes
     if beh.extensible_kv:  # sized after warmup: the device's free memory less a margin and the peak
-        before = runtime.cuda_context_bytes(tp, gpu.interconnect) + _others_bytes(gpu, work.reserved_bytes)
+        before = runtime.cuda_context_bytes(n, gpu.interconnect) + _others_bytes(gpu, work.reserved_bytes)
         usable = budget_bytes(visible, utilization(work), before, acts, graphs, gpu.vendor)
     else:
         usable = int(utilization(work) * visible)
     outside = (
-        runtime.cuda_context_bytes(tp, gpu.interconnect)
+        runtime.cuda_context_bytes(n, gpu.interconnect)
         - context
         + (0 if beh.graphs_in_budget or not graphs else CUDA_GRAPH_POOL)
     )
@@ -102,16 +115,18 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         or (
             None
             if beh.context_in_budget or beh.extensible_kv
-            else _not_free(gpu, usable, work.reserved_bytes, tp, beh)
+            else _not_free(gpu, usable, work.reserved_bytes, n, beh)
         )
         or _no_context_room(per_gpu)
     )
     thin = reason is None and thin_margin(concurrency, work.batch, THIN_MARGIN)
+    if dp > 1 and capacity is not None and concurrency is not None:  # the server holds dp pools
+        capacity, concurrency = capacity * dp, round(concurrency * dp, 2)
     return Candidate(
         gpu=gpu.name,
         gpu_full_name=gpu.full_name,
-        num_gpus=tp,
-        tensor_parallel=tp,
+        num_gpus=n,
+        tensor_parallel=n,
         fits=reason is None,
         reason=reason,
         per_gpu=per_gpu,
@@ -122,8 +137,8 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
         kv_heads_replicated=not spec.mla and tp > spec.num_key_value_heads,
         warning=headroom_warning(per_gpu) or (thin_margin_warning(per_gpu, available) if thin else None),
         thin_margin=thin,
-        usd_per_hour=gpu.price_for(tp),
-        host_bytes=(offloaded * tp + lora_host_bytes(spec, tp, work)) or None,
+        usd_per_hour=gpu.price_for(n),
+        host_bytes=(offloaded * n + lora_host_bytes(spec, n, work)) or None,
     )
 
 

@@ -1,0 +1,207 @@
+"""vLLM's --data-parallel-size on one server (core/engines/vllm/data_parallel.py): memory per GPU,
+pools, launch and speed. Synthetic cases from vLLM's code (read in the 0.8.3, 0.10.2, 0.11.0 and
+0.34.0 wheels with bench/release_sources.py): FusedMoEParallelConfig.make flattens tensor parallel
+across the DP ranks for the routed experts ("MoE layers will be sharded according to the product of
+the tensor-parallel-size and data-parallel-size", arg_utils.py), whole experts with
+--enable-expert-parallel; models/deepseek_v2.py keeps attention, dense MLPs, the embedding and the LM
+head on each rank's TP group; config/scheduler.py: "max_num_seqs, which applies per data-parallel
+rank"; config/parallel.py use_sequence_parallel_moe (0.11.0+) puts the shared experts whole on every
+GPU under expert parallel with TP > 1 and DP > 1. One published pair (gpustack's DeepSeek-V3.2 page)
+checks the speed's direction."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gpusize.core.engines import engine
+from gpusize.core.engines.vllm.data_parallel import attention_dp, weights_per_gpu
+from gpusize.core.weights import routed_expert_bytes, weights_bytes
+from gpusize.errors import InputError
+from gpusize.serving.launch import vllm_command
+from gpusize.serving.throughput import VLLM_DP_NOTE, decode_step, unmodelled
+from gpusize.sources.catalog import find_gpu
+from tests.helpers import catalog_spec, cli, workload
+
+DSV3 = catalog_spec("DeepSeek-V3")
+H200, H100 = find_gpu("H200"), find_gpu("H100")
+
+
+def _vllm(spec=DSV3, batch: int = 1, **settings: object):  # type: ignore[no-untyped-def]
+    return workload(spec, 8192, batch, engine_name="vllm", **settings)
+
+
+def _evaluate(work, n: int = 8, spec=DSV3, gpu=H200):  # type: ignore[no-untyped-def]
+    return engine("vllm").evaluate(spec, gpu, n, work)
+
+
+def test_each_gpu_holds_the_rest_whole_at_its_ranks_tp_and_an_eighth_of_the_experts() -> None:
+    """DP=8 x TP=1: every layer but the routed experts whole on every GPU (each rank's TP is 1), the
+    256 routed experts over the 8 GPUs: 32 whole each with expert parallel, each sliced by 8 without
+    (the same bytes: 8 divides 256). Exactly the model at TP=1 less 7/8 of its routed experts."""
+    whole = weights_bytes(DSV3, _vllm().weights, 1)
+    experts = routed_expert_bytes(DSV3, _vllm().weights, 1)
+    for ep in (True, False):
+        work = _vllm(data_parallel_size=8, enable_expert_parallel=ep)
+        got = _evaluate(work).per_gpu
+        assert got is not None
+        assert got.weights_bytes == pytest.approx(whole - experts * 7 / 8, abs=2)
+    tp8 = _evaluate(_vllm()).per_gpu
+    assert tp8 is not None and got.weights_bytes > tp8.weights_bytes
+
+
+def test_the_shared_experts_go_whole_under_sequence_parallel_moe_from_0_11() -> None:
+    """DP=4 x TP=2 with expert parallel: 0.11.0's use_sequence_parallel_moe replicates the shared
+    experts on every GPU (disable_tp); 0.10.2 (only with the DeepEP backends, not a default) keeps
+    them sliced by the rank's TP. The difference is half the shared experts' bytes."""
+    fmt = _vllm().weights
+    old = weights_per_gpu(DSV3, _vllm(data_parallel_size=4, version="0.10.2"), 8, 4, True)
+    new = weights_per_gpu(DSV3, _vllm(data_parallel_size=4, version="0.11.0"), 8, 4, True)
+    shared = DSV3.params.shared_experts * fmt.role_bytes("shared_experts") * fmt.checkpoint_scale
+    assert new - old == pytest.approx(shared / 2, abs=2)
+    sliced = weights_per_gpu(DSV3, _vllm(data_parallel_size=4, version="0.11.0"), 8, 4, False)
+    assert sliced == old  # without expert parallel the shared experts stay on the rank's TP
+
+
+def test_every_rank_keeps_its_own_pool_for_its_own_requests() -> None:
+    """An MLA latent is whole on every GPU of a TP group (vLLM replicates it over TP), so TP=8 holds
+    one pool of every sequence on each GPU while DP=8 holds eight pools of their own sequences: the
+    server's capacity is 8 ranks' pools, and 9 requests put 2 on the busiest rank (as 16 do)."""
+    dp8 = _evaluate(_vllm(data_parallel_size=8, enable_expert_parallel=True))
+    one_rank = _evaluate(_vllm(data_parallel_size=8, enable_expert_parallel=True), 8)
+    tp8 = _evaluate(_vllm())
+    assert dp8.kv_cache_capacity_tokens and tp8.kv_cache_capacity_tokens and one_rank.max_concurrency
+    assert dp8.kv_cache_capacity_tokens % 8 == 0
+    assert dp8.kv_cache_capacity_tokens > 4 * tp8.kv_cache_capacity_tokens
+    nine = _evaluate(_vllm(batch=9, data_parallel_size=8, enable_expert_parallel=True)).per_gpu
+    two = _evaluate(_vllm(batch=16, data_parallel_size=8, enable_expert_parallel=True)).per_gpu
+    one = _evaluate(_vllm(batch=8, data_parallel_size=8, enable_expert_parallel=True)).per_gpu
+    assert nine is not None and two is not None and one is not None
+    assert nine.kv_cache_bytes == two.kv_cache_bytes == 2 * one.kv_cache_bytes
+
+
+def test_a_dense_models_ranks_are_replicas() -> None:
+    """Qwen3-8B, DP=4 on 4 GPUs: each GPU holds the whole model (TP=1 per rank)."""
+    spec = catalog_spec("Qwen3-8B")
+    got = _evaluate(_vllm(spec, data_parallel_size=4), 4, spec, H100).per_gpu
+    one = _evaluate(_vllm(spec), 1, spec, H100).per_gpu
+    assert got is not None and one is not None and got.weights_bytes == one.weights_bytes
+
+
+def test_the_ranks_must_divide_the_gpus() -> None:
+    got = _evaluate(_vllm(data_parallel_size=8), 4)
+    assert not got.fits and got.reason and "multiple of 8 GPUs" in got.reason
+    with pytest.raises(InputError, match="1, 2, 4 or 8 ranks"):
+        _evaluate(_vllm(data_parallel_size=3))
+    with pytest.raises(InputError, match="V1 engine only"):
+        _evaluate(_vllm(data_parallel_size=2, vllm_use_v1=False, version="0.10.1"))
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--gpus", "8", "--data-parallel-size", "8", "--enable-expert-parallel"), "-tp 1 -dp 8"),
+        (("--gpus", "8", "--data-parallel-size", "4", "--enable-expert-parallel"), "-tp 2 -dp 4"),
+    ],
+)
+def test_the_launch_command_gives_vllms_own_split(args: tuple[str, ...], words: str) -> None:
+    """gpusize's --gpus counts the server's GPUs; the command prints each rank's TP beside the ranks."""
+    got = cli("serve", "DeepSeek-V3", "--gpu", "H200", "--engine", "vllm", *args, "--users", "64", "--json")
+    assert got.code == 0, got.stderr
+    import json
+
+    data = json.loads(got.stdout)
+    command = data["launch"]["vllm"]["command"]
+    tp, dp = re.findall(r"\d+", words)
+    assert f"--tensor-parallel-size {tp} " in command and f"--data-parallel-size {dp}" in command
+    assert f"--tensor-parallel-size {int(tp) * int(dp)} " not in command
+
+
+def test_the_command_for_a_rank_of_two() -> None:
+    work = _vllm(data_parallel_size=4, enable_expert_parallel=True)
+    got = vllm_command("deepseek-ai/DeepSeek-V3", None, 8, work, 0.92, DSV3, H200).command
+    assert got is not None and "--tensor-parallel-size 2 " in got and "--data-parallel-size 4" in got
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),  # a rank count gpusize cannot lay out, a release before the flag, over servers
+    [
+        (("--data-parallel-size", "3", "--users", "8"), "1, 2, 4 or 8 ranks"),
+        (("--data-parallel-size", "8", "--engine-version", "0.8.2", "--users", "8"), "--data-parallel-size"),
+        (("--data-parallel-size", "8", "--nodes", "2", "--gpus", "8", "--users", "400"), "one server"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
+    got = cli("serve", "DeepSeek-R1", "--gpu", "H200", "--engine", "vllm", *args)
+    assert got.code == 2 and len(got.stderr.strip().splitlines()) == 1 and message in got.stderr
+
+
+def test_the_ranks_read_their_own_kv_and_the_weights_they_hold() -> None:
+    """attention_dp: 8 ranks, each reading (beyond TP=8's slice) the 7/8 of the non-expert weights it
+    holds whole, less the embedding (looked up, not read)."""
+    work = _vllm(data_parallel_size=8, enable_expert_parallel=True)
+    groups, extra = attention_dp(DSV3, work, 8)
+    fmt = work.weights
+
+    def held(n: int) -> float:
+        embedding = DSV3.params.embedding * fmt.other_bytes * fmt.checkpoint_scale / n
+        return weights_bytes(DSV3, fmt, n) - routed_expert_bytes(DSV3, fmt, n) - embedding
+
+    assert groups == 8 and extra == pytest.approx(held(1) - held(8))
+    one, many = decode_step(DSV3, work, H200, 8, 1, 4096), decode_step(DSV3, work, H200, 8, 512, 4096)
+    plain1, plain_many = (
+        decode_step(DSV3, _vllm(), H200, 8, 1, 4096),
+        decode_step(DSV3, _vllm(), H200, 8, 512, 4096),
+    )
+    assert one and many and plain1 and plain_many
+    assert one.step_s > plain1.step_s  # one sequence: the whole non-expert weights read on one GPU
+    assert many.step_s < plain_many.step_s  # 512: each rank reads 64 sequences' latents, not 512
+
+
+def test_the_note_states_the_measured_pair_and_the_models_ratio() -> None:
+    """gpustack's DeepSeek-V3.2 page (vLLM 0.13.0, 8 x H200, ShareGPT burst of 1,000): -tp 8 2,702
+    tok/s, -tp 1 -dp 8 --enable-expert-parallel 3,004 (1.11x; both known misses, the ShareGPT tail).
+    The note beside every answer with the setting gives the measured ratio and the model's, derived
+    here from the records so that it cannot go stale."""
+    from bench import calibrate_throughput as cal
+
+    records = {r.id: r for r in cal.load_records()}
+    dp = records["gs-vllm-deepseek-v32-h200-dp8-ep-sharegpt-burst"]
+    tp = records["gs-vllm-deepseek-v32-h200-tp8-sharegpt-burst"]
+    figure = "output_tokens_per_s"
+    measured = dp.figures[figure] / tp.figures[figure]
+    predicted = (cal.predict(dp, figure) or 0) / (cal.predict(tp, figure) or 1)
+    assert f"{measured:.2f}x" in VLLM_DP_NOTE and f"{predicted:.2f}x" in VLLM_DP_NOTE
+    assert predicted > measured > 1  # the direction holds, the gain is overstated (an upper bound)
+    work = _vllm(data_parallel_size=8, enable_expert_parallel=True)
+    assert VLLM_DP_NOTE.format(dp=8) in unmodelled(work)
+    assert not any("--data-parallel-size" in n for n in unmodelled(_vllm()))
+
+
+def _vllm_dp_note(*args: str) -> str | None:
+    import json
+
+    got = cli(*args, "--json")
+    assert got.code in (0, 1), got.stderr
+    notes = json.loads(got.stdout)["assumptions"]["notes"]
+    return next((n for n in notes if "with --data-parallel-size" in n), None)
+
+
+def test_serve_and_quote_state_vllms_data_parallel_layout_for_mla_moe_models() -> None:
+    """vLLM on DeepSeek-V3, sized without the setting: one note gives the recommended server with
+    --data-parallel-size 8 --enable-expert-parallel, as `serve` sizes it when asked (capacity), and
+    the measured pair's caveat on its speed; none when given, none for a dense model, none before
+    the flag's release."""
+    import json
+
+    base = ("serve", "DeepSeek-V3", "--gpu", "H200", "--engine", "vllm", "--users", "64")
+    note = _vllm_dp_note(*base)
+    asked = json.loads(cli(*base, "--data-parallel-size", "8", "--enable-expert-parallel", "--json").stdout)
+    assert note is not None and "read the gain as an upper bound" in note
+    assert f"hold {asked['recommendation']['capacity_sequences']:,} sequences" in note
+    assert _vllm_dp_note(*base, "--data-parallel-size", "8", "--enable-expert-parallel") is None
+    assert _vllm_dp_note(*base, "--engine-version", "0.8.2") is None
+    assert _vllm_dp_note("serve", "Qwen3-32B", "--gpu", "H100", "--engine", "vllm", "--users", "64") is None
+    quoted = _vllm_dp_note("quote", "DeepSeek-V3", "--gpu", "H200", "--engine", "vllm", "--users", "200")
+    assert quoted is not None and "server(s) hold the 200 users at once" in quoted
