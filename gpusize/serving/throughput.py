@@ -553,7 +553,8 @@ def decode_step(
     t_host = host_copy_s(spec, work, gpu, tp)
     # under speculative decoding one verification step yields `accepted` tokens per sequence: the
     # time per generated token, what every caller reads as the step, is the step over them
-    host = speed.sequence_s * local  # the per-sequence host work (each group's scheduler its own)
+    # the per-sequence host work: each group's scheduler its own, unless one front end serves them all
+    host = speed.sequence_s * engine(work.engine.name).host_sequences(work, sequences, local)
     gpu_s = fixed + max(t_mem, t_cmp) + comm + t_host + draft_s
     overlaps = engine(work.engine.name).overlaps_host_work
     if host_overlap and overlaps is not None and overlaps(work, gpu):
@@ -692,12 +693,14 @@ def prefill_seconds(
 
 
 #: vLLM's --data-parallel-size on one server, beside its speed estimates: the ranks' decode step as
-#: data-parallel attention's groups (`attention_dp`), and the one published pair it was checked on
-#: (tests/serving/test_vllm_data_parallel.py), whose gain the step overstates.
+#: data-parallel attention's groups (`attention_dp`), the per-sequence host work on one API server up
+#: to 0.14 (`EngineModel.host_sequences`), and the one published pair it was checked on
+#: (tests/serving/test_vllm_data_parallel.py derives both ratios from the records).
 VLLM_DP_GAIN = (
-    "on the one published vLLM pair (gpustack, DeepSeek-V3.2 on 8 x H200, a ShareGPT burst of 1,000) "
-    "the measured gain of -dp 8 over -tp 8 was 1.11x the tok/s where this model gives 1.99x: read the "
-    "gain as an upper bound"
+    "one API server process streams every rank's outputs up to vLLM 0.14 (the step pays the whole "
+    "batch's per-sequence host work), one per rank from 0.15.0; on the one published pair (gpustack, "
+    "vLLM 0.13.0, DeepSeek-V3.2 on 8 x H200, a ShareGPT burst of 1,000) -dp 8 moved 1.11x the tok/s of "
+    "-tp 8, estimated 1.05x; no record checks the gain from 0.15.0"
 )
 VLLM_DP_NOTE = (
     "--data-parallel-size {dp}: the decode step is modelled per rank (its own sequences' KV cache and "

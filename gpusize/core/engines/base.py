@@ -22,6 +22,7 @@ __all__ = [
     "EngineModel",
     "AttentionGroups",
     "WithAttentionDp",
+    "HostSequences",
     "HostWeights",
     "LaunchTp",
     "ModelNotes",
@@ -74,6 +75,10 @@ AttentionGroups = Callable[[ModelSpec, Workload, int], tuple[int, float]]
 #: the engine and its release have it and the user has not set it; None otherwise.
 WithAttentionDp = Callable[[Workload, int], "tuple[Workload, str] | None"]
 
+#: Sequences whose per-sequence host work (scheduling, input preparation, output processing) one
+#: decode step of `sequences` waits on, the busiest attention group holding `local` of them: `local`
+#: where every group has its own front end, all of them where one process serves every group.
+HostSequences = Callable[[Workload, int, int], int]
 #: The tensor-parallel size the engine's launch command gives a plan of `n` GPUs of one server: n,
 #: or each data-parallel rank's where the engine counts ranks apart (vLLM's --data-parallel-size).
 LaunchTp = Callable[[Workload, int], int]
@@ -85,6 +90,10 @@ def _one_group(spec: ModelSpec, work: Workload, tp: int) -> tuple[int, float]:
 
 def _all_gpus(work: Workload, n: int) -> int:
     return n
+
+
+def _busiest_group(work: Workload, sequences: int, local: int) -> int:
+    return local
 
 
 def _no_host_weights(spec: ModelSpec, work: Workload, tp: int) -> int:
@@ -207,6 +216,9 @@ class EngineModel:
     with_attention_dp: WithAttentionDp | None = None
     #: Its launch command's tensor-parallel size for a plan of n GPUs (`serving.launch`).
     launch_tp: LaunchTp = _all_gpus
+    #: The sequences a decode step's host work is paid for under attention groups (`serving.
+    #: throughput.decode_step`): the busiest group's by default.
+    host_sequences: HostSequences = _busiest_group
 
     @property
     def label(self) -> str:

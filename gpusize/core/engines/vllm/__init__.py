@@ -30,7 +30,13 @@ from gpusize.core.engines.vllm.behaviour import (
     quantization_refusal,
     utilization,
 )
-from gpusize.core.engines.vllm.data_parallel import attention_dp, dp_size, rank_tp, with_data_parallel
+from gpusize.core.engines.vllm.data_parallel import (
+    attention_dp,
+    dp_size,
+    host_sequences,
+    rank_tp,
+    with_data_parallel,
+)
 from gpusize.core.engines.vllm.families import kv_default
 from gpusize.core.engines.vllm.hybrid import state_blocks, with_state_pages
 from gpusize.core.engines.vllm.levers import LEVERS
@@ -308,6 +314,7 @@ ENGINE = EngineModel(
     attention_dp=attention_dp,
     with_attention_dp=with_data_parallel,
     launch_tp=lambda work, n: rank_tp(n, dp_size(work)),
+    host_sequences=host_sequences,
     # --pipeline-parallel-size (engine/arg_utils.py, every release gpusize models); data parallel with
     # expert parallel over servers from 0.9.0 (serving.nodes.MULTINODE_SINCE): one engine per server,
     # the first with the address, the others --headless (docs/serving/data_parallel_deployment.md);

@@ -23,7 +23,7 @@ persistent buffer; DeepEP's (not a default) would add 1 GiB a GPU, not modelled.
 
 from __future__ import annotations
 
-from gpusize.core.releases import parse_version
+from gpusize.core.releases import VLLM, parse_version
 from gpusize.core.settings.vllm import VLLM_DATA_PARALLEL
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import data_parallel_weights_bytes, routed_expert_bytes, weights_bytes
@@ -32,10 +32,12 @@ from gpusize.dataclass import replace
 from gpusize.errors import InputError
 
 __all__ = [
+    "API_SERVER_PER_RANK_SINCE",
     "SEQUENCE_PARALLEL_MOE_SINCE",
     "attention_dp",
     "dp_problem",
     "dp_size",
+    "host_sequences",
     "rank_tp",
     "rank_work",
     "weights_per_gpu",
@@ -132,3 +134,24 @@ def with_data_parallel(work: Workload, n: int) -> tuple[Workload, str] | None:
         return None
     engine = replace(work.engine, data_parallel_size=n, enable_expert_parallel=True)
     return replace(work, engine=engine), f"--data-parallel-size {n} --enable-expert-parallel (-tp 1)"
+
+
+#: vLLM's API server processes under --data-parallel-size: one for every rank up to 0.14.x
+#: (entrypoints/openai/cli_args.py `--api-server-count ... default=1`, read in the 0.13.0 and 0.14.0
+#: wheels), data_parallel_size of them from 0.15.0 ("Defaults to data_parallel_size if not
+#: specified"; entrypoints/cli/serve.py sets it from the ranks with the internal load balancer).
+API_SERVER_PER_RANK_SINCE = "0.15.0"
+
+
+def host_sequences(work: Workload, sequences: int, local: int) -> int:
+    """Sequences whose per-sequence host work one decode step waits on: every one of them where one API
+    server process detokenizes and streams every rank's outputs (before API_SERVER_PER_RANK_SINCE),
+    the busiest rank's (`local`) where each rank has its own. The whole host term is put on the
+    shared process, the cautious side: each rank's engine core still schedules its own. The release
+    is the one the plan names (`work.engine.version`), as `async_scheduling` reads it."""
+    if dp_size(work) <= 1:
+        return local
+    version = parse_version(work.engine.version) if work.engine.version else VLLM.default_version
+    since = parse_version(API_SERVER_PER_RANK_SINCE)
+    assert since is not None
+    return local if version is not None and version >= since else sequences
