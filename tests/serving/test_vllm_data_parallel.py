@@ -238,3 +238,34 @@ def test_the_headlines_name_vllms_own_split() -> None:
     )
     assert fit.code == 0 and "8x NVIDIA H200 SXM 141GB (DP=8 x TP=1)" in fit.stdout
     assert serve.code == 0 and "1 replica(s) x DP=4 x TP=2" in serve.stdout.replace("\n  ", " ")
+
+
+#: vllm-project/vllm#51454 (vLLM 0.25.0, DeepSeek-V4-Flash-0731 on 8 x B200; its start-up log's
+#: non-default args: data_parallel_size 8, enable_expert_parallel, gpu_memory_utilization 0.95,
+#: kv_cache_dtype fp8, max_num_batched_tokens 8192, max_num_seqs 256, block_size 256) and its recipe
+#: issue vllm-project/recipes#762: "7.7x more total KV capacity (156.9x vs 20.43x max concurrency at
+#: 1M context per startup log)" for --data-parallel-size 8 against TP8 + EP8.
+V4_DP8_CONCURRENCY, V4_TP8_CONCURRENCY = 156.9, 20.43
+
+
+def test_eight_pools_hold_what_the_published_start_up_logs_hold_against_tp8() -> None:
+    """DeepSeek-V4-Flash's single latent KV head is whole on every GPU under TP8; under DP8 each GPU
+    keeps its own pool, less the room the whole non-expert weights take: measured 7.68x the TP8
+    concurrency at 1M tokens, each rank 0.96x of TP8's one pool. gpusize's ratio within 2%. The
+    absolute concurrencies are not the test: the logs are of the -0731 checkpoint (not in the
+    catalog) at --block-size 256, and gpusize's DeepSeek-V4 KV per token is an estimate."""
+    spec = catalog_spec("DeepSeek-V4-Flash")
+    b200 = find_gpu("B200")
+    common = {
+        "version": "0.25.0",
+        "gpu_memory_utilization": 0.95,
+        "max_num_seqs": 256,
+        "max_num_batched_tokens": 8192,
+        "enable_expert_parallel": True,
+    }
+    tp8 = workload(spec, 1 << 20, kv_dtype="fp8", engine_name="vllm", **common)
+    dp8 = workload(spec, 1 << 20, kv_dtype="fp8", engine_name="vllm", data_parallel_size=8, **common)
+    a, b = _evaluate(tp8, 8, spec, b200), _evaluate(dp8, 8, spec, b200)
+    assert a.fits and b.fits and a.max_concurrency and b.max_concurrency
+    measured = V4_DP8_CONCURRENCY / V4_TP8_CONCURRENCY
+    assert b.max_concurrency / a.max_concurrency == pytest.approx(measured, rel=0.02)
