@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpusize.core.engines import engine
 from gpusize.core.engines.vllm.data_parallel import attention_dp, weights_per_gpu
@@ -23,6 +25,7 @@ from gpusize.serving.launch import vllm_command
 from gpusize.serving.throughput import VLLM_DP_NOTE, decode_step, unmodelled
 from gpusize.sources.catalog import find_gpu
 from tests.helpers import catalog_spec, cli, workload
+from tests.strategies import synthetic_configs
 
 DSV3 = catalog_spec("DeepSeek-V3")
 H200, H100 = find_gpu("H200"), find_gpu("H100")
@@ -269,3 +272,27 @@ def test_eight_pools_hold_what_the_published_start_up_logs_hold_against_tp8() ->
     assert a.fits and b.fits and a.max_concurrency and b.max_concurrency
     measured = V4_DP8_CONCURRENCY / V4_TP8_CONCURRENCY
     assert b.max_concurrency / a.max_concurrency == pytest.approx(measured, rel=0.02)
+
+
+@settings(max_examples=60, deadline=None)
+@given(config=synthetic_configs(), dp=st.sampled_from((2, 4, 8)), ep=st.booleans())
+def test_a_gpu_holds_between_tensor_parallel_over_all_and_over_its_rank(
+    config: dict, dp: int, ep: bool
+) -> None:
+    """On any config: under --data-parallel-size a GPU holds at least what TP over the 8 GPUs gives it
+    (everything but the routed experts is sliced over fewer GPUs) and, for a MoE model without expert
+    parallel, no more than TP over its own rank (the routed experts spread over every GPU); a dense
+    model's ranks hold exactly their rank's TP share."""
+    from tests.strategies import spec_of
+
+    spec = spec_of(config)
+    n, tp = 8, 8 // dp
+    work = workload(spec, 2048, engine_name="vllm", data_parallel_size=dp, enable_expert_parallel=ep)
+    fmt = work.weights
+    got = weights_per_gpu(spec, work, n, dp, ep)
+    if spec.moe is None:
+        assert got == weights_bytes(spec, fmt, tp)
+        return
+    assert got >= weights_bytes(spec, fmt, n) - 2
+    if not ep:
+        assert got <= weights_bytes(spec, fmt, tp) + 2
