@@ -95,9 +95,6 @@ def title(report: ServeReport) -> str:
     if not pick:
         return f"{report.model.name} does not fit {where}"
     layout = f"{pick.replicas} replica(s) x {layout_name(pick).split(' x ', 1)[1]}"  # "2 replica(s) x TP=4"
-    dp = w.engine.data_parallel_size or 1
-    if dp > 1 and pick.split_mode == "tensor":  # vLLM's ranks: its own split, as the command prints it
-        layout = f"{pick.replicas} replica(s) x DP={dp} x TP={pick.tensor_parallel // dp}"
     queues = "" if pick.serves_all else " (requests queue: no layout holds the whole load)"
     if pick.serves_all and pick.thin_margin:
         queues = f" (thin margin: {THIN_MARGIN_NOTE})"

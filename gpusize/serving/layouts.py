@@ -171,6 +171,9 @@ class Layout:
     expert_parallel: int = 1
     network: str | None = None
     network_s_per_step: float | None = None
+    #: The engine's data-parallel ranks inside one replica (vLLM's --data-parallel-size): each rank
+    #: tensor_parallel / data_parallel GPUs wide; 1 where the engine has none.
+    data_parallel: int = 1
 
 
 def prefix_note(work: Workload, rate: float) -> str:
@@ -259,12 +262,14 @@ def evaluate_layout(
     failure = _failure_impact(replicas, tp)
     price = gpu.price_for(replicas * tp)
     engine_tp = 1 if llamacpp else tp
+    ranks = 1 if llamacpp else tp // engine(work.engine.name).launch_tp(work, tp)
     if not candidate.fits or candidate.per_gpu is None or per_replica_cap < 1:
         return Layout(
             replicas=replicas,
             tensor_parallel=engine_tp,
             gpus_per_replica=tp,
             split_mode=split,
+            data_parallel=ranks,
             fits=False,
             reason=candidate.reason or "no sequence of this context fits",
             one_gpu_failure=failure,
@@ -316,6 +321,7 @@ def evaluate_layout(
         tensor_parallel=engine_tp,
         gpus_per_replica=tp,
         split_mode=split,
+        data_parallel=ranks,
         fits=True,
         kv_cache_capacity_tokens=candidate.kv_cache_capacity_tokens,
         max_concurrency=float(per_replica_cap) if llamacpp else candidate.max_concurrency,
@@ -424,11 +430,14 @@ def compare(
     ]
 
 
-def parallel_name(replicas: int, tp: int, pp: int = 1, ep: int = 1) -> str:
-    """'4 x TP=1', across servers '1 x TP=8 x PP=2' or '1 x DP=16 x EP=16': how every layout and quote
-    option of a tensor-parallel engine is named."""
+def parallel_name(replicas: int, tp: int, pp: int = 1, ep: int = 1, dp: int = 1) -> str:
+    """'4 x TP=1', across servers '1 x TP=8 x PP=2' or '1 x DP=16 x EP=16', with vLLM's ranks
+    '1 x DP=8 x TP=1' (`tp` the replica's GPUs): how every layout and quote option of a
+    tensor-parallel engine is named."""
     if ep > 1:
         return f"{replicas} x DP={ep} x EP={ep}"
+    if dp > 1:
+        return f"{replicas} x DP={dp} x TP={tp // dp}"
     if pp > 1:
         return f"{replicas} x TP={tp} x PP={pp}"
     return f"{replicas} x TP={tp}"
@@ -437,7 +446,9 @@ def parallel_name(replicas: int, tp: int, pp: int = 1, ep: int = 1) -> str:
 def layout_name(x: Layout) -> str:
     """`parallel_name`, or for llama.cpp '1 x 4 GPUs -sm layer'."""
     if x.split_mode == "tensor" or x.pipeline_parallel > 1 or x.expert_parallel > 1:
-        return parallel_name(x.replicas, x.tensor_parallel, x.pipeline_parallel, x.expert_parallel)
+        return parallel_name(
+            x.replicas, x.tensor_parallel, x.pipeline_parallel, x.expert_parallel, x.data_parallel
+        )
     gpus = "1 GPU" if x.gpus_per_replica == 1 else f"{x.gpus_per_replica} GPUs -sm {x.split_mode}"
     return f"{x.replicas} x {gpus}"
 

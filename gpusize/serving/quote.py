@@ -123,6 +123,8 @@ class Option:
     pipeline_parallel: int = 1
     expert_parallel: int = 1
     network: str | None = None
+    #: The engine's data-parallel ranks inside one replica (`Layout.data_parallel`).
+    data_parallel: int = 1
     #: quote --disaggregate: the best prefill/decode split of this option's server (of 2 GPUs when
     #: the option is one) for its share of the users, compared with the aggregated layout on the same
     #: GPUs (serving/disagg.py); None without the flag, or when no split runs the model.
@@ -137,7 +139,9 @@ class Option:
 def option_layout(o: Option) -> str:
     """The option's layout as serve names it (`layouts.parallel_name`: quote compares tensor-parallel
     engines only)."""
-    return parallel_name(o.replicas, o.tensor_parallel, o.pipeline_parallel, o.expert_parallel)
+    return parallel_name(
+        o.replicas, o.tensor_parallel, o.pipeline_parallel, o.expert_parallel, o.data_parallel
+    )
 
 
 def _caveats(gpu: GpuSpec, tp: int, option_visible_measured: bool) -> tuple[str, ...]:
@@ -290,6 +294,7 @@ def option_from(
         num_gpus=n,
         replicas=layout.replicas,
         tensor_parallel=layout.tensor_parallel,
+        data_parallel=layout.data_parallel,
         fits=fits,
         reason=reason,
         weights_bytes=g.weights_bytes if g else None,

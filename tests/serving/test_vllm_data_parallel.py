@@ -296,3 +296,19 @@ def test_a_gpu_holds_between_tensor_parallel_over_all_and_over_its_rank(
     assert got >= weights_bytes(spec, fmt, n) - 2
     if not ep:
         assert got <= weights_bytes(spec, fmt, tp) + 2
+
+
+def test_layouts_and_options_carry_the_ranks() -> None:
+    """serve's layouts and quote's options: `data_parallel` 8 on the 8-GPU layout, named
+    "1 x DP=8 x TP=1"; the layouts it refuses (fewer GPUs than ranks) keep plain names and 1."""
+    import json
+
+    args = ("DeepSeek-V3", "--gpu", "H200", "--engine", "vllm", "--data-parallel-size", "8", "--users", "64")
+    serve = json.loads(cli("serve", *args, "--json").stdout)
+    by_tp = {x["tensor_parallel"]: x for x in serve["layouts"]}
+    assert by_tp[8]["data_parallel"] == 8 and by_tp[8]["fits"]
+    assert all(by_tp[n]["data_parallel"] == 1 and not by_tp[n]["fits"] for n in (1, 2, 4))
+    quote = json.loads(cli("quote", *args, "--json").stdout)
+    assert quote["recommendation"]["data_parallel"] == 8
+    text = cli("serve", *args).stdout
+    assert "1 x DP=8 x TP=1" in text and "8 x TP=1" in text

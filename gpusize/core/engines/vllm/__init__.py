@@ -34,6 +34,7 @@ from gpusize.core.engines.vllm.data_parallel import (
     attention_dp,
     dp_size,
     host_sequences,
+    launch_tp,
     rank_tp,
     with_data_parallel,
 )
@@ -313,7 +314,7 @@ ENGINE = EngineModel(
     overlaps_host_work=overlaps_host_work,
     attention_dp=attention_dp,
     with_attention_dp=with_data_parallel,
-    launch_tp=lambda work, n: rank_tp(n, dp_size(work)),
+    launch_tp=launch_tp,
     host_sequences=host_sequences,
     # --pipeline-parallel-size (engine/arg_utils.py, every release gpusize models); data parallel with
     # expert parallel over servers from 0.9.0 (serving.nodes.MULTINODE_SINCE): one engine per server,

@@ -38,6 +38,7 @@ __all__ = [
     "dp_problem",
     "dp_size",
     "host_sequences",
+    "launch_tp",
     "rank_tp",
     "rank_work",
     "weights_per_gpu",
@@ -155,3 +156,10 @@ def host_sequences(work: Workload, sequences: int, local: int) -> int:
     since = parse_version(API_SERVER_PER_RANK_SINCE)
     assert since is not None
     return local if version is not None and version >= since else sequences
+
+
+def launch_tp(work: Workload, n: int) -> int:
+    """vLLM's --tensor-parallel-size for a plan of `n` GPUs: each rank's where the ranks divide the
+    GPUs; n where they do not (a plan `dp_problem` refuses, named as plain tensor parallel)."""
+    dp = dp_size(work)
+    return n if n % dp else rank_tp(n, dp)
