@@ -114,15 +114,26 @@ Evaluator = Callable[[ModelSpec, GpuSpec, int, Workload], Candidate]
 
 
 def split_problem(
-    spec: ModelSpec, tp: int, fp8_block: tuple[int, int] | None, expert_parallel: bool = False
+    spec: ModelSpec,
+    tp: int,
+    fp8_block: tuple[int, int] | None,
+    expert_parallel: bool = False,
+    whole_experts: str = "",
 ) -> str | None:
     """Why tensor-parallel size `tp` is not a valid split of this model, or None. With expert
-    parallelism the experts are not sliced, so only their full width meets the FP8 blocks."""
-    return kinds.tp_problem(spec, tp) or expert_split_problem(spec, tp, fp8_block, expert_parallel)
+    parallelism the experts are not sliced, so only their full width meets the FP8 blocks.
+    `whole_experts`: how the engine keeps the experts whole, said beside a block refusal."""
+    return kinds.tp_problem(spec, tp) or expert_split_problem(
+        spec, tp, fp8_block, expert_parallel, whole_experts
+    )
 
 
 def expert_split_problem(
-    spec: ModelSpec, tp: int, fp8_block: tuple[int, int] | None, expert_parallel: bool = False
+    spec: ModelSpec,
+    tp: int,
+    fp8_block: tuple[int, int] | None,
+    expert_parallel: bool = False,
+    whole_experts: str = "",
 ) -> str | None:
     """Why the routed experts cannot be split over `tp` GPUs (sliced, or whole with expert
     parallelism), or None (`split_problem`'s expert half: vLLM's data parallel spreads the experts
@@ -132,7 +143,7 @@ def expert_split_problem(
         return f"expert parallel over {tp} GPUs needs at least {tp} experts; the model has {experts}"
     width = spec.moe.moe_intermediate_size // (1 if expert_parallel else tp) if spec.moe else 0
     if spec.moe and fp8_block and width % fp8_block[1]:
-        hint = "" if expert_parallel else "; --enable-expert-parallel keeps experts whole"
+        hint = "" if expert_parallel or not whole_experts else f"; {whole_experts}"
         return (
             f"TP={tp} leaves {width} expert columns per GPU, not a multiple of the "
             f"checkpoint's {fp8_block[1]}-wide FP8 blocks{hint}"

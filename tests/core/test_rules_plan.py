@@ -91,10 +91,36 @@ def test_fp8_blocks_must_tile_each_ranks_expert_columns() -> None:
     1536 columns / 8 = 192, not a multiple of 128 (Qwen3-235B-A22B-FP8 at TP=8)."""
     spec = spec_of(moe(experts=8, width=1536))
     assert split_problem(spec, 4, (128, 128)) is None  # 384 = 3 x 128
-    refusal = split_problem(spec, 8, (128, 128)) or ""
+    refusal = (
+        split_problem(spec, 8, (128, 128), whole_experts="--enable-expert-parallel keeps experts whole") or ""
+    )
     assert refusal.startswith("TP=8 leaves 192 expert columns per GPU") and "--enable-expert" in refusal
     assert split_problem(spec, 8, (128, 128), expert_parallel=True) is None
     assert split_problem(spec, 8, None) is None  # no blocks, no rule
+
+
+def test_sglang_refuses_to_cut_the_fp8_blocks_of_its_experts_too() -> None:
+    """sglang/srt/layers/quantization/fp8.py Fp8MoEMethod.create_weights (read in the 0.4.1, 0.4.3,
+    0.4.6, 0.5.3 and 0.5.23 wheels): "The output_size of gate's and up's weight = {n} is not divisible
+    by weight quantization block_n = {block_n}" for intermediate_size_per_partition % block_n. So
+    Qwen3-235B-A22B-FP8 (1536 columns, 128-wide blocks) does not load at --tp-size 8 without expert
+    parallel: the plan is refused there, with SGLang's own way out named, and takes TP=4."""
+    from gpusize.core.engines import engine
+    from gpusize.sources.catalog import find_gpu
+    from tests.helpers import catalog_spec, workload
+
+    spec = catalog_spec("Qwen3-235B-A22B-FP8")
+    work = workload(spec, 8192, engine_name="sglang")
+    h100 = find_gpu("H100")
+    eight, four = (
+        engine("sglang").evaluate(spec, h100, 8, work),
+        engine("sglang").evaluate(spec, h100, 4, work),
+    )
+    assert not eight.fits and eight.reason and "192 expert columns" in eight.reason
+    assert "--ep-size" in eight.reason and "--enable-expert-parallel" not in eight.reason
+    assert four.reason is None or "expert columns" not in four.reason
+    requantized = workload(spec, 8192, dtype="fp8", engine_name="sglang")  # weights quantized on load
+    assert "expert columns" not in (engine("sglang").evaluate(spec, h100, 8, requantized).reason or "")
 
 
 # --------------------------------------------------------------------------- context

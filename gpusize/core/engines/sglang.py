@@ -106,9 +106,20 @@ def sglang_offloaded_bytes(spec: ModelSpec, work: Workload, tp: int) -> int:
     return offloaded_bytes(spec, work, tp)
 
 
+#: What keeps FP8-block experts whole under SGLang, beside its block refusal: its expert parallel,
+#: which gpusize does not size (no --ep-size setting: each era spells it apart, --enable-ep-moe up
+#: to 0.4.x), so the plan takes a tensor-parallel size that divides the blocks instead.
+WHOLE_EXPERTS = "SGLang's own --ep-size keeps experts whole (not sized by gpusize)"
+
+
 def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
     dp = dp_size(work)
-    problem = split_problem(spec, tp, None) or dp_problem(tp, dp) or dsa_forced_fp8(spec, gpu, work)
+    # the checkpoint's FP8 blocks must not be cut: SGLang's Fp8MoEMethod refuses to load "The
+    # output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n =
+    # 128" (layers/quantization/fp8.py, from 0.4.1 to 0.5.23; `WHOLE_EXPERTS`)
+    block = spec.quantization.block_size if (spec.quantization and work.uses_checkpoint_blocks) else None
+    problem = split_problem(spec, tp, block, False, WHOLE_EXPERTS)
+    problem = problem or dp_problem(tp, dp) or dsa_forced_fp8(spec, gpu, work)
     if problem:
         return refused(gpu, tp, problem)
     attn_tp = attention_tp(tp, dp)

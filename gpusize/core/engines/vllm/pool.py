@@ -36,6 +36,10 @@ __all__ = [
 ]
 
 
+#: How vLLM keeps FP8-block experts whole where tensor parallel would cut their blocks.
+WHOLE_EXPERTS = "--enable-expert-parallel keeps experts whole"
+
+
 def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
     """Fit test of one model on `tp` GPUs of one type."""
     beh = behaviour_of(work, spec)
@@ -47,10 +51,10 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     n, dp = tp, dp_size(work)
     if dp > 1:
         problem = dp_problem(n, dp) or kinds.tp_problem(spec, rank_tp(n, dp))
-        problem = problem or expert_split_problem(spec, n, block, ep)
+        problem = problem or expert_split_problem(spec, n, block, ep, WHOLE_EXPERTS)
         tp, work = rank_tp(n, dp), rank_work(work, dp)
     else:
-        problem = split_problem(spec, tp, block, ep)
+        problem = split_problem(spec, tp, block, ep, WHOLE_EXPERTS)
     if problem:
         return refused(gpu, n, problem)
     limits = scheduler_limits(gpu, work, beh, spec)
