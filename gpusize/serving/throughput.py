@@ -731,7 +731,10 @@ def unmodelled(work: Workload) -> list[str]:
         )
     if (work.engine.data_parallel_size or 1) > 1:
         out.append(VLLM_DP_NOTE.format(dp=work.engine.data_parallel_size))
-    if work.engine.enable_expert_parallel or (work.engine.ep_size or 1) > 1:
+    if (
+        work.engine.enable_expert_parallel
+        or max(work.engine.ep_size or 1, work.engine.expert_parallel_size or 1) > 1
+    ):
         # whole experts per GPU (vLLM --enable-expert-parallel, TensorRT-LLM --ep_size) change the
         # memory per GPU; the decode step still reads the experts as tensor parallel slices
         out.append(

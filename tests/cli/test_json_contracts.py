@@ -61,6 +61,7 @@ WORKLOAD = {
     "workload.engine.enable_dp_attention",
     "workload.engine.dp_size",
     "workload.engine.data_parallel_size",
+    "workload.engine.expert_parallel_size",
     "workload.engine.speculative_config",
     "workload.engine.speculative_algorithm",
     "workload.engine.speculative_draft_model_path",

@@ -203,3 +203,36 @@ def test_refused_split_through_the_engine(tp: int) -> None:
     assert candidate.fits == (tp in (1, 2, 4))
     if tp == 8:
         assert candidate.per_gpu is None and candidate.reason and "28 attention heads" in candidate.reason
+
+
+def test_sglang_expert_parallel_keeps_the_fp8_block_experts_whole() -> None:
+    """--expert-parallel-size 8 (SGLang's --ep-size, from 0.4.10.post2): the MoE layer deals 128 / 8
+    whole experts a GPU (layers/moe/fused_moe_triton/layer.py: num_local_experts = num_experts //
+    moe_ep_size, moe_tp_size = tp / ep), so Qwen3-235B-A22B-FP8 loads at TP=8; the bytes a GPU holds
+    are the whole experts' share (no intermediate padding), the launch carries --ep-size 8; any other
+    size than the TP size is refused, and so is the flag before its release."""
+    from gpusize.core.engines import engine
+    from gpusize.core.weights import weights_bytes
+    from gpusize.errors import InputError
+    from gpusize.serving.launch import sglang_command
+    from gpusize.sources.catalog import find_gpu
+    from tests.helpers import catalog_spec, workload
+
+    spec = catalog_spec("Qwen3-235B-A22B-FP8")
+    h100 = find_gpu("H100")
+    work = workload(spec, 8192, engine_name="sglang", expert_parallel_size=8)
+    got = engine("sglang").evaluate(spec, h100, 8, work)
+    assert got.fits and got.per_gpu is not None
+    assert got.per_gpu.weights_bytes == weights_bytes(spec, work.weights, 8, False, True)
+    assert "ep_size" in engine("sglang").effective_settings(spec, h100, 8, work)
+    command = sglang_command("Qwen/Qwen3-235B-A22B-FP8", None, 8, work, 0.8, spec, h100).command or ""
+    assert "--tp-size 8 " in command and command.endswith("--ep-size 8")
+    four = engine("sglang").evaluate(spec, h100, 4, work)
+    assert not four.fits and "equal to the TP size" in (four.reason or "")
+    with pytest.raises(InputError, match="--expert-parallel-size"):
+        engine("sglang").evaluate(
+            spec,
+            h100,
+            8,
+            workload(spec, 8192, engine_name="sglang", expert_parallel_size=8, version="0.4.9.post3"),
+        )

@@ -58,7 +58,7 @@ from gpusize.core.plan import (
     yarn_caveat,
     yarn_flag,
 )
-from gpusize.core.releases import SGLANG
+from gpusize.core.releases import SGLANG, parse_version
 from gpusize.core.reserves import ReserveTerm, outside_bytes, reserves_of, total_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import weights_bytes
@@ -106,10 +106,36 @@ def sglang_offloaded_bytes(spec: ModelSpec, work: Workload, tp: int) -> int:
     return offloaded_bytes(spec, work, tp)
 
 
-#: What keeps FP8-block experts whole under SGLang, beside its block refusal: its expert parallel,
-#: which gpusize does not size (no --ep-size setting: each era spells it apart, --enable-ep-moe up
-#: to 0.4.x), so the plan takes a tensor-parallel size that divides the blocks instead.
-WHOLE_EXPERTS = "SGLang's own --ep-size keeps experts whole (not sized by gpusize)"
+#: The first SGLang release where --ep-size enables expert parallel by itself (0.4.10.post2's
+#: server_args.py marks --enable-ep-moe "(Deprecated)"); gpusize refuses the setting before it.
+EXPERT_PARALLEL_SINCE = "0.4.10.post2"
+#: What keeps FP8-block experts whole under SGLang, beside its block refusal: its expert parallel.
+WHOLE_EXPERTS = "--expert-parallel-size equal to the TP size (SGLang's --ep-size) keeps experts whole"
+
+
+def expert_parallel(spec: ModelSpec, work: Workload, tp: int) -> tuple[bool, str | None]:
+    """(whole experts, why not) for --expert-parallel-size on `tp` GPUs: SGLang's MoE layer deals
+    num_experts / ep_size whole experts a GPU, each sliced by tp_size / ep_size (layers/moe/
+    fused_moe_triton/layer.py: `assert num_experts % self.moe_ep_size == 0`, moe_tp_size = tp / ep);
+    gpusize sizes ep_size 1 or equal to the TP size (then every GPU holds whole experts)."""
+    ep = work.engine.expert_parallel_size or 1
+    if ep <= 1 or spec.moe is None:
+        return False, None
+    since = parse_version(EXPERT_PARALLEL_SINCE)
+    assert since is not None
+    if work.release.version < since:
+        raise InputError(
+            f"--expert-parallel-size is modelled from SGLang {EXPERT_PARALLEL_SINCE} (before it "
+            f"--enable-ep-moe, which gpusize does not model), not {work.release.version}"
+        )
+    if ep != tp:
+        return (
+            False,
+            f"gpusize sizes --expert-parallel-size 1 or equal to the TP size, not {ep} on {tp} GPU(s)",
+        )
+    if spec.moe.num_experts % ep:
+        return False, f"SGLang deals {spec.moe.num_experts} experts over --ep-size {ep}: they must divide"
+    return True, None
 
 
 def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidate:
@@ -118,14 +144,15 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     # output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n =
     # 128" (layers/quantization/fp8.py, from 0.4.1 to 0.5.23; `WHOLE_EXPERTS`)
     block = spec.quantization.block_size if (spec.quantization and work.uses_checkpoint_blocks) else None
-    problem = split_problem(spec, tp, block, False, WHOLE_EXPERTS)
+    ep, ep_problem = expert_parallel(spec, work, tp)
+    problem = ep_problem or split_problem(spec, tp, block, ep, WHOLE_EXPERTS)
     problem = problem or dp_problem(tp, dp) or dsa_forced_fp8(spec, gpu, work)
     if problem:
         return refused(gpu, tp, problem)
     attn_tp = attention_tp(tp, dp)
     fraction = mem_fraction(gpu, tp, work, spec)
     offloaded = sglang_offloaded_bytes(spec, work, tp)
-    weights = weights_bytes(spec, work.weights, tp, work.include_mtp) - offloaded
+    weights = weights_bytes(spec, work.weights, tp, work.include_mtp, ep) - offloaded
     weights += dp_weight_extra_bytes(spec, work.weights, tp, dp)
     cell = sglang_kv_bytes_per_token(spec, gpu, work, attn_tp)
     context = runtime.CUDA_CONTEXT_TP1 + (DIST_INIT_TPN if tp > 1 else 0)
@@ -258,6 +285,8 @@ def effective_settings(
         dp = dp_size(work)
         out["dp_size"] = dp
         out["attn_tp_size"] = attention_tp(tp, dp)
+    if expert_parallel(spec, work, tp)[0]:
+        out["ep_size"] = tp
     return out
 
 

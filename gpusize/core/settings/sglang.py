@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from gpusize.core.settings.declaration import setting, settings_part
 
-__all__ = ["SGLANG_MAMBA", "SGLANG_MULTIMODAL", "SGLANG_SPECULATIVE", "SGLANG_SWA", "SglangSettings"]
+__all__ = [
+    "SGLANG_EXPERT_PARALLEL",
+    "SGLANG_MAMBA",
+    "SGLANG_MULTIMODAL",
+    "SGLANG_SPECULATIVE",
+    "SGLANG_SWA",
+    "SglangSettings",
+]
 
 #: SGLang's speculative decoding flags came with EAGLE (sgl-project/sglang#2150, merged 2025-01-02):
 #: first in the 0.4.1.post4 wheel's server_args.py (absent in 0.4.1.post3; read with
@@ -21,6 +28,11 @@ SGLANG_MULTIMODAL = "0.4.6"
 #: SGLang's --swa-full-tokens-ratio (the hybrid SWA pool, sgl-project/sglang#7367): first in the
 #: 0.4.9.post3 wheel's server_args.py (absent in 0.4.9.post2; bench/release_sources.py).
 SGLANG_SWA = "0.4.9.post3"
+#: SGLang's --expert-parallel-size / --ep-size: first in the 0.4.1 wheel's server_args.py (absent in
+#: 0.4.0). It enables expert parallel by itself from 0.4.10.post2, where --enable-ep-moe (which set
+#: ep_size = tp_size) became "(Deprecated)" (0.5.3: "Please set `--ep-size` to the same value as
+#: `--tp-size` instead"); gpusize sizes it from there (core/engines/sglang.py EXPERT_PARALLEL_SINCE).
+SGLANG_EXPERT_PARALLEL = "0.4.1"
 
 
 @settings_part
@@ -117,6 +129,19 @@ class SglangSettings:
         low=1,
         high=8,
         launch="--dp-size",
+    )
+    #: SGLang expert parallel (`--expert-parallel-size` / `--ep-size`; core/engines/sglang.py): whole
+    #: experts, num_experts / ep a GPU, where tensor parallel slices each. Sized equal to the TP size.
+    expert_parallel_size: int | None = setting(
+        default=None,
+        flag="--expert-parallel-size",
+        engines=("sglang",),
+        help="expert parallel (SGLang's --ep-size): 1, or the TP size (whole experts, num_experts / TP "
+        "a GPU, as its MoE layer deals them).",
+        low=1,
+        high=8,
+        launch="--ep-size",
+        since=SGLANG_EXPERT_PARALLEL,
     )
     #: SGLang speculative decoding (core/speculative.py): the algorithm, its draft and its tree.
     speculative_algorithm: str | None = setting(
