@@ -399,10 +399,10 @@ CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is se
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.head_dim,self.rope_head_dim,self.q_lora_rank,self.o_lora_rank,self.o_groups,self.window,self.index_n_heads,self.index_head_dim,self.hc_mult,)==(other.head_dim,other.rope_head_dim,other.q_lora_rank,other.o_lora_rank,other.o_groups,other.window,other.index_n_heads,other.index_head_dim,other.hc_mult,)
+   return (self.head_dim,self.rope_head_dim,self.q_lora_rank,self.o_lora_rank,self.o_groups,self.window,self.index_n_heads,self.index_head_dim,self.hc_mult,self.index_topk,)==(other.head_dim,other.rope_head_dim,other.q_lora_rank,other.o_lora_rank,other.o_groups,other.window,other.index_n_heads,other.index_head_dim,other.hc_mult,other.index_topk,)
   return NotImplemented
  return __eq__
-CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.head_dim,self.rope_head_dim,self.q_lora_rank,self.o_lora_rank,self.o_groups,self.window,self.index_n_heads,self.index_head_dim,self.hc_mult,)==(other.head_dim,other.rope_head_dim,other.q_lora_rank,other.o_lora_rank,other.o_groups,other.window,other.index_n_heads,other.index_head_dim,other.hc_mult,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.head_dim,self.rope_head_dim,self.q_lora_rank,self.o_lora_rank,self.o_groups,self.window,self.index_n_heads,self.index_head_dim,self.hc_mult,self.index_topk,)==(other.head_dim,other.rope_head_dim,other.q_lora_rank,other.o_lora_rank,other.o_groups,other.window,other.index_n_heads,other.index_head_dim,other.hc_mult,other.index_topk,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __eq__(self,other):
@@ -1378,9 +1378,9 @@ CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.gpusize_ve
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.head_dim,self.rope_head_dim,self.q_lora_rank,self.o_lora_rank,self.o_groups,self.window,self.index_n_heads,self.index_head_dim,self.hc_mult,))
+  return hash((self.head_dim,self.rope_head_dim,self.q_lora_rank,self.o_lora_rank,self.o_groups,self.window,self.index_n_heads,self.index_head_dim,self.hc_mult,self.index_topk,))
  return __hash__
-CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.head_dim,self.rope_head_dim,self.q_lora_rank,self.o_lora_rank,self.o_groups,self.window,self.index_n_heads,self.index_head_dim,self.hc_mult,))\n return __hash__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __hash__(self):\n  return hash((self.head_dim,self.rope_head_dim,self.q_lora_rank,self.o_lora_rank,self.o_groups,self.window,self.index_n_heads,self.index_head_dim,self.hc_mult,self.index_topk,))\n return __hash__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __hash__(self):
@@ -2138,9 +2138,9 @@ CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qual
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(head_dim={self.head_dim!r}, rope_head_dim={self.rope_head_dim!r}, q_lora_rank={self.q_lora_rank!r}, o_lora_rank={self.o_lora_rank!r}, o_groups={self.o_groups!r}, window={self.window!r}, index_n_heads={self.index_n_heads!r}, index_head_dim={self.index_head_dim!r}, hc_mult={self.hc_mult!r})"
+  return self.__class__.__qualname__ + f"(head_dim={self.head_dim!r}, rope_head_dim={self.rope_head_dim!r}, q_lora_rank={self.q_lora_rank!r}, o_lora_rank={self.o_lora_rank!r}, o_groups={self.o_groups!r}, window={self.window!r}, index_n_heads={self.index_n_heads!r}, index_head_dim={self.index_head_dim!r}, hc_mult={self.hc_mult!r}, index_topk={self.index_topk!r})"
  return __repr__
-CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(head_dim={self.head_dim!r}, rope_head_dim={self.rope_head_dim!r}, q_lora_rank={self.q_lora_rank!r}, o_lora_rank={self.o_lora_rank!r}, o_groups={self.o_groups!r}, window={self.window!r}, index_n_heads={self.index_n_heads!r}, index_head_dim={self.index_head_dim!r}, hc_mult={self.hc_mult!r})"\n return __repr__'] = __create_fn__.__code__
+CODE['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(head_dim={self.head_dim!r}, rope_head_dim={self.rope_head_dim!r}, q_lora_rank={self.q_lora_rank!r}, o_lora_rank={self.o_lora_rank!r}, o_groups={self.o_groups!r}, window={self.window!r}, index_n_heads={self.index_n_heads!r}, index_head_dim={self.index_head_dim!r}, hc_mult={self.hc_mult!r}, index_topk={self.index_topk!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -3396,8 +3396,8 @@ def __create_fn__(_type_gpusize_version, _type_command, _type_rows, _type_assump
  return __init__
 CODE["def __create_fn__(_type_gpusize_version, _type_command, _type_rows, _type_assumptions, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_assumptions, _return_type):\n def __init__(self,*,gpusize_version:_type_gpusize_version,command:_type_command,rows:_type_rows,assumptions:_type_assumptions=_dflt_assumptions)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['gpusize_version']=gpusize_version\n  __dataclass_dict__['command']=command\n  __dataclass_dict__['rows']=rows\n  __dataclass_dict__['assumptions']=assumptions\n return __init__"] = __create_fn__.__code__
 
-def __create_fn__(_type_head_dim, _type_rope_head_dim, _type_q_lora_rank, _type_o_lora_rank, _type_o_groups, _type_window, _type_index_n_heads, _type_index_head_dim, _type_hc_mult, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,*,head_dim:_type_head_dim,rope_head_dim:_type_rope_head_dim,q_lora_rank:_type_q_lora_rank,o_lora_rank:_type_o_lora_rank,o_groups:_type_o_groups,window:_type_window,index_n_heads:_type_index_n_heads,index_head_dim:_type_index_head_dim,hc_mult:_type_hc_mult)->_return_type:
+def __create_fn__(_type_head_dim, _type_rope_head_dim, _type_q_lora_rank, _type_o_lora_rank, _type_o_groups, _type_window, _type_index_n_heads, _type_index_head_dim, _type_hc_mult, _type_index_topk, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_index_topk, _return_type):
+ def __init__(self,*,head_dim:_type_head_dim,rope_head_dim:_type_rope_head_dim,q_lora_rank:_type_q_lora_rank,o_lora_rank:_type_o_lora_rank,o_groups:_type_o_groups,window:_type_window,index_n_heads:_type_index_n_heads,index_head_dim:_type_index_head_dim,hc_mult:_type_hc_mult,index_topk:_type_index_topk=_dflt_index_topk)->_return_type:
   __dataclass_dict__=self.__dict__
   __dataclass_dict__['head_dim']=head_dim
   __dataclass_dict__['rope_head_dim']=rope_head_dim
@@ -3408,8 +3408,9 @@ def __create_fn__(_type_head_dim, _type_rope_head_dim, _type_q_lora_rank, _type_
   __dataclass_dict__['index_n_heads']=index_n_heads
   __dataclass_dict__['index_head_dim']=index_head_dim
   __dataclass_dict__['hc_mult']=hc_mult
+  __dataclass_dict__['index_topk']=index_topk
  return __init__
-CODE["def __create_fn__(_type_head_dim, _type_rope_head_dim, _type_q_lora_rank, _type_o_lora_rank, _type_o_groups, _type_window, _type_index_n_heads, _type_index_head_dim, _type_hc_mult, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,head_dim:_type_head_dim,rope_head_dim:_type_rope_head_dim,q_lora_rank:_type_q_lora_rank,o_lora_rank:_type_o_lora_rank,o_groups:_type_o_groups,window:_type_window,index_n_heads:_type_index_n_heads,index_head_dim:_type_index_head_dim,hc_mult:_type_hc_mult)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['head_dim']=head_dim\n  __dataclass_dict__['rope_head_dim']=rope_head_dim\n  __dataclass_dict__['q_lora_rank']=q_lora_rank\n  __dataclass_dict__['o_lora_rank']=o_lora_rank\n  __dataclass_dict__['o_groups']=o_groups\n  __dataclass_dict__['window']=window\n  __dataclass_dict__['index_n_heads']=index_n_heads\n  __dataclass_dict__['index_head_dim']=index_head_dim\n  __dataclass_dict__['hc_mult']=hc_mult\n return __init__"] = __create_fn__.__code__
+CODE["def __create_fn__(_type_head_dim, _type_rope_head_dim, _type_q_lora_rank, _type_o_lora_rank, _type_o_groups, _type_window, _type_index_n_heads, _type_index_head_dim, _type_hc_mult, _type_index_topk, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_index_topk, _return_type):\n def __init__(self,*,head_dim:_type_head_dim,rope_head_dim:_type_rope_head_dim,q_lora_rank:_type_q_lora_rank,o_lora_rank:_type_o_lora_rank,o_groups:_type_o_groups,window:_type_window,index_n_heads:_type_index_n_heads,index_head_dim:_type_index_head_dim,hc_mult:_type_hc_mult,index_topk:_type_index_topk=_dflt_index_topk)->_return_type:\n  __dataclass_dict__=self.__dict__\n  __dataclass_dict__['head_dim']=head_dim\n  __dataclass_dict__['rope_head_dim']=rope_head_dim\n  __dataclass_dict__['q_lora_rank']=q_lora_rank\n  __dataclass_dict__['o_lora_rank']=o_lora_rank\n  __dataclass_dict__['o_groups']=o_groups\n  __dataclass_dict__['window']=window\n  __dataclass_dict__['index_n_heads']=index_n_heads\n  __dataclass_dict__['index_head_dim']=index_head_dim\n  __dataclass_dict__['hc_mult']=hc_mult\n  __dataclass_dict__['index_topk']=index_topk\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_header, _type_align, _type_priority, _type_keep, _type_short, _type_prose, _type_styles, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_align, _dflt_priority, _dflt_keep, _dflt_short, _dflt_prose, _dflt_styles, _return_type):
  def __init__(self,header:_type_header,align:_type_align=_dflt_align,priority:_type_priority=_dflt_priority,keep:_type_keep=_dflt_keep,short:_type_short=_dflt_short,prose:_type_prose=_dflt_prose,styles:_type_styles=_dflt_styles)->_return_type:
@@ -5173,11 +5174,11 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('head_dim','rope_head_dim','q_lora_rank','o_lora_rank','o_groups','window','index_n_heads','index_head_dim','hc_mult',):
+  if type(self) is cls or name in ('head_dim','rope_head_dim','q_lora_rank','o_lora_rank','o_groups','window','index_n_heads','index_head_dim','hc_mult','index_topk',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'head_dim\',\'rope_head_dim\',\'q_lora_rank\',\'o_lora_rank\',\'o_groups\',\'window\',\'index_n_heads\',\'index_head_dim\',\'hc_mult\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'head_dim\',\'rope_head_dim\',\'q_lora_rank\',\'o_lora_rank\',\'o_groups\',\'window\',\'index_n_heads\',\'index_head_dim\',\'hc_mult\',\'index_topk\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
@@ -6229,11 +6230,11 @@ CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,v
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('head_dim','rope_head_dim','q_lora_rank','o_lora_rank','o_groups','window','index_n_heads','index_head_dim','hc_mult',):
+  if type(self) is cls or name in ('head_dim','rope_head_dim','q_lora_rank','o_lora_rank','o_groups','window','index_n_heads','index_head_dim','hc_mult','index_topk',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
-CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'head_dim\',\'rope_head_dim\',\'q_lora_rank\',\'o_lora_rank\',\'o_groups\',\'window\',\'index_n_heads\',\'index_head_dim\',\'hc_mult\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+CODE['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'head_dim\',\'rope_head_dim\',\'q_lora_rank\',\'o_lora_rank\',\'o_groups\',\'window\',\'index_n_heads\',\'index_head_dim\',\'hc_mult\',\'index_topk\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):

@@ -46,6 +46,7 @@ from gpusize.core.workload import EngineSettings, Workload
 from gpusize.dataclass import dataclass
 from gpusize.serving import calibrated
 from gpusize.serving.gpu_tables import SM_COUNT
+from gpusize.serving.prefill_attention import prefill_attention_flops
 from gpusize.serving.step_kernels import extra_kernels
 
 __all__ = [
@@ -651,7 +652,8 @@ def prefill_seconds(
     cached: int = 0,
 ) -> float | None:
     """Estimated compute time to prefill `sequences` prompts of `prompt` tokens together (dense
-    matmuls + causal attention) on `tp` GPUs, plus the all-reduces of their activations and the copy
+    matmuls at the weights' rate + causal attention at the 16-bit rate, `prefill_attention`) on `tp`
+    GPUs, plus the all-reduces of their activations and the copy
     of offloaded weights (`host_copy_s`). `cached`: the first tokens of each prompt the engine's prefix
     cache already holds (vLLM's automatic prefix caching, SGLang's radix cache): only the other
     prompt - cached tokens are computed, each attending to the cached prefix and, causally, to half
@@ -667,16 +669,15 @@ def prefill_seconds(
     mfu = prefill_mfu(speed, gpu, work)
     if speed.prefill_tflops_ceiling:
         tflops = min(tflops * mfu, speed.prefill_tflops_ceiling) / mfu
-    attn_width = spec.num_attention_heads * spec.head_dim
-    attention = 0.0
-    past = prompt - new
-    for layer in spec.attention_layers:  # QK^T and PV: 4 x width flops per (query, key) pair
-        keys = past + new / 2  # causal: the cached prefix, then half the new tokens on average
-        keys = min(layer.window, keys) if layer.window else keys
-        attention += 4 * new * keys * attn_width
+    # QK^T and PV of each layer kind, with its own widths and the keys it reads (latent attention's
+    # 192 / 128 widths, sparse attention's top-k and indexer, DeepSeek-V4's compressed entries)
+    attention = prefill_attention_flops(spec, prompt - new, new)
     peak = tp * tflops * 1e12
     dense = matmul_seconds(spec, speed, gpu, work, sequences * new, peak)
-    attend = sequences * attention / (peak * (speed.attention_mfu or mfu))
+    # attention runs on the activations (bf16/fp16 FlashAttention-class kernels), not at the FP8
+    # weights' rate: the 16-bit peak, under the same ceiling
+    attention_peak = peak * (gpu.bf16_tflops or tflops) / (_tflops(gpu, work) or tflops)
+    attend = sequences * attention / (attention_peak * (speed.attention_mfu or mfu))
     groups = attention_groups(spec, work, tp)
     if groups > 1:  # the busiest group's prompts on its tp / groups GPUs, not spread over all tp
         busiest = -(-sequences // groups) * groups / sequences

@@ -140,7 +140,7 @@ def test_the_known_miss_is_the_one_stated() -> None:
     # before, when the pool was predicted at 17-18.5 requests/s)
     record = _record("triton-distributed-llama70b-fp8-h100-4xtp2-1xtp8")
     got = _predicted(record)
-    assert not got.holds_load and got.prefill.utilization == 1.0
+    assert not got.holds_load and got.prefill.utilization == pytest.approx(1.0)
     assert got.ttft_s is not None and 0.45 < record["figures"]["ttft_s"] / got.ttft_s < 0.55
     assert 1.2 < got.aggregate_tokens_per_s / record["figures"]["aggregate_tokens_per_s"] < 1.35
     assert 0.7 < record["figures"]["decode_tokens_per_s"] / got.per_request_tokens_per_s < 0.8
@@ -271,7 +271,8 @@ def _measured_batch(record: dict[str, Any]) -> int:
 @pytest.mark.parametrize(
     ("record_id", "gpus", "tp", "step_ratio", "missed"),
     [
-        ("dynamo-vllm-llama70b-fp8-b200-4xtp1-1xtp4-c32", 8, 4, (1.7, 1.9), ["aggregate", "ttft"]),
+        # the TTFT inside its range since prefill attention is counted per layer kind (2026-12-04, 4th)
+        ("dynamo-vllm-llama70b-fp8-b200-4xtp1-1xtp4-c32", 8, 4, (1.7, 1.9), ["aggregate"]),
         (
             "dynamo-vllm-llama70b-fp8-b200-3xtp1-1xtp1-c16",
             4,
@@ -318,11 +319,18 @@ def test_the_gptoss_misses_are_the_ranges_set_by_other_misses() -> None:
     # tiles); where it misses, it is under the narrow ranges of vLLM MoE (MXFP4 experts) at 2-7 and
     # 8-31 in flight (the other gpt-oss runs on H100 are estimated too slow, these through Ray Serve
     # too fast)
+    # (2026-12-04, fourth session: with prefill attention counted per layer kind and the refit, the
+    # 32-user and the two-server TTFTs sit just above their ranges, 1.54x against 0.73-1.49x and 1.74x
+    # against 0.72-1.73x; the other two inside)
     ids = [r["id"] for r in _records() if r["id"].startswith("rayserve-vllm-gptoss120b")]
     assert len(ids) == 4
+    just_above = {
+        "rayserve-vllm-gptoss120b-h100-1xtp4-1xtp4-c32",
+        "rayserve-vllm-gptoss120b-h200-1xtp4-1xtp4-2nodes-c16",
+    }
     for record_id in ids:
         record = _record(record_id)
-        assert "ttft" not in [m.split(":")[0] for m in _misses(record)]
+        assert ("ttft" in [m.split(":")[0] for m in _misses(record)]) == (record_id in just_above)
         got = _predicted(record)
         assert got.ttft_s is not None and 1.0 < record["figures"]["ttft_s"] / got.ttft_s < 1.75
         assert 0.85 < record["figures"]["decode_tokens_per_s"] / got.per_request_tokens_per_s < 1.25

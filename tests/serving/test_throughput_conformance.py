@@ -50,8 +50,9 @@ TARGETS = {"decode": 0.15, "aggregate": 0.20, "ttft": 0.25}
 #: MXFP4 at TP=4) is 36% too slow, where the H100 runs are 9-16% too slow; matmul_ogs's tile rate is
 #: fitted on Hopper (`throughput.kernel_rate`), and Blackwell multiplies MXFP4 natively.
 #: SGLang's one held-out first-token figure under load, DeepSeek-V3.2's 100-prompt burst of 1,000-token
-#: prompts on 8 x H200 (gpustack, data-parallel attention), is 57% too short (2026-12-04, third
-#: session): DeepSeek's FP8 prefill is estimated about twice too fast on every engine (the same
+#: prompts on 8 x H200 (gpustack, data-parallel attention), is 55% too short (57% before prefill
+#: attention was counted per layer kind, 2026-12-04, fourth session): DeepSeek's FP8 prefill of short
+#: prompts is estimated about twice too fast on every engine (its 32K bursts are within 6% since) (the same
 #: page's vLLM TP=8 run 74% too short, gpustack's DeepSeek-R1 bursts 35-48%), where Qwen3-235B's FP8
 #: bursts on H100 are within 10%; pricing the routed experts' FP8 GEMMs at the BF16 rate halves the
 #: DeepSeek misses and breaks Qwen3's (bench/VALIDATION.md), so the cause is not the format alone.

@@ -120,6 +120,7 @@ def _compressed(f: Fields) -> CompressedAttentionSpec | None:
         index_n_heads=f.integer("index_n_heads", kind="heads"),
         index_head_dim=f.integer("index_head_dim", kind="width"),
         hc_mult=f.integer("hc_mult", kind="small", default=1),
+        index_topk=f.integer("index_topk", kind="positions", default=0),
     )
 
 

@@ -131,6 +131,9 @@ class CompressedAttentionSpec:
     index_n_heads: int
     index_head_dim: int
     hc_mult: int
+    #: Compressed entries each query of a ratio-4 layer attends to, as its indexer selects them
+    #: (`index_topk`, 512 in DeepSeek-V4-Flash's config); 0: every entry.
+    index_topk: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
