@@ -25,7 +25,6 @@ __all__ = [
     "ranked",
     "recommend",
     "smallest_fit",
-    "expert_split_problem",
     "split_problem",
     "thin_margin",
     "yarn_caveat",
@@ -119,25 +118,23 @@ def split_problem(
     fp8_block: tuple[int, int] | None,
     expert_parallel: bool = False,
     whole_experts: str = "",
+    experts_over: int | None = None,
 ) -> str | None:
     """Why tensor-parallel size `tp` is not a valid split of this model, or None. With expert
     parallelism the experts are not sliced, so only their full width meets the FP8 blocks.
-    `whole_experts`: how the engine keeps the experts whole, said beside a block refusal."""
-    return kinds.tp_problem(spec, tp) or expert_split_problem(
-        spec, tp, fp8_block, expert_parallel, whole_experts
+    `whole_experts`: how the engine keeps the experts whole, said beside a block refusal;
+    `experts_over`: the GPUs the routed experts spread over where that is not `tp` (vLLM's data
+    parallel: every GPU of its ranks, while attention keeps each rank's TP)."""
+    over = experts_over or tp
+    return kinds.tp_problem(spec, tp) or _expert_problem(
+        spec, over, fp8_block, expert_parallel, whole_experts
     )
 
 
-def expert_split_problem(
-    spec: ModelSpec,
-    tp: int,
-    fp8_block: tuple[int, int] | None,
-    expert_parallel: bool = False,
-    whole_experts: str = "",
+def _expert_problem(
+    spec: ModelSpec, tp: int, fp8_block: tuple[int, int] | None, expert_parallel: bool, whole_experts: str
 ) -> str | None:
-    """Why the routed experts cannot be split over `tp` GPUs (sliced, or whole with expert
-    parallelism), or None (`split_problem`'s expert half: vLLM's data parallel spreads the experts
-    over every GPU of its ranks while attention keeps each rank's TP)."""
+    """Why the routed experts cannot be split over `tp` GPUs (sliced, or whole), or None."""
     if spec.moe and expert_parallel and tp > spec.moe.num_experts:
         experts = spec.moe.num_experts
         return f"expert parallel over {tp} GPUs needs at least {tp} experts; the model has {experts}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpusize.core import kinds, kvcache, runtime
+from gpusize.core import kvcache, runtime
 from gpusize.core.engines.vllm.behaviour import Behaviour, behaviour_of, utilization
 from gpusize.core.engines.vllm.data_parallel import dp_problem, dp_size, rank_tp, rank_work, weights_per_gpu
 from gpusize.core.engines.vllm.extensible import budget_bytes
@@ -19,7 +19,7 @@ from gpusize.core.engines.vllm.reserves import RESERVES
 from gpusize.core.engines.vllm.scheduler import SchedulerLimits, scheduler_limits
 from gpusize.core.engines.vllm.speculative import draft_layout
 from gpusize.core.gpu import GpuSpec
-from gpusize.core.plan import Candidate, PerGpu, expert_split_problem, refused, split_problem, thin_margin
+from gpusize.core.plan import Candidate, PerGpu, refused, split_problem, thin_margin
 from gpusize.core.reserves import reserves_of, total_bytes
 from gpusize.core.spec import ModelSpec
 from gpusize.core.weights import estimated_layers, weights_bytes
@@ -50,8 +50,7 @@ def evaluate(spec: ModelSpec, gpu: GpuSpec, tp: int, work: Workload) -> Candidat
     # GPUs share (NCCL, the context, the price)
     n, dp = tp, dp_size(work)
     if dp > 1:
-        problem = dp_problem(n, dp) or kinds.tp_problem(spec, rank_tp(n, dp))
-        problem = problem or expert_split_problem(spec, n, block, ep, WHOLE_EXPERTS)
+        problem = dp_problem(n, dp) or split_problem(spec, rank_tp(n, dp), block, ep, WHOLE_EXPERTS, n)
         tp, work = rank_tp(n, dp), rank_work(work, dp)
     else:
         problem = split_problem(spec, tp, block, ep, WHOLE_EXPERTS)
