@@ -26,13 +26,14 @@ __all__ = [
 ]
 
 
-def _split(c: Candidate, engine: str, data_parallel: int | None = None) -> str:
+def _split(c: Candidate, engine: str, settings: dict[str, float | int | str] | None = None) -> str:
     if c.pipeline_parallel > 1:
         return f"TP={c.tensor_parallel} x PP={c.pipeline_parallel} across {c.pipeline_parallel} servers"
     if engine_model(engine).splits_layers:
         return f"{engine_model(engine).label}, layers split over {c.num_gpus} GPU(s)"
-    if data_parallel and data_parallel > 1:  # vLLM's --data-parallel-size: ranks of n / dp GPUs
-        return f"DP={data_parallel} x TP={c.tensor_parallel // data_parallel}"
+    ranks = (settings or {}).get("data_parallel_size")
+    if ranks:  # vLLM's --data-parallel-size: the engine's own split, as its settings state it
+        return f"DP={ranks} x TP={(settings or {})['tensor_parallel_size']}"
     return f"TP={c.tensor_parallel}"
 
 
@@ -48,7 +49,7 @@ def headline(report: FitReport) -> str:
                 f"({fmt_gib(g.allocated_peak_bytes)} allocated by PyTorch) of {fmt_gib(g.visible_bytes)}, "
                 f"headroom {fmt_gib(g.headroom_bytes)} GiB"
             )
-        verb, split = "needs", _split(p, w.engine.name, w.engine.data_parallel_size)
+        verb, split = "needs", _split(p, w.engine.name, report.assumptions.settings)
         if report.min_gpus and report.min_gpus < p.num_gpus:  # --gpus asked for more than it takes
             verb, split = "runs on", f"needs {report.min_gpus}x; {split}"
         return (

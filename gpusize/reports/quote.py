@@ -267,7 +267,7 @@ def _dp_note(
     found = dp_attention_layout(spec, gpu, here, share, plain)
     if found is None:
         return []
-    other, flags = found
+    other, flags, caveat = found
     fewer = ""
     if users and other.capacity_sequences > 0:
         dp_servers = math.ceil(users / other.capacity_sequences)
@@ -275,7 +275,7 @@ def _dp_note(
             share = replace(traffic, users=math.ceil(users / dp_servers))
             other = dp_attention_layout(spec, gpu, here, share, plain)[0]  # type: ignore[index]
             fewer = f"; {dp_servers} server(s) hold the {users:,} users at once ({servers} without)"
-    return [f"{top.num_gpus}x {top.gpu}: {dp_attention_words(plain, other, flags)}{fewer}"]
+    return [f"{top.num_gpus}x {top.gpu}: {dp_attention_words(plain, other, flags, caveat)}{fewer}"]
 
 
 def _node_sets(

@@ -22,9 +22,10 @@ __all__ = ["dp_attention_alternative", "dp_attention_layout", "dp_attention_word
 
 def dp_attention_layout(
     spec: ModelSpec, gpu: GpuSpec, work: Workload, demand: Demand, pick: Layout | None
-) -> tuple[Layout, str] | None:
+) -> tuple[Layout, str, str | None] | None:
     """The recommended layout run with the engine's data-parallel attention over all its GPUs (for
-    `demand`), and the flags that say it, for an MLA mixture-of-experts model sized without it; None
+    `demand`), the flags that say it and what its speed rests on where the engine says
+    (`throughput.data_parallel_caveat`), for an MLA mixture-of-experts model sized without it; None
     where it does not apply (an engine or release without it, not MLA MoE, one GPU, the setting
     already given) or does not fit."""
     if pick is None or not pick.fits or spec.mla is None or spec.moe is None:
@@ -40,18 +41,12 @@ def dp_attention_layout(
     other = evaluate_layout(spec, gpu, pick.replicas, tp, dp_work, demand)
     if not other.fits or other.aggregate_tokens_per_s is None:
         return None
-    caveat = data_parallel_caveat(dp_work)
-    return other, flags + (f"{CAVEAT_MARK}{caveat}" if caveat else "")
+    return other, flags, data_parallel_caveat(dp_work)
 
 
-#: Where an engine's caveat on the layout's speed follows its flags (`dp_attention_words` puts it last).
-CAVEAT_MARK = "\n"
-
-
-def dp_attention_words(pick: Layout, other: Layout, flags: str) -> str:
+def dp_attention_words(pick: Layout, other: Layout, flags: str, caveat: str | None = None) -> str:
     """The two layouts side by side: capacity, tok/s and per-user speed, estimates said as such, and
-    the engine's caveat on that speed where it has one (`throughput.data_parallel_caveat`)."""
-    flags, _, caveat = flags.partition(CAVEAT_MARK)
+    the engine's caveat on that speed where it has one."""
     return (
         f"with {flags} the same {pick.replicas * pick.tensor_parallel} GPUs ({pick.replicas} x "
         f"TP={pick.tensor_parallel} without) hold "

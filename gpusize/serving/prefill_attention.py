@@ -23,6 +23,7 @@ the peak is the engine's fitted attention MFU (`throughput.prefill_seconds`).
 from __future__ import annotations
 
 from gpusize.core.kinds.attention import head_width, value_width
+from gpusize.core.kinds.compressed_mla import INDEXED_RATIO
 from gpusize.core.spec import LayerSpec, ModelSpec
 
 __all__ = ["capped_keys", "layer_attention_flops", "prefill_attention_flops"]
@@ -54,9 +55,10 @@ def layer_attention_flops(spec: ModelSpec, layer: LayerSpec, past: int, new: int
         ratio = layer.compress_ratio
         if ratio:
             entries_past, entries_new = past / ratio, new / ratio
-            topk = compressed.index_topk if ratio == 4 and compressed.index_topk else None
+            indexed = ratio == INDEXED_RATIO
+            topk = compressed.index_topk if indexed and compressed.index_topk else None
             flops += width * capped_keys(entries_past, entries_new, topk) * ratio  # every query
-            if ratio == 4:  # the indexer scores every compressed entry
+            if indexed:  # the indexer scores every compressed entry
                 scoring = 2 * compressed.index_n_heads * compressed.index_head_dim
                 flops += scoring * capped_keys(entries_past, entries_new, None) * ratio
         return flops

@@ -730,7 +730,7 @@ def unmodelled(work: Workload) -> list[str]:
             "a prompt's attention prefills on its own group's GPUs and the MoE layers on all of them "
             "(a burst's prompts spread over the groups)"
         )
-    if (work.engine.data_parallel_size or 1) > 1:
+    if data_parallel_caveat(work):
         out.append(VLLM_DP_NOTE.format(dp=work.engine.data_parallel_size))
     if (
         work.engine.enable_expert_parallel

@@ -23,6 +23,7 @@ persistent buffer; DeepEP's (not a default) would add 1 GiB a GPU, not modelled.
 
 from __future__ import annotations
 
+from gpusize.core.plan import TP_SIZES
 from gpusize.core.releases import VLLM, parse_version
 from gpusize.core.settings.vllm import VLLM_DATA_PARALLEL
 from gpusize.core.spec import ModelSpec
@@ -55,7 +56,7 @@ SEQUENCE_PARALLEL_MOE_SINCE = "0.11.0"
 def dp_size(work: Workload) -> int:
     """The data-parallel ranks (1 without --data-parallel-size)."""
     dp = work.engine.data_parallel_size or 1
-    if 8 % dp:
+    if max(TP_SIZES) % dp:
         raise InputError(
             f"invalid --data-parallel-size {dp}: gpusize lays out 1, 2, 4 or 8 ranks on a server"
         )
